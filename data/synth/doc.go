@@ -1,0 +1,40 @@
+// Package synth generates the synthetic multi-hop world, r1go's embedded
+// default dataset and corpus: from a seed, a world of invented entities and
+// the relations between them, a corpus of short passages that state those
+// facts, and 2- to 4-hop questions with gold answers and gold tool-use
+// trajectories, split into train, validation and test sets that share no
+// question.
+//
+// The central type is World, made by New from a Config. Everything in it is
+// a pure function of the Config: the same seed gives the same world, byte
+// for byte, on every machine.
+//
+// The world is built so that reinforcement learning with a search tool pays:
+//
+//   - Names are made of invented syllables and facts are drawn at random, so
+//     no fact can be guessed from a question; the model has to search.
+//   - Each relation is functional (a subject has exactly one object), so a
+//     question has exactly one answer, and a question of k hops needs k
+//     searches: the query of hop i names the entity hop i-1 found.
+//   - Each passage states one fact (Config.FactsPerPassage raises that) and
+//     carries its subject's name, so a BM25 search for "founder of Tazomir"
+//     returns the passage "The founder of Tazomir is Belovan." first.
+//   - The language is small and regular (about forty words besides the
+//     names), so a tokenizer of a few hundred to two thousand tokens covers
+//     it and a tiny model can learn it on a CPU.
+//   - No name is a substring of another name, because the multi-hop QA
+//     reward accepts an answer that contains the gold one (SubEM).
+//
+// Knobs for the warm start. Every training sample carries its gold
+// trajectory (data.Sample.Gold). SFTSubset picks which of them the
+// supervised warm start sees, so that RL has headroom left to gain: by
+// default only 2-hop questions (SFTOptions.MaxHops), and of those a fraction
+// (SFTOptions.Fraction). A model warm-started on 2-hop trajectories has
+// learned the format and the search-then-answer habit but tends to answer
+// after two searches; RL teaches it to keep searching on 3- and 4-hop
+// questions.
+//
+// Errors: New returns an error, naming the Config field, when the Config is
+// out of range or asks for more distinct questions than the world holds; it
+// never panics on a Config.
+package synth

@@ -1,0 +1,117 @@
+package synth
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/r1go/r1go/data"
+)
+
+// SFTOptions picks the training samples whose gold trajectories the
+// supervised warm start sees. The rest of the train split stays for RL.
+type SFTOptions struct {
+	// MaxHops keeps only questions of at most this many hops; 0 keeps all.
+	MaxHops int
+	// Fraction of the eligible samples to keep, in [0, 1], drawn by Seed.
+	Fraction float64
+	Seed     uint64
+}
+
+// DefaultSFTOptions warm-starts on every 2-hop training question: enough to
+// learn the tool-call format and the search-then-answer habit, while 3- and
+// 4-hop questions are left for RL to learn.
+func DefaultSFTOptions() SFTOptions { return SFTOptions{MaxHops: 2, Fraction: 1, Seed: 1} }
+
+// SFTSubset returns the samples of train that carry a gold trajectory and
+// pass opt, in their original order.
+func SFTSubset(train []data.Sample, opt SFTOptions) ([]data.Sample, error) {
+	if !(opt.Fraction >= 0 && opt.Fraction <= 1) {
+		return nil, fmt.Errorf("synth: SFTOptions.Fraction = %v, want a value in [0, 1]", opt.Fraction)
+	}
+	if opt.MaxHops < 0 {
+		return nil, fmt.Errorf("synth: SFTOptions.MaxHops = %d, want 0 (all) or more", opt.MaxHops)
+	}
+	var eligible []int
+	for i, s := range train {
+		if s.Gold != nil && (opt.MaxHops == 0 || len(s.Gold.Steps) <= opt.MaxHops) {
+			eligible = append(eligible, i)
+		}
+	}
+	keep := int(opt.Fraction*float64(len(eligible)) + 0.5)
+	rng := rand.New(rand.NewPCG(opt.Seed, 0x5f7))
+	chosen := make([]bool, len(train))
+	for _, j := range rng.Perm(len(eligible))[:keep] {
+		chosen[eligible[j]] = true
+	}
+	var out []data.Sample
+	for i, s := range train {
+		if chosen[i] {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// WriteCorpus writes the passages as wiki-18 JSONL, one
+// {"id": "0", "contents": "\"Title\"\ntext"} per line, spaced as Python's
+// json.dumps spaces it, which Search-R1's retriever and r1go's corpus reader
+// both read.
+func (w *World) WriteCorpus(out io.Writer) error {
+	bw := bufio.NewWriter(out)
+	for _, p := range w.Passages {
+		id, _ := json.Marshal(p.ID)             // plain ASCII: cannot fail
+		contents, _ := json.Marshal(p.Contents) // idem
+		fmt.Fprintf(bw, "{\"id\": %s, \"contents\": %s}\n", id, contents)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("synth: writing the corpus: %w", err)
+	}
+	return nil
+}
+
+// WriteFlashRAG writes samples in FlashRAG's JSONL layout,
+// {"id", "question", "golden_answers", "metadata"}, so other trainers can
+// use the synthetic world; metadata holds the sample's Extra.
+func WriteFlashRAG(out io.Writer, samples []data.Sample) error {
+	bw := bufio.NewWriter(out)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for i, s := range samples {
+		rec := struct {
+			ID            string            `json:"id"`
+			Question      string            `json:"question"`
+			GoldenAnswers []string          `json:"golden_answers"`
+			Metadata      map[string]string `json:"metadata"`
+		}{strconv.Itoa(i), s.Question, s.Answers, s.Extra}
+		if err := enc.Encode(rec); err != nil {
+			return fmt.Errorf("synth: writing sample %d: %w", i, err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("synth: writing samples: %w", err)
+	}
+	return nil
+}
+
+// Texts returns the text a tokenizer for the world should be trained on:
+// every passage, every question of every split, and the rendered gold turns
+// of the train split.
+func (w *World) Texts() []string {
+	var out []string
+	for _, p := range w.Passages {
+		out = append(out, p.Contents)
+	}
+	for _, split := range [][]data.Sample{w.Train, w.Validation, w.Test} {
+		for _, s := range split {
+			out = append(out, s.Question)
+		}
+	}
+	for _, s := range w.Train {
+		out = append(out, s.Gold.Turns()...)
+	}
+	return out
+}
