@@ -1,0 +1,271 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// u is the unit roundoff of float32.
+const u = 1.0 / (1 << 24)
+
+// problem is one Sgemm call with its inputs laid out in padded buffers.
+type problem struct {
+	transA, transB bool
+	m, n, k        int
+	alpha, beta    float32
+	a, b, c        []float32
+	lda, ldb, ldc  int
+}
+
+// newProblem fills A, B and C with values in [-1, 1); pad extra columns on
+// every leading dimension. C's padding holds a sentinel the tests check.
+func newProblem(rng *rand.Rand, transA, transB bool, m, n, k, pad int, alpha, beta float32, nanC bool) *problem {
+	p := &problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta}
+	rowsA, colsA := m, k
+	if transA {
+		rowsA, colsA = k, m
+	}
+	rowsB, colsB := k, n
+	if transB {
+		rowsB, colsB = n, k
+	}
+	p.lda, p.ldb, p.ldc = max(1, colsA)+pad, max(1, colsB)+pad, max(1, n)+pad
+	fill := func(rows, ld int) []float32 {
+		x := make([]float32, rows*ld)
+		for i := range x {
+			x[i] = rng.Float32()*2 - 1
+		}
+		return x
+	}
+	p.a, p.b = fill(rowsA, p.lda), fill(rowsB, p.ldb)
+	p.c = make([]float32, m*p.ldc)
+	for i := range p.c {
+		switch {
+		case i%p.ldc >= n:
+			p.c[i] = sentinel
+		case nanC:
+			p.c[i] = float32(math.NaN())
+		default:
+			p.c[i] = rng.Float32()*2 - 1
+		}
+	}
+	return p
+}
+
+const sentinel = 12345.5
+
+func (p *problem) opA(i, q int) float64 {
+	if p.transA {
+		return float64(p.a[q*p.lda+i])
+	}
+	return float64(p.a[i*p.lda+q])
+}
+
+func (p *problem) opB(q, j int) float64 {
+	if p.transB {
+		return float64(p.b[j*p.ldb+q])
+	}
+	return float64(p.b[q*p.ldb+j])
+}
+
+// check compares got (the C buffer after the call) with a float64 reference
+// computed from p's original C. The bound per element is
+// (2k+8)·u·(|alpha|·Σ|a||b| + |beta|·|c|): k roundings in the running sum,
+// two more per KC block boundary and a few for alpha and beta, each at most u
+// relative to the sum of magnitudes.
+func (p *problem) check(t *testing.T, label string, got []float32) {
+	t.Helper()
+	bad := 0
+	for i := 0; i < p.m; i++ {
+		for j := 0; j < p.ldc; j++ {
+			g := got[i*p.ldc+j]
+			if j >= p.n {
+				if g != sentinel {
+					t.Fatalf("%s: C[%d][%d] outside the %d columns was overwritten: %v", label, i, j, p.n, g)
+				}
+				continue
+			}
+			var dot, mag float64
+			for q := 0; q < p.k; q++ {
+				x := p.opA(i, q) * p.opB(q, j)
+				dot += x
+				mag += math.Abs(x)
+			}
+			c0 := float64(p.c[i*p.ldc+j])
+			want := float64(p.alpha) * dot
+			scale := math.Abs(float64(p.alpha)) * mag
+			if p.beta != 0 {
+				want += float64(p.beta) * c0
+				scale += math.Abs(float64(p.beta) * c0)
+			}
+			tol := float64(2*p.k+8) * u * scale
+			if err := math.Abs(float64(g) - want); !(err <= tol) {
+				if bad < 5 {
+					t.Errorf("%s: C[%d][%d] = %v, want %v (error %.3g > bound %.3g)", label, i, j, g, want, err, tol)
+				}
+				bad++
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%s: %d of %d elements outside the bound", label, bad, p.m*p.n)
+	}
+}
+
+func (p *problem) run(e *Engine) []float32 {
+	got := append([]float32(nil), p.c...)
+	e.Sgemm(p.transA, p.transB, p.m, p.n, p.k, p.alpha, p.a, p.lda, p.b, p.ldb, p.beta, got, p.ldc)
+	return got
+}
+
+var shapes = []struct{ m, n, k int }{
+	{1, 1, 1},
+	{2, 3, 4},
+	{17, 33, 65},
+	{12, 32, 384},  // exactly one AVX-512 tile and KC block
+	{13, 33, 385},  // one past each
+	{6, 16, 257},   // exactly one AVX2 tile
+	{1000, 3, 7},   // tall and thin
+	{3, 1000, 5},   // short and wide
+	{5, 7, 1000},   // deep: three KC blocks
+	{4, 5, 0},      // k = 0: C = beta·C
+	{0, 5, 3},      // nothing to do
+	{5, 0, 3},      // nothing to do
+	{257, 129, 300},
+	{1030, 9, 3}, // more rows than the generic kernel's A block
+}
+
+var alphaBetas = []struct {
+	alpha, beta float32
+	nanC        bool // C holds NaN: only valid with beta = 0
+}{
+	{1, 0, true},
+	{-1.5, 0, true},
+	{1, 1, false},
+	{0.5, -0.25, false},
+	{0, 2, false},
+}
+
+func engines(t *testing.T, threads ...int) []*Engine {
+	var es []*Engine
+	for _, name := range Kernels() {
+		for _, th := range threads {
+			e, err := NewEngine(name, th)
+			if err != nil {
+				t.Fatal(err)
+			}
+			es = append(es, e)
+		}
+	}
+	return es
+}
+
+func TestSgemmAgainstFloat64(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	es := engines(t, 1, 3)
+	for _, s := range shapes {
+		for _, tr := range [4][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+			for ai, ab := range alphaBetas {
+				pad := (ai % 3) * 5 // leading dimensions wider than the matrix
+				p := newProblem(rng, tr[0], tr[1], s.m, s.n, s.k, pad, ab.alpha, ab.beta, ab.nanC)
+				for _, e := range es {
+					label := fmt.Sprintf("%s/%dthreads %dx%dx%d transA=%v transB=%v alpha=%v beta=%v pad=%d",
+						e.Kernel(), e.threads, s.m, s.n, s.k, tr[0], tr[1], ab.alpha, ab.beta, pad)
+					p.check(t, label, p.run(e))
+				}
+			}
+		}
+	}
+}
+
+// A product big enough to take the parallel path with several A blocks and
+// B blocks per thread.
+func TestSgemmLargeParallel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large product")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, e := range engines(t, 2) {
+		for _, tr := range [4][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+			p := newProblem(rng, tr[0], tr[1], 3100, 600, 70, 3, 1, 0.5, false)
+			p.check(t, fmt.Sprintf("%s transA=%v transB=%v", e.Kernel(), tr[0], tr[1]), p.run(e))
+		}
+	}
+}
+
+func TestSgemmStridedBatched(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const batch, m, n, k = 5, 33, 70, 64
+	for _, e := range engines(t, 1, 2, 8) {
+		var ps []*problem
+		var a, b, c []float32
+		for i := 0; i < batch; i++ {
+			p := newProblem(rng, false, true, m, n, k, 2, 0.125, 1, false)
+			ps = append(ps, p)
+			a, b, c = append(a, p.a...), append(b, p.b...), append(c, p.c...)
+		}
+		sa, sb, sc := len(ps[0].a), len(ps[0].b), len(ps[0].c)
+		e.SgemmStridedBatched(false, true, m, n, k, 0.125, a, ps[0].lda, sa, b, ps[0].ldb, sb, 1, c, ps[0].ldc, sc, batch)
+		for i, p := range ps {
+			p.check(t, fmt.Sprintf("%s/%d batch %d", e.Kernel(), e.threads, i), c[i*sc:(i+1)*sc])
+		}
+	}
+}
+
+func TestSgemmPanicsOnBadArguments(t *testing.T) {
+	a, b, c := make([]float32, 6), make([]float32, 6), make([]float32, 4)
+	cases := []struct {
+		name string
+		call func()
+		want string
+	}{
+		{"short A", func() { Sgemm(false, false, 3, 2, 3, 1, a, 3, b, 2, 0, c, 2) }, "A is 3×3"},
+		{"small lda", func() { Sgemm(false, false, 2, 2, 3, 1, a, 2, b, 2, 0, c, 2) }, "leading dimension of A"},
+		{"short C", func() { Sgemm(false, false, 2, 3, 2, 1, a, 2, b, 3, 0, c, 3) }, "C is 2×3"},
+		{"negative", func() { Sgemm(false, false, -1, 2, 2, 1, a, 2, b, 2, 0, c, 2) }, "negative dimension"},
+		{"batch past end", func() {
+			SgemmStridedBatched(false, false, 1, 1, 1, 1, a, 1, 7, b, 1, 1, 0, c, 1, 1, 2)
+		}, "batch 1 starts at 7"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				msg, _ := r.(string)
+				if !strings.HasPrefix(msg, "gemm: ") || !strings.Contains(msg, tc.want) {
+					t.Fatalf("panic %q, want one starting with %q and containing %q", r, "gemm: ", tc.want)
+				}
+			}()
+			tc.call()
+		})
+	}
+}
+
+func TestNewEngineRejectsUnknownKernel(t *testing.T) {
+	if _, err := NewEngine("sse1", 0); err == nil || !strings.Contains(err.Error(), `"sse1"`) {
+		t.Fatalf("NewEngine(sse1) error = %v, want one naming the kernel", err)
+	}
+	if got := Kernels(); got[len(got)-1] != "generic" {
+		t.Fatalf("Kernels() = %v, want the portable kernel last", got)
+	}
+}
+
+func TestGridBalancesTiles(t *testing.T) {
+	cases := []struct{ threads, pm, pn, tm, tn int }{
+		{2, 100, 28, 1, 2},  // wide enough: split columns
+		{2, 100, 1, 2, 1},   // one column panel: split rows
+		{4, 10, 2, 2, 2},    // both
+		{3, 9, 3, 1, 3},     // columns divide evenly
+		{1, 5, 5, 1, 1},     // serial
+		{16, 256, 28, 4, 4}, // 64·7 = 448 tiles each, 2×8 would give 128·4
+	}
+	for _, c := range cases {
+		tm, tn := grid(c.threads, c.pm, c.pn)
+		if tm != c.tm || tn != c.tn {
+			t.Errorf("grid(%d, %d, %d) = %d×%d, want %d×%d", c.threads, c.pm, c.pn, tm, tn, c.tm, c.tn)
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package gemm
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// microKernel computes one MR×NR tile: acc = Σ_p a(r, p)·b(p, col) over
+// p < kc, then c = alpha·acc + beta·c for the tile (c is not read when beta
+// is 0). a(r, p) lives at byte offset p·sp + r·sr from a; b is a packed
+// micro-panel of kc rows of NR floats; ldc is C's row pitch in bytes.
+type microKernel func(kc int, a *float32, sp, sr uintptr, b, c *float32, ldc uintptr, alpha, beta float32)
+
+// kernel is one micro-kernel with its register tile and cache blocking.
+type kernel struct {
+	name  string
+	mr    int // rows of the register tile (A values broadcast)
+	nr    int // columns of the register tile (B values in vectors)
+	kc    int // depth of a packed block
+	nb    int // columns of a per-thread packed B block (sized for L2)
+	mb    int // rows of a shared packed A block (sized for L3)
+	micro microKernel
+}
+
+// kernels lists the micro-kernels this CPU can run, fastest first. The
+// portable Go kernel is always last.
+var kernels = availableKernels()
+
+var genericKernel = &kernel{
+	name: "generic", mr: 4, nr: 8, kc: 256, nb: 512, mb: 1024,
+	micro: microGeneric,
+}
+
+// Kernels names the micro-kernels usable on this CPU, fastest first.
+func Kernels() []string {
+	names := make([]string, len(kernels))
+	for i, k := range kernels {
+		names[i] = k.name
+	}
+	return names
+}
+
+func kernelNamed(name string) (*kernel, error) {
+	for _, k := range kernels {
+		if k.name == name {
+			return k, nil
+		}
+	}
+	return nil, fmt.Errorf("gemm: kernel %q not available on this CPU (have %v)", name, Kernels())
+}
+
+// microGeneric is the portable micro-kernel: a 4×8 tile in plain Go.
+func microGeneric(kc int, a *float32, sp, sr uintptr, b, c *float32, ldc uintptr, alpha, beta float32) {
+	const mr, nr = 4, 8
+	var acc [mr][nr]float32
+	ap := unsafe.Pointer(a)
+	bp := unsafe.Pointer(b)
+	for p := 0; p < kc; p++ {
+		bv := (*[nr]float32)(bp)
+		for r := 0; r < mr; r++ {
+			av := *(*float32)(unsafe.Add(ap, uintptr(r)*sr))
+			row := &acc[r]
+			for j := 0; j < nr; j++ {
+				row[j] += av * bv[j]
+			}
+		}
+		ap = unsafe.Add(ap, sp)
+		bp = unsafe.Add(bp, nr*4)
+	}
+	cp := unsafe.Pointer(c)
+	for r := 0; r < mr; r++ {
+		cv := (*[nr]float32)(unsafe.Add(cp, uintptr(r)*ldc))
+		if beta == 0 {
+			for j := 0; j < nr; j++ {
+				cv[j] = alpha * acc[r][j]
+			}
+		} else {
+			for j := 0; j < nr; j++ {
+				cv[j] = alpha*acc[r][j] + beta*cv[j]
+			}
+		}
+	}
+}

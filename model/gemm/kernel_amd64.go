@@ -1,0 +1,38 @@
+package gemm
+
+import "golang.org/x/sys/cpu"
+
+// Assembly micro-kernels (kernel_amd64.s); the argument list is microKernel's.
+
+// micro12x32AVX512 holds a 12×32 tile in 24 zmm accumulators.
+//
+//go:noescape
+func micro12x32AVX512(kc int, a *float32, sp, sr uintptr, b, c *float32, ldc uintptr, alpha, beta float32)
+
+// micro6x16AVX2 holds a 6×16 tile in 12 ymm accumulators.
+//
+//go:noescape
+func micro6x16AVX2(kc int, a *float32, sp, sr uintptr, b, c *float32, ldc uintptr, alpha, beta float32)
+
+var avx512Kernel = &kernel{
+	name: "avx512", mr: 12, nr: 32, kc: 384, nb: 512, mb: 3072,
+	micro: micro12x32AVX512,
+}
+
+var avx2Kernel = &kernel{
+	name: "avx2", mr: 6, nr: 16, kc: 256, nb: 512, mb: 3072,
+	micro: micro6x16AVX2,
+}
+
+func availableKernels() []*kernel {
+	// The OS must save the upper register state too; x/sys/cpu folds the
+	// XGETBV checks into these flags.
+	var ks []*kernel
+	if cpu.X86.HasAVX512F {
+		ks = append(ks, avx512Kernel)
+	}
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		ks = append(ks, avx2Kernel)
+	}
+	return append(ks, genericKernel)
+}
