@@ -1,0 +1,234 @@
+// Package probe measures the hardware ceilings that CPU benchmarks divide
+// by, in the same run as the figure they judge: the fused multiply-add peak
+// (FMAPeak) and memory read and copy bandwidth (ReadBandwidth,
+// CopyBandwidth).
+//
+// Each probe runs its loop on the requested number of goroutines, each
+// locked to an OS thread, for about Window, a few times, and reports the
+// best run. Probes take no input that can be malformed; a bad argument
+// (threads < 1, an unknown ISA) is reported as an error or a panic for a
+// programmer's mistake.
+package probe
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// Window is how long one timed run of a probe lasts; Repeats is how many
+// runs it takes the best of.
+var (
+	Window  = 300 * time.Millisecond
+	Repeats = 3
+)
+
+// fmaLoop is an assembly loop of independent FMA chains.
+type fmaLoop struct {
+	isa          string
+	flopsPerIter float64
+	run          func(iters int)
+}
+
+// loops lists the FMA loops this CPU can run, widest first; the portable Go
+// loop is always last.
+var loops = append(vectorLoops(), fmaLoop{isa: "go", flopsPerIter: goChains * 2, run: fmaGo})
+
+// sumVector sums x, with vector loads where the CPU has them.
+var sumVector = vectorSum()
+
+// ISAs names the FMA loops usable on this CPU, widest first ("avx512",
+// "avx2", and always "go").
+func ISAs() []string {
+	var s []string
+	for _, l := range loops {
+		s = append(s, l.isa)
+	}
+	return s
+}
+
+// BestISA is the widest FMA loop this CPU runs: the one FMAPeak uses.
+func BestISA() string { return loops[0].isa }
+
+// FMAPeak returns the float32 FMA peak in GFLOP/s (one FMA = 2 flops) of
+// threads goroutines running the widest vector FMA loop this CPU has.
+func FMAPeak(threads int) float64 {
+	g, err := FMAPeakISA(BestISA(), threads)
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
+// FMAPeakISA is FMAPeak for a named loop (see ISAs).
+func FMAPeakISA(isa string, threads int) (float64, error) {
+	if threads < 1 {
+		return 0, fmt.Errorf("probe: threads = %d, want ≥ 1", threads)
+	}
+	for _, l := range loops {
+		if l.isa == isa {
+			return measureFMA(l, threads), nil
+		}
+	}
+	return 0, fmt.Errorf("probe: FMA loop %q not available on this CPU (have %v)", isa, ISAs())
+}
+
+func measureFMA(l fmaLoop, threads int) float64 {
+	// Size a chunk to about 1 ms on one thread so the deadline check is rare.
+	chunk := 1 << 10
+	for {
+		t0 := time.Now()
+		l.run(chunk)
+		if time.Since(t0) > time.Millisecond || chunk > 1<<28 {
+			break
+		}
+		chunk *= 2
+	}
+	best := 0.0
+	for rep := 0; rep < Repeats; rep++ {
+		iters := make([]int, threads)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for t := 0; t < threads; t++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				<-start
+				deadline := time.Now().Add(Window)
+				for time.Now().Before(deadline) {
+					l.run(chunk)
+					iters[t] += chunk
+				}
+			}()
+		}
+		t0 := time.Now()
+		close(start)
+		wg.Wait()
+		el := time.Since(t0).Seconds()
+		total := 0
+		for _, n := range iters {
+			total += n
+		}
+		best = max(best, float64(total)*l.flopsPerIter/el/1e9)
+	}
+	return best
+}
+
+const goChains = 8
+
+// fmaGo is the portable loop: eight independent scalar chains.
+func fmaGo(iters int) {
+	var a0, a1, a2, a3, a4, a5, a6, a7 float32
+	const x, y = 1e-7, 1
+	for i := 0; i < iters; i++ {
+		a0 = a0*y + x
+		a1 = a1*y + x
+		a2 = a2*y + x
+		a3 = a3*y + x
+		a4 = a4*y + x
+		a5 = a5*y + x
+		a6 = a6*y + x
+		a7 = a7*y + x
+	}
+	sink = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7
+}
+
+var sink float32
+
+func sumGo(x []float32) float32 {
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += x[i]
+		s1 += x[i+1]
+		s2 += x[i+2]
+		s3 += x[i+3]
+	}
+	for ; i < len(x); i++ {
+		s0 += x[i]
+	}
+	return s0 + s1 + s2 + s3
+}
+
+// ReadBandwidth returns the read bandwidth in GB/s (10⁹ bytes per second) of
+// threads goroutines summing disjoint parts of a buffer of the given size
+// with vector loads. Use a buffer several times the last-level cache to
+// measure memory rather than cache.
+func ReadBandwidth(bytes, threads int) float64 {
+	checkArgs(bytes, threads)
+	x := make([]float32, bytes/4)
+	for i := range x {
+		x[i] = 1 // touch every page before timing
+	}
+	return bestPass(threads, float64(len(x)*4), func(t int) {
+		lo, hi := span(len(x), t, threads)
+		sink += sumVector(x[lo:hi])
+	})
+}
+
+// CopyBandwidth returns the copy bandwidth in GB/s of threads goroutines
+// each copying its part of a buffer of the given size into another with
+// Go's copy (memmove), counting the bytes read plus the bytes written.
+func CopyBandwidth(bytes, threads int) float64 {
+	checkArgs(bytes, threads)
+	src := make([]byte, bytes)
+	dst := make([]byte, bytes)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	copy(dst, src) // fault in dst's pages
+	return bestPass(threads, 2*float64(bytes), func(t int) {
+		lo, hi := span(len(src), t, threads)
+		copy(dst[lo:hi], src[lo:hi])
+	})
+}
+
+func checkArgs(bytes, threads int) {
+	if bytes < 1<<10 || threads < 1 {
+		panic(fmt.Sprintf("probe: buffer of %d bytes on %d threads, want ≥ 1 KiB and ≥ 1 thread", bytes, threads))
+	}
+}
+
+func span(n, t, threads int) (lo, hi int) {
+	// Cut at 256-byte boundaries so every part keeps whole vector blocks.
+	const align = 64
+	lo = (n * t / threads) &^ (align - 1)
+	hi = (n * (t + 1) / threads) &^ (align - 1)
+	if t == threads-1 {
+		hi = n
+	}
+	return lo, hi
+}
+
+// bestPass runs body on threads locked goroutines, pass after pass, for
+// Repeats windows, and returns the best single pass in GB/s.
+func bestPass(threads int, bytesPerPass float64, body func(t int)) float64 {
+	best := 0.0
+	deadline := time.Now().Add(time.Duration(Repeats) * Window)
+	for pass := 0; pass < 3 || time.Now().Before(deadline); pass++ {
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		ready := sync.WaitGroup{}
+		for t := 0; t < threads; t++ {
+			wg.Add(1)
+			ready.Add(1)
+			go func() {
+				defer wg.Done()
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				ready.Done()
+				<-start
+				body(t)
+			}()
+		}
+		ready.Wait()
+		t0 := time.Now()
+		close(start)
+		wg.Wait()
+		best = max(best, bytesPerPass/time.Since(t0).Seconds()/1e9)
+	}
+	return best
+}

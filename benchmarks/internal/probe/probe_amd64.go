@@ -1,0 +1,37 @@
+package probe
+
+import "golang.org/x/sys/cpu"
+
+//go:noescape
+func fmaAVX512(iters int)
+
+//go:noescape
+func fmaAVX2(iters int)
+
+//go:noescape
+func sumAVX2(x *float32, n int) float32
+
+func vectorLoops() []fmaLoop {
+	var ls []fmaLoop
+	if cpu.X86.HasAVX512F {
+		ls = append(ls, fmaLoop{isa: "avx512", flopsPerIter: 16 * 16 * 2, run: fmaAVX512})
+	}
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		ls = append(ls, fmaLoop{isa: "avx2", flopsPerIter: 14 * 8 * 2, run: fmaAVX2})
+	}
+	return ls
+}
+
+func vectorSum() func([]float32) float32 {
+	if !cpu.X86.HasAVX2 {
+		return sumGo
+	}
+	return func(x []float32) float32 {
+		n := len(x) &^ 63
+		s := float32(0)
+		if n > 0 {
+			s = sumAVX2(&x[0], n)
+		}
+		return s + sumGo(x[n:])
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package probe
+
+func vectorLoops() []fmaLoop { return nil }
+
+func vectorSum() func([]float32) float32 { return sumGo }

@@ -1,0 +1,71 @@
+package probe
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// The probes are timed by nature; these tests only check that every loop
+// runs and reports a positive, finite figure, never how fast.
+
+func sane(t *testing.T, what string, v float64) {
+	t.Helper()
+	if !(v > 0) || math.IsInf(v, 0) {
+		t.Fatalf("%s = %v, want positive and finite", what, v)
+	}
+}
+
+func shortWindows(t *testing.T) {
+	w, r := Window, Repeats
+	Window, Repeats = 20*time.Millisecond, 1
+	t.Cleanup(func() { Window, Repeats = w, r })
+}
+
+func TestFMAPeakEveryISA(t *testing.T) {
+	shortWindows(t)
+	isas := ISAs()
+	if isas[len(isas)-1] != "go" || BestISA() != isas[0] {
+		t.Fatalf("ISAs() = %v, BestISA() = %q: want the portable loop last and the best first", isas, BestISA())
+	}
+	for _, isa := range isas {
+		for _, threads := range []int{1, 2} {
+			g, err := FMAPeakISA(isa, threads)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sane(t, isa, g)
+		}
+	}
+	sane(t, "FMAPeak", FMAPeak(1))
+	if _, err := FMAPeakISA("mmx", 1); err == nil {
+		t.Fatal("FMAPeakISA(mmx) succeeded, want an error")
+	}
+	if _, err := FMAPeakISA("go", 0); err == nil {
+		t.Fatal("FMAPeakISA with 0 threads succeeded, want an error")
+	}
+}
+
+func TestBandwidth(t *testing.T) {
+	shortWindows(t)
+	for _, threads := range []int{1, 3} {
+		sane(t, "ReadBandwidth", ReadBandwidth(4<<20+100, threads))
+		sane(t, "CopyBandwidth", CopyBandwidth(4<<20+100, threads))
+	}
+}
+
+// The vector sum must add every element exactly once, including a tail that
+// is not a multiple of the vector block.
+func TestSumVectorMatchesLoop(t *testing.T) {
+	for _, n := range []int{0, 1, 63, 64, 65, 1000, 4096 + 17} {
+		x := make([]float32, n)
+		want := 0.0
+		for i := range x {
+			x[i] = float32(i%7) - 2.5
+			want += float64(x[i])
+		}
+		if got := sumVector(x); math.Abs(float64(got)-want) > 1e-3*max(1, math.Abs(want)) {
+			t.Errorf("sumVector(%d elements) = %v, want %v", n, got, want)
+		}
+	}
+}
