@@ -116,9 +116,9 @@ func ParseHeader(prefix []byte, fileSize int64, file string) (*Header, error) {
 			return nil, newError(file, t.Name, ErrInvalidOffset,
 				"data_offsets [%d, %d], expected begin %d: %s", t.Begin, t.End, end, what)
 		}
-		want, ok := byteSize(t.DType, t.Shape)
-		if !ok {
-			return nil, newError(file, t.Name, ErrOverflow, "shape %v of %s", t.Shape, t.DType)
+		want, kind := byteSize(t.DType, t.Shape)
+		if kind != nil {
+			return nil, newError(file, t.Name, kind, "shape %v of %s", t.Shape, t.DType)
 		}
 		if t.End-t.Begin != want {
 			return nil, newError(file, t.Name, ErrSizeMismatch,
@@ -133,21 +133,22 @@ func ParseHeader(prefix []byte, fileSize int64, file string) (*Header, error) {
 	return h, nil
 }
 
-// byteSize is prod(shape) * bits / 8, false on overflow or when a sub-byte
-// dtype does not fill whole bytes.
-func byteSize(d DType, shape []int) (int64, bool) {
+// byteSize is prod(shape) * bits / 8. It fails with ErrOverflow when that
+// does not fit in 62 bits and with ErrSizeMismatch when a sub-byte dtype
+// does not fill a whole number of bytes.
+func byteSize(d DType, shape []int) (int64, error) {
 	total := uint64(d.Bits())
 	for _, s := range shape {
 		hi, lo := bits.Mul64(total, uint64(s))
 		if hi != 0 || lo > 1<<62 {
-			return 0, false
+			return 0, ErrOverflow
 		}
 		total = lo
 	}
 	if total%8 != 0 {
-		return 0, false
+		return 0, ErrSizeMismatch
 	}
-	return int64(total / 8), true
+	return int64(total / 8), nil
 }
 
 // decode reads the JSON object token by token, which is what lets it see

@@ -34,9 +34,9 @@ func (t *Tensor) byteLen() (int64, error) {
 			return 0, newError("", t.Name, ErrInvalidTensor, "negative dimension in shape %v", t.Shape)
 		}
 	}
-	n, ok := byteSize(t.DType, t.Shape)
-	if !ok {
-		return 0, newError("", t.Name, ErrOverflow, "shape %v of %s", t.Shape, t.DType)
+	n, kind := byteSize(t.DType, t.Shape)
+	if kind != nil {
+		return 0, newError("", t.Name, kind, "shape %v of %s", t.Shape, t.DType)
 	}
 	switch {
 	case t.Raw != nil && t.F32 != nil:
