@@ -1,0 +1,308 @@
+package rl
+
+import (
+	"fmt"
+	"math"
+)
+
+// AdvantageConfig holds the estimator's hyperparameters (verl's
+// algorithm.* keys).
+type AdvantageConfig struct {
+	Estimator    string  // registry name: gae, grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline, remax
+	Gamma        float64 // discount γ (gae, reinforce_plus_plus)
+	Lambda       float64 // GAE λ
+	NormAdvByStd bool    // grpo: divide by the group std (false = Dr.GRPO)
+}
+
+// DefaultAdvantageConfig returns verl's and Agent-R1's defaults.
+func DefaultAdvantageConfig() AdvantageConfig {
+	return AdvantageConfig{Estimator: "gae", Gamma: 1, Lambda: 1, NormAdvByStd: true}
+}
+
+// An Estimator reads a Batch (Rewards, AdvantageMask, and per estimator
+// OldValues, Group or BaselineScore) and writes b.Advantages and b.Returns,
+// reusing their storage when it is large enough. Both are 0 wherever the
+// advantage mask is false.
+type Estimator func(b *Batch, cfg *AdvantageConfig) error
+
+// Estimate runs the estimator that cfg.Estimator names.
+func Estimate(b *Batch, cfg *AdvantageConfig) error {
+	e, err := LookupEstimator(cfg.Estimator)
+	if err != nil {
+		return err
+	}
+	return e(b, cfg)
+}
+
+func init() {
+	RegisterEstimator("gae", GAE)
+	RegisterEstimator("grpo", GRPO)
+	RegisterEstimator("rloo", RLOO)
+	RegisterEstimator("reinforce_plus_plus", ReinforcePlusPlus)
+	RegisterEstimator("reinforce_plus_plus_baseline", ReinforcePlusPlusBaseline)
+	RegisterEstimator("remax", ReMax)
+}
+
+// outputs sizes Advantages and Returns to N and zeroes them.
+func (b *Batch) outputs() {
+	n := b.NumTokens()
+	b.Advantages = zeroed(b.Advantages, n)
+	b.Returns = zeroed(b.Returns, n)
+}
+
+func zeroed(x []float64, n int) []float64 {
+	if cap(x) < n {
+		return make([]float64, n)
+	}
+	x = x[:n]
+	clear(x)
+	return x
+}
+
+// GAE is generalised advantage estimation over the advantage mask. Walking
+// each sequence backwards, δ_t = r_t + γ·V_next − V_t and Â ← δ_t + γλ·Â at
+// masked tokens; unmasked tokens (tool output, chat markup) leave V_next and Â
+// untouched, so the bootstrap value for a model token is the value at the next
+// model token and environment tokens are skipped (Agent-R1's aligned
+// advantages; verl's GAE does the same). After the last model token the next
+// value is 0. Returns are Â + V before whitening; the advantages are then
+// whitened over the mask. With AdvantageMask set to every response token
+// (ResponseMask) this is the "advantage mask disabled" ablation.
+// Reads Rewards, OldValues, AdvantageMask.
+func GAE(b *Batch, cfg *AdvantageConfig) error {
+	if err := b.Validate(FieldAdvantageMask, FieldRewards, FieldOldValues); err != nil {
+		return err
+	}
+	if err := checkGamma(cfg); err != nil {
+		return err
+	}
+	b.outputs()
+	m, r, v := b.AdvantageMask, b.Rewards, b.OldValues
+	for i := 0; i < b.NumSeqs(); i++ {
+		s, e := b.Seq(i)
+		nextV, adv := 0.0, 0.0
+		for t := e - 1; t >= s; t-- {
+			if !m[t] {
+				continue
+			}
+			delta := r[t] + cfg.Gamma*nextV - v[t]
+			adv = delta + cfg.Gamma*cfg.Lambda*adv
+			nextV = v[t]
+			b.Advantages[t] = adv
+			b.Returns[t] = adv + v[t]
+		}
+	}
+	return whiten(b.Advantages, m, "GAE advantages")
+}
+
+// seqScores returns s_i = Σ_t r_t·m_t per sequence: the outcome score counts
+// only rewards on credited tokens (Agent-R1's choice; rewards live on model
+// tokens).
+func seqScores(b *Batch) []float64 {
+	sc := make([]float64, b.NumSeqs())
+	for i := range sc {
+		s, e := b.Seq(i)
+		for t := s; t < e; t++ {
+			if b.AdvantageMask[t] {
+				sc[i] += b.Rewards[t]
+			}
+		}
+	}
+	return sc
+}
+
+// groups lists the sequence indices of each group id in first-seen order.
+func groups(b *Batch) [][]int {
+	idx := map[int]int{}
+	var gs [][]int
+	for i, g := range b.Group {
+		k, ok := idx[g]
+		if !ok {
+			k = len(gs)
+			idx[g] = k
+			gs = append(gs, nil)
+		}
+		gs[k] = append(gs[k], i)
+	}
+	return gs
+}
+
+// broadcast writes per-sequence advantages onto the masked tokens.
+func (b *Batch) broadcast(adv []float64) {
+	for i, a := range adv {
+		s, e := b.Seq(i)
+		for t := s; t < e; t++ {
+			if b.AdvantageMask[t] {
+				b.Advantages[t] = a
+			}
+		}
+	}
+}
+
+// grpoEps is verl's epsilon added to the group std.
+const grpoEps = 1e-6
+
+// singletonDivisor is verl's σ + ε for a group of one: σ is the float32 1.0
+// and the sum is rounded to float32, so the divisor is float32(1 + 1e-6).
+// Kept bit-for-bit so single-sample groups match verl.
+var singletonDivisor = float64(float32(1 + grpoEps))
+
+// GRPO is the group-relative outcome advantage: s_i minus the group mean,
+// divided by the group's sample std (N−1) + 1e-6 when cfg.NormAdvByStd
+// (Dr.GRPO leaves the std out). A group of one has mean 0 and std 1.
+// The advantage is broadcast over the sequence's masked tokens; returns equal
+// advantages. Reads Rewards, AdvantageMask, Group.
+func GRPO(b *Batch, cfg *AdvantageConfig) error {
+	if err := b.Validate(FieldAdvantageMask, FieldRewards, FieldGroup); err != nil {
+		return err
+	}
+	b.outputs()
+	sc := seqScores(b)
+	adv := make([]float64, len(sc))
+	for _, g := range groups(b) {
+		if len(g) == 1 {
+			adv[g[0]] = sc[g[0]]
+			if cfg.NormAdvByStd {
+				adv[g[0]] /= singletonDivisor
+			}
+			continue
+		}
+		mean, std := meanStd(sc, g)
+		for _, i := range g {
+			adv[i] = sc[i] - mean
+			if cfg.NormAdvByStd {
+				adv[i] /= std + grpoEps
+			}
+		}
+	}
+	b.broadcast(adv)
+	copy(b.Returns, b.Advantages)
+	return nil
+}
+
+// meanStd returns the mean and the sample (N−1) standard deviation of x over
+// the indices g (len(g) ≥ 2).
+func meanStd(x []float64, g []int) (mean, std float64) {
+	for _, i := range g {
+		mean += x[i]
+	}
+	mean /= float64(len(g))
+	var ss float64
+	for _, i := range g {
+		ss += (x[i] - mean) * (x[i] - mean)
+	}
+	return mean, math.Sqrt(ss / float64(len(g)-1))
+}
+
+// RLOO is the leave-one-out baseline: A_i = s_i − mean of the other samples
+// of the group = n/(n−1)·(s_i − mean); a group of one keeps its raw score.
+// No normalisation; returns equal advantages. Reads Rewards, AdvantageMask,
+// Group.
+func RLOO(b *Batch, cfg *AdvantageConfig) error {
+	if err := b.Validate(FieldAdvantageMask, FieldRewards, FieldGroup); err != nil {
+		return err
+	}
+	b.outputs()
+	sc := seqScores(b)
+	adv := make([]float64, len(sc))
+	for _, g := range groups(b) {
+		n := float64(len(g))
+		if len(g) == 1 {
+			adv[g[0]] = sc[g[0]]
+			continue
+		}
+		mean, _ := meanStd(sc, g)
+		for _, i := range g {
+			adv[i] = n / (n - 1) * (sc[i] - mean)
+		}
+	}
+	b.broadcast(adv)
+	copy(b.Returns, b.Advantages)
+	return nil
+}
+
+// ReinforcePlusPlus is REINFORCE++: the discounted return G_t = r_t + γ·G_next
+// over masked tokens only, so a final outcome flows back across tool
+// responses to earlier turns, one γ per model token (Agent-R1's compressed
+// form; verl instead resets the return at unmasked tokens). Returns are G;
+// advantages are G whitened over the mask. Reads Rewards, AdvantageMask.
+func ReinforcePlusPlus(b *Batch, cfg *AdvantageConfig) error {
+	if err := b.Validate(FieldAdvantageMask, FieldRewards); err != nil {
+		return err
+	}
+	if err := checkGamma(cfg); err != nil {
+		return err
+	}
+	b.outputs()
+	m, r := b.AdvantageMask, b.Rewards
+	for i := 0; i < b.NumSeqs(); i++ {
+		s, e := b.Seq(i)
+		g := 0.0
+		for t := e - 1; t >= s; t-- {
+			if m[t] {
+				g = r[t] + cfg.Gamma*g
+				b.Returns[t] = g
+			}
+		}
+	}
+	copy(b.Advantages, b.Returns)
+	return whiten(b.Advantages, m, "REINFORCE++ returns")
+}
+
+// ReinforcePlusPlusBaseline subtracts the group mean score (0 for a group of
+// one) from each s_i, broadcasts it over the masked tokens and whitens over
+// the whole batch's masked tokens (token-weighted). Returns equal advantages.
+// Reads Rewards, AdvantageMask, Group.
+func ReinforcePlusPlusBaseline(b *Batch, cfg *AdvantageConfig) error {
+	if err := b.Validate(FieldAdvantageMask, FieldRewards, FieldGroup); err != nil {
+		return err
+	}
+	b.outputs()
+	sc := seqScores(b)
+	adv := make([]float64, len(sc))
+	for _, g := range groups(b) {
+		mean := 0.0
+		if len(g) > 1 {
+			mean, _ = meanStd(sc, g)
+		}
+		for _, i := range g {
+			adv[i] = sc[i] - mean
+		}
+	}
+	b.broadcast(adv)
+	if err := whiten(b.Advantages, b.AdvantageMask, "REINFORCE++-baseline advantages"); err != nil {
+		return err
+	}
+	copy(b.Returns, b.Advantages)
+	return nil
+}
+
+// ReMax uses the greedy response's reward as the baseline: returns are the
+// undiscounted reward-to-go over masked tokens, advantages are the returns
+// minus BaselineScore[i]. Reads Rewards, AdvantageMask, BaselineScore.
+func ReMax(b *Batch, cfg *AdvantageConfig) error {
+	if err := b.Validate(FieldAdvantageMask, FieldRewards, FieldBaselineScore); err != nil {
+		return err
+	}
+	b.outputs()
+	m, r := b.AdvantageMask, b.Rewards
+	for i := 0; i < b.NumSeqs(); i++ {
+		s, e := b.Seq(i)
+		g := 0.0
+		for t := e - 1; t >= s; t-- {
+			if m[t] {
+				g += r[t]
+				b.Returns[t] = g
+				b.Advantages[t] = g - b.BaselineScore[i]
+			}
+		}
+	}
+	return nil
+}
+
+func checkGamma(cfg *AdvantageConfig) error {
+	if cfg.Gamma < 0 || cfg.Gamma > 1 || cfg.Lambda < 0 || cfg.Lambda > 1 {
+		return fmt.Errorf("rl: gamma %v and lambda %v must lie in [0, 1]", cfg.Gamma, cfg.Lambda)
+	}
+	return nil
+}

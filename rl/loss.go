@@ -1,0 +1,238 @@
+package rl
+
+import (
+	"fmt"
+	"math"
+)
+
+// LossConfig holds the actor's and critic's loss hyperparameters (verl's
+// actor.* and critic.* keys).
+type LossConfig struct {
+	PolicyLoss      string  // registry name: vanilla (PPO), gspo, or a registered user loss
+	ClipRatio       float64 // ε, the default for both sides
+	ClipRatioLow    float64 // ε_low; 0 means ClipRatio
+	ClipRatioHigh   float64 // ε_high; 0 means ClipRatio (DAPO clip-higher raises it)
+	ClipRatioC      float64 // dual-clip bound c for negative advantages, > 1
+	AggMode         AggMode // loss_agg_mode
+	LossScaleFactor float64 // L_norm of seq-mean-token-sum-norm; 0 = longest sequence
+	EntropyCoeff    float64 // actor loss −= EntropyCoeff·agg(H)
+	UseKLLoss       bool    // actor loss += KLLossCoef·agg(KL(π_θ ‖ π_ref))
+	KLLossCoef      float64
+	KLLossType      string  // KL estimator name, see ParseKL
+	CliprangeValue  float64 // critic value clip ε_v
+}
+
+// DefaultLossConfig returns verl's and Agent-R1's defaults.
+func DefaultLossConfig() LossConfig {
+	return LossConfig{
+		PolicyLoss: "vanilla", ClipRatio: 0.2, ClipRatioC: 3, AggMode: TokenMean,
+		KLLossCoef: 0.001, KLLossType: "low_var_kl", CliprangeValue: 0.5,
+	}
+}
+
+func (c *LossConfig) clipLow() float64 {
+	if c.ClipRatioLow != 0 {
+		return c.ClipRatioLow
+	}
+	return c.ClipRatio
+}
+
+func (c *LossConfig) clipHigh() float64 {
+	if c.ClipRatioHigh != 0 {
+		return c.ClipRatioHigh
+	}
+	return c.ClipRatio
+}
+
+// Weights are the per-sequence aggregation weights w_i of a Norm
+// (Norm.SeqWeights): a loss returns Σ_i w_i Σ_t m_t·ℓ_t.
+type Weights []float64
+
+// A Loss reads the Batch (each loss documents its fields) and the config,
+// aggregates its per-token loss with the weights over the ActionMask, adds
+// the result to out.Loss, adds its per-token gradients through out.Grad and
+// puts its metrics in out.Metrics. Policy losses and the critic loss share
+// this signature, hand-written and autodiff alike.
+type Loss func(b *Batch, cfg *LossConfig, w Weights, out *Output) error
+
+// Output is what a loss returns: the scalar loss, per-token gradients of the
+// loss with respect to the model's per-token outputs, and metrics. A gradient
+// that no term of the loss depends on is nil. Storage is reused across calls
+// on the same Output.
+type Output struct {
+	Loss     float64
+	DLogProb []float64 // [N] dL/d LogProb
+	DEntropy []float64 // [N] dL/d Entropy
+	DValue   []float64 // [N] dL/d Values
+	Metrics  Metrics
+
+	n     int
+	store [3][]float64
+}
+
+// GradField selects one of Output's gradients.
+type GradField int
+
+// The gradients a loss can produce.
+const (
+	GradLogProb GradField = iota
+	GradEntropy
+	GradValue
+)
+
+// Reset clears the loss, metrics and gradients for a batch of n tokens.
+func (o *Output) Reset(n int) {
+	o.Loss, o.n = 0, n
+	o.DLogProb, o.DEntropy, o.DValue = nil, nil, nil
+	o.Metrics = Metrics{}
+}
+
+func (o *Output) field(f GradField) *[]float64 {
+	switch f {
+	case GradLogProb:
+		return &o.DLogProb
+	case GradEntropy:
+		return &o.DEntropy
+	case GradValue:
+		return &o.DValue
+	}
+	panic(fmt.Sprintf("rl: no gradient field %d", f))
+}
+
+// Grad returns the gradient slice f of length N and whether the caller must
+// add to it (true) or may overwrite every entry (false, the first term to
+// touch f since Reset). Kernels that overwrite write every token, zeros
+// included, which saves a separate zeroing pass.
+func (o *Output) Grad(f GradField) (g []float64, add bool) {
+	p := o.field(f)
+	if *p != nil {
+		return *p, true
+	}
+	s := o.store[f]
+	if cap(s) < o.n {
+		s = make([]float64, o.n)
+	}
+	s = s[:o.n]
+	o.store[f] = s
+	*p = s
+	return s, false
+}
+
+// ActorLoss computes the actor's loss on a (micro-)batch: the policy loss
+// cfg.PolicyLoss, minus EntropyCoeff times the aggregated entropy, plus
+// KLLossCoef times the aggregated KL to the reference when UseKLLoss. norm is
+// counted on the mini-batch b belongs to (NewNorm). out is reset first.
+// Metrics: actor/pg_loss, actor/pg_clipfrac, actor/pg_clipfrac_lower,
+// actor/ppo_kl, actor/entropy (when Entropy is set), actor/kl_loss and
+// actor/kl_coef (with UseKLLoss). The loss-valued metrics are this call's
+// contributions: with the mini-batch's Norm they sum over micro-batches.
+func ActorLoss(b *Batch, cfg *LossConfig, norm Norm, out *Output) error {
+	pg, err := LookupLoss(cfg.PolicyLoss)
+	if err != nil {
+		return err
+	}
+	w, err := weightsFor(b, norm)
+	if err != nil {
+		return err
+	}
+	out.Reset(b.NumTokens())
+	if err := pg(b, cfg, w, out); err != nil {
+		return err
+	}
+	if b.Entropy != nil || cfg.EntropyCoeff != 0 {
+		if err := entropyTerm(b, cfg.EntropyCoeff, w, out); err != nil {
+			return err
+		}
+	}
+	if cfg.UseKLLoss {
+		kind, err := ParseKL(cfg.KLLossType)
+		if err != nil {
+			return err
+		}
+		if err := klLossTerm(b, kind, cfg.KLLossCoef, w, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CriticLoss computes the clipped value loss on a (micro-)batch (see
+// ValueLoss); out is reset first.
+func CriticLoss(b *Batch, cfg *LossConfig, norm Norm, out *Output) error {
+	w, err := weightsFor(b, norm)
+	if err != nil {
+		return err
+	}
+	out.Reset(b.NumTokens())
+	return ValueLoss(b, cfg, w, out)
+}
+
+func weightsFor(b *Batch, norm Norm) (Weights, error) {
+	if err := b.require(FieldActionMask); err != nil {
+		return nil, err
+	}
+	w, err := norm.SeqWeights(b, nil)
+	return Weights(w), err
+}
+
+// checkWeights guards the kernels against a weight slice from another batch.
+func checkWeights(b *Batch, w Weights) error {
+	if len(w) != b.NumSeqs() {
+		return fmt.Errorf("rl: %d aggregation weights for %d sequences", len(w), b.NumSeqs())
+	}
+	return nil
+}
+
+// entropyTerm adds −coef·Σ w·m·H to the loss and −coef·w·m to dL/dH; the
+// metric actor/entropy is the aggregated entropy Σ w·m·H. Reads Entropy.
+func entropyTerm(b *Batch, coef float64, w Weights, out *Output) error {
+	if err := b.require(FieldEntropy); err != nil {
+		return err
+	}
+	g, add := out.Grad(GradEntropy)
+	m, h := b.ActionMask, b.Entropy
+	acc := forChunks(b, 2, func(lo, hi int, acc []float64) {
+		var sum, bad float64
+		for i := lo; i < hi; i++ {
+			s, e := b.Seq(i)
+			wi := w[i]
+			var seq float64
+			for t := s; t < e; t++ {
+				d := 0.0
+				if m[t] {
+					seq += h[t]
+					bad += h[t] - h[t]
+					d = -coef * wi
+				}
+				if add {
+					g[t] += d
+				} else {
+					g[t] = d
+				}
+			}
+			sum += wi * seq
+		}
+		acc[0], acc[1] = sum, bad
+	})
+	if acc[1] != 0 {
+		return b.firstNonFiniteMasked(FieldEntropy)
+	}
+	out.Loss -= coef * acc[0]
+	out.Metrics["actor/entropy"] = acc[0]
+	return nil
+}
+
+// firstNonFiniteMasked reports the first NaN or Inf among the masked tokens
+// of the named fields. Kernels call it only after their fused check (a sum of
+// x−x, which is 0 for every finite x) saw a non-finite value.
+func (b *Batch) firstNonFiniteMasked(fields ...Field) error {
+	for _, f := range fields {
+		x, _ := b.floats(f)
+		for t, v := range x {
+			if b.ActionMask[t] && (math.IsNaN(v) || math.IsInf(v, 0)) {
+				return b.badValue(string(f), t, v, false)
+			}
+		}
+	}
+	return fmt.Errorf("rl: a loss became non-finite with finite inputs (fields %v)", fields)
+}

@@ -1,0 +1,279 @@
+package rl
+
+import (
+	"fmt"
+	"math"
+)
+
+func init() {
+	RegisterLoss("vanilla", PPOLoss)
+	RegisterLoss("gspo", GSPOLoss)
+	RegisterLoss("value", ValueLoss)
+}
+
+// logRatioClamp bounds log π_θ − log π_old before the exponential (verl).
+const logRatioClamp = 20
+
+// gspoLogRatioMax bounds GSPO's sequence log-ratio from above (verl).
+const gspoLogRatioMax = 10
+
+func checkClip(cfg *LossConfig, dual bool) error {
+	lo, hi := cfg.clipLow(), cfg.clipHigh()
+	if !(lo >= 0 && lo < 1 && hi >= 0) {
+		return fmt.Errorf("rl: clip ratios low %v and high %v must satisfy 0 ≤ low < 1, high ≥ 0", lo, hi)
+	}
+	if dual && !(cfg.ClipRatioC > 1) {
+		return fmt.Errorf("rl: dual-clip ratio c = %v must be greater than 1", cfg.ClipRatioC)
+	}
+	return nil
+}
+
+// PPOLoss is verl's "vanilla" policy loss: the PPO clipped surrogate with
+// separate low and high clip ranges and the dual clip. Per masked token, with
+// d = clamp(log π_θ − log π_old, ±20) and ρ = e^d:
+//
+//	ℓ1 = −A·ρ, ℓ2 = −A·clip(ρ, 1−ε_low, 1+ε_high), ℓc = max(ℓ1, ℓ2)
+//	ℓ  = min(ℓc, −A·c) if A < 0, else ℓc
+//
+// dℓ/d log π_θ = −A·ρ where the unclipped branch is the active one and 0
+// where the clip or the dual clip wins or |d| > 20.
+// Metrics (masked means over this batch): actor/pg_clipfrac = [ℓ2 > ℓ1],
+// actor/pg_clipfrac_lower = [ℓc > −A·c, A < 0], actor/ppo_kl = −d;
+// actor/pg_loss = the aggregated loss.
+// Reads LogProb, OldLogProb, Advantages, ActionMask.
+func PPOLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
+	if err := b.require(FieldActionMask, FieldLogProb, FieldOldLogProb, FieldAdvantages); err != nil {
+		return err
+	}
+	if err := checkWeights(b, w); err != nil {
+		return err
+	}
+	if err := checkClip(cfg, true); err != nil {
+		return err
+	}
+	lo, hi, c := 1-cfg.clipLow(), 1+cfg.clipHigh(), cfg.ClipRatioC
+	g, add := out.Grad(GradLogProb)
+	m, lp, old, adv := b.ActionMask, b.LogProb, b.OldLogProb, b.Advantages
+	// acc: loss, clipped count, lower-clipped count, Σ −d, masked count, bad
+	acc := forChunks(b, 6, func(slo, shi int, acc []float64) {
+		var loss, clipped, lower, negKL, n, bad float64
+		for i := slo; i < shi; i++ {
+			s, e := b.Seq(i)
+			wi := w[i]
+			var seq float64
+			for t := s; t < e; t++ {
+				if !m[t] {
+					if !add {
+						g[t] = 0
+					}
+					continue
+				}
+				a := adv[t]
+				d := lp[t] - old[t]
+				bad += d - d + a - a
+				inRange := true
+				if d > logRatioClamp {
+					d, inRange = logRatioClamp, false
+				} else if d < -logRatioClamp {
+					d, inRange = -logRatioClamp, false
+				}
+				ratio := math.Exp(d)
+				l1 := -a * ratio
+				l2 := -a * min(max(ratio, lo), hi)
+				lc, grad := l1, l1
+				if l2 > l1 {
+					lc, grad = l2, 0
+					clipped++
+				}
+				if a < 0 {
+					if l3 := -a * c; lc > l3 {
+						lc, grad = l3, 0
+						lower++
+					}
+				}
+				if !inRange {
+					grad = 0
+				}
+				seq += lc
+				negKL -= d
+				n++
+				if add {
+					g[t] += wi * grad
+				} else {
+					g[t] = wi * grad
+				}
+			}
+			loss += wi * seq
+		}
+		acc[0], acc[1], acc[2], acc[3], acc[4], acc[5] = loss, clipped, lower, negKL, n, bad
+	})
+	if acc[5] != 0 {
+		return b.firstNonFiniteMasked(FieldLogProb, FieldOldLogProb, FieldAdvantages)
+	}
+	out.Loss += acc[0]
+	n := acc[4] + maskEps
+	out.Metrics["actor/pg_loss"] = acc[0]
+	out.Metrics["actor/pg_clipfrac"] = acc[1] / n
+	out.Metrics["actor/pg_clipfrac_lower"] = acc[2] / n
+	out.Metrics["actor/ppo_kl"] = acc[3] / n
+	return nil
+}
+
+// GSPOLoss is the GSPO policy loss (sequence-level importance ratio, verl's
+// "gspo"). For sequence i with n_i masked tokens, s_i = exp(min(Σ_t m·(log π_θ
+// − log π_old)/max(n_i, 1), 10)); per masked token ℓ = max(−A·s_i,
+// −A·clip(s_i, 1−ε_low, 1+ε_high)), no dual clip. The gradient is verl's
+// token-level form, dℓ_t/d log π_θ,t = −A_t·s_i where the unclipped branch is
+// active: with the sequence mean ratio, each token's share s_i/n_i summed
+// over the n_i tokens that carry the same advantage. It therefore equals the
+// exact gradient of the sequence-level objective when advantages are constant
+// within a sequence (GRPO-family estimators). GSPO's paper objective is
+// seq-mean-token-mean aggregation; the configured mode is used as given. GSPO
+// clip ranges are small (ε ≈ 3e-4 to 4e-4).
+// Metrics: actor/pg_loss, actor/pg_clipfrac, actor/ppo_kl (token-level
+// −(log π_θ − log π_old)), actor/pg_clipfrac_lower = 0.
+// Reads LogProb, OldLogProb, Advantages, ActionMask.
+func GSPOLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
+	if err := b.require(FieldActionMask, FieldLogProb, FieldOldLogProb, FieldAdvantages); err != nil {
+		return err
+	}
+	if err := checkWeights(b, w); err != nil {
+		return err
+	}
+	if err := checkClip(cfg, false); err != nil {
+		return err
+	}
+	lo, hi := 1-cfg.clipLow(), 1+cfg.clipHigh()
+	g, add := out.Grad(GradLogProb)
+	m, lp, old, adv := b.ActionMask, b.LogProb, b.OldLogProb, b.Advantages
+	acc := forChunks(b, 5, func(slo, shi int, acc []float64) {
+		var loss, clipped, negKL, n, bad float64
+		for i := slo; i < shi; i++ {
+			s, e := b.Seq(i)
+			var sum, cnt float64
+			for t := s; t < e; t++ {
+				if m[t] {
+					d := lp[t] - old[t]
+					sum += d
+					cnt++
+					bad += d - d + adv[t] - adv[t]
+				}
+			}
+			logRatio := sum / max(cnt, 1)
+			inRange := true
+			if logRatio > gspoLogRatioMax {
+				logRatio, inRange = gspoLogRatioMax, false
+			}
+			ratio := math.Exp(logRatio)
+			clipRatio := min(max(ratio, lo), hi)
+			wi := w[i]
+			var seq float64
+			for t := s; t < e; t++ {
+				if !m[t] {
+					if !add {
+						g[t] = 0
+					}
+					continue
+				}
+				a := adv[t]
+				l1, l2 := -a*ratio, -a*clipRatio
+				l, grad := l1, l1
+				if l2 > l1 {
+					l, grad = l2, 0
+					clipped++
+				}
+				if !inRange {
+					grad = 0
+				}
+				seq += l
+				negKL -= lp[t] - old[t]
+				n++
+				if add {
+					g[t] += wi * grad
+				} else {
+					g[t] = wi * grad
+				}
+			}
+			loss += wi * seq
+		}
+		acc[0], acc[1], acc[2], acc[3], acc[4] = loss, clipped, negKL, n, bad
+	})
+	if acc[4] != 0 {
+		return b.firstNonFiniteMasked(FieldLogProb, FieldOldLogProb, FieldAdvantages)
+	}
+	out.Loss += acc[0]
+	n := acc[3] + maskEps
+	out.Metrics["actor/pg_loss"] = acc[0]
+	out.Metrics["actor/pg_clipfrac"] = acc[1] / n
+	out.Metrics["actor/pg_clipfrac_lower"] = 0
+	out.Metrics["actor/ppo_kl"] = acc[2] / n
+	return nil
+}
+
+// ValueLoss is verl's clipped value loss for the critic. Per masked token,
+// with V_clip = clamp(V, V_old − ε_v, V_old + ε_v):
+//
+//	ℓ = ½·max((V − R)², (V_clip − R)²)
+//
+// dℓ/dV = V − R where the unclipped term is the larger, else 0.
+// Metrics: critic/vf_loss (aggregated), critic/vf_clipfrac (masked mean of
+// [(V_clip − R)² > (V − R)²]), critic/vpred_mean (masked mean of V).
+// Reads Values, OldValues, Returns, ActionMask.
+func ValueLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
+	if err := b.require(FieldActionMask, FieldValues, FieldOldValues, FieldReturns); err != nil {
+		return err
+	}
+	if err := checkWeights(b, w); err != nil {
+		return err
+	}
+	if !(cfg.CliprangeValue >= 0) {
+		return fmt.Errorf("rl: value clip range %v must be ≥ 0", cfg.CliprangeValue)
+	}
+	eps := cfg.CliprangeValue
+	g, add := out.Grad(GradValue)
+	m, v, vold, ret := b.ActionMask, b.Values, b.OldValues, b.Returns
+	acc := forChunks(b, 5, func(slo, shi int, acc []float64) {
+		var loss, clipped, vsum, n, bad float64
+		for i := slo; i < shi; i++ {
+			s, e := b.Seq(i)
+			wi := w[i]
+			var seq float64
+			for t := s; t < e; t++ {
+				if !m[t] {
+					if !add {
+						g[t] = 0
+					}
+					continue
+				}
+				bad += v[t] - v[t] + vold[t] - vold[t] + ret[t] - ret[t]
+				vc := min(max(v[t], vold[t]-eps), vold[t]+eps)
+				d1, d2 := v[t]-ret[t], vc-ret[t]
+				l1, l2 := d1*d1, d2*d2
+				l, grad := l1, d1
+				if l2 > l1 {
+					l, grad = l2, 0
+					clipped++
+				}
+				seq += 0.5 * l
+				vsum += v[t]
+				n++
+				if add {
+					g[t] += wi * grad
+				} else {
+					g[t] = wi * grad
+				}
+			}
+			loss += wi * seq
+		}
+		acc[0], acc[1], acc[2], acc[3], acc[4] = loss, clipped, vsum, n, bad
+	})
+	if acc[4] != 0 {
+		return b.firstNonFiniteMasked(FieldValues, FieldOldValues, FieldReturns)
+	}
+	out.Loss += acc[0]
+	n := acc[3] + maskEps
+	out.Metrics["critic/vf_loss"] = acc[0]
+	out.Metrics["critic/vf_clipfrac"] = acc[1] / n
+	out.Metrics["critic/vpred_mean"] = acc[2] / n
+	return nil
+}
