@@ -53,8 +53,8 @@ func loadGolden(t *testing.T) golden {
 	return g
 }
 
-func isNaN32(b uint32) bool { return b&0x7fffffff > 0x7f800000 }
-func isNaNF16(h uint16) bool { return h&0x7fff > 0x7c00 }
+func isNaN32(b uint32) bool   { return b&0x7fffffff > 0x7f800000 }
+func isNaNF16(h uint16) bool  { return h&0x7fff > 0x7c00 }
 func isNaNBF16(h uint16) bool { return h&0x7fff > 0x7f80 }
 
 func TestNarrowingMatchesTorch(t *testing.T) {
