@@ -1,0 +1,372 @@
+package tokenizer
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nikolalohinski/gonja/v2/builtins"
+	"github.com/nikolalohinski/gonja/v2/config"
+	"github.com/nikolalohinski/gonja/v2/exec"
+	"github.com/nikolalohinski/gonja/v2/loaders"
+)
+
+// qwen25Template is the built-in template for folders without one.
+//
+//go:embed qwen25.jinja
+var qwen25Template string
+
+// Message is one chat turn as transformers' apply_chat_template takes it.
+type Message struct {
+	Role       string     `json:"role"` // system, user, assistant or tool
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // assistant turns that call tools
+	Name       string     `json:"name,omitempty"`         // tool turns: the tool's name
+	ToolCallID string     `json:"tool_call_id,omitempty"` // tool turns: the call answered
+}
+
+// ToolCall is an assistant's call of a tool, in the OpenAI form
+// {"type": "function", "function": {"name", "arguments"}}.
+type ToolCall struct {
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type,omitempty"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall names a tool and its arguments. Arguments is raw JSON so
+// that key order survives: a JSON object is rendered as an object (the
+// Qwen2.5 layout); a JSON string is rendered double-encoded, exactly as
+// transformers renders OpenAI-style string arguments.
+type FunctionCall struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Chat is everything a template render takes.
+type Chat struct {
+	Messages            []Message
+	Tools               []json.RawMessage // tool schemas, e.g. {"type":"function","function":{...}}
+	AddGenerationPrompt bool
+	Template            string         // a named template from the folder; "" for the default
+	Vars                map[string]any // extra template variables (e.g. enable_thinking)
+}
+
+// Render renders a conversation with the folder's chat template, as
+// transformers' apply_chat_template(messages, tools=tools,
+// add_generation_prompt=..., tokenize=False) does.
+func (t *Tokenizer) Render(messages []Message, tools []json.RawMessage, addGenerationPrompt bool) (string, error) {
+	return t.RenderChat(Chat{Messages: messages, Tools: tools, AddGenerationPrompt: addGenerationPrompt})
+}
+
+// EncodeChat renders a conversation and encodes the text, as
+// apply_chat_template(..., tokenize=True) does (special tokens parsed,
+// nothing added).
+func (t *Tokenizer) EncodeChat(messages []Message, tools []json.RawMessage, addGenerationPrompt bool) ([]int, error) {
+	text, err := t.Render(messages, tools, addGenerationPrompt)
+	if err != nil {
+		return nil, err
+	}
+	return t.Encode(text), nil
+}
+
+// ChatTemplate returns the default template text and where it came from
+// ("built-in Qwen2.5" when the folder has none).
+func (t *Tokenizer) ChatTemplate() (text, source string) {
+	if t.templates.builtin {
+		return t.templates.text, "built-in Qwen2.5"
+	}
+	return t.templates.text, t.templates.source
+}
+
+// RenderChat renders c with the default or a named template.
+func (t *Tokenizer) RenderChat(c Chat) (string, error) {
+	text, source := t.ChatTemplate()
+	if c.Template != "" {
+		named, ok := t.templates.named[c.Template]
+		if !ok {
+			return "", fmt.Errorf("tokenizer: no chat template named %q", c.Template)
+		}
+		text, source = named, c.Template
+	}
+	fail := func(err error) error {
+		return fmt.Errorf("tokenizer: chat template %s: %w", source, err)
+	}
+	vars := map[string]any{"add_generation_prompt": c.AddGenerationPrompt}
+	msgs := make([]any, len(c.Messages))
+	for i, m := range c.Messages {
+		v, err := m.templateValue()
+		if err != nil {
+			return "", fail(fmt.Errorf("messages[%d]: %w", i, err))
+		}
+		msgs[i] = v
+	}
+	vars["messages"] = msgs
+	if c.Tools != nil {
+		tools := make([]any, len(c.Tools))
+		for i, raw := range c.Tools {
+			v, err := jsonValue(raw)
+			if err != nil {
+				return "", fail(fmt.Errorf("tools[%d]: %w", i, err))
+			}
+			tools[i] = v
+		}
+		vars["tools"] = tools
+	} else {
+		vars["tools"] = nil
+	}
+	// transformers passes the special tokens map along.
+	for name, tok := range map[string]string{
+		"bos_token": t.config.BOSToken, "eos_token": t.config.EOSToken,
+		"pad_token": t.config.PadToken, "unk_token": t.config.UnkToken,
+	} {
+		if tok != "" {
+			vars[name] = tok
+		}
+	}
+	if len(t.config.AdditionalSpecialTokens) > 0 {
+		vars["additional_special_tokens"] = t.config.AdditionalSpecialTokens
+	}
+	for k, v := range c.Vars {
+		vars[k] = v
+	}
+	return renderJinja(text, vars, fail)
+}
+
+// templateValue is m as the ordered dict the template sees.
+func (m Message) templateValue() (exec.Dict, error) {
+	d := exec.Dict{}
+	add := func(key string, val any) {
+		d.Pairs = append(d.Pairs, &exec.Pair{Key: exec.AsValue(key), Value: exec.AsValue(val)})
+	}
+	add("role", m.Role)
+	add("content", m.Content)
+	if len(m.ToolCalls) > 0 {
+		calls := make([]any, len(m.ToolCalls))
+		for i, c := range m.ToolCalls {
+			fn := exec.Dict{}
+			fn.Pairs = append(fn.Pairs, &exec.Pair{Key: exec.AsValue("name"), Value: exec.AsValue(c.Function.Name)})
+			if len(c.Function.Arguments) > 0 {
+				args, err := jsonValue(c.Function.Arguments)
+				if err != nil {
+					return d, fmt.Errorf("tool_calls[%d].function.arguments: %w", i, err)
+				}
+				fn.Pairs = append(fn.Pairs, &exec.Pair{Key: exec.AsValue("arguments"), Value: exec.AsValue(args)})
+			}
+			call := exec.Dict{}
+			if c.ID != "" {
+				call.Pairs = append(call.Pairs, &exec.Pair{Key: exec.AsValue("id"), Value: exec.AsValue(c.ID)})
+			}
+			kind := c.Type
+			if kind == "" {
+				kind = "function"
+			}
+			call.Pairs = append(call.Pairs,
+				&exec.Pair{Key: exec.AsValue("type"), Value: exec.AsValue(kind)},
+				&exec.Pair{Key: exec.AsValue("function"), Value: exec.AsValue(fn)})
+			calls[i] = call
+		}
+		add("tool_calls", calls)
+	}
+	if m.Name != "" {
+		add("name", m.Name)
+	}
+	if m.ToolCallID != "" {
+		add("tool_call_id", m.ToolCallID)
+	}
+	return d, nil
+}
+
+// templateError is what raise_exception raises.
+type templateError struct{ msg string }
+
+func (e templateError) Error() string { return "raise_exception: " + e.msg }
+
+// jinjaConfig is Jinja configured as transformers configures it.
+func jinjaConfig() *config.Config {
+	c := config.New()
+	c.TrimBlocks = true
+	c.LeftStripBlocks = true
+	c.KeepTrailingNewline = false
+	return c
+}
+
+// jinjaEnvironment is gonja's with Python's tojson and order-keeping dict
+// methods, plus transformers' globals raise_exception and strftime_now.
+func jinjaEnvironment() *exec.Environment {
+	filters := exec.NewFilterSet(map[string]exec.FilterFunction{}).Update(builtins.Filters)
+	_ = filters.Replace("tojson", filterPyJSON)
+	globals := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
+	globals.Set("raise_exception", func(_ *exec.Evaluator, args *exec.VarArgs) (any, error) {
+		msg := ""
+		if len(args.Args) > 0 {
+			msg = args.Args[0].String()
+		}
+		return nil, templateError{msg}
+	})
+	globals.Set("strftime_now", func(_ *exec.Evaluator, args *exec.VarArgs) (any, error) {
+		if len(args.Args) != 1 {
+			return nil, errors.New("strftime_now takes one format argument")
+		}
+		return strftime(time.Now(), args.Args[0].String()), nil
+	})
+	methods := builtins.Methods
+	methods.Dict = orderedDictMethods
+	return &exec.Environment{
+		Context:           globals,
+		Filters:           filters,
+		Tests:             builtins.Tests,
+		ControlStructures: builtins.ControlStructures,
+		Methods:           methods,
+	}
+}
+
+func renderJinja(text string, vars map[string]any, fail func(error) error) (string, error) {
+	loader, err := loaders.NewMemoryLoader(map[string]string{"/chat_template": text})
+	if err != nil {
+		return "", fail(err)
+	}
+	tpl, err := exec.NewTemplate("/chat_template", jinjaConfig(), loader, jinjaEnvironment())
+	if err != nil {
+		return "", fail(err)
+	}
+	out, err := tpl.ExecuteToString(exec.NewContext(vars))
+	if err != nil {
+		var raised templateError
+		if errors.As(err, &raised) {
+			return "", fail(raised)
+		}
+		return "", fail(err)
+	}
+	return out, nil
+}
+
+// filterPyJSON is tojson as transformers defines it: json.dumps with
+// ensure_ascii=False, key order kept, Python separators, no HTML escaping.
+func filterPyJSON(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+	if in.IsError() {
+		return in
+	}
+	p := pyJSON{indent: -1}
+	if v, ok := params.KwArgs["indent"]; ok && !v.IsNil() {
+		if !v.IsInteger() {
+			return exec.AsValue(fmt.Errorf("tojson: indent must be an integer, got %s", v.String()))
+		}
+		p.indent = v.Integer()
+	}
+	if v, ok := params.KwArgs["sort_keys"]; ok {
+		p.sortKeys = v.IsTrue()
+	}
+	if err := p.write(in, 0); err != nil {
+		return exec.AsValue(err)
+	}
+	return exec.AsSafeValue(p.buf.String())
+}
+
+// orderedDictMethods are keys/values/items/get in insertion order, where
+// gonja's own sort the keys.
+var orderedDictMethods = exec.NewMethodSet(map[string]exec.Method[map[string]any]{
+	"keys": func(_ map[string]any, self *exec.Value, _ *exec.VarArgs) (any, error) {
+		var out []any
+		for _, p := range dictPairs(self) {
+			out = append(out, p.Key)
+		}
+		return out, nil
+	},
+	"values": func(_ map[string]any, self *exec.Value, _ *exec.VarArgs) (any, error) {
+		var out []any
+		for _, p := range dictPairs(self) {
+			out = append(out, p.Value)
+		}
+		return out, nil
+	},
+	"items": func(_ map[string]any, self *exec.Value, _ *exec.VarArgs) (any, error) {
+		var out []any
+		for _, p := range dictPairs(self) {
+			out = append(out, []any{p.Key, p.Value})
+		}
+		return out, nil
+	},
+	"get": func(_ map[string]any, self *exec.Value, args *exec.VarArgs) (any, error) {
+		if len(args.Args) < 1 || len(args.Args) > 2 {
+			return nil, errors.New("get() takes 1 or 2 arguments")
+		}
+		for _, p := range dictPairs(self) {
+			if p.Key.EqualValueTo(args.Args[0]) {
+				return p.Value, nil
+			}
+		}
+		if len(args.Args) == 2 {
+			return args.Args[1], nil
+		}
+		return nil, nil
+	},
+})
+
+func dictPairs(v *exec.Value) []*exec.Pair {
+	switch d := v.Interface().(type) {
+	case exec.Dict:
+		return d.Pairs
+	case *exec.Dict:
+		return d.Pairs
+	}
+	var pairs []*exec.Pair
+	for _, key := range v.Keys() {
+		val, _ := v.GetItem(key.Interface())
+		pairs = append(pairs, &exec.Pair{Key: key, Value: val})
+	}
+	return pairs
+}
+
+// strftime formats t with the C/Python directives chat templates use
+// ("%d %b %Y" in Llama 3.1's).
+func strftime(t time.Time, format string) string {
+	var b strings.Builder
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' || i+1 == len(format) {
+			b.WriteByte(format[i])
+			continue
+		}
+		i++
+		switch format[i] {
+		case 'Y':
+			fmt.Fprintf(&b, "%04d", t.Year())
+		case 'y':
+			fmt.Fprintf(&b, "%02d", t.Year()%100)
+		case 'm':
+			fmt.Fprintf(&b, "%02d", int(t.Month()))
+		case 'd':
+			fmt.Fprintf(&b, "%02d", t.Day())
+		case 'e':
+			fmt.Fprintf(&b, "%2d", t.Day())
+		case 'H':
+			fmt.Fprintf(&b, "%02d", t.Hour())
+		case 'I':
+			fmt.Fprintf(&b, "%02d", (t.Hour()+11)%12+1)
+		case 'M':
+			fmt.Fprintf(&b, "%02d", t.Minute())
+		case 'S':
+			fmt.Fprintf(&b, "%02d", t.Second())
+		case 'p':
+			b.WriteString(map[bool]string{true: "AM", false: "PM"}[t.Hour() < 12])
+		case 'b':
+			b.WriteString(t.Month().String()[:3])
+		case 'B':
+			b.WriteString(t.Month().String())
+		case 'a':
+			b.WriteString(t.Weekday().String()[:3])
+		case 'A':
+			b.WriteString(t.Weekday().String())
+		case 'j':
+			fmt.Fprintf(&b, "%03d", t.YearDay())
+		case '%':
+			b.WriteByte('%')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(format[i])
+		}
+	}
+	return b.String()
+}
