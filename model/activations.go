@@ -1,0 +1,104 @@
+package model
+
+// activations is the arena of one Forward of T tokens and its Backward:
+// one device allocation cut into named views. With saved set every layer
+// has its own views; otherwise all layers share one set (scoring, or
+// recomputation in the backward) and only the residuals are per layer.
+type activations struct {
+	T, cap int
+	saved  bool
+	arena  Buffer
+
+	xs     []Buffer // [L+1][T, C] residual stream: input of layer l, x(L) the last output
+	layers []layerActs
+	tmp    Buffer // [T, C] branch output before the residual add; scratch in the backward
+	lnf    Buffer // [T, C] final RMSNorm output
+	rstdf  Buffer // [T]
+
+	logprob, entropy, lseV Buffer // [T] LM head outputs and its saved log-normaliser
+	values                 Buffer // [T] value head output
+
+	// Backward scratch.
+	dx       Buffer // [T, C] gradient of the residual stream
+	dln      Buffer // [T, C]
+	dqkv     Buffer // [T, QKV]
+	datt     Buffer // [T, Q]
+	dgu      Buffer // [T, 2I]
+	dact     Buffer // [T, I]
+	dlogprob Buffer // [T]
+	dentropy Buffer // [T]
+	dvalues  Buffer // [T]
+
+	pos, targets []int32 // [T] host-side positions and next-token targets
+}
+
+// layerActs are what one layer's backward reads.
+type layerActs struct {
+	ln1   Buffer // [T, C]
+	rstd1 Buffer // [T]
+	qkv   Buffer // [T, QKV] after bias and RoPE
+	att   Buffer // [T, Q]
+	lse   Buffer // [NH, T]
+	xmid  Buffer // [T, C] residual after attention
+	ln2   Buffer // [T, C]
+	rstd2 Buffer // [T]
+	gu    Buffer // [T, 2I]
+	act   Buffer // [T, I]
+}
+
+func layerActSize(d dims, T int) int {
+	return T*d.C*3 + 2*T + T*d.QKV + T*d.Q + d.NH*T + T*2*d.I + T*d.I
+}
+
+func (a *activations) x(l int) Buffer { return a.xs[l] }
+
+func (a *activations) layer(l int) layerActs {
+	if a.saved {
+		return a.layers[l]
+	}
+	return a.layers[0]
+}
+
+// ensureActivations returns an arena for T tokens, reusing old when it is
+// large enough and laid out the same way (views are re-cut for the new T).
+func ensureActivations(old *activations, dev Device, d dims, T int, saved bool) *activations {
+	nl := 1
+	if saved {
+		nl = d.L
+	}
+	size := (d.L+1)*T*d.C + nl*layerActSize(d, T) + // residuals and layers
+		T*d.C*2 + T + // tmp, lnf, rstdf
+		4*T + // head outputs
+		T*d.C*2 + T*d.QKV + T*d.Q + T*2*d.I + T*d.I + 3*T // backward scratch
+	a := old
+	if a == nil || a.cap < size {
+		if a != nil {
+			dev.Free(a.arena)
+		}
+		a = &activations{arena: dev.Alloc(size), cap: size}
+	}
+	a.T, a.saved = T, saved
+	off := 0
+	take := func(n int) Buffer { b := a.arena.Slice(off, n); off += n; return b }
+	a.xs = a.xs[:0]
+	for l := 0; l <= d.L; l++ {
+		a.xs = append(a.xs, take(T*d.C))
+	}
+	a.layers = a.layers[:0]
+	for l := 0; l < nl; l++ {
+		a.layers = append(a.layers, layerActs{
+			ln1: take(T * d.C), rstd1: take(T), qkv: take(T * d.QKV), att: take(T * d.Q),
+			lse: take(d.NH * T), xmid: take(T * d.C), ln2: take(T * d.C), rstd2: take(T),
+			gu: take(T * 2 * d.I), act: take(T * d.I),
+		})
+	}
+	a.tmp, a.lnf, a.rstdf = take(T*d.C), take(T*d.C), take(T)
+	a.logprob, a.entropy, a.lseV, a.values = take(T), take(T), take(T), take(T)
+	a.dx, a.dln, a.dqkv, a.datt = take(T*d.C), take(T*d.C), take(T*d.QKV), take(T*d.Q)
+	a.dgu, a.dact = take(T*2*d.I), take(T*d.I)
+	a.dlogprob, a.dentropy, a.dvalues = take(T), take(T), take(T)
+	if off != size {
+		panic("model: activation arena size and views disagree")
+	}
+	return a
+}

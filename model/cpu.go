@@ -1,0 +1,193 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+)
+
+// Float is the element type of a CPU device: float32 for real work, float64
+// for the finite-difference gradient checks of the tests.
+type Float interface{ ~float32 | ~float64 }
+
+// cpuBuf is a CPU buffer: a plain slice.
+type cpuBuf[F Float] []F
+
+func (b cpuBuf[F]) Len() int                { return len(b) }
+func (b cpuBuf[F]) Slice(off, n int) Buffer { return b[off : off+n : off+n] }
+
+// CPU is the reference device: storage in F, reductions in float64,
+// parallel over all cores. It is the oracle every GPU op is tested against.
+type CPU[F Float] struct {
+	threads int
+}
+
+// NewCPU returns the float32 CPU device using every core.
+func NewCPU() Device { return &CPU[float32]{threads: runtime.GOMAXPROCS(0)} }
+
+// newCPU64 returns the float64 CPU device of the gradient checks.
+func newCPU64() *CPU[float64] { return &CPU[float64]{threads: runtime.GOMAXPROCS(0)} }
+
+func (d *CPU[F]) Name() string {
+	var z F
+	return fmt.Sprintf("cpu(%T, %d threads)", z, d.threads)
+}
+
+// buf unwraps a Buffer of this device; a foreign buffer is a programmer error.
+func buf[F Float](b Buffer) []F {
+	if b == nil {
+		return nil
+	}
+	s, ok := b.(cpuBuf[F])
+	if !ok {
+		panic(fmt.Sprintf("model: buffer %T does not belong to this CPU device", b))
+	}
+	return s
+}
+
+func (d *CPU[F]) Alloc(n int) Buffer { return cpuBuf[F](make([]F, n)) }
+func (d *CPU[F]) Free(Buffer)        {}
+func (d *CPU[F]) Sync() error        { return nil }
+
+func (d *CPU[F]) Upload(dst Buffer, src []float32) {
+	x := buf[F](dst)
+	if len(src) != len(x) {
+		panic(fmt.Sprintf("model: Upload of %d values into a buffer of %d", len(src), len(x)))
+	}
+	for i, v := range src {
+		x[i] = F(v)
+	}
+}
+
+func (d *CPU[F]) Download(dst []float32, src Buffer) {
+	x := buf[F](src)
+	if len(dst) != len(x) {
+		panic(fmt.Sprintf("model: Download of a buffer of %d values into %d", len(x), len(dst)))
+	}
+	for i, v := range x {
+		dst[i] = float32(v)
+	}
+}
+
+func (d *CPU[F]) Zero(b Buffer) { clear(buf[F](b)) }
+
+func (d *CPU[F]) Copy(dst, src Buffer) {
+	x, y := buf[F](dst), buf[F](src)
+	if len(x) != len(y) {
+		panic(fmt.Sprintf("model: Copy of %d values into %d", len(y), len(x)))
+	}
+	copy(x, y)
+}
+
+func (d *CPU[F]) Add(out, a, b Buffer) {
+	o, x, y := buf[F](out), buf[F](a), buf[F](b)
+	if len(x) != len(o) || len(y) != len(o) {
+		panic("model: Add of buffers with different lengths")
+	}
+	d.parallel(len(o), 1<<14, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			o[i] = x[i] + y[i]
+		}
+	})
+}
+
+func (d *CPU[F]) AddBias(out Buffer, ldo int, bias Buffer, rows, cols int) {
+	o, b := buf[F](out), buf[F](bias)
+	d.parallel(rows, 1+4096/max(cols, 1), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row := o[r*ldo : r*ldo+cols]
+			for c := range row {
+				row[c] += b[c]
+			}
+		}
+	})
+}
+
+func (d *CPU[F]) BiasBackward(dbias Buffer, dout Buffer, ldo int, rows, cols int) {
+	db, g := buf[F](dbias), buf[F](dout)
+	d.parallel(cols, 64, func(lo, hi int) {
+		for c := lo; c < hi; c++ {
+			var s float64
+			for r := 0; r < rows; r++ {
+				s += float64(g[r*ldo+c])
+			}
+			db[c] += F(s)
+		}
+	})
+}
+
+func (d *CPU[F]) SumSquares(x Buffer) float64 {
+	v := buf[F](x)
+	parts := make([]float64, d.threads)
+	chunk := (len(v) + d.threads - 1) / d.threads
+	var wg sync.WaitGroup
+	for t := 0; t < d.threads; t++ {
+		lo, hi := t*chunk, min((t+1)*chunk, len(v))
+		if lo >= hi {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var s float64
+			for _, e := range v[lo:hi] {
+				s += float64(e) * float64(e)
+			}
+			parts[t] = s
+		}()
+	}
+	wg.Wait()
+	var s float64
+	for _, p := range parts {
+		s += p
+	}
+	return s
+}
+
+// AdamW is the decoupled-weight-decay Adam step (Loshchilov & Hutter):
+// p ← p − lr·(m̂/(√v̂+eps) + wd·p), with bias-corrected moments.
+func (d *CPU[F]) AdamW(p, g, m, v Buffer, hp AdamWParams) {
+	P, G, M, V := buf[F](p), buf[F](g), buf[F](m), buf[F](v)
+	if len(G) != len(P) || len(M) != len(P) || len(V) != len(P) {
+		panic("model: AdamW buffers of different lengths")
+	}
+	b1, b2 := float64(hp.Beta1), float64(hp.Beta2)
+	c1 := 1 - math.Pow(b1, float64(hp.Step))
+	c2 := 1 - math.Pow(b2, float64(hp.Step))
+	lr, eps, wd, gs := float64(hp.LR), float64(hp.Eps), float64(hp.WeightDecay), float64(hp.GradScale)
+	d.parallel(len(P), 1<<14, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gi := float64(G[i]) * gs
+			mi := b1*float64(M[i]) + (1-b1)*gi
+			vi := b2*float64(V[i]) + (1-b2)*gi*gi
+			M[i], V[i] = F(mi), F(vi)
+			pi := float64(P[i])
+			P[i] = F(pi - lr*((mi/c1)/(math.Sqrt(vi/c2)+eps)+wd*pi))
+		}
+	})
+}
+
+// parallel splits [0, n) into at most d.threads contiguous ranges of at
+// least grain items and runs fn on each, returning when all are done.
+func (d *CPU[F]) parallel(n, grain int, fn func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	parts := min(d.threads, (n+grain-1)/max(grain, 1))
+	if parts <= 1 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + parts - 1) / parts
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(lo, hi)
+		}()
+	}
+	wg.Wait()
+}

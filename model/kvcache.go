@@ -1,0 +1,128 @@
+package model
+
+import "fmt"
+
+// KVCache holds the keys and values of every layer for a fixed number of
+// sequence slots, each up to MaxLen positions: K[l] and V[l] are
+// [Slots, MaxLen, KVH·HS]. Lens[s] is how many positions slot s holds.
+type KVCache struct {
+	Slots, MaxLen int
+	K, V          []Buffer // [L] per layer
+	Lens          []int32  // [Slots]
+	kvw           int
+}
+
+// NewKVCache allocates a cache of slots sequences of up to maxLen tokens.
+func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
+	c := &KVCache{Slots: slots, MaxLen: maxLen, Lens: make([]int32, slots), kvw: m.d.KV}
+	for l := 0; l < m.d.L; l++ {
+		c.K = append(c.K, m.Dev.Alloc(slots*maxLen*m.d.KV))
+		c.V = append(c.V, m.Dev.Alloc(slots*maxLen*m.d.KV))
+	}
+	return c
+}
+
+// Free releases the cache's device memory.
+func (c *KVCache) Free(dev Device) {
+	for l := range c.K {
+		dev.Free(c.K[l])
+		dev.Free(c.V[l])
+	}
+	c.K, c.V = nil, nil
+}
+
+// CopySlot makes slot dst a copy of slot src: n samples of one prompt
+// share its prefill by copying its keys and values instead of recomputing.
+func (c *KVCache) CopySlot(dev Device, dst, src int) {
+	n := int(c.Lens[src]) * c.kvw
+	for l := range c.K {
+		dev.Copy(c.K[l].Slice(dst*c.MaxLen*c.kvw, n), c.K[l].Slice(src*c.MaxLen*c.kvw, n))
+		dev.Copy(c.V[l].Slice(dst*c.MaxLen*c.kvw, n), c.V[l].Slice(src*c.MaxLen*c.kvw, n))
+	}
+	c.Lens[dst] = c.Lens[src]
+}
+
+// Chunk is a run of tokens that continues one cache slot: a whole prompt
+// for a prefill, a single token for a decode step, or an observation.
+type Chunk struct {
+	Slot   int
+	Tokens []int32
+}
+
+// Step runs chunks through the model against the cache, appending their
+// keys and values to their slots, and returns the logits of each chunk's
+// last token, [len(chunks)][V] flattened row-major.
+func (m *Model) Step(c *KVCache, chunks []Chunk) ([]float32, error) {
+	d, dev := m.d, m.Dev
+	if m.Head != LMHeadOutput {
+		return nil, fmt.Errorf("model: Step needs a language-model head")
+	}
+	var tokens []int32
+	slots, pos0, lens := make([]int32, len(chunks)), make([]int32, len(chunks)), make([]int32, len(chunks))
+	last := make([]int32, len(chunks))
+	seen := map[int]bool{}
+	for j, ch := range chunks {
+		if ch.Slot < 0 || ch.Slot >= c.Slots || seen[ch.Slot] {
+			return nil, fmt.Errorf("model: chunk %d names slot %d (cache has %d slots, each usable once per step)", j, ch.Slot, c.Slots)
+		}
+		seen[ch.Slot] = true
+		if len(ch.Tokens) == 0 {
+			return nil, fmt.Errorf("model: chunk %d for slot %d is empty", j, ch.Slot)
+		}
+		if int(c.Lens[ch.Slot])+len(ch.Tokens) > c.MaxLen {
+			return nil, fmt.Errorf("model: slot %d would hold %d tokens, past the cache length %d", ch.Slot, int(c.Lens[ch.Slot])+len(ch.Tokens), c.MaxLen)
+		}
+		slots[j], pos0[j], lens[j] = int32(ch.Slot), c.Lens[ch.Slot], int32(len(ch.Tokens))
+		tokens = append(tokens, ch.Tokens...)
+		last[j] = int32(len(tokens) - 1)
+	}
+	b := Batch{Tokens: tokens, Seqs: []int32{0, int32(len(tokens))}}
+	if err := b.Validate(d.V); err != nil {
+		return nil, err
+	}
+	T := len(tokens)
+	a := ensureActivations(m.stepActs, dev, d, T, false)
+	m.stepActs = a
+	a.pos = make([]int32, 0, T)
+	for j := range chunks {
+		for i := int32(0); i < lens[j]; i++ {
+			a.pos = append(a.pos, pos0[j]+i)
+		}
+	}
+	dev.Embedding(a.x(0), tokens, m.p.wte, d.C)
+	for l := 0; l < d.L; l++ {
+		m.layerForward(a, l, func(a *activations, l int, s layerActs) {
+			dev.AttentionCached(s.att, s.qkv, c.K[l], c.V[l], slots, pos0, lens, c.MaxLen, d.NH, d.KVH, d.HS)
+		})
+	}
+	dev.RMSNorm(a.lnf, a.rstdf, a.x(d.L), m.p.lnf, T, d.C, d.eps)
+	logits := dev.Alloc(len(chunks) * d.V)
+	defer dev.Free(logits)
+	dev.Logits(logits, a.lnf, m.p.lmHead, last, d.C, d.V)
+	out := make([]float32, len(chunks)*d.V)
+	dev.Download(out, logits)
+	for j := range chunks {
+		c.Lens[slots[j]] += lens[j]
+	}
+	return out, dev.Sync()
+}
+
+// FullLogits runs a scoring forward and returns the logits of the chosen
+// token positions, [len(rows)][V] (sampling and tests).
+func (m *Model) FullLogits(b Batch, rows []int32) ([]float32, error) {
+	if _, err := m.forwardHidden(b, false); err != nil {
+		return nil, err
+	}
+	d, dev := m.d, m.Dev
+	for _, r := range rows {
+		if r < 0 || int(r) >= len(b.Tokens) {
+			return nil, fmt.Errorf("model: row %d outside the batch of %d tokens", r, len(b.Tokens))
+		}
+	}
+	logits := dev.Alloc(len(rows) * d.V)
+	defer dev.Free(logits)
+	dev.Logits(logits, m.acts.lnf, m.p.lmHead, rows, d.C, d.V)
+	out := make([]float32, len(rows)*d.V)
+	dev.Download(out, logits)
+	return out, dev.Sync()
+}

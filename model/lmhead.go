@@ -1,0 +1,136 @@
+package model
+
+import (
+	"fmt"
+	"math"
+)
+
+// The fused LM head. Logits z = h·wᵀ are produced for a block of tokens and
+// a chunk of the vocabulary at a time and folded into running statistics per
+// token (max, Σe^(z−max), Σe^(z−max)·z, the target's logit), so [T, V]
+// logits never exist at once. From those: lse = log Σ e^z, the target's
+// logprob z_y − lse, and the entropy H = lse − E_p[z].
+//
+// Backward, per logit: d logprob/dz_v = 1[v=y] − p_v and
+// dH/dz_v = −p_v·(z_v − E_p[z]), with p_v = e^(z_v − lse) and
+// E_p[z] = lse − H recovered from the saved lse and H.
+
+const (
+	headRows  = 256  // tokens per block
+	headChunk = 4096 // vocabulary entries per chunk
+)
+
+func (d *CPU[F]) LMHead(logprob, entropy, lse, h, w Buffer, targets []int32, T, C, V int) {
+	lp, ent, L := buf[F](logprob), buf[F](entropy), buf[F](lse)
+	checkTargets(targets, T, V)
+	rows := min(T, headRows)
+	chunk := min(V, headChunk)
+	z := cpuBuf[F](make([]F, rows*chunk))
+	mx, se, sz, zy := make([]float64, rows), make([]float64, rows), make([]float64, rows), make([]float64, rows)
+	for t0 := 0; t0 < T; t0 += rows {
+		n := min(rows, T-t0)
+		for i := range n {
+			mx[i], se[i], sz[i], zy[i] = math.Inf(-1), 0, 0, 0
+		}
+		hb := h.Slice(t0*C, n*C)
+		for v0 := 0; v0 < V; v0 += chunk {
+			m := min(chunk, V-v0)
+			d.Gemm(false, true, n, m, C, 1, hb, C, w.Slice(v0*C, m*C), C, 0, z, m)
+			d.parallel(n, 1, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					row := z[i*m : (i+1)*m]
+					cm := math.Inf(-1)
+					for _, v := range row {
+						cm = math.Max(cm, float64(v))
+					}
+					nm := math.Max(mx[i], cm)
+					r := math.Exp(mx[i] - nm) // rescale what came before
+					s, sv := se[i]*r, sz[i]*r
+					for _, v := range row {
+						e := math.Exp(float64(v) - nm)
+						s += e
+						sv += e * float64(v)
+					}
+					mx[i], se[i], sz[i] = nm, s, sv
+					if y := int(targets[t0+i]) - v0; y >= 0 && y < m {
+						zy[i] = float64(row[y])
+					}
+				}
+			})
+		}
+		for i := range n {
+			l := mx[i] + math.Log(se[i])
+			L[t0+i] = F(l)
+			ent[t0+i] = F(l - sz[i]/se[i])
+			if targets[t0+i] >= 0 {
+				lp[t0+i] = F(zy[i] - l)
+			} else {
+				lp[t0+i] = 0
+			}
+		}
+	}
+}
+
+func (d *CPU[F]) LMHeadBackward(dh, dw, dlogprob, dentropy, h, w, lse, entropy Buffer, targets []int32, T, C, V int) {
+	glp, gent, L, H := buf[F](dlogprob), buf[F](dentropy), buf[F](lse), buf[F](entropy)
+	checkTargets(targets, T, V)
+	rows := min(T, headRows)
+	chunk := min(V, headChunk)
+	z := cpuBuf[F](make([]F, rows*chunk))
+	for t0 := 0; t0 < T; t0 += rows {
+		n := min(rows, T-t0)
+		hb, dhb := h.Slice(t0*C, n*C), dh.Slice(t0*C, n*C)
+		for v0 := 0; v0 < V; v0 += chunk {
+			m := min(chunk, V-v0)
+			wc := w.Slice(v0*C, m*C)
+			d.Gemm(false, true, n, m, C, 1, hb, C, wc, C, 0, z, m)
+			d.parallel(n, 1, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					t := t0 + i
+					l, ez := float64(L[t]), float64(L[t])-float64(H[t])
+					gl, ge := float64(glp[t]), float64(gent[t])
+					y := int(targets[t]) - v0
+					if targets[t] < 0 {
+						gl = 0
+					}
+					row := z[i*m : (i+1)*m]
+					for v, zv := range row {
+						p := math.Exp(float64(zv) - l)
+						g := -gl*p - ge*p*(float64(zv)-ez)
+						if v == y {
+							g += gl
+						}
+						row[v] = F(g)
+					}
+				}
+			})
+			// dh (=, then +=) from dz·W; dW += dzᵀ·h.
+			beta := float32(1)
+			if v0 == 0 {
+				beta = 0
+			}
+			d.Gemm(false, false, n, C, m, 1, z, m, wc, C, beta, dhb, C)
+			d.Gemm(true, false, m, C, n, 1, z, m, hb, C, 1, dw.Slice(v0*C, m*C), C)
+		}
+	}
+}
+
+func (d *CPU[F]) Logits(logits, h, w Buffer, rows []int32, C, V int) {
+	x := buf[F](h)
+	g := make(cpuBuf[F], len(rows)*C)
+	for i, r := range rows {
+		copy(g[i*C:(i+1)*C], x[int(r)*C:(int(r)+1)*C])
+	}
+	d.Gemm(false, true, len(rows), V, C, 1, g, C, w, C, 0, logits, V)
+}
+
+func checkTargets(targets []int32, T, V int) {
+	if len(targets) != T {
+		panic(fmt.Sprintf("model: %d targets for %d tokens", len(targets), T))
+	}
+	for t, y := range targets {
+		if int(y) >= V {
+			panic(fmt.Sprintf("model: target %d at position %d outside the vocabulary [0, %d)", y, t, V))
+		}
+	}
+}

@@ -1,0 +1,259 @@
+package model
+
+import (
+	"fmt"
+)
+
+// Model is a Qwen2-family decoder on a Device: its parameters and gradients
+// each live in one arena (Params, Grads) cut into per-layer views, and the
+// activations of the last Forward in a third.
+type Model struct {
+	Config *Config
+	Dev    Device
+	Head   Head
+
+	// Recompute keeps only each layer's residual input during a training
+	// forward and recomputes the rest of the layer in the backward
+	// (activation checkpointing): memory O(L·T·C) instead of O(L·T·(C+I)).
+	Recompute bool
+
+	Params Buffer // every parameter, in layout order
+	Grads  Buffer // same layout as Params; accumulates over Backward calls
+	specs  []tensorSpec
+	d      dims
+	p, g   params
+
+	acts     *activations // of the last Forward
+	stepActs *activations // of the last KV-cache Step
+	batch    Batch        // the batch of the last Forward
+	train    bool
+}
+
+// Batch is a packed batch of token sequences without padding.
+type Batch struct {
+	Tokens []int32 // [T] token ids of all sequences, one after another
+	Seqs   []int32 // [n+1] start offset of each sequence; Seqs[n] = T
+}
+
+// Output holds the per-token results of a Forward, on the host.
+type Output struct {
+	// LogProb[t] is log p(Tokens[t+1] | Tokens[..t]) within t's sequence;
+	// 0 at the last token of each sequence, which has no next token.
+	LogProb []float32
+	Entropy []float32 // entropy of the next-token distribution at t
+	Values  []float32 // the value head's output (critic models)
+}
+
+// New allocates a model for cfg on dev with zeroed parameters; load weights
+// with LoadWeights or fill them with InitRandom.
+func New(cfg *Config, dev Device, head Head) (*Model, error) {
+	d, err := dimsOf(cfg, head)
+	if err != nil {
+		return nil, err
+	}
+	specs, n := layout(d)
+	m := &Model{Config: cfg, Dev: dev, Head: head, d: d, specs: specs}
+	m.Params = dev.Alloc(n)
+	m.Grads = dev.Alloc(n)
+	m.p = views(d, specs, m.Params)
+	m.g = views(d, specs, m.Grads)
+	return m, nil
+}
+
+// NumParams is the number of scalars in the parameter arena.
+func (m *Model) NumParams() int { return m.Params.Len() }
+
+// Tensors lists the model's Hugging Face tensor names and shapes in arena order.
+func (m *Model) Tensors() []NamedShape {
+	out := make([]NamedShape, len(m.specs))
+	for i, s := range m.specs {
+		out[i] = NamedShape{Name: s.Name, Shape: append([]int(nil), s.Shape...)}
+	}
+	return out
+}
+
+// ZeroGrads clears the gradient arena.
+func (m *Model) ZeroGrads() { m.Dev.Zero(m.Grads) }
+
+// Validate checks a batch against the model: offsets that cover the tokens
+// in order, and ids inside the vocabulary.
+func (b Batch) Validate(vocab int) error {
+	T := len(b.Tokens)
+	if len(b.Seqs) < 2 || b.Seqs[0] != 0 || int(b.Seqs[len(b.Seqs)-1]) != T {
+		return fmt.Errorf("model: batch sequence offsets %v do not cover its %d tokens", b.Seqs, T)
+	}
+	for i := 1; i < len(b.Seqs); i++ {
+		if b.Seqs[i] <= b.Seqs[i-1] {
+			return fmt.Errorf("model: batch sequence %d is empty or out of order (offsets %d, %d)", i-1, b.Seqs[i-1], b.Seqs[i])
+		}
+	}
+	for t, id := range b.Tokens {
+		if id < 0 || int(id) >= vocab {
+			return fmt.Errorf("model: token %d at position %d is outside the vocabulary [0, %d)", id, t, vocab)
+		}
+	}
+	return nil
+}
+
+// positions and targets of a packed batch: position within the sequence,
+// and the next token of the same sequence (−1 at a sequence's end).
+func (b Batch) positions() (pos, targets []int32) {
+	T := len(b.Tokens)
+	pos, targets = make([]int32, T), make([]int32, T)
+	for s := 0; s+1 < len(b.Seqs); s++ {
+		lo, hi := int(b.Seqs[s]), int(b.Seqs[s+1])
+		for t := lo; t < hi; t++ {
+			pos[t] = int32(t - lo)
+			targets[t] = -1
+			if t+1 < hi {
+				targets[t] = b.Tokens[t+1]
+			}
+		}
+	}
+	return pos, targets
+}
+
+// Forward runs the model over a packed batch. With train set it keeps what
+// Backward needs (all activations, or only residuals under Recompute);
+// without it, layers share one set of buffers, as scoring needs no backward.
+func (m *Model) Forward(b Batch, train bool) (*Output, error) {
+	a, err := m.forwardHidden(b, train)
+	if err != nil {
+		return nil, err
+	}
+	d, dev, T := m.d, m.Dev, a.T
+	out := &Output{}
+	switch m.Head {
+	case LMHeadOutput:
+		dev.LMHead(a.logprob, a.entropy, a.lseV, a.lnf, m.p.lmHead, a.targets, T, d.C, d.V)
+		out.LogProb, out.Entropy = make([]float32, T), make([]float32, T)
+		dev.Download(out.LogProb, a.logprob)
+		dev.Download(out.Entropy, a.entropy)
+	case ValueHeadOutput:
+		dev.Gemm(false, true, T, 1, d.C, 1, a.lnf, d.C, m.p.vw, d.C, 0, a.values, 1)
+		dev.AddBias(a.values, 1, m.p.vb, T, 1)
+		out.Values = make([]float32, T)
+		dev.Download(out.Values, a.values)
+	}
+	return out, dev.Sync()
+}
+
+// forwardHidden runs the decoder up to the final RMSNorm (a.lnf).
+func (m *Model) forwardHidden(b Batch, train bool) (*activations, error) {
+	if err := b.Validate(m.d.V); err != nil {
+		return nil, err
+	}
+	d, dev := m.d, m.Dev
+	a := ensureActivations(m.acts, dev, d, len(b.Tokens), train && !m.Recompute)
+	m.acts, m.batch, m.train = a, b, train
+	a.pos, a.targets = b.positions()
+	dev.Embedding(a.x(0), b.Tokens, m.p.wte, d.C)
+	for l := 0; l < d.L; l++ {
+		m.layerForward(a, l, m.attend)
+	}
+	dev.RMSNorm(a.lnf, a.rstdf, a.x(d.L), m.p.lnf, a.T, d.C, d.eps)
+	return a, nil
+}
+
+// attend is the attention of a training or scoring forward: packed
+// sequences, saving the log-normalisers for the backward.
+func (m *Model) attend(a *activations, l int, s layerActs) {
+	d := m.d
+	m.Dev.Attention(s.att, s.lse, s.qkv, m.batch.Seqs, d.NH, d.KVH, d.HS)
+}
+
+// layerForward computes layer l from its residual input a.x(l) into
+// a.x(l+1), saving what the backward reads in the layer's views; attend
+// fills s.att from s.qkv (packed training attention, or the KV cache).
+func (m *Model) layerForward(a *activations, l int, attend func(a *activations, l int, s layerActs)) {
+	d, dev, w := m.d, m.Dev, m.p.layers[l]
+	s := a.layer(l)
+	T := a.T
+	dev.RMSNorm(s.ln1, s.rstd1, a.x(l), w.ln1, T, d.C, d.eps)
+	dev.Gemm(false, true, T, d.QKV, d.C, 1, s.ln1, d.C, w.wqkv, d.C, 0, s.qkv, d.QKV)
+	if w.bqkv != nil {
+		dev.AddBias(s.qkv, d.QKV, w.bqkv, T, d.QKV)
+	}
+	dev.RoPE(s.qkv, d.QKV, 0, a.pos, d.NH, d.HS, d.theta)
+	dev.RoPE(s.qkv, d.QKV, d.Q, a.pos, d.KVH, d.HS, d.theta)
+	attend(a, l, s)
+	dev.Gemm(false, true, T, d.C, d.Q, 1, s.att, d.Q, w.wo, d.Q, 0, a.tmp, d.C)
+	dev.Add(s.xmid, a.x(l), a.tmp)
+	dev.RMSNorm(s.ln2, s.rstd2, s.xmid, w.ln2, T, d.C, d.eps)
+	dev.Gemm(false, true, T, 2*d.I, d.C, 1, s.ln2, d.C, w.wgu, d.C, 0, s.gu, 2*d.I)
+	dev.SwiGLU(s.act, s.gu, T, d.I)
+	dev.Gemm(false, true, T, d.C, d.I, 1, s.act, d.I, w.wd, d.I, 0, a.tmp, d.C)
+	dev.Add(a.x(l+1), s.xmid, a.tmp)
+}
+
+// Backward propagates per-token gradients of the last training Forward's
+// outputs (d/dlogprob and d/dentropy for a policy, d/dvalue for a critic;
+// nil means zero) to every parameter, accumulating into Grads.
+func (m *Model) Backward(dLogProb, dEntropy, dValues []float32) error {
+	a, d, dev := m.acts, m.d, m.Dev
+	if a == nil || !m.train {
+		return fmt.Errorf("model: Backward without a training Forward")
+	}
+	T := a.T
+	for name, g := range map[string][]float32{"dLogProb": dLogProb, "dEntropy": dEntropy, "dValues": dValues} {
+		if g != nil && len(g) != T {
+			return fmt.Errorf("model: %s has %d values for %d tokens", name, len(g), T)
+		}
+	}
+	upload := func(dst Buffer, src []float32) {
+		if src == nil {
+			dev.Zero(dst)
+		} else {
+			dev.Upload(dst, src)
+		}
+	}
+	switch m.Head {
+	case LMHeadOutput:
+		upload(a.dlogprob, dLogProb)
+		upload(a.dentropy, dEntropy)
+		dev.LMHeadBackward(a.dln, m.g.lmHead, a.dlogprob, a.dentropy, a.lnf, m.p.lmHead, a.lseV, a.entropy, a.targets, T, d.C, d.V)
+	case ValueHeadOutput:
+		upload(a.dvalues, dValues)
+		dev.Gemm(false, false, T, d.C, 1, 1, a.dvalues, 1, m.p.vw, d.C, 0, a.dln, d.C)
+		dev.Gemm(true, false, 1, d.C, T, 1, a.dvalues, 1, a.lnf, d.C, 1, m.g.vw, d.C)
+		dev.BiasBackward(m.g.vb, a.dvalues, 1, T, 1)
+	}
+	dev.RMSNormBackward(a.dx, m.g.lnf, a.dln, a.x(d.L), m.p.lnf, a.rstdf, T, d.C)
+	for l := d.L - 1; l >= 0; l-- {
+		if !a.saved {
+			m.layerForward(a, l, m.attend) // recompute the layer's activations from its residual input
+		}
+		m.layerBackward(l)
+	}
+	dev.EmbeddingBackward(m.g.wte, a.dx, m.batch.Tokens, d.C)
+	return dev.Sync()
+}
+
+// layerBackward is layerForward read in reverse. a.dx holds the gradient of
+// the layer's output residual on entry and of its input residual on exit.
+func (m *Model) layerBackward(l int) {
+	a, d, dev, w, g := m.acts, m.d, m.Dev, m.p.layers[l], m.g.layers[l]
+	s := a.layer(l)
+	T := a.T
+	// MLP branch: x(l+1) = xmid + down(swiglu(gate_up(rmsnorm(xmid)))).
+	dev.Gemm(false, false, T, d.I, d.C, 1, a.dx, d.C, w.wd, d.I, 0, a.dact, d.I)
+	dev.Gemm(true, false, d.C, d.I, T, 1, a.dx, d.C, s.act, d.I, 1, g.wd, d.I)
+	dev.SwiGLUBackward(a.dgu, a.dact, s.gu, T, d.I)
+	dev.Gemm(false, false, T, d.C, 2*d.I, 1, a.dgu, 2*d.I, w.wgu, d.C, 0, a.dln, d.C)
+	dev.Gemm(true, false, 2*d.I, d.C, T, 1, a.dgu, 2*d.I, s.ln2, d.C, 1, g.wgu, d.C)
+	dev.RMSNormBackward(a.tmp, g.ln2, a.dln, s.xmid, w.ln2, s.rstd2, T, d.C)
+	dev.Add(a.dx, a.dx, a.tmp)
+	// Attention branch: xmid = x(l) + o_proj(attention(rope(qkv(rmsnorm(x(l)))))).
+	dev.Gemm(false, false, T, d.Q, d.C, 1, a.dx, d.C, w.wo, d.Q, 0, a.datt, d.Q)
+	dev.Gemm(true, false, d.C, d.Q, T, 1, a.dx, d.C, s.att, d.Q, 1, g.wo, d.Q)
+	dev.AttentionBackward(a.dqkv, a.datt, s.att, s.lse, s.qkv, m.batch.Seqs, d.NH, d.KVH, d.HS)
+	dev.RoPEBackward(a.dqkv, d.QKV, 0, a.pos, d.NH, d.HS, d.theta)
+	dev.RoPEBackward(a.dqkv, d.QKV, d.Q, a.pos, d.KVH, d.HS, d.theta)
+	if g.bqkv != nil {
+		dev.BiasBackward(g.bqkv, a.dqkv, d.QKV, T, d.QKV)
+	}
+	dev.Gemm(false, false, T, d.C, d.QKV, 1, a.dqkv, d.QKV, w.wqkv, d.C, 0, a.dln, d.C)
+	dev.Gemm(true, false, d.QKV, d.C, T, 1, a.dqkv, d.QKV, s.ln1, d.C, 1, g.wqkv, d.C)
+	dev.RMSNormBackward(a.tmp, g.ln1, a.dln, a.x(l), w.ln1, s.rstd1, T, d.C)
+	dev.Add(a.dx, a.dx, a.tmp)
+}
