@@ -1,0 +1,39 @@
+// Package data loads the datasets r1go trains and evaluates on, and
+// samples batches from them.
+//
+// The central type is Sample: one question with its gold answers, whatever
+// file it came from. Load and Stream read
+//
+//   - HotpotQA (one JSON array: _id, question, answer, supporting_facts,
+//     context, type, level),
+//   - 2WikiMultihopQA (the same array layout plus evidences, entity_ids),
+//   - MuSiQue (JSONL: id, question, answer, answer_aliases, answerable,
+//     question_decomposition, paragraphs),
+//   - FlashRAG's unified JSONL (id, question, golden_answers, metadata),
+//   - the parquet files of verl, Search-R1 and Agent-R1 (data_source, prompt
+//     as a list of chat messages, reward_model.ground_truth as a string, a
+//     list or {target: [...]}), with either LIST element name,
+//
+// streaming each file record by record, so a 500 MB HotpotQA array or a
+// 170k-row parquet file never sits in memory whole. Gzip-compressed JSON
+// and JSONL files (".gz") are read as they are. Sample ids are namespaced
+// "data_source:id", because ids repeat across sources. The context
+// paragraphs of HotpotQA and 2Wiki and the paragraphs of MuSiQue are not
+// kept: retrieval reads a corpus (Passage, CorpusReader).
+//
+// Sampler draws batches in a deterministic order by seed and reports its
+// position as a SamplerState, so a resumed run sees exactly the batches
+// the interrupted one would have. Shuffle and Subsample are the one-shot
+// forms. WriteParquet writes samples in the Search-R1 or Agent-R1 parquet
+// layout, which exports the synthetic world (package data/synth) to Python
+// trainers and makes the parquet test fixtures.
+//
+// Errors. Every problem with input names the file, the line (JSON, JSONL)
+// or row (parquet), and the field: *LoadError. A record that is malformed,
+// lacks a required field or names an unknown data_source is either fatal
+// (the default) or, with LoadOptions.SkipMalformed, skipped and listed in
+// Report.Skipped, so nothing is dropped silently. Structural damage that
+// cannot be resynchronised (a JSON array with a broken separator, a
+// truncated parquet footer) always stops the read with an error; the
+// samples before it have been delivered. Bad input never panics.
+package data

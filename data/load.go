@@ -1,0 +1,353 @@
+package data
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Format names a dataset file format.
+type Format string
+
+const (
+	// FormatAuto tells the format from the file: parquet by its magic
+	// bytes, a JSON array or JSONL by its first byte, and then the dataset
+	// by the fields of the first record.
+	FormatAuto     Format = ""
+	FormatHotpotQA Format = "hotpotqa"        // one JSON array
+	Format2Wiki    Format = "2wikimultihopqa" // one JSON array
+	FormatMuSiQue  Format = "musique"         // JSONL
+	FormatFlashRAG Format = "flashrag"        // JSONL
+	FormatParquet  Format = "parquet"         // verl / Search-R1 / Agent-R1
+)
+
+// ParseFormat accepts a format name as written on a command line.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(strings.ToLower(strings.TrimSpace(s))); f {
+	case FormatAuto, FormatHotpotQA, Format2Wiki, FormatMuSiQue, FormatFlashRAG, FormatParquet:
+		return f, nil
+	case "auto":
+		return FormatAuto, nil
+	case "2wiki":
+		return Format2Wiki, nil
+	}
+	return "", fmt.Errorf("data: unknown dataset format %q (want auto, hotpotqa, 2wikimultihopqa, musique, flashrag or parquet)", s)
+}
+
+// The data_source names r1go knows: FlashRAG's dataset names as Search-R1
+// uses them, Agent-R1's Hugging Face repository names, and the synthetic
+// world's.
+var knownSources = map[string]string{
+	"nq": "nq", "triviaqa": "triviaqa", "popqa": "popqa", "hotpotqa": "hotpotqa",
+	"2wikimultihopqa": "2wikimultihopqa", "musique": "musique", "bamboogle": "bamboogle",
+	"hotpotqa/hotpot_qa": "hotpotqa", "xanhho/2WikiMultihopQA": "2wikimultihopqa", "bdsaglam/musique": "musique",
+	"synthetic": "synthetic",
+}
+
+// RegisterSource adds a data_source name, with the canonical name its
+// samples are scored as, to the names loaders accept. Call it from init;
+// it panics on a name registered twice.
+func RegisterSource(name, canonical string) {
+	if _, dup := knownSources[name]; dup {
+		panic("data: RegisterSource: duplicate data_source " + strconv.Quote(name))
+	}
+	knownSources[name] = canonical
+}
+
+// CanonicalSource maps a data_source to the dataset it names
+// ("hotpotqa/hotpot_qa" -> "hotpotqa"); ok is false for an unknown name.
+func CanonicalSource(name string) (canonical string, ok bool) {
+	c, ok := knownSources[name]
+	return c, ok
+}
+
+// LoadOptions controls Load and Stream. The zero value detects the format
+// and fails on the first bad record.
+type LoadOptions struct {
+	Format Format
+	// SkipMalformed skips a bad record and lists it in Report.Skipped
+	// instead of stopping with its error.
+	SkipMalformed bool
+	// DataSource names the source of files that carry none (HotpotQA,
+	// 2Wiki, MuSiQue, FlashRAG; parquet without a data_source column).
+	// Empty means the format's own name; for FlashRAG, the name of the
+	// folder the file is in (FlashRAG_datasets/hotpotqa/dev.jsonl).
+	DataSource string
+	// ExtraSources are data_source names accepted besides the known ones.
+	ExtraSources []string
+	// AllowUnanswered keeps records without a gold answer (test splits)
+	// as samples with no Answers instead of treating them as bad.
+	AllowUnanswered bool
+	// MaxRecordBytes bounds one record (a line, an array element); a
+	// longer one is bad. 0 means 64 MiB.
+	MaxRecordBytes int
+}
+
+func (o *LoadOptions) maxRecord() int {
+	if o.MaxRecordBytes <= 0 {
+		return 64 << 20
+	}
+	return o.MaxRecordBytes
+}
+
+func (o *LoadOptions) knownSource(name string) bool {
+	_, ok := knownSources[name]
+	return ok || slices.Contains(o.ExtraSources, name)
+}
+
+// LoadError says which file, record and field of a dataset was wrong.
+type LoadError struct {
+	File  string
+	Line  int    // 1-based line the record starts on (JSON, JSONL); 0 for parquet
+	Row   int    // 1-based parquet row; 0 otherwise
+	Field string // empty when the record as a whole is wrong
+	Err   error
+}
+
+func (e *LoadError) Error() string {
+	where := e.File
+	switch {
+	case e.Line > 0:
+		where += " line " + strconv.Itoa(e.Line)
+	case e.Row > 0:
+		where += " row " + strconv.Itoa(e.Row)
+	}
+	if e.Field != "" {
+		return fmt.Sprintf("data: %s: field %q: %v", where, e.Field, e.Err)
+	}
+	return fmt.Sprintf("data: %s: %v", where, e.Err)
+}
+
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// Causes a LoadError wraps, for errors.Is.
+var (
+	ErrMissingField   = errors.New("missing")
+	ErrRecordTooLarge = errors.New("record longer than LoadOptions.MaxRecordBytes")
+	ErrUnknownSource  = errors.New("unknown data_source")
+	ErrDuplicateID    = errors.New("duplicate id")
+)
+
+// ErrStop, returned by a Stream callback, ends the stream early without an
+// error.
+var ErrStop = errors.New("data: stop")
+
+// Report tells what a load read.
+type Report struct {
+	File    string
+	Format  Format // the format read, after detection
+	Records int    // records seen, good and bad
+	Samples int    // samples delivered
+	Skipped []*LoadError
+}
+
+// Load reads a whole dataset file into memory.
+func Load(path string, opt LoadOptions) ([]Sample, Report, error) {
+	var out []Sample
+	rep, err := Stream(path, opt, func(s Sample) error {
+		out = append(out, s)
+		return nil
+	})
+	return out, rep, err
+}
+
+// LoadFiles reads several files into one set, as a trainer's list of
+// train files; an id seen in an earlier file is a duplicate (skipped or
+// fatal as for any bad record).
+func LoadFiles(paths []string, opt LoadOptions) ([]Sample, []Report, error) {
+	var out []Sample
+	var reports []Report
+	seen := map[string]string{}
+	for _, path := range paths {
+		var dupes []*LoadError
+		rep, err := Stream(path, opt, func(s Sample) error {
+			if prev, dup := seen[s.ID]; dup {
+				e := &LoadError{File: path, Field: "id", Err: fmt.Errorf("%w %q, first seen in %s", ErrDuplicateID, s.ID, prev)}
+				if !opt.SkipMalformed {
+					return e
+				}
+				dupes = append(dupes, e)
+				return nil
+			}
+			seen[s.ID] = path
+			out = append(out, s)
+			return nil
+		})
+		rep.Skipped = append(rep.Skipped, dupes...)
+		rep.Samples -= len(dupes)
+		reports = append(reports, rep)
+		if err != nil {
+			return out, reports, err
+		}
+	}
+	return out, reports, nil
+}
+
+// Stream reads a dataset file and calls fn for every sample in file order.
+// It stops at the first error fn returns (ErrStop stops without one).
+func Stream(path string, opt LoadOptions, fn func(Sample) error) (Report, error) {
+	rep := Report{File: path, Format: opt.Format}
+	f, err := os.Open(path)
+	if err != nil {
+		return rep, fmt.Errorf("data: %w", err)
+	}
+	defer f.Close()
+	var magic [4]byte
+	n, _ := io.ReadFull(f, magic[:])
+	if opt.Format == FormatParquet || (opt.Format == FormatAuto && n == 4 && string(magic[:]) == "PAR1") {
+		st, err := f.Stat()
+		if err != nil {
+			return rep, fmt.Errorf("data: %w", err)
+		}
+		return streamParquet(f, st.Size(), path, opt, fn)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return rep, fmt.Errorf("data: %w", err)
+	}
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(f)
+		if err != nil {
+			return rep, &LoadError{File: path, Err: fmt.Errorf("gzip: %w", err)}
+		}
+		defer gz.Close()
+		r = gz
+	}
+	// FlashRAG_datasets/<name>/<split>.jsonl: the folder names the source
+	// of FlashRAG records.
+	dirSource := filepath.Base(filepath.Dir(path))
+	if knownSources[dirSource] == "" {
+		dirSource = ""
+	}
+	return streamReader(r, path, opt, dirSource, fn)
+}
+
+// StreamReader reads a JSON or JSONL dataset from r (parquet needs a file:
+// use Stream); name is used in errors.
+func StreamReader(r io.Reader, name string, opt LoadOptions, fn func(Sample) error) (Report, error) {
+	return streamReader(r, name, opt, "", fn)
+}
+
+func streamReader(r io.Reader, name string, opt LoadOptions, dirSource string, fn func(Sample) error) (Report, error) {
+	rep := Report{File: name, Format: opt.Format}
+	if opt.DataSource != "" && !opt.knownSource(opt.DataSource) {
+		return rep, fmt.Errorf("data: %s: LoadOptions.DataSource: %w %q (known: %s)", name, ErrUnknownSource, opt.DataSource, sourceList())
+	}
+	br := bufio.NewReaderSize(r, 1<<20)
+	skipBOM(br)
+	first, err := peekNonSpace(br)
+	if err != nil {
+		if err == io.EOF {
+			return rep, &LoadError{File: name, Err: errors.New("empty file")}
+		}
+		return rep, &LoadError{File: name, Err: err}
+	}
+	ld := &loader{name: name, opt: opt, dirSource: dirSource, rep: &rep, fn: fn, ids: map[string]string{}}
+	switch {
+	case first == '[' && (opt.Format == FormatAuto || opt.Format == FormatHotpotQA || opt.Format == Format2Wiki):
+		err = ld.readArray(br)
+	case first != '[' && (opt.Format == FormatAuto || opt.Format == FormatMuSiQue || opt.Format == FormatFlashRAG):
+		err = ld.readLines(br)
+	case opt.Format == FormatParquet:
+		err = &LoadError{File: name, Err: errors.New("parquet needs a file, not a stream (use Stream or Load)")}
+	case first == '[':
+		err = &LoadError{File: name, Err: fmt.Errorf("holds a JSON array, but format %s is JSONL", opt.Format)}
+	default:
+		err = &LoadError{File: name, Err: fmt.Errorf("format %s is one JSON array, but the file starts with %q", opt.Format, first)}
+	}
+	if errors.Is(err, ErrStop) {
+		err = nil
+	}
+	return rep, err
+}
+
+func sourceList() string {
+	names := make([]string, 0, len(knownSources))
+	for k := range knownSources {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+func skipBOM(br *bufio.Reader) {
+	if b, err := br.Peek(3); err == nil && bytes.Equal(b, []byte("\xef\xbb\xbf")) {
+		br.Discard(3)
+	}
+}
+
+// peekNonSpace returns the first byte that is not JSON white space,
+// leaving it unread.
+func peekNonSpace(br *bufio.Reader) (byte, error) {
+	for i := 1; ; i++ {
+		b, err := br.Peek(i)
+		if len(b) < i {
+			return 0, err
+		}
+		if c := b[i-1]; !isSpace(c) {
+			return c, nil
+		}
+		if i == br.Size() {
+			br.Discard(i) // a buffer of white space: drop it and go on
+			i = 0
+		}
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// loader holds the state of one stream: where it is, what it has seen.
+type loader struct {
+	name      string
+	opt       LoadOptions
+	dirSource string // a known data_source named by the file's folder, for FlashRAG
+	rep       *Report
+	fn        func(Sample) error
+	decode    func(rec record) (Sample, *fieldError) // chosen by the first good record
+	ids       map[string]string                      // sample id -> "line N" or "row N"
+}
+
+// fieldError is a record-level problem before the loader adds the place.
+type fieldError struct {
+	field string
+	err   error
+}
+
+func fieldErr(field string, format string, args ...any) *fieldError {
+	return &fieldError{field, fmt.Errorf(format, args...)}
+}
+
+func missing(field string) *fieldError { return &fieldError{field, ErrMissingField} }
+
+// bad handles one bad record: fatal, or skipped and listed.
+func (l *loader) bad(e *LoadError) error {
+	if !l.opt.SkipMalformed {
+		return e
+	}
+	l.rep.Skipped = append(l.rep.Skipped, e)
+	return nil
+}
+
+// deliver checks a decoded sample's id and hands it over; where is the
+// record's line (or row, for parquet).
+func (l *loader) deliver(s Sample, where *LoadError) error {
+	if prev, dup := l.ids[s.ID]; dup {
+		where.Field, where.Err = "id", fmt.Errorf("%w %q, first seen on %s", ErrDuplicateID, s.ID, prev)
+		return l.bad(where)
+	}
+	if where.Row > 0 {
+		l.ids[s.ID] = "row " + strconv.Itoa(where.Row)
+	} else {
+		l.ids[s.ID] = "line " + strconv.Itoa(where.Line)
+	}
+	l.rep.Samples++
+	return l.fn(s)
+}

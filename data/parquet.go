@@ -1,0 +1,330 @@
+package data
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// parquetBatch is how many rows one read decodes; rows are handed on one by
+// one, so memory stays bounded by a batch, not the file.
+const parquetBatch = 256
+
+// columns a verl-style file uses for the sample itself; any other column
+// goes to Extra.
+var parquetOwnColumns = []string{"data_source", "prompt", "question", "id", "reward_model", "golden_answers", "answer", "answers", "extra_info", "ability"}
+
+// streamParquet reads a verl / Search-R1 / Agent-R1 parquet file row by
+// row. parquet-go panics on some corrupt pages; those panics become errors
+// naming the file, so bad input never crashes the caller.
+func streamParquet(f io.ReaderAt, size int64, name string, opt LoadOptions, fn func(Sample) error) (rep Report, err error) {
+	rep = Report{File: name, Format: FormatParquet}
+	defer func() {
+		if p := recover(); p != nil {
+			err = &LoadError{File: name, Err: fmt.Errorf("corrupt parquet file: %v", p)}
+		}
+	}()
+	if opt.DataSource != "" && !opt.knownSource(opt.DataSource) {
+		return rep, fmt.Errorf("data: %s: LoadOptions.DataSource: %w %q (known: %s)", name, ErrUnknownSource, opt.DataSource, sourceList())
+	}
+	pf, err := parquet.OpenFile(f, size)
+	if err != nil {
+		return rep, &LoadError{File: name, Err: fmt.Errorf("not a readable parquet file: %w", err)}
+	}
+	schema := pf.Schema()
+	has := func(col string) bool { _, ok := schema.Lookup(col); return ok || hasGroup(schema, col) }
+	if !has("prompt") && !has("question") {
+		return rep, &LoadError{File: name, Err: errors.New("has neither a prompt nor a question column")}
+	}
+	if !has("data_source") && opt.DataSource == "" {
+		return rep, &LoadError{File: name, Field: "data_source", Err: errors.New("no data_source column: set LoadOptions.DataSource")}
+	}
+	ld := &loader{name: name, opt: opt, rep: &rep, fn: fn, ids: map[string]string{}}
+	reader := parquet.NewGenericReader[any](pf)
+	defer reader.Close()
+	rows := make([]any, parquetBatch)
+	rowNo := 0
+	for {
+		n, rerr := reader.Read(rows)
+		for _, row := range rows[:n] {
+			rowNo++
+			rep.Records++
+			where := &LoadError{File: name, Row: rowNo}
+			m, _ := row.(map[string]any)
+			s, ferr := decodeParquetRow(m, rowNo, opt)
+			if ferr != nil {
+				where.Field, where.Err = ferr.field, ferr.err
+				if e := ld.bad(where); e != nil {
+					return rep, e
+				}
+				continue
+			}
+			if e := ld.deliver(s, where); e != nil {
+				if errors.Is(e, ErrStop) {
+					return rep, nil
+				}
+				return rep, e
+			}
+		}
+		clear(rows[:n])
+		if rerr == io.EOF {
+			return rep, nil
+		}
+		if rerr != nil {
+			return rep, &LoadError{File: name, Row: rowNo + 1, Err: fmt.Errorf("reading rows: %w", rerr)}
+		}
+		if n == 0 {
+			return rep, nil
+		}
+	}
+}
+
+// hasGroup reports whether the schema has a top-level field called name
+// (Lookup finds only leaf columns).
+func hasGroup(schema *parquet.Schema, name string) bool {
+	for _, f := range schema.Fields() {
+		if f.Name() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeParquetRow turns one row, as parquet-go reconstructs it into maps
+// and slices, into a Sample.
+func decodeParquetRow(row map[string]any, rowNo int, opt LoadOptions) (Sample, *fieldError) {
+	var s Sample
+	source, err := rowString(row, "data_source")
+	if err != nil {
+		return s, err
+	}
+	if source == "" {
+		source = opt.DataSource
+	}
+	if source == "" {
+		return s, missing("data_source")
+	}
+	if !opt.knownSource(source) {
+		return s, &fieldError{"data_source", fmt.Errorf("%w %q (known: %s; add it with LoadOptions.ExtraSources)", ErrUnknownSource, source, sourceList())}
+	}
+	s.DataSource = source
+	s.Extra = map[string]string{}
+
+	if s.Prompt, err = rowPrompt(row["prompt"]); err != nil {
+		return s, err
+	}
+	q, err := rowString(row, "question")
+	if err != nil {
+		return s, err
+	}
+	if strings.TrimSpace(q) == "" {
+		q = questionFromPrompt(s.Prompt)
+	}
+	if s.Question = strings.TrimSpace(q); s.Question == "" {
+		if row["prompt"] == nil {
+			return s, missing("question")
+		}
+		return s, fieldErr("prompt", "holds no user message to take the question from")
+	}
+
+	if s.Answers, err = rowAnswers(row); err != nil {
+		return s, err
+	}
+	if len(s.Answers) == 0 && !opt.AllowUnanswered {
+		return s, missing("reward_model.ground_truth")
+	}
+
+	id, err := rowID(row, rowNo)
+	if err != nil {
+		return s, err
+	}
+	s.ID = source + ":" + id
+	s.Extra["id"] = id
+	if v, _ := rowString(row, "ability"); v != "" {
+		s.Extra["ability"] = v
+	}
+	if rm, ok := row["reward_model"].(map[string]any); ok {
+		if v, ok := rm["style"].(string); ok {
+			s.Extra["style"] = v
+		}
+	}
+	if ei, ok := row["extra_info"].(map[string]any); ok {
+		for k, v := range ei {
+			if v != nil {
+				s.Extra[k] = scalarOrJSON(v)
+			}
+		}
+	}
+	for k, v := range row {
+		if v != nil && !slices.Contains(parquetOwnColumns, k) {
+			s.Extra[k] = scalarOrJSON(v)
+		}
+	}
+	return s, nil
+}
+
+// rowString reads a top-level string column; absent or null gives "".
+func rowString(row map[string]any, col string) (string, *fieldError) {
+	switch v := row[col].(type) {
+	case nil:
+		return "", nil
+	case string:
+		return v, nil
+	case []byte:
+		return string(v), nil
+	default:
+		return "", fieldErr(col, "want a string, found %T", v)
+	}
+}
+
+// rowPrompt reads the prompt column: a list of {role, content} messages,
+// or (seen in hand-made files) a plain string taken as one user message.
+func rowPrompt(v any) ([]Message, *fieldError) {
+	switch p := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return []Message{{Role: "user", Content: p}}, nil
+	case []any:
+		msgs := make([]Message, 0, len(p))
+		for i, item := range p {
+			m, ok := item.(map[string]any)
+			field := "prompt[" + strconv.Itoa(i) + "]"
+			if !ok {
+				return nil, fieldErr(field, "want a {role, content} message, found %T", item)
+			}
+			role, ok1 := m["role"].(string)
+			content, ok2 := m["content"].(string)
+			if !ok1 {
+				return nil, fieldErr(field+".role", "want a string, found %T", m["role"])
+			}
+			if !ok2 {
+				return nil, fieldErr(field+".content", "want a string, found %T", m["content"])
+			}
+			msgs = append(msgs, Message{Role: role, Content: content})
+		}
+		return msgs, nil
+	default:
+		return nil, fieldErr("prompt", "want a list of messages, found %T", v)
+	}
+}
+
+// questionFromPrompt recovers the bare question from the last user
+// message: Search-R1 ends it with "Question: <q>\n", Agent-R1 starts it
+// with "Question: <q>\n<instruction>". Without that marker the whole
+// message is the question.
+func questionFromPrompt(msgs []Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "user" {
+			continue
+		}
+		c := msgs[i].Content
+		if at := strings.LastIndex(c, "Question: "); at >= 0 {
+			q, _, _ := strings.Cut(c[at+len("Question: "):], "\n")
+			return q
+		}
+		return c
+	}
+	return ""
+}
+
+// rowAnswers reads the gold answers: reward_model.ground_truth as a string,
+// a list, or {target: string or list}; else FlashRAG's golden_answers kept
+// in the file; else an answer or answers column.
+func rowAnswers(row map[string]any) ([]string, *fieldError) {
+	if rm, ok := row["reward_model"].(map[string]any); ok && rm["ground_truth"] != nil {
+		gt := rm["ground_truth"]
+		field := "reward_model.ground_truth"
+		if m, ok := gt.(map[string]any); ok {
+			gt, field = m["target"], field+".target"
+			if gt == nil {
+				return nil, missing(field)
+			}
+		}
+		answers, err := anyStrings(gt, field)
+		return uniqueNonBlank(answers), err
+	} else if row["reward_model"] != nil && !ok {
+		return nil, fieldErr("reward_model", "want a struct, found %T", row["reward_model"])
+	}
+	for _, col := range []string{"golden_answers", "answers", "answer"} {
+		if v := row[col]; v != nil {
+			answers, err := anyStrings(v, col)
+			return uniqueNonBlank(answers), err
+		}
+	}
+	return nil, nil
+}
+
+// anyStrings reads a string or a list of strings (numbers kept as
+// written).
+func anyStrings(v any, field string) ([]string, *fieldError) {
+	switch x := v.(type) {
+	case string:
+		return []string{x}, nil
+	case []any:
+		out := make([]string, 0, len(x))
+		for i, it := range x {
+			switch s := it.(type) {
+			case string:
+				out = append(out, s)
+			case int32, int64, float32, float64:
+				out = append(out, fmt.Sprint(s))
+			default:
+				return nil, fieldErr(field+"["+strconv.Itoa(i)+"]", "want a string, found %T", it)
+			}
+		}
+		return out, nil
+	default:
+		return nil, fieldErr(field, "want a string or a list of strings, found %T", v)
+	}
+}
+
+// rowID picks the record's own id: the id column (FlashRAG's, kept by
+// Search-R1), else extra_info.index, else the 1-based row number.
+func rowID(row map[string]any, rowNo int) (string, *fieldError) {
+	switch v := row["id"].(type) {
+	case string:
+		if strings.TrimSpace(v) != "" {
+			return v, nil
+		}
+	case int32, int64:
+		return fmt.Sprint(v), nil
+	case nil:
+	default:
+		return "", fieldErr("id", "want a string or an integer, found %T", v)
+	}
+	if ei, ok := row["extra_info"].(map[string]any); ok {
+		switch v := ei["index"].(type) {
+		case int32, int64:
+			return fmt.Sprint(v), nil
+		case string:
+			return v, nil
+		}
+	}
+	return "row" + strconv.Itoa(rowNo), nil
+}
+
+// scalarOrJSON renders a leftover column for Extra: scalars as text,
+// nested values as JSON with sorted keys.
+func scalarOrJSON(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	case bool, int32, int64, float32, float64:
+		return fmt.Sprint(x)
+	}
+	b, err := json.Marshal(v) // map keys come out sorted
+
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
