@@ -8,8 +8,8 @@ import (
 // AddOutcome adds each sequence's outcome score to Scores on its last action
 // token (Agent-R1 writes it on the last valid response token, which is the
 // final answer's last generated token). Scores is allocated if nil. A
-// sequence without an action token is an error naming it: its reward would
-// otherwise be lost.
+// non-zero score for a sequence without an action token is an error naming
+// the sequence: its reward would otherwise be lost.
 func AddOutcome(b *Batch, scores []float64) error {
 	if err := b.Validate(FieldActionMask); err != nil {
 		return err
@@ -35,7 +35,10 @@ func AddOutcome(b *Batch, scores []float64) error {
 			}
 		}
 		if last < 0 {
-			return fmt.Errorf("rl: sequence %d has no action token to carry its outcome score", i)
+			if sc == 0 {
+				continue // nothing to place, nothing lost
+			}
+			return fmt.Errorf("rl: sequence %d has no action token to carry its outcome score %v", i, sc)
 		}
 		b.Scores[last] += sc
 	}
