@@ -214,8 +214,12 @@ func (c *Config) Validate() error {
 		if f.v <= 0 {
 			return fail("%s = %d, must be positive", f.key, f.v)
 		}
+		// Far beyond any real model; keeps sizes and counts from overflowing.
+		if f.v > 1<<24 || f.key == "num_hidden_layers" && f.v > 4096 {
+			return fail("%s = %d is implausibly large", f.key, f.v)
+		}
 	}
-	if c.HeadDimOverride < 0 {
+	if c.HeadDimOverride < 0 || c.HeadDimOverride > 1<<16 {
 		return fail("head_dim = %d, must be positive", c.HeadDimOverride)
 	}
 	if c.HeadDimOverride == 0 && c.HiddenSize%c.NumAttentionHeads != 0 {
