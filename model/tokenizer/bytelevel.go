@@ -8,9 +8,9 @@ import "unicode/utf8"
 // soft hyphen) map, in byte order, to U+0100 upward. The table is built from
 // that rule rather than typed in, so a typo cannot hide in it.
 var (
-	byteToRune [256]rune       // byte -> alphabet rune
+	byteToRune [256]rune         // byte -> alphabet rune
 	runeToByte = map[rune]byte{} // alphabet rune -> byte
-	byteOrder  [256]byte       // bytes in alphabet order (printable first), the trainer's id order
+	byteOrder  [256]byte         // bytes in alphabet order (printable first), the trainer's id order
 )
 
 func init() {

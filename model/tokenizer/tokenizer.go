@@ -16,11 +16,11 @@ type Tokenizer struct {
 	steps     []preStep  // the pre-tokenizer, flattened
 
 	added    []*AddedToken
-	all      matchers   // Encode: every added token
-	ordinary matchers   // EncodeOrdinary: non-special added tokens only
-	tokens   []string   // id -> token string as in the file; "" for an unused id
-	raw      []string   // id -> the bytes the token decodes to
-	special  []bool     // id -> added token marked special
+	all      matchers // Encode: every added token
+	ordinary matchers // EncodeOrdinary: non-special added tokens only
+	tokens   []string // id -> token string as in the file; "" for an unused id
+	raw      []string // id -> the bytes the token decodes to
+	special  []bool   // id -> added token marked special
 
 	config    Config
 	templates chatTemplates
