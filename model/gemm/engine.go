@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Engine runs SGEMM with one micro-kernel on a fixed or GOMAXPROCS-sized
@@ -95,10 +96,8 @@ func (e *Engine) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha flo
 		return
 	}
 	single := &Engine{kern: e.kern, threads: 1}
-	parallelFor(threads, func(t int) {
-		for i := t * batch / threads; i < (t+1)*batch/threads; i++ {
-			single.Sgemm(transA, transB, m, n, k, alpha, a[i*strideA:], lda, b[i*strideB:], ldb, beta, c[i*strideC:], ldc)
-		}
+	forEach(threads, batch, func(i int) {
+		single.Sgemm(transA, transB, m, n, k, alpha, a[i*strideA:], lda, b[i*strideB:], ldb, beta, c[i*strideC:], ldc)
 	})
 }
 
@@ -172,124 +171,122 @@ type job struct {
 	ldc            int
 }
 
-// grid splits threads into tm row groups × tn column groups so the busiest
-// thread has the fewest tiles; ties go to more column groups, which share
-// the packed A block instead of packing B twice.
-func grid(threads, panelsM, panelsN int) (tm, tn int) {
-	best := -1
-	for d := 1; d <= threads; d++ {
-		if threads%d != 0 {
-			continue
-		}
-		rows, cols := threads/d, d
-		load := ceilDiv(panelsM, rows) * ceilDiv(panelsN, cols)
-		if best < 0 || load <= best {
-			best, tm, tn = load, rows, cols
-		}
-	}
-	return tm, tn
-}
-
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
-// parallelFor runs body(0..threads-1) concurrently and waits for all.
-func parallelFor(threads int, body func(t int)) {
-	if threads == 1 {
-		body(0)
+// forEach runs body(i) for every i < n on up to threads goroutines that take
+// the next index as they finish the last one, so a thread the OS preempts
+// (the machine is shared) or an uneven item slows the call by one item at
+// most, not by its whole share.
+func forEach(threads, n int, body func(i int)) {
+	threads = min(threads, n)
+	if threads <= 1 {
+		for i := 0; i < n; i++ {
+			body(i)
+		}
 		return
+	}
+	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= n {
+				return
+			}
+			body(i)
+		}
 	}
 	var wg sync.WaitGroup
 	wg.Add(threads - 1)
 	for t := 1; t < threads; t++ {
 		go func() {
 			defer wg.Done()
-			body(t)
+			work()
 		}()
 	}
-	body(0)
+	work()
 	wg.Wait()
 }
 
-// run is the blocked, parallel product. For each MB×KC block of op(A):
-// all threads pack its micro-panels together, then each thread packs KC×NB
-// blocks of its own columns of op(B) and sweeps the A micro-panels against
-// them.
+// run is the blocked product. For each NC-wide column block of op(B) and
+// each KC-deep slice, the threads first pack that KC×NC block of op(B) and an
+// MB×KC block of op(A) together (one micro-panel per item), then multiply
+// them tile group by tile group: a task is a run of A micro-panels against a
+// chunk of B micro-panels small enough to stay in one core's L2.
 func (e *Engine) run(j *job, threads int) {
 	kn := e.kern
 	mr, nr := kn.mr, kn.nr
 	kcs := kcStride(kn.kc)
-	panelA := mr * kcs // floats per packed A micro-panel
+	panelA, panelB := mr*kcs, kn.kc*nr // floats per packed micro-panel
 	mb := min(kn.mb, ceilDiv(j.m, mr)*mr)
+	ncb := ceilDiv(ceilDiv(j.n, ceilDiv(j.n, kn.nc)), nr) * nr // equal column blocks ≤ NC
 	ablock := getScratch(ceilDiv(mb, mr) * panelA)
+	bblock := getScratch(ceilDiv(ncb, nr) * panelB)
 	defer putScratch(ablock)
+	defer putScratch(bblock)
+	sp, sr := aStrides(j.transA, mr, kcs)
 
-	panelsN := ceilDiv(j.n, nr)
-	tm, tn := grid(threads, ceilDiv(mb, mr), panelsN)
-	threads = tm * tn
-
-	for i0 := 0; i0 < j.m; i0 += mb {
-		mcur := min(mb, j.m-i0)
-		panelsM := ceilDiv(mcur, mr)
+	for j0 := 0; j0 < j.n; j0 += ncb {
+		ncur := min(ncb, j.n-j0)
+		panelsN := ceilDiv(ncur, nr)
+		chunk := min(max(1, kn.nb/nr), panelsN) // B micro-panels per task
+		chunks := ceilDiv(panelsN, chunk)
 		for p0 := 0; p0 < j.k; p0 += kn.kc {
 			kc := min(kn.kc, j.k-p0)
 			beta := j.beta
 			if p0 > 0 {
-				beta = 1 // later depth blocks add to what the first wrote
+				beta = 1 // later depth slices add to what the first wrote
 			}
-			sp, sr := aStrides(j.transA, mr, kcs)
-			parallelFor(min(threads, panelsM), func(t int) {
-				lo, hi := t*panelsM/min(threads, panelsM), (t+1)*panelsM/min(threads, panelsM)
-				for q := lo; q < hi; q++ {
-					rows := min(mr, mcur-q*mr)
-					packA(j.transA, mr, j.a, j.lda, i0+q*mr, rows, p0, kc, kcs, ablock.data[q*panelA:(q+1)*panelA])
+			for i0 := 0; i0 < j.m; i0 += mb {
+				mcur := min(mb, j.m-i0)
+				panelsM := ceilDiv(mcur, mr)
+				packsB := 0
+				if i0 == 0 {
+					packsB = panelsN // the B block serves every row block
 				}
-			})
-			parallelFor(threads, func(t int) {
-				ti, tj := t/tn, t%tn
-				e.sweep(j, ablock.data, i0, mcur, ti*panelsM/tm, (ti+1)*panelsM/tm,
-					tj*panelsN/tn, (tj+1)*panelsN/tn, p0, kc, sp, sr, beta)
-			})
+				forEach(threads, panelsM+packsB, func(q int) {
+					if q < panelsM {
+						packA(j.transA, mr, j.a, j.lda, i0+q*mr, min(mr, mcur-q*mr), p0, kc, kcs, ablock.data[q*panelA:(q+1)*panelA])
+						return
+					}
+					q -= panelsM
+					col := j0 + q*nr
+					packB(j.transB, nr, j.b, j.ldb, p0, kc, col, min(nr, j.n-col), bblock.data[q*panelB:(q+1)*panelB])
+				})
+				// Enough row groups for about four tasks per thread.
+				groups := min(panelsM, max(1, ceilDiv(4*threads, chunks)))
+				forEach(threads, groups*chunks, func(t int) {
+					g, c := t%groups, t/groups
+					e.tile(j, ablock.data, bblock.data, i0, j0, g*panelsM/groups, (g+1)*panelsM/groups,
+						c*chunk, min(panelsN, (c+1)*chunk), ncur, kc, sp, sr, beta)
+				})
+			}
 		}
 	}
 }
 
-// sweep multiplies A micro-panels [qa0, qa1) of the packed block (rows from
-// i0) by op(B) columns in panels [qb0, qb1), packing B in NB-wide blocks.
-func (e *Engine) sweep(j *job, apack []float32, i0, mcur, qa0, qa1, qb0, qb1, p0, kc int, sp, sr uintptr, beta float32) {
-	if qa0 >= qa1 || qb0 >= qb1 {
-		return
-	}
+// tile multiplies packed A micro-panels [qa0, qa1) (C rows from i0) by
+// packed B micro-panels [qb0, qb1) (C columns from j0; the block is ncur
+// wide), one MR×NR tile per micro-kernel call.
+func (e *Engine) tile(j *job, apack, bpack []float32, i0, j0, qa0, qa1, qb0, qb1, ncur, kc int, sp, sr uintptr, beta float32) {
 	kn := e.kern
 	mr, nr := kn.mr, kn.nr
-	panelA := mr * kcStride(kn.kc)
-	panelB := kc * nr
-	nbPanels := max(1, kn.nb/nr)
-	bblock := getScratch(min(nbPanels, qb1-qb0) * panelB)
-	defer putScratch(bblock)
+	panelA, panelB := mr*kcStride(kn.kc), kn.kc*nr
 	var edge [16 * 64]float32 // scratch tile for partial tiles; ≥ mr·nr of every kernel
 	ldc := uintptr(j.ldc) * 4
-
-	for qb := qb0; qb < qb1; qb += nbPanels {
-		nq := min(nbPanels, qb1-qb)
-		for q := 0; q < nq; q++ {
-			col := (qb + q) * nr
-			packB(j.transB, nr, j.b, j.ldb, p0, kc, col, min(nr, j.n-col), bblock.data[q*panelB:(q+1)*panelB])
-		}
-		for qa := qa0; qa < qa1; qa++ {
-			row := i0 + qa*mr
-			rows := min(mr, j.m-row)
-			ap := &apack[qa*panelA]
-			for q := 0; q < nq; q++ {
-				col := (qb + q) * nr
-				cols := min(nr, j.n-col)
-				bp := &bblock.data[q*panelB]
-				if rows == mr && cols == nr {
-					kn.micro(kc, ap, sp, sr, bp, &j.c[row*j.ldc+col], ldc, j.alpha, beta)
-					continue
-				}
-				kn.micro(kc, ap, sp, sr, bp, &edge[0], uintptr(nr)*4, 1, 0)
-				mergeEdge(edge[:mr*nr], nr, rows, cols, j.alpha, beta, j.c[row*j.ldc+col:], j.ldc)
+	for qa := qa0; qa < qa1; qa++ {
+		row := i0 + qa*mr
+		rows := min(mr, j.m-row)
+		ap := &apack[qa*panelA]
+		for qb := qb0; qb < qb1; qb++ {
+			col := j0 + qb*nr
+			cols := min(nr, j0+ncur-col)
+			bp := &bpack[qb*panelB]
+			if rows == mr && cols == nr {
+				kn.micro(kc, ap, sp, sr, bp, &j.c[row*j.ldc+col], ldc, j.alpha, beta)
+				continue
 			}
+			kn.micro(kc, ap, sp, sr, bp, &edge[0], uintptr(nr)*4, 1, 0)
+			mergeEdge(edge[:mr*nr], nr, rows, cols, j.alpha, beta, j.c[row*j.ldc+col:], j.ldc)
 		}
 	}
 }

@@ -125,17 +125,18 @@ var shapes = []struct{ m, n, k int }{
 	{1, 1, 1},
 	{2, 3, 4},
 	{17, 33, 65},
-	{12, 32, 384},  // exactly one AVX-512 tile and KC block
-	{13, 33, 385},  // one past each
-	{6, 16, 257},   // exactly one AVX2 tile
-	{1000, 3, 7},   // tall and thin
-	{3, 1000, 5},   // short and wide
-	{5, 7, 1000},   // deep: three KC blocks
-	{4, 5, 0},      // k = 0: C = beta·C
-	{0, 5, 3},      // nothing to do
-	{5, 0, 3},      // nothing to do
+	{12, 32, 384}, // exactly one AVX-512 tile and KC block
+	{13, 33, 385}, // one past each
+	{6, 16, 257},  // exactly one AVX2 tile
+	{1000, 3, 7},  // tall and thin
+	{3, 1000, 5},  // short and wide
+	{5, 7, 1000},  // deep: three KC blocks
+	{4, 5, 0},     // k = 0: C = beta·C
+	{0, 5, 3},     // nothing to do
+	{5, 0, 3},     // nothing to do
 	{257, 129, 300},
 	{1030, 9, 3}, // more rows than the generic kernel's A block
+	{7, 2100, 3}, // more columns than the generic kernel's B block
 }
 
 var alphaBetas = []struct {
@@ -190,8 +191,10 @@ func TestSgemmLargeParallel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, e := range engines(t, 2) {
 		for _, tr := range [4][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
-			p := newProblem(rng, tr[0], tr[1], 3100, 600, 70, 3, 1, 0.5, false)
-			p.check(t, fmt.Sprintf("%s transA=%v transB=%v", e.Kernel(), tr[0], tr[1]), p.run(e))
+			for _, s := range []struct{ m, n, k int }{{3100, 600, 70}, {30, 4200, 20}} {
+				p := newProblem(rng, tr[0], tr[1], s.m, s.n, s.k, 3, 1, 0.5, false)
+				p.check(t, fmt.Sprintf("%s %dx%dx%d transA=%v transB=%v", e.Kernel(), s.m, s.n, s.k, tr[0], tr[1]), p.run(e))
+			}
 		}
 	}
 }
@@ -250,22 +253,5 @@ func TestNewEngineRejectsUnknownKernel(t *testing.T) {
 	}
 	if got := Kernels(); got[len(got)-1] != "generic" {
 		t.Fatalf("Kernels() = %v, want the portable kernel last", got)
-	}
-}
-
-func TestGridBalancesTiles(t *testing.T) {
-	cases := []struct{ threads, pm, pn, tm, tn int }{
-		{2, 100, 28, 1, 2},  // wide enough: split columns
-		{2, 100, 1, 2, 1},   // one column panel: split rows
-		{4, 10, 2, 2, 2},    // both
-		{3, 9, 3, 1, 3},     // columns divide evenly
-		{1, 5, 5, 1, 1},     // serial
-		{16, 256, 28, 4, 4}, // 64·7 = 448 tiles each, 2×8 would give 128·4
-	}
-	for _, c := range cases {
-		tm, tn := grid(c.threads, c.pm, c.pn)
-		if tm != c.tm || tn != c.tn {
-			t.Errorf("grid(%d, %d, %d) = %d×%d, want %d×%d", c.threads, c.pm, c.pn, tm, tn, c.tm, c.tn)
-		}
 	}
 }

@@ -17,7 +17,8 @@ type kernel struct {
 	mr    int // rows of the register tile (A values broadcast)
 	nr    int // columns of the register tile (B values in vectors)
 	kc    int // depth of a packed block
-	nb    int // columns of a per-thread packed B block (sized for L2)
+	nb    int // columns of op(B) one task sweeps (its packed panels fit in L2)
+	nc    int // columns of a shared packed B block (sized for L3)
 	mb    int // rows of a shared packed A block (sized for L3)
 	micro microKernel
 }
@@ -27,7 +28,7 @@ type kernel struct {
 var kernels = availableKernels()
 
 var genericKernel = &kernel{
-	name: "generic", mr: 4, nr: 8, kc: 256, nb: 512, mb: 1024,
+	name: "generic", mr: 4, nr: 8, kc: 256, nb: 512, nc: 2048, mb: 1024,
 	micro: microGeneric,
 }
 

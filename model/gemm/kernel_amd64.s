@@ -4,7 +4,7 @@
 //   CX  k steps left          AX  A row 0 (advances sp bytes per k step)
 //   DX  sp                    R8  sr (bytes between A rows), R9 = 3·sr
 //   R10 A row 4, R11 A row 8  BX  packed B micro-panel (NR floats per k)
-//   DI  C tile row            SI  ldc in bytes
+//   DI  C tile row            SI  ldc in bytes        R13 C row to prefetch
 
 // ---------------------------------------------------------------------------
 // AVX-512: 12 rows × 32 columns. Z0..Z23 accumulate (row r in Z(2r), Z(2r+1)),
@@ -34,6 +34,14 @@
 	ADDQ DX, R10; \
 	ADDQ DX, R11; \
 	ADDQ $128, BX
+
+// Start loading the C tile's lines now, so they are in cache by the store:
+// C rows are far apart and come from L3 or memory otherwise.
+#define PREFETCHC512 \
+	PREFETCHT0 0(R13); \
+	PREFETCHT0 64(R13); \
+	PREFETCHT0 127(R13); \
+	ADDQ       SI, R13
 
 // C row = alpha·acc + beta·C  (Z30 = alpha, Z31 = beta)
 #define STORE512(c0, c1) \
@@ -65,6 +73,20 @@ TEXT ·micro12x32AVX512(SB), NOSPLIT, $0-64
 	LEAQ (R8)(R8*2), R9
 	LEAQ (AX)(R8*4), R10
 	LEAQ (R10)(R8*4), R11
+
+	MOVQ DI, R13
+	PREFETCHC512
+	PREFETCHC512
+	PREFETCHC512
+	PREFETCHC512
+	PREFETCHC512
+	PREFETCHC512
+	PREFETCHC512
+	PREFETCHC512
+	PREFETCHC512
+	PREFETCHC512
+	PREFETCHC512
+	PREFETCHC512
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -174,6 +196,11 @@ storezero512:
 	ADDQ DX, R10; \
 	ADDQ $64, BX
 
+#define PREFETCHC256 \
+	PREFETCHT0 0(R13); \
+	PREFETCHT0 63(R13); \
+	ADDQ       SI, R13
+
 // C row = alpha·acc + beta·C  (Y14 = alpha, Y15 = beta)
 #define STORE256(c0, c1) \
 	VMULPS      Y14, c0, c0; \
@@ -202,6 +229,14 @@ TEXT ·micro6x16AVX2(SB), NOSPLIT, $0-64
 	MOVQ ldc+48(FP), SI
 	LEAQ (R8)(R8*2), R9
 	LEAQ (AX)(R8*4), R10
+
+	MOVQ DI, R13
+	PREFETCHC256
+	PREFETCHC256
+	PREFETCHC256
+	PREFETCHC256
+	PREFETCHC256
+	PREFETCHC256
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1

@@ -1,0 +1,149 @@
+// Command cpu runs the CPU benchmark suite. Every figure is reported as a
+// ratio to a denominator measured in the same run: the FMA peak and memory
+// bandwidth probes of package probe, or a peer library (OpenBLAS) called on
+// the same inputs.
+//
+// The suite is a list of sections; each prints its rows as it measures them
+// and returns them, and a table of every row is printed last. Usage:
+//
+//	go run ./benchmarks/cpu [-threads 2] [-sections matmul] [-reps 3]
+//
+// A missing peer is reported as a row ("OpenBLAS not found"), never as a
+// failure.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/r1go/r1go/benchmarks/internal/probe"
+)
+
+// section is one part of the suite.
+type section struct {
+	name string
+	run  func(env *env) []row
+}
+
+var sections = []section{
+	{"matmul", matmulSection},
+}
+
+// row is one measured figure with its same-run ratios.
+type row struct {
+	section string
+	name    string  // what was measured
+	value   float64 // in unit
+	unit    string
+	ratios  []ratio
+	note    string
+}
+
+// ratio is value ÷ a same-run denominator, named by what it divides by.
+type ratio struct {
+	of    string
+	value float64
+}
+
+func (r row) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-8s %-44s %9.1f %-8s", r.section, r.name, r.value, r.unit)
+	for _, q := range r.ratios {
+		fmt.Fprintf(&b, "  %.2f×%s", q.value, q.of)
+	}
+	if r.note != "" {
+		fmt.Fprintf(&b, "  (%s)", r.note)
+	}
+	return b.String()
+}
+
+// env carries the run's settings and its lazily measured denominators,
+// shared by all sections.
+type env struct {
+	threads int
+	reps    int
+	peaks   map[string]float64 // FMA peak GFLOP/s on env.threads, by ISA
+}
+
+// fmaPeak measures (once) the FMA peak of the named ISA on env.threads.
+func (e *env) fmaPeak(isa string) float64 {
+	if g, ok := e.peaks[isa]; ok {
+		return g
+	}
+	g, err := probe.FMAPeakISA(isa, e.threads)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		g = 0
+	}
+	e.peaks[isa] = g
+	fmt.Printf("probe    FMA peak %-6s on %d threads: %.1f GFLOP/s\n", isa, e.threads, g)
+	return g
+}
+
+func main() {
+	threads := flag.Int("threads", 2, "threads for our code, the probes and the peers")
+	only := flag.String("sections", "", "comma-separated sections to run (default all: "+sectionNames()+")")
+	reps := flag.Int("reps", 3, "timed repetitions per figure; the best is kept")
+	flag.Parse()
+	if *threads < 1 || *reps < 1 {
+		fmt.Fprintln(os.Stderr, "cpu: -threads and -reps must be ≥ 1")
+		os.Exit(2)
+	}
+	var want []string
+	if *only != "" {
+		want = strings.Split(*only, ",")
+		for _, w := range want {
+			if !slices.ContainsFunc(sections, func(s section) bool { return s.name == w }) {
+				fmt.Fprintf(os.Stderr, "cpu: unknown section %q (have %s)\n", w, sectionNames())
+				os.Exit(2)
+			}
+		}
+	}
+	runtime.GOMAXPROCS(*threads)
+	printMachine(*threads)
+
+	e := &env{threads: *threads, reps: *reps, peaks: map[string]float64{}}
+	var rows []row
+	for _, s := range sections {
+		if want != nil && !slices.Contains(want, s.name) {
+			continue
+		}
+		fmt.Printf("== %s\n", s.name)
+		t0 := time.Now()
+		rows = append(rows, s.run(e)...)
+		fmt.Printf("== %s done in %.1f s\n", s.name, time.Since(t0).Seconds())
+	}
+	printTable(rows)
+}
+
+func sectionNames() string {
+	var n []string
+	for _, s := range sections {
+		n = append(n, s.name)
+	}
+	return strings.Join(n, ",")
+}
+
+func printTable(rows []row) {
+	fmt.Println()
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
+	fmt.Fprintln(w, "section\tfigure\tvalue\tunit\tratios\tnote\t")
+	for _, r := range rows {
+		var qs []string
+		for _, q := range r.ratios {
+			qs = append(qs, fmt.Sprintf("%.2f × %s", q.value, q.of))
+		}
+		val := "-"
+		if r.unit != "" {
+			val = fmt.Sprintf("%.1f", r.value)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t\n", r.section, r.name, val, r.unit, strings.Join(qs, ", "), r.note)
+	}
+	w.Flush()
+}
