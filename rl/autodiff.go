@@ -93,6 +93,7 @@ type adGraph struct {
 	mu      sync.Mutex
 	vm      gorgonia.VM
 	inputs  []adInput // used fields, plus mask and weight
+	unused  []adInput // inputs the loss does not read, bound to zeros once
 	mask    []float64
 	weight  []float64
 	cost    gorgonia.Value
@@ -168,10 +169,11 @@ func buildAD(f AutodiffFunc, n int, cfg *LossConfig) (ag *adGraph, err error) {
 		used[node] = true
 	}
 	var wrt gorgonia.Nodes
+	zeros := make([]float64, n) // bound to the inputs the loss does not read
 	for _, fd := range fields {
 		node := *fd.node
 		if !used[node] {
-			g.RemoveNode(node)
+			ag.unused = append(ag.unused, adInput{node: node, buf: zeros})
 			continue
 		}
 		ag.inputs = append(ag.inputs, adInput{field: fd.f, node: node, buf: make([]float64, n)})
@@ -188,7 +190,7 @@ func buildAD(f AutodiffFunc, n int, cfg *LossConfig) (ag *adGraph, err error) {
 		ag.mask = make([]float64, n)
 		ag.inputs = append(ag.inputs, adInput{node: v.Mask, buf: ag.mask, isMask: true})
 	} else {
-		g.RemoveNode(v.Mask)
+		ag.unused = append(ag.unused, adInput{node: v.Mask, buf: zeros})
 	}
 	ag.inputs = append(ag.inputs, adInput{node: weight, buf: ag.weight})
 	ag.ratio = used[v.LogProb] && used[v.OldLogProb]
@@ -207,6 +209,11 @@ func buildAD(f AutodiffFunc, n int, cfg *LossConfig) (ag *adGraph, err error) {
 	ag.metrics = make([]gorgonia.Value, len(ag.names))
 	for k, name := range ag.names {
 		gorgonia.Read(v.metrics[name], &ag.metrics[k])
+	}
+	for _, in := range ag.unused {
+		if err := gorgonia.Let(in.node, tensor.New(tensor.WithShape(n), tensor.WithBacking(in.buf))); err != nil {
+			return nil, fmt.Errorf("rl: autodiff loss input: %w", err)
+		}
 	}
 	ag.vm = gorgonia.NewTapeMachine(g)
 	return ag, nil
