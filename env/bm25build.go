@@ -1,0 +1,448 @@
+package env
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/r1go/r1go/data"
+)
+
+// BuildOptions controls BuildIndex.
+type BuildOptions struct {
+	Analyzer AnalyzerConfig
+	// Workers analyse text in parallel; 0 means GOMAXPROCS.
+	Workers int
+	// Source describes the corpus file, stored in the index so a later run
+	// can tell whether the index still matches (see OpenOrBuildIndex).
+	Source CorpusFingerprint
+	// Progress, when set, is called every 100k passages.
+	Progress func(passages int)
+}
+
+// CorpusFingerprint identifies a corpus file by name, size and time.
+type CorpusFingerprint struct {
+	Path    string    `json:"path"`
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"mod_time"`
+	Layout  string    `json:"layout"`
+}
+
+// BuildStats reports what BuildIndex did.
+type BuildStats struct {
+	Passages int
+	Terms    int
+	Postings int64
+	Skipped  int // malformed corpus lines skipped
+	Bytes    int64
+	Elapsed  time.Duration
+}
+
+const (
+	indexMagic      = "R1GOBM25"
+	indexVersion    = 1
+	indexHeaderSize = 4096
+	batchPassages   = 512
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// section locates one part of the index file.
+type section struct {
+	Off int64  `json:"off"`
+	Len int64  `json:"len"`
+	CRC uint32 `json:"crc32c"`
+}
+
+// indexMeta is the JSON header of an index file.
+type indexMeta struct {
+	Version  int               `json:"version"`
+	Passages int               `json:"passages"`
+	Terms    int               `json:"terms"`
+	TotalLen int64             `json:"total_len"` // sum of passage lengths in terms
+	Analyzer AnalyzerConfig    `json:"analyzer"`
+	Source   CorpusFingerprint `json:"source"`
+	Built    time.Time         `json:"built"`
+	Docs     section           `json:"docs"`
+	DocLens  section           `json:"doc_lens"`
+	DocOffs  section           `json:"doc_offs"`
+	TermBlob section           `json:"term_blob"`
+	TermOffs section           `json:"term_offs"`
+	DF       section           `json:"df"`
+	PostOffs section           `json:"post_offs"`
+	Postings section           `json:"postings"`
+}
+
+type passageBatch struct {
+	docs []data.Passage
+	res  chan *analyzedBatch
+}
+
+// analyzedBatch holds the distinct terms of each passage of a batch with
+// their frequencies, flattened.
+type analyzedBatch struct {
+	terms []string
+	tfs   []uint32
+	ends  []int    // ends[i] is the end of passage i in terms
+	lens  []uint32 // passage length in terms
+}
+
+func analyzeBatch(a *analyzer, docs []data.Passage, counts map[string]uint32) *analyzedBatch {
+	out := &analyzedBatch{ends: make([]int, len(docs)), lens: make([]uint32, len(docs))}
+	for i, p := range docs {
+		clear(counts)
+		n := uint32(0)
+		a.terms(p.Contents, func(t string) { counts[t]++; n++ })
+		for t, c := range counts {
+			out.terms = append(out.terms, t)
+			out.tfs = append(out.tfs, c)
+		}
+		out.ends[i], out.lens[i] = len(out.terms), n
+	}
+	return out
+}
+
+// sectionWriter writes one section and tracks its length and checksum.
+type sectionWriter struct {
+	w   *bufio.Writer
+	off int64
+	sec section
+	crc hash.Hash32
+}
+
+func (s *sectionWriter) begin() { s.sec = section{Off: s.off}; s.crc = crc32.New(crcTable) }
+
+func (s *sectionWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	s.crc.Write(p[:n])
+	s.off += int64(n)
+	s.sec.Len += int64(n)
+	return n, err
+}
+
+func (s *sectionWriter) end() section { s.sec.CRC = s.crc.Sum32(); return s.sec }
+
+func (s *sectionWriter) uint32s(v []uint32) error {
+	var b [4]byte
+	for _, x := range v {
+		binary.LittleEndian.PutUint32(b[:], x)
+		if _, err := s.Write(b[:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *sectionWriter) uint64s(v []uint64) error {
+	var b [8]byte
+	for _, x := range v {
+		binary.LittleEndian.PutUint64(b[:], x)
+		if _, err := s.Write(b[:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BuildIndex reads a corpus and writes a BM25 index file at path. The
+// passages are stored in the file too, so the index alone serves queries.
+// The file appears atomically: it is written under a temporary name and
+// renamed when complete.
+func BuildIndex(cr *data.CorpusReader, path string, opts BuildOptions) (BuildStats, error) {
+	start := time.Now()
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return BuildStats{}, fmt.Errorf("env: build index: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	sw := &sectionWriter{w: bw, off: indexHeaderSize}
+	if _, err := f.Seek(indexHeaderSize, io.SeekStart); err != nil {
+		return BuildStats{}, fmt.Errorf("env: build index %s: %w", path, err)
+	}
+
+	// reader -> workers -> merger in corpus order
+	workCh := make(chan *passageBatch, workers*2)
+	orderCh := make(chan *passageBatch, workers*4)
+	var readErr error
+	go func() {
+		defer close(workCh)
+		defer close(orderCh)
+		for {
+			b := &passageBatch{res: make(chan *analyzedBatch, 1)}
+			for len(b.docs) < batchPassages {
+				p, err := cr.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					readErr = err
+					break
+				}
+				b.docs = append(b.docs, p)
+			}
+			if len(b.docs) > 0 {
+				orderCh <- b
+				workCh <- b
+			}
+			if len(b.docs) < batchPassages {
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a := newAnalyzer(opts.Analyzer)
+			counts := make(map[string]uint32, 256)
+			for b := range workCh {
+				b.res <- analyzeBatch(a, b.docs, counts)
+			}
+		}()
+	}
+
+	termID := make(map[string]uint32, 1<<16)
+	var (
+		terms    []string
+		postings [][]byte
+		lastDoc  []uint32
+		df       []uint32
+		docLens  []uint32
+		docOffs  = []uint64{0}
+		nPost    int64
+		totalLen int64
+		writeErr error
+		rec      []byte
+	)
+	sw.begin()
+	for b := range orderCh {
+		ab := <-b.res
+		if writeErr != nil {
+			continue // drain so the reader and workers finish
+		}
+		begin := 0
+		for i, p := range b.docs {
+			doc := uint32(len(docLens))
+			rec = appendDocRecord(rec[:0], p)
+			if _, err := sw.Write(rec); err != nil {
+				writeErr = err
+				break
+			}
+			docOffs = append(docOffs, uint64(sw.sec.Len))
+			docLens = append(docLens, ab.lens[i])
+			totalLen += int64(ab.lens[i])
+			for j := begin; j < ab.ends[i]; j++ {
+				t := ab.terms[j]
+				id, ok := termID[t]
+				if !ok {
+					id = uint32(len(terms))
+					termID[t] = id
+					terms = append(terms, t)
+					postings = append(postings, nil)
+					lastDoc = append(lastDoc, 0)
+					df = append(df, 0)
+				}
+				postings[id] = binary.AppendUvarint(postings[id], uint64(doc-lastDoc[id]))
+				postings[id] = binary.AppendUvarint(postings[id], uint64(ab.tfs[j]))
+				lastDoc[id] = doc
+				df[id]++
+			}
+			nPost += int64(ab.ends[i] - begin)
+			begin = ab.ends[i]
+			if opts.Progress != nil && len(docLens)%100000 == 0 {
+				opts.Progress(len(docLens))
+			}
+		}
+	}
+	wg.Wait()
+	if readErr != nil {
+		return BuildStats{}, fmt.Errorf("env: build index: %w", readErr)
+	}
+	if writeErr != nil {
+		return BuildStats{}, fmt.Errorf("env: build index %s: %w", path, writeErr)
+	}
+	if len(docLens) > 1<<32-2 {
+		return BuildStats{}, fmt.Errorf("env: build index: %d passages exceed the 32-bit id space", len(docLens))
+	}
+	meta := indexMeta{
+		Version: indexVersion, Passages: len(docLens), Terms: len(terms), TotalLen: totalLen,
+		Analyzer: opts.Analyzer, Source: opts.Source, Built: time.Now().UTC(),
+	}
+	meta.Docs = sw.end()
+
+	// Terms go to disk sorted, so a lookup is a binary search.
+	order := make([]uint32, len(terms))
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	slices.SortFunc(order, func(a, b uint32) int { return strings.Compare(terms[a], terms[b]) })
+	if err := writeTail(sw, &meta, order, terms, postings, df, docLens, docOffs); err != nil {
+		return BuildStats{}, fmt.Errorf("env: build index %s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
+		return BuildStats{}, fmt.Errorf("env: build index %s: %w", path, err)
+	}
+	if err := writeHeader(f, &meta); err != nil {
+		return BuildStats{}, fmt.Errorf("env: build index %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return BuildStats{}, fmt.Errorf("env: build index %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return BuildStats{}, fmt.Errorf("env: build index %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return BuildStats{}, fmt.Errorf("env: build index: %w", err)
+	}
+	ok = true
+	skipped, _ := cr.Skipped()
+	return BuildStats{
+		Passages: len(docLens), Terms: len(terms), Postings: nPost, Skipped: skipped,
+		Bytes: sw.off, Elapsed: time.Since(start),
+	}, nil
+}
+
+func writeTail(sw *sectionWriter, meta *indexMeta, order []uint32, terms []string, postings [][]byte, df, docLens []uint32, docOffs []uint64) error {
+	sw.begin()
+	if err := sw.uint32s(docLens); err != nil {
+		return err
+	}
+	meta.DocLens = sw.end()
+	sw.begin()
+	if err := sw.uint64s(docOffs); err != nil {
+		return err
+	}
+	meta.DocOffs = sw.end()
+
+	termOffs := make([]uint32, 0, len(order)+1)
+	sw.begin()
+	var blob int64
+	for _, id := range order {
+		termOffs = append(termOffs, uint32(blob))
+		if _, err := io.WriteString(sw, terms[id]); err != nil {
+			return err
+		}
+		blob += int64(len(terms[id]))
+	}
+	if blob > 1<<32-1 {
+		return errors.New("term dictionary over 4 GiB")
+	}
+	termOffs = append(termOffs, uint32(blob))
+	meta.TermBlob = sw.end()
+	sw.begin()
+	if err := sw.uint32s(termOffs); err != nil {
+		return err
+	}
+	meta.TermOffs = sw.end()
+
+	sortedDF := make([]uint32, len(order))
+	postOffs := make([]uint64, 0, len(order)+1)
+	var pos uint64
+	for i, id := range order {
+		sortedDF[i] = df[id]
+		postOffs = append(postOffs, pos)
+		pos += uint64(len(postings[id]))
+	}
+	postOffs = append(postOffs, pos)
+	sw.begin()
+	if err := sw.uint32s(sortedDF); err != nil {
+		return err
+	}
+	meta.DF = sw.end()
+	sw.begin()
+	if err := sw.uint64s(postOffs); err != nil {
+		return err
+	}
+	meta.PostOffs = sw.end()
+	sw.begin()
+	for _, id := range order {
+		if _, err := sw.Write(postings[id]); err != nil {
+			return err
+		}
+	}
+	meta.Postings = sw.end()
+	return nil
+}
+
+func writeHeader(f *os.File, meta *indexMeta) error {
+	js, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	if 20+len(js) > indexHeaderSize {
+		return fmt.Errorf("index header of %d bytes over %d", 20+len(js), indexHeaderSize)
+	}
+	hdr := make([]byte, indexHeaderSize)
+	copy(hdr, indexMagic)
+	binary.LittleEndian.PutUint32(hdr[8:], indexVersion)
+	binary.LittleEndian.PutUint32(hdr[12:], uint32(len(js)))
+	binary.LittleEndian.PutUint32(hdr[16:], crc32.Checksum(js, crcTable))
+	copy(hdr[20:], js)
+	_, err = f.WriteAt(hdr, 0)
+	return err
+}
+
+// appendDocRecord stores a passage as three length-prefixed strings.
+func appendDocRecord(b []byte, p data.Passage) []byte {
+	for _, s := range [3]string{p.ID, p.Title, p.Contents} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return b
+}
+
+// OpenOrBuildIndex opens the index at indexPath when it was built from the
+// same corpus file (same size and modification time) with the same
+// analyzer, and builds it otherwise. built reports which happened.
+func OpenOrBuildIndex(corpusPath, indexPath string, copts data.CorpusOptions, bopts BuildOptions, p BM25Params) (ix *Index, built bool, stats BuildStats, err error) {
+	st, err := os.Stat(corpusPath)
+	if err != nil {
+		return nil, false, stats, fmt.Errorf("env: corpus: %w", err)
+	}
+	fp := CorpusFingerprint{Path: corpusPath, Size: st.Size(), ModTime: st.ModTime().UTC(), Layout: string(copts.Layout)}
+	if ix, err := OpenIndex(indexPath, p); err == nil {
+		m := ix.meta
+		if m.Source.Size == fp.Size && m.Source.ModTime.Equal(fp.ModTime) && m.Source.Layout == fp.Layout && m.Analyzer == bopts.Analyzer {
+			return ix, false, BuildStats{Passages: m.Passages, Terms: m.Terms}, nil
+		}
+		ix.Close()
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, false, stats, err // a damaged index is reported, not silently rebuilt
+	}
+	cr, err := data.OpenCorpus(corpusPath, copts)
+	if err != nil {
+		return nil, false, stats, err
+	}
+	defer cr.Close()
+	bopts.Source = fp
+	stats, err = BuildIndex(cr, indexPath, bopts)
+	if err != nil {
+		return nil, false, stats, err
+	}
+	ix, err = OpenIndex(indexPath, p)
+	return ix, true, stats, err
+}
