@@ -1,0 +1,172 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+type conversation struct {
+	Name                string            `json:"name"`
+	Messages            []Message         `json:"messages"`
+	Tools               []json.RawMessage `json:"tools"`
+	AddGenerationPrompt bool              `json:"add_generation_prompt"`
+}
+
+type rendering struct {
+	Text  *string `json:"text"`
+	Error string  `json:"error"`
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// TestChatTemplates renders every conversation with each fixture's own
+// template and with the built-in one, and compares byte for byte with
+// Python jinja2 configured as transformers configures it
+// (testdata/chat/render.py).
+func TestChatTemplates(t *testing.T) {
+	var convs []conversation
+	var want map[string][]rendering
+	readJSON(t, "testdata/chat/conversations.json", &convs)
+	readJSON(t, "testdata/chat/rendered.json", &want)
+	builtin, err := Parse(mustRead(t, "testdata/qwen2/tokenizer.json"), "qwen2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := builtin.applyConfig(mustRead(t, "testdata/qwen2/tokenizer_config.json"), "qwen2 config"); err != nil {
+		t.Fatal(err)
+	}
+	if _, source := builtin.ChatTemplate(); source != "built-in Qwen2.5" {
+		t.Fatalf("template source %q", source)
+	}
+	cases := map[string]*Tokenizer{"qwen2": loadFixture(t, "qwen2"), "llama3": loadFixture(t, "llama3"), "builtin": builtin}
+	for name, tok := range cases {
+		ref := want[name]
+		if name == "builtin" {
+			ref = want["qwen2"]
+		}
+		if len(ref) != len(convs) {
+			t.Fatalf("%s: %d renderings for %d conversations", name, len(ref), len(convs))
+		}
+		for i, c := range convs {
+			got, err := tok.Render(c.Messages, c.Tools, c.AddGenerationPrompt)
+			switch {
+			case ref[i].Text == nil:
+				if err == nil || !strings.Contains(err.Error(), ref[i].Error) || !strings.HasPrefix(err.Error(), "tokenizer: chat template") {
+					t.Errorf("%s/%s: error %v, want one containing %q", name, c.Name, err, ref[i].Error)
+				}
+			case err != nil:
+				t.Errorf("%s/%s: %v", name, c.Name, err)
+			case got != *ref[i].Text:
+				t.Errorf("%s/%s:\n got %q\nwant %q", name, c.Name, got, *ref[i].Text)
+			}
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestQwenLayout renders the conversation of formats.md §2.5 and compares
+// with the layout written out there (⏎ = newline), typed in by hand.
+func TestQwenLayout(t *testing.T) {
+	tok := loadFixture(t, "qwen2")
+	search := `{"type": "function", "function": {"name": "search", "description": "Search.", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}`
+	msgs := []Message{
+		{Role: "system", Content: "S"},
+		{Role: "user", Content: "Q"},
+		{Role: "assistant", ToolCalls: []ToolCall{{Function: FunctionCall{Name: "search", Arguments: json.RawMessage(`{"query":"q"}`)}}}},
+		{Role: "tool", Content: "R"},
+		{Role: "assistant", Content: "A"},
+	}
+	got, err := tok.Render(msgs, []json.RawMessage{json.RawMessage(search)}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.ReplaceAll("<|im_start|>system⏎S⏎⏎# Tools⏎⏎You may call one or more functions to assist with the user query.⏎⏎You are provided with function signatures within <tools></tools> XML tags:⏎<tools>⏎"+
+		search+
+		"⏎</tools>⏎⏎For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:⏎<tool_call>⏎{\"name\": <function-name>, \"arguments\": <args-json-object>}⏎</tool_call><|im_end|>⏎"+
+		"<|im_start|>user⏎Q<|im_end|>⏎"+
+		"<|im_start|>assistant⏎<tool_call>⏎{\"name\": \"search\", \"arguments\": {\"query\": \"q\"}}⏎</tool_call><|im_end|>⏎"+
+		"<|im_start|>user⏎<tool_response>⏎R⏎</tool_response><|im_end|>⏎"+
+		"<|im_start|>assistant⏎A<|im_end|>⏎", "⏎", "\n")
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	// Without tools or a system message the default system block appears,
+	// and the generation prompt closes the text.
+	got, err = tok.Render([]Message{{Role: "user", Content: "Q"}}, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n"
+	if got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	ids, err := tok.EncodeChat([]Message{{Role: "user", Content: "Q"}}, nil, true)
+	if err != nil || tok.Decode(ids) != want {
+		t.Errorf("EncodeChat: %v %q", err, tok.Decode(ids))
+	}
+}
+
+func TestTemplateErrors(t *testing.T) {
+	tok := loadFixture(t, "qwen2")
+	for text, want := range map[string]string{
+		"{% if messages %}unclosed":                 "chat template",
+		"{{ raise_exception('no tools allowed') }}": "raise_exception: no tools allowed",
+		"{{ messages[0].content | nosuchfilter }}":  "nosuchfilter",
+	} {
+		tok.templates = chatTemplates{text: text, source: "test.jinja"}
+		_, err := tok.Render([]Message{{Role: "user", Content: "x"}}, nil, false)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "test.jinja") {
+			t.Errorf("template %q: error %v, want it to contain %q and the source", text, err, want)
+		}
+	}
+	tok = loadFixture(t, "qwen2")
+	bad := []Message{{Role: "assistant", ToolCalls: []ToolCall{{Function: FunctionCall{Name: "f", Arguments: json.RawMessage(`{"a":`)}}}}}
+	if _, err := tok.Render(bad, nil, false); err == nil || !strings.Contains(err.Error(), "messages[0]: tool_calls[0].function.arguments") {
+		t.Errorf("broken arguments: %v", err)
+	}
+	if _, err := tok.RenderChat(Chat{Template: "nope"}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("unknown named template: %v", err)
+	}
+}
+
+// TestPyJSON checks the Python json.dumps formatting of numbers and
+// strings against values printed by CPython (repr and json.dumps).
+func TestPyJSON(t *testing.T) {
+	for f, want := range map[float64]string{
+		1: "1.0", 0.5: "0.5", 1e-7: "1e-07", 1e20: "1e+20", 1e16: "1e+16", 1e15: "1000000000000000.0",
+		0.0001: "0.0001", 0.00001: "1e-05", -2.5: "-2.5", 123456789.125: "123456789.125", 1.0 / 3: "0.3333333333333333",
+	} {
+		if got := pyFloat(f); got != want {
+			t.Errorf("pyFloat(%v) = %s, want %s", f, got, want)
+		}
+	}
+	v, err := jsonValue([]byte(`{"b": "tab\tquote\"back\\slash\u0001<&>é\u2028", "a": [1, -0.0, true, null, {}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filterPyJSON(nil, execValue(v), emptyArgs())
+	// json.dumps({"b": "tab\tquote\"back\\slash\x01<&>é\u2028", "a": [1, -0.0, True, None, {}]}, ensure_ascii=False)
+	want := "{\"b\": \"tab\\tquote\\\"back\\\\slash\\u0001<&>é\u2028\", \"a\": [1, -0.0, true, null, {}]}"
+	if out.String() != want {
+		t.Errorf("tojson = %s\nwant   %s", out.String(), want)
+	}
+}

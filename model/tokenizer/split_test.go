@@ -1,0 +1,101 @@
+package tokenizer
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+type splitRow struct {
+	S      string   `json:"s"`
+	Qwen2  []string `json:"qwen2"`
+	Llama3 []string `json:"llama3"`
+}
+
+func pieces(m matcher, s string) []string {
+	var out []string
+	for _, sp := range m.findAll(nil, s) {
+		out = append(out, s[sp.start:sp.end])
+	}
+	return out
+}
+
+// TestSplitOracle checks both splitters against Python's regex module
+// (testdata/splits.py), including the long-s case folding transformers.js
+// lacks; regexp2 lacks it too, so it is checked only on the other strings.
+func TestSplitOracle(t *testing.T) {
+	rows := readGolden[splitRow](t, "../splits.jsonl.gz")
+	qwenFast, _ := newMatcher(ptr(qwen2Pattern), nil, false)
+	llamaFast, _ := newMatcher(ptr(llama3Pattern), nil, false)
+	qwenRE, _ := newMatcher(ptr(qwen2Pattern), nil, true)
+	llamaRE, _ := newMatcher(ptr(llama3Pattern), nil, true)
+	if _, ok := qwenRE.(regexMatcher); !ok {
+		t.Fatal("forced matcher is not regexp2")
+	}
+	longS := 0
+	for _, r := range rows {
+		check := func(name string, m matcher, want []string) {
+			if got := pieces(m, r.S); !slices.Equal(got, want) {
+				t.Errorf("%s split of %q = %q, want %q", name, r.S, got, want)
+			}
+		}
+		check("qwen2 hand-written", qwenFast, r.Qwen2)
+		check("llama3 hand-written", llamaFast, r.Llama3)
+		if strings.Contains(r.S, "ſ") {
+			longS++
+			continue
+		}
+		check("qwen2 regexp2", qwenRE, r.Qwen2)
+		check("llama3 regexp2", llamaRE, r.Llama3)
+	}
+	if len(rows) < 3000 || longS < 9 {
+		t.Fatalf("%d rows, %d with long s", len(rows), longS)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestSplitBehaviors follows the examples of the Hugging Face
+// SplitDelimiterBehavior documentation, splitting on "-".
+func TestSplitBehaviors(t *testing.T) {
+	const text = "the-final--countdown"
+	for name, want := range map[string][]string{
+		"Removed":            {"the", "final", "countdown"},
+		"Isolated":           {"the", "-", "final", "-", "-", "countdown"},
+		"MergedWithPrevious": {"the-", "final-", "-", "countdown"},
+		"MergedWithNext":     {"the", "-final", "-", "-countdown"},
+		"Contiguous":         {"the", "-", "final", "--", "countdown"},
+	} {
+		st := splitStep{m: literalMatcher("-"), behavior: splitBehaviors[name]}
+		got, _ := st.split(nil, text, nil)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+}
+
+// TestMergeOrders checks that the heap merge used for long pieces and the
+// scan used for short ones agree, on pieces of every length up to 400.
+func TestMergeOrders(t *testing.T) {
+	tok, err := Load("testdata/llama3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := tok.state()
+	words := []string{"the", "hello", "world", "Привет", "你好", "  ", "model", "1234567"}
+	for n := 1; n <= 400; n++ {
+		var b strings.Builder
+		for b.Len() < n {
+			b.WriteString(words[(n+b.Len())%len(words)])
+		}
+		var syms []int32
+		for _, c := range []byte(b.String()) {
+			syms = append(syms, tok.model.byteIDs[c])
+		}
+		short := tok.model.mergeShort(slices.Clone(syms), st)
+		long := tok.model.mergeLong(slices.Clone(syms))
+		if !slices.Equal(short, long) {
+			t.Fatalf("piece %q: scan %v, heap %v", b.String(), short, long)
+		}
+	}
+}
