@@ -133,11 +133,12 @@ func decodeParquetRow(row map[string]any, rowNo int, opt LoadOptions) (Sample, *
 		return s, fieldErr("prompt", "holds no user message to take the question from")
 	}
 
-	if s.Answers, err = rowAnswers(row); err != nil {
+	answerField := ""
+	if s.Answers, answerField, err = rowAnswers(row); err != nil {
 		return s, err
 	}
 	if len(s.Answers) == 0 && !opt.AllowUnanswered {
-		return s, missing("reward_model.ground_truth")
+		return s, missing(answerField)
 	}
 
 	id, err := rowID(row, rowNo)
@@ -234,31 +235,32 @@ func questionFromPrompt(msgs []Message) string {
 	return ""
 }
 
-// rowAnswers reads the gold answers: reward_model.ground_truth as a string,
-// a list, or {target: string or list}; else FlashRAG's golden_answers kept
-// in the file; else an answer or answers column.
-func rowAnswers(row map[string]any) ([]string, *fieldError) {
+// rowAnswers reads the gold answers, and names the field they were looked
+// for in: reward_model.ground_truth as a string, a list, or {target: string
+// or list}; else FlashRAG's golden_answers kept in the file; else an answer
+// or answers column.
+func rowAnswers(row map[string]any) ([]string, string, *fieldError) {
 	if rm, ok := row["reward_model"].(map[string]any); ok && rm["ground_truth"] != nil {
 		gt := rm["ground_truth"]
 		field := "reward_model.ground_truth"
 		if m, ok := gt.(map[string]any); ok {
 			gt, field = m["target"], field+".target"
 			if gt == nil {
-				return nil, missing(field)
+				return nil, field, nil
 			}
 		}
 		answers, err := anyStrings(gt, field)
-		return uniqueNonBlank(answers), err
+		return uniqueNonBlank(answers), field, err
 	} else if row["reward_model"] != nil && !ok {
-		return nil, fieldErr("reward_model", "want a struct, found %T", row["reward_model"])
+		return nil, "reward_model", fieldErr("reward_model", "want a struct, found %T", row["reward_model"])
 	}
 	for _, col := range []string{"golden_answers", "answers", "answer"} {
 		if v := row[col]; v != nil {
 			answers, err := anyStrings(v, col)
-			return uniqueNonBlank(answers), err
+			return uniqueNonBlank(answers), col, err
 		}
 	}
-	return nil, nil
+	return nil, "reward_model.ground_truth", nil
 }
 
 // anyStrings reads a string or a list of strings (numbers kept as

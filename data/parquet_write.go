@@ -123,9 +123,6 @@ func WriteParquet(out io.Writer, samples []Sample, layout ParquetLayout) error {
 		parquet.KeyValueMetadata("huggingface", meta),
 		parquet.CreatedBy("r1go", "0", "data.WriteParquet"))
 	for i, s := range samples {
-		if len(s.Answers) == 0 {
-			return fmt.Errorf("data: WriteParquet: sample %d (%s) has no answer", i, s.ID)
-		}
 		msgs := s.Prompt
 		if msgs == nil {
 			content := SearchR1Prompt(s.Question)
@@ -152,7 +149,11 @@ func WriteParquet(out io.Writer, samples []Sample, layout ParquetLayout) error {
 			row["extra_info"] = map[string]any{"split": split, "index": int64(i)}
 		case StyleAgentR1:
 			row["ability"] = "multihop_qa"
-			row["reward_model"] = map[string]any{"style": "rule", "ground_truth": s.Answers[0]}
+			var gt any // null for a sample without an answer (a test split)
+			if len(s.Answers) > 0 {
+				gt = s.Answers[0]
+			}
+			row["reward_model"] = map[string]any{"style": "rule", "ground_truth": gt}
 			for _, k := range extraKeys {
 				if v, ok := s.Extra[k]; ok {
 					row[k] = v

@@ -339,17 +339,26 @@ func (r record) strs(field string) ([]string, *fieldError) {
 	return out, nil
 }
 
-// compact returns a field's JSON without white space, for Extra; "" when
-// absent or null.
+// compact returns a field's value as compact JSON for Extra: keys sorted,
+// strings as UTF-8 (no \u escapes), numbers as written; "" when absent or
+// null.
 func (r record) compact(field string) string {
 	if !r.has(field) {
 		return ""
 	}
-	var b bytes.Buffer
-	if json.Compact(&b, r[field]) != nil {
+	dec := json.NewDecoder(bytes.NewReader(r[field]))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
 		return ""
 	}
-	return b.String()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return ""
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // kindOf names the JSON type of a raw value for error messages.

@@ -1,0 +1,122 @@
+package data
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func addFileSeeds(f *testing.F, patterns ...string) {
+	for _, p := range patterns {
+		files, _ := filepath.Glob(filepath.Join("testdata", p))
+		for _, file := range files {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+		}
+	}
+}
+
+// checkReport holds for any input: nothing is lost (each record is a sample
+// or a listed skip), and every problem names the stream and a line inside
+// the input.
+func checkReport(t *testing.T, in []byte, rep Report, err error, samples int) {
+	t.Helper()
+	lines := bytes.Count(in, []byte("\n")) + 1
+	if err == nil && rep.Records != rep.Samples+len(rep.Skipped) {
+		t.Fatalf("%d records, %d samples, %d skipped", rep.Records, rep.Samples, len(rep.Skipped))
+	}
+	if rep.Samples != samples {
+		t.Fatalf("report says %d samples, callback saw %d", rep.Samples, samples)
+	}
+	errs := append([]*LoadError(nil), rep.Skipped...)
+	var le *LoadError
+	if errors.As(err, &le) {
+		errs = append(errs, le)
+	} else if err != nil {
+		t.Fatalf("error %v is no LoadError", err)
+	}
+	for _, e := range errs {
+		if e.File != "fuzz" || e.Line < 0 || e.Line > lines || !strings.HasPrefix(e.Error(), "data: fuzz") {
+			t.Fatalf("problem %v: file %q line %d of %d", e, e.File, e.Line, lines)
+		}
+	}
+}
+
+func FuzzJSONArray(f *testing.F) {
+	addFileSeeds(f, "*.json")
+	f.Add([]byte(`[{"_id": "a", "question": "q", "answer": "x"}, {"_id": "b", "question": "\"]}", "answer": "y"}]`))
+	f.Add([]byte(`[1, "s", null, {}, [], {"_id": 1}]`))
+	f.Add([]byte("[\n{\"_id\": \"a\\\\\", \"question\": \"q\"}\n]"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		n := 0
+		rep, err := StreamReader(bytes.NewReader(in), "fuzz", LoadOptions{Format: FormatHotpotQA, SkipMalformed: true, MaxRecordBytes: 1 << 16},
+			func(Sample) error { n++; return nil })
+		checkReport(t, in, rep, err, n)
+		// Differential check against encoding/json: a valid array of
+		// small elements scans without a structural error into exactly its
+		// elements.
+		var elems []json.RawMessage
+		trimmed := bytes.TrimPrefix(in, []byte("\xef\xbb\xbf"))
+		if json.Unmarshal(trimmed, &elems) == nil && len(bytes.TrimSpace(trimmed)) > 0 && bytes.TrimSpace(trimmed)[0] == '[' && len(trimmed) < 1<<16 {
+			if err != nil || rep.Records != len(elems) {
+				t.Fatalf("valid array of %d elements: %d records, %v", len(elems), rep.Records, err)
+			}
+		}
+	})
+}
+
+func FuzzJSONL(f *testing.F) {
+	addFileSeeds(f, "*.jsonl", "flashrag/*/*.jsonl")
+	f.Add([]byte("{\"id\": \"1\", \"question\": \"q\", \"golden_answers\": [\"a\"]}\r\n\n{\"id\": 2}\n"))
+	f.Add([]byte(`{"id": "x", "question": "q", "answer": "a", "answer_aliases": [1, "b"], "answerable": true}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		n := 0
+		rep, err := StreamReader(bytes.NewReader(in), "fuzz", LoadOptions{Format: FormatMuSiQue, SkipMalformed: true, MaxRecordBytes: 1 << 16},
+			func(Sample) error { n++; return nil })
+		checkReport(t, in, rep, err, n)
+		n = 0
+		rep, err = StreamReader(bytes.NewReader(in), "fuzz", LoadOptions{DataSource: "nq", SkipMalformed: true},
+			func(Sample) error { n++; return nil })
+		checkReport(t, in, rep, err, n)
+		// A good sample always has an id, a question and an answer.
+		_, err = StreamReader(bytes.NewReader(in), "fuzz", LoadOptions{DataSource: "nq", SkipMalformed: true}, func(s Sample) error {
+			if s.ID == "" || s.Question == "" || len(s.Answers) == 0 {
+				t.Fatalf("incomplete sample %+v", s)
+			}
+			return nil
+		})
+		_ = err
+	})
+}
+
+func FuzzParquet(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.parquet")
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+		f.Add(b[:len(b)*3/4])
+		damaged := bytes.Clone(b)
+		damaged[len(b)/3] ^= 0xff
+		f.Add(damaged)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		n := 0
+		rep, err := streamParquet(bytes.NewReader(in), int64(len(in)), "fuzz", LoadOptions{SkipMalformed: true}, func(Sample) error { n++; return nil })
+		if rep.Samples != n {
+			t.Fatalf("report says %d samples, callback saw %d", rep.Samples, n)
+		}
+		if err != nil && !strings.HasPrefix(err.Error(), "data: fuzz") {
+			t.Fatalf("error %q does not name the file", err)
+		}
+	})
+}
