@@ -322,7 +322,9 @@ func TestDecodeParquetRowErrors(t *testing.T) {
 		{"no question", func(r map[string]any) { delete(r, "prompt") }, "question"},
 		{"no user message", func(r map[string]any) { r["prompt"] = []any{map[string]any{"role": "system", "content": "x"}} }, "prompt"},
 		{"reward_model type", func(r map[string]any) { r["reward_model"] = "rule" }, "reward_model"},
-		{"target null", func(r map[string]any) { r["reward_model"] = map[string]any{"ground_truth": map[string]any{"target": nil}} }, "reward_model.ground_truth.target"},
+		{"target null", func(r map[string]any) {
+			r["reward_model"] = map[string]any{"ground_truth": map[string]any{"target": nil}}
+		}, "reward_model.ground_truth.target"},
 		{"target item", func(r map[string]any) {
 			r["reward_model"] = map[string]any{"ground_truth": map[string]any{"target": []any{"a", true}}}
 		}, "reward_model.ground_truth.target[1]"},
