@@ -1,0 +1,177 @@
+// Command tokenize encodes, decodes and renders chats with a Hugging Face
+// tokenizer folder, one JSON object per line in and out:
+//
+//	go run ./cmd/tokenize -tokenizer DIR < in.jsonl > out.jsonl
+//
+// Input lines and what each gives back:
+//
+//	{"text": "hello"}                        {"ids": [...]}
+//	{"ids": [1, 2, 3]}                       {"text": "..."}
+//	{"messages": [...], "tools": [...],      {"text": rendered template, "ids": [...]}
+//	 "add_generation_prompt": true}
+//
+// An "id" field is copied to the output line. A line that cannot be handled
+// gives {"error": "line N: ..."} and the run goes on; the exit status is 1
+// when any line failed. -ordinary encodes text without parsing special
+// tokens. With -train FILE the command instead trains a Qwen2-style
+// tokenizer on FILE (one document per line) and saves it to -save DIR.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/r1go/r1go/model/tokenizer"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+type request struct {
+	ID                  json.RawMessage     `json:"id,omitempty"`
+	Text                *string             `json:"text"`
+	IDs                 []int               `json:"ids"`
+	Messages            []tokenizer.Message `json:"messages"`
+	Tools               []json.RawMessage   `json:"tools"`
+	AddGenerationPrompt bool                `json:"add_generation_prompt"`
+}
+
+type response struct {
+	ID    json.RawMessage `json:"id,omitempty"`
+	Text  *string         `json:"text,omitempty"`
+	IDs   *[]int          `json:"ids,omitempty"` // a pointer so that [] is written
+	Error string          `json:"error,omitempty"`
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("tokenizer", "", "Hugging Face model folder with tokenizer.json")
+	ordinary := fs.Bool("ordinary", false, "encode text without parsing special tokens")
+	in := fs.String("in", "", "input JSONL file (default stdin)")
+	train := fs.String("train", "", "train a tokenizer on this text file (one document per line) instead")
+	vocab := fs.Int("vocab", 4096, "with -train: vocabulary size without added tokens")
+	save := fs.String("save", "", "with -train: folder to write the tokenizer to")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *train != "" {
+		return trainCommand(*train, *vocab, *save, stderr)
+	}
+	if *dir == "" {
+		fmt.Fprintln(stderr, "tokenize: -tokenizer DIR is required")
+		fs.Usage()
+		return 2
+	}
+	tok, err := tokenizer.Load(*dir)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if *in != "" {
+		f, err := os.Open(*in)
+		if err != nil {
+			fmt.Fprintln(stderr, "tokenize:", err)
+			return 1
+		}
+		defer f.Close()
+		stdin = f
+	}
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	sc := bufio.NewScanner(stdin)
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	failed := 0
+	for line := 1; sc.Scan(); line++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		resp, err := handle(tok, sc.Bytes(), *ordinary)
+		if err != nil {
+			failed++
+			resp.Error = fmt.Sprintf("line %d: %v", line, err)
+		}
+		if err := enc.Encode(resp); err != nil {
+			fmt.Fprintln(stderr, "tokenize:", err)
+			return 1
+		}
+	}
+	if err := sc.Err(); err != nil {
+		fmt.Fprintln(stderr, "tokenize: reading input:", err)
+		return 1
+	}
+	if failed > 0 {
+		fmt.Fprintf(stderr, "tokenize: %d lines failed\n", failed)
+		return 1
+	}
+	return 0
+}
+
+func handle(tok *tokenizer.Tokenizer, line []byte, ordinary bool) (response, error) {
+	var req request
+	if err := json.Unmarshal(line, &req); err != nil {
+		return response{}, fmt.Errorf("invalid JSON: %v", err)
+	}
+	resp := response{ID: req.ID}
+	switch {
+	case req.Messages != nil:
+		text, err := tok.Render(req.Messages, req.Tools, req.AddGenerationPrompt)
+		if err != nil {
+			return resp, err
+		}
+		ids := tok.Encode(text)
+		resp.Text, resp.IDs = &text, &ids
+	case req.Text != nil && req.IDs == nil:
+		ids := tok.Encode(*req.Text)
+		if ordinary {
+			ids = tok.EncodeOrdinary(*req.Text)
+		}
+		if ids == nil {
+			ids = []int{}
+		}
+		resp.IDs = &ids
+	case req.IDs != nil && req.Text == nil:
+		for i, id := range req.IDs {
+			if id < 0 || id >= tok.VocabSize() {
+				return resp, fmt.Errorf("ids[%d]: %d is not a token id (vocabulary size %d)", i, id, tok.VocabSize())
+			}
+		}
+		text := tok.DecodeText(req.IDs)
+		resp.Text = &text
+	default:
+		return resp, errors.New(`want exactly one of "text", "ids" or "messages"`)
+	}
+	return resp, nil
+}
+
+func trainCommand(corpusPath string, vocab int, save string, stderr io.Writer) int {
+	if save == "" {
+		fmt.Fprintln(stderr, "tokenize: -train needs -save DIR")
+		return 2
+	}
+	data, err := os.ReadFile(corpusPath)
+	if err != nil {
+		fmt.Fprintln(stderr, "tokenize:", err)
+		return 1
+	}
+	tok, err := tokenizer.Train(strings.Split(string(data), "\n"), vocab, tokenizer.TrainOptions{})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if err := tok.Save(save); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "tokenize: wrote %s (%d ids)\n", save, tok.VocabSize())
+	return 0
+}

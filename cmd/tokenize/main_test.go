@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const fixture = "../../model/tokenizer/testdata/qwen2"
+
+func readGz[T any](t *testing.T, path string) []T {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []T
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// TestGoldenThroughCommand pipes golden strings through the command and
+// compares with the ids @huggingface/transformers gave, then decodes them.
+func TestGoldenThroughCommand(t *testing.T) {
+	strs := readGz[string](t, "../../model/tokenizer/testdata/golden/strings.jsonl.gz")[:400]
+	rows := readGz[struct {
+		IDs  []int  `json:"ids"`
+		Text string `json:"text"`
+	}](t, "../../model/tokenizer/testdata/golden/qwen2.jsonl.gz")
+	var in bytes.Buffer
+	for i, s := range strs {
+		line, _ := json.Marshal(map[string]any{"id": i, "text": s})
+		in.Write(append(line, '\n'))
+		line, _ = json.Marshal(map[string]any{"id": i, "ids": rows[i].IDs})
+		in.Write(append(line, '\n'))
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-tokenizer", fixture}, &in, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(nil, 1<<24)
+	for n := 0; sc.Scan(); n++ {
+		var resp struct {
+			ID   int     `json:"id"`
+			IDs  *[]int  `json:"ids"`
+			Text *string `json:"text"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &resp); err != nil {
+			t.Fatal(err)
+		}
+		if n%2 == 0 && (resp.IDs == nil || !slices.Equal(*resp.IDs, rows[resp.ID].IDs)) {
+			t.Errorf("text %q: ids %v, want %v", strs[resp.ID], resp.IDs, rows[resp.ID].IDs)
+		}
+		if n%2 == 1 && (resp.Text == nil || *resp.Text != rows[resp.ID].Text) {
+			t.Errorf("ids %v: text %v, want %q", rows[resp.ID].IDs, resp.Text, rows[resp.ID].Text)
+		}
+	}
+}
+
+func TestChatAndBadLines(t *testing.T) {
+	in := strings.NewReader(`{"messages": [{"role": "user", "content": "Q"}], "add_generation_prompt": true}
+not json
+{"ids": [999999]}
+{"text": "a", "ids": [1]}
+{"messages": [{"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}]}]}
+`)
+	var out, errOut bytes.Buffer
+	code := run([]string{"-tokenizer", fixture}, in, &out, &errOut)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if code != 1 || len(lines) != 5 || !strings.Contains(errOut.String(), "3 lines failed") {
+		t.Fatalf("exit %d, %d lines, stderr %q", code, len(lines), errOut.String())
+	}
+	want := "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n"
+	var first struct {
+		Text string `json:"text"`
+		IDs  []int  `json:"ids"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.Text != want || len(first.IDs) == 0 {
+		t.Errorf("chat line: %s", lines[0])
+	}
+	for i, frag := range map[int]string{1: "line 2: invalid JSON", 2: "line 3: ids[0]: 999999", 3: "line 4: want exactly one"} {
+		if !strings.Contains(lines[i], frag) {
+			t.Errorf("line %d: %s, want %q", i+1, lines[i], frag)
+		}
+	}
+	if !strings.Contains(lines[4], `{\"name\": \"f\", \"arguments\": {\"a\": 1}}`) {
+		t.Errorf("tool call line: %s", lines[4])
+	}
+}
+
+func TestTrainFlag(t *testing.T) {
+	corpus := t.TempDir() + "/corpus.txt"
+	os.WriteFile(corpus, []byte(strings.Repeat("hello world, hello tokenizer\n", 50)), 0o644)
+	dir := t.TempDir() + "/tok"
+	var errOut bytes.Buffer
+	if code := run([]string{"-train", corpus, "-vocab", "300", "-save", dir}, nil, &bytes.Buffer{}, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var out bytes.Buffer
+	if code := run([]string{"-tokenizer", dir}, strings.NewReader(`{"text": "hello world"}`), &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var resp struct{ IDs []int }
+	json.Unmarshal(out.Bytes(), &resp)
+	// "hello" and " world" are frequent enough to become single tokens.
+	if len(resp.IDs) != 2 {
+		t.Errorf("hello world -> %v, want 2 tokens", resp.IDs)
+	}
+}
