@@ -1,0 +1,44 @@
+// Package env implements the environments r1go's agents act in: tools, the
+// tool-calling episode, the multi-hop QA rewards, and retrieval.
+//
+// The central type is ToolEnv, one episode. An Env (from New) holds what
+// episodes share: the Config, a validated Toolset and a Scorer; NewEpisode
+// gives each trajectory its own ToolEnv, so episodes run concurrently.
+//
+//	ep := e.NewEpisode()
+//	msgs, tools := ep.Reset(sample)      // chat messages, OpenAI tool schemas
+//	for !done {
+//	    r := ep.Step(ctx, modelTurn)      // observation text, process reward, done, info
+//	    ...
+//	}
+//	scores := ep.Score(fullText)          // outcome reward, EM, F1, cover EM, format
+//
+// Tool calls use the Hermes/Qwen format, <tool_call>{"name": ...,
+// "arguments": {...}}</tool_call>. By default the env behaves as Agent-R1's
+// NousToolEnv: the first call of a turn runs, results are wrapped in
+// <tool_response> inside a user turn, responses are cut to N characters, the
+// next assistant turn is pre-filled with "<think>\n", and a turn without a
+// call ends the episode. VerlConfig gives verl's variant (role "tool",
+// parallel calls, middle truncation, no pre-fill).
+//
+// Retrieval: Index is a BM25 inverted index over a wiki-18 or KILT corpus,
+// built once into a checksummed file (BuildIndex, OpenOrBuildIndex);
+// SearchR1Client and AgentR1Client call remote retrievers; NewServer serves
+// any Retriever with the Search-R1 and Agent-R1 HTTP APIs; SearchTool
+// exposes a Retriever to the model.
+//
+// Rewards: NormalizeAnswer, ExactMatch, F1 and CoverEM reproduce the
+// SQuAD/HotpotQA evaluator as Python computes it (Unicode word boundaries,
+// str.lower, str.split). Outcome rewards are registered by name
+// ("agent-r1", "paper", "em", "f1", "cover-em", "agent-r1-acc",
+// "search-r1-em"); process rewards per tool call by ProcessConfig.Name.
+//
+// Error policy: bad model output is never an error. Broken tool-call JSON,
+// a missing name or arguments, an unknown tool, arguments that fail the
+// schema, a tool that returns an error, times out or panics: each becomes
+// an "Error: ..." observation with success false and an ErrorKind in the
+// step info. Bad configuration, tool schemas, corpus and index files, and
+// failed retriever requests are errors that name the file, line, field or
+// URL (IndexError, ClientError, data.CorpusError). Error strings start
+// with "env:".
+package env
