@@ -44,7 +44,8 @@ type BuildStats struct {
 	Passages int
 	Terms    int
 	Postings int64
-	Skipped  int // malformed corpus lines skipped
+	Skipped  int                 // malformed corpus lines skipped
+	Reports  []*data.CorpusError // the first skipped lines, with file, line and field
 	Bytes    int64
 	Elapsed  time.Duration
 }
@@ -319,9 +320,9 @@ func BuildIndex(cr *data.CorpusReader, path string, opts BuildOptions) (BuildSta
 		return BuildStats{}, fmt.Errorf("env: build index: %w", err)
 	}
 	ok = true
-	skipped, _ := cr.Skipped()
+	skipped, reports := cr.Skipped()
 	return BuildStats{
-		Passages: len(docLens), Terms: len(terms), Postings: nPost, Skipped: skipped,
+		Passages: len(docLens), Terms: len(terms), Postings: nPost, Skipped: skipped, Reports: reports,
 		Bytes: sw.off, Elapsed: time.Since(start),
 	}, nil
 }
