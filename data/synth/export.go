@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"strconv"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/r1go/r1go/data"
 )
@@ -75,7 +77,8 @@ func (w *World) WriteCorpus(out io.Writer) error {
 
 // WriteFlashRAG writes samples in FlashRAG's JSONL layout,
 // {"id", "question", "golden_answers", "metadata"}, so other trainers can
-// use the synthetic world; metadata holds the sample's Extra.
+// use the synthetic world; id is the sample's id without its data_source
+// namespace and metadata holds the sample's Extra.
 func WriteFlashRAG(out io.Writer, samples []data.Sample) error {
 	bw := bufio.NewWriter(out)
 	enc := json.NewEncoder(bw)
@@ -86,7 +89,7 @@ func WriteFlashRAG(out io.Writer, samples []data.Sample) error {
 			Question      string            `json:"question"`
 			GoldenAnswers []string          `json:"golden_answers"`
 			Metadata      map[string]string `json:"metadata"`
-		}{strconv.Itoa(i), s.Question, s.Answers, s.Extra}
+		}{strings.TrimPrefix(s.ID, s.DataSource+":"), s.Question, s.Answers, s.Extra}
 		if err := enc.Encode(rec); err != nil {
 			return fmt.Errorf("synth: writing sample %d: %w", i, err)
 		}
@@ -114,4 +117,46 @@ func (w *World) Texts() []string {
 		out = append(out, s.Gold.Turns()...)
 	}
 	return out
+}
+
+// Export writes the world into dir as the files Python trainers read:
+// corpus.jsonl (wiki-18), {train,validation,test}.parquet in layout (the
+// style's default prompt, Search-R1 or Agent-R1), and the same splits as
+// FlashRAG JSONL ({train,validation,test}.jsonl). So Search-R1 or Agent-R1
+// can be run on exactly the data r1go trains on.
+func (w *World) Export(dir string, layout data.ParquetLayout) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	write := func(name string, fn func(io.Writer) error) error {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return fmt.Errorf("synth: %w", err)
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("synth: %w", err)
+		}
+		return nil
+	}
+	if err := write("corpus.jsonl", w.WriteCorpus); err != nil {
+		return err
+	}
+	for _, split := range []struct {
+		name    string
+		samples []data.Sample
+	}{{"train", w.Train}, {"validation", w.Validation}, {"test", w.Test}} {
+		l := layout
+		l.Split = split.name
+		if err := write(split.name+".parquet", func(out io.Writer) error { return data.WriteParquet(out, split.samples, l) }); err != nil {
+			return err
+		}
+		if err := write(split.name+".jsonl", func(out io.Writer) error { return WriteFlashRAG(out, split.samples) }); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -3,6 +3,8 @@ package synth
 import (
 	"math/rand/v2"
 	"strings"
+
+	porterstemmer "github.com/blevesearch/go-porterstemmer"
 )
 
 // Names are built from consonant-vowel(-coda) syllables. The inventory is
@@ -22,30 +24,36 @@ func syllable(rng *rand.Rand) string {
 
 // nameBook hands out names that are unique, are no substring of one another
 // (the SubEM reward would otherwise accept "Tazo" inside "Tazomir"), and
-// collide with no word of the templates.
+// stay distinct from one another and from every template word after Porter
+// stemming, which a Lucene-English BM25 analyzer applies ("Kamanal" and
+// "Kamanic" both stem to "kaman").
 type nameBook struct {
 	rng   *rand.Rand
-	taken []string // lower case
+	taken []string        // lower case
+	stems map[string]bool // stems of the names taken
 }
 
-// reserved holds every word the templates use, lower case; a name equal to
-// one of them would make a question ambiguous to the tokenizer and to BM25.
+// reserved holds the stems of every word the templates use and of Lucene's
+// English stop words; a name with one of them as its stem would make a
+// question ambiguous to the tokenizer and to BM25.
 var reserved = map[string]bool{}
 
 func init() {
+	words := templateWords + " " + luceneStopWords
 	for _, r := range relations {
-		for _, w := range strings.Fields(r.Name) {
-			reserved[w] = true
-		}
+		words += " " + r.Name
 	}
-	for _, w := range strings.Fields(templateWords) {
-		reserved[w] = true
+	for _, w := range strings.Fields(words) {
+		reserved[porterstemmer.StemString(w)] = true
 	}
 }
 
 // templateWords lists the words of the fixed texts (questions, passages,
 // thoughts).
-const templateWords = "the of is who what i need now so answer a an"
+const templateWords = "the of is who what i need now so answer"
+
+// luceneStopWords is Lucene's English stop word set.
+const luceneStopWords = "a an and are as at be but by for if in into is it no not of on or such that the their then there these they this to was will with"
 
 // maxNameTries bounds the draws for one name; Config.validate keeps the
 // number of entities far below what would exhaust the syllable space.
@@ -61,9 +69,14 @@ func (b *nameBook) next() string {
 			sb.WriteString(syllable(b.rng))
 		}
 		lower := sb.String()
-		if len(lower) < 4 || reserved[lower] || b.clashes(lower) {
+		stem := porterstemmer.StemString(lower)
+		if len(lower) < 4 || reserved[stem] || b.stems[stem] || b.clashes(lower) {
 			continue
 		}
+		if b.stems == nil {
+			b.stems = map[string]bool{}
+		}
+		b.stems[stem] = true
 		b.taken = append(b.taken, lower)
 		return strings.ToUpper(lower[:1]) + lower[1:]
 	}

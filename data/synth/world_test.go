@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	porterstemmer "github.com/blevesearch/go-porterstemmer"
 	"github.com/r1go/r1go/data"
 )
 
@@ -201,12 +204,21 @@ func TestNamesAreNoSubstringsOfEachOther(t *testing.T) {
 			}
 		}
 	}
+	stems := map[string]string{}
+	for _, word := range strings.Fields(words) {
+		stems[porterstemmer.StemString(word)] = "template word " + word
+	}
 	for i, a := range names {
 		for j, b := range names {
 			if i != j && strings.Contains(a, b) {
 				t.Fatalf("name %q contains name %q", a, b)
 			}
 		}
+		stem := porterstemmer.StemString(a)
+		if prev, ok := stems[stem]; ok {
+			t.Fatalf("name %q stems to %q like %s", a, stem, prev)
+		}
+		stems[stem] = "name " + a
 	}
 }
 
@@ -218,8 +230,24 @@ type bm25 struct {
 	avgdl float64
 }
 
+// words analyses text as a Lucene English analyzer does: lower-case
+// letter/digit runs, stop words dropped, Porter stems.
 func words(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') }) {
+		if !stopWords[w] {
+			out = append(out, porterstemmer.StemString(w))
+		}
+	}
+	return out
+}
+
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields("a an and are as at be but by for if in into is it no not of on or such that the their then there these they this to was will with") {
+		stopWords[w] = true
+	}
 }
 
 func newBM25(passages []data.Passage) *bm25 {
@@ -430,8 +458,41 @@ func TestWriteFlashRAG(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[3]), &rec); err != nil {
 		t.Fatal(err)
 	}
-	if rec.ID != "3" || rec.Question != w.Test[3].Question || !reflect.DeepEqual(rec.GoldenAnswers, w.Test[3].Answers) || rec.Metadata["hops"] != w.Test[3].Extra["hops"] {
+	if rec.ID != "test-3" || rec.Question != w.Test[3].Question || !reflect.DeepEqual(rec.GoldenAnswers, w.Test[3].Answers) || rec.Metadata["hops"] != w.Test[3].Extra["hops"] {
 		t.Fatalf("line 4 decodes to %+v", rec)
+	}
+}
+
+// Export writes files the data loaders read back as the same samples.
+func TestExportLoadsBack(t *testing.T) {
+	w := mustNew(t, smallConfig())
+	dir := t.TempDir()
+	if err := w.Export(dir, data.ParquetLayout{Style: data.StyleSearchR1}); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]data.Sample{"train": w.Train, "validation": w.Validation, "test": w.Test} {
+		got, _, err := data.Load(filepath.Join(dir, name+".parquet"), data.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		flash, _, err := data.Load(filepath.Join(dir, name+".jsonl"), data.LoadOptions{Format: data.FormatFlashRAG, DataSource: DataSource})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) || len(flash) != len(want) {
+			t.Fatalf("%s: %d parquet and %d jsonl samples, want %d", name, len(got), len(flash), len(want))
+		}
+		for i := range want {
+			if got[i].ID != want[i].ID || got[i].Question != want[i].Question || !reflect.DeepEqual(got[i].Answers, want[i].Answers) || got[i].Extra["split"] != name {
+				t.Fatalf("%s parquet %d: %+v, want %+v", name, i, got[i], want[i])
+			}
+			if flash[i].ID != want[i].ID || flash[i].Question != want[i].Question || !reflect.DeepEqual(flash[i].Answers, want[i].Answers) {
+				t.Fatalf("%s jsonl %d: %+v, want %+v", name, i, flash[i], want[i])
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "corpus.jsonl")); err != nil {
+		t.Fatal(err)
 	}
 }
 
