@@ -291,7 +291,7 @@ func (c *adCache) loss(b *Batch, cfg *LossConfig, w Weights, out *Output) error 
 			if add {
 				g[t] += src[t]
 			} else {
-				g[t] = src[t]
+				g[t] = src[t] + 0 // turns gorgonia's −0 on masked tokens into 0
 			}
 		}
 	}

@@ -42,81 +42,7 @@ func checkClip(cfg *LossConfig, dual bool) error {
 // actor/pg_loss = the aggregated loss.
 // Reads LogProb, OldLogProb, Advantages, ActionMask.
 func PPOLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
-	if err := b.require(FieldActionMask, FieldLogProb, FieldOldLogProb, FieldAdvantages); err != nil {
-		return err
-	}
-	if err := checkWeights(b, w); err != nil {
-		return err
-	}
-	if err := checkClip(cfg, true); err != nil {
-		return err
-	}
-	lo, hi, c := 1-cfg.clipLow(), 1+cfg.clipHigh(), cfg.ClipRatioC
-	g, add := out.Grad(GradLogProb)
-	m, lp, old, adv := b.ActionMask, b.LogProb, b.OldLogProb, b.Advantages
-	// acc: loss, clipped count, lower-clipped count, Σ −d, masked count, bad
-	acc := forChunks(b, 6, func(slo, shi int, acc []float64) {
-		var loss, clipped, lower, negKL, n, bad float64
-		for i := slo; i < shi; i++ {
-			s, e := b.Seq(i)
-			wi := w[i]
-			var seq float64
-			for t := s; t < e; t++ {
-				if !m[t] {
-					if !add {
-						g[t] = 0
-					}
-					continue
-				}
-				a := adv[t]
-				d := lp[t] - old[t]
-				bad += d - d + a - a
-				inRange := true
-				if d > logRatioClamp {
-					d, inRange = logRatioClamp, false
-				} else if d < -logRatioClamp {
-					d, inRange = -logRatioClamp, false
-				}
-				ratio := math.Exp(d)
-				l1 := -a * ratio
-				l2 := -a * min(max(ratio, lo), hi)
-				lc, grad := l1, l1
-				if l2 > l1 {
-					lc, grad = l2, 0
-					clipped++
-				}
-				if a < 0 {
-					if l3 := -a * c; lc > l3 {
-						lc, grad = l3, 0
-						lower++
-					}
-				}
-				if !inRange {
-					grad = 0
-				}
-				seq += lc
-				negKL -= d
-				n++
-				if add {
-					g[t] += wi * grad
-				} else {
-					g[t] = wi * grad
-				}
-			}
-			loss += wi * seq
-		}
-		acc[0], acc[1], acc[2], acc[3], acc[4], acc[5] = loss, clipped, lower, negKL, n, bad
-	})
-	if acc[5] != 0 {
-		return b.firstNonFiniteMasked(FieldLogProb, FieldOldLogProb, FieldAdvantages)
-	}
-	out.Loss += acc[0]
-	n := acc[4] + maskEps
-	out.Metrics["actor/pg_loss"] = acc[0]
-	out.Metrics["actor/pg_clipfrac"] = acc[1] / n
-	out.Metrics["actor/pg_clipfrac_lower"] = acc[2] / n
-	out.Metrics["actor/ppo_kl"] = acc[3] / n
-	return nil
+	return ppoFused(b, cfg, w, out, actorTerms{})
 }
 
 // GSPOLoss is the GSPO policy loss (sequence-level importance ratio, verl's
@@ -165,7 +91,7 @@ func GSPOLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
 				logRatio, inRange = gspoLogRatioMax, false
 			}
 			ratio := math.Exp(logRatio)
-			clipRatio := min(max(ratio, lo), hi)
+			clipRatio := clampf(ratio, lo, hi)
 			wi := w[i]
 			var seq float64
 			for t := s; t < e; t++ {
@@ -246,7 +172,7 @@ func ValueLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
 					continue
 				}
 				bad += v[t] - v[t] + vold[t] - vold[t] + ret[t] - ret[t]
-				vc := min(max(v[t], vold[t]-eps), vold[t]+eps)
+				vc := clampf(v[t], vold[t]-eps, vold[t]+eps)
 				d1, d2 := v[t]-ret[t], vc-ret[t]
 				l1, l2 := d1*d1, d2*d2
 				l, grad := l1, d1

@@ -1,0 +1,301 @@
+// Command rl benchmarks the host-side RL loss head of package rl: loss plus
+// per-token gradients over a packed batch (default 256 sequences × 4096
+// tokens, about a million tokens), and the advantage estimators over the same
+// batch. Each figure is divided by a memory-bandwidth probe measured in the
+// same run over the same input slices: one parallel read-only pass that sums
+// every input the computation reads (same threads, same slices). A ratio of
+// 1 means "as fast as reading the inputs once".
+//
+// The gorgonia autodiff twin of the PPO loss is timed on the same batch, as
+// a second, peer-style denominator for the hand-written kernel.
+//
+// Usage:
+//
+//	go run ./benchmarks/rl [-seqs 256] [-len 4096] [-reps 7] [-threads 0] [-autodiff=true]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/r1go/r1go/rl"
+)
+
+func main() {
+	seqs := flag.Int("seqs", 256, "sequences in the batch")
+	length := flag.Int("len", 4096, "tokens per sequence")
+	reps := flag.Int("reps", 7, "repetitions; the minimum time is reported")
+	threads := flag.Int("threads", 0, "GOMAXPROCS (0 = leave as is)")
+	autodiff := flag.Bool("autodiff", true, "also time the gorgonia autodiff twin of the PPO loss")
+	flag.Parse()
+	if *threads > 0 {
+		runtime.GOMAXPROCS(*threads)
+	}
+	b := makeBatch(*seqs, *length)
+	fmt.Printf("batch: %d sequences × %d tokens = %d tokens, %.1f%% action tokens; GOMAXPROCS %d, %s/%s, NumCPU %d\n",
+		*seqs, *length, b.NumTokens(), 100*actionFraction(b), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+
+	if *autodiff {
+		rl.RegisterLoss("autodiff-vanilla", rl.AutodiffLoss(ppoGraph))
+	}
+	var rows []row
+	for _, c := range cases(b, *autodiff) {
+		r, err := measure(c, b, *reps)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, c.name+":", err)
+			os.Exit(1)
+		}
+		fmt.Println(r)
+		rows = append(rows, r)
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "\ncomputation\tms\tinput MB\tprobe ms\tprobe GB/s\t× probe\t")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s\t%.2f\t%.1f\t%.2f\t%.1f\t%.2f\t\n", r.name, r.ms, r.mb, r.probeMS, r.mb/r.probeMS, r.ms/r.probeMS)
+	}
+	w.Flush()
+}
+
+// caseDef is one timed computation and the inputs it reads.
+type caseDef struct {
+	name   string
+	floats func(b *rl.Batch) [][]float64 // per-token float inputs
+	masks  func(b *rl.Batch) [][]bool
+	run    func(b *rl.Batch) error
+}
+
+func cases(b *rl.Batch, autodiff bool) []caseDef {
+	actor := func(mutate func(*rl.LossConfig)) func(*rl.Batch) error {
+		cfg := rl.DefaultLossConfig()
+		mutate(&cfg)
+		norm, err := rl.NewNorm(cfg.AggMode, b, 0)
+		if err != nil {
+			panic(err)
+		}
+		out := &rl.Output{}
+		return func(b *rl.Batch) error { return rl.ActorLoss(b, &cfg, norm, out) }
+	}
+	noEntropy := func(f func(*rl.Batch) error) func(*rl.Batch) error {
+		return func(b *rl.Batch) error {
+			ent := b.Entropy
+			b.Entropy = nil
+			defer func() { b.Entropy = ent }()
+			return f(b)
+		}
+	}
+	action := func(b *rl.Batch) [][]bool { return [][]bool{b.ActionMask} }
+	advMask := func(b *rl.Batch) [][]bool { return [][]bool{b.AdvantageMask} }
+	ppoIn := func(b *rl.Batch) [][]float64 { return [][]float64{b.LogProb, b.OldLogProb, b.Advantages} }
+	cs := []caseDef{
+		{"PPO loss+grad (vanilla, token-mean)", ppoIn, action,
+			noEntropy(actor(func(c *rl.LossConfig) {}))},
+		{"PPO + entropy + k3 KL loss (GRPO actor)", func(b *rl.Batch) [][]float64 {
+			return [][]float64{b.LogProb, b.OldLogProb, b.Advantages, b.RefLogProb, b.Entropy}
+		}, action, actor(func(c *rl.LossConfig) { c.EntropyCoeff, c.UseKLLoss = 0.001, true })},
+		{"GSPO loss+grad (seq-mean-token-mean)", ppoIn, action,
+			noEntropy(actor(func(c *rl.LossConfig) {
+				c.PolicyLoss, c.AggMode, c.ClipRatioLow, c.ClipRatioHigh = "gspo", rl.SeqMeanTokenMean, 3e-4, 4e-4
+			}))},
+		{"critic value loss+grad", func(b *rl.Batch) [][]float64 { return [][]float64{b.Values, b.OldValues, b.Returns} }, action,
+			func() func(*rl.Batch) error {
+				cfg := rl.DefaultLossConfig()
+				norm, _ := rl.NewNorm(cfg.AggMode, b, 0)
+				out := &rl.Output{}
+				return func(b *rl.Batch) error { return rl.CriticLoss(b, &cfg, norm, out) }
+			}()},
+		{"GAE (γ=1, λ=1) + whitening", func(b *rl.Batch) [][]float64 { return [][]float64{b.Rewards, b.OldValues} }, advMask,
+			estimator("gae")},
+		{"GRPO advantages", func(b *rl.Batch) [][]float64 { return [][]float64{b.Rewards} }, advMask,
+			estimator("grpo")},
+	}
+	if autodiff {
+		cs = append(cs, caseDef{"gorgonia autodiff PPO loss+grad", ppoIn, action,
+			noEntropy(actor(func(c *rl.LossConfig) { c.PolicyLoss = "autodiff-vanilla" }))})
+	}
+	return cs
+}
+
+// estimator times an estimator on a copy of the batch's output slices, so
+// the loss cases keep their advantages.
+func estimator(name string) func(*rl.Batch) error {
+	cfg := rl.DefaultAdvantageConfig()
+	cfg.Estimator = name
+	return func(b *rl.Batch) error {
+		adv, ret := b.Advantages, b.Returns
+		defer func() { b.Advantages, b.Returns = adv, ret }()
+		b.Advantages, b.Returns = scratchAdv, scratchRet
+		err := rl.Estimate(b, &cfg)
+		scratchAdv, scratchRet = b.Advantages, b.Returns
+		return err
+	}
+}
+
+var scratchAdv, scratchRet []float64
+
+type row struct {
+	name            string
+	ms, mb, probeMS float64
+}
+
+func (r row) String() string {
+	return fmt.Sprintf("%-42s %8.2f ms   probe %6.2f ms over %6.1f MB   %.2f× probe", r.name, r.ms, r.probeMS, r.mb, r.ms/r.probeMS)
+}
+
+// measure times c and its probe alternately, reps times each, and keeps the
+// minimum of each, so both see the same machine state.
+func measure(c caseDef, b *rl.Batch, reps int) (row, error) {
+	floats, masks := c.floats(b), c.masks(b)
+	var bytes int
+	for _, f := range floats {
+		bytes += 8 * len(f)
+	}
+	for _, m := range masks {
+		bytes += len(m)
+	}
+	if err := c.run(b); err != nil { // warm-up: allocations, graph build
+		return row{}, err
+	}
+	best, bestProbe := math.Inf(1), math.Inf(1)
+	for range reps {
+		t0 := time.Now()
+		probeSink += probe(floats, masks)
+		bestProbe = min(bestProbe, time.Since(t0).Seconds())
+		t0 = time.Now()
+		if err := c.run(b); err != nil {
+			return row{}, err
+		}
+		best = min(best, time.Since(t0).Seconds())
+	}
+	return row{name: c.name, ms: best * 1e3, mb: float64(bytes) / 1e6, probeMS: bestProbe * 1e3}, nil
+}
+
+var probeSink float64
+
+// probe reads every input once in parallel: GOMAXPROCS goroutines, each
+// summing a contiguous token range of every slice.
+func probe(floats [][]float64, masks [][]bool) float64 {
+	n := 0
+	if len(floats) > 0 {
+		n = len(floats[0])
+	} else if len(masks) > 0 {
+		n = len(masks[0])
+	}
+	workers := runtime.GOMAXPROCS(0)
+	sums := make([]float64, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := n*w/workers, n*(w+1)/workers
+		wg.Go(func() {
+			var s float64
+			for _, f := range floats {
+				s += sum4(f[lo:hi])
+			}
+			var k int
+			for _, m := range masks {
+				for _, v := range m[lo:hi] {
+					if v {
+						k++
+					}
+				}
+			}
+			sums[w] = s + float64(k)
+		})
+	}
+	wg.Wait()
+	var s float64
+	for _, v := range sums {
+		s += v
+	}
+	return s
+}
+
+// sum4 sums with four independent accumulators so the probe is bound by
+// memory, not by the latency of one add chain.
+func sum4(x []float64) float64 {
+	var a, b, c, d float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		a += x[i]
+		b += x[i+1]
+		c += x[i+2]
+		d += x[i+3]
+	}
+	for ; i < len(x); i++ {
+		a += x[i]
+	}
+	return a + b + c + d
+}
+
+// makeBatch builds S sequences of T tokens: a 256-token prompt, then model
+// turns of about 400 tokens separated by tool responses of about 100 tokens,
+// with random log-probs near each other (PPO's regime), rewards on the last
+// action token and GAE advantages.
+func makeBatch(S, T int) *rl.Batch {
+	rng := rand.New(rand.NewPCG(1, 2))
+	N := S * T
+	b := &rl.Batch{Offsets: make([]int, S+1), PromptLen: make([]int, S), Group: make([]int, S), ActionMask: make([]bool, N)}
+	for i := range S {
+		b.Offsets[i+1] = (i + 1) * T
+		b.Group[i] = i / 8
+		p := min(256, T/4)
+		b.PromptLen[i] = p
+		t, model := p, true
+		for t < T {
+			n := 50 + rng.IntN(700)
+			if !model {
+				n = 20 + rng.IntN(160)
+			}
+			for k := t; k < min(t+n, T); k++ {
+				b.ActionMask[i*T+k] = model
+			}
+			t += n
+			model = !model
+		}
+	}
+	b.AdvantageMask = b.ActionMask
+	fill := func(f func(t int) float64) []float64 {
+		x := make([]float64, N)
+		for t := range x {
+			x[t] = f(t)
+		}
+		return x
+	}
+	b.OldLogProb = fill(func(int) float64 { return -math.Abs(rng.NormFloat64()) * 2 })
+	b.LogProb = fill(func(t int) float64 { return b.OldLogProb[t] + 0.1*rng.NormFloat64() })
+	b.RefLogProb = fill(func(t int) float64 { return b.OldLogProb[t] + 0.1*rng.NormFloat64() })
+	b.Entropy = fill(func(int) float64 { return 3 * rng.Float64() })
+	b.OldValues = fill(func(int) float64 { return rng.NormFloat64() })
+	b.Values = fill(func(t int) float64 { return b.OldValues[t] + 0.3*rng.NormFloat64() })
+	scores := make([]float64, S)
+	for i := range scores {
+		scores[i] = float64(rng.IntN(3)) - 1
+	}
+	if err := rl.AddOutcome(b, scores); err != nil {
+		panic(err)
+	}
+	if err := b.RewardsFromScores(); err != nil {
+		panic(err)
+	}
+	cfg := rl.DefaultAdvantageConfig()
+	if err := rl.Estimate(b, &cfg); err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func actionFraction(b *rl.Batch) float64 {
+	n := 0
+	for _, m := range b.ActionMask {
+		if m {
+			n++
+		}
+	}
+	return float64(n) / float64(len(b.ActionMask))
+}

@@ -1,0 +1,52 @@
+package rl
+
+import "math"
+
+// The loss kernels spend most of their arithmetic in exp (the importance
+// ratio, the k3 estimator). math.Exp is accurate but costs several times a
+// memory pass per token, so the kernels exponentiate blocks of values with
+// expBlock: a table-driven exp with the same accuracy class (within 3 ulp of
+// math.Exp over the kernels' range, fastexp_test.go) whose independent
+// iterations overlap in the CPU.
+
+const (
+	expTableBits = 6
+	expTableSize = 1 << expTableBits
+	expInvLn2N   = expTableSize / math.Ln2
+	// fdlibm's two-part ln 2 divided by the table size: the high part has
+	// trailing zero bits, so k·expLn2NHi is exact for the k in range.
+	expLn2NHi = 6.93147180369123816490e-01 / expTableSize
+	expLn2NLo = 1.90821492927058770002e-10 / expTableSize
+	// expShifter rounds to an integer when added: 1.5·2^52.
+	expShifter = 0x1.8p52
+	// expLimit keeps arguments where the result is a normal float64.
+	expLimit = 700
+)
+
+// expTable[j] = 2^(j/64).
+var expTable = func() (t [expTableSize]float64) {
+	for j := range t {
+		t[j] = math.Exp2(float64(j) / expTableSize)
+	}
+	return t
+}()
+
+// expBlock sets dst[i] = e^src[i]. Arguments beyond ±700 are clamped there
+// (the kernels clamp to ±20 first); NaN stays NaN only through the callers'
+// own finiteness checks, which reject it before the result is used.
+//
+// e^x = 2^(k/64)·e^r with k = round(64x/ln 2) and |r| ≤ ln2/128; e^r is a
+// degree-6 Taylor polynomial (truncation below 4e-17), 2^(k/64) a table entry
+// times 2^(k>>6) added to the exponent bits.
+func expBlock(dst, src []float64) {
+	dst = dst[:len(src)]
+	for i, x := range src {
+		x = clampf(x, -expLimit, expLimit)
+		kf := x*expInvLn2N + expShifter
+		k := math.Float64bits(kf)
+		kf -= expShifter
+		r := x - kf*expLn2NHi - kf*expLn2NLo
+		p := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720))))))
+		dst[i] = math.Float64frombits(math.Float64bits(expTable[k%expTableSize]*p) + (k>>expTableBits)<<52)
+	}
+}

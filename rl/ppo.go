@@ -1,0 +1,224 @@
+package rl
+
+// blockLen is the number of tokens the fused kernel handles per step: small
+// enough that its scratch arrays stay in L1, large enough to amortise the
+// call into expBlock.
+const blockLen = 256
+
+// actorTerms are the terms ActorLoss fuses into the PPO pass, so the whole
+// actor loss reads each input once.
+type actorTerms struct {
+	entropy bool    // subtract entCoef·agg(Entropy)
+	entCoef float64 //
+	kl      bool    // add klCoef·agg(k(LogProb, RefLogProb))
+	klKind  KLType
+	klCoef  float64
+}
+
+// ppoFused is PPOLoss plus the optional entropy and KL-loss terms in one
+// pass over the tokens, in blocks of blockLen: the first loop gathers log
+// ratios (and k3's exponents) and checks finiteness, expBlock exponentiates,
+// the second loop computes losses and gradients. The formulas are those of
+// PPOLoss, entropyTerm and klLossTerm.
+func ppoFused(b *Batch, cfg *LossConfig, w Weights, out *Output, x actorTerms) error {
+	fields := []Field{FieldActionMask, FieldLogProb, FieldOldLogProb, FieldAdvantages}
+	if x.entropy {
+		fields = append(fields, FieldEntropy)
+	}
+	if x.kl {
+		fields = append(fields, FieldRefLogProb)
+	}
+	if err := b.require(fields...); err != nil {
+		return err
+	}
+	if err := checkWeights(b, w); err != nil {
+		return err
+	}
+	if err := checkClip(cfg, true); err != nil {
+		return err
+	}
+	lo, hi, c := 1-cfg.clipLow(), 1+cfg.clipHigh(), cfg.ClipRatioC
+	g, add := out.Grad(GradLogProb)
+	var ge []float64
+	var addE bool
+	if x.entropy {
+		ge, addE = out.Grad(GradEntropy)
+	}
+	k3 := x.kl && x.klKind.Estimator == KLK3
+	m, lp, old, adv, ent, ref := b.ActionMask, b.LogProb, b.OldLogProb, b.Advantages, b.Entropy, b.RefLogProb
+
+	const (
+		aLoss = iota
+		aClipped
+		aLower
+		aNegKL
+		aCount
+		aBad
+		aEntropy
+		aKL
+		nAcc
+	)
+	acc := forChunks(b, nAcc, func(slo, shi int, acc []float64) {
+		var d, ratio, kx, kexp [blockLen]float64
+		var loss, negKL, bad, entSum, klSum float64
+		var clipped, lower, n int // integer counters: no float add latency chain
+		for i := slo; i < shi; i++ {
+			s, e := b.Seq(i)
+			wi := w[i]
+			var seqPG, seqEnt, seqKL float64
+			for bs := s; bs < e; bs += blockLen {
+				be := min(bs+blockLen, e)
+				nb := be - bs
+				mB, lpB, oldB, aB, gB := m[bs:be], lp[bs:be:be], old[bs:be:be], adv[bs:be:be], g[bs:be:be]
+				var entB, geB, refB []float64
+				if x.entropy {
+					entB, geB = ent[bs:be:be], ge[bs:be:be]
+				}
+				if x.kl {
+					refB = ref[bs:be:be]
+				}
+				for k, on := range mB {
+					dk := 0.0
+					if on {
+						dk = lpB[k] - oldB[k]
+						// x − x is 0 for finite x and NaN for NaN or ±Inf.
+						chk := dk + aB[k]
+						bad += chk - chk
+						if x.entropy {
+							bad += entB[k] - entB[k]
+						}
+						if x.kl {
+							q := refB[k]
+							bad += q - q
+							if k3 {
+								kx[k] = q - lpB[k]
+							}
+						}
+					}
+					d[k] = dk
+					ratio[k] = clampf(dk, -logRatioClamp, logRatioClamp)
+					if k3 {
+						kx[k] = clampf(kx[k], -k3InnerClamp, k3InnerClamp)
+					}
+				}
+				expBlock(ratio[:nb], ratio[:nb])
+				if k3 {
+					expBlock(kexp[:nb], kx[:nb])
+				}
+				for k, on := range mB {
+					if !on {
+						if !add {
+							gB[k] = 0
+						}
+						if x.entropy && !addE {
+							geB[k] = 0
+						}
+						continue
+					}
+					a, r, dk := aB[k], ratio[k], d[k]
+					l1 := -a * r
+					l2 := -a * clampf(r, lo, hi)
+					lc, grad := l1, l1
+					if l2 > l1 {
+						lc, grad = l2, 0
+						clipped++
+					}
+					if a < 0 {
+						if l3 := -a * c; lc > l3 {
+							lc, grad = l3, 0
+							lower++
+						}
+					}
+					if dk > logRatioClamp || dk < -logRatioClamp {
+						grad = 0
+					}
+					seqPG += lc
+					negKL -= clampf(dk, -logRatioClamp, logRatioClamp)
+					n++
+					gv := wi * grad
+					if x.kl {
+						p, q := lpB[k], refB[k]
+						var kv, dkv float64
+						switch x.klKind.Estimator {
+						case KLK1:
+							kv, dkv = p-q, 1
+						case KLAbs:
+							kv = p - q
+							if kv < 0 {
+								kv, dkv = -kv, -1
+							} else if kv > 0 {
+								dkv = 1
+							}
+						case KLK2:
+							kv, dkv = 0.5*(p-q)*(p-q), p-q
+						case KLK3:
+							ex := kexp[k]
+							kv = ex - kx[k] - 1
+							if q-p >= -k3InnerClamp && q-p <= k3InnerClamp {
+								dkv = 1 - ex
+							}
+							if kv > k3OuterClamp {
+								kv, dkv = k3OuterClamp, 0
+							}
+						}
+						if x.klKind.StraightThrough {
+							dkv = p - q
+						}
+						seqKL += kv
+						gv += x.klCoef * wi * dkv
+					}
+					if add {
+						gB[k] += gv
+					} else {
+						gB[k] = gv
+					}
+					if x.entropy {
+						seqEnt += entB[k]
+						if addE {
+							geB[k] -= x.entCoef * wi
+						} else {
+							geB[k] = -x.entCoef * wi
+						}
+					}
+				}
+			}
+			loss += wi * seqPG
+			entSum += wi * seqEnt
+			klSum += wi * seqKL
+		}
+		acc[aLoss], acc[aClipped], acc[aLower], acc[aNegKL] = loss, float64(clipped), float64(lower), negKL
+		acc[aCount], acc[aBad], acc[aEntropy], acc[aKL] = float64(n), bad, entSum, klSum
+	})
+	if acc[aBad] != 0 {
+		return b.firstNonFiniteMasked(fields[1:]...)
+	}
+	cnt := acc[aCount] + maskEps
+	out.Loss += acc[aLoss]
+	out.Metrics["actor/pg_loss"] = acc[aLoss]
+	out.Metrics["actor/pg_clipfrac"] = acc[aClipped] / cnt
+	out.Metrics["actor/pg_clipfrac_lower"] = acc[aLower] / cnt
+	out.Metrics["actor/ppo_kl"] = acc[aNegKL] / cnt
+	if x.entropy {
+		out.Loss -= x.entCoef * acc[aEntropy]
+		out.Metrics["actor/entropy"] = acc[aEntropy]
+	}
+	if x.kl {
+		out.Loss += x.klCoef * acc[aKL]
+		out.Metrics["actor/kl_loss"] = acc[aKL]
+		out.Metrics["actor/kl_coef"] = x.klCoef
+	}
+	return nil
+}
+
+// clampf bounds x to [lo, hi] with plain comparisons: the builtin min and max
+// order NaN and signed zeros, which costs branches in the hot loops. A NaN x
+// passes through unchanged (the kernels' finiteness checks catch it).
+func clampf(x, lo, hi float64) float64 {
+	if x < lo {
+		return lo
+	}
+	if x > hi {
+		return hi
+	}
+	return x
+}
