@@ -1,12 +1,14 @@
 package model
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -37,6 +39,134 @@ type SaveOptions struct {
 // that exist in SaveOptions.TokenizerDir.
 var hfTokenizerFiles = []string{"tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt",
 	"chat_template.jinja", "special_tokens_map.json", "added_tokens.json"}
+
+// GenerationConfig is a Hugging Face generation_config.json: the decoding
+// defaults a checkpoint ships. Like Config it keeps the original JSON, so
+// JSON() writes the user's other keys back unchanged.
+type GenerationConfig struct {
+	BOSTokenID          int   // -1 when null or absent
+	EOSTokenIDs         []int // an int or a list in the file; Qwen2.5 stops on both 151645 and 151643
+	PadTokenID          int   // -1 when null or absent
+	DoSample            bool
+	Temperature         float64
+	TopP                float64
+	TopK                int
+	RepetitionPenalty   float64
+	MaxNewTokens        int // 0 when absent
+	TransformersVersion string
+
+	source  string
+	keys    []string
+	raw     map[string]json.RawMessage
+	parsed  *GenerationConfig
+	eosList bool
+}
+
+// DefaultGenerationConfig is Qwen2.5-Instruct's generation_config.json:
+// sampling at temperature 0.7, top-p 0.8, top-k 20, repetition penalty 1.05.
+func DefaultGenerationConfig() *GenerationConfig {
+	return &GenerationConfig{BOSTokenID: 151643, EOSTokenIDs: []int{151645, 151643}, PadTokenID: 151643,
+		DoSample: true, Temperature: 0.7, TopP: 0.8, TopK: 20, RepetitionPenalty: 1.05, eosList: true}
+}
+
+// LoadGenerationConfig reads a generation_config.json. Absent keys take
+// transformers' GenerationConfig defaults (greedy, temperature 1, top-p 1,
+// top-k 50, no repetition penalty).
+func LoadGenerationConfig(path string) (*GenerationConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	keys, raw, err := hfReadObject(data, path)
+	if err != nil {
+		return nil, err
+	}
+	g := &GenerationConfig{source: path, keys: keys, raw: raw, BOSTokenID: -1, PadTokenID: -1,
+		Temperature: 1, TopP: 1, TopK: 50, RepetitionPenalty: 1}
+	for _, f := range []struct {
+		key string
+		dst any
+	}{
+		{"bos_token_id", &g.BOSTokenID}, {"pad_token_id", &g.PadTokenID}, {"do_sample", &g.DoSample},
+		{"temperature", &g.Temperature}, {"top_p", &g.TopP}, {"top_k", &g.TopK},
+		{"repetition_penalty", &g.RepetitionPenalty}, {"max_new_tokens", &g.MaxNewTokens},
+		{"transformers_version", &g.TransformersVersion},
+	} {
+		if v, ok := raw[f.key]; ok && string(v) != "null" {
+			if err := json.Unmarshal(v, f.dst); err != nil {
+				return nil, fmt.Errorf("model: %s: field %s: %s is not a valid %s", path, f.key, hfShort(v), hfKind(f.dst))
+			}
+		}
+	}
+	if g.EOSTokenIDs, g.eosList, err = hfTokenIDs(raw["eos_token_id"], path, "eos_token_id"); err != nil {
+		return nil, err
+	}
+	switch {
+	case g.Temperature < 0 || g.TopP < 0 || g.TopP > 1 || g.TopK < 0 || g.RepetitionPenalty <= 0:
+		return nil, fmt.Errorf("model: %s: sampling values out of range: temperature %g, top_p %g, top_k %d, repetition_penalty %g",
+			path, g.Temperature, g.TopP, g.TopK, g.RepetitionPenalty)
+	}
+	snapshot := *g
+	g.parsed = &snapshot
+	return g, nil
+}
+
+// JSON renders generation_config.json, keeping a loaded file's other keys
+// and values as written; a config built in code gets its keys sorted.
+func (g *GenerationConfig) JSON() ([]byte, error) {
+	keys := append([]string(nil), g.keys...)
+	raw := map[string]json.RawMessage{}
+	for k, v := range g.raw {
+		raw[k] = v
+	}
+	fresh := g.parsed == nil
+	tokenID := func(id int) any {
+		if id < 0 {
+			return nil
+		}
+		return id
+	}
+	eos := func(x *GenerationConfig) any {
+		if len(x.EOSTokenIDs) == 1 && !x.eosList {
+			return x.EOSTokenIDs[0]
+		}
+		return x.EOSTokenIDs
+	}
+	for _, f := range []struct {
+		key  string
+		get  func(*GenerationConfig) any
+		omit bool
+	}{
+		{"bos_token_id", func(x *GenerationConfig) any { return tokenID(x.BOSTokenID) }, g.BOSTokenID < 0},
+		{"eos_token_id", eos, g.EOSTokenIDs == nil},
+		{"pad_token_id", func(x *GenerationConfig) any { return tokenID(x.PadTokenID) }, g.PadTokenID < 0},
+		{"do_sample", func(x *GenerationConfig) any { return x.DoSample }, false},
+		{"temperature", func(x *GenerationConfig) any { return x.Temperature }, false},
+		{"top_p", func(x *GenerationConfig) any { return x.TopP }, false},
+		{"top_k", func(x *GenerationConfig) any { return x.TopK }, false},
+		{"repetition_penalty", func(x *GenerationConfig) any { return x.RepetitionPenalty }, false},
+		{"max_new_tokens", func(x *GenerationConfig) any { return x.MaxNewTokens }, g.MaxNewTokens == 0},
+		{"transformers_version", func(x *GenerationConfig) any { return x.TransformersVersion }, g.TransformersVersion == ""},
+	} {
+		if !fresh && reflect.DeepEqual(f.get(g), f.get(g.parsed)) {
+			continue
+		}
+		if f.omit {
+			delete(raw, f.key)
+			keys = slices.DeleteFunc(keys, func(k string) bool { return k == f.key })
+			continue
+		}
+		b, _ := json.Marshal(f.get(g))
+		if _, ok := raw[f.key]; !ok {
+			keys = append(keys, f.key)
+		}
+		raw[f.key] = b
+	}
+	if fresh {
+		slices.Sort(keys)
+	}
+	return hfWriteObject(keys, raw)
+}
 
 // ExpectedTensors lists the tensors of a Qwen2ForCausalLM or
 // LlamaForCausalLM checkpoint in transformers' module order, with nn.Linear
