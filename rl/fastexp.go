@@ -5,7 +5,7 @@ import "math"
 // The loss kernels spend most of their arithmetic in exp (the importance
 // ratio, the k3 estimator). math.Exp is accurate but costs several times a
 // memory pass per token, so the kernels exponentiate blocks of values with
-// expBlock: a table-driven exp with the same accuracy class (within 3 ulp of
+// expDiffBlock: a table-driven exp with the same accuracy class (within 3 ulp of
 // math.Exp over the kernels' range, fastexp_test.go) whose independent
 // iterations overlap in the CPU.
 
@@ -31,17 +31,17 @@ var expTable = func() (t [expTableSize]float64) {
 	return t
 }()
 
-// expBlock sets dst[i] = e^src[i]. Arguments beyond ±700 are clamped there
-// (the kernels clamp to ±20 first); NaN stays NaN only through the callers'
-// own finiteness checks, which reject it before the result is used.
+// expDiffBlock sets dst[i] = e^clamp(a[i] − b[i], ±lim) for i < len(dst),
+// lim ≤ 700. A NaN difference gives an unspecified dst[i]; the kernels
+// reject NaN inputs through their own checks before using the result.
 //
 // e^x = 2^(k/64)·e^r with k = round(64x/ln 2) and |r| ≤ ln2/128; e^r is a
 // degree-6 Taylor polynomial (truncation below 4e-17), 2^(k/64) a table entry
 // times 2^(k>>6) added to the exponent bits.
-func expBlock(dst, src []float64) {
-	dst = dst[:len(src)]
-	for i, x := range src {
-		x = clampf(x, -expLimit, expLimit)
+func expDiffBlock(dst, a, b []float64, lim float64) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	for i := range dst {
+		x := clampf(a[i]-b[i], -lim, lim)
 		kf := x*expInvLn2N + expShifter
 		k := math.Float64bits(kf)
 		kf -= expShifter

@@ -2,7 +2,7 @@ package rl
 
 // blockLen is the number of tokens the fused kernel handles per step: small
 // enough that its scratch arrays stay in L1, large enough to amortise the
-// call into expBlock.
+// call into expDiffBlock.
 const blockLen = 256
 
 // actorTerms are the terms ActorLoss fuses into the PPO pass, so the whole
@@ -16,9 +16,9 @@ type actorTerms struct {
 }
 
 // ppoFused is PPOLoss plus the optional entropy and KL-loss terms in one
-// pass over the tokens, in blocks of blockLen: the first loop gathers log
-// ratios (and k3's exponents) and checks finiteness, expBlock exponentiates,
-// the second loop computes losses and gradients. The formulas are those of
+// pass over the tokens, in blocks of blockLen: expDiffBlock exponentiates
+// the block's clamped log-ratios (and k3's exponents), then one loop checks
+// finiteness and computes losses and gradients. The formulas are those of
 // PPOLoss, entropyTerm and klLossTerm.
 func ppoFused(b *Batch, cfg *LossConfig, w Weights, out *Output, x actorTerms) error {
 	fields := []Field{FieldActionMask, FieldLogProb, FieldOldLogProb, FieldAdvantages}
@@ -59,7 +59,7 @@ func ppoFused(b *Batch, cfg *LossConfig, w Weights, out *Output, x actorTerms) e
 		nAcc
 	)
 	acc := forChunks(b, nAcc, func(slo, shi int, acc []float64) {
-		var d, ratio, kx, kexp [blockLen]float64
+		var ratio, kexp [blockLen]float64
 		var loss, negKL, bad, entSum, klSum float64
 		var clipped, lower, n int // integer counters: no float add latency chain
 		for i := slo; i < shi; i++ {
@@ -77,33 +77,11 @@ func ppoFused(b *Batch, cfg *LossConfig, w Weights, out *Output, x actorTerms) e
 				if x.kl {
 					refB = ref[bs:be:be]
 				}
-				for k, on := range mB {
-					dk := 0.0
-					if on {
-						dk = lpB[k] - oldB[k]
-						// x − x is 0 for finite x and NaN for NaN or ±Inf.
-						chk := dk + aB[k]
-						bad += chk - chk
-						if x.entropy {
-							bad += entB[k] - entB[k]
-						}
-						if x.kl {
-							q := refB[k]
-							bad += q - q
-							if k3 {
-								kx[k] = q - lpB[k]
-							}
-						}
-					}
-					d[k] = dk
-					ratio[k] = clampf(dk, -logRatioClamp, logRatioClamp)
-					if k3 {
-						kx[k] = clampf(kx[k], -k3InnerClamp, k3InnerClamp)
-					}
-				}
-				expBlock(ratio[:nb], ratio[:nb])
+				// e^clamp(log π − log π_old) and k3's e^clamp(log π_ref − log π)
+				// for the whole block; masked-out entries are computed and ignored.
+				expDiffBlock(ratio[:nb], lpB, oldB, logRatioClamp)
 				if k3 {
-					expBlock(kexp[:nb], kx[:nb])
+					expDiffBlock(kexp[:nb], refB, lpB, k3InnerClamp)
 				}
 				for k, on := range mB {
 					if !on {
@@ -115,7 +93,10 @@ func ppoFused(b *Batch, cfg *LossConfig, w Weights, out *Output, x actorTerms) e
 						}
 						continue
 					}
-					a, r, dk := aB[k], ratio[k], d[k]
+					a, r, dk := aB[k], ratio[k], lpB[k]-oldB[k]
+					// x − x is 0 for finite x and NaN for NaN or ±Inf.
+					chk := dk + a
+					bad += chk - chk
 					l1 := -a * r
 					l2 := -a * clampf(r, lo, hi)
 					lc, grad := l1, l1
@@ -138,6 +119,7 @@ func ppoFused(b *Batch, cfg *LossConfig, w Weights, out *Output, x actorTerms) e
 					gv := wi * grad
 					if x.kl {
 						p, q := lpB[k], refB[k]
+						bad += q - q
 						var kv, dkv float64
 						switch x.klKind.Estimator {
 						case KLK1:
@@ -152,9 +134,9 @@ func ppoFused(b *Batch, cfg *LossConfig, w Weights, out *Output, x actorTerms) e
 						case KLK2:
 							kv, dkv = 0.5*(p-q)*(p-q), p-q
 						case KLK3:
-							ex := kexp[k]
-							kv = ex - kx[k] - 1
-							if q-p >= -k3InnerClamp && q-p <= k3InnerClamp {
+							ex, qp := kexp[k], q-p
+							kv = ex - clampf(qp, -k3InnerClamp, k3InnerClamp) - 1
+							if qp >= -k3InnerClamp && qp <= k3InnerClamp {
 								dkv = 1 - ex
 							}
 							if kv > k3OuterClamp {
@@ -173,6 +155,7 @@ func ppoFused(b *Batch, cfg *LossConfig, w Weights, out *Output, x actorTerms) e
 						gB[k] = gv
 					}
 					if x.entropy {
+						bad += entB[k] - entB[k]
 						seqEnt += entB[k]
 						if addE {
 							geB[k] -= x.entCoef * wi

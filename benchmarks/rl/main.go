@@ -9,6 +9,12 @@
 // The gorgonia autodiff twin of the PPO loss is timed on the same batch, as
 // a second, peer-style denominator for the hand-written kernel.
 //
+// With -threads 1 the computations run on the calling goroutine, locked to
+// its OS thread, and the command also reports thread CPU time
+// (CLOCK_THREAD_CPUTIME_ID) for both the computation and its probe: on a
+// machine shared with other jobs, preemption inflates wall-clock time at
+// random, while CPU time only counts the cycles the work itself used.
+//
 // Usage:
 //
 //	go run ./benchmarks/rl [-seqs 256] [-len 4096] [-reps 7] [-threads 0] [-autodiff=true]
@@ -38,6 +44,9 @@ func main() {
 	if *threads > 0 {
 		runtime.GOMAXPROCS(*threads)
 	}
+	if runtime.GOMAXPROCS(0) == 1 {
+		runtime.LockOSThread()
+	}
 	b := makeBatch(*seqs, *length)
 	fmt.Printf("batch: %d sequences × %d tokens = %d tokens, %.1f%% action tokens; GOMAXPROCS %d, %s/%s, NumCPU %d\n",
 		*seqs, *length, b.NumTokens(), 100*actionFraction(b), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
@@ -56,9 +65,14 @@ func main() {
 		rows = append(rows, r)
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "\ncomputation\tms\tinput MB\tprobe ms\tprobe GB/s\t× probe\t")
+	fmt.Fprintln(w, "\ncomputation\tms\tinput MB\tprobe ms\tprobe GB/s\t× probe\tCPU ms\tprobe CPU ms\t× probe (CPU)\t")
 	for _, r := range rows {
-		fmt.Fprintf(w, "%s\t%.2f\t%.1f\t%.2f\t%.1f\t%.2f\t\n", r.name, r.ms, r.mb, r.probeMS, r.mb/r.probeMS, r.ms/r.probeMS)
+		fmt.Fprintf(w, "%s\t%.2f\t%.1f\t%.2f\t%.1f\t%.2f\t", r.name, r.ms, r.mb, r.probeMS, r.mb/r.probeMS, r.ms/r.probeMS)
+		if r.cpuMS > 0 {
+			fmt.Fprintf(w, "%.2f\t%.2f\t%.2f\t\n", r.cpuMS, r.probeCPUMS, r.cpuMS/r.probeCPUMS)
+		} else {
+			fmt.Fprintf(w, "-\t-\t-\t\n")
+		}
 	}
 	w.Flush()
 }
@@ -140,12 +154,17 @@ func estimator(name string) func(*rl.Batch) error {
 var scratchAdv, scratchRet []float64
 
 type row struct {
-	name            string
-	ms, mb, probeMS float64
+	name              string
+	ms, mb, probeMS   float64
+	cpuMS, probeCPUMS float64 // thread CPU time, with one thread only
 }
 
 func (r row) String() string {
-	return fmt.Sprintf("%-42s %8.2f ms   probe %6.2f ms over %6.1f MB   %.2f× probe", r.name, r.ms, r.probeMS, r.mb, r.ms/r.probeMS)
+	s := fmt.Sprintf("%-42s %8.2f ms   probe %6.2f ms over %6.1f MB   %.2f× probe", r.name, r.ms, r.probeMS, r.mb, r.ms/r.probeMS)
+	if r.cpuMS > 0 {
+		s += fmt.Sprintf("   CPU %.2f× probe", r.cpuMS/r.probeCPUMS)
+	}
+	return s
 }
 
 // measure times c and its probe alternately, reps times each, and keeps the
@@ -163,17 +182,29 @@ func measure(c caseDef, b *rl.Batch, reps int) (row, error) {
 		return row{}, err
 	}
 	best, bestProbe := math.Inf(1), math.Inf(1)
+	bestCPU, bestProbeCPU := math.Inf(1), math.Inf(1)
+	_, haveCPU := threadCPU()
+	haveCPU = haveCPU && runtime.GOMAXPROCS(0) == 1
 	for range reps {
+		c0, _ := threadCPU()
 		t0 := time.Now()
 		probeSink += probe(floats, masks)
 		bestProbe = min(bestProbe, time.Since(t0).Seconds())
+		c1, _ := threadCPU()
+		bestProbeCPU = min(bestProbeCPU, (c1 - c0).Seconds())
 		t0 = time.Now()
 		if err := c.run(b); err != nil {
 			return row{}, err
 		}
 		best = min(best, time.Since(t0).Seconds())
+		c2, _ := threadCPU()
+		bestCPU = min(bestCPU, (c2 - c1).Seconds())
 	}
-	return row{name: c.name, ms: best * 1e3, mb: float64(bytes) / 1e6, probeMS: bestProbe * 1e3}, nil
+	r := row{name: c.name, ms: best * 1e3, mb: float64(bytes) / 1e6, probeMS: bestProbe * 1e3}
+	if haveCPU {
+		r.cpuMS, r.probeCPUMS = bestCPU*1e3, bestProbeCPU*1e3
+	}
+	return r, nil
 }
 
 var probeSink float64
@@ -188,25 +219,14 @@ func probe(floats [][]float64, masks [][]bool) float64 {
 		n = len(masks[0])
 	}
 	workers := runtime.GOMAXPROCS(0)
+	if workers == 1 {
+		return probeRange(floats, masks, 0, n) // on this thread, like the kernels
+	}
 	sums := make([]float64, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
 		lo, hi := n*w/workers, n*(w+1)/workers
-		wg.Go(func() {
-			var s float64
-			for _, f := range floats {
-				s += sum4(f[lo:hi])
-			}
-			var k int
-			for _, m := range masks {
-				for _, v := range m[lo:hi] {
-					if v {
-						k++
-					}
-				}
-			}
-			sums[w] = s + float64(k)
-		})
+		wg.Go(func() { sums[w] = probeRange(floats, masks, lo, hi) })
 	}
 	wg.Wait()
 	var s float64
@@ -214,6 +234,23 @@ func probe(floats [][]float64, masks [][]bool) float64 {
 		s += v
 	}
 	return s
+}
+
+// probeRange sums tokens [lo, hi) of every input.
+func probeRange(floats [][]float64, masks [][]bool, lo, hi int) float64 {
+	var s float64
+	for _, f := range floats {
+		s += sum4(f[lo:hi])
+	}
+	var k int
+	for _, m := range masks {
+		for _, v := range m[lo:hi] {
+			if v {
+				k++
+			}
+		}
+	}
+	return s + float64(k)
 }
 
 // sum4 sums with four independent accumulators so the probe is bound by
