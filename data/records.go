@@ -187,21 +187,24 @@ func (s *arrayScanner) next() ([]byte, int, error) {
 	}
 }
 
-// element reads the element that starts with c.
+// element reads the element that starts with c. It scans the reader's
+// buffer a chunk at a time (strings with IndexAny), not byte by byte: the
+// bulk of a HotpotQA element is context text inside strings.
 func (s *arrayScanner) element(c byte) ([]byte, int, error) {
 	start := s.line
 	s.buf = append(s.buf[:0], c)
 	tooLarge := false
-	keep := func(c byte) {
+	keep := func(chunk []byte) {
+		s.line += bytes.Count(chunk, []byte{'\n'})
 		if tooLarge {
 			return
 		}
-		if len(s.buf) >= s.max {
+		if len(s.buf)+len(chunk) > s.max {
 			tooLarge = true
 			s.buf = s.buf[:0]
 			return
 		}
-		s.buf = append(s.buf, c)
+		s.buf = append(s.buf, chunk...)
 	}
 	depth, inString, escaped := 0, false, false
 	switch c {
@@ -211,44 +214,62 @@ func (s *arrayScanner) element(c byte) ([]byte, int, error) {
 		inString = true
 	case ',', ']', '}', ':':
 		return nil, 0, s.fail(start, "want an array element, found %q", c)
-	}
-	for depth > 0 || inString {
-		c, err := s.readByte()
-		if err == io.EOF {
-			return nil, 0, s.fail(start, "the array element that starts here is cut off by the end of the file")
-		}
-		if err != nil {
-			return nil, 0, s.fail(s.line, "%v", err)
-		}
-		keep(c)
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
-			switch c {
-			case '\\':
-				escaped = true
-			case '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			depth++
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	if c != '{' && c != '[' && c != '"' {
+	default:
 		// A bare scalar (number, true, null, ...): read to its end.
 		for {
 			b, err := s.r.Peek(1)
 			if err != nil || isSpace(b[0]) || b[0] == ',' || b[0] == ']' {
 				break
 			}
-			c, _ := s.readByte()
-			keep(c)
+			keep(b[:1])
+			s.r.Discard(1)
 		}
+		if tooLarge {
+			return nil, 0, &LoadError{Line: start, Err: ErrRecordTooLarge}
+		}
+		return s.buf, start, nil
+	}
+	for depth > 0 || inString {
+		if _, err := s.r.Peek(1); err != nil {
+			if err == io.EOF {
+				return nil, 0, s.fail(start, "the array element that starts here is cut off by the end of the file")
+			}
+			return nil, 0, s.fail(s.line, "%v", err)
+		}
+		chunk, _ := s.r.Peek(s.r.Buffered())
+		i := 0
+		for i < len(chunk) && (depth > 0 || inString) {
+			switch {
+			case escaped:
+				escaped = false
+				i++
+			case inString:
+				j := bytes.IndexAny(chunk[i:], "\"\\")
+				if j < 0 {
+					i = len(chunk)
+					continue
+				}
+				i += j
+				if chunk[i] == '\\' {
+					escaped = true
+				} else {
+					inString = false
+				}
+				i++
+			default:
+				switch chunk[i] {
+				case '"':
+					inString = true
+				case '{', '[':
+					depth++
+				case '}', ']':
+					depth--
+				}
+				i++
+			}
+		}
+		keep(chunk[:i])
+		s.r.Discard(i)
 	}
 	if tooLarge {
 		return nil, 0, &LoadError{Line: start, Err: ErrRecordTooLarge}
