@@ -6,10 +6,11 @@ import (
 )
 
 // Causal grouped-query attention over packed sequences. Query head h reads
-// key-value head h/(NH/KVH), as Hugging Face's repeat_kv does. The forward
-// keeps only the log-normaliser of each softmax row; the backward recomputes
-// the probabilities from it, flash-attention style, so no [T, T] matrix is
-// ever stored.
+// key-value head h/(NH/KVH), as Hugging Face's repeat_kv does. Work runs in
+// blocks of query rows as matmuls against the keys the block can see; the
+// forward keeps only the log-normaliser of each softmax row and the backward
+// recomputes the probabilities from it, flash-attention style, so no
+// [T, T] matrix is ever stored.
 
 type attnDims struct{ NH, KVH, HS, W, qOff, kOff, vOff int }
 
@@ -26,99 +27,103 @@ func checkSeqs(seqs []int32, T int) {
 	}
 }
 
+// attnBlock is the number of query rows one attention task handles.
+const attnBlock = 64
+
 func (d *CPU[F]) Attention(out, lse, qkv Buffer, seqs []int32, NH, KVH, HS int) {
 	o, L, x := buf[F](out), buf[F](lse), buf[F](qkv)
 	a := newAttnDims(NH, KVH, HS)
 	T := len(x) / a.W
 	checkSeqs(seqs, T)
-	scale := 1 / math.Sqrt(float64(HS))
-	// One task per (head, token): the causal rows of one head are unequal
-	// in cost, so the split is over tokens of all sequences interleaved.
-	d.parallel(NH*T, 32, func(lo, hi int) {
-		p := make([]float64, 0, 256)
-		acc := make([]float64, HS)
-		for task := lo; task < hi; task++ {
-			h, t := task/T, task%T
-			s := seqStart(seqs, t)
-			kv := h / (NH / KVH)
-			q := x[t*a.W+a.qOff+h*HS:][:HS]
-			p = p[:0]
-			m := math.Inf(-1)
-			for j := s; j <= t; j++ {
-				k := x[j*a.W+a.kOff+kv*HS:][:HS]
-				v := float64(dot(q, k)) * scale
-				p = append(p, v)
-				m = math.Max(m, v)
+	scale := float32(1 / math.Sqrt(float64(HS)))
+	type task struct{ h, s0, t0, nq int }
+	var tasks []task
+	for sq := 0; sq+1 < len(seqs); sq++ {
+		s0, e := int(seqs[sq]), int(seqs[sq+1])
+		for h := 0; h < NH; h++ {
+			for t0 := s0; t0 < e; t0 += attnBlock {
+				tasks = append(tasks, task{h, s0, t0, min(attnBlock, e-t0)})
+			}
+		}
+	}
+	// Tasks differ in cost (later blocks see more keys), so workers pull
+	// them one at a time.
+	d.dynamic(len(tasks), func(i int, scratch *[]F) {
+		tk := tasks[i]
+		kv := tk.h / (NH / KVH)
+		nk := tk.t0 + tk.nq - tk.s0
+		S := grow(scratch, tk.nq*nk)
+		gemm1(false, true, tk.nq, nk, HS, scale, x[tk.t0*a.W+a.qOff+tk.h*HS:], a.W, x[tk.s0*a.W+a.kOff+kv*HS:], a.W, 0, S, nk)
+		for i := 0; i < tk.nq; i++ {
+			row := S[i*nk : (i+1)*nk]
+			valid := tk.t0 + i - tk.s0 + 1 // keys s0..t0+i
+			m := row[0]
+			for _, v := range row[:valid] {
+				m = max(m, v)
 			}
 			var sum float64
-			clear(acc)
-			for jj, v := range p {
-				e := math.Exp(v - m)
-				sum += e
-				vr := x[(s+jj)*a.W+a.vOff+kv*HS:][:HS]
-				for c := range acc {
-					acc[c] += e * float64(vr[c])
-				}
+			for j := range valid {
+				e := expF(row[j] - m)
+				row[j] = e
+				sum += float64(e)
 			}
-			or := o[t*NH*HS+h*HS:][:HS]
-			for c := range or {
-				or[c] = F(acc[c] / sum)
+			clear(row[valid:])
+			inv := F(1 / sum)
+			for j := range valid {
+				row[j] *= inv
 			}
-			L[h*T+t] = F(m + math.Log(sum))
+			L[tk.h*T+tk.t0+i] = F(float64(m) + math.Log(sum))
 		}
+		gemm1(false, false, tk.nq, HS, nk, 1, S, nk, x[tk.s0*a.W+a.vOff+kv*HS:], a.W, 0, o[tk.t0*NH*HS+tk.h*HS:], NH*HS)
 	})
 }
 
+// AttentionBackward recomputes each block's probabilities P = e^(S − lse)
+// and forms dV += Pᵀ·dO, dS = P ⊙ (dO·Vᵀ − rowsum(dO ⊙ O)), dQ = dS·K and
+// dK += dSᵀ·Q (the softmax scale folded into dS). A task owns one
+// key-value head of one sequence, so dK and dV have a single writer.
 func (d *CPU[F]) AttentionBackward(dqkv, dout, out, lse, qkv Buffer, seqs []int32, NH, KVH, HS int) {
 	dx, dy, o, L, x := buf[F](dqkv), buf[F](dout), buf[F](out), buf[F](lse), buf[F](qkv)
 	a := newAttnDims(NH, KVH, HS)
 	T := len(x) / a.W
 	checkSeqs(seqs, T)
 	clear(dx)
-	scale := 1 / math.Sqrt(float64(HS))
+	scale := float32(1 / math.Sqrt(float64(HS)))
 	group := NH / KVH
 	nseq := len(seqs) - 1
-	// One task per (sequence, key-value head): it owns dk and dv of that
-	// head in that sequence and dq of the query heads of its group.
-	d.parallel(nseq*KVH, 1, func(lo, hi int) {
-		dq, dk, dv := make([]float64, HS), make([]float64, 0), make([]float64, 0)
-		for task := lo; task < hi; task++ {
-			sq, kv := task/KVH, task%KVH
-			s, e := int(seqs[sq]), int(seqs[sq+1])
-			n := e - s
-			dk, dv = resize(dk, n*HS), resize(dv, n*HS)
-			for h := kv * group; h < (kv+1)*group; h++ {
-				for t := s; t < e; t++ {
-					q := x[t*a.W+a.qOff+h*HS:][:HS]
-					g := dy[t*NH*HS+h*HS:][:HS]
-					D := float64(dot(g, o[t*NH*HS+h*HS:][:HS]))
-					lt := float64(L[h*T+t])
-					clear(dq)
-					for j := s; j <= t; j++ {
-						k := x[j*a.W+a.kOff+kv*HS:][:HS]
-						v := x[j*a.W+a.vOff+kv*HS:][:HS]
-						pij := math.Exp(float64(dot(q, k))*scale - lt)
-						dp := float64(dot(g, v))
-						ds := pij * (dp - D) * scale
-						dkj, dvj := dk[(j-s)*HS:][:HS], dv[(j-s)*HS:][:HS]
-						for c := 0; c < HS; c++ {
-							dq[c] += ds * float64(k[c])
-							dkj[c] += ds * float64(q[c])
-							dvj[c] += pij * float64(g[c])
-						}
+	QW := NH * HS
+	d.dynamic(nseq*KVH, func(task int, scratch *[]F) {
+		sq, kv := task/KVH, task%KVH
+		s0, e := int(seqs[sq]), int(seqs[sq+1])
+		for h := kv * group; h < (kv+1)*group; h++ {
+			for t0 := s0; t0 < e; t0 += attnBlock {
+				nq := min(attnBlock, e-t0)
+				nk := t0 + nq - s0
+				buf2 := grow(scratch, 2*nq*nk)
+				P, dS := buf2[:nq*nk], buf2[nq*nk:]
+				q := x[t0*a.W+a.qOff+h*HS:]
+				k := x[s0*a.W+a.kOff+kv*HS:]
+				v := x[s0*a.W+a.vOff+kv*HS:]
+				g := dy[t0*QW+h*HS:]
+				gemm1(false, true, nq, nk, HS, scale, q, a.W, k, a.W, 0, P, nk)
+				gemm1(false, true, nq, nk, HS, 1, g, QW, v, a.W, 0, dS, nk)
+				for i := 0; i < nq; i++ {
+					t := t0 + i
+					valid := t - s0 + 1
+					lt := L[h*T+t]
+					D := dot(dy[t*QW+h*HS:][:HS], o[t*QW+h*HS:][:HS])
+					pr, dr := P[i*nk:(i+1)*nk], dS[i*nk:(i+1)*nk]
+					for j := range valid {
+						p := expF(pr[j] - lt)
+						pr[j] = p
+						dr[j] = p * (dr[j] - D) * F(scale)
 					}
-					dqr := dx[t*a.W+a.qOff+h*HS:][:HS]
-					for c := range dqr {
-						dqr[c] = F(dq[c])
-					}
+					clear(pr[valid:])
+					clear(dr[valid:])
 				}
-			}
-			for t := s; t < e; t++ {
-				dkr, dvr := dx[t*a.W+a.kOff+kv*HS:][:HS], dx[t*a.W+a.vOff+kv*HS:][:HS]
-				for c := 0; c < HS; c++ {
-					dkr[c] = F(dk[(t-s)*HS+c])
-					dvr[c] = F(dv[(t-s)*HS+c])
-				}
+				gemm1(false, false, nq, HS, nk, 1, dS, nk, k, a.W, 0, dx[t0*a.W+a.qOff+h*HS:], a.W)
+				gemm1(true, false, nk, HS, nq, 1, dS, nk, q, a.W, 1, dx[s0*a.W+a.kOff+kv*HS:], a.W)
+				gemm1(true, false, nk, HS, nq, 1, P, nk, g, QW, 1, dx[s0*a.W+a.vOff+kv*HS:], a.W)
 			}
 		}
 	})
@@ -167,7 +172,7 @@ func (d *CPU[F]) AttentionCached(out, qkv, kc, vc Buffer, slots, pos0, lens []in
 			var sum float64
 			clear(acc)
 			for i, v := range p {
-				e := math.Exp(v - m)
+				e := float64(expF(F(v - m)))
 				sum += e
 				vr := V[base+i*kvw+kv*HS:][:HS]
 				for c := range acc {
@@ -216,11 +221,10 @@ func dot[F Float](a, b []F) F {
 	return (s0 + s1) + (s2 + s3)
 }
 
-func resize(s []float64, n int) []float64 {
-	if cap(s) < n {
-		return make([]float64, n)
+// grow returns (*s)[:n], reallocating when the capacity is short.
+func grow[F Float](s *[]F, n int) []F {
+	if cap(*s) < n {
+		*s = make([]F, n)
 	}
-	s = s[:n]
-	clear(s)
-	return s
+	return (*s)[:n]
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Float is the element type of a CPU device: float32 for real work, float64
@@ -166,6 +167,29 @@ func (d *CPU[F]) AdamW(p, g, m, v Buffer, hp AdamWParams) {
 			P[i] = F(pi - lr*((mi/c1)/(math.Sqrt(vi/c2)+eps)+wd*pi))
 		}
 	})
+}
+
+// dynamic runs fn(i) for i in [0, n) on d.threads workers that pull
+// indices one at a time (for tasks of unequal cost); each worker has its
+// own scratch slice.
+func (d *CPU[F]) dynamic(n int, fn func(i int, scratch *[]F)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < min(d.threads, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var scratch []F
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				fn(i, &scratch)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // parallel splits [0, n) into at most d.threads contiguous ranges of at
