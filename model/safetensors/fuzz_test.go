@@ -63,3 +63,26 @@ func FuzzParseHeader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseIndex: any index text either parses into a weight map of plain
+// file names or fails with an *Error naming the index.
+func FuzzParseIndex(f *testing.F) {
+	f.Add([]byte(`{"metadata":{"total_size":8},"weight_map":{"a":"model-00001-of-00002.safetensors","b":"model-00002-of-00002.safetensors"}}`))
+	f.Add([]byte(`{"weight_map":{"a":"../x","a":"y"}}`))
+	f.Add([]byte(`{"weight_map":{"a":1}}`))
+	f.Add([]byte(`{"weight_map":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		wm, err := parseIndex(data, "idx.json")
+		if err != nil {
+			if e, ok := err.(*Error); !ok || e.File != "idx.json" {
+				t.Fatalf("error %T without the file: %v", err, err)
+			}
+			return
+		}
+		for name, shard := range wm {
+			if shard == "" || shard == ".." || filepath.Base(shard) != shard {
+				t.Fatalf("tensor %q maps to %q, outside the folder", name, shard)
+			}
+		}
+	})
+}
