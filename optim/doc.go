@@ -1,4 +1,12 @@
 // Package optim updates model parameters: AdamW with decoupled weight decay
-// over the flat parameter arena, gradient-norm clipping and learning-rate
-// schedules.
+// over a model's flat parameter arena, global gradient-norm clipping, and
+// learning-rate schedules (linear warm-up, then constant or cosine decay).
+//
+// The central type is AdamW. Its moments live on the model's device in
+// float32 arenas laid out like the parameters, so one fused device call
+// updates every weight; on a GPU the device keeps float32 master weights
+// beside its bfloat16 compute copy. Step reads the gradient arena and never
+// clears it: the trainer zeroes gradients before accumulating the next
+// mini-batch. Errors concern only the optimizer-state files (Save, Load),
+// which name the file and what disagreed.
 package optim

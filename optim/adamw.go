@@ -1,0 +1,162 @@
+package optim
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/safetensors"
+)
+
+// Config holds AdamW's hyperparameters and its schedule; the defaults are
+// verl's actor defaults (reference/agent-r1.md §1.8).
+type Config struct {
+	LR          float64 `yaml:"lr" help:"peak learning rate"`
+	Beta1       float64 `yaml:"beta1" help:"AdamW first-moment decay"`
+	Beta2       float64 `yaml:"beta2" help:"AdamW second-moment decay"`
+	Eps         float64 `yaml:"eps" help:"AdamW epsilon"`
+	WeightDecay float64 `yaml:"weight_decay" help:"decoupled weight decay"`
+	GradClip    float64 `yaml:"grad_clip" help:"clip the global gradient norm to this (0: off)"`
+	WarmupSteps int     `yaml:"warmup_steps" help:"linear warm-up steps from 0 to lr"`
+	Schedule    string  `yaml:"schedule" help:"after warm-up: constant or cosine"`
+	MinLRRatio  float64 `yaml:"min_lr_ratio" help:"cosine floor as a fraction of lr"`
+}
+
+// DefaultConfig returns verl's actor optimizer defaults.
+func DefaultConfig() Config {
+	return Config{LR: 1e-6, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, GradClip: 1.0, Schedule: "constant"}
+}
+
+// Validate reports a hyperparameter outside its range.
+func (c *Config) Validate() error {
+	switch {
+	case !(c.LR >= 0) || math.IsInf(c.LR, 0):
+		return fmt.Errorf("optim: lr %v must be a finite number ≥ 0", c.LR)
+	case !(c.Beta1 >= 0 && c.Beta1 < 1) || !(c.Beta2 >= 0 && c.Beta2 < 1):
+		return fmt.Errorf("optim: betas (%v, %v) must lie in [0, 1)", c.Beta1, c.Beta2)
+	case !(c.Eps > 0):
+		return fmt.Errorf("optim: eps %v must be > 0", c.Eps)
+	case !(c.WeightDecay >= 0), !(c.GradClip >= 0), c.WarmupSteps < 0:
+		return fmt.Errorf("optim: weight_decay %v, grad_clip %v and warmup_steps %d must be ≥ 0", c.WeightDecay, c.GradClip, c.WarmupSteps)
+	case c.Schedule != "constant" && c.Schedule != "cosine":
+		return fmt.Errorf("optim: schedule %q is neither constant nor cosine", c.Schedule)
+	case !(c.MinLRRatio >= 0 && c.MinLRRatio <= 1):
+		return fmt.Errorf("optim: min_lr_ratio %v must lie in [0, 1]", c.MinLRRatio)
+	}
+	return nil
+}
+
+// LRAt is the learning rate of 0-based step s of total: linear warm-up to LR
+// over WarmupSteps (step 0 gets LR/WarmupSteps), then constant, or cosine
+// decay from LR to LR·MinLRRatio at the last step.
+func (c *Config) LRAt(s, total int) float64 {
+	if s < c.WarmupSteps {
+		return c.LR * float64(s+1) / float64(c.WarmupSteps)
+	}
+	if c.Schedule != "cosine" || total <= c.WarmupSteps+1 {
+		return c.LR
+	}
+	p := float64(s-c.WarmupSteps) / float64(total-c.WarmupSteps-1)
+	p = min(max(p, 0), 1)
+	floor := c.LR * c.MinLRRatio
+	return floor + (c.LR-floor)*0.5*(1+math.Cos(math.Pi*p))
+}
+
+// AdamW updates a parameter arena from its gradient arena.
+type AdamW struct {
+	Config
+	TotalSteps int // for the cosine schedule
+
+	dev           model.Device
+	params, grads model.Buffer
+	m, v          model.Buffer // first and second moments, laid out as params
+	step          int          // updates done so far
+}
+
+// New returns an optimizer for params (updated in place) reading grads.
+func New(dev model.Device, params, grads model.Buffer, cfg Config, totalSteps int) (*AdamW, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if params.Len() != grads.Len() {
+		return nil, fmt.Errorf("optim: %d parameters but %d gradients", params.Len(), grads.Len())
+	}
+	return &AdamW{Config: cfg, TotalSteps: totalSteps, dev: dev, params: params, grads: grads,
+		m: dev.Alloc(params.Len()), v: dev.Alloc(params.Len())}, nil
+}
+
+// Steps is the number of updates done.
+func (o *AdamW) Steps() int { return o.step }
+
+// StepResult reports one update.
+type StepResult struct {
+	GradNorm float64 // global L2 norm of the gradients, after scale, before clipping
+	LR       float64
+	Skipped  bool // the gradient norm was NaN or Inf: no update was made
+}
+
+// Step applies one update. scale multiplies every gradient first (e.g.
+// 1/accumulation steps when the loss code did not already normalise); the
+// global norm is then clipped to GradClip. A non-finite norm skips the
+// update and leaves weights and moments untouched, as verl does.
+func (o *AdamW) Step(scale float64) StepResult {
+	norm := math.Sqrt(o.dev.SumSquares(o.grads)) * math.Abs(scale)
+	r := StepResult{GradNorm: norm, LR: o.LRAt(o.step, o.TotalSteps)}
+	if math.IsNaN(norm) || math.IsInf(norm, 0) {
+		r.Skipped = true
+		return r
+	}
+	if o.GradClip > 0 && norm > o.GradClip {
+		scale *= o.GradClip / norm
+	}
+	o.step++
+	o.dev.AdamW(o.params, o.grads, o.m, o.v, model.AdamWParams{
+		LR: float32(r.LR), Beta1: float32(o.Beta1), Beta2: float32(o.Beta2), Eps: float32(o.Eps),
+		WeightDecay: float32(o.WeightDecay), Step: o.step, GradScale: float32(scale)})
+	return r
+}
+
+// Save writes the moments and the step count to a safetensors file.
+func (o *AdamW) Save(path string) error {
+	m, v := make([]float32, o.m.Len()), make([]float32, o.v.Len())
+	o.dev.Download(m, o.m)
+	o.dev.Download(v, o.v)
+	n := len(m)
+	return safetensors.WriteFile(path, []safetensors.Tensor{
+		{Name: "exp_avg", DType: safetensors.F32, Shape: []int{n}, F32: m},
+		{Name: "exp_avg_sq", DType: safetensors.F32, Shape: []int{n}, F32: v},
+	}, map[string]string{"step": strconv.Itoa(o.step), "format": "r1go-adamw"})
+}
+
+// Load restores what Save wrote; the file must match the parameter count.
+func (o *AdamW) Load(path string) error {
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	step, err := strconv.Atoi(f.Metadata()["step"])
+	if err != nil || step < 0 {
+		return fmt.Errorf("optim: %s: metadata step %q is not a step count", path, f.Metadata()["step"])
+	}
+	for _, t := range []struct {
+		name string
+		dst  model.Buffer
+	}{{"exp_avg", o.m}, {"exp_avg_sq", o.v}} {
+		info, ok := f.Info(t.name)
+		if !ok {
+			return fmt.Errorf("optim: %s: tensor %s is missing", path, t.name)
+		}
+		if int(info.NumElements()) != t.dst.Len() {
+			return fmt.Errorf("optim: %s: tensor %s has %d values, the model has %d parameters", path, t.name, info.NumElements(), t.dst.Len())
+		}
+		host := make([]float32, t.dst.Len())
+		if err := f.ReadF32(t.name, host); err != nil {
+			return err
+		}
+		o.dev.Upload(t.dst, host)
+	}
+	o.step = step
+	return nil
+}
