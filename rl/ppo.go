@@ -58,10 +58,21 @@ func ppoFused(b *Batch, cfg *LossConfig, w Weights, out *Output, x actorTerms) e
 		aKL
 		nAcc
 	)
+	vec := useAVX2 && !add && !x.entropy && !x.kl
 	acc := forChunks(b, nAcc, func(slo, shi int, acc []float64) {
-		var ratio, kexp [blockLen]float64
 		var loss, negKL, bad, entSum, klSum float64
 		var clipped, lower, n int // integer counters: no float add latency chain
+		if vec {
+			k := newPPOVecConsts(lo, hi, c)
+			for i := slo; i < shi; i++ {
+				s, e := b.Seq(i)
+				loss += w[i] * ppoSeqVec(k, m, lp, old, adv, g, s, e, w[i], &negKL, &bad, &n, &clipped, &lower)
+			}
+			acc[aLoss], acc[aClipped], acc[aLower], acc[aNegKL] = loss, float64(clipped), float64(lower), negKL
+			acc[aCount], acc[aBad] = float64(n), bad
+			return
+		}
+		var ratio, kexp [blockLen]float64
 		for i := slo; i < shi; i++ {
 			s, e := b.Seq(i)
 			wi := w[i]

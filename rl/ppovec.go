@@ -1,0 +1,100 @@
+package rl
+
+import "math"
+
+// ppoVecConsts holds the vector loop's constants, each broadcast to four
+// lanes; the field order is the offset table in ppovec_amd64.s.
+type ppoVecConsts struct {
+	negClamp, posClamp [4]float64
+	log2e, ln2Hi       [4]float64
+	ln2Lo              [4]float64
+	poly               [14][4]float64 // 1/13!, 1/12!, ..., 1/1!, 1
+	lo, hi, dual, w    [4]float64
+	one                [4]float64
+}
+
+func splat(x float64) [4]float64 { return [4]float64{x, x, x, x} }
+
+func newPPOVecConsts(lo, hi, c float64) *ppoVecConsts {
+	k := &ppoVecConsts{
+		negClamp: splat(-logRatioClamp), posClamp: splat(logRatioClamp),
+		log2e: splat(math.Log2E), ln2Hi: splat(6.93147180369123816490e-01), ln2Lo: splat(1.90821492927058770002e-10),
+		lo: splat(lo), hi: splat(hi), dual: splat(c), one: splat(1),
+	}
+	// Taylor coefficients of e^r for |r| ≤ ln2/2: the r^14 term is below 5e-18.
+	fact := 1.0
+	for j := 1; j <= 13; j++ {
+		fact *= float64(j)
+	}
+	for j := range 14 {
+		k.poly[j] = splat(1 / fact) // 1/(13−j)!
+		if d := float64(13 - j); d > 0 {
+			fact /= d
+		}
+	}
+	return k
+}
+
+// ppoSeqVec runs the vanilla PPO loss over tokens [s, e) of one sequence
+// with weight wi, overwriting g there: whole groups of four in the AVX2 loop,
+// the rest with ppoToken. It returns the sequence's Σ ℓ and adds to the
+// chunk's counters.
+func ppoSeqVec(k *ppoVecConsts, m []bool, lp, old, adv, g []float64, s, e int, wi float64,
+	negKL, bad *float64, n, clipped, lower *int) float64 {
+	var seq float64
+	n4 := (e - s) &^ 3
+	if n4 > 0 {
+		var acc [6][4]float64
+		k.w = splat(wi)
+		ppoVecAVX2(&m[s], &lp[s], &old[s], &adv[s], &g[s], n4, k, &acc)
+		lane := func(j int) float64 { return acc[j][0] + acc[j][1] + acc[j][2] + acc[j][3] }
+		seq = lane(0)
+		*negKL -= lane(1)
+		*bad += lane(2)
+		*n += int(lane(3))
+		*clipped += int(lane(4))
+		*lower += int(lane(5))
+	}
+	lo, hi, c := k.lo[0], k.hi[0], k.dual[0]
+	for t := s + n4; t < e; t++ {
+		if !m[t] {
+			g[t] = 0
+			continue
+		}
+		dk, a := lp[t]-old[t], adv[t]
+		chk := dk + a
+		*bad += chk - chk
+		l, grad, isClip, isLower := ppoToken(a, dk, math.Exp(clampf(dk, -logRatioClamp, logRatioClamp)), lo, hi, c)
+		seq += l
+		*negKL -= clampf(dk, -logRatioClamp, logRatioClamp)
+		*n++
+		if isClip {
+			*clipped++
+		}
+		if isLower {
+			*lower++
+		}
+		g[t] = wi * grad
+	}
+	return seq
+}
+
+// ppoToken is the vanilla PPO loss of one token: log-ratio dk, ratio
+// r = e^clamp(dk, ±20), clip range [lo, hi], dual-clip bound c.
+func ppoToken(a, dk, r, lo, hi, c float64) (l, grad float64, clipped, lower bool) {
+	l1 := -a * r
+	l2 := -a * clampf(r, lo, hi)
+	l, grad = l1, l1
+	if l2 > l1 {
+		l, grad, clipped = l2, 0, true
+	}
+	if a < 0 {
+		if l3 := -a * c; l > l3 {
+			l, grad, lower = l3, 0, true
+		}
+	}
+	if dk > logRatioClamp || dk < -logRatioClamp {
+		grad = 0
+	}
+	return l, grad, clipped, lower
+}

@@ -1,0 +1,12 @@
+package rl
+
+import "golang.org/x/sys/cpu"
+
+// useAVX2 selects the AVX2/FMA loop for the plain PPO loss (no fused
+// entropy or KL term); tests turn it off to check it against the scalar loop.
+var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// ppoVecAVX2 is implemented in ppovec_amd64.s.
+//
+//go:noescape
+func ppoVecAVX2(mask *bool, lp, old, adv, grad *float64, n int, k *ppoVecConsts, acc *[6][4]float64)

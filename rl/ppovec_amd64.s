@@ -1,0 +1,128 @@
+#include "textflag.h"
+
+// func ppoVecAVX2(mask *bool, lp, old, adv, grad *float64, n int, k *ppoVecConsts, acc *[6][4]float64)
+//
+// The vanilla PPO token loop of ppoFused, four tokens per step (n is a
+// multiple of 4). Per token, with on = mask:
+//   d = lp − old, dc = clamp(d, ±20), ρ = e^dc (range reduction by ln 2 and
+//   a degree-13 polynomial), ℓ1 = −Aρ, ℓ2 = −A·clamp(ρ, lo, hi),
+//   clip = ℓ2 > ℓ1, ℓc = clip ? ℓ2 : ℓ1, grad = clip ? 0 : ℓ1,
+//   lower = A < 0 ∧ ℓc > −A·c, ℓ = lower ? −A·c : ℓc, grad = lower ? 0 : grad,
+//   grad = 0 unless d = dc and on; g = w·grad (0 on masked-out tokens).
+// Accumulated per lane: Σ on·ℓ, Σ on·dc, Σ on·(x − x) (finiteness),
+// Σ on, Σ on·clip, Σ on·lower, stored to acc in that order.
+//
+// Constant layout (ppoVecConsts, each entry four equal float64s):
+//   0 −20, 32 +20, 64 log2 e, 96 ln2 hi, 128 ln2 lo, 160..576 poly c13..c0,
+//   608 lo, 640 hi, 672 c, 704 w, 736 1.0
+TEXT ·ppoVecAVX2(SB), NOSPLIT, $0-64
+	MOVQ mask+0(FP), SI
+	MOVQ lp+8(FP), DI
+	MOVQ old+16(FP), R8
+	MOVQ adv+24(FP), R9
+	MOVQ grad+32(FP), R10
+	MOVQ n+40(FP), BX
+	MOVQ k+48(FP), DX
+	MOVQ acc+56(FP), R11
+	XORQ CX, CX
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+	VXORPD Y12, Y12, Y12
+	VXORPD Y13, Y13, Y13
+	VXORPD Y14, Y14, Y14
+	VXORPD Y15, Y15, Y15
+
+loop:
+	CMPQ CX, BX
+	JGE  done
+
+	// on: 0/1 bytes widened to 64-bit lanes, then 0 − x = all ones where on
+	VPMOVZXBQ (SI)(CX*1), Y0
+	VPXOR     Y1, Y1, Y1
+	VPSUBQ    Y0, Y1, Y0
+
+	VMOVUPD (DI)(CX*8), Y1
+	VSUBPD  (R8)(CX*8), Y1, Y1 // d
+	VMOVUPD (R9)(CX*8), Y2     // A
+
+	// finiteness: (d + A) − (d + A) is NaN for a NaN or ±Inf input
+	VADDPD Y2, Y1, Y3
+	VSUBPD Y3, Y3, Y3
+	VANDPD Y0, Y3, Y3
+	VADDPD Y3, Y12, Y12
+
+	VMAXPD 0(DX), Y1, Y3
+	VMINPD 32(DX), Y3, Y3    // dc
+	VCMPPD $0x00, Y3, Y1, Y4 // in range: d == dc
+	VANDPD Y0, Y3, Y5
+	VADDPD Y5, Y11, Y11
+
+	// ρ = e^dc = 2^kf · e^r, kf = round(dc·log2 e), r = dc − kf·ln 2
+	VMULPD       64(DX), Y3, Y5
+	VROUNDPD     $0, Y5, Y5
+	VFNMADD231PD 96(DX), Y5, Y3
+	VFNMADD231PD 128(DX), Y5, Y3
+	VMOVUPD      160(DX), Y6
+	VFMADD213PD  192(DX), Y3, Y6
+	VFMADD213PD  224(DX), Y3, Y6
+	VFMADD213PD  256(DX), Y3, Y6
+	VFMADD213PD  288(DX), Y3, Y6
+	VFMADD213PD  320(DX), Y3, Y6
+	VFMADD213PD  352(DX), Y3, Y6
+	VFMADD213PD  384(DX), Y3, Y6
+	VFMADD213PD  416(DX), Y3, Y6
+	VFMADD213PD  448(DX), Y3, Y6
+	VFMADD213PD  480(DX), Y3, Y6
+	VFMADD213PD  512(DX), Y3, Y6
+	VFMADD213PD  544(DX), Y3, Y6
+	VFMADD213PD  576(DX), Y3, Y6
+	VCVTPD2DQY   Y5, X7
+	VPMOVSXDQ    X7, Y7
+	VPSLLQ       $52, Y7, Y7
+	VPADDQ       Y7, Y6, Y6 // ρ
+
+	VXORPD    Y8, Y8, Y8
+	VSUBPD    Y2, Y8, Y8      // −A
+	VMULPD    Y6, Y8, Y9      // ℓ1
+	VMAXPD    608(DX), Y6, Y7
+	VMINPD    640(DX), Y7, Y7
+	VMULPD    Y7, Y8, Y7      // ℓ2
+	VCMPPD    $0x0e, Y9, Y7, Y5 // clip: ℓ2 > ℓ1
+	VBLENDVPD Y5, Y7, Y9, Y3  // ℓc
+	VANDNPD   Y9, Y5, Y9      // grad
+	VANDPD    Y0, Y5, Y5
+	VANDPD    736(DX), Y5, Y5
+	VADDPD    Y5, Y14, Y14
+
+	VMULPD    672(DX), Y8, Y7   // ℓ3 = −A·c
+	VCMPPD    $0x0e, Y7, Y3, Y5 // ℓc > ℓ3
+	VXORPD    Y6, Y6, Y6
+	VCMPPD    $0x01, Y6, Y2, Y6 // A < 0
+	VANDPD    Y6, Y5, Y5        // lower
+	VBLENDVPD Y5, Y7, Y3, Y3    // ℓ
+	VANDNPD   Y9, Y5, Y9
+	VANDPD    Y4, Y9, Y9
+	VANDPD    Y0, Y9, Y9
+	VMULPD    704(DX), Y9, Y9
+	VMOVUPD   Y9, (R10)(CX*8)
+
+	VANDPD Y0, Y5, Y5
+	VANDPD 736(DX), Y5, Y5
+	VADDPD Y5, Y15, Y15
+	VANDPD Y0, Y3, Y3
+	VADDPD Y3, Y10, Y10
+	VANDPD 736(DX), Y0, Y5
+	VADDPD Y5, Y13, Y13
+
+	ADDQ $4, CX
+	JMP  loop
+
+done:
+	VMOVUPD Y10, 0(R11)
+	VMOVUPD Y11, 32(R11)
+	VMOVUPD Y12, 64(R11)
+	VMOVUPD Y13, 96(R11)
+	VMOVUPD Y14, 128(R11)
+	VMOVUPD Y15, 160(R11)
+	VZEROUPPER
+	RET

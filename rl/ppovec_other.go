@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package rl
+
+var useAVX2 = false
+
+func ppoVecAVX2(mask *bool, lp, old, adv, grad *float64, n int, k *ppoVecConsts, acc *[6][4]float64) {
+	panic("rl: ppoVecAVX2 without AVX2")
+}
