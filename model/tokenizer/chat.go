@@ -223,7 +223,14 @@ func jinjaEnvironment() *exec.Environment {
 	}
 }
 
-func renderJinja(text string, vars map[string]any, fail func(error) error) (string, error) {
+func renderJinja(text string, vars map[string]any, fail func(error) error) (out string, err error) {
+	// A template is user input; a panic inside the engine is reported as
+	// that template's error rather than taking the trainer down.
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = "", fail(fmt.Errorf("template engine panic: %v", r))
+		}
+	}()
 	loader, err := loaders.NewMemoryLoader(map[string]string{"/chat_template": text})
 	if err != nil {
 		return "", fail(err)
@@ -232,7 +239,7 @@ func renderJinja(text string, vars map[string]any, fail func(error) error) (stri
 	if err != nil {
 		return "", fail(err)
 	}
-	out, err := tpl.ExecuteToString(exec.NewContext(vars))
+	out, err = tpl.ExecuteToString(exec.NewContext(vars))
 	if err != nil {
 		var raised templateError
 		if errors.As(err, &raised) {

@@ -333,6 +333,9 @@ func checkDecoder(raw json.RawMessage, byteLevel bool, fail failFunc) error {
 	return nil
 }
 
+// maxIDs bounds the id range: 16.7 million, a hundred times any model's.
+const maxIDs = 1 << 24
+
 // buildTables fills the id-indexed tables and the added-token matchers.
 func (t *Tokenizer) buildTables(added []*AddedToken, fail failFunc) error {
 	b := &t.model
@@ -348,6 +351,10 @@ func (t *Tokenizer) buildTables(added []*AddedToken, fail failFunc) error {
 			return fail(fmt.Sprintf("added_tokens[%d].id", i), "negative id %d", a.ID)
 		}
 		size = max(size, a.ID+1)
+	}
+	// Ids index dense tables; a stray huge id would allocate gigabytes.
+	if size > maxIDs {
+		return fail("model.vocab", "id %d is too large (the tables are dense; at most %d ids)", size-1, maxIDs)
 	}
 	t.tokens = make([]string, size)
 	t.raw = make([]string, size)
@@ -372,7 +379,9 @@ func (t *Tokenizer) buildTables(added []*AddedToken, fail failFunc) error {
 		}
 	}
 	t.added = added
+	t.addedIDs = make(map[string]int, len(added))
 	for _, a := range added {
+		t.addedIDs[a.Content] = a.ID
 		t.tokens[a.ID] = a.Content
 		t.special[a.ID] = a.Special
 		// Added tokens go through the decoder too, so a ByteLevel decoder

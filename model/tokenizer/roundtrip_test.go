@@ -1,7 +1,9 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -231,4 +233,58 @@ func TestBadFolder(t *testing.T) {
 			t.Errorf("config %s: error %v, want it to name %s and %q", content, err, cfg, want)
 		}
 	}
+}
+
+// tinyJSON is a complete byte-level tokenizer.json with two merges.
+const tinyJSON = `{"version": "1.0", "added_tokens": [{"id": 258, "content": "<|x|>", "special": true}],
+ "normalizer": {"type": "NFC"},
+ "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+   {"type": "Split", "pattern": {"Regex": "\\s+|\\w+|[^\\s\\w]+"}, "behavior": "Isolated", "invert": false},
+   {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]},
+ "decoder": {"type": "ByteLevel"},
+ "model": {"type": "BPE", "vocab": VOCAB, "merges": ["a b", ["ab", "c"]]}}`
+
+func tinyVocab() string {
+	var b strings.Builder
+	b.WriteString("{")
+	for id, c := range byteOrder {
+		if id > 0 {
+			b.WriteString(", ")
+		}
+		q, _ := json.Marshal(string(byteToRune[c]))
+		fmt.Fprintf(&b, "%s: %d", q, id)
+	}
+	b.WriteString(`, "ab": 256, "abc": 257}`)
+	return b.String()
+}
+
+// FuzzParse: no tokenizer.json, however broken, makes Parse panic, and a
+// file that parses encodes and decodes its own seed text.
+func FuzzParse(f *testing.F) {
+	good := strings.Replace(tinyJSON, "VOCAB", tinyVocab(), 1)
+	if _, err := Parse([]byte(good), "tiny.json"); err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(good))
+	f.Add([]byte(strings.Replace(good, `"BPE"`, `"WordPiece"`, 1)))
+	f.Add([]byte(strings.Replace(good, `"Isolated"`, `"MergedWithNext"`, 1)))
+	f.Add([]byte(strings.Replace(good, `"add_prefix_space": false, "use_regex": false`, `"add_prefix_space": true`, 1)))
+	f.Add([]byte(`{"model": {"vocab": {"a": 16777216}, "merges": []}}`))
+	f.Add([]byte(`{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a a"]}}`))
+	f.Add([]byte(`{"model": 5}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tok, err := Parse(data, "fuzz.json")
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "tokenizer: fuzz.json: ") {
+				t.Errorf("error without file name: %v", err)
+			}
+			return
+		}
+		for _, s := range []string{"abc abc", "<|x|> a\xffb"} {
+			ids := tok.Encode(s)
+			tok.DecodeText(ids)
+			tok.EncodeOrdinary(s)
+		}
+	})
 }

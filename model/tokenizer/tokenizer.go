@@ -16,6 +16,7 @@ type Tokenizer struct {
 	steps     []preStep  // the pre-tokenizer, flattened
 
 	added    []*AddedToken
+	addedIDs map[string]int // added token content -> id
 	all      matchers // Encode: every added token
 	ordinary matchers // EncodeOrdinary: non-special added tokens only
 	tokens   []string // id -> token string as in the file; "" for an unused id
@@ -153,10 +154,8 @@ func (t *Tokenizer) appendText(ids []int, s string, st *encodeState) []int {
 // TokenID returns the id of a token string: an added token's content
 // ("<|im_end|>") or a vocabulary entry in its byte-level spelling ("Ġthe").
 func (t *Tokenizer) TokenID(token string) (int, bool) {
-	for _, a := range t.added {
-		if a.Content == token {
-			return a.ID, true
-		}
+	if id, ok := t.addedIDs[token]; ok {
+		return id, true
 	}
 	id, ok := t.model.vocab[token]
 	return id, ok
