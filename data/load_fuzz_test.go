@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -54,46 +56,48 @@ func FuzzJSONArray(f *testing.F) {
 	f.Add([]byte(`[{"_id": "a", "question": "q", "answer": "x"}, {"_id": "b", "question": "\"]}", "answer": "y"}]`))
 	f.Add([]byte(`[1, "s", null, {}, [], {"_id": 1}]`))
 	f.Add([]byte("[\n{\"_id\": \"a\\\\\", \"question\": \"q\"}\n]"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		n := 0
-		rep, err := StreamReader(bytes.NewReader(in), "fuzz", LoadOptions{Format: FormatHotpotQA, SkipMalformed: true, MaxRecordBytes: 1 << 16},
-			func(Sample) error { n++; return nil })
-		checkReport(t, in, rep, err, n)
-		// Differential check against encoding/json: a valid array of
-		// small elements scans without a structural error into exactly its
-		// elements.
-		var elems []json.RawMessage
-		trimmed := bytes.TrimPrefix(in, []byte("\xef\xbb\xbf"))
-		if json.Unmarshal(trimmed, &elems) == nil && len(bytes.TrimSpace(trimmed)) > 0 && bytes.TrimSpace(trimmed)[0] == '[' && len(trimmed) < 1<<16 {
-			if err != nil || rep.Records != len(elems) {
-				t.Fatalf("valid array of %d elements: %d records, %v", len(elems), rep.Records, err)
-			}
+	f.Fuzz(fuzzArray)
+}
+
+func fuzzArray(t *testing.T, in []byte) {
+	n := 0
+	rep, err := StreamReader(bytes.NewReader(in), "fuzz", LoadOptions{Format: FormatHotpotQA, SkipMalformed: true, MaxRecordBytes: 1 << 16},
+		func(Sample) error { n++; return nil })
+	checkReport(t, in, rep, err, n)
+	// Differential check against encoding/json: a valid array of small
+	// elements scans without a structural error into exactly its elements.
+	var elems []json.RawMessage
+	trimmed := bytes.TrimPrefix(in, []byte("\xef\xbb\xbf"))
+	if json.Unmarshal(trimmed, &elems) == nil && len(bytes.TrimSpace(trimmed)) > 0 && bytes.TrimSpace(trimmed)[0] == '[' && len(trimmed) < 1<<16 {
+		if err != nil || rep.Records != len(elems) {
+			t.Fatalf("valid array of %d elements: %d records, %v", len(elems), rep.Records, err)
 		}
-	})
+	}
 }
 
 func FuzzJSONL(f *testing.F) {
 	addFileSeeds(f, "*.jsonl", "flashrag/*/*.jsonl")
 	f.Add([]byte("{\"id\": \"1\", \"question\": \"q\", \"golden_answers\": [\"a\"]}\r\n\n{\"id\": 2}\n"))
 	f.Add([]byte(`{"id": "x", "question": "q", "answer": "a", "answer_aliases": [1, "b"], "answerable": true}`))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		n := 0
-		rep, err := StreamReader(bytes.NewReader(in), "fuzz", LoadOptions{Format: FormatMuSiQue, SkipMalformed: true, MaxRecordBytes: 1 << 16},
-			func(Sample) error { n++; return nil })
-		checkReport(t, in, rep, err, n)
-		n = 0
-		rep, err = StreamReader(bytes.NewReader(in), "fuzz", LoadOptions{DataSource: "nq", SkipMalformed: true},
-			func(Sample) error { n++; return nil })
-		checkReport(t, in, rep, err, n)
-		// A good sample always has an id, a question and an answer.
-		_, err = StreamReader(bytes.NewReader(in), "fuzz", LoadOptions{DataSource: "nq", SkipMalformed: true}, func(s Sample) error {
-			if s.ID == "" || s.Question == "" || len(s.Answers) == 0 {
-				t.Fatalf("incomplete sample %+v", s)
-			}
-			return nil
-		})
-		_ = err
+	f.Fuzz(fuzzLines)
+}
+
+func fuzzLines(t *testing.T, in []byte) {
+	n := 0
+	rep, err := StreamReader(bytes.NewReader(in), "fuzz", LoadOptions{Format: FormatMuSiQue, SkipMalformed: true, MaxRecordBytes: 1 << 16},
+		func(Sample) error { n++; return nil })
+	checkReport(t, in, rep, err, n)
+	// Auto-detected, every good sample has an id, a question and an
+	// answer.
+	n = 0
+	rep, err = StreamReader(bytes.NewReader(in), "fuzz", LoadOptions{DataSource: "nq", SkipMalformed: true}, func(s Sample) error {
+		if s.ID == "" || s.Question == "" || len(s.Answers) == 0 {
+			t.Fatalf("incomplete sample %+v", s)
+		}
+		n++
+		return nil
 	})
+	checkReport(t, in, rep, err, n)
 }
 
 func FuzzParquet(f *testing.F) {
@@ -109,14 +113,66 @@ func FuzzParquet(f *testing.F) {
 		damaged[len(b)/3] ^= 0xff
 		f.Add(damaged)
 	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		n := 0
-		rep, err := streamParquet(bytes.NewReader(in), int64(len(in)), "fuzz", LoadOptions{SkipMalformed: true}, func(Sample) error { n++; return nil })
-		if rep.Samples != n {
-			t.Fatalf("report says %d samples, callback saw %d", rep.Samples, n)
+	f.Fuzz(fuzzParquet)
+}
+
+func fuzzParquet(t *testing.T, in []byte) {
+	n := 0
+	rep, err := streamParquet(bytes.NewReader(in), int64(len(in)), "fuzz", LoadOptions{SkipMalformed: true}, func(Sample) error { n++; return nil })
+	if rep.Samples != n {
+		t.Fatalf("report says %d samples, callback saw %d", rep.Samples, n)
+	}
+	if err != nil && !strings.HasPrefix(err.Error(), "data: fuzz") {
+		t.Fatalf("error %q does not name the file", err)
+	}
+}
+
+// The Go fuzzing engine stalls on the development machine (even on a
+// trivial target), so the fuzz bodies also run here over deterministic
+// random mutations of the fixtures: byte flips, cuts, and inserted JSON
+// punctuation, a few at a time.
+func TestMutatedInputs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	mutate := func(seed []byte) []byte {
+		in := bytes.Clone(seed)
+		for range 1 + rng.IntN(4) {
+			switch p := rng.IntN(len(in) + 1); rng.IntN(4) {
+			case 0:
+				if p < len(in) {
+					in[p] = byte(rng.IntN(256))
+				}
+			case 1:
+				in = in[:p]
+			case 2:
+				in = slices.Insert(in, p, "[]{}\"\\\n,:0"[rng.IntN(10)])
+			case 3:
+				if p < len(in) {
+					in = slices.Delete(in, p, min(len(in), p+1+rng.IntN(8)))
+				}
+			}
 		}
-		if err != nil && !strings.HasPrefix(err.Error(), "data: fuzz") {
-			t.Fatalf("error %q does not name the file", err)
+		return in
+	}
+	for _, tc := range []struct {
+		glob string
+		body func(*testing.T, []byte)
+		runs int
+	}{
+		{"*.json", fuzzArray, 600},
+		{"*.jsonl", fuzzLines, 600},
+		{"*.parquet", fuzzParquet, 300},
+	} {
+		files, _ := filepath.Glob(filepath.Join("testdata", tc.glob))
+		var seeds [][]byte
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seeds = append(seeds, b)
 		}
-	})
+		for range tc.runs {
+			tc.body(t, mutate(seeds[rng.IntN(len(seeds))]))
+		}
+	}
 }
