@@ -17,11 +17,11 @@ type Tokenizer struct {
 
 	added    []*AddedToken
 	addedIDs map[string]int // added token content -> id
-	all      matchers // Encode: every added token
-	ordinary matchers // EncodeOrdinary: non-special added tokens only
-	tokens   []string // id -> token string as in the file; "" for an unused id
-	raw      []string // id -> the bytes the token decodes to
-	special  []bool   // id -> added token marked special
+	all      matchers       // Encode: every added token
+	ordinary matchers       // EncodeOrdinary: non-special added tokens only
+	tokens   []string       // id -> token string as in the file; "" for an unused id
+	raw      []string       // id -> the bytes the token decodes to
+	special  []bool         // id -> added token marked special
 
 	config    Config
 	templates chatTemplates
