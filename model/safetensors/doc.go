@@ -5,10 +5,11 @@
 // that map each tensor name to its dtype, shape and [begin, end) byte
 // offsets, then the data buffer those offsets point into. The central types
 // are File (one file, memory-mapped where the OS allows it) and Dir (a
-// model folder, single file or sharded). Write and WriteDir produce files
-// that the reference implementation produces byte for byte: a compact
-// header padded with spaces to a multiple of 8, tensors ordered by
-// descending dtype alignment and then by name.
+// model folder, single file or sharded). Write and WriteDir lay files out
+// as the reference writer does: a compact header padded with spaces to a
+// multiple of 8, tensors ordered by descending dtype alignment and then by
+// name (metadata keys sorted, where the reference's order is arbitrary),
+// and shards with a model.safetensors.index.json as transformers writes it.
 //
 // Only F32, BF16 and F16 convert to and from float32. Every other dtype of
 // the format is recognised (so a file holding, say, an I64 buffer still
@@ -18,7 +19,8 @@
 // Error policy: every problem with a file is an *Error that names the file
 // and, where one is involved, the tensor, and wraps one of the Err* kinds so
 // callers can test it with errors.Is. Opening validates the whole header the
-// way the reference reader does (see ParseHeader); nothing is read lazily
-// without having been validated first. Byte slices returned by Bytes alias
-// the mapping and are valid until Close.
+// way the reference reader does (see ParseHeader), so every later read is
+// in bounds. Byte slices returned by Bytes alias the mapping and are valid
+// until Close; a file truncated by someone else while mapped faults, as
+// with any mapping.
 package safetensors
