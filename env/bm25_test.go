@@ -29,6 +29,16 @@ func buildFromString(t *testing.T, jsonl string, an AnalyzerConfig, p BM25Params
 	return ix
 }
 
+func newFixtureReader(t testing.TB) *data.CorpusReader {
+	t.Helper()
+	cr, err := data.OpenCorpus(fixtureCorpus, data.CorpusOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cr.Close() })
+	return cr
+}
+
 func buildFixture(t *testing.T, an AnalyzerConfig) (*Index, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "wiki.bm25")

@@ -152,3 +152,14 @@ func FormatHits(hits []Hit, f SearchFormat) string {
 	b.WriteString("]}")
 	return b.String()
 }
+
+// NewMultiHopQA is the multi-hop QA environment of the Agent-R1 paper: one
+// search tool over r, the Agent-R1 instruction after each question, and the
+// outcome reward named in cfg.Reward ("agent-r1" in DefaultConfig).
+func NewMultiHopQA(r Retriever, cfg Config, search SearchToolConfig) (*Env, error) {
+	tool, err := NewSearchTool(r, search)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg, tool)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -255,5 +256,44 @@ func TestAssistantBlocks(t *testing.T) {
 	got := m.AssistantBlocks(text)
 	if len(got) != 2 || got[0] != "A" || got[1] != "B <|im_start|>assistant\nC" {
 		t.Fatalf("%q", got)
+	}
+}
+
+// TestConcurrentEpisodes runs many episodes of one Env at once over the
+// real search tool: each must see only its own state.
+func TestConcurrentEpisodes(t *testing.T) {
+	ix, _ := buildFixture(t, AnalyzerConfig{})
+	e, err := NewMultiHopQA(ix, DefaultConfig(), SearchToolConfig{TopK: 1, Format: FormatSearchR1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queries := []string{"Warsaw", "Genentech", "Lake Vostok", "Kraków"}
+	errs := make(chan string, 64)
+	done := make(chan struct{})
+	for i := 0; i < 32; i++ {
+		go func(i int) {
+			defer func() { done <- struct{}{} }()
+			ep := e.NewEpisode()
+			q := queries[i%len(queries)]
+			ep.Reset(data.Sample{Question: q, Answers: []string{q}})
+			for turn := 1; turn <= 3; turn++ {
+				r := ep.Step(context.Background(), call(`{"name": "search", "arguments": {"query": "`+q+`"}}`))
+				if r.Info.Turn != turn || !r.Info.Success || !strings.Contains(r.Observation, "(Title: \""+q+"\")") {
+					errs <- fmt.Sprintf("episode %d turn %d: %+v", i, turn, r.Info)
+					return
+				}
+			}
+			s := ep.Score("<|im_start|>assistant\n<think>x</think><answer>" + q + "</answer><|im_end|>")
+			if s.EM != 1 {
+				errs <- fmt.Sprintf("episode %d scored %+v", i, s)
+			}
+		}(i)
+	}
+	for i := 0; i < 32; i++ {
+		<-done
+	}
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
