@@ -9,7 +9,7 @@ import "unicode/utf8"
 // that rule rather than typed in, so a typo cannot hide in it.
 var (
 	byteToRune [256]rune         // byte -> alphabet rune
-	runeToByte = map[rune]byte{} // alphabet rune -> byte
+	runeToByte [324]int16 // alphabet rune -> byte, -1 for runes outside it (all alphabet runes are < 324)
 	byteOrder  [256]byte         // bytes in alphabet order (printable first), the trainer's id order
 )
 
@@ -34,8 +34,11 @@ func init() {
 			extra++
 		}
 	}
+	for i := range runeToByte {
+		runeToByte[i] = -1
+	}
 	for b, r := range byteToRune {
-		runeToByte[r] = byte(b)
+		runeToByte[r] = int16(b)
 	}
 }
 
@@ -56,11 +59,10 @@ func byteLevelString(raw string) string {
 func appendByteLevelDecoded(dst []byte, token string) []byte {
 	start := len(dst)
 	for _, r := range token {
-		b, ok := runeToByte[r]
-		if !ok {
+		if r < 0 || int(r) >= len(runeToByte) || runeToByte[r] < 0 {
 			return append(dst[:start], token...)
 		}
-		dst = append(dst, b)
+		dst = append(dst, byte(runeToByte[r]))
 	}
 	return dst
 }

@@ -96,23 +96,9 @@ func (t *Tokenizer) parseModel(raw json.RawMessage, fail failFunc) error {
 	if isNull(raw) {
 		return fail("model", "missing")
 	}
-	kind, ok := typed(raw)
-	if !ok {
-		// tokenizers omits "type" for BPE in some old files; a vocab with
-		// merges is unambiguous.
-		var probe map[string]json.RawMessage
-		if json.Unmarshal(raw, &probe) != nil {
-			return fail("model", "not an object")
-		}
-		if _, hasMerges := probe["merges"]; !hasMerges {
-			return fail("model.type", "missing")
-		}
-		kind = "BPE"
-	}
-	if kind != "BPE" {
-		return fail("model.type", "unsupported model type %q (only BPE is supported)", kind)
-	}
+	// One decoding of the (large) model object; "type" is read with it.
 	var m struct {
+		Type                    *string           `json:"type"`
 		Vocab                   map[string]int    `json:"vocab"`
 		Merges                  []json.RawMessage `json:"merges"`
 		Dropout                 *float64          `json:"dropout"`
@@ -124,7 +110,15 @@ func (t *Tokenizer) parseModel(raw json.RawMessage, fail failFunc) error {
 		IgnoreMerges            bool              `json:"ignore_merges"`
 	}
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return fail("model", "%v", err)
+		return fail("model", "%s", describeJSONError(raw, err))
+	}
+	switch {
+	case m.Type == nil && m.Merges == nil:
+		return fail("model.type", "missing")
+	case m.Type != nil && *m.Type != "BPE":
+		// (tokenizers omits "type" for BPE in some old files; a vocab
+		// with merges is unambiguous.)
+		return fail("model.type", "unsupported model type %q (only BPE is supported)", *m.Type)
 	}
 	switch {
 	case m.Vocab == nil:
@@ -163,13 +157,14 @@ func (t *Tokenizer) parseModel(raw json.RawMessage, fail failFunc) error {
 		var left, right string
 		var str string
 		var pair []string
+		rawMerge = bytes.TrimSpace(rawMerge)
 		switch {
-		case json.Unmarshal(rawMerge, &str) == nil:
+		case len(rawMerge) > 0 && rawMerge[0] == '"' && json.Unmarshal(rawMerge, &str) == nil:
 			var ok bool
 			if left, right, ok = splitMerge(str, m.Vocab); !ok {
 				return fail(field, "%q is not two tokens separated by a space", str)
 			}
-		case json.Unmarshal(rawMerge, &pair) == nil && len(pair) == 2:
+		case len(rawMerge) > 0 && rawMerge[0] == '[' && json.Unmarshal(rawMerge, &pair) == nil && len(pair) == 2:
 			left, right = pair[0], pair[1]
 		default:
 			return fail(field, "%s is neither \"a b\" nor [\"a\", \"b\"]", rawMerge)
