@@ -8,9 +8,9 @@ import "unicode/utf8"
 // soft hyphen) map, in byte order, to U+0100 upward. The table is built from
 // that rule rather than typed in, so a typo cannot hide in it.
 var (
-	byteToRune [256]rune         // byte -> alphabet rune
+	byteToRune [256]rune  // byte -> alphabet rune
 	runeToByte [324]int16 // alphabet rune -> byte, -1 for runes outside it (all alphabet runes are < 324)
-	byteOrder  [256]byte         // bytes in alphabet order (printable first), the trainer's id order
+	byteOrder  [256]byte  // bytes in alphabet order (printable first), the trainer's id order
 )
 
 func init() {
