@@ -1,0 +1,112 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// Sampling chooses the next token from a row of logits.
+type Sampling struct {
+	Temperature float64 `yaml:"temperature" help:"sampling temperature; 0 is greedy"`
+	TopP        float64 `yaml:"top_p" help:"nucleus sampling mass (1: off)"`
+	TopK        int     `yaml:"top_k" help:"keep the k most likely tokens (-1 or 0: off)"`
+}
+
+// Greedy is argmax decoding, as verl validates (temperature 0).
+var Greedy = Sampling{Temperature: 0, TopP: 1, TopK: -1}
+
+// Validate reports parameters outside their range.
+func (s Sampling) Validate() error {
+	if !(s.Temperature >= 0) || math.IsInf(s.Temperature, 0) {
+		return fmt.Errorf("model: temperature %v must be a finite number ≥ 0", s.Temperature)
+	}
+	if !(s.TopP > 0 && s.TopP <= 1) {
+		return fmt.Errorf("model: top_p %v must lie in (0, 1]", s.TopP)
+	}
+	return nil
+}
+
+// SampleToken draws a token from logits under s and returns it with its
+// log-probability under softmax(logits/T), the distribution before top-k
+// and top-p truncation (log-probability 0 for greedy decoding's argmax).
+// Ties in greedy decoding go to the lowest id, so greedy runs are
+// reproducible. scratch is reused between calls to avoid allocation.
+func SampleToken(logits []float32, s Sampling, rng *rand.Rand, scratch *[]int32) (int32, float32) {
+	best := 0
+	for i, v := range logits {
+		if v > logits[best] {
+			best = i
+		}
+	}
+	if s.Temperature == 0 {
+		return int32(best), 0
+	}
+	invT := 1 / s.Temperature
+	m := float64(logits[best]) * invT
+	var sum float64
+	for _, v := range logits {
+		sum += math.Exp(float64(v)*invT - m)
+	}
+	lse := m + math.Log(sum)
+	logp := func(i int) float64 { return float64(logits[i])*invT - lse }
+
+	// Candidates: every id, or the top-k, sorted by probability when a
+	// truncation needs the order.
+	k := s.TopK
+	if k <= 0 || k > len(logits) {
+		k = len(logits)
+	}
+	if k == len(logits) && s.TopP >= 1 {
+		u := rng.Float64()
+		var c float64
+		for i := range logits {
+			c += math.Exp(logp(i))
+			if u < c {
+				return int32(i), float32(logp(i))
+			}
+		}
+		return int32(best), float32(logp(best))
+	}
+	ids := (*scratch)[:0]
+	for i := range logits {
+		ids = append(ids, int32(i))
+	}
+	slices.SortStableFunc(ids, func(a, b int32) int {
+		switch {
+		case logits[a] > logits[b]:
+			return -1
+		case logits[a] < logits[b]:
+			return 1
+		}
+		return 0
+	})
+	*scratch = ids
+	ids = ids[:k]
+	// Nucleus: the smallest prefix whose mass reaches top_p.
+	var mass float64
+	cut := len(ids)
+	for j, id := range ids {
+		mass += math.Exp(logp(int(id)))
+		if mass >= s.TopP {
+			cut = j + 1
+			break
+		}
+	}
+	ids = ids[:cut]
+	var total float64
+	for _, id := range ids {
+		total += math.Exp(logp(int(id)))
+	}
+	u := rng.Float64() * total
+	var c float64
+	for _, id := range ids {
+		c += math.Exp(logp(int(id)))
+		if u < c {
+			return id, float32(logp(int(id)))
+		}
+	}
+	last := ids[len(ids)-1]
+	return last, float32(logp(int(last)))
+}

@@ -1,0 +1,410 @@
+package rl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/r1go/r1go/data"
+	"github.com/r1go/r1go/env"
+	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/tokenizer"
+)
+
+// The multi-turn rollout. Each trajectory is a small state machine,
+//
+//	queued → prefill → decode ⇄ tool → ... → finished
+//
+// and one engine loop drives them all. Every iteration feeds one packed
+// batch to the policy: whole prompts (prefill), single sampled tokens
+// (decode), and "last sampled token + observation" chunks for trajectories
+// whose tool call has returned. A trajectory waiting for its tool is not in
+// the batch (continuous batching), so a slow tool idles nothing else.
+//
+// Token in, token out: the sampled ids are kept as sampled and never
+// re-encoded; a turn is decoded to text only to hand it to the environment,
+// and the environment's observation is encoded once and appended with
+// action mask 0.
+
+// Policy is what the rollout samples from: a language model whose keys and
+// values live in numbered slots.
+type Policy interface {
+	Vocab() int
+	Slots() int
+	MaxLen() int // positions per slot
+	Reset(slot int)
+	// Fork makes slot dst continue from slot src's current state: samples
+	// of one prompt share its prefill.
+	Fork(dst, src int)
+	// Feed appends each chunk's tokens to its slot and returns the logits
+	// after each chunk's last token, [len(chunks)][Vocab()] flattened.
+	Feed(chunks []model.Chunk) ([]float32, error)
+}
+
+// ModelPolicy adapts a Model and its KV cache to Policy.
+type ModelPolicy struct {
+	M     *model.Model
+	Cache *model.KVCache
+}
+
+// NewModelPolicy allocates a cache of slots sequences of maxLen positions.
+func NewModelPolicy(m *model.Model, slots, maxLen int) *ModelPolicy {
+	return &ModelPolicy{M: m, Cache: m.NewKVCache(slots, maxLen)}
+}
+
+func (p *ModelPolicy) Vocab() int        { return p.M.Config.VocabSize }
+func (p *ModelPolicy) Slots() int        { return p.Cache.Slots }
+func (p *ModelPolicy) MaxLen() int       { return p.Cache.MaxLen }
+func (p *ModelPolicy) Reset(slot int)    { p.Cache.Lens[slot] = 0 }
+func (p *ModelPolicy) Fork(dst, src int) { p.Cache.CopySlot(p.M.Dev, dst, src) }
+func (p *ModelPolicy) Feed(chunks []model.Chunk) ([]float32, error) {
+	return p.M.Step(p.Cache, chunks)
+}
+
+// RolloutConfig sets the sampling and the length limits of a rollout.
+type RolloutConfig struct {
+	N                 int            `yaml:"n" help:"samples per prompt (group size)"`
+	Sampling          model.Sampling `yaml:"sampling"`
+	MaxTurnTokens     int            `yaml:"max_turn_tokens" help:"model tokens per turn (max_response_length_single_turn)"`
+	MaxResponseTokens int            `yaml:"max_response_tokens" help:"tokens after the prompt, model and environment together (max_response_length)"`
+	MaxPromptTokens   int            `yaml:"max_prompt_tokens" help:"longest prompt accepted (max_prompt_length)"`
+	ToolConcurrency   int            `yaml:"tool_concurrency" help:"tool calls running at once"`
+	Seed              uint64         `yaml:"seed" help:"sampling seed; trajectory i of a rollout draws from its own stream"`
+}
+
+// DefaultRolloutConfig is Agent-R1's multi-hop script setting.
+func DefaultRolloutConfig() RolloutConfig {
+	return RolloutConfig{N: 5, Sampling: model.Sampling{Temperature: 1, TopP: 1, TopK: -1},
+		MaxTurnTokens: 1024, MaxResponseTokens: 8192, MaxPromptTokens: 8192, ToolConcurrency: 16}
+}
+
+// Validate reports settings outside their range.
+func (c *RolloutConfig) Validate() error {
+	if c.N < 1 || c.MaxTurnTokens < 1 || c.MaxResponseTokens < 1 || c.MaxPromptTokens < 1 || c.ToolConcurrency < 1 {
+		return fmt.Errorf("rl: rollout n %d, max_turn_tokens %d, max_response_tokens %d, max_prompt_tokens %d and tool_concurrency %d must all be ≥ 1",
+			c.N, c.MaxTurnTokens, c.MaxResponseTokens, c.MaxPromptTokens, c.ToolConcurrency)
+	}
+	return c.Sampling.Validate()
+}
+
+// Finish says why a trajectory ended.
+type Finish string
+
+const (
+	FinishAnswer    Finish = "answer"     // a turn without a tool call
+	FinishMaxTurns  Finish = "max_turns"  // the environment's turn limit
+	FinishLength    Finish = "length"     // the response or context limit
+	FinishTurnLimit Finish = "turn_limit" // a turn hit max_turn_tokens and had no tool call
+)
+
+// Trajectory is one finished episode, token by token.
+type Trajectory struct {
+	Sample    data.Sample
+	Group     int     // index of the prompt in the rollout; samples of one prompt share it
+	Tokens    []int32 // prompt, then response
+	PromptLen int
+	Action    []bool    // sampled by the policy
+	LogProb   []float32 // the sampler's log-probability of each action token (0 elsewhere)
+	// ToolCallEnds holds the index of the last token of each turn that the
+	// environment answered with an observation, and ProcessRewards the
+	// environment's reward for it.
+	ToolCallEnds   []int
+	ProcessRewards []float64
+	Turns          int // model turns
+	ToolCalls      int // executed tool calls
+	Finish         Finish
+	Scores         env.Scores // outcome reward and answer metrics
+}
+
+// ResponseLen is the number of tokens after the prompt.
+func (t *Trajectory) ResponseLen() int { return len(t.Tokens) - t.PromptLen }
+
+// Rollout samples N trajectories for each sample with the environment env.
+type Rollout struct {
+	Cfg    RolloutConfig
+	Policy Policy
+	Tok    *tokenizer.Tokenizer
+	Env    *env.Env
+	Stop   []int32 // token ids that end a model turn (e.g. </tool_call>, <|im_end|>)
+}
+
+// trajState is the engine's view of one trajectory.
+type trajState struct {
+	t       *Trajectory
+	ep      *env.ToolEnv
+	rng     *rand.Rand
+	slot    int
+	pending []int32 // tokens to feed next
+	turn    []int   // ids of the current model turn
+	leader  *trajState
+	cut     bool // the current turn ended at max_turn_tokens, not a stop token
+	waiting bool // a tool call is running
+	done    bool
+}
+
+type toolResult struct {
+	s   *trajState
+	res env.StepResult
+}
+
+// Run rolls out every sample N times and returns the trajectories grouped
+// by sample, in order: trajectory g·N+i is sample i of prompt g.
+func (r *Rollout) Run(ctx context.Context, samples []data.Sample) ([]*Trajectory, error) {
+	if err := r.Cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := r.Cfg.N
+	if r.Policy.Slots() < n {
+		return nil, fmt.Errorf("rl: the policy has %d slots, fewer than the %d samples of one prompt", r.Policy.Slots(), n)
+	}
+	states := make([]*trajState, 0, len(samples)*n)
+	for g, smp := range samples {
+		var leader *trajState
+		var prompt []int32
+		for i := 0; i < n; i++ {
+			ep := r.Env.NewEpisode()
+			msgs, tools := ep.Reset(smp)
+			if i == 0 {
+				var err error
+				if prompt, err = r.encodePrompt(msgs, tools); err != nil {
+					return nil, fmt.Errorf("rl: sample %s: %w", smp.ID, err)
+				}
+				if len(prompt) > r.Cfg.MaxPromptTokens || len(prompt) >= r.Policy.MaxLen() {
+					return nil, fmt.Errorf("rl: sample %s: prompt of %d tokens exceeds max_prompt_tokens %d or the context of %d",
+						smp.ID, len(prompt), r.Cfg.MaxPromptTokens, r.Policy.MaxLen())
+				}
+			}
+			idx := uint64(len(states))
+			s := &trajState{
+				t: &Trajectory{Sample: smp, Group: g, Tokens: slices.Clone(prompt), PromptLen: len(prompt),
+					Action: make([]bool, len(prompt)), LogProb: make([]float32, len(prompt))},
+				ep:  ep,
+				rng: rand.New(rand.NewPCG(r.Cfg.Seed, idx)),
+			}
+			if i == 0 {
+				leader = s
+				s.pending = slices.Clone(prompt)
+			} else {
+				s.leader = leader
+			}
+			states = append(states, s)
+		}
+	}
+	return r.run(ctx, states)
+}
+
+// encodePrompt renders the episode's first messages with the chat template
+// and the generation prompt.
+func (r *Rollout) encodePrompt(msgs []data.Message, tools []json.RawMessage) ([]int32, error) {
+	tm := make([]tokenizer.Message, len(msgs))
+	for i, m := range msgs {
+		tm[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
+	}
+	ids, err := r.Tok.EncodeChat(tm, tools, true)
+	if err != nil {
+		return nil, err
+	}
+	return toInt32(ids), nil
+}
+
+func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, error) {
+	var (
+		free    []int
+		queue   = states // not yet admitted, in order
+		active  []*trajState
+		results = make(chan toolResult, len(states))
+		sem     = make(chan struct{}, r.Cfg.ToolConcurrency)
+		running int // tool calls in flight
+		chunks  []model.Chunk
+		owners  []*trajState
+		scratch []int32
+	)
+	for s := r.Policy.Slots() - 1; s >= 0; s-- {
+		free = append(free, s)
+	}
+	V := r.Policy.Vocab()
+	for {
+		// Admit whole groups while their slots fit, so a leader's prefill
+		// can be forked into its followers right after it runs.
+		for len(queue) > 0 {
+			g := 1
+			for g < len(queue) && queue[g].leader == queue[0] {
+				g++
+			}
+			if g > len(free) {
+				break
+			}
+			for _, s := range queue[:g] {
+				s.slot = free[len(free)-1]
+				free = free[:len(free)-1]
+				r.Policy.Reset(s.slot)
+				active = append(active, s)
+			}
+			queue = queue[g:]
+		}
+		// Gather this iteration's chunks.
+		chunks, owners = chunks[:0], owners[:0]
+		for _, s := range active {
+			if !s.done && !s.waiting && len(s.pending) > 0 {
+				chunks = append(chunks, model.Chunk{Slot: s.slot, Tokens: s.pending})
+				owners = append(owners, s)
+			}
+		}
+		if len(chunks) == 0 {
+			if running == 0 {
+				if len(queue) > 0 {
+					return nil, fmt.Errorf("rl: rollout stalled with %d trajectories queued", len(queue))
+				}
+				break
+			}
+			select {
+			case tr := <-results:
+				running--
+				r.observe(tr.s, tr.res, &free)
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			continue
+		}
+		logits, err := r.Policy.Feed(chunks)
+		if err != nil {
+			return nil, fmt.Errorf("rl: policy forward: %w", err)
+		}
+		for j, s := range owners {
+			s.pending = s.pending[:0]
+			row := logits[j*V : (j+1)*V]
+			r.sample(s, row, &scratch)
+			// Followers of a leader that just prefilled take its cache and
+			// sample their own first token from the same logits.
+			for _, f := range active {
+				if f.leader == s && len(f.t.Tokens) == f.t.PromptLen && !f.done {
+					r.Policy.Fork(f.slot, s.slot)
+					r.sample(f, row, &scratch)
+					r.afterSample(ctx, f, sem, results, &running, &free)
+				}
+			}
+			r.afterSample(ctx, s, sem, results, &running, &free)
+		}
+		// Drain finished tool calls without blocking.
+		for drained := false; !drained; {
+			select {
+			case tr := <-results:
+				running--
+				r.observe(tr.s, tr.res, &free)
+			default:
+				drained = true
+			}
+		}
+		active = slices.DeleteFunc(active, func(s *trajState) bool { return s.done })
+	}
+	out := make([]*Trajectory, len(states))
+	for i, s := range states {
+		out[i] = s.t
+	}
+	return out, nil
+}
+
+// sample draws the next token of s from its logits row.
+func (r *Rollout) sample(s *trajState, row []float32, scratch *[]int32) {
+	id, lp := model.SampleToken(row, r.Cfg.Sampling, s.rng, scratch)
+	s.t.Tokens = append(s.t.Tokens, id)
+	s.t.Action = append(s.t.Action, true)
+	s.t.LogProb = append(s.t.LogProb, lp)
+	s.turn = append(s.turn, int(id))
+}
+
+// afterSample ends the turn when the token stops it or a limit is reached,
+// and otherwise queues the token to be fed.
+func (r *Rollout) afterSample(ctx context.Context, s *trajState, sem chan struct{}, results chan toolResult, running *int, free *[]int) {
+	t := s.t
+	last := t.Tokens[len(t.Tokens)-1]
+	stop := slices.Contains(r.Stop, last)
+	full := t.ResponseLen() >= r.responseLimit(t)
+	if !stop && !full && len(s.turn) < r.Cfg.MaxTurnTokens {
+		s.pending = append(s.pending[:0], last)
+		return
+	}
+	t.Turns++
+	s.cut = !stop
+	text := r.Tok.Decode(s.turn)
+	s.turn = s.turn[:0]
+	if full && !stop {
+		r.finish(s, FinishLength, free)
+		return
+	}
+	s.waiting = true
+	*running++
+	go func() {
+		sem <- struct{}{}
+		res := s.ep.Step(ctx, text)
+		<-sem
+		results <- toolResult{s, res}
+	}()
+}
+
+// responseLimit is how many response tokens t may hold: the configured
+// limit, and the slot's context after the prompt.
+func (r *Rollout) responseLimit(t *Trajectory) int {
+	return min(r.Cfg.MaxResponseTokens, r.Policy.MaxLen()-t.PromptLen-1)
+}
+
+// observe applies the environment's answer to a finished turn.
+func (r *Rollout) observe(s *trajState, res env.StepResult, free *[]int) {
+	s.waiting = false
+	t := s.t
+	t.ToolCalls += len(res.Info.Calls)
+	if res.Observation == "" {
+		reason := FinishAnswer
+		if s.cut {
+			reason = FinishTurnLimit
+		}
+		r.finish(s, reason, free)
+		return
+	}
+	t.ToolCallEnds = append(t.ToolCallEnds, len(t.Tokens)-1)
+	t.ProcessRewards = append(t.ProcessRewards, res.Reward)
+	obs := toInt32(r.Tok.Encode(res.Observation))
+	room := r.responseLimit(t) - t.ResponseLen()
+	truncated := len(obs) >= room
+	if truncated {
+		obs = obs[:max(room, 0)]
+	}
+	last := t.Tokens[len(t.Tokens)-1]
+	t.Tokens = append(t.Tokens, obs...)
+	t.Action = append(t.Action, make([]bool, len(obs))...)
+	t.LogProb = append(t.LogProb, make([]float32, len(obs))...)
+	switch {
+	case truncated:
+		r.finish(s, FinishLength, free)
+	case res.Done:
+		r.finish(s, FinishMaxTurns, free)
+	default:
+		s.pending = append(append(s.pending[:0], last), obs...)
+	}
+}
+
+// finish scores the trajectory and frees its slot.
+func (r *Rollout) finish(s *trajState, why Finish, free *[]int) {
+	s.done = true
+	s.t.Finish = why
+	s.t.Scores = s.ep.Score(r.Tok.Decode(toInts(s.t.Tokens)))
+	*free = append(*free, s.slot)
+}
+
+func toInt32(ids []int) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}
+
+func toInts(ids []int32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
+}
