@@ -99,3 +99,58 @@ func TestMergeOrders(t *testing.T) {
 		}
 	}
 }
+
+// TestAddedTokenFlags checks lstrip, rstrip, single_word, leftmost-longest
+// and normalized matching, with results worked out by hand from the Hugging
+// Face AddedToken documentation.
+func TestAddedTokenFlags(t *testing.T) {
+	toks := []*AddedToken{
+		{ID: 1, Content: "<l>", LStrip: true},
+		{ID: 2, Content: "<r>", RStrip: true},
+		{ID: 3, Content: "<w>", SingleWord: true},
+		{ID: 4, Content: "<a>"},
+		{ID: 5, Content: "<a><b>"},
+	}
+	m := newAddedMatcher(toks, func(*AddedToken) bool { return true })
+	show := func(ps []piece) []string {
+		var out []string
+		for _, p := range ps {
+			if p.id >= 0 {
+				out = append(out, "#"+string(rune('0'+p.id)))
+			} else {
+				out = append(out, p.text)
+			}
+		}
+		return out
+	}
+	for in, want := range map[string][]string{
+		"a \t<l> b":    {"a", "#1", " b"},
+		"a <r> \n b":   {"a ", "#2", "b"},
+		"x<w>y":        {"x<w>y"},
+		"x <w> y":      {"x ", "#3", " y"},
+		"<w>":          {"#3"},
+		"é<w>":         {"é<w>"},
+		"<a><b><a>":    {"#5", "#4"},
+		"<a><b":        {"#4", "<b"},
+		"<l><l>":       {"#1", "#1"},
+		"  <l>":        {"#1"},
+		"<r>  ":        {"#2"},
+		"no tokens":    {"no tokens"},
+		"<a>x<r> <l>y": {"#4", "x", "#2", "#1", "y"},
+	} {
+		if got := show(m.split(nil, in)); !slices.Equal(got, want) {
+			t.Errorf("split(%q) = %q, want %q", in, got, want)
+		}
+	}
+
+	// A normalized token is matched in the NFC text: "é" spelled e+U+0301
+	// still hits it; a non-normalized token must match the raw text.
+	tok := loadFixture(t, "qwen2")
+	tok.added = append(tok.added, &AddedToken{ID: 9999, Content: "é", Normalized: true})
+	tok.all.norm = newAddedMatcher(tok.added, func(a *AddedToken) bool { return a.Normalized })
+	ids := tok.Encode("e\u0301<|im_end|>")
+	imEnd, _ := tok.TokenID("<|im_end|>")
+	if !slices.Equal(ids, []int{9999, imEnd}) {
+		t.Errorf("normalized added token: %v", ids)
+	}
+}
