@@ -19,9 +19,10 @@
 //   - Each passage states one fact (Config.FactsPerPassage raises that) and
 //     carries its subject's name, so a BM25 search for "founder of Tazomir"
 //     returns the passage "The founder of Tazomir is Belovan." first.
-//   - The language is small and regular (about forty words besides the
-//     names), so a tokenizer of a few hundred to two thousand tokens covers
-//     it and a tiny model can learn it on a CPU.
+//   - The language is small and regular (twenty words besides the names:
+//     the ten relation nouns and "what who is the of I need now so answer"),
+//     so a tokenizer of a few hundred to two thousand tokens covers it and a
+//     tiny model can learn it on a CPU.
 //   - No name is a substring of another name, because the multi-hop QA
 //     reward accepts an answer that contains the gold one (SubEM).
 //

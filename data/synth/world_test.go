@@ -529,10 +529,48 @@ func TestTexts(t *testing.T) {
 	}
 }
 
+// BenchmarkDefaultWorld generates the embedded default world; its
+// denominator, BenchmarkLoadExportedWorld, reads the same world back from
+// the files Export writes (three parquet splits and the wiki-18 corpus), the
+// alternative to generating it on the fly.
 func BenchmarkDefaultWorld(b *testing.B) {
 	for b.Loop() {
 		if _, err := New(DefaultConfig()); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLoadExportedWorld(b *testing.B) {
+	dir := b.TempDir()
+	if err := Default().Export(dir, data.ParquetLayout{Style: data.StyleSearchR1}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		n := 0
+		for _, split := range []string{"train", "validation", "test"} {
+			got, _, err := data.Load(filepath.Join(dir, split+".parquet"), data.LoadOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(got)
+		}
+		f, err := os.Open(filepath.Join(dir, "corpus.jsonl"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		dec := json.NewDecoder(bufio.NewReader(f))
+		var passages []data.Passage
+		for dec.More() {
+			var rec struct{ ID, Contents string }
+			if err := dec.Decode(&rec); err != nil {
+				b.Fatal(err)
+			}
+			passages = append(passages, data.Passage{ID: rec.ID, Contents: rec.Contents})
+		}
+		f.Close()
+		if n != 3400 || len(passages) != 904 {
+			b.Fatalf("%d samples, %d passages", n, len(passages))
 		}
 	}
 }
