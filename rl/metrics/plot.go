@@ -1,0 +1,175 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// Point is one value of a metric at a step.
+type Point struct {
+	Step  int
+	Value float64
+}
+
+// Chart is a line plot of metrics over steps, such as the training score and
+// the validation exact match the trainer draws at the end of a run.
+type Chart struct {
+	Title  string
+	XLabel string             // empty means "step"
+	YLabel string             // empty means "value"
+	Series map[string][]Point // legend name → points, in any order
+}
+
+// The PNG's size in pixels.
+const (
+	PlotWidth  = 960
+	PlotHeight = 600
+	plotDPI    = 96
+)
+
+// Plot draws c as a PNG of PlotWidth×PlotHeight pixels at path: one line
+// with point marks per series, series in name order with distinct colours and
+// dashes, a legend, the title and both axis labels. Points are sorted by
+// step; NaN and ±Inf values are left out (a line cannot pass through them).
+// It is an error when no series has a finite point.
+func Plot(path string, c Chart) error {
+	p := plot.New()
+	p.Title.Text = c.Title
+	p.X.Label.Text = orDefault(c.XLabel, "step")
+	p.Y.Label.Text = orDefault(c.YLabel, "value")
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	p.Legend.Left = true
+
+	names := make([]string, 0, len(c.Series))
+	for name := range c.Series {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	drawn := 0
+	for i, name := range names {
+		xys := finitePoints(c.Series[name])
+		if len(xys) == 0 {
+			continue
+		}
+		line, marks, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return fmt.Errorf("metrics: plot %s: series %q: %w", path, name, err)
+		}
+		line.Color = plotutil.Color(i)
+		line.Dashes = plotutil.Dashes(i)
+		line.Width = vg.Points(1.5)
+		marks.Color = plotutil.Color(i)
+		marks.Shape = plotutil.Shape(i)
+		p.Add(line, marks)
+		p.Legend.Add(name, line, marks)
+		drawn++
+	}
+	if drawn == 0 {
+		return fmt.Errorf("metrics: plot %s: no series has a finite point", path)
+	}
+
+	canvas := vgimg.PngCanvas{Canvas: vgimg.NewWith(
+		vgimg.UseWH(vg.Length(PlotWidth)*vg.Inch/plotDPI, vg.Length(PlotHeight)*vg.Inch/plotDPI),
+		vgimg.UseDPI(plotDPI),
+	)}
+	p.Draw(draw.New(canvas))
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("metrics: plot: %w", err)
+	}
+	_, werr := canvas.WriteTo(f)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		return fmt.Errorf("metrics: plot %s: %w", path, err)
+	}
+	return nil
+}
+
+func finitePoints(pts []Point) plotter.XYs {
+	xys := make(plotter.XYs, 0, len(pts))
+	for _, pt := range pts {
+		if !math.IsNaN(pt.Value) && !math.IsInf(pt.Value, 0) {
+			xys = append(xys, plotter.XY{X: float64(pt.Step), Y: pt.Value})
+		}
+	}
+	sort.SliceStable(xys, func(i, j int) bool { return xys[i].X < xys[j].X })
+	return xys
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// History is a sink that keeps chosen metrics in memory, for the plot at the
+// end of a run.
+type History struct {
+	keys   map[string]bool
+	series map[string][]Point
+}
+
+// NewHistory keeps the given metrics; with no keys it keeps every metric.
+func NewHistory(keys ...string) *History {
+	h := &History{series: map[string][]Point{}}
+	if len(keys) > 0 {
+		h.keys = map[string]bool{}
+		for _, k := range keys {
+			h.keys[k] = true
+		}
+	}
+	return h
+}
+
+// Name reports "history".
+func (h *History) Name() string { return "history" }
+
+// Log records the kept metrics of the step.
+func (h *History) Log(step int, values map[string]float64) error {
+	for k, v := range values {
+		if h.keys == nil || h.keys[k] {
+			h.series[k] = append(h.series[k], Point{step, v})
+		}
+	}
+	return nil
+}
+
+// Close does nothing; the history stays readable.
+func (h *History) Close() error { return nil }
+
+// Series returns the recorded points by metric name (the history's own maps).
+func (h *History) Series() map[string][]Point { return h.series }
+
+// SeriesFromScalars groups event-file scalars by tag, for plotting a run
+// from its TensorBoard file.
+func SeriesFromScalars(scalars []Scalar) map[string][]Point {
+	out := map[string][]Point{}
+	for _, s := range scalars {
+		out[s.Tag] = append(out[s.Tag], Point{int(s.Step), float64(s.Value)})
+	}
+	return out
+}
+
+// SeriesFromRecords groups JSONL records by metric name, for plotting a run
+// from its metrics file.
+func SeriesFromRecords(recs []Record) map[string][]Point {
+	out := map[string][]Point{}
+	for _, r := range recs {
+		for k, v := range r.Data {
+			out[k] = append(out[k], Point{r.Step, v})
+		}
+	}
+	return out
+}
