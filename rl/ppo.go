@@ -1,5 +1,7 @@
 package rl
 
+import "math"
+
 // blockLen is the number of tokens the fused kernel handles per step: small
 // enough that its scratch arrays stay in L1, large enough to amortise the
 // call into expDiffBlock.
@@ -59,9 +61,30 @@ func ppoFused(b *Batch, cfg *LossConfig, w Weights, out *Output, x actorTerms) e
 		nAcc
 	)
 	vec := useAVX2 && !add && !x.entropy && !x.kl
+	fullVec := useAVX2 && !add && x.entropy && !addE && (!x.kl || x.klKind.Estimator == KLK3)
 	acc := forChunks(b, nAcc, func(slo, shi int, acc []float64) {
 		var loss, negKL, bad, entSum, klSum float64
 		var clipped, lower, n int // integer counters: no float add latency chain
+		if fullVec {
+			k := &ppoFullConsts{ppoVecConsts: *newPPOVecConsts(lo, hi, c), outer: splat(k3OuterClamp), clipCountUnit: splat(clipCountUnit)}
+			if x.klKind.StraightThrough {
+				k.straight = splat(math.Float64frombits(^uint64(0)))
+			}
+			for i := slo; i < shi; i++ {
+				s, e := b.Seq(i)
+				pg, h, kv := ppoSeqFullVec(k, m, lp, old, adv, ent, ref, g, ge, s, e, w[i], x.entCoef, x.klCoef, x.kl, x.klKind.StraightThrough,
+					&negKL, &bad, &n, &clipped, &lower)
+				loss += w[i] * pg
+				entSum += w[i] * h
+				klSum += w[i] * kv
+			}
+			// A non-finite input on a model token makes one of the sums
+			// non-finite; the caller then locates it.
+			bad += loss - loss + entSum - entSum + klSum - klSum
+			acc[aLoss], acc[aClipped], acc[aLower], acc[aNegKL] = loss, float64(clipped), float64(lower), negKL
+			acc[aCount], acc[aBad], acc[aEntropy], acc[aKL] = float64(n), bad, entSum, klSum
+			return
+		}
 		if vec {
 			k := newPPOVecConsts(lo, hi, c)
 			for i := slo; i < shi; i++ {

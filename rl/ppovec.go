@@ -98,3 +98,74 @@ func ppoToken(a, dk, r, lo, hi, c float64) (l, grad float64, clipped, lower bool
 	}
 	return l, grad, clipped, lower
 }
+
+// ppoFullConsts extends ppoVecConsts for ppoFullVecAVX2; the field order is
+// the offset table in ppovec_amd64.s.
+type ppoFullConsts struct {
+	ppoVecConsts
+	entGrad, klW  [4]float64 // −entCoef·w, klCoef·w
+	outer         [4]float64 // k3's upper clamp
+	straight      [4]float64 // all bits set for the straight-through gradient
+	clipCountUnit [4]float64 // 2^26: clip counts share a lane with token counts
+}
+
+const clipCountUnit = 1 << 26
+
+// ppoSeqFullVec is ppoSeqVec with the entropy bonus and, when kl, the k3 KL
+// loss (straight-through when st): tokens [s, e) of one sequence with weight
+// wi; g and ge are overwritten there. It returns the sequence's Σ ℓ, Σ H and
+// Σ k3 and adds to the chunk's counters.
+func ppoSeqFullVec(k *ppoFullConsts, m []bool, lp, old, adv, ent, ref, g, ge []float64, s, e int, wi, entCoef, klCoef float64, kl, st bool,
+	negKL, bad *float64, n, clipped, lower *int) (pg, h, kv float64) {
+	n4 := (e - s) &^ 3
+	if n4 > 0 {
+		var acc [6][4]float64
+		k.w, k.entGrad, k.klW = splat(wi), splat(-entCoef*wi), splat(klCoef*wi)
+		refP := &lp[s]
+		if kl {
+			refP = &ref[s]
+		}
+		ppoFullVecAVX2(&m[s], &lp[s], &old[s], &adv[s], &ent[s], refP, &g[s], &ge[s], n4, k, &acc)
+		lane := func(j int) float64 { return acc[j][0] + acc[j][1] + acc[j][2] + acc[j][3] }
+		pg, h, kv = lane(0), lane(4), lane(5)
+		*negKL -= lane(1)
+		for _, v := range acc[2] {
+			c := math.Floor(v / clipCountUnit)
+			*clipped += int(c)
+			*n += int(v - c*clipCountUnit)
+		}
+		*lower += int(lane(3))
+	}
+	lo, hi, c := k.lo[0], k.hi[0], k.dual[0]
+	kind := KLType{Estimator: KLK3, StraightThrough: st}
+	for t := s + n4; t < e; t++ {
+		if !m[t] {
+			g[t], ge[t] = 0, 0
+			continue
+		}
+		dk, a := lp[t]-old[t], adv[t]
+		chk := dk + a
+		*bad += chk - chk
+		l, grad, isClip, isLower := ppoToken(a, dk, math.Exp(clampf(dk, -logRatioClamp, logRatioClamp)), lo, hi, c)
+		pg += l
+		*negKL -= clampf(dk, -logRatioClamp, logRatioClamp)
+		*n++
+		if isClip {
+			*clipped++
+		}
+		if isLower {
+			*lower++
+		}
+		gv := wi * grad
+		if kl {
+			kt, dkt := kind.Eval(lp[t], ref[t])
+			kv += kt
+			gv += klCoef * wi * dkt
+			*bad += ref[t] - ref[t]
+		}
+		g[t] = gv
+		h += ent[t]
+		ge[t] = -entCoef * wi
+	}
+	return pg, h, kv
+}

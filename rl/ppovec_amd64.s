@@ -126,3 +126,183 @@ done:
 	VMOVUPD Y15, 160(R11)
 	VZEROUPPER
 	RET
+
+// func ppoFullVecAVX2(mask *bool, lp, old, adv, ent, ref, grad, gradEnt *float64, n int, k *ppoFullConsts, acc *[6][4]float64)
+//
+// ppoVecAVX2 plus the entropy bonus and the k3 KL loss in the same pass
+// (ref = lp and a zero KL weight give the entropy bonus alone). Extra
+// per token, with x = ref − lp, xc = clamp(x, ±20), e = e^xc:
+//   k3 = min(e − xc − 1, 10), dk3 = (x = xc ∧ k3 < 10) ? 1 − e : 0, or −x
+//   when straight-through; g = on·(w·grad + klW·dk3), gEnt = on·entGrad.
+// acc: Σ on·(ℓ + finiteness), Σ on·dc, Σ on·(1 + 2^26·clip), Σ on·lower,
+// Σ on·entropy, Σ on·(k3 + finiteness of x).
+//
+// Extra constants after ppoVecConsts: 768 entGrad, 800 klW, 832 10,
+// 864 straight-through mask, 896 2^26.
+TEXT ·ppoFullVecAVX2(SB), NOSPLIT, $0-88
+	MOVQ mask+0(FP), SI
+	MOVQ lp+8(FP), DI
+	MOVQ old+16(FP), R8
+	MOVQ adv+24(FP), R9
+	MOVQ ent+32(FP), R12
+	MOVQ ref+40(FP), R13
+	MOVQ grad+48(FP), R10
+	MOVQ gradEnt+56(FP), AX
+	MOVQ n+64(FP), BX
+	MOVQ k+72(FP), DX
+	MOVQ acc+80(FP), R11
+	XORQ CX, CX
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+	VXORPD Y12, Y12, Y12
+	VXORPD Y13, Y13, Y13
+	VXORPD Y14, Y14, Y14
+	VXORPD Y15, Y15, Y15
+
+fullloop:
+	CMPQ CX, BX
+	JGE  fulldone
+
+	VPMOVZXBQ (SI)(CX*1), Y0
+	VPXOR     Y1, Y1, Y1
+	VPSUBQ    Y0, Y1, Y0 // on
+
+	VMOVUPD (DI)(CX*8), Y1
+	VMOVUPD (R13)(CX*8), Y4
+	VSUBPD  Y1, Y4, Y4     // x = ref − lp
+	VSUBPD  (R8)(CX*8), Y1, Y1 // d
+	VMOVUPD (R9)(CX*8), Y2 // A
+
+	// finiteness of d and A into Σℓ; of x into Σk3 (below)
+	VADDPD Y2, Y1, Y3
+	VSUBPD Y3, Y3, Y3
+	VANDPD Y0, Y3, Y3
+	VADDPD Y3, Y10, Y10
+
+	// entropy: Σ on·H (a NaN or Inf shows in the sum), gEnt = on·entGrad
+	VMOVUPD (R12)(CX*8), Y3
+	VANDPD  Y0, Y3, Y3
+	VADDPD  Y3, Y14, Y14
+	VANDPD  768(DX), Y0, Y3
+	VMOVUPD Y3, (AX)(CX*8)
+
+	// k3 of x
+	VMAXPD       0(DX), Y4, Y5
+	VMINPD       32(DX), Y5, Y5 // xc
+	VCMPPD       $0x00, Y5, Y4, Y6 // inner clamp inactive
+	VMULPD       64(DX), Y5, Y8
+	VROUNDPD     $0, Y8, Y8
+	VMOVUPD      Y5, Y9
+	VFNMADD231PD 96(DX), Y8, Y9
+	VFNMADD231PD 128(DX), Y8, Y9
+	VMOVUPD      160(DX), Y7
+	VFMADD213PD  192(DX), Y9, Y7
+	VFMADD213PD  224(DX), Y9, Y7
+	VFMADD213PD  256(DX), Y9, Y7
+	VFMADD213PD  288(DX), Y9, Y7
+	VFMADD213PD  320(DX), Y9, Y7
+	VFMADD213PD  352(DX), Y9, Y7
+	VFMADD213PD  384(DX), Y9, Y7
+	VFMADD213PD  416(DX), Y9, Y7
+	VFMADD213PD  448(DX), Y9, Y7
+	VFMADD213PD  480(DX), Y9, Y7
+	VFMADD213PD  512(DX), Y9, Y7
+	VFMADD213PD  544(DX), Y9, Y7
+	VFMADD213PD  576(DX), Y9, Y7
+	VCVTPD2DQY   Y8, X8
+	VPMOVSXDQ    X8, Y8
+	VPSLLQ       $52, Y8, Y8
+	VPADDQ       Y8, Y7, Y7 // e
+	VSUBPD       Y5, Y7, Y9
+	VSUBPD       736(DX), Y9, Y9 // e − xc − 1
+	VCMPPD       $0x0e, 832(DX), Y9, Y8 // outer clamp active: k3 > 10
+	VMINPD       832(DX), Y9, Y9
+	VSUBPD       Y4, Y4, Y5       // x − x: finiteness of ref
+	VADDPD       Y5, Y9, Y9
+	VANDPD       Y0, Y9, Y9
+	VADDPD       Y9, Y15, Y15
+	VMOVUPD      736(DX), Y9
+	VSUBPD       Y7, Y9, Y9 // 1 − e
+	VANDPD       Y6, Y9, Y9
+	VANDNPD      Y9, Y8, Y9
+	VXORPD       Y7, Y7, Y7
+	VSUBPD       Y4, Y7, Y7 // −x
+	VMOVUPD      864(DX), Y8
+	VBLENDVPD    Y8, Y7, Y9, Y9
+	VMULPD       800(DX), Y9, Y9 // klW·dk3
+
+	// PPO, as in ppoVecAVX2, with Y1 free after the clamp
+	VMAXPD       0(DX), Y1, Y3
+	VMINPD       32(DX), Y3, Y3 // dc
+	VCMPPD       $0x00, Y3, Y1, Y4 // in range
+	VANDPD       Y0, Y3, Y5
+	VADDPD       Y5, Y11, Y11
+	VMULPD       64(DX), Y3, Y5
+	VROUNDPD     $0, Y5, Y5
+	VFNMADD231PD 96(DX), Y5, Y3
+	VFNMADD231PD 128(DX), Y5, Y3
+	VMOVUPD      160(DX), Y6
+	VFMADD213PD  192(DX), Y3, Y6
+	VFMADD213PD  224(DX), Y3, Y6
+	VFMADD213PD  256(DX), Y3, Y6
+	VFMADD213PD  288(DX), Y3, Y6
+	VFMADD213PD  320(DX), Y3, Y6
+	VFMADD213PD  352(DX), Y3, Y6
+	VFMADD213PD  384(DX), Y3, Y6
+	VFMADD213PD  416(DX), Y3, Y6
+	VFMADD213PD  448(DX), Y3, Y6
+	VFMADD213PD  480(DX), Y3, Y6
+	VFMADD213PD  512(DX), Y3, Y6
+	VFMADD213PD  544(DX), Y3, Y6
+	VFMADD213PD  576(DX), Y3, Y6
+	VCVTPD2DQY   Y5, X1
+	VPMOVSXDQ    X1, Y1
+	VPSLLQ       $52, Y1, Y1
+	VPADDQ       Y1, Y6, Y6 // ρ
+
+	VXORPD    Y7, Y7, Y7
+	VSUBPD    Y2, Y7, Y7    // −A
+	VMULPD    Y6, Y7, Y8    // ℓ1
+	VMAXPD    608(DX), Y6, Y6
+	VMINPD    640(DX), Y6, Y6
+	VMULPD    Y6, Y7, Y6    // ℓ2
+	VCMPPD    $0x0e, Y8, Y6, Y5 // clip
+	VBLENDVPD Y5, Y6, Y8, Y3 // ℓc
+	VANDNPD   Y8, Y5, Y8    // grad
+	VANDPD    Y0, Y5, Y5
+	VANDPD    896(DX), Y5, Y5
+	VANDPD    736(DX), Y0, Y1
+	VADDPD    Y1, Y5, Y5
+	VADDPD    Y5, Y12, Y12  // on + 2^26·clip
+
+	VMULPD    672(DX), Y7, Y7   // ℓ3
+	VCMPPD    $0x0e, Y7, Y3, Y5 // ℓc > ℓ3
+	VXORPD    Y1, Y1, Y1
+	VCMPPD    $0x01, Y1, Y2, Y1 // A < 0
+	VANDPD    Y1, Y5, Y5        // lower
+	VBLENDVPD Y5, Y7, Y3, Y3    // ℓ
+	VANDNPD   Y8, Y5, Y8
+	VANDPD    Y4, Y8, Y8
+	VMULPD    704(DX), Y8, Y8
+	VADDPD    Y9, Y8, Y8
+	VANDPD    Y0, Y8, Y8
+	VMOVUPD   Y8, (R10)(CX*8)
+
+	VANDPD Y0, Y5, Y5
+	VANDPD 736(DX), Y5, Y5
+	VADDPD Y5, Y13, Y13
+	VANDPD Y0, Y3, Y3
+	VADDPD Y3, Y10, Y10
+
+	ADDQ $4, CX
+	JMP  fullloop
+
+fulldone:
+	VMOVUPD Y10, 0(R11)
+	VMOVUPD Y11, 32(R11)
+	VMOVUPD Y12, 64(R11)
+	VMOVUPD Y13, 96(R11)
+	VMOVUPD Y14, 128(R11)
+	VMOVUPD Y15, 160(R11)
+	VZEROUPPER
+	RET

@@ -7,3 +7,7 @@ var useAVX2 = false
 func ppoVecAVX2(mask *bool, lp, old, adv, grad *float64, n int, k *ppoVecConsts, acc *[6][4]float64) {
 	panic("rl: ppoVecAVX2 without AVX2")
 }
+
+func ppoFullVecAVX2(mask *bool, lp, old, adv, ent, ref, grad, gradEnt *float64, n int, k *ppoFullConsts, acc *[6][4]float64) {
+	panic("rl: ppoFullVecAVX2 without AVX2")
+}

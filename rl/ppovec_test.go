@@ -55,6 +55,54 @@ func TestPPOVectorMatchesScalar(t *testing.T) {
 		}
 		checkGrad(t, string(mode)+" AVX2 dlogprob", vec.DLogProb, scalar.DLogProb)
 	}
+	// The fused entropy and k3 KL loop against the scalar loop.
+	ent := make([]float64, len(b.LogProb))
+	for tk := range ent {
+		ent[tk] = float64(tk%7) * 0.3
+		if tk%13 == 0 {
+			b.RefLogProb[tk] -= 25 // k3's clamps
+		}
+	}
+	b.Entropy = ent
+	for _, kl := range []string{"", "low_var_kl", "k3+"} {
+		cfg := DefaultLossConfig()
+		cfg.EntropyCoeff, cfg.KLLossCoef, cfg.AggMode = 0.01, 0.2, SeqMeanTokenSum
+		cfg.UseKLLoss, cfg.KLLossType = kl != "", kl
+		vec, err := actorLoss(cfg)(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		useAVX2 = false
+		scalar, err := actorLoss(cfg)(b)
+		useAVX2 = true
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !near(vec.Loss, scalar.Loss) {
+			t.Errorf("KL %q: loss %v (AVX2) vs %v (scalar)", kl, vec.Loss, scalar.Loss)
+		}
+		for _, name := range []string{"actor/pg_loss", "actor/pg_clipfrac", "actor/pg_clipfrac_lower", "actor/ppo_kl", "actor/entropy", "actor/kl_loss"} {
+			if !near(vec.Metrics[name], scalar.Metrics[name]) {
+				t.Errorf("KL %q: %s %v (AVX2) vs %v (scalar)", kl, name, vec.Metrics[name], scalar.Metrics[name])
+			}
+		}
+		checkGrad(t, "KL "+kl+" AVX2 dlogprob", vec.DLogProb, scalar.DLogProb)
+		checkGrad(t, "KL "+kl+" AVX2 dentropy", vec.DEntropy, scalar.DEntropy)
+	}
+	cfg := DefaultLossConfig()
+	cfg.UseKLLoss, cfg.EntropyCoeff = true, 0.01
+	for _, f := range []struct {
+		x    []float64
+		name string
+	}{{b.Entropy, "Entropy"}, {b.RefLogProb, "RefLogProb"}, {b.Advantages, "Advantages"}} {
+		tk := firstAction(b, 30, 1)
+		v := f.x[tk]
+		f.x[tk] = math.NaN()
+		_, err := actorLoss(cfg)(b)
+		f.x[tk] = v
+		wantErr(t, err, f.name+"[", "(sequence 30, token")
+	}
+
 	// A NaN on a model token is still reported, with its position.
 	tk := firstAction(b, 40, 0)
 	b.OldLogProb[tk] = math.Inf(1)
