@@ -17,8 +17,10 @@ import (
 const parquetBatch = 256
 
 // columns a verl-style file uses for the sample itself; any other column
-// goes to Extra.
-var parquetOwnColumns = []string{"data_source", "prompt", "question", "id", "reward_model", "golden_answers", "answer", "answers", "extra_info", "ability"}
+// goes to Extra, except the paragraphs a Hugging Face copy of HotpotQA or
+// MuSiQue carries, which are dropped as the JSON loaders drop them.
+var parquetOwnColumns = []string{"data_source", "prompt", "question", "id", "reward_model", "golden_answers", "answer", "answers", "extra_info", "ability",
+	"context", "paragraphs"}
 
 // streamParquet reads a verl / Search-R1 / Agent-R1 parquet file row by
 // row. parquet-go panics on some corrupt pages; those panics become errors

@@ -407,3 +407,47 @@ func TestParquetMissingColumns(t *testing.T) {
 		t.Errorf("got %+v, %v", got, err)
 	}
 }
+
+// The Hugging Face hotpot_qa parquet re-encodes the JSON as struct columns
+// (formats.md §3.1); with the source named it loads like the JSON.
+func TestParquetHuggingFaceHotpotQA(t *testing.T) {
+	type facts struct {
+		Title  []string `parquet:"title,list"`
+		SentID []int32  `parquet:"sent_id,list"`
+	}
+	type context struct {
+		Title     []string   `parquet:"title,list"`
+		Sentences [][]string `parquet:"sentences,list"`
+	}
+	type row struct {
+		ID              string  `parquet:"id"`
+		Question        string  `parquet:"question"`
+		Answer          string  `parquet:"answer"`
+		Type            string  `parquet:"type"`
+		Level           string  `parquet:"level"`
+		SupportingFacts facts   `parquet:"supporting_facts"`
+		Context         context `parquet:"context"`
+	}
+	var buf bytes.Buffer
+	rows := []row{{
+		ID: "5a8b57f25542995d1e6f1371", Question: "Were Scott Derrickson and Ed Wood of the same nationality?", Answer: "yes", Type: "comparison", Level: "hard",
+		SupportingFacts: facts{Title: []string{"Scott Derrickson", "Ed Wood"}, SentID: []int32{0, 0}},
+		Context:         context{Title: []string{"Ed Wood"}, Sentences: [][]string{{"Edward Davis Wood Jr. was an American filmmaker."}}},
+	}}
+	if err := parquet.Write(&buf, rows); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "validation.parquet")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := Load(path, LoadOptions{DataSource: "hotpotqa"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSamples(t, got, []sampleWant{{"hotpotqa:5a8b57f25542995d1e6f1371", "hotpotqa", "Were Scott Derrickson and Ed Wood of the same nationality?", []string{"yes"},
+		map[string]string{"type": "comparison", "level": "hard", "supporting_facts": `{"sent_id":[0,0],"title":["Scott Derrickson","Ed Wood"]}`}}})
+	if _, ok := got[0].Extra["context"]; ok {
+		t.Error("the context paragraphs were kept")
+	}
+}
