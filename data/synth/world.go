@@ -94,12 +94,12 @@ type Config struct {
 	FactsPerPassage int
 }
 
-// DefaultConfig is the embedded default: about 450 entities, 900 passages,
+// DefaultConfig is the embedded default: 460 entities, 920 passages,
 // 3000 train, 200 validation and 200 test questions.
 func DefaultConfig() Config {
 	return Config{
 		Seed:      1,
-		Countries: 12, Cities: 80, People: 200, Companies: 80, Books: 80,
+		Countries: 20, Cities: 80, People: 200, Companies: 80, Books: 80,
 		Train: 3000, Validation: 200, Test: 200,
 		HopWeights:      [3]float64{0.4, 0.35, 0.25},
 		FactsPerPassage: 1,
@@ -121,6 +121,9 @@ func (c *Config) validate() error {
 			return fmt.Errorf("synth: Config.%s = %d, want at least 1", k.name, k.n)
 		}
 		total += k.n
+	}
+	if c.Cities < c.Countries {
+		return fmt.Errorf("synth: Config.Cities = %d < Config.Countries = %d: every country needs a city for its capital", c.Cities, c.Countries)
 	}
 	if total > maxEntities {
 		return fmt.Errorf("synth: Config asks for %d entities, at most %d", total, maxEntities)
@@ -215,36 +218,49 @@ func (w *World) ofKind(k Kind) []int {
 	return ids
 }
 
+// makeFacts draws every fact. Objects are dealt from a shuffled deck that
+// holds each candidate equally often, not drawn independently: with
+// independent draws some cities become the birthplace of many people, and
+// a model could score by guessing those popular answers without searching.
 func (w *World) makeFacts(rng *rand.Rand) {
 	var byKind [numKinds][]int
 	for k := range numKinds {
 		byKind[k] = w.ofKind(k)
 	}
-	pick := func(k Kind) int { ids := byKind[k]; return ids[rng.IntN(len(ids))] }
-
-	// Cities first: every country gets at least one city, so it can have
-	// a capital that lies in it.
+	// deal returns n objects of kind k, each candidate used n/len or
+	// n/len+1 times, in random order.
+	deal := func(k Kind, n int) []int {
+		ids := byKind[k]
+		deck := make([]int, 0, n+len(ids))
+		for len(deck) < n {
+			extra := append([]int(nil), ids...)
+			rng.Shuffle(len(extra), func(i, j int) { extra[i], extra[j] = extra[j], extra[i] })
+			deck = append(deck, extra...)
+		}
+		deck = deck[:n]
+		rng.Shuffle(n, func(i, j int) { deck[i], deck[j] = deck[j], deck[i] })
+		return deck
+	}
+	// Cities first: dealing countries over cities gives every country a
+	// city (when there are enough cities), so it has a capital inside it.
 	cityCountry := map[int]int{}
 	citiesOf := map[int][]int{}
-	for i, city := range byKind[City] {
-		country := pick(Country)
-		if i < len(byKind[Country]) {
-			country = byKind[Country][i]
-		}
+	for i, country := range deal(Country, len(byKind[City])) {
+		city := byKind[City][i]
 		cityCountry[city] = country
 		citiesOf[country] = append(citiesOf[country], city)
 	}
 	for r, rel := range relations {
-		for _, s := range byKind[rel.Subject] {
-			var o int
+		subjects := byKind[rel.Subject]
+		objects := deal(rel.Object, len(subjects))
+		for i, s := range subjects {
+			o := objects[i]
 			switch rel.Name {
 			case "country":
 				o = cityCountry[s]
 			case "capital":
 				cs := citiesOf[s]
 				o = cs[rng.IntN(len(cs))]
-			default:
-				o = pick(rel.Object)
 			}
 			w.Facts = append(w.Facts, Fact{Subject: s, Relation: r, Object: o})
 			w.object[[2]int{s, r}] = o
