@@ -332,7 +332,6 @@ func parseFloat(s string, bits int) (float64, error) {
 	return strconv.ParseFloat(s, bits)
 }
 
-
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 
 // loadFile applies the YAML file name to v.
@@ -455,7 +454,7 @@ func overrideNode(raw string, t reflect.Type) (*yaml.Node, string) {
 		}
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: raw}, ""
 	case quoted, sh == sectionShape, sh == optionalShape,
-		sh == listShape && strings.HasPrefix(trim, "["):
+		sh == listShape && (strings.HasPrefix(trim, "[") || strings.HasPrefix(trim, "{")):
 		n, err := parseFlow(raw)
 		if err != nil {
 			return nil, fmt.Sprintf("%q is not valid YAML: %s", raw, strings.TrimPrefix(err.Error(), "yaml: "))

@@ -54,7 +54,8 @@ func (e *Error) Unwrap() error { return e.Err }
 //  2. then every key=value override, -key value flag for a config key, and
 //     ordinary flag in flags, in command-line order, so a later one wins
 //     and all of them win over the files;
-//  3. then every Validate method in cfg, innermost sections first.
+//  3. then every Validate method in cfg, innermost sections first; a
+//     section's Validate runs only when the sections inside it passed.
 //
 // flags may be nil. Its flags are set with flags.Set, never flags.Parse, so
 // nothing is printed; a flag bound to a config field (flags.IntVar(&cfg.
@@ -89,7 +90,7 @@ func Load(cfg any, args []string, flags *flag.FlagSet) error {
 		}
 	}
 	if len(l.errs) == 0 {
-		l.errs = validate(root, "", l.errs)
+		l.errs, _ = validate(root, "", nil)
 	}
 	return errors.Join(l.errs...)
 }
@@ -183,6 +184,11 @@ func scan(args []string, flags *flag.FlagSet, root reflect.Type) (steps []step, 
 			}
 		default:
 			errs = append(errs, &Error{Msg: unknownFlagMsg(name, flags, root)})
+			// Its value, if it seems to have one, goes with it, so that
+			// one typo is one error.
+			if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && !strings.Contains(args[i+1], "=") {
+				i++
+			}
 		}
 	}
 	return steps, errs, help
@@ -256,24 +262,36 @@ func unknownFlagMsg(name string, flags *flag.FlagSet, root reflect.Type) string 
 type validator interface{ Validate() error }
 
 // validate calls Validate on every section under v, innermost first, then
-// on v itself, and prefixes each error with the section's key. A section
-// inlined with ",inline" is checked through its parent's (promoted) method.
-func validate(v reflect.Value, key string, errs []error) []error {
+// on v itself, and prefixes each error with the section's key. A section's
+// Validate runs only when all the sections inside it passed, so it may
+// rely on them (divide by a size its child checked is positive); siblings
+// all run, so every failing section is reported. A section inlined with
+// ",inline" is checked through its parent's promoted method.
+func validate(v reflect.Value, key string, errs []error) ([]error, bool) {
+	ok := true
 	for _, f := range fields(v.Type()) {
 		fv := v.FieldByIndex(f.index)
+		var childOK bool
 		switch f.shape {
 		case sectionShape:
-			errs = validate(fv, joinKey(key, f.key), errs)
+			errs, childOK = validate(fv, joinKey(key, f.key), errs)
 		case optionalShape:
-			if !fv.IsNil() {
-				errs = validate(fv.Elem(), joinKey(key, f.key), errs)
+			if fv.IsNil() {
+				continue
 			}
+			errs, childOK = validate(fv.Elem(), joinKey(key, f.key), errs)
+		default:
+			continue
 		}
+		ok = ok && childOK
 	}
-	if val, ok := v.Addr().Interface().(validator); ok {
+	if !ok {
+		return errs, false
+	}
+	if val, is := v.Addr().Interface().(validator); is {
 		if err := val.Validate(); err != nil {
-			errs = append(errs, &Error{Key: key, Msg: err.Error(), Err: err})
+			return append(errs, &Error{Key: key, Msg: err.Error(), Err: err}), false
 		}
 	}
-	return errs
+	return errs, true
 }

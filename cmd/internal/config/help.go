@@ -23,14 +23,22 @@ func Help(w io.Writer, cfg any) {
 			keyW, typeW = max(keyW, len(r.key)), max(typeW, len(r.typ))
 		}
 	}
-	const defaultW = 16
+	defaultW := 0
+	for _, r := range rows {
+		if !r.header {
+			defaultW = max(defaultW, min(len(r.def), 24))
+		}
+	}
 	var b strings.Builder
 	b.WriteString("Config keys and defaults. Set them in a YAML file (-config FILE) or as\n" +
 		"key=value arguments (actor.lr=1e-6, trainer.logger=[console,jsonl]); an\n" +
-		"argument wins over the file, the file over the default; later files win.\n")
-	for _, r := range rows {
+		"argument wins over the file, the file over the default; later files win.\n\n")
+	for i, r := range rows {
 		if r.header {
-			b.WriteString("\n" + r.key + ":")
+			if i > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(r.key + ":")
 			if r.help != "" {
 				b.WriteString("  " + r.help)
 			}
@@ -81,7 +89,7 @@ func collectHelp(v reflect.Value, key, help string, rows *[]helpRow) {
 		case sectionShape:
 			collectHelp(fv, joinKey(key, f.key), f.help, rows)
 		case optionalShape:
-			h := "optional, null (unset) by default; setting a key creates it with zero values"
+			h := "optional, unset (null) by default"
 			if f.help != "" {
 				h = f.help + " (" + h + ")"
 			}

@@ -96,11 +96,14 @@ func fields(t reflect.Type) []field {
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		tag := sf.Tag.Get("yaml")
-		if tag == "-" || !sf.IsExported() {
+		name, opts, _ := strings.Cut(tag, ",")
+		inline := hasOption(opts, "inline")
+		// An unexported embedded struct may still be inlined: its
+		// exported fields are settable through it.
+		if tag == "-" || !sf.IsExported() && !(sf.Anonymous && inline) {
 			continue
 		}
-		name, opts, _ := strings.Cut(tag, ",")
-		if hasOption(opts, "inline") {
+		if inline {
 			if sf.Type.Kind() != reflect.Struct || isScalar(sf.Type) {
 				panic(fmt.Sprintf("config: %s.%s: only a struct can be inlined", t, sf.Name))
 			}
