@@ -65,6 +65,7 @@ func AppendConsoleLine(b []byte, step int, values map[string]float64) []byte {
 // anything else as Python's repr of a float ("0.25", "1e-05", "1.5e+16",
 // "nan", "inf", "-inf"): the shortest digits that read back to the same
 // float64, in exponent form when the decimal exponent is below -4 or above 15.
+// Negative zero is written "0", like Python's int(-0.0).
 func FormatNumber(x float64) string { return string(AppendNumber(nil, x)) }
 
 // AppendNumber appends FormatNumber(x) to b.

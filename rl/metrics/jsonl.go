@@ -146,7 +146,7 @@ func readJSONL(r io.Reader, name string) ([]Record, error) {
 
 func parseJSONLine(text []byte) (Record, error) {
 	var raw struct {
-		Step *json.Number              `json:"step"`
+		Step *json.Number               `json:"step"`
 		Data map[string]json.RawMessage `json:"data"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(text))

@@ -50,6 +50,10 @@ func Plot(path string, c Chart) error {
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(10) // clear of the y axis
+	p.Legend.YOffs = -vg.Points(4)
+	p.X.Padding = vg.Points(6)
+	p.Y.Padding = vg.Points(6)
 
 	names := make([]string, 0, len(c.Series))
 	for name := range c.Series {
@@ -83,7 +87,9 @@ func Plot(path string, c Chart) error {
 		vgimg.UseWH(vg.Length(PlotWidth)*vg.Inch/plotDPI, vg.Length(PlotHeight)*vg.Inch/plotDPI),
 		vgimg.UseDPI(plotDPI),
 	)}
-	p.Draw(draw.New(canvas))
+	// A margin round the picture keeps the last point and the title off its edge.
+	m := vg.Points(12)
+	p.Draw(draw.Crop(draw.New(canvas), m, -m, m/2, -m/2))
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("metrics: plot: %w", err)

@@ -25,7 +25,7 @@ import (
 type TensorBoard struct {
 	path string
 	w    io.Writer
-	f    *os.File   // nil when writing to a plain io.Writer in tests
+	f    *os.File // nil when writing to a plain io.Writer in tests
 	now  func() time.Time
 	buf  []byte
 	ev   []byte
