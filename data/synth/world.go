@@ -330,6 +330,22 @@ func (w *World) Object(subject, relation string) (string, bool) {
 	return w.Entities[o].Name, true
 }
 
+// Summary describes the world in one line for logs: seed, sizes, and the
+// hop mix of each split.
+func (w *World) Summary() string {
+	mix := func(samples []data.Sample) string {
+		var n [MaxHops + 1]int
+		for _, s := range samples {
+			if s.Gold != nil && len(s.Gold.Steps) <= MaxHops {
+				n[len(s.Gold.Steps)]++
+			}
+		}
+		return fmt.Sprintf("%d (%d/%d/%d by 2/3/4 hops)", len(samples), n[2], n[3], n[4])
+	}
+	return fmt.Sprintf("synthetic world seed %d: %d entities, %d passages; train %s, validation %s, test %s",
+		w.Config.Seed, len(w.Entities), len(w.Passages), mix(w.Train), mix(w.Validation), mix(w.Test))
+}
+
 // Split returns the samples of the split called name: "train",
 // "validation" (or "val", "dev") or "test".
 func (w *World) Split(name string) ([]data.Sample, error) {

@@ -60,6 +60,9 @@ func TestDefaultWorldSizes(t *testing.T) {
 			t.Errorf("%s hop counts %v, want %v", name, got, want[name])
 		}
 	}
+	if got, want := w.Summary(), "synthetic world seed 1: 460 entities, 920 passages; train 3000 (1200/1050/750 by 2/3/4 hops), validation 200 (80/70/50 by 2/3/4 hops), test 200 (80/70/50 by 2/3/4 hops)"; got != want {
+		t.Errorf("Summary = %q, want %q", got, want)
+	}
 }
 
 func TestDeterministicBySeed(t *testing.T) {
