@@ -32,22 +32,22 @@ func F16ToF32(h uint16) float32 {
 	exp := uint32(h>>10) & 0x1f
 	mant := uint32(h & 0x3ff)
 	switch {
+	case exp != 0 && exp != 0x1f:
+		return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
 	case exp == 0x1f && mant == 0:
 		return math.Float32frombits(sign | 0x7f800000)
 	case exp == 0x1f:
 		return math.Float32frombits(sign | 0x7fc00000 | mant<<13)
-	case exp == 0 && mant == 0:
-		return math.Float32frombits(sign)
-	case exp == 0:
-		// value = mant * 2^-24; shift the leading one up to bit 10.
-		e := int32(-14)
-		for mant&0x400 == 0 {
-			mant <<= 1
-			e--
-		}
-		return math.Float32frombits(sign | uint32(e+127)<<23 | (mant&0x3ff)<<13)
+	case mant == 0:
+		return math.Float32frombits(sign) // ±0
 	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
+	// Subnormal: value = mant * 2^-24; shift the leading one up to bit 10.
+	e := int32(-14)
+	for mant&0x400 == 0 {
+		mant <<= 1
+		e--
+	}
+	return math.Float32frombits(sign | uint32(e+127)<<23 | (mant&0x3ff)<<13)
 }
 
 // F32ToF16 rounds to the nearest IEEE binary16, ties to even, including
@@ -58,27 +58,22 @@ func F32ToF16(f float32) uint16 {
 	sign := uint16(b>>16) & 0x8000
 	exp := int(b>>23) & 0xff
 	mant := b & 0x7fffff
-	if exp == 0xff {
-		if mant != 0 {
-			return sign | 0x7e00 | uint16(mant>>13)
-		}
-		return sign | 0x7c00
-	}
 	e := exp - 127
-	if e > 15 {
+	if e >= -14 && e <= 15 {
+		// Normal range, rounded without a branch: adding 0xfff plus the
+		// kept lowest bit carries into bit 13 exactly when the dropped bits
+		// exceed half, or equal half with an odd kept part. A carry out of
+		// the mantissa bumps the exponent, which is right, and turns 65520
+		// and above into 0x7c00 (Inf).
+		m := mant + 0x0fff + (mant>>13)&1
+		return sign | uint16(uint32(e+15)<<10+m>>13)
+	}
+	switch {
+	case exp == 0xff && mant != 0:
+		return sign | 0x7e00 | uint16(mant>>13)
+	case e > 15:
 		return sign | 0x7c00
-	}
-	if e >= -14 {
-		h := uint32(e+15)<<10 | mant>>13
-		rem := mant & 0x1fff
-		// A carry out of the mantissa bumps the exponent, which is exactly
-		// right, and turns 65520 and above into 0x7c00 (Inf).
-		if rem > 0x1000 || (rem == 0x1000 && h&1 == 1) {
-			h++
-		}
-		return sign | uint16(h)
-	}
-	if e < -25 {
+	case e < -25:
 		return sign // below half the smallest subnormal (2^-25): zero
 	}
 	// Subnormal result in units of 2^-24: m * 2^(e-23) / 2^-24 = m >> -(e+1).
