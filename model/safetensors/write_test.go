@@ -224,3 +224,36 @@ func TestReadFallbackMatchesMapping(t *testing.T) {
 		t.Errorf("empty file: %v", err)
 	}
 }
+
+// A tensor large enough to be converted by several goroutines must read
+// the same as the one-goroutine conversion.
+func TestReadF32ParallelMatchesSerial(t *testing.T) {
+	n := 3*parallelChunk + 12345
+	src := make([]float32, n)
+	rng := rand.New(rand.NewSource(4))
+	for i := range src {
+		src[i] = float32(rng.NormFloat64())
+	}
+	path := filepath.Join(t.TempDir(), "big.safetensors")
+	if err := WriteFile(path, []Tensor{{Name: "w", DType: F16, Shape: []int{n}, F32: src}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, want := make([]float32, n), make([]float32, n)
+	if err := f.ReadF32("w", got); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := f.Bytes("w")
+	if err := DecodeF32(want, raw, F16); err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) || want[i] != F16ToF32(F32ToF16(src[i])) {
+			t.Fatalf("value %d: parallel %g, serial %g, source %g", i, got[i], want[i], src[i])
+		}
+	}
+}
