@@ -195,6 +195,9 @@ func LoadFiles(paths []string, opt LoadOptions) ([]Sample, []Report, error) {
 // It stops at the first error fn returns (ErrStop stops without one).
 func Stream(path string, opt LoadOptions, fn func(Sample) error) (Report, error) {
 	rep := Report{File: path, Format: opt.Format}
+	if _, err := ParseFormat(string(opt.Format)); err != nil {
+		return rep, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return rep, fmt.Errorf("data: %w", err)
@@ -238,6 +241,9 @@ func StreamReader(r io.Reader, name string, opt LoadOptions, fn func(Sample) err
 
 func streamReader(r io.Reader, name string, opt LoadOptions, dirSource string, fn func(Sample) error) (Report, error) {
 	rep := Report{File: name, Format: opt.Format}
+	if _, err := ParseFormat(string(opt.Format)); err != nil {
+		return rep, err
+	}
 	if opt.DataSource != "" && !opt.knownSource(opt.DataSource) {
 		return rep, fmt.Errorf("data: %s: LoadOptions.DataSource: %w %q (known: %s)", name, ErrUnknownSource, opt.DataSource, sourceList())
 	}

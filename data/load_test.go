@@ -289,6 +289,7 @@ func TestBrokenFiles(t *testing.T) {
 		{"cut.parquet", good[:len(good)-10], LoadOptions{}, "not a readable parquet file"},
 		{"cut2.parquet", good[:len(good)/2], LoadOptions{Format: FormatParquet}, "not a readable parquet file"},
 		{"bad.json.gz", []byte("not gzip"), LoadOptions{}, "gzip"},
+		{"csv.json", []byte("[]"), LoadOptions{Format: "csv"}, `unknown dataset format "csv"`},
 	} {
 		path := filepath.Join(dir, tc.name)
 		if err := os.WriteFile(path, tc.content, 0o644); err != nil {
