@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -168,5 +169,54 @@ func TestPyJSON(t *testing.T) {
 	want := "{\"b\": \"tab\\tquote\\\"back\\\\slash\\u0001<&>é\u2028\", \"a\": [1, -0.0, true, null, {}]}"
 	if out.String() != want {
 		t.Errorf("tojson = %s\nwant   %s", out.String(), want)
+	}
+}
+
+// TestRolloutSeams pins down the facts the package doc states about
+// building a conversation turn by turn.
+func TestRolloutSeams(t *testing.T) {
+	tok := loadFixture(t, "qwen2")
+	user := []Message{{Role: "user", Content: "Q"}}
+	prompt, err := tok.Render(user, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The default system block is there without a system message.
+	if !strings.HasPrefix(prompt, "<|im_start|>system\nYou are Qwen") {
+		t.Errorf("prompt %q lacks the default system block", prompt)
+	}
+	// A plain answer: prompt ids + sampled ids + "<|im_end|>" + forced "\n"
+	// gives the same ids as encoding the whole rendered conversation.
+	full, err := tok.Render(append(user, Message{Role: "assistant", Content: "A b c."}), nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imEnd, _ := tok.EOS()
+	var turns []int
+	turns = append(turns, tok.Encode(prompt)...)
+	turns = append(turns, tok.Encode("A b c.")...)
+	turns = append(turns, imEnd)
+	turns = append(turns, tok.Encode("\n")...)
+	if !slices.Equal(turns, tok.Encode(full)) {
+		t.Errorf("turn by turn %v\nwhole       %v", turns, tok.Encode(full))
+	}
+	// A sampled leading "\n" after the prompt's "\n" is one piece when the
+	// whole text is encoded, two when the turns are encoded apart.
+	apart := append(tok.Encode(prompt), tok.Encode("\nA")...)
+	whole := tok.Encode(prompt + "\nA")
+	if slices.Equal(apart, whole) {
+		t.Errorf("expected a seam difference, both are %v", whole)
+	}
+	if tok.Decode(apart) != tok.Decode(whole) {
+		t.Error("the two encodings must spell the same text")
+	}
+	// Tool calls are re-serialized: the model's own spacing is not kept.
+	sampled := "<tool_call>\n{\"name\":\"search\",\"arguments\":{\"query\":\"q\"}}\n</tool_call>"
+	rendered, err := tok.Render(append(user, Message{Role: "assistant", ToolCalls: []ToolCall{{Function: FunctionCall{Name: "search", Arguments: json.RawMessage(`{"query":"q"}`)}}}}), nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(rendered, sampled) || !strings.Contains(rendered, `{"name": "search", "arguments": {"query": "q"}}`) {
+		t.Errorf("rendered tool call: %q", rendered)
 	}
 }
