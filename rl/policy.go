@@ -158,8 +158,19 @@ func ValueLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
 	eps := cfg.CliprangeValue
 	g, add := out.Grad(GradValue)
 	m, v, vold, ret := b.ActionMask, b.Values, b.OldValues, b.Returns
+	vec := useAVX2 && !add
 	acc := forChunks(b, 5, func(slo, shi int, acc []float64) {
 		var loss, clipped, vsum, n, bad float64
+		if vec {
+			k := &valueVecConsts{eps: splat(eps), one: splat(1)}
+			for i := slo; i < shi; i++ {
+				s, e := b.Seq(i)
+				loss += w[i] * 0.5 * valueSeqVec(k, m, v, vold, ret, g, s, e, w[i], &clipped, &vsum, &n, &bad)
+			}
+			bad += loss - loss // the vector loop folds its finiteness check into the loss
+			acc[0], acc[1], acc[2], acc[3], acc[4] = loss, clipped, vsum, n, bad
+			return
+		}
 		for i := slo; i < shi; i++ {
 			s, e := b.Seq(i)
 			wi := w[i]
@@ -172,12 +183,8 @@ func ValueLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
 					continue
 				}
 				bad += v[t] - v[t] + vold[t] - vold[t] + ret[t] - ret[t]
-				vc := clampf(v[t], vold[t]-eps, vold[t]+eps)
-				d1, d2 := v[t]-ret[t], vc-ret[t]
-				l1, l2 := d1*d1, d2*d2
-				l, grad := l1, d1
-				if l2 > l1 {
-					l, grad = l2, 0
+				l, grad, isClip := valueToken(v[t], vold[t], ret[t], eps)
+				if isClip {
 					clipped++
 				}
 				seq += 0.5 * l

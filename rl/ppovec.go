@@ -169,3 +169,57 @@ func ppoSeqFullVec(k *ppoFullConsts, m []bool, lp, old, adv, ent, ref, g, ge []f
 	}
 	return pg, h, kv
 }
+
+// valueVecConsts are valueVecAVX2's constants: the value clip ε, the
+// sequence weight and 1.0, four lanes each.
+type valueVecConsts struct {
+	eps, w, one [4]float64
+}
+
+// valueSeqVec runs the clipped value loss over tokens [s, e) of one sequence
+// with weight wi, overwriting g there, and returns the sequence's Σ ℓ
+// (before the ½) and adds to the chunk's sums.
+func valueSeqVec(k *valueVecConsts, m []bool, v, vold, ret, g []float64, s, e int, wi float64,
+	clipped, vsum, n, bad *float64) float64 {
+	var seq float64
+	n4 := (e - s) &^ 3
+	if n4 > 0 {
+		var acc [4][4]float64
+		k.w = splat(wi)
+		valueVecAVX2(&m[s], &v[s], &vold[s], &ret[s], &g[s], n4, k, &acc)
+		lane := func(j int) float64 { return acc[j][0] + acc[j][1] + acc[j][2] + acc[j][3] }
+		seq = lane(0)
+		*clipped += lane(1)
+		*vsum += lane(2)
+		*n += lane(3)
+	}
+	eps := k.eps[0]
+	for t := s + n4; t < e; t++ {
+		if !m[t] {
+			g[t] = 0
+			continue
+		}
+		*bad += v[t] - v[t] + vold[t] - vold[t] + ret[t] - ret[t]
+		l, grad, isClip := valueToken(v[t], vold[t], ret[t], eps)
+		if isClip {
+			*clipped++
+		}
+		seq += l
+		*vsum += v[t]
+		*n++
+		g[t] = wi * grad
+	}
+	return seq
+}
+
+// valueToken is the clipped value loss of one token before the ½: value v,
+// old value vold, return r, clip range eps; grad is d(½ℓ)/dv.
+func valueToken(v, vold, r, eps float64) (l, grad float64, clipped bool) {
+	vc := clampf(v, vold-eps, vold+eps)
+	d1, d2 := v-r, vc-r
+	l1, l2 := d1*d1, d2*d2
+	if l2 > l1 {
+		return l2, 0, true
+	}
+	return l1, d1, false
+}

@@ -15,3 +15,8 @@ func ppoVecAVX2(mask *bool, lp, old, adv, grad *float64, n int, k *ppoVecConsts,
 //
 //go:noescape
 func ppoFullVecAVX2(mask *bool, lp, old, adv, ent, ref, grad, gradEnt *float64, n int, k *ppoFullConsts, acc *[6][4]float64)
+
+// valueVecAVX2 is implemented in ppovec_amd64.s.
+//
+//go:noescape
+func valueVecAVX2(mask *bool, v, vold, ret, grad *float64, n int, k *valueVecConsts, acc *[4][4]float64)

@@ -306,3 +306,80 @@ fulldone:
 	VMOVUPD Y15, 160(R11)
 	VZEROUPPER
 	RET
+
+// func valueVecAVX2(mask *bool, v, vold, ret, grad *float64, n int, k *valueVecConsts, acc *[4][4]float64)
+//
+// The clipped value loss of ValueLoss, four tokens per step (n a multiple of
+// 4): vc = clamp(v, vold − ε, vold + ε), ℓ1 = (v − R)², ℓ2 = (vc − R)²,
+// clip = ℓ2 > ℓ1, ℓ = clip ? ℓ2 : ℓ1 (halved by the caller),
+// g = on·w·(clip ? 0 : v − R).
+// acc: Σ on·(ℓ + finiteness), Σ on·clip, Σ on·v, Σ on.
+// Constants (four lanes each): 0 ε, 32 w, 64 1.0.
+TEXT ·valueVecAVX2(SB), NOSPLIT, $0-64
+	MOVQ mask+0(FP), SI
+	MOVQ v+8(FP), DI
+	MOVQ vold+16(FP), R8
+	MOVQ ret+24(FP), R9
+	MOVQ grad+32(FP), R10
+	MOVQ n+40(FP), BX
+	MOVQ k+48(FP), DX
+	MOVQ acc+56(FP), R11
+	XORQ CX, CX
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+	VXORPD Y12, Y12, Y12
+	VXORPD Y13, Y13, Y13
+
+valueloop:
+	CMPQ CX, BX
+	JGE  valuedone
+
+	VPMOVZXBQ (SI)(CX*1), Y0
+	VPXOR     Y1, Y1, Y1
+	VPSUBQ    Y0, Y1, Y0 // on
+
+	VMOVUPD (DI)(CX*8), Y1 // v
+	VMOVUPD (R8)(CX*8), Y2 // vold
+	VMOVUPD (R9)(CX*8), Y3 // R
+
+	VADDPD Y2, Y1, Y4
+	VADDPD Y3, Y4, Y4
+	VSUBPD Y4, Y4, Y4 // finiteness
+	VANDPD Y0, Y4, Y4
+	VADDPD Y4, Y10, Y10
+
+	VSUBPD 0(DX), Y2, Y4 // vold − ε
+	VADDPD 0(DX), Y2, Y5 // vold + ε
+	VMAXPD Y4, Y1, Y6
+	VMINPD Y5, Y6, Y6    // vc
+	VSUBPD Y3, Y1, Y7    // v − R
+	VSUBPD Y3, Y6, Y6    // vc − R
+	VMULPD Y7, Y7, Y8    // ℓ1
+	VMULPD Y6, Y6, Y6    // ℓ2
+	VCMPPD $0x0e, Y8, Y6, Y5 // clip
+	VBLENDVPD Y5, Y6, Y8, Y8 // ℓ
+	VANDPD  Y0, Y8, Y8
+	VADDPD  Y8, Y10, Y10
+	VANDNPD Y7, Y5, Y7
+	VANDPD  Y0, Y7, Y7
+	VMULPD  32(DX), Y7, Y7
+	VMOVUPD Y7, (R10)(CX*8)
+
+	VANDPD Y0, Y5, Y5
+	VANDPD 64(DX), Y5, Y5
+	VADDPD Y5, Y11, Y11
+	VANDPD Y0, Y1, Y1
+	VADDPD Y1, Y12, Y12
+	VANDPD 64(DX), Y0, Y1
+	VADDPD Y1, Y13, Y13
+
+	ADDQ $4, CX
+	JMP  valueloop
+
+valuedone:
+	VMOVUPD Y10, 0(R11)
+	VMOVUPD Y11, 32(R11)
+	VMOVUPD Y12, 64(R11)
+	VMOVUPD Y13, 96(R11)
+	VZEROUPPER
+	RET

@@ -11,3 +11,7 @@ func ppoVecAVX2(mask *bool, lp, old, adv, grad *float64, n int, k *ppoVecConsts,
 func ppoFullVecAVX2(mask *bool, lp, old, adv, ent, ref, grad, gradEnt *float64, n int, k *ppoFullConsts, acc *[6][4]float64) {
 	panic("rl: ppoFullVecAVX2 without AVX2")
 }
+
+func valueVecAVX2(mask *bool, v, vold, ret, grad *float64, n int, k *valueVecConsts, acc *[4][4]float64) {
+	panic("rl: valueVecAVX2 without AVX2")
+}

@@ -109,3 +109,52 @@ func TestPPOVectorMatchesScalar(t *testing.T) {
 	_, err := actorLoss(DefaultLossConfig())(b)
 	wantErr(t, err, "OldLogProb[", "(sequence 40, token")
 }
+
+// TestValueVectorMatchesScalar checks the AVX2 value loss against the
+// scalar loop, with both clip outcomes and a NaN on a masked-out token.
+func TestValueVectorMatchesScalar(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2/FMA on this machine")
+	}
+	rng := rand.New(rand.NewPCG(53, 54))
+	b := randomBatch(rng, 1)
+	for len(b.ActionMask) < 20000 {
+		b = appendBatch(b, randomBatch(rng, 64))
+	}
+	b.Values = make([]float64, len(b.ActionMask))
+	b.OldValues = make([]float64, len(b.ActionMask))
+	b.Returns = make([]float64, len(b.ActionMask))
+	for tk := range b.Values {
+		b.OldValues[tk] = rng.NormFloat64()
+		b.Values[tk] = b.OldValues[tk] + 0.8*rng.NormFloat64()
+		b.Returns[tk] = b.OldValues[tk] + rng.NormFloat64()
+		if !b.ActionMask[tk] && tk%3 == 0 {
+			b.Values[tk] = math.NaN()
+		}
+	}
+	cfg := DefaultLossConfig()
+	cfg.AggMode = SeqMeanTokenMean
+	vec, err := namedLoss("value", cfg)(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	useAVX2 = false
+	scalar, err := namedLoss("value", cfg)(b)
+	useAVX2 = true
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(vec.Loss, scalar.Loss) {
+		t.Errorf("value loss %v (AVX2) vs %v (scalar)", vec.Loss, scalar.Loss)
+	}
+	for _, name := range []string{"critic/vf_loss", "critic/vf_clipfrac", "critic/vpred_mean"} {
+		if !near(vec.Metrics[name], scalar.Metrics[name]) || scalar.Metrics[name] == 0 {
+			t.Errorf("%s %v (AVX2) vs %v (scalar)", name, vec.Metrics[name], scalar.Metrics[name])
+		}
+	}
+	checkGrad(t, "AVX2 dvalue", vec.DValue, scalar.DValue)
+	tk := firstAction(b, 50, 0)
+	b.Returns[tk] = math.Inf(-1)
+	_, err = namedLoss("value", cfg)(b)
+	wantErr(t, err, "Returns[", "(sequence 50, token")
+}

@@ -240,34 +240,59 @@ func probe(floats [][]float64, masks [][]bool) float64 {
 func probeRange(floats [][]float64, masks [][]bool, lo, hi int) float64 {
 	var s float64
 	for _, f := range floats {
-		s += sum4(f[lo:hi])
+		s += sum8(f[lo:hi])
 	}
 	var k int
 	for _, m := range masks {
-		for _, v := range m[lo:hi] {
-			if v {
-				k++
-			}
-		}
+		k += count8(m[lo:hi])
 	}
 	return s + float64(k)
 }
 
-// sum4 sums with four independent accumulators so the probe is bound by
-// memory, not by the latency of one add chain.
-func sum4(x []float64) float64 {
-	var a, b, c, d float64
+// sum8 sums with eight independent accumulators so the probe is bound by
+// memory, not by the latency of an add chain.
+func sum8(x []float64) float64 {
+	var a0, a1, a2, a3, a4, a5, a6, a7 float64
 	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		a += x[i]
-		b += x[i+1]
-		c += x[i+2]
-		d += x[i+3]
+	for ; i+8 <= len(x); i += 8 {
+		y := x[i : i+8 : i+8]
+		a0 += y[0]
+		a1 += y[1]
+		a2 += y[2]
+		a3 += y[3]
+		a4 += y[4]
+		a5 += y[5]
+		a6 += y[6]
+		a7 += y[7]
 	}
 	for ; i < len(x); i++ {
-		a += x[i]
+		a0 += x[i]
 	}
-	return a + b + c + d
+	return a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7
+}
+
+// count8 counts true entries eight at a time without branches.
+func count8(m []bool) int {
+	var c0, c1, c2, c3 int
+	i := 0
+	for ; i+8 <= len(m); i += 8 {
+		y := m[i : i+8 : i+8]
+		c0 += b2i(y[0]) + b2i(y[4])
+		c1 += b2i(y[1]) + b2i(y[5])
+		c2 += b2i(y[2]) + b2i(y[6])
+		c3 += b2i(y[3]) + b2i(y[7])
+	}
+	for ; i < len(m); i++ {
+		c0 += b2i(m[i])
+	}
+	return c0 + c1 + c2 + c3
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // makeBatch builds S sequences of T tokens: a 256-token prompt, then model
