@@ -121,6 +121,7 @@ func TestValueVectorMatchesScalar(t *testing.T) {
 	for len(b.ActionMask) < 20000 {
 		b = appendBatch(b, randomBatch(rng, 64))
 	}
+	b.Tokens = nil
 	b.Values = make([]float64, len(b.ActionMask))
 	b.OldValues = make([]float64, len(b.ActionMask))
 	b.Returns = make([]float64, len(b.ActionMask))
