@@ -100,8 +100,8 @@ func TestConfigErrors(t *testing.T) {
 		{"rope_parameters llama3", map[string]any{"rope_parameters": map[string]any{"rope_type": "llama3", "rope_theta": 5e5}}, `"llama3"`},
 		{"rope_theta disagrees", map[string]any{"rope_parameters": map[string]any{"rope_type": "default", "rope_theta": 5e5}}, "disagrees"},
 		{"sliding in use", map[string]any{"use_sliding_window": true}, "sliding-window attention is not supported"},
-		{"sliding layer type", map[string]any{"layer_types": append(repeatStrings("full_attention", 23), "sliding_attention")}, "layer_types[23]"},
-		{"layer_types length", map[string]any{"layer_types": repeatStrings("full_attention", 3)}, "3 entries for 24 layers"},
+		{"sliding layer type", map[string]any{"layer_types": append(hfRepeat("full_attention", 23), "sliding_attention")}, "layer_types[23]"},
+		{"layer_types length", map[string]any{"layer_types": hfRepeat("full_attention", 3)}, "3 entries for 24 layers"},
 		{"gelu", map[string]any{"hidden_act": "gelu"}, `hidden_act "gelu"`},
 		{"missing hidden_size", map[string]any{"hidden_size": nil}, "hidden_size is missing"},
 		{"string size", map[string]any{"hidden_size": "896"}, `field hidden_size: "\"896\"" is not a valid integer`},
@@ -131,7 +131,7 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-func repeatStrings(s string, n int) []string {
+func hfRepeat(s string, n int) []string {
 	out := make([]string, n)
 	for i := range out {
 		out[i] = s
