@@ -105,16 +105,19 @@ func (o *LoadOptions) knownSource(name string) bool {
 
 // LoadError says which file, record and field of a dataset was wrong.
 type LoadError struct {
-	File  string
-	Line  int    // 1-based line the record starts on (JSON, JSONL); 0 for parquet
-	Row   int    // 1-based parquet row; 0 otherwise
-	Field string // empty when the record as a whole is wrong
-	Err   error
+	File   string
+	Line   int    // 1-based line the record starts on (JSON, JSONL); 0 for parquet
+	Record int    // 1-based element of a JSON array (HotpotQA's files are one line); 0 otherwise
+	Row    int    // 1-based parquet row; 0 otherwise
+	Field  string // empty when the record as a whole is wrong
+	Err    error
 }
 
 func (e *LoadError) Error() string {
 	where := e.File
 	switch {
+	case e.Line > 0 && e.Record > 0:
+		where += " line " + strconv.Itoa(e.Line) + " (record " + strconv.Itoa(e.Record) + ")"
 	case e.Line > 0:
 		where += " line " + strconv.Itoa(e.Line)
 	case e.Row > 0:

@@ -198,7 +198,12 @@ func TestMalformedSkipped(t *testing.T) {
 				if s.File != path || s.Line != e.Line || s.Field != e.Field {
 					t.Errorf("skipped %d: %s line %d field %q, want line %d field %q (%v)", i, s.File, s.Line, s.Field, e.Line, e.Field, s)
 				}
-				if !strings.HasPrefix(s.Error(), "data: "+path+" line "+strconv.Itoa(e.Line)+": ") {
+				where := " line " + strconv.Itoa(e.Line)
+				if strings.HasSuffix(path, ".json") {
+					// One element per line after the "[" line.
+					where += " (record " + strconv.Itoa(e.Line-1) + ")"
+				}
+				if !strings.HasPrefix(s.Error(), "data: "+path+where+": ") {
 					t.Errorf("error text %q does not name file and line", s.Error())
 				}
 			}
@@ -277,7 +282,7 @@ func TestBrokenFiles(t *testing.T) {
 	}{
 		{"empty.json", nil, LoadOptions{}, "empty file"},
 		{"spaces.jsonl", []byte("\n  \n"), LoadOptions{}, "empty file"},
-		{"cut.json", []byte(`[{"_id": "a", "question": "q", "answer": "x"}, {"_id": "b",`), LoadOptions{}, "line 1: the array element that starts here is cut off"},
+		{"cut.json", []byte(`[{"_id": "a", "question": "q", "answer": "x"}, {"_id": "b",`), LoadOptions{}, "line 1 (record 2): the array element that starts here is cut off"},
 		{"noclose.json", []byte(`[{"_id": "a", "question": "q", "answer": "x"}` + "\n"), LoadOptions{}, "line 2: the JSON array ends without its closing ']'"},
 		{"sep.json", []byte("[{\"_id\": \"a\", \"question\": \"q\", \"answer\": \"x\"}\n{\"_id\": \"b\"}]"), LoadOptions{}, "line 2: want ',' or ']' between array elements"},
 		{"trail.json", []byte(`[{"_id": "a", "question": "q", "answer": "x"}] x`), LoadOptions{}, `'x' after the closing ']'`},

@@ -75,7 +75,7 @@ func (l *loader) readArray(br *bufio.Reader) error {
 			}
 			continue
 		}
-		if e := l.record(elem, &LoadError{File: l.name, Line: line}); e != nil {
+		if e := l.record(elem, &LoadError{File: l.name, Line: line, Record: sc.count}); e != nil {
 			return e
 		}
 	}
@@ -119,11 +119,18 @@ type arrayScanner struct {
 	line  int // line of the next byte, 1-based
 	max   int
 	state int // 0 before '[', 1 expecting an element or ']', 2 expecting ',' or ']', 3 done
+	count int // elements begun so far; the 1-based index of the current one
 	buf   []byte
 }
 
 func (s *arrayScanner) fail(line int, format string, args ...any) error {
 	return &LoadError{Line: line, Err: fmt.Errorf(format, args...)}
+}
+
+// failElement reports a problem of the current element, by its start line
+// and its index.
+func (s *arrayScanner) failElement(line int, err error) error {
+	return &LoadError{Line: line, Record: s.count, Err: err}
 }
 
 func (s *arrayScanner) readByte() (byte, error) {
@@ -182,6 +189,7 @@ func (s *arrayScanner) next() ([]byte, int, error) {
 			s.state = 1
 		default:
 			s.state = 2
+			s.count++
 			return s.element(c)
 		}
 	}
@@ -213,7 +221,7 @@ func (s *arrayScanner) element(c byte) ([]byte, int, error) {
 	case '"':
 		inString = true
 	case ',', ']', '}', ':':
-		return nil, 0, s.fail(start, "want an array element, found %q", c)
+		return nil, 0, s.failElement(start, fmt.Errorf("want an array element, found %q", c))
 	default:
 		// A bare scalar (number, true, null, ...): read to its end.
 		for {
@@ -225,14 +233,14 @@ func (s *arrayScanner) element(c byte) ([]byte, int, error) {
 			s.r.Discard(1)
 		}
 		if tooLarge {
-			return nil, 0, &LoadError{Line: start, Err: ErrRecordTooLarge}
+			return nil, 0, s.failElement(start, ErrRecordTooLarge)
 		}
 		return s.buf, start, nil
 	}
 	for depth > 0 || inString {
 		if _, err := s.r.Peek(1); err != nil {
 			if err == io.EOF {
-				return nil, 0, s.fail(start, "the array element that starts here is cut off by the end of the file")
+				return nil, 0, s.failElement(start, errors.New("the array element that starts here is cut off by the end of the file"))
 			}
 			return nil, 0, s.fail(s.line, "%v", err)
 		}
@@ -272,7 +280,7 @@ func (s *arrayScanner) element(c byte) ([]byte, int, error) {
 		s.r.Discard(i)
 	}
 	if tooLarge {
-		return nil, 0, &LoadError{Line: start, Err: ErrRecordTooLarge}
+		return nil, 0, s.failElement(start, ErrRecordTooLarge)
 	}
 	return s.buf, start, nil
 }
