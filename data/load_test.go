@@ -233,6 +233,15 @@ func TestMalformedFailsFast(t *testing.T) {
 	}
 }
 
+// HotpotQA's files are one line: an element is found by its index.
+func TestOneLineArrayNamesTheRecord(t *testing.T) {
+	in := `[{"_id": "a", "question": "q", "answer": "x"}, {"_id": "b", "question": "q", "answer": "y"}, {"_id": "c", "question": "q"}]`
+	_, err := StreamReader(strings.NewReader(in), "hotpot_train_v1.1.json", LoadOptions{}, func(Sample) error { return nil })
+	if err == nil || err.Error() != `data: hotpot_train_v1.1.json line 1 (record 3): field "answer": missing` {
+		t.Fatalf("error %v", err)
+	}
+}
+
 func TestMissingAnswerIsNamed(t *testing.T) {
 	_, err := Stream("testdata/2wikimultihopqa_test.json", LoadOptions{}, func(Sample) error { return nil })
 	var le *LoadError
