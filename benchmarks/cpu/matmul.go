@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/r1go/r1go/benchmarks/internal/probe"
 	"github.com/r1go/r1go/model/gemm"
 )
 
@@ -47,8 +48,14 @@ var matmulShapes = []matmulShape{
 }
 
 // matmulSection times gemm.Sgemm with every vector kernel and OpenBLAS on
-// the same inputs, and divides by the same-run FMA peak (best ISA, and the
-// kernel's own ISA when that differs) and by OpenBLAS.
+// the same inputs, interleaved rep by rep, and divides by the FMA peak
+// probed between the reps (the best seen in the run) and by OpenBLAS.
+//
+// Each figure is given twice. GFLOP/s is over wall-clock time: the real
+// speed, but on a shared machine it drops whenever other processes take
+// turns on the cores. GFLOP/core-s is over the CPU time the process used
+// (all threads, OpenBLAS's included): the speed per core while the work ran,
+// which stays comparable under load.
 func matmulSection(e *env) []row {
 	var rows []row
 	blas, err := loadOpenBLAS()
@@ -60,7 +67,6 @@ func matmulSection(e *env) []row {
 		blas.setThreads(int32(e.threads))
 		fmt.Printf("matmul   OpenBLAS from %s, %d threads\n", blas.path, e.threads)
 	}
-	best := e.fmaPeak(bestVectorISA())
 	var engines []*gemm.Engine
 	for _, name := range gemm.Kernels() {
 		if name == "generic" && len(gemm.Kernels()) > 1 {
@@ -71,9 +77,16 @@ func matmulSection(e *env) []row {
 			panic(err)
 		}
 		engines = append(engines, eng)
-		e.fmaPeak(kernelISA(name))
 	}
 
+	type result struct {
+		shape  matmulShape
+		kernel string
+		ours   timing
+		blas   timing
+		diff   float64
+	}
+	var results []result
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, s := range matmulShapes {
 		rowsA, colsA := s.m, s.k
@@ -87,24 +100,71 @@ func matmulSection(e *env) []row {
 		a, b := randoms(rng, rowsA*colsA), randoms(rng, rowsB*colsB)
 		c := make([]float32, s.m*s.n)
 		ref := make([]float32, s.m*s.n)
-		label := fmt.Sprintf("%s %s %dx%dx%d", s.name, s.form(), s.m, s.n, s.k)
-
-		var blasSec float64
-		if blas != nil {
-			blasSec = timeCall(e.reps, func() { blas.Sgemm(s.transA, s.transB, s.m, s.n, s.k, 1, a, colsA, b, colsB, 0, ref, s.n) })
-		}
-		for _, eng := range engines {
-			sec := timeCall(e.reps, func() { eng.Sgemm(s.transA, s.transB, s.m, s.n, s.k, 1, a, colsA, b, colsB, 0, c, s.n) })
-			g := s.flops() / sec / 1e9
-			r := row{section: "matmul", name: label + " " + eng.Kernel(), value: g, unit: "GFLOP/s",
-				ratios: []ratio{{"peak", g / best}}}
-			if isa := kernelISA(eng.Kernel()); isa != bestVectorISA() {
-				r.ratios = append(r.ratios, ratio{isa + " peak", g / e.fmaPeak(isa)})
+		ours := make([]timing, len(engines))
+		var theirs timing
+		for r := 0; r < e.reps; r++ {
+			for _, eng := range engines {
+				e.probePeaks(kernelISA(eng.Kernel()))
+			}
+			for i, eng := range engines {
+				ours[i] = ours[i].best(timeCall(func() { eng.Sgemm(s.transA, s.transB, s.m, s.n, s.k, 1, a, colsA, b, colsB, 0, c, s.n) }))
 			}
 			if blas != nil {
-				r.ratios = append(r.ratios, ratio{"OpenBLAS", blasSec / sec})
-				r.note = fmt.Sprintf("OpenBLAS %.1f GFLOP/s, max rel diff %.1e", s.flops()/blasSec/1e9, maxRelDiff(c, ref))
+				theirs = theirs.best(timeCall(func() { blas.Sgemm(s.transA, s.transB, s.m, s.n, s.k, 1, a, colsA, b, colsB, 0, ref, s.n) }))
+				// OpenBLAS's idle threads spin for a while after a call;
+				// let them settle before timing our code again.
+				time.Sleep(150 * time.Millisecond)
 			}
+		}
+		for i, eng := range engines {
+			res := result{shape: s, kernel: eng.Kernel(), ours: ours[i], blas: theirs}
+			if blas != nil {
+				eng.Sgemm(s.transA, s.transB, s.m, s.n, s.k, 1, a, colsA, b, colsB, 0, c, s.n)
+				res.diff = maxRelDiff(c, ref)
+			}
+			results = append(results, res)
+		}
+	}
+
+	// Ratios use the best peak of the whole run, known only now.
+	for _, res := range results {
+		s := res.shape
+		label := fmt.Sprintf("%s %s %dx%dx%d %s", s.name, s.form(), s.m, s.n, s.k, res.kernel)
+		isa := kernelISA(res.kernel)
+		best := e.peak[bestVectorISA()]
+		wall := s.flops() / res.ours.wall / 1e9
+		rw := row{section: "matmul", name: label, value: wall, unit: "GFLOP/s",
+			ratios: []ratio{{"peak", wall / best.Wall}}}
+		core := row{section: "matmul", name: label, unit: "GFLOP/core-s"}
+		if res.ours.cpu > 0 {
+			core.value = s.flops() / res.ours.cpu / 1e9
+			core.ratios = []ratio{{"core peak", core.value / best.PerCore}}
+		}
+		if isa != bestVectorISA() {
+			rw.ratios = append(rw.ratios, ratio{isa + " peak", wall / e.peak[isa].Wall})
+			if res.ours.cpu > 0 {
+				core.ratios = append(core.ratios, ratio{isa + " core peak", core.value / e.peak[isa].PerCore})
+			}
+		}
+		if res.blas.wall > 0 {
+			rw.ratios = append(rw.ratios, ratio{"OpenBLAS", res.blas.wall / res.ours.wall})
+			rw.note = fmt.Sprintf("OpenBLAS %.1f GFLOP/s, max rel diff %.1e", s.flops()/res.blas.wall/1e9, res.diff)
+			if res.ours.cpu > 0 && res.blas.cpu > 0 {
+				core.ratios = append(core.ratios, ratio{"OpenBLAS", res.blas.cpu / res.ours.cpu})
+				core.note = fmt.Sprintf("OpenBLAS %.1f GFLOP/core-s", s.flops()/res.blas.cpu/1e9)
+			}
+		}
+		fmt.Println(rw)
+		rows = append(rows, rw)
+		if res.ours.cpu > 0 {
+			fmt.Println(core)
+			rows = append(rows, core)
+		}
+	}
+	for _, isa := range []string{bestVectorISA(), "avx2"} {
+		if p, ok := e.peak[isa]; ok {
+			r := row{section: "matmul", name: "FMA peak " + isa + fmt.Sprintf(" (%d threads, best probe)", e.threads),
+				value: p.Wall, unit: "GFLOP/s", note: fmt.Sprintf("%.1f GFLOP/core-s", p.PerCore)}
 			fmt.Println(r)
 			rows = append(rows, r)
 		}
@@ -131,21 +191,38 @@ func randoms(rng *rand.Rand, n int) []float32 {
 	return x
 }
 
-// timeCall returns the best seconds per call over reps timings, each of
-// enough calls to last at least 0.2 s, after one untimed warm-up call.
-func timeCall(reps int, f func()) float64 {
+// timing is seconds per call: wall clock, and process CPU time (0 where
+// the platform cannot read it).
+type timing struct{ wall, cpu float64 }
+
+// best keeps the lower of each figure.
+func (t timing) best(u timing) timing {
+	if t.wall == 0 {
+		return u
+	}
+	t.wall = min(t.wall, u.wall)
+	if u.cpu > 0 && (t.cpu == 0 || u.cpu < t.cpu) {
+		t.cpu = u.cpu
+	}
+	return t
+}
+
+// timeCall times enough calls of f to last about 0.2 s, after one untimed
+// warm-up call.
+func timeCall(f func()) timing {
 	t0 := time.Now()
 	f()
 	n := max(1, int(0.2/max(time.Since(t0).Seconds(), 1e-6)))
-	best := math.Inf(1)
-	for r := 0; r < reps; r++ {
-		t0 := time.Now()
-		for i := 0; i < n; i++ {
-			f()
-		}
-		best = min(best, time.Since(t0).Seconds()/float64(n))
+	c0, ok := probe.ProcessCPUTime()
+	t0 = time.Now()
+	for i := 0; i < n; i++ {
+		f()
 	}
-	return best
+	t := timing{wall: time.Since(t0).Seconds() / float64(n)}
+	if c1, ok1 := probe.ProcessCPUTime(); ok && ok1 {
+		t.cpu = (c1 - c0).Seconds() / float64(n)
+	}
+	return t
 }
 
 // maxRelDiff is max |x−y| ÷ max |y|: a cross-check that both libraries

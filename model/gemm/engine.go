@@ -13,6 +13,9 @@ import (
 type Engine struct {
 	kern    *kernel
 	threads int // 0: runtime.GOMAXPROCS(0) at each call
+	// alwaysParallel skips the small-product serial shortcut, so tests
+	// reach the parallel path with small shapes.
+	alwaysParallel bool
 }
 
 // NewEngine returns an engine using the named micro-kernel ("" for the
@@ -153,7 +156,7 @@ func (e *Engine) threadsFor(m, n, k int) int {
 	if t == 0 {
 		t = runtime.GOMAXPROCS(0)
 	}
-	if 2*float64(m)*float64(n)*float64(k) < minParallelFlops {
+	if 2*float64(m)*float64(n)*float64(k) < minParallelFlops && !e.alwaysParallel {
 		return 1
 	}
 	return t
@@ -224,14 +227,17 @@ func (e *Engine) run(j *job, threads int) {
 	defer putScratch(ablock)
 	defer putScratch(bblock)
 	sp, sr := aStrides(j.transA, mr, kcs)
+	// Equal depth slices: each slice costs one pass over C, so a thin last
+	// slice (k = 896 as 384+384+128) pays a whole pass for little work.
+	kcEq := ceilDiv(ceilDiv(j.k, ceilDiv(j.k, kn.kc)), 8) * 8
 
 	for j0 := 0; j0 < j.n; j0 += ncb {
 		ncur := min(ncb, j.n-j0)
 		panelsN := ceilDiv(ncur, nr)
 		chunk := min(max(1, kn.nb/nr), panelsN) // B micro-panels per task
 		chunks := ceilDiv(panelsN, chunk)
-		for p0 := 0; p0 < j.k; p0 += kn.kc {
-			kc := min(kn.kc, j.k-p0)
+		for p0 := 0; p0 < j.k; p0 += kcEq {
+			kc := min(kcEq, j.k-p0)
 			beta := j.beta
 			if p0 > 0 {
 				beta = 1 // later depth slices add to what the first wrote
@@ -250,7 +256,7 @@ func (e *Engine) run(j *job, threads int) {
 					}
 					q -= panelsM
 					col := j0 + q*nr
-					packB(j.transB, nr, j.b, j.ldb, p0, kc, col, min(nr, j.n-col), bblock.data[q*panelB:(q+1)*panelB])
+					packB(kn, j.transB, j.b, j.ldb, p0, kc, col, min(nr, j.n-col), bblock.data[q*panelB:(q+1)*panelB])
 				})
 				// Enough row groups for about four tasks per thread.
 				groups := min(panelsM, max(1, ceilDiv(4*threads, chunks)))

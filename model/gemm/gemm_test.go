@@ -150,7 +150,7 @@ var alphaBetas = []struct {
 	{0, 2, false},
 }
 
-func engines(t *testing.T, threads ...int) []*Engine {
+func engines(t testing.TB, threads ...int) []*Engine {
 	var es []*Engine
 	for _, name := range Kernels() {
 		for _, th := range threads {
@@ -158,6 +158,7 @@ func engines(t *testing.T, threads ...int) []*Engine {
 			if err != nil {
 				t.Fatal(err)
 			}
+			e.alwaysParallel = true
 			es = append(es, e)
 		}
 	}

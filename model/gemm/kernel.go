@@ -21,6 +21,9 @@ type kernel struct {
 	nc    int // columns of a shared packed B block (sized for L3)
 	mb    int // rows of a shared packed A block (sized for L3)
 	micro microKernel
+	// packBT packs a transposed B micro-panel (see packB); nil for the
+	// portable loop.
+	packBT func(nr int, b []float32, ldb, p0, kc, j0, cols int, dst []float32)
 }
 
 // kernels lists the micro-kernels this CPU can run, fastest first. The

@@ -15,13 +15,13 @@ func micro12x32AVX512(kc int, a *float32, sp, sr uintptr, b, c *float32, ldc uin
 func micro6x16AVX2(kc int, a *float32, sp, sr uintptr, b, c *float32, ldc uintptr, alpha, beta float32)
 
 var avx512Kernel = &kernel{
-	name: "avx512", mr: 12, nr: 32, kc: 384, nb: 384, nc: 4096, mb: 3072,
-	micro: micro12x32AVX512,
+	name: "avx512", mr: 12, nr: 32, kc: 512, nb: 256, nc: 4096, mb: 3072,
+	micro: micro12x32AVX512, packBT: packBTransAVX,
 }
 
 var avx2Kernel = &kernel{
-	name: "avx2", mr: 6, nr: 16, kc: 256, nb: 512, nc: 4096, mb: 3072,
-	micro: micro6x16AVX2,
+	name: "avx2", mr: 6, nr: 16, kc: 512, nb: 256, nc: 4096, mb: 3072,
+	micro: micro6x16AVX2, packBT: packBTransAVX,
 }
 
 func availableKernels() []*kernel {

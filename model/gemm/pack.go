@@ -67,8 +67,9 @@ func packA(transA bool, mr int, a []float32, lda, i0, rows, p0, kc, kcs int, dst
 }
 
 // packB packs depth [p0, p0+kc) × columns [j0, j0+cols) of op(B) into one
-// micro-panel dst of kc·nr floats; cols ≤ nr.
-func packB(transB bool, nr int, b []float32, ldb, p0, kc, j0, cols int, dst []float32) {
+// micro-panel dst of kc·nr floats for kernel kn; cols ≤ nr.
+func packB(kn *kernel, transB bool, b []float32, ldb, p0, kc, j0, cols int, dst []float32) {
+	nr := kn.nr
 	if !transB {
 		for p := 0; p < kc; p++ {
 			d := dst[p*nr : p*nr+nr]
@@ -77,9 +78,24 @@ func packB(transB bool, nr int, b []float32, ldb, p0, kc, j0, cols int, dst []fl
 		}
 		return
 	}
-	// B is stored n×k: column j of op(B) is row j of B. Four columns at a
-	// time keeps the scattered writes within a few cache lines per k step.
-	j := 0
+	if kn.packBT != nil {
+		kn.packBT(nr, b, ldb, p0, kc, j0, cols, dst)
+	} else {
+		packBTransGo(nr, b, ldb, p0, kc, j0, 0, cols, dst)
+	}
+	if cols < nr {
+		for p := 0; p < kc; p++ {
+			clear(dst[p*nr+cols : p*nr+nr])
+		}
+	}
+}
+
+// packBTransGo packs columns [jlo, cols) of a transposed B (stored n×k: column
+// j of op(B) is row j0+j of B) into micro-panel dst, leaving other columns.
+func packBTransGo(nr int, b []float32, ldb, p0, kc, j0, jlo, cols int, dst []float32) {
+	// Four columns at a time keeps the scattered writes within a few cache
+	// lines per k step.
+	j := jlo
 	for ; j+4 <= cols; j += 4 {
 		s0 := b[(j0+j)*ldb+p0 : (j0+j)*ldb+p0+kc]
 		s1 := b[(j0+j+1)*ldb+p0 : (j0+j+1)*ldb+p0+kc]
@@ -95,11 +111,6 @@ func packB(transB bool, nr int, b []float32, ldb, p0, kc, j0, cols int, dst []fl
 		s := b[(j0+j)*ldb+p0 : (j0+j)*ldb+p0+kc]
 		for p, v := range s {
 			dst[p*nr+j] = v
-		}
-	}
-	if cols < nr {
-		for p := 0; p < kc; p++ {
-			clear(dst[p*nr+cols : p*nr+nr])
 		}
 	}
 }

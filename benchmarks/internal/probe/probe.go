@@ -63,18 +63,39 @@ func FMAPeak(threads int) float64 {
 
 // FMAPeakISA is FMAPeak for a named loop (see ISAs).
 func FMAPeakISA(isa string, threads int) (float64, error) {
+	p, err := FMAPeakDetail(isa, threads)
+	return p.Wall, err
+}
+
+// Peak is one FMA peak measurement.
+type Peak struct {
+	ISA     string
+	Threads int
+	// Wall is GFLOP/s over wall-clock time: what the threads achieved
+	// together, including any time the OS gave their cores to others.
+	Wall float64
+	// PerCore is GFLOP per second of thread CPU time: the rate of one core
+	// while it runs the loop, unaffected by other processes taking turns on
+	// a shared machine (equal to Wall/Threads on an idle one). Where thread
+	// CPU time is not available it is Wall/Threads.
+	PerCore float64
+}
+
+// FMAPeakDetail measures the named loop (see ISAs) on threads goroutines.
+func FMAPeakDetail(isa string, threads int) (Peak, error) {
 	if threads < 1 {
-		return 0, fmt.Errorf("probe: threads = %d, want ≥ 1", threads)
+		return Peak{}, fmt.Errorf("probe: threads = %d, want ≥ 1", threads)
 	}
 	for _, l := range loops {
 		if l.isa == isa {
-			return measureFMA(l, threads), nil
+			wall, perCore := measureFMA(l, threads)
+			return Peak{ISA: isa, Threads: threads, Wall: wall, PerCore: perCore}, nil
 		}
 	}
-	return 0, fmt.Errorf("probe: FMA loop %q not available on this CPU (have %v)", isa, ISAs())
+	return Peak{}, fmt.Errorf("probe: FMA loop %q not available on this CPU (have %v)", isa, ISAs())
 }
 
-func measureFMA(l fmaLoop, threads int) float64 {
+func measureFMA(l fmaLoop, threads int) (wall, perCore float64) {
 	// Size a chunk to about 1 ms on one thread so the deadline check is rare.
 	chunk := 1 << 10
 	for {
@@ -85,9 +106,9 @@ func measureFMA(l fmaLoop, threads int) float64 {
 		}
 		chunk *= 2
 	}
-	best := 0.0
 	for rep := 0; rep < Repeats; rep++ {
 		iters := make([]int, threads)
+		cpu := make([]time.Duration, threads)
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for t := 0; t < threads; t++ {
@@ -97,24 +118,33 @@ func measureFMA(l fmaLoop, threads int) float64 {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
 				<-start
+				c0 := threadCPUTime()
 				deadline := time.Now().Add(Window)
 				for time.Now().Before(deadline) {
 					l.run(chunk)
 					iters[t] += chunk
 				}
+				cpu[t] = threadCPUTime() - c0
 			}()
 		}
 		t0 := time.Now()
 		close(start)
 		wg.Wait()
 		el := time.Since(t0).Seconds()
-		total := 0
-		for _, n := range iters {
-			total += n
+		flops, cpuSec := 0.0, 0.0
+		for t := range iters {
+			flops += float64(iters[t]) * l.flopsPerIter
+			cpuSec += cpu[t].Seconds()
 		}
-		best = max(best, float64(total)*l.flopsPerIter/el/1e9)
+		wall = max(wall, flops/el/1e9)
+		if cpuSec > 0 {
+			perCore = max(perCore, flops/cpuSec/1e9)
+		}
 	}
-	return best
+	if perCore == 0 {
+		perCore = wall / float64(threads)
+	}
+	return wall, perCore
 }
 
 const goChains = 8

@@ -69,3 +69,19 @@ func TestSumVectorMatchesLoop(t *testing.T) {
 		}
 	}
 }
+
+func TestFMAPeakDetailPerCore(t *testing.T) {
+	shortWindows(t)
+	p, err := FMAPeakDetail(BestISA(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sane(t, "Wall", p.Wall)
+	sane(t, "PerCore", p.PerCore)
+	if p.ISA != BestISA() || p.Threads != 2 {
+		t.Fatalf("Peak = %+v, want ISA %s on 2 threads", p, BestISA())
+	}
+	if d, ok := ProcessCPUTime(); ok && d <= 0 {
+		t.Fatalf("ProcessCPUTime() = %v after running loops, want > 0", d)
+	}
+}
