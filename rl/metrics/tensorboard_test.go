@@ -171,6 +171,21 @@ func TestTensorBoardPython(t *testing.T) {
 	}
 	sameScalars(t, "python reader", pyScalars(t, out), wantGolden())
 
+	// Google's protobuf runtime, where installed (Debian python3-protobuf),
+	// must decode the events the same way.
+	for _, pb := range []string{py, "/usr/bin/python3"} {
+		if exec.Command(pb, "-c", "import google.protobuf").Run() != nil {
+			continue
+		}
+		out, err := exec.Command(pb, "testdata/check_protobuf.py", path).Output()
+		if err != nil {
+			t.Fatalf("protobuf check: %v", err)
+		}
+		sameScalars(t, "protobuf runtime", pyScalars(t, out), wantGolden())
+		t.Logf("protobuf runtime (%s) agrees", pb)
+		break
+	}
+
 	// The Python reader must reject what ReadEvents rejects.
 	data, _ := os.ReadFile(path)
 	data[len(data)-10] ^= 1

@@ -8,4 +8,12 @@ set -e
 cd "$(dirname "$0")/.."
 go test -run 'TestTensorBoardGolden$' -update . >/dev/null || true
 python3 testdata/read_tfevents.py testdata/golden.tfevents > testdata/golden.tfevents.json
+# With python3-protobuf installed, Google's protobuf runtime must agree.
+for py in python3 /usr/bin/python3; do
+	if $py -c 'import google.protobuf' 2>/dev/null; then
+		$py testdata/check_protobuf.py testdata/golden.tfevents | cmp - testdata/golden.tfevents.json
+		echo "protobuf runtime agrees with read_tfevents.py"
+		break
+	fi
+done
 python3 testdata/console_ref.py > testdata/console_golden.json
