@@ -19,8 +19,8 @@ const parquetBatch = 256
 // columns a verl-style file uses for the sample itself; any other column
 // goes to Extra, except the paragraphs a Hugging Face copy of HotpotQA or
 // MuSiQue carries, which are dropped as the JSON loaders drop them.
-var parquetOwnColumns = []string{"data_source", "prompt", "question", "id", "reward_model", "golden_answers", "answer", "answers", "extra_info", "ability",
-	"context", "paragraphs"}
+var parquetOwnColumns = []string{"data_source", "prompt", "question", "id", "reward_model", "golden_answers", "answer", "answers", "answer_aliases",
+	"extra_info", "ability", "context", "paragraphs"}
 
 // streamParquet reads a verl / Search-R1 / Agent-R1 parquet file row by
 // row. parquet-go panics on some corrupt pages; those panics become errors
@@ -239,8 +239,8 @@ func questionFromPrompt(msgs []Message) string {
 
 // rowAnswers reads the gold answers, and names the field they were looked
 // for in: reward_model.ground_truth as a string, a list, or {target: string
-// or list}; else FlashRAG's golden_answers kept in the file; else an answer
-// or answers column.
+// or list}; else FlashRAG's golden_answers kept in the file; else an answers
+// column, or an answer column with its answer_aliases.
 func rowAnswers(row map[string]any) ([]string, string, *fieldError) {
 	if rm, ok := row["reward_model"].(map[string]any); ok && rm["ground_truth"] != nil {
 		gt := rm["ground_truth"]
@@ -259,7 +259,18 @@ func rowAnswers(row map[string]any) ([]string, string, *fieldError) {
 	for _, col := range []string{"golden_answers", "answers", "answer"} {
 		if v := row[col]; v != nil {
 			answers, err := anyStrings(v, col)
-			return uniqueNonBlank(answers), col, err
+			if err != nil {
+				return nil, col, err
+			}
+			if aliases := row["answer_aliases"]; col == "answer" && aliases != nil {
+				// MuSiQue on the Hugging Face hub (bdsaglam/musique).
+				more, err := anyStrings(aliases, "answer_aliases")
+				if err != nil {
+					return nil, "answer_aliases", err
+				}
+				answers = append(answers, more...)
+			}
+			return uniqueNonBlank(answers), col, nil
 		}
 	}
 	return nil, "reward_model.ground_truth", nil

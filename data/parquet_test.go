@@ -331,6 +331,7 @@ func TestDecodeParquetRowErrors(t *testing.T) {
 		{"ground_truth type", func(r map[string]any) { r["reward_model"] = map[string]any{"ground_truth": true} }, "reward_model.ground_truth"},
 		{"no answers at all", func(r map[string]any) { delete(r, "reward_model") }, "reward_model.ground_truth"},
 		{"id type", func(r map[string]any) { r["id"] = 1.5 }, "id"},
+		{"aliases type", func(r map[string]any) { delete(r, "reward_model"); r["answer"] = "a"; r["answer_aliases"] = int64(1) }, "answer_aliases"},
 	} {
 		row := base()
 		tc.edit(row)
@@ -349,6 +350,11 @@ func TestDecodeParquetRowErrors(t *testing.T) {
 		{func(map[string]any) {}, "nq:row7", []string{"a"}},
 		{func(r map[string]any) { r["reward_model"] = map[string]any{"ground_truth": "b"}; r["id"] = int64(12) }, "nq:12", []string{"b"}},
 		{func(r map[string]any) { r["reward_model"] = map[string]any{"ground_truth": []any{"c", "d", "c"}} }, "nq:row7", []string{"c", "d"}},
+		{func(r map[string]any) {
+			delete(r, "reward_model")
+			r["answer"] = "Canada"
+			r["answer_aliases"] = []any{"CA", "Canada"}
+		}, "nq:row7", []string{"Canada", "CA"}},
 		{func(r map[string]any) {
 			delete(r, "reward_model")
 			r["golden_answers"] = []any{"e", int64(5)}
