@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -25,7 +26,29 @@ type loader struct {
 	root reflect.Type // for suggestions
 	file string       // the file being applied; "" for arguments
 	errs []error
+
+	// Aliases make a small YAML text a large tree (an "alias bomb") or
+	// a cycle (&a {<<: *a}); yaml.v3 guards its own decoding against
+	// both, and so does this walk.
+	inMapping map[*yaml.Node]bool // mappings being applied, to catch cycles
+	visits    int                 // nodes applied so far
+	exhausted bool                // visits passed maxVisits; stop
 }
+
+// visit counts one node applied and reports whether to go on.
+func (l *loader) visit(n *yaml.Node, key string) bool {
+	if l.visits++; l.visits <= maxVisits {
+		return true
+	}
+	if !l.exhausted {
+		l.exhausted = true
+		l.fail(n, key, "aliases expand to over %d values; stopped", maxVisits)
+	}
+	return false
+}
+
+// maxVisits bounds the nodes one Load applies, far above any real config.
+const maxVisits = 1 << 16
 
 func (l *loader) fail(n *yaml.Node, key, format string, args ...any) {
 	e := &Error{File: l.file, Key: key, Msg: fmt.Sprintf(format, args...)}
@@ -39,6 +62,9 @@ func (l *loader) fail(n *yaml.Node, key, format string, args ...any) {
 func resolveAlias(n *yaml.Node) *yaml.Node {
 	for n != nil && n.Kind == yaml.AliasNode {
 		n = n.Alias
+	}
+	if n == nil {
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}
 	}
 	return n
 }
@@ -66,6 +92,9 @@ func describe(n *yaml.Node) string {
 // apply sets v, found at key, from node n.
 func (l *loader) apply(n *yaml.Node, v reflect.Value, key string) {
 	n = resolveAlias(n)
+	if !l.visit(n, key) {
+		return
+	}
 	switch mustShape(v.Type()) {
 	case scalarShape:
 		if n.Kind != yaml.ScalarNode {
@@ -181,6 +210,18 @@ func (l *loader) applyList(n *yaml.Node, v reflect.Value, key string) {
 // mapping applies the keys of mapping node n to struct v. Merge keys
 // (<<: *base) apply first so that the mapping's own keys win, as YAML says.
 func (l *loader) mapping(n *yaml.Node, v reflect.Value, key string) {
+	if l.inMapping[n] {
+		l.fail(n, key, "an alias or merge (<<) includes the mapping it is in")
+		return
+	}
+	if l.inMapping == nil {
+		l.inMapping = map[*yaml.Node]bool{}
+	}
+	l.inMapping[n] = true
+	defer delete(l.inMapping, n)
+	if !l.visit(n, key) {
+		return
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], resolveAlias(n.Content[i+1])
 		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!merge" {
@@ -252,6 +293,10 @@ func setScalar(v reflect.Value, text string) string {
 	}
 	switch t.Kind() {
 	case reflect.String:
+		// Dump could not write it, and no file YAML reads can hold it.
+		if !utf8.ValidString(text) {
+			return fmt.Sprintf("%q is not valid UTF-8 text", text)
+		}
 		v.SetString(text)
 	case reflect.Bool:
 		b, ok := parseBool(s)
@@ -347,6 +392,12 @@ func (l *loader) loadFile(name string, v reflect.Value) {
 		l.errs = append(l.errs, &Error{File: name, Msg: err.Error(), Err: err})
 		return
 	}
+	applyText(l, data, v)
+}
+
+// applyText applies YAML text, read from l.file, to v.
+func applyText(l *loader, data []byte, v reflect.Value) {
+	name := l.file
 	defer func() {
 		// yaml.v3 recovers its own failures; anything else escaping it is
 		// still the file's fault as far as the user can tell.

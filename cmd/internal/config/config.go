@@ -92,8 +92,17 @@ func Load(cfg any, args []string, flags *flag.FlagSet) error {
 	if len(l.errs) == 0 {
 		l.errs, _ = validate(root, "", nil)
 	}
+	if len(l.errs) > maxErrors {
+		more := len(l.errs) - maxErrors
+		l.errs = append(l.errs[:maxErrors], &Error{Msg: fmt.Sprintf("and %d more errors", more)})
+	}
 	return errors.Join(l.errs...)
 }
+
+// maxErrors is how many errors Load reports before summing up the rest:
+// enough for every typo in a real command line, not a screenful of noise
+// from a wrong file.
+const maxErrors = 20
 
 type stepKind int
 

@@ -2,8 +2,10 @@ package config
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,5 +222,38 @@ func TestUnreadableFile(t *testing.T) {
 	es := usageErrors(t, err)
 	if len(es) != 1 || !os.IsNotExist(es[0].Err) {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestFileAliasAbuse(t *testing.T) {
+	// A merge cycle and an alias bomb both end in an error, promptly.
+	cycle := writeFile(t, "cycle.yaml", "critic: &a\n  lr: 1\n  <<: *a\n")
+	_, err := load(t, "-config", cycle)
+	wantErrorContaining(t, err, "cycle.yaml:1: critic: an alias or merge (<<) includes the mapping it is in")
+
+	// rollout merges l0..l30, where l30 merges l29 twice, which merges
+	// l28 twice, ...: 2^31 copies of n: 1 from a 1 kB file.
+	var b strings.Builder
+	b.WriteString("rollout:\n  <<: [&l0 {n: 1}")
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&b, ", &l%d {<<: [*l%d, *l%d]}", i, i-1, i-1)
+	}
+	b.WriteString("]\n")
+	_, err = load(t, "-config", writeFile(t, "bomb.yaml", b.String()))
+	wantErrorContaining(t, err, "bomb.yaml:2: rollout", "aliases expand to over 65536 values; stopped")
+	if es := usageErrors(t, err); len(es) != 1 {
+		t.Errorf("got %d errors, want 1", len(es))
+	}
+}
+
+func TestErrorCountCapped(t *testing.T) {
+	var b strings.Builder
+	for i := range 50 {
+		fmt.Fprintf(&b, "unknown%d: 1\n", i)
+	}
+	_, err := load(t, "-config", writeFile(t, "many.yaml", b.String()))
+	es := usageErrors(t, err)
+	if len(es) != 21 || es[19].Line != 20 || es[20].Error() != "config: and 30 more errors" {
+		t.Errorf("got %d errors, last %v", len(es), es[len(es)-1])
 	}
 }
