@@ -2,6 +2,7 @@ package synth
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -73,6 +74,15 @@ func (w *World) WriteCorpus(out io.Writer) error {
 		return fmt.Errorf("synth: writing the corpus: %w", err)
 	}
 	return nil
+}
+
+// CorpusReader serves the corpus through the reader every corpus file goes
+// through (wiki-18 JSONL, held in memory), so an index is built from the
+// synthetic world exactly as from a file on disk.
+func (w *World) CorpusReader() *data.CorpusReader {
+	var buf bytes.Buffer
+	_ = w.WriteCorpus(&buf) // writing to memory cannot fail
+	return data.NewCorpusReader(&buf, "synthetic corpus", data.CorpusOptions{Layout: data.LayoutWiki18})
 }
 
 // WriteFlashRAG writes samples in FlashRAG's JSONL layout,

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -503,6 +504,27 @@ func TestWriteCorpusIsWiki18(t *testing.T) {
 	}
 	if row != len(w.Passages) {
 		t.Fatalf("%d lines for %d passages", row, len(w.Passages))
+	}
+}
+
+// The corpus agent's wiki-18 reader gets back every passage as it is.
+func TestCorpusReaderRoundTrip(t *testing.T) {
+	w := mustNew(t, smallConfig())
+	cr := w.CorpusReader()
+	for i := 0; ; i++ {
+		p, err := cr.Next()
+		if err == io.EOF {
+			if i != len(w.Passages) {
+				t.Fatalf("%d passages read, %d written", i, len(w.Passages))
+			}
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p != w.Passages[i] {
+			t.Fatalf("passage %d read as %+v, written as %+v", i, p, w.Passages[i])
+		}
 	}
 }
 
