@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/nikolalohinski/gonja/v2/builtins"
 	"github.com/nikolalohinski/gonja/v2/config"
@@ -198,6 +200,7 @@ func jinjaConfig() *config.Config {
 func jinjaEnvironment() *exec.Environment {
 	filters := exec.NewFilterSet(map[string]exec.FilterFunction{}).Update(builtins.Filters)
 	_ = filters.Replace("tojson", filterPyJSON)
+	_ = filters.Replace("dictsort", filterDictSort)
 	globals := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
 	globals.Set("raise_exception", func(_ *exec.Evaluator, args *exec.VarArgs) (any, error) {
 		msg := ""
@@ -214,6 +217,7 @@ func jinjaEnvironment() *exec.Environment {
 	})
 	methods := builtins.Methods
 	methods.Dict = orderedDictMethods
+	methods.Str = strMethods
 	return &exec.Environment{
 		Context:           globals,
 		Filters:           filters,
@@ -237,7 +241,9 @@ func renderJinja(text string, vars map[string]any, fail func(error) error) (out 
 	}
 	tpl, err := exec.NewTemplate("/chat_template", jinjaConfig(), loader, jinjaEnvironment())
 	if err != nil {
-		return "", fail(err)
+		// gonja quotes the whole template in its parse errors; the source
+		// name says which one it is.
+		return "", fail(errors.New(strings.Replace(err.Error(), "'"+text+"'", "", 1)))
 	}
 	out, err = tpl.ExecuteToString(exec.NewContext(vars))
 	if err != nil {
@@ -311,6 +317,80 @@ var orderedDictMethods = exec.NewMethodSet(map[string]exec.Method[map[string]any
 		return nil, nil
 	},
 })
+
+// strMethods are gonja's string methods with lstrip and rstrip fixed:
+// gonja's default argument is a rune, which fails, and Python strips all
+// whitespace when no characters are given.
+var strMethods = func() *exec.MethodSet[string] {
+	all := map[string]exec.Method[string]{}
+	for _, name := range strings.Fields(`capitalize capwords casefold center count encode endswith expandtabs find
+		format format_map isalnum isalpha isascii isdecimal isdigit islower isnumeric isprintable isspace istitle
+		isupper join ljust lower lstrip partition removeprefix removesuffix replace rfind rjust rpartition rsplit
+		rstrip split splitlines startswith strip swapcase title upper zfill`) {
+		if m, ok := builtins.Methods.Str.Get(name); ok {
+			all[name] = m
+		}
+	}
+	strip := func(trim func(string, string) string, trimSpace func(string) string) exec.Method[string] {
+		return func(self string, _ *exec.Value, args *exec.VarArgs) (any, error) {
+			if len(args.Args) == 0 || args.Args[0].IsNil() {
+				return trimSpace(self), nil
+			}
+			return trim(self, args.Args[0].String()), nil
+		}
+	}
+	all["lstrip"] = strip(strings.TrimLeft, func(s string) string { return strings.TrimLeftFunc(s, unicode.IsSpace) })
+	all["rstrip"] = strip(strings.TrimRight, func(s string) string { return strings.TrimRightFunc(s, unicode.IsSpace) })
+	all["strip"] = strip(strings.Trim, strings.TrimSpace)
+	return exec.NewMethodSet(all)
+}()
+
+// filterDictSort is Jinja's dictsort for ordered dicts too (gonja's sees
+// only Go maps): (key, value) pairs sorted by key, or by value with
+// by="value", case-insensitively unless case_sensitive=True.
+func filterDictSort(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+	if in.IsError() {
+		return in
+	}
+	if !in.IsDict() {
+		return exec.AsValue(fmt.Errorf("dictsort: %s is not a mapping", in.String()))
+	}
+	byValue := false
+	if v, ok := params.KwArgs["by"]; ok {
+		switch v.String() {
+		case "key":
+		case "value":
+			byValue = true
+		default:
+			return exec.AsValue(errors.New("dictsort: by must be 'key' or 'value'"))
+		}
+	}
+	caseSensitive := params.KwArgs["case_sensitive"] != nil && params.KwArgs["case_sensitive"].IsTrue()
+	reverse := params.KwArgs["reverse"] != nil && params.KwArgs["reverse"].IsTrue()
+	pairs := append([]*exec.Pair(nil), dictPairs(in)...)
+	sortKey := func(p *exec.Pair) *exec.Value {
+		v := p.Key
+		if byValue {
+			v = p.Value
+		}
+		if !caseSensitive && v.IsString() {
+			return exec.AsValue(strings.ToLower(v.String()))
+		}
+		return v
+	}
+	sort.SliceStable(pairs, func(i, j int) bool {
+		a := exec.ValuesList{sortKey(pairs[i]), sortKey(pairs[j])}
+		if reverse {
+			return a.Less(1, 0)
+		}
+		return a.Less(0, 1)
+	})
+	out := make([]any, len(pairs))
+	for i, p := range pairs {
+		out[i] = []any{p.Key, p.Value}
+	}
+	return exec.AsValue(out)
+}
 
 func dictPairs(v *exec.Value) []*exec.Pair {
 	switch d := v.Interface().(type) {

@@ -50,7 +50,9 @@ func TestChatTemplates(t *testing.T) {
 	if _, source := builtin.ChatTemplate(); source != "built-in Qwen2.5" {
 		t.Fatalf("template source %q", source)
 	}
-	cases := map[string]*Tokenizer{"qwen2": loadFixture(t, "qwen2"), "llama3": loadFixture(t, "llama3"), "builtin": builtin}
+	constructs := loadFixture(t, "qwen2")
+	constructs.templates = chatTemplates{text: string(mustRead(t, "testdata/chat/constructs.jinja")), source: "constructs.jinja"}
+	cases := map[string]*Tokenizer{"qwen2": loadFixture(t, "qwen2"), "llama3": loadFixture(t, "llama3"), "builtin": builtin, "constructs": constructs}
 	for name, tok := range cases {
 		ref := want[name]
 		if name == "builtin" {

@@ -51,7 +51,13 @@
 // and a tojson that is Python's json.dumps(ensure_ascii=False): key order
 // kept, ", " and ": " separators, no HTML escaping. JSON objects (tool
 // schemas, tool-call arguments) are kept as ordered dicts, and their
-// keys/values/items methods keep that order, as a Python dict does.
+// keys/values/items methods and the dictsort filter work on them, as on a
+// Python dict; lstrip and rstrip follow Python. testdata/chat holds the
+// Python jinja2 renders this is checked against, including a template of
+// constructs found in real chat templates. Known gaps of the gonja engine:
+// a conditional expression inside parentheses, "(a if c else b)", does not
+// parse (Render returns the error; "set x = a if c else b" works), None
+// prints as "" where Python prints "None", and 2 ** 3 prints 8.0.
 //
 // A rollout builds a conversation turn by turn; training must see exactly
 // the tokens the model saw, and re-rendering the finished conversation with

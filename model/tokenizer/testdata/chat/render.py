@@ -129,6 +129,17 @@ for folder, tokens in special.items():
         except jinja2.exceptions.TemplateError as e:
             rendered[folder].append({"error": str(e)})
 
+# The constructs template on its own, with the Qwen2-style special tokens.
+template = env.from_string(open("constructs.jinja", encoding="utf-8").read())
+rendered["constructs"] = []
+for conv in conversations:
+    try:
+        text = template.render(messages=conv["messages"], tools=conv["tools"],
+                               add_generation_prompt=conv["add_generation_prompt"], **special["qwen2"])
+        rendered["constructs"].append({"text": text})
+    except jinja2.exceptions.TemplateError as e:
+        rendered["constructs"].append({"error": str(e)})
+
 json.dump(conversations, open("conversations.json", "w", encoding="utf-8"), ensure_ascii=False, indent=1)
 json.dump(rendered, open("rendered.json", "w", encoding="utf-8"), ensure_ascii=False, indent=1)
 print("jinja2", jinja2.__version__, {k: len(v) for k, v in rendered.items()})
