@@ -18,6 +18,7 @@ type problem struct {
 	alpha, beta    float32
 	a, b, c        []float32
 	lda, ldb, ldc  int
+	want, tol      []float64 // reference result and error bound, m×n
 }
 
 // newProblem fills A, B and C with values in [-1, 1); pad extra columns on
@@ -71,23 +72,19 @@ func (p *problem) opB(q, j int) float64 {
 	return float64(p.b[q*p.ldb+j])
 }
 
-// check compares got (the C buffer after the call) with a float64 reference
-// computed from p's original C. The bound per element is
-// (2k+8)·u·(|alpha|·Σ|a||b| + |beta|·|c|): k roundings in the running sum,
-// two more per KC block boundary and a few for alpha and beta, each at most u
-// relative to the sum of magnitudes.
-func (p *problem) check(t *testing.T, label string, got []float32) {
-	t.Helper()
-	bad := 0
+// reference computes, once per problem, the float64 result and the error
+// bound of every element of C. The bound is (2k+8)·u·(|alpha|·Σ|a||b| +
+// |beta|·|c|): k roundings in the running sum, two more per KC slice
+// boundary and a few for alpha and beta, each at most u relative to the sum
+// of magnitudes.
+func (p *problem) reference() {
+	if p.want != nil {
+		return
+	}
+	p.want = make([]float64, p.m*p.n)
+	p.tol = make([]float64, p.m*p.n)
 	for i := 0; i < p.m; i++ {
-		for j := 0; j < p.ldc; j++ {
-			g := got[i*p.ldc+j]
-			if j >= p.n {
-				if g != sentinel {
-					t.Fatalf("%s: C[%d][%d] outside the %d columns was overwritten: %v", label, i, j, p.n, g)
-				}
-				continue
-			}
+		for j := 0; j < p.n; j++ {
 			var dot, mag float64
 			for q := 0; q < p.k; q++ {
 				x := p.opA(i, q) * p.opB(q, j)
@@ -101,7 +98,28 @@ func (p *problem) check(t *testing.T, label string, got []float32) {
 				want += float64(p.beta) * c0
 				scale += math.Abs(float64(p.beta) * c0)
 			}
-			tol := float64(2*p.k+8) * u * scale
+			p.want[i*p.n+j] = want
+			p.tol[i*p.n+j] = float64(2*p.k+8) * u * scale
+		}
+	}
+}
+
+// check compares got (the C buffer after the call) with the reference, and
+// checks that C's padding columns were left alone.
+func (p *problem) check(t testing.TB, label string, got []float32) {
+	t.Helper()
+	p.reference()
+	bad := 0
+	for i := 0; i < p.m; i++ {
+		for j := 0; j < p.ldc; j++ {
+			g := got[i*p.ldc+j]
+			if j >= p.n {
+				if g != sentinel {
+					t.Fatalf("%s: C[%d][%d] outside the %d columns was overwritten: %v", label, i, j, p.n, g)
+				}
+				continue
+			}
+			want, tol := p.want[i*p.n+j], p.tol[i*p.n+j]
 			if err := math.Abs(float64(g) - want); !(err <= tol) {
 				if bad < 5 {
 					t.Errorf("%s: C[%d][%d] = %v, want %v (error %.3g > bound %.3g)", label, i, j, g, want, err, tol)
@@ -190,10 +208,11 @@ func TestSgemmLargeParallel(t *testing.T) {
 		t.Skip("large product")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, e := range engines(t, 2) {
-		for _, tr := range [4][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
-			for _, s := range []struct{ m, n, k int }{{3100, 600, 70}, {30, 4200, 20}} {
-				p := newProblem(rng, tr[0], tr[1], s.m, s.n, s.k, 3, 1, 0.5, false)
+	es := engines(t, 2)
+	for _, tr := range [4][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+		for _, s := range []struct{ m, n, k int }{{3100, 600, 70}, {30, 4200, 20}} {
+			p := newProblem(rng, tr[0], tr[1], s.m, s.n, s.k, 3, 1, 0.5, false)
+			for _, e := range es {
 				p.check(t, fmt.Sprintf("%s %dx%dx%d transA=%v transB=%v", e.Kernel(), s.m, s.n, s.k, tr[0], tr[1]), p.run(e))
 			}
 		}
