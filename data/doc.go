@@ -21,6 +21,11 @@
 // paragraphs of HotpotQA and 2Wiki and the paragraphs of MuSiQue are not
 // kept: retrieval reads a corpus (Passage, CorpusReader).
 //
+// A Sample may carry a gold tool-use Trajectory (search steps, then the
+// answer); the synthetic world gives one with every question, and the SFT
+// warm start renders it with Trajectory.Turns in the Hermes/Qwen
+// tool-call format.
+//
 // Sampler draws batches in a deterministic order by seed and reports its
 // position as a SamplerState, so a resumed run sees exactly the batches
 // the interrupted one would have. Shuffle and Subsample are the one-shot
