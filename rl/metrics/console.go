@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -31,11 +30,11 @@ func (c *Console) Name() string { return "console" }
 // Log writes the step's line.
 func (c *Console) Log(step int, values map[string]float64) error {
 	if c.closed {
-		return errors.New("console sink: closed")
+		return fmt.Errorf("metrics: console sink: step %d: closed", step)
 	}
 	c.buf = AppendConsoleLine(c.buf[:0], step, values)
 	if _, err := c.w.Write(c.buf); err != nil {
-		return fmt.Errorf("console sink: %w", err)
+		return fmt.Errorf("metrics: console sink: step %d: %w", step, err)
 	}
 	return nil
 }

@@ -59,8 +59,8 @@
 //
 // Every failure is an error, never a panic: a full disk, a closed file or a
 // broken pipe comes back from Log or Close naming the sink, its file and the
-// step ("metrics: step 7: jsonl sink /run/metrics.jsonl: write ...: no space
-// left on device"). A failing sink does not stop the others from receiving
+// step ("metrics: jsonl sink /run/metrics.jsonl: step 7: write
+// /run/metrics.jsonl: no space left on device"). A failing sink does not stop the others from receiving
 // the step. The readers name the file and the line (JSONL) or the record
 // index and byte offset (event files) of the first bad input, and return
 // what they read before it.

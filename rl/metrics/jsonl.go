@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"unicode/utf8"
 )
 
 // JSONL appends one JSON object per step to a file:
@@ -54,11 +55,11 @@ func (j *JSONL) Path() string { return j.path }
 // Log appends the step's line.
 func (j *JSONL) Log(step int, values map[string]float64) error {
 	if j.f == nil {
-		return fmt.Errorf("jsonl sink %s: closed", j.path)
+		return fmt.Errorf("metrics: jsonl sink %s: step %d: closed", j.path, step)
 	}
 	j.buf = AppendJSONLine(j.buf[:0], step, values)
 	if _, err := j.f.Write(j.buf); err != nil {
-		return fmt.Errorf("jsonl sink %s: %w", j.path, err)
+		return fmt.Errorf("metrics: jsonl sink %s: step %d: %w", j.path, step, err)
 	}
 	return nil
 }
@@ -87,8 +88,7 @@ func AppendJSONLine(b []byte, step int, values map[string]float64) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		key, _ := json.Marshal(k) // a string always marshals
-		b = append(b, key...)
+		b = appendJSONString(b, k)
 		b = append(b, ':')
 		switch v := values[k]; {
 		case math.IsNaN(v):
@@ -102,6 +102,41 @@ func AppendJSONLine(b []byte, step int, values map[string]float64) []byte {
 		}
 	}
 	return append(b, "}}\n"...)
+}
+
+// appendJSONString appends s as a JSON string: quotes, backslashes and
+// control characters escaped, invalid UTF-8 replaced by U+FFFD as
+// encoding/json does, everything else as is.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(b, '"')
 }
 
 // Record is one line of a JSONL metrics file.

@@ -149,7 +149,7 @@ func TestJSONLDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = j.Log(7, map[string]float64{"a": 1})
-	if err == nil || !strings.Contains(err.Error(), "jsonl sink /dev/full") || !strings.Contains(err.Error(), "no space left") {
+	if err == nil || !strings.Contains(err.Error(), "metrics: jsonl sink /dev/full: step 7: ") || !strings.Contains(err.Error(), "no space left") {
 		t.Errorf("full disk: %v", err)
 	}
 	j.Close()
@@ -187,6 +187,25 @@ func FuzzReadJSONL(f *testing.F) {
 					t.Fatalf("record %d %q: %v then %v", i, k, v, again[i].Data[k])
 				}
 			}
+		}
+	})
+}
+
+// FuzzJSONString checks the key writer against encoding/json: the text must
+// be valid JSON and decode to what encoding/json's own encoding decodes to.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{"critic/score/mean", `q"b\s`, "tab\tnl\ncr\r\x00\x1f\x7f", "ünï/ß", "bad\xff\xfeutf8", "\u2028<>&", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var got, want string
+		if err := json.Unmarshal(appendJSONString(nil, s), &got); err != nil {
+			t.Fatalf("%q: invalid JSON %s: %v", s, appendJSONString(nil, s), err)
+		}
+		ref, _ := json.Marshal(s)
+		json.Unmarshal(ref, &want)
+		if got != want {
+			t.Fatalf("%q decodes to %q, encoding/json's to %q", s, got, want)
 		}
 	})
 }

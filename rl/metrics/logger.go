@@ -10,8 +10,8 @@ import (
 )
 
 // A Sink receives every step's metrics from a Logger. Log must not keep
-// values after it returns (the trainer reuses the map). Errors should name the
-// sink and its file; Logger adds the step.
+// values after it returns (the trainer reuses the map). Errors start with
+// "metrics: " and name the sink, its file and the step.
 type Sink interface {
 	// Name is the sink's kind and destination, e.g. "jsonl /runs/a/metrics.jsonl".
 	Name() string
@@ -59,7 +59,7 @@ func (l *Logger) Log(step int, values map[string]float64) error {
 	var errs []error
 	for _, s := range l.sinks {
 		if err := s.Log(step, values); err != nil {
-			errs = append(errs, fmt.Errorf("metrics: step %d: %w", step, err))
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,7 +99,7 @@ type failSink struct{ logged int }
 func (f *failSink) Name() string { return "fail" }
 func (f *failSink) Log(step int, values map[string]float64) error {
 	f.logged++
-	return errors.New("fail sink /x/y: device gone")
+	return fmt.Errorf("metrics: fail sink /x/y: step %d: device gone", step)
 }
 func (f *failSink) Close() error { return errors.New("fail sink /x/y: close failed") }
 
@@ -109,7 +110,7 @@ func TestLoggerFailingSink(t *testing.T) {
 	hist := NewHistory()
 	log := New(bad, hist)
 	err := log.Log(7, map[string]float64{"a": 1})
-	if err == nil || !strings.Contains(err.Error(), "metrics: step 7: fail sink /x/y: device gone") {
+	if err == nil || !strings.Contains(err.Error(), "metrics: fail sink /x/y: step 7: device gone") {
 		t.Errorf("error %v", err)
 	}
 	if got := hist.Series()["a"]; len(got) != 1 || got[0] != (Point{7, 1}) {

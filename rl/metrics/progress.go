@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -50,7 +49,7 @@ func (p *Progress) Name() string { return "progress" }
 // Log moves the bar to step (clamped to the total) and updates its description.
 func (p *Progress) Log(step int, values map[string]float64) error {
 	if p.closed {
-		return errors.New("progress sink: closed")
+		return fmt.Errorf("metrics: progress sink: step %d: closed", step)
 	}
 	if len(p.keys) > 0 {
 		p.desc.Reset()
@@ -71,7 +70,7 @@ func (p *Progress) Log(step int, values map[string]float64) error {
 		}
 	}
 	if err := p.bar.Set(min(step, p.total)); err != nil {
-		return fmt.Errorf("progress sink: %w", err)
+		return fmt.Errorf("metrics: progress sink: step %d: %w", step, err)
 	}
 	return nil
 }

@@ -90,7 +90,7 @@ func createTensorBoard(dir string, now func() time.Time) (*TensorBoard, error) {
 	tb := &TensorBoard{path: path, w: f, f: f, now: now}
 	if err := tb.writeVersion(start); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("metrics: %w", err)
+		return nil, err
 	}
 	return tb, nil
 }
@@ -106,7 +106,7 @@ func (tb *TensorBoard) writeVersion(start time.Time) error {
 	ev = protowire.AppendTag(ev, eventFileVersion, protowire.BytesType)
 	ev = protowire.AppendString(ev, FileVersion)
 	if _, err := tb.w.Write(AppendRecord(nil, ev)); err != nil {
-		return fmt.Errorf("tensorboard sink %s: %w", tb.path, err)
+		return fmt.Errorf("metrics: tensorboard sink %s: %w", tb.path, err)
 	}
 	return nil
 }
@@ -120,7 +120,7 @@ func (tb *TensorBoard) Path() string { return tb.path }
 // Log appends one scalar event per metric, in sorted key order.
 func (tb *TensorBoard) Log(step int, values map[string]float64) error {
 	if tb.w == nil {
-		return fmt.Errorf("tensorboard sink %s: closed", tb.path)
+		return fmt.Errorf("metrics: tensorboard sink %s: step %d: closed", tb.path, step)
 	}
 	if len(values) == 0 {
 		return nil
@@ -132,7 +132,7 @@ func (tb *TensorBoard) Log(step int, values map[string]float64) error {
 		tb.buf = AppendRecord(tb.buf, tb.ev)
 	}
 	if _, err := tb.w.Write(tb.buf); err != nil {
-		return fmt.Errorf("tensorboard sink %s: %w", tb.path, err)
+		return fmt.Errorf("metrics: tensorboard sink %s: step %d: %w", tb.path, step, err)
 	}
 	return nil
 }
@@ -193,10 +193,8 @@ func MaskedCRC(p []byte) uint32 {
 // little-endian uint64, the masked CRC of those 8 bytes, the data, and the
 // masked CRC of the data (both CRCs little-endian uint32).
 func AppendRecord(b, data []byte) []byte {
-	var hdr [8]byte
-	binary.LittleEndian.PutUint64(hdr[:], uint64(len(data)))
-	b = append(b, hdr[:]...)
-	b = binary.LittleEndian.AppendUint32(b, MaskedCRC(hdr[:]))
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(data)))
+	b = binary.LittleEndian.AppendUint32(b, MaskedCRC(b[len(b)-8:]))
 	b = append(b, data...)
 	return binary.LittleEndian.AppendUint32(b, MaskedCRC(data))
 }
