@@ -1,11 +1,36 @@
 #include "textflag.h"
 
+// EXP3 sets C = e^R for |R| ≤ ln2/2, the degree-13 Taylor polynomial with
+// c_i = 1/i! at 576 − 32i(DX), split into three short Horner chains so that
+// consecutive iterations overlap: C = A + r⁵(B + r⁵C) with A = c0..c4,
+// B = c5..c9, C = c10..c13. A, B and T are clobbered.
+#define EXP3(R, A, B, C, T) \
+	VMOVUPD     448(DX), A \
+	VFMADD213PD 480(DX), R, A \
+	VFMADD213PD 512(DX), R, A \
+	VFMADD213PD 544(DX), R, A \
+	VFMADD213PD 576(DX), R, A \
+	VMOVUPD     288(DX), B \
+	VFMADD213PD 320(DX), R, B \
+	VFMADD213PD 352(DX), R, B \
+	VFMADD213PD 384(DX), R, B \
+	VFMADD213PD 416(DX), R, B \
+	VMOVUPD     160(DX), C \
+	VFMADD213PD 192(DX), R, C \
+	VFMADD213PD 224(DX), R, C \
+	VFMADD213PD 256(DX), R, C \
+	VMULPD      R, R, T \
+	VMULPD      T, T, T \
+	VMULPD      R, T, T \
+	VFMADD213PD B, T, C \
+	VFMADD213PD A, T, C
+
 // func ppoVecAVX2(mask *bool, lp, old, adv, grad *float64, n int, k *ppoVecConsts, acc *[6][4]float64)
 //
 // The vanilla PPO token loop of ppoFused, four tokens per step (n is a
 // multiple of 4). Per token, with on = mask:
 //   d = lp − old, dc = clamp(d, ±20), ρ = e^dc (range reduction by ln 2 and
-//   a degree-13 polynomial), ℓ1 = −Aρ, ℓ2 = −A·clamp(ρ, lo, hi),
+//   a degree-13 polynomial, EXP3), ℓ1 = −Aρ, ℓ2 = −A·clamp(ρ, lo, hi),
 //   clip = ℓ2 > ℓ1, ℓc = clip ? ℓ2 : ℓ1, grad = clip ? 0 : ℓ1,
 //   lower = A < 0 ∧ ℓc > −A·c, ℓ = lower ? −A·c : ℓc, grad = lower ? 0 : grad,
 //   grad = 0 unless d = dc and on; g = w·grad (0 on masked-out tokens).
@@ -61,21 +86,9 @@ loop:
 	VMULPD       64(DX), Y3, Y5
 	VROUNDPD     $0, Y5, Y5
 	VFNMADD231PD 96(DX), Y5, Y3
-	VFNMADD231PD 128(DX), Y5, Y3
-	VMOVUPD      160(DX), Y6
-	VFMADD213PD  192(DX), Y3, Y6
-	VFMADD213PD  224(DX), Y3, Y6
-	VFMADD213PD  256(DX), Y3, Y6
-	VFMADD213PD  288(DX), Y3, Y6
-	VFMADD213PD  320(DX), Y3, Y6
-	VFMADD213PD  352(DX), Y3, Y6
-	VFMADD213PD  384(DX), Y3, Y6
-	VFMADD213PD  416(DX), Y3, Y6
-	VFMADD213PD  448(DX), Y3, Y6
-	VFMADD213PD  480(DX), Y3, Y6
-	VFMADD213PD  512(DX), Y3, Y6
-	VFMADD213PD  544(DX), Y3, Y6
-	VFMADD213PD  576(DX), Y3, Y6
+	VFNMADD231PD 128(DX), Y5, Y3 // r
+
+	EXP3(Y3, Y7, Y8, Y6, Y9) // ρ mantissa part
 	VCVTPD2DQY   Y5, X7
 	VPMOVSXDQ    X7, Y7
 	VPSLLQ       $52, Y7, Y7
@@ -186,29 +199,19 @@ fullloop:
 	VANDPD  768(DX), Y0, Y3
 	VMOVUPD Y3, (AX)(CX*8)
 
-	// k3 of x
+	// k3 of x; x and the inner-clamp test are reloaded after the
+	// polynomial, which needs their registers
 	VMAXPD       0(DX), Y4, Y5
 	VMINPD       32(DX), Y5, Y5 // xc
-	VCMPPD       $0x00, Y5, Y4, Y6 // inner clamp inactive
+	VSUBPD       Y4, Y4, Y3     // x − x: finiteness of ref
+	VANDPD       Y0, Y3, Y3
+	VADDPD       Y3, Y15, Y15
 	VMULPD       64(DX), Y5, Y8
 	VROUNDPD     $0, Y8, Y8
 	VMOVUPD      Y5, Y9
 	VFNMADD231PD 96(DX), Y8, Y9
 	VFNMADD231PD 128(DX), Y8, Y9
-	VMOVUPD      160(DX), Y7
-	VFMADD213PD  192(DX), Y9, Y7
-	VFMADD213PD  224(DX), Y9, Y7
-	VFMADD213PD  256(DX), Y9, Y7
-	VFMADD213PD  288(DX), Y9, Y7
-	VFMADD213PD  320(DX), Y9, Y7
-	VFMADD213PD  352(DX), Y9, Y7
-	VFMADD213PD  384(DX), Y9, Y7
-	VFMADD213PD  416(DX), Y9, Y7
-	VFMADD213PD  448(DX), Y9, Y7
-	VFMADD213PD  480(DX), Y9, Y7
-	VFMADD213PD  512(DX), Y9, Y7
-	VFMADD213PD  544(DX), Y9, Y7
-	VFMADD213PD  576(DX), Y9, Y7
+	EXP3(Y9, Y3, Y4, Y7, Y6)
 	VCVTPD2DQY   Y8, X8
 	VPMOVSXDQ    X8, Y8
 	VPSLLQ       $52, Y8, Y8
@@ -217,10 +220,11 @@ fullloop:
 	VSUBPD       736(DX), Y9, Y9 // e − xc − 1
 	VCMPPD       $0x0e, 832(DX), Y9, Y8 // outer clamp active: k3 > 10
 	VMINPD       832(DX), Y9, Y9
-	VSUBPD       Y4, Y4, Y5       // x − x: finiteness of ref
-	VADDPD       Y5, Y9, Y9
 	VANDPD       Y0, Y9, Y9
 	VADDPD       Y9, Y15, Y15
+	VMOVUPD      (R13)(CX*8), Y4
+	VSUBPD       (DI)(CX*8), Y4, Y4 // x again
+	VCMPPD       $0x00, Y5, Y4, Y6  // inner clamp inactive: x == xc
 	VMOVUPD      736(DX), Y9
 	VSUBPD       Y7, Y9, Y9 // 1 − e
 	VANDPD       Y6, Y9, Y9
@@ -241,20 +245,7 @@ fullloop:
 	VROUNDPD     $0, Y5, Y5
 	VFNMADD231PD 96(DX), Y5, Y3
 	VFNMADD231PD 128(DX), Y5, Y3
-	VMOVUPD      160(DX), Y6
-	VFMADD213PD  192(DX), Y3, Y6
-	VFMADD213PD  224(DX), Y3, Y6
-	VFMADD213PD  256(DX), Y3, Y6
-	VFMADD213PD  288(DX), Y3, Y6
-	VFMADD213PD  320(DX), Y3, Y6
-	VFMADD213PD  352(DX), Y3, Y6
-	VFMADD213PD  384(DX), Y3, Y6
-	VFMADD213PD  416(DX), Y3, Y6
-	VFMADD213PD  448(DX), Y3, Y6
-	VFMADD213PD  480(DX), Y3, Y6
-	VFMADD213PD  512(DX), Y3, Y6
-	VFMADD213PD  544(DX), Y3, Y6
-	VFMADD213PD  576(DX), Y3, Y6
+	EXP3(Y3, Y7, Y8, Y6, Y1)
 	VCVTPD2DQY   Y5, X1
 	VPMOVSXDQ    X1, Y1
 	VPSLLQ       $52, Y1, Y1

@@ -7,7 +7,9 @@
 // 1 means "as fast as reading the inputs once".
 //
 // The gorgonia autodiff twin of the PPO loss is timed on the same batch, as
-// a second, peer-style denominator for the hand-written kernel.
+// a peer-style comparison for the hand-written kernel. The machine's vector
+// read bandwidth (package probe) gives a second ceiling: the time one pass
+// over each computation's inputs would take at that speed.
 //
 // With -threads 1 the computations run on the calling goroutine, locked to
 // its OS thread, and the command also reports thread CPU time
@@ -31,6 +33,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/r1go/r1go/benchmarks/internal/probe"
 	"github.com/r1go/r1go/rl"
 )
 
@@ -64,10 +67,16 @@ func main() {
 		fmt.Println(r)
 		rows = append(rows, r)
 	}
+	// The machine's vector read bandwidth (package probe's AVX loop over a
+	// 256 MiB buffer) as a second ceiling: the time one pass over the inputs
+	// would take at that speed.
+	peak := probe.ReadBandwidth(256<<20, runtime.GOMAXPROCS(0))
+	fmt.Printf("\nvector read bandwidth (probe.ReadBandwidth, 256 MiB, %d threads): %.1f GB/s\n", runtime.GOMAXPROCS(0), peak)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "\ncomputation\tms\tinput MB\tprobe ms\tprobe GB/s\t× probe\tCPU ms\tprobe CPU ms\t× probe (CPU)\t")
+	fmt.Fprintln(w, "\ncomputation\tms\tinput MB\tprobe ms\tprobe GB/s\t× probe\t× vector read\tCPU ms\tprobe CPU ms\t× probe (CPU)\t")
 	for _, r := range rows {
-		fmt.Fprintf(w, "%s\t%.2f\t%.1f\t%.2f\t%.1f\t%.2f\t", r.name, r.ms, r.mb, r.probeMS, r.mb/r.probeMS, r.ms/r.probeMS)
+		ideal := r.mb / peak // ms: MB / (GB/s)
+		fmt.Fprintf(w, "%s\t%.2f\t%.1f\t%.2f\t%.1f\t%.2f\t%.2f\t", r.name, r.ms, r.mb, r.probeMS, r.mb/r.probeMS, r.ms/r.probeMS, r.ms/ideal)
 		if r.cpuMS > 0 {
 			fmt.Fprintf(w, "%.2f\t%.2f\t%.2f\t\n", r.cpuMS, r.probeCPUMS, r.cpuMS/r.probeCPUMS)
 		} else {
@@ -188,7 +197,7 @@ func measure(c caseDef, b *rl.Batch, reps int) (row, error) {
 	for range reps {
 		c0, _ := threadCPU()
 		t0 := time.Now()
-		probeSink += probe(floats, masks)
+		probeSink += inputPass(floats, masks)
 		bestProbe = min(bestProbe, time.Since(t0).Seconds())
 		c1, _ := threadCPU()
 		bestProbeCPU = min(bestProbeCPU, (c1 - c0).Seconds())
@@ -209,9 +218,9 @@ func measure(c caseDef, b *rl.Batch, reps int) (row, error) {
 
 var probeSink float64
 
-// probe reads every input once in parallel: GOMAXPROCS goroutines, each
+// inputPass reads every input once in parallel: GOMAXPROCS goroutines, each
 // summing a contiguous token range of every slice.
-func probe(floats [][]float64, masks [][]bool) float64 {
+func inputPass(floats [][]float64, masks [][]bool) float64 {
 	n := 0
 	if len(floats) > 0 {
 		n = len(floats[0])
