@@ -97,7 +97,7 @@ func (t *Tokenizer) RenderChat(c Chat) (string, error) {
 		return fmt.Errorf("tokenizer: chat template %s: %w", source, err)
 	}
 	vars := map[string]any{"add_generation_prompt": c.AddGenerationPrompt}
-	msgs := make([]any, len(c.Messages))
+	msgs := make(pyList, len(c.Messages))
 	for i, m := range c.Messages {
 		v, err := m.templateValue()
 		if err != nil {
@@ -107,7 +107,7 @@ func (t *Tokenizer) RenderChat(c Chat) (string, error) {
 	}
 	vars["messages"] = msgs
 	if c.Tools != nil {
-		tools := make([]any, len(c.Tools))
+		tools := make(pyList, len(c.Tools))
 		for i, raw := range c.Tools {
 			v, err := jsonValue(raw)
 			if err != nil {
@@ -146,7 +146,7 @@ func (m Message) templateValue() (exec.Dict, error) {
 	add("role", m.Role)
 	add("content", m.Content)
 	if len(m.ToolCalls) > 0 {
-		calls := make([]any, len(m.ToolCalls))
+		calls := make(pyList, len(m.ToolCalls))
 		for i, c := range m.ToolCalls {
 			fn := exec.Dict{}
 			fn.Pairs = append(fn.Pairs, &exec.Pair{Key: exec.AsValue("name"), Value: exec.AsValue(c.Function.Name)})
@@ -342,8 +342,96 @@ var strMethods = func() *exec.MethodSet[string] {
 	all["lstrip"] = strip(strings.TrimLeft, func(s string) string { return strings.TrimLeftFunc(s, unicode.IsSpace) })
 	all["rstrip"] = strip(strings.TrimRight, func(s string) string { return strings.TrimRightFunc(s, unicode.IsSpace) })
 	all["strip"] = strip(strings.Trim, strings.TrimSpace)
+	// gonja's replace requires count and its split/rsplit default to a
+	// rune separator; these follow Python's signatures.
+	all["replace"] = func(self string, _ *exec.Value, args *exec.VarArgs) (any, error) {
+		if len(args.Args) < 2 || len(args.Args) > 3 {
+			return nil, errors.New("replace() takes 2 or 3 arguments")
+		}
+		count := -1
+		if len(args.Args) == 3 {
+			count = args.Args[2].Integer()
+		}
+		return strings.Replace(self, args.Args[0].String(), args.Args[1].String(), count), nil
+	}
+	all["split"] = func(self string, _ *exec.Value, args *exec.VarArgs) (any, error) {
+		return pySplit(self, args, false)
+	}
+	all["rsplit"] = func(self string, _ *exec.Value, args *exec.VarArgs) (any, error) {
+		return pySplit(self, args, true)
+	}
 	return exec.NewMethodSet(all)
 }()
+
+// pySplit is Python's str.split / str.rsplit(sep=None, maxsplit=-1).
+func pySplit(s string, args *exec.VarArgs, fromRight bool) (pyList, error) {
+	var sep *string
+	maxsplit := -1
+	get := func(i int, name string) *exec.Value {
+		if i < len(args.Args) {
+			return args.Args[i]
+		}
+		return args.KwArgs[name]
+	}
+	if v := get(0, "sep"); v != nil && !v.IsNil() {
+		str := v.String()
+		if str == "" {
+			return nil, errors.New("split(): empty separator")
+		}
+		sep = &str
+	}
+	if v := get(1, "maxsplit"); v != nil {
+		maxsplit = v.Integer()
+	}
+	var parts []string
+	if sep != nil {
+		switch {
+		case maxsplit < 0:
+			parts = strings.Split(s, *sep)
+		case !fromRight:
+			parts = strings.SplitN(s, *sep, maxsplit+1)
+		default:
+			for len(parts) < maxsplit {
+				k := strings.LastIndex(s, *sep)
+				if k < 0 {
+					break
+				}
+				parts = append([]string{s[k+len(*sep):]}, parts...)
+				s = s[:k]
+			}
+			parts = append([]string{s}, parts...)
+		}
+	} else {
+		// Runs of whitespace separate; ends are ignored. With maxsplit the
+		// unsplit rest keeps its inner and far-end whitespace.
+		fields := strings.FieldsFunc(s, unicode.IsSpace)
+		if maxsplit < 0 || len(fields) <= maxsplit+1 {
+			parts = fields
+		} else if !fromRight {
+			rest := strings.TrimLeftFunc(s, unicode.IsSpace)
+			for range maxsplit {
+				k := strings.IndexFunc(rest, unicode.IsSpace)
+				parts = append(parts, rest[:k])
+				rest = strings.TrimLeftFunc(rest[k:], unicode.IsSpace)
+			}
+			parts = append(parts, rest)
+		} else {
+			rest := strings.TrimRightFunc(s, unicode.IsSpace)
+			var tail []string
+			for range maxsplit {
+				k := strings.LastIndexFunc(rest, unicode.IsSpace)
+				tail = append([]string{rest[k+1:]}, tail...)
+				rest = strings.TrimRightFunc(rest[:k+1], unicode.IsSpace)
+			}
+			parts = append([]string{rest}, tail...)
+		}
+	}
+	out := make(pyList, len(parts))
+	for i, p := range parts {
+		out[i] = p
+	}
+	return out, nil
+}
 
 // filterDictSort is Jinja's dictsort for ordered dicts too (gonja's sees
 // only Go maps): (key, value) pairs sorted by key, or by value with

@@ -52,7 +52,9 @@
 // kept, ", " and ": " separators, no HTML escaping. JSON objects (tool
 // schemas, tool-call arguments) are kept as ordered dicts, and their
 // keys/values/items methods and the dictsort filter work on them, as on a
-// Python dict; lstrip and rstrip follow Python. testdata/chat holds the
+// Python dict; lists index from the end as in Python (gonja's own miss
+// x[-1] on a one-element list); the string methods strip, lstrip, rstrip,
+// split, rsplit and replace follow Python's signatures. testdata/chat holds the
 // Python jinja2 renders this is checked against, including a template of
 // constructs found in real chat templates. Known gaps of the gonja engine:
 // a conditional expression inside parentheses, "(a if c else b)", does not

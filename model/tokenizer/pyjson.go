@@ -17,7 +17,26 @@ import (
 
 // Chat templates see JSON as Python does after json.loads: objects keep
 // their key order, integers stay integers. Objects become gonja's ordered
-// exec.Dict, arrays []any, numbers int64 (or *big.Int) or float64.
+// exec.Dict, arrays pyList, numbers int (or *big.Int) or float64.
+
+// pyList is a template list with Python indexing: gonja's own misses
+// x[-1] on a one-element list (it needs len > -i instead of >=).
+type pyList []any
+
+// GetItem implements exec.ItemGetter.
+func (l pyList) GetItem(key any) (*exec.Value, bool) {
+	i, ok := key.(int)
+	if !ok {
+		return exec.AsValue(nil), false
+	}
+	if i < 0 {
+		i += len(l)
+	}
+	if i < 0 || i >= len(l) {
+		return exec.AsValue(nil), false
+	}
+	return exec.ToValue(l[i]), true
+}
 
 // jsonValue decodes one JSON document into template values.
 func jsonValue(raw []byte) (any, error) {
@@ -68,7 +87,7 @@ func decodeJSONValue(dec *json.Decoder) (any, error) {
 			}
 			return dict, nil
 		case '[':
-			list := []any{}
+			list := pyList{}
 			for dec.More() {
 				val, err := decodeJSONValue(dec)
 				if err != nil {
