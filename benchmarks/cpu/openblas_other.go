@@ -4,7 +4,10 @@ package main
 
 import "errors"
 
-type openBLAS struct{ path string }
+type openBLAS struct {
+	path       string
+	setThreads func(n int32)
+}
 
 func loadOpenBLAS() (*openBLAS, error) {
 	return nil, errors.New("OpenBLAS not found: run-time loading is not supported on this OS")
