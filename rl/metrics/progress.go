@@ -13,7 +13,7 @@ import (
 // rate, the elapsed time and the time left (the ETA), and beside it the latest
 // values of a few chosen metrics:
 //
-//	score 0.42 em 0.31  40% |████████        | (40/100, 2 it/min) [3m12s:4m48s]
+//	score/mean 0.4938  40% |████████████                  | (40/100, 2 step/min) [20m0s:30m0s]
 //
 // The bar redraws in place with carriage returns, so give it a terminal
 // (os.Stderr) and keep the console sink on another stream or off.
@@ -26,10 +26,12 @@ type Progress struct {
 	desc   strings.Builder
 }
 
-// NewProgress returns a bar of total steps writing to w, showing the latest
-// value of each of keys ("critic/score/mean", ...) as its description,
-// labelled by the last element of the key's path.
+// NewProgress returns a bar of total steps (total > 0) writing to w, showing
+// the latest value of each of keys ("critic/score/mean", ...) to four
+// significant digits as its description, labelled by the key without its
+// first path element ("score/mean").
 func NewProgress(w io.Writer, total int, keys ...string) *Progress {
+	total = max(total, 1) // the library treats -1 as "unknown length" and spins a goroutine
 	bar := progressbar.NewOptions(total,
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetDescription("train"),
