@@ -21,6 +21,20 @@ func (t *Tokenizer) DecodeText(ids []int) string {
 	return string(appendValidUTF8(nil, t.appendDecoded(nil, ids)))
 }
 
+// StripSpecial returns ids without the added tokens marked special;
+// DecodeText(StripSpecial(ids)) is Hugging Face's
+// decode(ids, skip_special_tokens=True). Non-special added tokens such as
+// Qwen's <tool_call> stay.
+func (t *Tokenizer) StripSpecial(ids []int) []int {
+	out := make([]int, 0, len(ids))
+	for _, id := range ids {
+		if !t.IsSpecial(id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 func (t *Tokenizer) appendDecoded(dst []byte, ids []int) []byte {
 	for _, id := range ids {
 		if id >= 0 && id < len(t.raw) {

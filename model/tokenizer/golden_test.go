@@ -64,6 +64,7 @@ type goldenRow struct {
 	IDs      []int  `json:"ids"`
 	Ordinary []int  `json:"ordinary"`
 	Text     string `json:"text"`
+	Skip     string `json:"skip"` // decode rows: skip_special_tokens=True
 }
 
 // TestGolden compares encode and decode with @huggingface/transformers on
@@ -107,9 +108,16 @@ func TestGolden(t *testing.T) {
 						report("DecodeText(%v) = %q, want %q", want.IDs, got, want.Text)
 					}
 				}
+				native, _ := tok.(*Tokenizer)
 				for _, d := range decodes {
 					if got := tok.DecodeText(d.IDs); got != d.Text {
 						report("DecodeText(%v) = %q, want %q", d.IDs, got, d.Text)
+					}
+					if native == nil {
+						continue
+					}
+					if got := native.DecodeText(native.StripSpecial(d.IDs)); got != d.Skip {
+						report("DecodeText(StripSpecial(%v)) = %q, want %q", d.IDs, got, d.Skip)
 					}
 				}
 				if bad > 0 {

@@ -4,7 +4,8 @@
 //   <name>.jsonl.gz  one line per string of strings.jsonl.gz:
 //                    {"ids": Encode, "ordinary": EncodeOrdinary, "text": decode(ids)}
 //                    ("ordinary" is left out where it equals "ids")
-//   <name>_decode.jsonl.gz  {"ids": random ids, "text": decode(ids)}
+//   <name>_decode.jsonl.gz  {"ids": random ids, "text": decode(ids),
+//                    "skip": decode(ids, skip_special_tokens=true)}
 // EncodeOrdinary's reference is the same tokenizer with its special added
 // tokens removed from tokenizer.json: transformers.js then treats their text
 // as plain text, which is Hugging Face's split_special_tokens=True.
@@ -165,8 +166,15 @@ for (const name of ["qwen2", "llama3"]) {
   for (let i = 0; i < 600; i++) {
     const n = 1 + Math.floor(rand() * 12);
     const ids = [];
-    for (let j = 0; j < n; j++) ids.push(Math.floor(rand() * vocabSize));
-    decodeRows.push({ ids, text: tok.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: false }) });
+    for (let j = 0; j < n; j++) {
+      // One id in four is an added token, so skipping them is exercised.
+      ids.push(rand() < 0.25 ? pick(file.added_tokens).id : Math.floor(rand() * vocabSize));
+    }
+    decodeRows.push({
+      ids,
+      text: tok.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: false }),
+      skip: tok.decode(ids, { skip_special_tokens: true, clean_up_tokenization_spaces: false }),
+    });
   }
   gz(path.join(here, `${name}_decode.jsonl.gz`), decodeRows);
   console.log(`${name}: ${rows.length} strings, ${decodeRows.length} decode cases, vocab ${vocabSize}`);
