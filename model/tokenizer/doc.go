@@ -37,8 +37,9 @@
 // Decode returns the exact bytes, so Decode(Encode(s)) == s for any s in
 // the normalizer's form, even invalid UTF-8 (its bytes become byte tokens).
 // DecodeText replaces ill-formed sequences with U+FFFD per maximal subpart,
-// which is what Python's tokenizer.decode returns. clean_up_tokenization_spaces
-// is never applied. A StreamDecoder holds back an incomplete character, so
+// which is what Python's tokenizer.decode returns; StripSpecial first gives
+// its skip_special_tokens=True. clean_up_tokenization_spaces is never
+// applied. A StreamDecoder holds back an incomplete character, so
 // every chunk it returns is valid UTF-8 and the chunks joined equal
 // DecodeText of all ids.
 //
