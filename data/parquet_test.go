@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -455,5 +456,43 @@ func TestParquetHuggingFaceHotpotQA(t *testing.T) {
 		map[string]string{"type": "comparison", "level": "hard", "supporting_facts": `{"sent_id":[0,0],"title":["Scott Derrickson","Ed Wood"]}`}}})
 	if _, ok := got[0].Extra["context"]; ok {
 		t.Error("the context paragraphs were kept")
+	}
+}
+
+// hyparquet, a JavaScript reader sharing no code with parquet-go, read the
+// fixtures into testdata/parquet_rows_hyparquet.json (testdata/hyparquet/
+// dump.mjs); parquet-go must see the same cells.
+func TestParquetRowsMatchHyparquet(t *testing.T) {
+	raw, err := os.ReadFile("testdata/parquet_rows_hyparquet.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref map[string]any
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("testdata/*.parquet")
+	if len(files) != len(ref) {
+		t.Fatalf("%d fixtures, hyparquet read %d", len(files), len(ref))
+	}
+	for _, path := range files {
+		r := parquet.NewGenericReader[any](openParquet(t, path))
+		rows := make([]any, 100)
+		n, err := r.Read(rows)
+		if err != nil && !errors.Is(err, io.EOF) {
+			t.Fatal(err)
+		}
+		// Through JSON, so both sides hold float64 numbers and []any lists.
+		b, err := json.Marshal(rows[:n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got any
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if want := ref[filepath.Base(path)]; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: parquet-go reads\n%s\nhyparquet read\n%v", path, b, want)
+		}
 	}
 }
