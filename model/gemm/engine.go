@@ -68,6 +68,10 @@ func (e *Engine) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 	}
 	j := job{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
 		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc}
+	if e.useSmall(&j) {
+		e.small(&j, e.threadsFor(m, n, k))
+		return
+	}
 	e.run(&j, e.threadsFor(m, n, k))
 }
 

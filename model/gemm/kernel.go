@@ -24,6 +24,10 @@ type kernel struct {
 	// packBT packs a transposed B micro-panel (see packB); nil for the
 	// portable loop.
 	packBT func(nr int, b []float32, ldb, p0, kc, j0, cols int, dst []float32)
+	// dot is the few-rows kernel (small.go), taking k in multiples of
+	// dotStep; nil sends every product through the packed path.
+	dot     dotKernel
+	dotStep int
 }
 
 // kernels lists the micro-kernels this CPU can run, fastest first. The

@@ -14,14 +14,24 @@ func micro12x32AVX512(kc int, a *float32, sp, sr uintptr, b, c *float32, ldc uin
 //go:noescape
 func micro6x16AVX2(kc int, a *float32, sp, sr uintptr, b, c *float32, ldc uintptr, alpha, beta float32)
 
+// dot4x2AVX512 and dot4x2AVX2 are the few-rows kernels (small_amd64.s).
+//
+//go:noescape
+func dot4x2AVX512(k int, a0, a1, b *float32, ldb uintptr, out *[8]float32)
+
+//go:noescape
+func dot4x2AVX2(k int, a0, a1, b *float32, ldb uintptr, out *[8]float32)
+
 var avx512Kernel = &kernel{
 	name: "avx512", mr: 12, nr: 32, kc: 512, nb: 256, nc: 4096, mb: 3072,
 	micro: micro12x32AVX512, packBT: packBTransAVX,
+	dot: dot4x2AVX512, dotStep: 16,
 }
 
 var avx2Kernel = &kernel{
 	name: "avx2", mr: 6, nr: 16, kc: 512, nb: 256, nc: 4096, mb: 3072,
 	micro: micro6x16AVX2, packBT: packBTransAVX,
+	dot: dot4x2AVX2, dotStep: 8,
 }
 
 func availableKernels() []*kernel {

@@ -1,0 +1,129 @@
+#include "textflag.h"
+
+// Dot products for products with few rows of op(A) and a transposed B (a
+// matrix-vector product per row: decode steps, LM heads of one token).
+// Each call reduces four rows of B (ldb bytes apart) against two rows of
+// op(A) over k floats; out[2r+i] = Σ b_r·a_i. Eight accumulators, one per
+// (r, i), cover the FMA latency.
+
+// HSUM256 leaves the sum of the 8 lanes of Y in its low float and stores it.
+#define HSUM256(y, x, dst) \
+	VEXTRACTF128 $1, y, X15; \
+	VADDPS       X15, x, x; \
+	VHADDPS      x, x, x; \
+	VHADDPS      x, x, x; \
+	MOVSS        x, dst
+
+// func dot4x2AVX2(k int, a0, a1, b *float32, ldb uintptr, out *[8]float32)
+// k is a multiple of 8.
+TEXT ·dot4x2AVX2(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), CX
+	MOVQ a0+8(FP), R8
+	MOVQ a1+16(FP), R9
+	MOVQ b+24(FP), SI
+	MOVQ ldb+32(FP), DX
+	MOVQ out+40(FP), DI
+	LEAQ (DX)(DX*2), R10
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ AX, AX
+	SHRQ $3, CX
+	JZ   done2
+
+loop2:
+	VMOVUPS (R8)(AX*1), Y8
+	VMOVUPS (R9)(AX*1), Y9
+	LEAQ    (SI)(AX*1), BX
+	VMOVUPS (BX), Y10
+	VMOVUPS (BX)(DX*1), Y11
+	VMOVUPS (BX)(DX*2), Y12
+	VMOVUPS (BX)(R10*1), Y13
+	VFMADD231PS Y8, Y10, Y0
+	VFMADD231PS Y9, Y10, Y1
+	VFMADD231PS Y8, Y11, Y2
+	VFMADD231PS Y9, Y11, Y3
+	VFMADD231PS Y8, Y12, Y4
+	VFMADD231PS Y9, Y12, Y5
+	VFMADD231PS Y8, Y13, Y6
+	VFMADD231PS Y9, Y13, Y7
+	ADDQ $32, AX
+	DECQ CX
+	JNZ  loop2
+
+done2:
+	HSUM256(Y0, X0, 0(DI))
+	HSUM256(Y1, X1, 4(DI))
+	HSUM256(Y2, X2, 8(DI))
+	HSUM256(Y3, X3, 12(DI))
+	HSUM256(Y4, X4, 16(DI))
+	HSUM256(Y5, X5, 20(DI))
+	HSUM256(Y6, X6, 24(DI))
+	HSUM256(Y7, X7, 28(DI))
+	VZEROUPPER
+	RET
+
+// HSUM512 folds a zmm to its ymm half and then as HSUM256.
+#define HSUM512(z, y, x, dst) \
+	VEXTRACTF64X4 $1, z, Y15; \
+	VADDPS        Y15, y, y; \
+	HSUM256(y, x, dst)
+
+// func dot4x2AVX512(k int, a0, a1, b *float32, ldb uintptr, out *[8]float32)
+// k is a multiple of 16.
+TEXT ·dot4x2AVX512(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), CX
+	MOVQ a0+8(FP), R8
+	MOVQ a1+16(FP), R9
+	MOVQ b+24(FP), SI
+	MOVQ ldb+32(FP), DX
+	MOVQ out+40(FP), DI
+	LEAQ (DX)(DX*2), R10
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	XORQ AX, AX
+	SHRQ $4, CX
+	JZ   done5
+
+loop5:
+	VMOVUPS (R8)(AX*1), Z8
+	VMOVUPS (R9)(AX*1), Z9
+	LEAQ    (SI)(AX*1), BX
+	VMOVUPS (BX), Z10
+	VMOVUPS (BX)(DX*1), Z11
+	VMOVUPS (BX)(DX*2), Z12
+	VMOVUPS (BX)(R10*1), Z13
+	VFMADD231PS Z8, Z10, Z0
+	VFMADD231PS Z9, Z10, Z1
+	VFMADD231PS Z8, Z11, Z2
+	VFMADD231PS Z9, Z11, Z3
+	VFMADD231PS Z8, Z12, Z4
+	VFMADD231PS Z9, Z12, Z5
+	VFMADD231PS Z8, Z13, Z6
+	VFMADD231PS Z9, Z13, Z7
+	ADDQ $64, AX
+	DECQ CX
+	JNZ  loop5
+
+done5:
+	HSUM512(Z0, Y0, X0, 0(DI))
+	HSUM512(Z1, Y1, X1, 4(DI))
+	HSUM512(Z2, Y2, X2, 8(DI))
+	HSUM512(Z3, Y3, X3, 12(DI))
+	HSUM512(Z4, Y4, X4, 16(DI))
+	HSUM512(Z5, Y5, X5, 20(DI))
+	HSUM512(Z6, Y6, X6, 24(DI))
+	HSUM512(Z7, Y7, X7, 28(DI))
+	VZEROUPPER
+	RET
