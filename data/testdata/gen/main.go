@@ -1,10 +1,17 @@
 // Command gen writes the parquet fixtures of package data's tests with
 // data.WriteParquet, the writer r1go also exports datasets with.
 // pyarrow is not packaged for Debian 12 (apt-cache policy python3-pyarrow
-// finds nothing), so the files come from parquet-go; TestParquetPhysicalSchema
-// checks their footers against the pyarrow layout of formats.md §3.7.
+// finds nothing), so the files come from parquet-go, and three checks that
+// do not trust it look at them: TestParquetPhysicalSchema compares the
+// footers with the pyarrow layout of formats.md §3.7 written out by hand,
+// check_parquet_footer.py decodes the footers with its own Thrift reader,
+// and hyparquet (JavaScript) reads every cell back.
 //
-// Run from the repository root: go run ./data/testdata/gen
+// Regenerate everything, from the repository root:
+//
+//	go run ./data/testdata/gen
+//	python3 data/testdata/check_parquet_footer.py
+//	(cd data/testdata/hyparquet && npm install --no-save hyparquet@1.20.0 && node dump.mjs)
 package main
 
 import (
