@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nikolalohinski/gonja/v2/exec"
 )
 
 type conversation struct {
@@ -222,3 +224,6 @@ func TestRolloutSeams(t *testing.T) {
 		t.Errorf("rendered tool call: %q", rendered)
 	}
 }
+
+func execValue(v any) *exec.Value { return exec.AsValue(v) }
+func emptyArgs() *exec.VarArgs    { return exec.NewVarArgs() }
