@@ -9,18 +9,28 @@
 // # Algorithm
 //
 // The loops follow the GotoBLAS/BLIS layering, written for row-major C.
-// op(A) is cut into row blocks of MB rows and depth blocks of KC; each block
-// is packed once, shared by all threads, into MR-row micro-panels (L1 resident
-// while the micro-kernel runs). Each thread owns a range of C's columns and
-// packs its own KC×NB block of op(B) into NR-wide micro-panels (L2 resident).
-// The micro-kernel multiplies one A micro-panel by one B micro-panel into an
-// MR×NR tile of C held in vector registers. Edge tiles go through a small
-// scratch tile, so no shape needs padding by the caller.
+// For each NC-wide column block of op(B) and each KC-deep slice of the sum,
+// the threads pack that KC×NC block of op(B) into NR-wide micro-panels and
+// an MB×KC block of op(A) into MR-row micro-panels, both shared, one
+// micro-panel per work item. Then they multiply: a task is a run of A
+// micro-panels against a chunk of B micro-panels that fits in one core's L2,
+// and the micro-kernel multiplies one A micro-panel (L1 resident) by one B
+// micro-panel into an MR×NR tile of C held in vector registers. Threads
+// take items and tasks from a shared counter, so an uneven split or a thread
+// the OS preempts costs one task, not a share. Edge tiles go through a small
+// scratch tile, so no shape needs padding by the caller. Depth slices are
+// equal (k = 896 runs as 2×448, not 512+384), since each slice is one pass
+// over C.
+//
+// Products with at most four rows of op(A) and a transposed B (x·Wᵀ while
+// decoding) skip packing: each element of C is a dot product of two
+// contiguous rows, and an assembly kernel streams four rows of B against two
+// rows of op(A) (small.go).
 //
 // The packed A micro-panel is read through two strides (bytes per k step,
 // bytes per row), so a non-transposed A packs by plain row copies and a
 // transposed A by plain k-row copies: neither needs a scalar transpose.
-// Only a transposed B is transposed while packing.
+// Only a transposed B is transposed while packing, in 8×8 blocks with AVX.
 //
 // # Numerics
 //
