@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,7 +44,7 @@ func SFTSubset(train []data.Sample, opt SFTOptions) ([]data.Sample, error) {
 		}
 	}
 	keep := int(opt.Fraction*float64(len(eligible)) + 0.5)
-	rng := rand.New(rand.NewPCG(opt.Seed, 0x5f7))
+	rng := newRNG(opt.Seed, 0x5f7)
 	chosen := make([]bool, len(train))
 	for _, j := range rng.Perm(len(eligible))[:keep] {
 		chosen[eligible[j]] = true

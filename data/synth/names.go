@@ -1,7 +1,6 @@
 package synth
 
 import (
-	"math/rand/v2"
 	"strings"
 
 	porterstemmer "github.com/blevesearch/go-porterstemmer"
@@ -18,7 +17,7 @@ var (
 )
 
 // syllable draws one syllable.
-func syllable(rng *rand.Rand) string {
+func syllable(rng *source) string {
 	return onsets[rng.IntN(len(onsets))] + nuclei[rng.IntN(len(nuclei))] + codas[rng.IntN(len(codas))]
 }
 
@@ -28,7 +27,7 @@ func syllable(rng *rand.Rand) string {
 // stemming, which a Lucene-English BM25 analyzer applies ("Kamanal" and
 // "Kamanic" both stem to "kaman").
 type nameBook struct {
-	rng   *rand.Rand
+	rng   *source
 	taken []string        // lower case
 	stems map[string]bool // stems of the names taken
 }

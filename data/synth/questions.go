@@ -3,7 +3,6 @@ package synth
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 
@@ -87,7 +86,7 @@ func hopCounts(n int, weights [3]float64) [3]int {
 	return counts
 }
 
-func (w *World) makeQuestions(rng *rand.Rand) error {
+func (w *World) makeQuestions(rng *source) error {
 	var pools [3][]chain
 	for i := range pools {
 		pools[i] = w.chains(MinHops + i)

@@ -3,7 +3,6 @@ package synth
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 
 	"github.com/r1go/r1go/data"
@@ -179,20 +178,20 @@ func New(cfg Config) (*World, error) {
 	}
 	// One stream for the world and one for the questions, so the corpus
 	// does not change when only the split sizes do.
-	worldRNG := rand.New(rand.NewPCG(cfg.Seed, 0x5eed_f00d))
+	worldRNG := newRNG(cfg.Seed, 0x5eed_f00d)
 	w := &World{Config: cfg, object: map[[2]int]int{}, evidence: map[[2]int]string{}}
 	if err := w.makeEntities(worldRNG); err != nil {
 		return nil, err
 	}
 	w.makeFacts(worldRNG)
 	w.makePassages(worldRNG)
-	if err := w.makeQuestions(rand.New(rand.NewPCG(cfg.Seed, 0x9e57_10e5))); err != nil {
+	if err := w.makeQuestions(newRNG(cfg.Seed, 0x9e57_10e5)); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
-func (w *World) makeEntities(rng *rand.Rand) error {
+func (w *World) makeEntities(rng *source) error {
 	book := nameBook{rng: rng}
 	c := w.Config
 	for kind, n := range [numKinds]int{c.Countries, c.Cities, c.People, c.Companies, c.Books} {
@@ -222,7 +221,7 @@ func (w *World) ofKind(k Kind) []int {
 // holds each candidate equally often, not drawn independently: with
 // independent draws some cities become the birthplace of many people, and
 // a model could score by guessing those popular answers without searching.
-func (w *World) makeFacts(rng *rand.Rand) {
+func (w *World) makeFacts(rng *source) {
 	var byKind [numKinds][]int
 	for k := range numKinds {
 		byKind[k] = w.ofKind(k)
@@ -273,7 +272,7 @@ func (w *World) sentence(f Fact) string {
 	return "The " + relations[f.Relation].Name + " of " + w.Entities[f.Subject].Name + " is " + w.Entities[f.Object].Name + "."
 }
 
-func (w *World) makePassages(rng *rand.Rand) {
+func (w *World) makePassages(rng *source) {
 	bySubject := make([][]Fact, len(w.Entities))
 	for _, f := range w.Facts {
 		bySubject[f.Subject] = append(bySubject[f.Subject], f)
