@@ -136,6 +136,11 @@ func (t *Tokenizer) appendEncoded(ids []int, text string, m *matchers, st *encod
 // BPE on each piece, through the piece cache.
 func (t *Tokenizer) appendText(ids []int, s string, st *encodeState) []int {
 	for _, p := range preTokenize(t.steps, s, &st.bufs) {
+		// One byte is one symbol: nothing to merge, nothing to cache.
+		if len(p) == 1 && t.model.byteLevel && t.model.byteIDs[p[0]] >= 0 {
+			ids = append(ids, int(t.model.byteIDs[p[0]]))
+			continue
+		}
 		if cached, ok := st.cache[p]; ok {
 			ids = append(ids, cached...)
 			continue
