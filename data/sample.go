@@ -61,12 +61,18 @@ const SearchTool = "search"
 //
 // and a final "<think>thought</think>\n<answer>answer</answer>". The tool
 // responses that sit between the turns come from the environment.
-func (t *Trajectory) Turns() []string {
+func (t *Trajectory) Turns() []string { return t.Render("<think>") }
+
+// Render is Turns with another opening of the think block, e.g.
+// "<think>\n" to match an environment that pre-fills "<think>\n" at the
+// start of each turn (Agent-R1 does): the caller then trains on each turn
+// after the pre-filled prefix.
+func (t *Trajectory) Render(thinkOpen string) []string {
 	turns := make([]string, 0, len(t.Steps)+1)
 	for _, s := range t.Steps {
-		turns = append(turns, "<think>"+s.Thought+"</think>\n<tool_call>\n"+ToolCallJSON(SearchTool, "query", s.Query)+"\n</tool_call>")
+		turns = append(turns, thinkOpen+s.Thought+"</think>\n<tool_call>\n"+ToolCallJSON(SearchTool, "query", s.Query)+"\n</tool_call>")
 	}
-	return append(turns, "<think>"+t.FinalThought+"</think>\n<answer>"+t.Answer+"</answer>")
+	return append(turns, thinkOpen+t.FinalThought+"</think>\n<answer>"+t.Answer+"</answer>")
 }
 
 // ToolCallJSON writes a one-argument tool call the way Qwen2.5's chat

@@ -23,6 +23,9 @@ func TestTrajectoryTurns(t *testing.T) {
 	if got := tr.Turns(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Turns:\n%q\nwant\n%q", got, want)
 	}
+	if got := tr.Render("<think>\n")[1]; got != "<think>\nThe founder of Tazomir is Belovan. Now I need the birthplace of Belovan.</think>\n<tool_call>\n{\"name\": \"search\", \"arguments\": {\"query\": \"birthplace of Belovan\"}}\n</tool_call>" {
+		t.Fatalf("Render with a pre-fill: %q", got)
+	}
 }
 
 func TestToolCallJSONMatchesPython(t *testing.T) {
