@@ -148,3 +148,14 @@ func (m *Model) Save(dir string, gen *GenerationConfig, opt SaveOptions) error {
 	}
 	return SaveFolder(dir, m.Config, gen, tensors, opt)
 }
+
+// Clone returns a model with the same config and a copy of the weights on
+// the same device (a frozen reference policy, for instance).
+func (m *Model) Clone() (*Model, error) {
+	c, err := New(m.Config, m.Dev, m.Head)
+	if err != nil {
+		return nil, err
+	}
+	m.Dev.Copy(c.Params, m.Params)
+	return c, nil
+}

@@ -1,0 +1,139 @@
+// Command eval scores a model folder on question-answering sets with the
+// search tool, and beside it the paper's two baselines:
+//
+//	go run ./cmd/eval -model runs/r1go/synthetic-grpo/global_step_60/actor
+//	go run ./cmd/eval -model DIR data.val_files=[hotpotqa.parquet,musique.jsonl] data.corpus=wiki18.jsonl
+//
+// For each data source it reports exact match, F1, cover EM, turns and tool
+// calls of:
+//
+//   - agent: the model with the tool, greedy, as trained (multi-turn);
+//   - base-tool-call: the same loop for a model without RL (pass the base
+//     model's folder with -model; for a trained run the SFT warm start in
+//     the run folder's sft/ is the natural base);
+//   - naive-rag: one retrieval with the question itself, the passages put
+//     in the prompt, and one answer turn without tools.
+//
+// With no data.* keys it evaluates on the synthetic world's test split
+// (the world and seed of the embedded default run). Results go to stdout
+// as a table and to -output as JSON.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+
+	"github.com/r1go/r1go/cmd/internal/agent"
+	"github.com/r1go/r1go/cmd/internal/config"
+	"github.com/r1go/r1go/model"
+)
+
+// Config is the evaluation's configuration; data and env keys are those of
+// the train command.
+type Config struct {
+	Data       agent.DataConfig `yaml:"data"`
+	Env        agent.EnvConfig  `yaml:"env"`
+	Split      string           `yaml:"split" help:"synthetic world split: test or validation"`
+	Baselines  []string         `yaml:"baselines" help:"any of agent, naive-rag"`
+	MaxTurn    int              `yaml:"max_turn_tokens" help:"model tokens per turn"`
+	MaxResp    int              `yaml:"max_response_tokens" help:"tokens after the prompt"`
+	MaxContext int              `yaml:"max_context" help:"tokens per trajectory"`
+	Slots      int              `yaml:"slots" help:"questions decoded together"`
+}
+
+func defaultConfig() Config {
+	return Config{
+		Data: agent.DataConfig{Seed: 1, SynthSeed: 1, SynthTrain: 3000, SynthEval: 200, SynthHops: []float64{0.4, 0.35, 0.25}},
+		Env: agent.EnvConfig{Style: "agent-r1", MaxTurns: 5, MaxResponseChars: 512, TopK: 2, Format: "search-r1",
+			Reward: "agent-r1", Instruction: "Search for every fact you need, then answer in <answer></answer>."},
+		Split: "test", Baselines: []string{"agent", "naive-rag"}, MaxTurn: 64, MaxResp: 640, MaxContext: 1280, Slots: 64,
+	}
+}
+
+func main() {
+	cfg := defaultConfig()
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	fs.Usage = func() {}
+	modelDir := fs.String("model", "", "Hugging Face model folder to evaluate (required)")
+	output := fs.String("output", "", "write the results as JSON here")
+	switch err := config.Load(&cfg, os.Args[1:], fs); {
+	case errors.Is(err, config.ErrHelp):
+		fmt.Println("usage: eval -model DIR [-output FILE.json] [-config FILE.yaml] [key=value ...]\n\nKeys, with their defaults:")
+		config.Help(os.Stdout, &cfg)
+		return
+	case err != nil:
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if *modelDir == "" {
+		fmt.Fprintln(os.Stderr, "eval: -model is required")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, cfg, *modelDir, *output, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "eval:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, cfg Config, modelDir, output string, out io.Writer) error {
+	work, err := os.MkdirTemp("", "r1go-eval-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	mc := agent.ModelConfig{Path: modelDir, MaxContext: cfg.MaxContext}
+	s, err := agent.Build(ctx, mc, cfg.Data, cfg.Env, model.NewCPU(), work)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	samples := s.Val
+	if s.World != nil && cfg.Split == "test" {
+		samples = s.Test
+	}
+	ec := agent.EvalConfig{Slots: cfg.Slots, MaxTurnTokens: cfg.MaxTurn, MaxResponseTokens: cfg.MaxResp, MaxContext: cfg.MaxContext}
+	all := map[string]agent.Results{}
+	for _, b := range cfg.Baselines {
+		var r agent.Results
+		switch b {
+		case "agent", "base-tool-call":
+			r, _, err = agent.Evaluate(ctx, s, s.Policy, samples, ec)
+		case "naive-rag":
+			r, err = agent.NaiveRAG(ctx, s, s.Policy, samples, ec)
+		default:
+			return fmt.Errorf("baselines: unknown %q (want agent, base-tool-call or naive-rag)", b)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", b, err)
+		}
+		all[b] = r
+	}
+	fmt.Fprintf(out, "model %s, %d questions\n", filepath.Clean(modelDir), len(samples))
+	fmt.Fprintf(out, "%-16s %-18s %6s %6s %6s %8s %6s %6s\n", "method", "source", "n", "EM", "F1", "cover EM", "turns", "calls")
+	for _, b := range cfg.Baselines {
+		r := all[b]
+		for _, src := range r.Sources() {
+			x := r[src]
+			fmt.Fprintf(out, "%-16s %-18s %6d %6.3f %6.3f %8.3f %6.2f %6.2f\n", b, src, x.N, x.EM, x.F1, x.CoverEM, x.Turns, x.ToolCalls)
+		}
+	}
+	if output != "" {
+		raw, err := json.MarshalIndent(all, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(output, append(raw, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

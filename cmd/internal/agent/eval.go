@@ -1,0 +1,139 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/r1go/r1go/data"
+	"github.com/r1go/r1go/env"
+	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/rl"
+)
+
+// EvalConfig bounds an evaluation rollout.
+type EvalConfig struct {
+	Slots             int // trajectories decoded together
+	MaxTurnTokens     int
+	MaxResponseTokens int
+	MaxContext        int
+}
+
+// Result holds a model's scores on one set of questions.
+type Result struct {
+	N                              int
+	EM, F1, CoverEM, Format, Score float64 // means
+	Turns, ToolCalls               float64 // means
+}
+
+// Results are per data source, plus "all".
+type Results map[string]*Result
+
+// Evaluate runs m greedily (temperature 0, one sample per question, as
+// verl validates) on samples with the setup's environment and returns the
+// mean metrics per data source and over all.
+func Evaluate(ctx context.Context, s *Setup, m *model.Model, samples []data.Sample, cfg EvalConfig) (Results, []*rl.Trajectory, error) {
+	if len(samples) == 0 {
+		return nil, nil, fmt.Errorf("agent: no samples to evaluate")
+	}
+	slots := min(cfg.Slots, len(samples))
+	p := rl.NewModelPolicy(m, slots, cfg.MaxContext)
+	defer p.Cache.Free(m.Dev)
+	ro := &rl.Rollout{Policy: p, Tok: s.Tok, Env: s.Env, Stop: s.Stop, Cfg: rl.RolloutConfig{
+		N: 1, Sampling: model.Greedy, MaxTurnTokens: cfg.MaxTurnTokens, MaxResponseTokens: cfg.MaxResponseTokens,
+		MaxPromptTokens: cfg.MaxContext, ToolConcurrency: 8}}
+	trajs, err := ro.Run(ctx, samples)
+	if err != nil {
+		return nil, nil, err
+	}
+	res := Results{}
+	add := func(key string, t *rl.Trajectory) {
+		r := res[key]
+		if r == nil {
+			r = &Result{}
+			res[key] = r
+		}
+		r.N++
+		r.EM += t.Scores.EM
+		r.F1 += t.Scores.F1
+		r.CoverEM += t.Scores.CoverEM
+		r.Format += t.Scores.Format
+		r.Score += t.Scores.Score
+		r.Turns += float64(t.Turns)
+		r.ToolCalls += float64(t.ToolCalls)
+	}
+	for _, t := range trajs {
+		add("all", t)
+		src := t.Sample.DataSource
+		if src == "" {
+			src = "unknown"
+		}
+		add(src, t)
+	}
+	for _, r := range res {
+		n := float64(r.N)
+		r.EM, r.F1, r.CoverEM, r.Format, r.Score = r.EM/n, r.F1/n, r.CoverEM/n, r.Format/n, r.Score/n
+		r.Turns, r.ToolCalls = r.Turns/n, r.ToolCalls/n
+	}
+	return res, trajs, nil
+}
+
+// Metrics flattens results under verl's validation names:
+// val-core/{source}/em, val-aux/{source}/f1, ...
+func (rs Results) Metrics() map[string]float64 {
+	m := map[string]float64{}
+	for src, r := range rs {
+		m["val-core/"+src+"/em"] = r.EM
+		m["val-aux/"+src+"/f1"] = r.F1
+		m["val-aux/"+src+"/cover_em"] = r.CoverEM
+		m["val-aux/"+src+"/format"] = r.Format
+		m["val-aux/"+src+"/reward"] = r.Score
+		m["val-aux/"+src+"/num_turns"] = r.Turns
+		m["val-aux/"+src+"/tool_calls"] = r.ToolCalls
+	}
+	return m
+}
+
+// Sources lists the data sources, "all" last.
+func (rs Results) Sources() []string {
+	var out []string
+	for k := range rs {
+		if k != "all" {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return append(out, "all")
+}
+
+// NaiveRAG is the paper's single-pass baseline: one retrieval with the
+// question itself, the passages placed in the user turn, and one greedy
+// answer turn with no tools offered.
+func NaiveRAG(ctx context.Context, s *Setup, m *model.Model, samples []data.Sample, cfg EvalConfig) (Results, error) {
+	queries := make([]string, len(samples))
+	for i, smp := range samples {
+		queries[i] = smp.Question
+	}
+	hits, err := s.Retriever.Retrieve(ctx, queries, s.EnvConfig.TopK)
+	if err != nil {
+		return nil, err
+	}
+	ec := envConfig(s.EnvConfig)
+	rag := make([]data.Sample, len(samples))
+	for i, smp := range samples {
+		content := "Question: " + smp.Question + "\n\nRetrieved passages:\n" + env.FormatHits(hits[i], env.SearchFormat(s.EnvConfig.Format))
+		if ec.Instruction != "" {
+			content += "\n" + ec.Instruction
+		}
+		rag[i] = smp
+		rag[i].Prompt = []data.Message{{Role: "user", Content: content}}
+	}
+	noTools, err := env.New(ec)
+	if err != nil {
+		return nil, err
+	}
+	plain := *s
+	plain.Env = noTools
+	r, _, err := Evaluate(ctx, &plain, m, rag, cfg)
+	return r, err
+}

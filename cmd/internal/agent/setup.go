@@ -1,0 +1,233 @@
+// Package agent assembles what the train and eval commands share: the
+// datasets (the synthetic world by default), the tokenizer, the policy
+// model, the tool environment, and greedy evaluation. Errors name the file
+// or key that was wrong; nothing is assembled half-way.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/r1go/r1go/data"
+	"github.com/r1go/r1go/data/synth"
+	"github.com/r1go/r1go/env"
+	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/tokenizer"
+)
+
+// ModelConfig chooses the policy: a Hugging Face folder, or a tiny Qwen2
+// made on the spot with a tokenizer trained on the synthetic corpus.
+type ModelConfig struct {
+	Path           string `yaml:"path" help:"Hugging Face model folder; empty: a tiny Qwen2 made on the spot"`
+	Hidden         int    `yaml:"hidden_size" help:"tiny model: hidden size"`
+	Layers         int    `yaml:"num_hidden_layers" help:"tiny model: layers"`
+	Heads          int    `yaml:"num_attention_heads" help:"tiny model: query heads"`
+	KVHeads        int    `yaml:"num_key_value_heads" help:"tiny model: key-value heads"`
+	Intermediate   int    `yaml:"intermediate_size" help:"tiny model: MLP width"`
+	TokenizerVocab int    `yaml:"tokenizer_vocab" help:"tiny model: BPE vocabulary trained on the synthetic corpus"`
+	Seed           uint64 `yaml:"seed" help:"tiny model: weight initialisation seed"`
+	MaxContext     int    `yaml:"max_context" help:"tokens per trajectory (KV cache length)"`
+}
+
+// DataConfig chooses the datasets.
+type DataConfig struct {
+	TrainFiles     []string  `yaml:"train_files" help:"training sets (JSON, JSONL, parquet); empty: the synthetic world"`
+	ValFiles       []string  `yaml:"val_files" help:"validation sets; empty: the synthetic world"`
+	Corpus         string    `yaml:"corpus" help:"retrieval corpus JSONL (wiki-18 or KILT); empty: the synthetic world's"`
+	TrainBatchSize int       `yaml:"train_batch_size" help:"prompts per RL step"`
+	ValSize        int       `yaml:"val_size" help:"validation questions evaluated (0: all)"`
+	Seed           uint64    `yaml:"seed" help:"data order seed"`
+	SynthSeed      uint64    `yaml:"synth_seed" help:"synthetic world seed"`
+	SynthTrain     int       `yaml:"synth_train" help:"synthetic training questions"`
+	SynthEval      int       `yaml:"synth_eval" help:"synthetic validation and test questions, each"`
+	SynthHops      []float64 `yaml:"synth_hop_weights" help:"shares of 2-, 3- and 4-hop synthetic questions"`
+}
+
+// EnvConfig configures the tool environment.
+type EnvConfig struct {
+	Style            string `yaml:"style" help:"agent-r1 (tool results in a user turn, <think> pre-fill) or verl (role tool)"`
+	MaxTurns         int    `yaml:"max_turns" help:"tool turns per episode"`
+	MaxResponseChars int    `yaml:"max_tool_response_length" help:"characters kept of each tool response"`
+	TopK             int    `yaml:"topk" help:"passages per search"`
+	Format           string `yaml:"format" help:"search-r1 or agent-r1 passage formatting"`
+	Reward           string `yaml:"reward" help:"outcome reward: agent-r1, paper, em, f1, cover-em, ..."`
+	Retriever        string `yaml:"retriever_url" help:"Search-R1 /retrieve URL; empty: the local BM25 index"`
+	IndexPath        string `yaml:"index" help:"BM25 index file (built from the corpus when missing or stale)"`
+	Instruction      string `yaml:"instruction" help:"text after the question in the user turn"`
+	Prefill          string `yaml:"prefill" help:"text opening each assistant turn after an observation"`
+}
+
+// Setup is everything a run needs, assembled.
+type Setup struct {
+	World            *synth.World // nil with user datasets
+	Train, Val, Test []data.Sample
+	Tok              *tokenizer.Tokenizer
+	Policy           *model.Model
+	Env              *env.Env
+	Stop             []int32 // </tool_call>, <|im_end|>, <|endoftext|>
+	EndOfTurn        int32   // <|im_end|>
+	ToolCallEnd      int32   // </tool_call>
+	TokenizerDir     string  // folder the tokenizer files were read from or written to
+	Retriever        env.Retriever
+	EnvConfig        EnvConfig
+	index            *env.Index
+}
+
+// Close releases the index file.
+func (s *Setup) Close() error {
+	if s.index != nil {
+		return s.index.Close()
+	}
+	return nil
+}
+
+// Build assembles a run in workDir (corpus, index and tokenizer files of
+// the synthetic world go there).
+func Build(ctx context.Context, mc ModelConfig, dc DataConfig, ec EnvConfig, dev model.Device, workDir string) (*Setup, error) {
+	if err := os.MkdirAll(workDir, 0o755); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	s := &Setup{}
+	corpus := dc.Corpus
+	synthetic := len(dc.TrainFiles) == 0
+	if synthetic {
+		cfg := synth.DefaultConfig()
+		cfg.Seed, cfg.Train, cfg.Validation, cfg.Test = dc.SynthSeed, dc.SynthTrain, dc.SynthEval, dc.SynthEval
+		if len(dc.SynthHops) != 3 {
+			return nil, fmt.Errorf("agent: data.synth_hop_weights has %d entries, want 3 (2-, 3-, 4-hop)", len(dc.SynthHops))
+		}
+		copy(cfg.HopWeights[:], dc.SynthHops)
+		w, err := synth.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		s.World, s.Train, s.Val, s.Test = w, w.Train, w.Validation, w.Test
+		if corpus == "" {
+			corpus = filepath.Join(workDir, "corpus.jsonl")
+			if err := writeFile(corpus, w.WriteCorpus); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		var err error
+		if s.Train, err = loadAll(dc.TrainFiles); err != nil {
+			return nil, err
+		}
+		if s.Val, err = loadAll(dc.ValFiles); err != nil {
+			return nil, err
+		}
+	}
+	if dc.ValSize > 0 && len(s.Val) > dc.ValSize {
+		s.Val = s.Val[:dc.ValSize]
+	}
+	if len(s.Train) == 0 {
+		return nil, errors.New("agent: no training samples")
+	}
+
+	var err error
+	if s.Env, s.Retriever, s.index, err = buildEnv(ec, corpus, workDir); err != nil {
+		return nil, err
+	}
+	s.EnvConfig = ec
+	if mc.Path != "" {
+		if s.Policy, err = model.Load(mc.Path, dev, model.LMHeadOutput); err != nil {
+			return nil, err
+		}
+		if s.Tok, err = tokenizer.Load(mc.Path); err != nil {
+			return nil, err
+		}
+		s.TokenizerDir = mc.Path
+	} else {
+		if s.World == nil {
+			return nil, errors.New("agent: model.path is empty; a tiny model is made only for the synthetic world")
+		}
+		s.TokenizerDir = filepath.Join(workDir, "tokenizer")
+		if s.Tok, err = trainTokenizer(ctx, s, mc.TokenizerVocab, s.TokenizerDir); err != nil {
+			return nil, err
+		}
+		if s.Policy, err = tinyModel(mc, s.Tok.VocabSize(), dev); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range []string{"</tool_call>", "<|im_end|>", "<|endoftext|>"} {
+		id, ok := s.Tok.TokenID(name)
+		if !ok {
+			return nil, fmt.Errorf("agent: the tokenizer has no %s token", name)
+		}
+		s.Stop = append(s.Stop, int32(id))
+	}
+	s.ToolCallEnd, s.EndOfTurn = s.Stop[0], s.Stop[1]
+	if s.Policy.Config.VocabSize < s.Tok.VocabSize() {
+		return nil, fmt.Errorf("agent: the tokenizer has %d tokens, the model only %d", s.Tok.VocabSize(), s.Policy.Config.VocabSize)
+	}
+	return s, nil
+}
+
+func loadAll(files []string) ([]data.Sample, error) {
+	out, _, err := data.LoadFiles(files, data.LoadOptions{})
+	return out, err
+}
+
+func writeFile(path string, write func(w io.Writer) error) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("agent: writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("agent: writing %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}
+
+// buildEnv makes the search tool (local BM25 or an HTTP retriever) and the env.
+func buildEnv(ec EnvConfig, corpus, workDir string) (*env.Env, env.Retriever, *env.Index, error) {
+	var r env.Retriever
+	var ix *env.Index
+	if ec.Retriever != "" {
+		c, err := env.NewSearchR1Client(env.DefaultClientConfig(ec.Retriever))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		r = c
+	} else {
+		if corpus == "" {
+			return nil, nil, nil, errors.New("agent: data.corpus is empty and env.retriever_url is not set: the search tool has nothing to search")
+		}
+		idx := ec.IndexPath
+		if idx == "" {
+			idx = filepath.Join(workDir, strings.TrimSuffix(filepath.Base(corpus), ".jsonl")+".bm25")
+		}
+		var err error
+		if ix, _, _, err = env.OpenOrBuildIndex(corpus, idx, data.CorpusOptions{}, env.BuildOptions{}, env.DefaultBM25); err != nil {
+			return nil, nil, nil, err
+		}
+		r = ix
+	}
+	tool, err := env.NewSearchTool(r, env.SearchToolConfig{Name: "search", TopK: ec.TopK, Format: env.SearchFormat(ec.Format)})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	e, err := env.New(envConfig(ec), tool)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return e, r, ix, nil
+}
+
+func envConfig(ec EnvConfig) env.Config {
+	cfg := env.DefaultConfig()
+	cfg.Style = env.Style(ec.Style)
+	cfg.MaxTurns, cfg.MaxResponseChars, cfg.Reward = ec.MaxTurns, ec.MaxResponseChars, ec.Reward
+	cfg.Instruction, cfg.Prefill = ec.Instruction, ec.Prefill
+	return cfg
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/r1go/r1go/cmd/internal/agent"
+	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/rl"
+)
+
+// Checkpoint layout, in the run folder (verl's names):
+//
+//	global_step_N/actor/            the policy, a Hugging Face folder
+//	global_step_N/actor_optim.safetensors
+//	global_step_N/critic/, critic_optim.safetensors   (PPO only)
+//	global_step_N/trainer_state.json                  step and KL coefficient
+//	latest_checkpointed_iteration.txt                 N
+//
+// Everything else a run depends on is a function of the step: the prompts
+// of step k and the rollout's sampling seed. A checkpoint is written into a
+// temporary folder and renamed into place, and the latest-iteration file is
+// replaced atomically after it, so a crash mid-save leaves the previous
+// checkpoint intact and named.
+
+type trainerState struct {
+	Step   int     `json:"step"`
+	KLCoef float64 `json:"kl_coef"`
+	dir    string
+}
+
+func (s *trainerState) actorDir() string { return filepath.Join(s.dir, "actor") }
+
+func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup) error {
+	final := filepath.Join(run, fmt.Sprintf("global_step_%d", tr.Steps()))
+	tmp := final + ".tmp"
+	os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	opts := model.SaveOptions{DType: "float32", TokenizerDir: s.TokenizerDir}
+	if err := tr.Policy.Save(filepath.Join(tmp, "actor"), nil, opts); err != nil {
+		return err
+	}
+	if err := tr.ActorOpt.Save(filepath.Join(tmp, "actor_optim.safetensors")); err != nil {
+		return err
+	}
+	if tr.Critic != nil {
+		if err := tr.Critic.Save(filepath.Join(tmp, "critic"), nil, opts); err != nil {
+			return err
+		}
+		if err := tr.CriticOpt.Save(filepath.Join(tmp, "critic_optim.safetensors")); err != nil {
+			return err
+		}
+	}
+	st := trainerState{Step: tr.Steps(), KLCoef: tr.KLCtrl.Value()}
+	if err := writeJSON(filepath.Join(tmp, "trainer_state.json"), st); err != nil {
+		return err
+	}
+	os.RemoveAll(final)
+	if err := os.Rename(tmp, final); err != nil {
+		return err
+	}
+	latest := filepath.Join(run, "latest_checkpointed_iteration.txt")
+	if err := os.WriteFile(latest+".tmp", []byte(strconv.Itoa(tr.Steps())+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(latest+".tmp", latest)
+}
+
+// latestCheckpoint reads the run folder's latest checkpoint; a run folder
+// without one is an error, since resume was asked for.
+func latestCheckpoint(run string) (*trainerState, error) {
+	raw, err := os.ReadFile(filepath.Join(run, "latest_checkpointed_iteration.txt"))
+	if err != nil {
+		return nil, fmt.Errorf("trainer.resume: no checkpoint in %s: %w", run, err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil || n < 0 {
+		return nil, fmt.Errorf("trainer.resume: %s/latest_checkpointed_iteration.txt holds %q, not a step", run, raw)
+	}
+	st := &trainerState{dir: filepath.Join(run, fmt.Sprintf("global_step_%d", n))}
+	if err := readJSON(filepath.Join(st.dir, "trainer_state.json"), st); err != nil {
+		return nil, err
+	}
+	if st.Step != n {
+		return nil, fmt.Errorf("trainer.resume: %s says step %d, the latest-iteration file %d", st.dir, st.Step, n)
+	}
+	return st, nil
+}
+
+// restore puts the optimizer, critic and counters of the checkpoint into tr
+// (the policy's weights were loaded before the trainer was built).
+func (s *trainerState) restore(tr *rl.Trainer) error {
+	if err := tr.ActorOpt.Load(filepath.Join(s.dir, "actor_optim.safetensors")); err != nil {
+		return err
+	}
+	if tr.Critic != nil {
+		if err := loadWeights(tr.Critic, filepath.Join(s.dir, "critic")); err != nil {
+			return err
+		}
+		if err := tr.CriticOpt.Load(filepath.Join(s.dir, "critic_optim.safetensors")); err != nil {
+			return err
+		}
+	}
+	tr.SetSteps(s.Step)
+	switch c := tr.KLCtrl.(type) {
+	case *rl.FixedKL:
+		c.Coef = s.KLCoef
+	case *rl.AdaptiveKL:
+		c.Coef = s.KLCoef
+	}
+	return nil
+}
+
+// loadWeights copies the weights of a saved folder into m.
+func loadWeights(m *model.Model, dir string) error {
+	src, err := model.Load(dir, m.Dev, m.Head)
+	if err != nil {
+		return err
+	}
+	if src.NumParams() != m.NumParams() {
+		return fmt.Errorf("checkpoint %s has %d parameters, the model %d", dir, src.NumParams(), m.NumParams())
+	}
+	m.Dev.Copy(m.Params, src.Params)
+	return nil
+}
+
+// pickDevice returns the CPU device; "cuda" is refused until the GPU device
+// is wired in, and "auto" falls back to the CPU.
+func pickDevice(name string) (model.Device, error) {
+	if name == "cuda" {
+		return nil, fmt.Errorf("trainer.device cuda: the GPU device is not available in this build; use cpu or auto")
+	}
+	return model.NewCPU(), nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path+".tmp", append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
+}
+
+func readJSON(path string, v any) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/r1go/r1go/cmd/internal/agent"
+	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/optim"
+	"github.com/r1go/r1go/rl"
+)
+
+// Config is the whole configuration of a training run. The defaults are the
+// embedded CPU run: the synthetic world, a tiny Qwen2, SFT then GRPO.
+type Config struct {
+	Model   agent.ModelConfig `yaml:"model"`
+	Data    agent.DataConfig  `yaml:"data"`
+	Env     agent.EnvConfig   `yaml:"env"`
+	SFT     SFTConfig         `yaml:"sft"`
+	RL      rl.TrainerConfig  `yaml:",inline"`
+	Trainer TrainerConfig     `yaml:"trainer"`
+}
+
+// SFTConfig is the supervised warm start on gold trajectories.
+type SFTConfig struct {
+	Steps     int          `yaml:"steps" help:"optimizer steps (0: no warm start)"`
+	BatchSize int          `yaml:"batch_size" help:"trajectories per step"`
+	MaxHops   int          `yaml:"max_hops" help:"warm-start only on questions of at most this many hops (0: all)"`
+	Fraction  float64      `yaml:"fraction" help:"share of the eligible questions used"`
+	Optim     optim.Config `yaml:"optim"`
+}
+
+// TrainerConfig is the loop around the steps (verl's trainer.* keys).
+type TrainerConfig struct {
+	TotalSteps      int      `yaml:"total_training_steps" help:"RL steps"`
+	SaveFreq        int      `yaml:"save_freq" help:"checkpoint every N steps (0: only at the end)"`
+	TestFreq        int      `yaml:"test_freq" help:"validate every N steps (0: only before and after)"`
+	Project         string   `yaml:"project_name"`
+	Experiment      string   `yaml:"experiment_name"`
+	DefaultLocalDir string   `yaml:"default_local_dir" help:"run folder: checkpoints, metrics, plots (default runs/{project}/{experiment})"`
+	Logger          []string `yaml:"logger" help:"console, jsonl, tensorboard, progress"`
+	Resume          bool     `yaml:"resume" help:"continue from the run folder's latest checkpoint"`
+	Device          string   `yaml:"device" help:"auto, cpu or cuda"`
+	RolloutSlots    int      `yaml:"rollout_slots" help:"trajectories decoded together (KV cache slots)"`
+	Seed            uint64   `yaml:"seed" help:"rollout sampling seed"`
+	StopAfter       int      `yaml:"stop_after" help:"stop after this many RL steps of this invocation (0: run to the end; tests use it to kill a run)"`
+}
+
+// DefaultConfig returns the embedded default run.
+func DefaultConfig() Config {
+	c := Config{
+		Model: agent.ModelConfig{Hidden: 128, Layers: 2, Heads: 4, KVHeads: 2, Intermediate: 384,
+			TokenizerVocab: 1024, Seed: 1, MaxContext: 1280},
+		Data: agent.DataConfig{TrainBatchSize: 8, ValSize: 100, Seed: 1, SynthSeed: 1,
+			SynthTrain: 3000, SynthEval: 200, SynthHops: []float64{0.4, 0.35, 0.25}},
+		Env: agent.EnvConfig{Style: "agent-r1", MaxTurns: 5, MaxResponseChars: 512, TopK: 2, Format: "search-r1",
+			Reward: "agent-r1", Instruction: "Search for every fact you need, then answer in <answer></answer>."},
+		SFT: SFTConfig{Steps: 120, BatchSize: 16, MaxHops: 2, Fraction: 1, Optim: tinyOptim(3e-3, 10)},
+		RL:  rl.DefaultTrainerConfig(),
+		Trainer: TrainerConfig{TotalSteps: 60, SaveFreq: 20, TestFreq: 20, Project: "r1go", Experiment: "synthetic-grpo",
+			Logger: []string{"console", "jsonl", "tensorboard"}, Device: "auto", RolloutSlots: 64, Seed: 1},
+	}
+	c.RL.Actor.Optim = tinyOptim(5e-4, 0)
+	// The tiny default drops the KL loss: one forward pass less per step.
+	c.RL.Actor.UseKLLoss = false
+	c.RL.Actor.MiniBatchSize = 64
+	c.RL.Actor.MicroBatchTokens = 16384
+	c.RL.Rollout.N = 8
+	c.RL.Rollout.Sampling = model.Sampling{Temperature: 1, TopP: 1, TopK: -1}
+	c.RL.Rollout.MaxTurnTokens = 64
+	c.RL.Rollout.MaxResponseTokens = 640
+	c.RL.Rollout.MaxPromptTokens = 512
+	c.RL.Rollout.ToolConcurrency = 8
+	return c
+}
+
+func tinyOptim(lr float64, warmup int) optim.Config {
+	o := optim.DefaultConfig()
+	o.LR, o.WarmupSteps, o.WeightDecay, o.Beta2 = lr, warmup, 0.0, 0.99
+	return o
+}
+
+// Validate checks the parts no section checks alone.
+func (c *Config) Validate() error {
+	if c.Data.TrainBatchSize < 1 {
+		return fmt.Errorf("data.train_batch_size %d must be ≥ 1", c.Data.TrainBatchSize)
+	}
+	if c.Trainer.RolloutSlots < c.RL.Rollout.N {
+		return fmt.Errorf("trainer.rollout_slots %d is smaller than rollout.n %d", c.Trainer.RolloutSlots, c.RL.Rollout.N)
+	}
+	if c.Trainer.TotalSteps < 0 || c.SFT.Steps < 0 {
+		return fmt.Errorf("trainer.total_training_steps %d and sft.steps %d must be ≥ 0", c.Trainer.TotalSteps, c.SFT.Steps)
+	}
+	if c.Model.MaxContext < c.RL.Rollout.MaxPromptTokens+c.RL.Rollout.MaxResponseTokens {
+		return fmt.Errorf("model.max_context %d is below rollout.max_prompt_tokens + rollout.max_response_tokens (%d)",
+			c.Model.MaxContext, c.RL.Rollout.MaxPromptTokens+c.RL.Rollout.MaxResponseTokens)
+	}
+	switch c.Trainer.Device {
+	case "auto", "cpu", "cuda":
+	default:
+		return fmt.Errorf("trainer.device %q is not auto, cpu or cuda", c.Trainer.Device)
+	}
+	return nil
+}

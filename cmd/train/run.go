@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/r1go/r1go/cmd/internal/agent"
+	"github.com/r1go/r1go/cmd/internal/config"
+	"github.com/r1go/r1go/data"
+	"github.com/r1go/r1go/data/synth"
+	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/optim"
+	"github.com/r1go/r1go/rl"
+	"github.com/r1go/r1go/rl/metrics"
+)
+
+// run is the whole training job, read top to bottom: assemble, warm start,
+// evaluate, RL steps with validation and checkpoints, evaluate, summarise.
+func run(ctx context.Context, cfg *Config, out io.Writer) error {
+	t0 := time.Now()
+	dir := cfg.Trainer.DefaultLocalDir
+	if dir == "" {
+		dir = filepath.Join("runs", cfg.Trainer.Project, cfg.Trainer.Experiment)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := saveConfig(cfg, filepath.Join(dir, "config.yaml")); err != nil {
+		return err
+	}
+	var resume *trainerState
+	if cfg.Trainer.Resume {
+		var err error
+		if resume, err = latestCheckpoint(dir); err != nil {
+			return err
+		}
+	}
+	dev, err := pickDevice(cfg.Trainer.Device)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "r1go train: run folder %s, device %s\n", dir, dev.Name())
+	s, err := agent.Build(ctx, cfg.Model, cfg.Data, cfg.Env, dev, filepath.Join(dir, "data"))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	fmt.Fprintf(out, "data: %d train, %d validation, %d test questions; policy %d parameters, vocabulary %d\n",
+		len(s.Train), len(s.Val), len(s.Test), s.Policy.NumParams(), s.Tok.VocabSize())
+
+	heldOut := s.Test
+	if len(heldOut) == 0 {
+		heldOut = s.Val
+	}
+	evalCfg := agent.EvalConfig{Slots: cfg.Trainer.RolloutSlots, MaxTurnTokens: cfg.RL.Rollout.MaxTurnTokens,
+		MaxResponseTokens: cfg.RL.Rollout.MaxResponseTokens, MaxContext: cfg.Model.MaxContext}
+	sftDir := filepath.Join(dir, "sft")
+
+	// 1. Supervised warm start on gold trajectories, then the held-out
+	// score that RL has to beat. A resumed run skips both: its policy is in
+	// the checkpoint and the warm-started policy is the reference.
+	var before agent.Results
+	if resume == nil {
+		if err := warmStart(ctx, cfg, s, out); err != nil {
+			return err
+		}
+		if err := s.Policy.Save(sftDir, nil, model.SaveOptions{DType: "float32", TokenizerDir: s.TokenizerDir}); err != nil {
+			return err
+		}
+		if before, _, err = agent.Evaluate(ctx, s, s.Policy, heldOut, evalCfg); err != nil {
+			return err
+		}
+		if err := writeJSON(filepath.Join(sftDir, "eval.json"), before); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "after SFT: held-out EM %.3f (cover EM %.3f, %.2f tool calls per question)\n",
+			before["all"].EM, before["all"].CoverEM, before["all"].ToolCalls)
+	} else {
+		if err := readJSON(filepath.Join(sftDir, "eval.json"), &before); err != nil {
+			return err
+		}
+		if err := loadWeights(s.Policy, resume.actorDir()); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "resuming from %s at step %d\n", resume.dir, resume.Step)
+	}
+
+	// 2. Reinforcement learning.
+	tr, err := newTrainer(cfg, s, sftDir)
+	if err != nil {
+		return err
+	}
+	if resume != nil {
+		if err := resume.restore(tr); err != nil {
+			return err
+		}
+	}
+	log, err := metrics.Open(metrics.Config{Sinks: cfg.Trainer.Logger, Dir: dir, Console: out, TotalSteps: cfg.Trainer.TotalSteps,
+		Project: cfg.Trainer.Project, Experiment: cfg.Trainer.Experiment, TensorBoardDir: filepath.Join(dir, "tensorboard"),
+		ProgressKeys: []string{"critic/score/mean", "env/em"}})
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	hist := metrics.NewHistory("critic/score/mean", "env/em", "val-core/all/em")
+	valCfg := evalCfg
+	done := 0
+	for tr.Steps() < cfg.Trainer.TotalSteps {
+		if cfg.Trainer.StopAfter > 0 && done == cfg.Trainer.StopAfter {
+			fmt.Fprintf(out, "stopping after %d steps as trainer.stop_after asks\n", done)
+			return nil
+		}
+		step := tr.Steps()
+		tr.Rollout.Cfg.Seed = cfg.Trainer.Seed*1_000_003 + uint64(step)
+		res, err := tr.Step(ctx, batchAt(s.Train, step, cfg.Data.TrainBatchSize, cfg.Data.Seed))
+		if err != nil {
+			return fmt.Errorf("step %d: %w", step+1, err)
+		}
+		m := map[string]float64(res.Metrics)
+		if f := cfg.Trainer.TestFreq; f > 0 && tr.Steps()%f == 0 && len(s.Val) > 0 {
+			tv := time.Now()
+			vr, _, err := agent.Evaluate(ctx, s, s.Policy, s.Val, valCfg)
+			if err != nil {
+				return err
+			}
+			for k, v := range vr.Metrics() {
+				m[k] = v
+			}
+			m["timing_s/testing"] = time.Since(tv).Seconds()
+		}
+		if err := log.Log(tr.Steps(), m); err != nil {
+			return err
+		}
+		hist.Log(tr.Steps(), m)
+		if f := cfg.Trainer.SaveFreq; (f > 0 && tr.Steps()%f == 0) || tr.Steps() == cfg.Trainer.TotalSteps {
+			if err := saveCheckpoint(dir, tr, s); err != nil {
+				return err
+			}
+		}
+		done++
+	}
+
+	// 3. Held-out evaluation of the trained policy and the summary.
+	after, _, err := agent.Evaluate(ctx, s, s.Policy, heldOut, evalCfg)
+	if err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(dir, "eval.json"), after); err != nil {
+		return err
+	}
+	plot := filepath.Join(dir, "training.png")
+	series := hist.Series()
+	chart := metrics.Chart{Title: "r1go: training score and validation EM", Series: map[string][]metrics.Point{
+		"train score (critic/score/mean)": series["critic/score/mean"], "train EM": series["env/em"], "validation EM": series["val-core/all/em"]}}
+	if err := metrics.Plot(plot, chart); err != nil {
+		fmt.Fprintln(out, "plot:", err)
+	}
+	summarise(out, cfg, dir, before, after, time.Since(t0))
+	return nil
+}
+
+// warmStart runs the supervised warm start on the gold trajectories that
+// the SFT options select.
+func warmStart(ctx context.Context, cfg *Config, s *agent.Setup, out io.Writer) error {
+	if cfg.SFT.Steps == 0 {
+		return nil
+	}
+	pool, err := synth.SFTSubset(s.Train, synth.SFTOptions{MaxHops: cfg.SFT.MaxHops, Fraction: cfg.SFT.Fraction, Seed: cfg.Data.Seed})
+	if err != nil {
+		return err
+	}
+	if len(pool) == 0 {
+		return fmt.Errorf("sft: no training sample has a gold trajectory (sft.max_hops %d, sft.fraction %v)", cfg.SFT.MaxHops, cfg.SFT.Fraction)
+	}
+	ro := &rl.Rollout{Tok: s.Tok, Env: s.Env, Stop: s.Stop}
+	opt, err := optim.New(s.Policy.Dev, s.Policy.Params, s.Policy.Grads, cfg.SFT.Optim, cfg.SFT.Steps)
+	if err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(cfg.Data.Seed, 0x5f7))
+	t0 := time.Now()
+	for step := 0; step < cfg.SFT.Steps; step++ {
+		batch := make([]*rl.Trajectory, cfg.SFT.BatchSize)
+		for i := range batch {
+			smp := pool[rng.IntN(len(pool))]
+			if batch[i], err = ro.Teacher(ctx, smp, smp.Gold.Turns(), s.EndOfTurn); err != nil {
+				return err
+			}
+		}
+		loss, r, err := rl.SFTStep(s.Policy, opt, batch, cfg.RL.Actor.MicroBatchTokens)
+		if err != nil {
+			return fmt.Errorf("sft step %d: %w", step+1, err)
+		}
+		if (step+1)%20 == 0 || step == 0 || step+1 == cfg.SFT.Steps {
+			fmt.Fprintf(out, "sft step %d/%d: loss %.4f, grad norm %.3f, lr %.2e (%.0f s)\n",
+				step+1, cfg.SFT.Steps, loss, r.GradNorm, r.LR, time.Since(t0).Seconds())
+		}
+	}
+	return nil
+}
+
+// newTrainer wires the policy, the reference (the warm-started policy), a
+// critic when the estimator needs one, and the optimizers.
+func newTrainer(cfg *Config, s *agent.Setup, sftDir string) (*rl.Trainer, error) {
+	rc := cfg.RL
+	slots := min(cfg.Trainer.RolloutSlots, cfg.Data.TrainBatchSize*rc.Rollout.N)
+	tr := &rl.Trainer{Cfg: rc, Policy: s.Policy, ToolCallEnd: s.ToolCallEnd, KLCtrl: rc.NewKLController(),
+		Rollout: &rl.Rollout{Cfg: rc.Rollout, Policy: rl.NewModelPolicy(s.Policy, slots, cfg.Model.MaxContext),
+			Tok: s.Tok, Env: s.Env, Stop: s.Stop}}
+	var err error
+	if rc.NeedsRef() {
+		if tr.Ref, err = model.Load(sftDir, s.Policy.Dev, model.LMHeadOutput); err != nil {
+			return nil, err
+		}
+	}
+	if rc.NeedsCritic() {
+		if tr.Critic, err = model.Load(sftDir, s.Policy.Dev, model.ValueHeadOutput); err != nil {
+			return nil, err
+		}
+		if tr.CriticOpt, err = optim.New(tr.Critic.Dev, tr.Critic.Params, tr.Critic.Grads, rc.Critic.Optim, cfg.Trainer.TotalSteps); err != nil {
+			return nil, err
+		}
+	}
+	steps := cfg.Trainer.TotalSteps * rc.Actor.PPOEpochs * ((cfg.Data.TrainBatchSize*rc.Rollout.N + rc.Actor.MiniBatchSize - 1) / rc.Actor.MiniBatchSize)
+	if tr.ActorOpt, err = optim.New(s.Policy.Dev, s.Policy.Params, s.Policy.Grads, rc.Actor.Optim, steps); err != nil {
+		return nil, err
+	}
+	return tr, nil
+}
+
+// batchAt returns the prompts of RL step step: the training set in a
+// seeded order per epoch, read in consecutive batches, so the data
+// position is a function of the step and a resumed run reads the same.
+func batchAt(train []data.Sample, step, size int, seed uint64) []data.Sample {
+	out := make([]data.Sample, 0, size)
+	for k := step * size; len(out) < size; k++ {
+		epoch, pos := k/len(train), k%len(train)
+		perm := rand.New(rand.NewPCG(seed, uint64(epoch))).Perm(len(train))
+		out = append(out, train[perm[pos]])
+	}
+	return out
+}
+
+func summarise(out io.Writer, cfg *Config, dir string, before, after agent.Results, took time.Duration) {
+	fmt.Fprintf(out, "\n== r1go train: done in %s\n", took.Round(time.Second))
+	fmt.Fprintf(out, "%-22s %8s %8s %8s\n", "held-out", "SFT", "RL", "gain")
+	for _, src := range after.Sources() {
+		b, a := before[src], after[src]
+		if b == nil || a == nil {
+			continue
+		}
+		fmt.Fprintf(out, "%-22s %8.3f %8.3f %+8.3f   (EM, %d questions)\n", src, b.EM, a.EM, a.EM-b.EM, a.N)
+	}
+	if a, b := after["all"], before["all"]; a != nil && b != nil {
+		fmt.Fprintf(out, "%-22s %8.3f %8.3f %+8.3f\n", "cover EM", b.CoverEM, a.CoverEM, a.CoverEM-b.CoverEM)
+		fmt.Fprintf(out, "%-22s %8.2f %8.2f\n", "tool calls / question", b.ToolCalls, a.ToolCalls)
+	}
+	fmt.Fprintf(out, "\nsaved: %s (policy: %s, metrics: %s, plot: %s)\n", dir,
+		filepath.Join(dir, fmt.Sprintf("global_step_%d", cfg.Trainer.TotalSteps), "actor"), filepath.Join(dir, "metrics.jsonl"), filepath.Join(dir, "training.png"))
+	fmt.Fprintf(out, "evaluate: go run ./cmd/eval -model %s\n", filepath.Join(dir, fmt.Sprintf("global_step_%d", cfg.Trainer.TotalSteps), "actor"))
+	fmt.Fprintf(out, "continue: go run ./cmd/train -config %s trainer.resume=true trainer.total_training_steps=%d\n",
+		filepath.Join(dir, "config.yaml"), cfg.Trainer.TotalSteps*2)
+}
+
+func saveConfig(cfg *Config, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := config.Dump(f, cfg); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
