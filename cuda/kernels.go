@@ -1,0 +1,139 @@
+package cuda
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// The kernels are CUDA C++ files under kernels/, one per op, embedded in
+// the binary. Headers (*.cuh) are handed to NVRTC by name, so a kernel
+// file needs nothing from a CUDA toolkit: kernels/common.cuh defines the
+// bf16 conversions and warp and block reductions they share.
+//
+//go:embed kernels/*.cu kernels/*.cuh
+var kernelFS embed.FS
+
+// compileOptions are the NVRTC options every kernel is built with. No
+// fast-math: the kernels are tested against the CPU device and expf,
+// logf and division must keep their IEEE accuracy.
+var compileOptions = []string{"--std=c++17", "-default-device", "-lineinfo"}
+
+// kernelSource returns the .cu file name (e.g. "rmsnorm.cu") with every
+// header of kernels/.
+func kernelSource(file string) (source, error) {
+	text, err := kernelFS.ReadFile("kernels/" + file)
+	if err != nil {
+		return source{}, fmt.Errorf("cuda: no embedded kernel file %s", file)
+	}
+	src := source{name: file, text: string(text)}
+	hs, _ := fs.Glob(kernelFS, "kernels/*.cuh")
+	sort.Strings(hs)
+	for _, h := range hs {
+		b, _ := kernelFS.ReadFile(h)
+		src.headers = append(src.headers, header{name: filepath.Base(h), text: string(b)})
+	}
+	return src, nil
+}
+
+// kernelFiles lists the embedded .cu files.
+func kernelFiles() []string {
+	fs, _ := fs.Glob(kernelFS, "kernels/*.cu")
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = filepath.Base(f)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// cacheKey names the compiled image of src: a hash of everything that
+// changes the bytes NVRTC emits (the source and its headers, the options,
+// the NVRTC version and the target architecture).
+func cacheKey(src source, arch, nvrtcVersion string, opts []string) string {
+	h := sha256.New()
+	field := func(s string) { fmt.Fprintf(h, "%d:%s;", len(s), s) }
+	field("r1go-cuda-kernel-v1")
+	field(src.name)
+	field(src.text)
+	for _, hd := range src.headers {
+		field(hd.name)
+		field(hd.text)
+	}
+	field(strings.Join(opts, "\x00"))
+	field(nvrtcVersion)
+	field(arch)
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// cacheDir is where compiled kernels are kept: R1GO_CUDA_CACHE, else
+// r1go/cuda under the user's cache folder ($XDG_CACHE_HOME or ~/.cache).
+func cacheDir() string {
+	if d := os.Getenv("R1GO_CUDA_CACHE"); d != "" {
+		return d
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "r1go", "cuda")
+}
+
+// kernelCache compiles sources with NVRTC, or reads the image an earlier
+// run stored under the same key.
+type kernelCache struct {
+	dir      string
+	compiler *nvrtc
+}
+
+// image returns the compiled image of file for arch and whether it came
+// from the disk cache. A cache that cannot be written is not an error:
+// the kernel is simply compiled again next time.
+func (kc *kernelCache) image(file, arch string) ([]byte, bool, error) {
+	src, err := kernelSource(file)
+	if err != nil {
+		return nil, false, err
+	}
+	key := cacheKey(src, arch, kc.compiler.version(), compileOptions)
+	ext := ".cubin"
+	if strings.HasPrefix(arch, "compute_") {
+		ext = ".ptx"
+	}
+	path := filepath.Join(kc.dir, strings.TrimSuffix(file, ".cu")+"-"+arch+"-"+key+ext)
+	if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+		return b, true, nil
+	}
+	img, err := kc.compiler.compile(src, arch, compileOptions)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := os.MkdirAll(kc.dir, 0o755); err == nil {
+		tmp, err := os.CreateTemp(kc.dir, ".tmp-*")
+		if err == nil {
+			_, werr := tmp.Write(img)
+			cerr := tmp.Close()
+			if werr == nil && cerr == nil {
+				os.Rename(tmp.Name(), path) //nolint:errcheck // a lost cache entry only costs a recompile
+			} else {
+				os.Remove(tmp.Name())
+			}
+		}
+	}
+	return img, false, nil
+}
+
+// archFor is the NVRTC target for a compute capability: the
+// architecture-specific variant (sm_90a) on Hopper, whose wgmma and TMA
+// instructions exist only there, and plain sm_XY elsewhere.
+func archFor(major, minor int) string {
+	if major == 9 && minor == 0 {
+		return "sm_90a"
+	}
+	return fmt.Sprintf("sm_%d%d", major, minor)
+}

@@ -1,0 +1,40 @@
+// AdamW over a flat buffer (decoupled weight decay, Loshchilov & Hutter):
+// g ← g·gscale, m ← β1·m + (1−β1)·g, v ← β2·v + (1−β2)·g²,
+// p ← p − lr·((m/c1)/(√(v/c2)+eps) + wd·p) with c1 = 1−β1^t, c2 = 1−β2^t
+// (computed on the host in double). And Σx² for gradient-norm clipping.
+#include "common.cuh"
+
+extern "C" __global__ void adamw_update(float* p, const float* g, float* m, float* v, long long n,
+                                        float lr, float beta1, float beta2, float eps, float wd,
+                                        float c1, float c2, float gscale) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        float gi = g[i] * gscale;
+        float mi = beta1 * m[i] + (1.0f - beta1) * gi;
+        float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        float pi = p[i];
+        p[i] = pi - lr * ((mi / c1) / (sqrtf(vi / c2) + eps) + wd * pi);
+    }
+}
+
+// Each thread sums squares in double over a grid stride; blocks reduce and
+// add into *out (zeroed by the launcher). Double keeps the clipping norm
+// of billions of parameters exact enough to match the CPU's float64 sum.
+extern "C" __global__ void sum_squares(double* out, const float* x, long long n) {
+    __shared__ double part[32];
+    double s = 0.0;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        double v = x[i];
+        s += v * v;
+    }
+    s = warp_sum_d(s);
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) part[warp] = s;
+    __syncthreads();
+    if (warp == 0) {
+        s = lane < (int)(blockDim.x >> 5) ? part[lane] : 0.0;
+        s = warp_sum_d(s);
+        if (lane == 0) atomicAdd(out, s);
+    }
+}

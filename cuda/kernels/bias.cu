@@ -1,0 +1,30 @@
+// Bias of a linear layer: add to the first cols columns of every row, and
+// its backward, the column sums of the gradient (accumulated, +=).
+#include "common.cuh"
+
+extern "C" __global__ void bias_forward(float* out, int ldo, const float* bias, int rows, int cols) {
+    long long n = (long long)rows * cols;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        long long r = i / cols;
+        int c = (int)(i - r * cols);
+        out[r * ldo + c] += bias[c];
+    }
+}
+
+// Block (32, 8): threadIdx.x picks a column of a 32-column strip (so a warp
+// reads 32 consecutive floats of a row), threadIdx.y a stripe of rows.
+extern "C" __global__ void bias_backward(float* dbias, const float* dout, int ldo, int rows, int cols) {
+    __shared__ float part[8][33];
+    int c = blockIdx.x * 32 + threadIdx.x;
+    float s = 0.0f;
+    if (c < cols) {
+        for (int r = threadIdx.y; r < rows; r += 8) s += dout[(long long)r * ldo + c];
+    }
+    part[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < cols) {
+        float t = 0.0f;
+        for (int y = 0; y < 8; y++) t += part[y][threadIdx.x];
+        dbias[c] += t;
+    }
+}

@@ -1,0 +1,46 @@
+// RMSNorm as Qwen2 computes it in float32: n = x·r with
+// r = 1/sqrt(mean(x²) + eps), y = n ⊙ w; r is saved per row.
+// Backward: dx = r·(w⊙dy − n·mean(n⊙w⊙dy)), dw += Σ_rows dy⊙n.
+#include "common.cuh"
+
+// One block per row.
+extern "C" __global__ void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int rows, int C, float eps) {
+    __shared__ float scratch[32];
+    int t = blockIdx.x;
+    const float* x = inp + (long long)t * C;
+    float ss = 0.0f;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) ss += x[c] * x[c];
+    ss = block_sum(ss, scratch);
+    float r = 1.0f / sqrtf(ss / (float)C + eps);
+    if (threadIdx.x == 0) rstd[t] = r;
+    float* y = out + (long long)t * C;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) y[c] = (x[c] * r) * w[c];
+}
+
+// A grid of G blocks strides over the rows; each block keeps its share of
+// dw in shared memory (C floats, dynamic) and adds it to dw once at the
+// end, so dw sees G·C atomic adds instead of rows·C.
+extern "C" __global__ void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, const float* rstd, int rows, int C) {
+    extern __shared__ float acc[];
+    __shared__ float scratch[32];
+    for (int c = threadIdx.x; c < C; c += blockDim.x) acc[c] = 0.0f;
+    for (int t = blockIdx.x; t < rows; t += gridDim.x) {
+        const float* x = inp + (long long)t * C;
+        const float* dy = dout + (long long)t * C;
+        float r = rstd[t];
+        float dot = 0.0f;
+        for (int c = threadIdx.x; c < C; c += blockDim.x) {
+            float n = x[c] * r;
+            dot += n * (w[c] * dy[c]);
+            acc[c] += dy[c] * n;
+        }
+        dot = block_sum(dot, scratch) / (float)C;
+        float* dx = dinp + (long long)t * C;
+        for (int c = threadIdx.x; c < C; c += blockDim.x) {
+            float n = x[c] * r;
+            dx[c] = r * (w[c] * dy[c] - n * dot);
+        }
+    }
+    __syncthreads();
+    for (int c = threadIdx.x; c < C; c += blockDim.x) atomicAdd(dw + c, acc[c]);
+}

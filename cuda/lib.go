@@ -1,0 +1,123 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ebitengine/purego"
+)
+
+// This file is the only place that opens shared libraries. Every foreign
+// call goes through call, which uses purego.SyscallN: all CUDA, cuBLAS and
+// NVRTC entry points take integers and pointers only, so no reflection is
+// needed per call.
+
+// library is one opened shared library and the name it was found under.
+type library struct {
+	handle uintptr
+	path   string
+}
+
+// openFirst opens the first library of names that loads (an absolute path
+// or a soname the dynamic loader searches for), returning every failure
+// when none does.
+func openFirst(names []string) (library, error) {
+	var fails []string
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		h, err := purego.Dlopen(n, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		if err == nil {
+			return library{handle: h, path: n}, nil
+		}
+		fails = append(fails, err.Error())
+	}
+	return library{}, errors.New(strings.Join(fails, "; "))
+}
+
+// searchNames is the list openFirst tries: the file named by the
+// environment variable env when set, then the sonames in order.
+func searchNames(env string, sonames ...string) []string {
+	var names []string
+	if p := os.Getenv(env); p != "" {
+		names = append(names, p)
+	}
+	return append(names, sonames...)
+}
+
+// preloadSiblings opens, globally, the libraries matching pattern in the
+// folder of path. NVRTC opens libnvrtc-builtins by soname; when NVRTC comes
+// from a folder outside the loader's search path (an unpacked Debian
+// package, a Python wheel), loading the builtins first by full path lets
+// that lookup find the copy already in the process.
+func preloadSiblings(path, pattern string) {
+	if !filepath.IsAbs(path) {
+		return
+	}
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(path), pattern))
+	for _, m := range matches {
+		purego.Dlopen(m, purego.RTLD_NOW|purego.RTLD_GLOBAL) //nolint:errcheck // best effort
+	}
+}
+
+// symbol resolves the first of names that lib exports (versioned names
+// such as cuMemAlloc_v2 first, the plain name as a fallback).
+func (lib library) symbol(names ...string) (uintptr, error) {
+	for _, n := range names {
+		if p, err := purego.Dlsym(lib.handle, n); err == nil && p != 0 {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("cuda: %s exports none of %v", lib.path, names)
+}
+
+// bindAll resolves a table of symbols: each entry is a target and the
+// names to try. The first missing symbol is reported.
+func (lib library) bindAll(table []binding) error {
+	for _, b := range table {
+		p, err := lib.symbol(b.names...)
+		if err != nil {
+			if b.optional {
+				continue
+			}
+			return err
+		}
+		*b.fn = p
+	}
+	return nil
+}
+
+type binding struct {
+	fn       *uintptr
+	names    []string
+	optional bool // absent in some versions; callers check for 0
+}
+
+func bind(fn *uintptr, names ...string) binding { return binding{fn: fn, names: names} }
+
+func bindOptional(fn *uintptr, names ...string) binding {
+	return binding{fn: fn, names: names, optional: true}
+}
+
+// call invokes a C function with integer and pointer arguments and returns
+// its int result (CUresult, cublasStatus_t, nvrtcResult are all C ints).
+// uintptrescapes keeps the Go memory behind uintptr(unsafe.Pointer(...))
+// arguments alive and in place for the duration of the call.
+//
+//go:uintptrescapes
+func call(fn uintptr, args ...uintptr) int {
+	r, _, _ := purego.SyscallN(fn, args...)
+	return int(int32(r))
+}
+
+// callPtr is call for a C function that returns a pointer.
+//
+//go:uintptrescapes
+func callPtr(fn uintptr, args ...uintptr) uintptr {
+	r, _, _ := purego.SyscallN(fn, args...)
+	return r
+}
