@@ -13,7 +13,7 @@ import (
 
 // readLines reads JSONL: one record per line, blank lines ignored.
 func (l *loader) readLines(br *bufio.Reader) error {
-	max := l.opt.maxRecord()
+	limit := l.opt.maxRecord()
 	var line []byte
 	for lineNo := 1; ; lineNo++ {
 		line = line[:0]
@@ -23,7 +23,7 @@ func (l *loader) readLines(br *bufio.Reader) error {
 			var chunk []byte
 			chunk, err = br.ReadSlice('\n')
 			if !tooLong {
-				if len(line)+len(chunk) > max+2 { // +2: the "\r\n" is no part of the record
+				if len(line)+len(chunk) > limit+2 { // +2: the "\r\n" is no part of the record
 					tooLong = true
 				} else {
 					line = append(line, chunk...)
