@@ -40,21 +40,21 @@ const funcAttrMaxDynamicSharedSize = 8
 type driver struct {
 	lib library
 
-	cuInit, cuDriverGetVersion, cuDeviceGetCount, cuDeviceGet       uintptr
-	cuDeviceGetAttribute, cuDeviceGetName, cuDeviceTotalMem         uintptr
-	cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRelease             uintptr
-	cuCtxSetCurrent, cuCtxSynchronize                               uintptr
-	cuStreamCreate, cuStreamSynchronize, cuStreamDestroy            uintptr
-	cuMemAlloc, cuMemFree, cuMemGetInfo                             uintptr
-	cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuMemcpyDtoDAsync         uintptr
-	cuMemsetD32Async                                                uintptr
-	cuModuleLoadData, cuModuleGetFunction, cuModuleUnload           uintptr
-	cuFuncSetAttribute, cuLaunchKernel                              uintptr
-	cuGetErrorName, cuGetErrorString                                uintptr
-	cuStreamBeginCapture, cuStreamEndCapture, cuGraphInstantiate    uintptr
-	cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy               uintptr
+	cuInit, cuDriverGetVersion, cuDeviceGetCount, cuDeviceGet        uintptr
+	cuDeviceGetAttribute, cuDeviceGetName, cuDeviceTotalMem          uintptr
+	cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRelease              uintptr
+	cuCtxSetCurrent, cuCtxSynchronize                                uintptr
+	cuStreamCreate, cuStreamSynchronize, cuStreamDestroy             uintptr
+	cuMemAlloc, cuMemFree, cuMemGetInfo                              uintptr
+	cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuMemcpyDtoDAsync          uintptr
+	cuMemsetD32Async                                                 uintptr
+	cuModuleLoadData, cuModuleGetFunction, cuModuleUnload            uintptr
+	cuFuncSetAttribute, cuLaunchKernel                               uintptr
+	cuGetErrorName, cuGetErrorString                                 uintptr
+	cuStreamBeginCapture, cuStreamEndCapture, cuGraphInstantiate     uintptr
+	cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy                uintptr
 	cuEventCreate, cuEventRecord, cuEventElapsedTime, cuEventDestroy uintptr
-	cuEventSynchronize                                              uintptr
+	cuEventSynchronize                                               uintptr
 }
 
 // driverNames is where libcuda is looked for; tests replace it.

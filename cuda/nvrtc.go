@@ -16,9 +16,9 @@ type nvrtc struct {
 	lib library
 
 	nvrtcVersion, nvrtcCreateProgram, nvrtcDestroyProgram, nvrtcCompileProgram uintptr
-	nvrtcGetProgramLogSize, nvrtcGetProgramLog                                uintptr
+	nvrtcGetProgramLogSize, nvrtcGetProgramLog                                 uintptr
 	nvrtcGetCUBINSize, nvrtcGetCUBIN, nvrtcGetPTXSize, nvrtcGetPTX             uintptr
-	nvrtcGetErrorString                                                       uintptr
+	nvrtcGetErrorString                                                        uintptr
 
 	major, minor int
 }
@@ -168,4 +168,3 @@ func (c *nvrtc) log(prog uintptr) string {
 	}
 	return strings.TrimRight(string(b), "\x00")
 }
-

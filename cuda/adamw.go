@@ -1,0 +1,42 @@
+package cuda
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/r1go/r1go/model"
+)
+
+var (
+	kAdamW      = kernel("adamw.cu", "adamw_update")
+	kSumSquares = kernel("adamw.cu", "sum_squares")
+)
+
+// AdamW updates p in place from g and the moments m, v: one fused pass
+// over the flat buffers. The bias corrections are computed here in
+// float64, as the CPU device does.
+func (d *Device) AdamW(pb, g, m, v model.Buffer, hp model.AdamWParams) {
+	n := pb.Len()
+	if g.Len() != n || m.Len() != n || v.Len() != n {
+		panic("cuda: AdamW buffers of different lengths")
+	}
+	pp, pg, pm, pv := f32(pb, n, "AdamW p"), f32(g, n, "AdamW g"), f32(m, n, "AdamW m"), f32(v, n, "AdamW v")
+	c1 := 1 - math.Pow(float64(hp.Beta1), float64(hp.Step))
+	c2 := 1 - math.Pow(float64(hp.Beta2), float64(hp.Step))
+	defer d.enter()()
+	d.launch(kAdamW, d.elementwiseGrid(n), grid1(256), 0, p(pp), p(pg), p(pm), p(pv), i64(n),
+		f(hp.LR), f(hp.Beta1), f(hp.Beta2), f(hp.Eps), f(hp.WeightDecay), f(float32(c1)), f(float32(c2)), f(hp.GradScale))
+}
+
+// SumSquares returns Σ x², accumulated in float64, and waits for it.
+func (d *Device) SumSquares(x model.Buffer) float64 {
+	n := x.Len()
+	px := f32(x, n, "SumSquares x")
+	defer d.enter()()
+	out := d.scratchBuf("sumsq", 2, F32) // one float64
+	d.memset(out.ptr, 0, 2)
+	d.launch(kSumSquares, d.elementwiseGrid(n), grid1(256), 0, p(out.ptr), p(px), i64(n))
+	var s float64
+	d.download(unsafe.Pointer(&s), out.ptr, 8)
+	return s
+}

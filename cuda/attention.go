@@ -1,0 +1,118 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/r1go/r1go/model"
+)
+
+var (
+	kAttentionForward     = kernel("attention.cu", "attention_forward")
+	kAttentionBackwardDQ  = kernel("attention.cu", "attention_backward_dq")
+	kAttentionBackwardDKV = kernel("attention.cu", "attention_backward_dkv")
+)
+
+// Tile shape of attention.cu: attnRows query (or key) rows per block, one
+// warp each; attnKeys keys (or queries) per shared-memory tile, one lane
+// each; head sizes up to attnMaxHS.
+const (
+	attnRows  = 8
+	attnKeys  = 32
+	attnMaxHS = 256
+)
+
+// attnLayout is the packed qkv row: q | k | v, (NH + 2·KVH)·HS wide.
+type attnLayout struct{ NH, KVH, HS, W, kOff, vOff int }
+
+func newAttnLayout(NH, KVH, HS int) attnLayout {
+	if NH <= 0 || KVH <= 0 || NH%KVH != 0 {
+		panic(fmt.Sprintf("cuda: %d query heads are not a multiple of %d key-value heads", NH, KVH))
+	}
+	if HS <= 0 || HS > attnMaxHS {
+		panic(fmt.Sprintf("cuda: head size %d outside the kernels' range [1, %d]", HS, attnMaxHS))
+	}
+	return attnLayout{NH: NH, KVH: KVH, HS: HS, W: (NH + 2*KVH) * HS, kOff: NH * HS, vOff: (NH + KVH) * HS}
+}
+
+// queryTiles cuts packed sequences into blocks of up to attnRows query
+// rows, each tile an int4 (first row, rows, first key row, keys the first
+// row sees) as attention_forward reads it.
+func queryTiles(seqs []int32) []int32 {
+	var out []int32
+	for s := 0; s+1 < len(seqs); s++ {
+		s0, e := seqs[s], seqs[s+1]
+		for t0 := s0; t0 < e; t0 += attnRows {
+			out = append(out, t0, min(attnRows, e-t0), s0, t0-s0+1)
+		}
+	}
+	return out
+}
+
+// keyTiles cuts packed sequences into blocks of up to attnRows key rows:
+// (first key row, rows, end of the sequence, 0), as
+// attention_backward_dkv reads them.
+func keyTiles(seqs []int32) []int32 {
+	var out []int32
+	for s := 0; s+1 < len(seqs); s++ {
+		s0, e := seqs[s], seqs[s+1]
+		for t0 := s0; t0 < e; t0 += attnRows {
+			out = append(out, t0, min(attnRows, e-t0), e, 0)
+		}
+	}
+	return out
+}
+
+func checkSeqs(seqs []int32, T int) {
+	if len(seqs) < 2 || seqs[0] != 0 || int(seqs[len(seqs)-1]) != T {
+		panic(fmt.Sprintf("cuda: sequence offsets %v do not cover %d tokens", seqs, T))
+	}
+	for s := 1; s < len(seqs); s++ {
+		if seqs[s] < seqs[s-1] {
+			panic(fmt.Sprintf("cuda: sequence offsets %v decrease", seqs))
+		}
+	}
+}
+
+// Shared memory of each attention kernel, in bytes.
+func attnForwardSmem(HS int) int { return 4 * (2*attnKeys*(HS+1) + attnRows*HS) }
+func attnDQSmem(HS int) int      { return 4 * (2*attnKeys*(HS+1) + 2*attnRows*HS) }
+func attnDKVSmem(HS int) int     { return 4 * (2*attnKeys*(HS+1) + 2*attnRows*HS + 2*attnKeys) }
+
+// Attention is causal grouped-query attention over packed sequences.
+func (d *Device) Attention(out, lse, qkv model.Buffer, seqs []int32, NH, KVH, HS int) {
+	a := newAttnLayout(NH, KVH, HS)
+	T := qkv.Len() / a.W
+	checkSeqs(seqs, T)
+	px := f32(qkv, T*a.W, "Attention qkv")
+	po, pl := f32(out, T*NH*HS, "Attention out"), f32(lse, NH*T, "Attention lse")
+	tiles := queryTiles(seqs)
+	scale := float32(1 / math.Sqrt(float64(HS)))
+	defer d.enter()()
+	pt := d.ints("attn-query-tiles", tiles)
+	d.launch(kAttentionForward, dim3{len(tiles) / 4, NH, 1}, grid1(32*attnRows), attnForwardSmem(HS),
+		p(po), p(pl), p(px), p(px+uintptr(4*a.kOff)), p(px+uintptr(4*a.vOff)), p(pt),
+		i(a.W), i(a.W), i(NH*HS), i(T), i(NH), i(KVH), i(HS), f(scale))
+}
+
+// AttentionBackward sets dqkv (every element) from dout: one kernel for
+// dQ (which also stores D = rowsum(dO ⊙ O)), then one for dK and dV.
+func (d *Device) AttentionBackward(dqkv, dout, out, lse, qkv model.Buffer, seqs []int32, NH, KVH, HS int) {
+	a := newAttnLayout(NH, KVH, HS)
+	T := qkv.Len() / a.W
+	checkSeqs(seqs, T)
+	px, pdx := f32(qkv, T*a.W, "AttentionBackward qkv"), f32(dqkv, T*a.W, "AttentionBackward dqkv")
+	pdy, po := f32(dout, T*NH*HS, "AttentionBackward dout"), f32(out, T*NH*HS, "AttentionBackward out")
+	pl := f32(lse, NH*T, "AttentionBackward lse")
+	qt, kt := queryTiles(seqs), keyTiles(seqs)
+	scale := float32(1 / math.Sqrt(float64(HS)))
+	defer d.enter()()
+	D := d.scratchBuf("attn-D", NH*T, F32)
+	pk, pv := px+uintptr(4*a.kOff), px+uintptr(4*a.vOff)
+	d.launch(kAttentionBackwardDQ, dim3{len(qt) / 4, NH, 1}, grid1(32*attnRows), attnDQSmem(HS),
+		p(pdx), p(D.ptr), p(pdy), p(po), p(pl), p(px), p(pk), p(pv), p(d.ints("attn-query-tiles", qt)),
+		i(a.W), i(a.W), i(NH*HS), i(a.W), i(T), i(NH), i(KVH), i(HS), f(scale))
+	d.launch(kAttentionBackwardDKV, dim3{len(kt) / 4, KVH, 1}, grid1(32*attnRows), attnDKVSmem(HS),
+		p(pdx+uintptr(4*a.kOff)), p(pdx+uintptr(4*a.vOff)), p(pdy), p(D.ptr), p(pl), p(px), p(pk), p(pv),
+		p(d.ints("attn-key-tiles", kt)), i(a.W), i(a.W), i(NH*HS), i(a.W), i(T), i(NH), i(KVH), i(HS), f(scale))
+}

@@ -1,0 +1,66 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/r1go/r1go/model"
+)
+
+var kKVCacheWrite = kernel("attention_cached.cu", "kv_cache_write")
+
+// cachePlan is the host-side geometry of one AttentionCached call: the
+// cache row each packed row's key and value go to, and the query tiles of
+// attention_forward with the cache as keys.
+type cachePlan struct {
+	dst   []int32 // [T] slot·maxLen + position
+	tiles []int32 // int4 per tile: first row, rows, slot·maxLen, keys of the first row
+}
+
+func planCached(slots, pos0, lens []int32, maxLen, T int) cachePlan {
+	if len(slots) != len(lens) || len(pos0) != len(lens) {
+		panic(fmt.Sprintf("cuda: AttentionCached with %d slots, %d positions, %d lengths", len(slots), len(pos0), len(lens)))
+	}
+	var pl cachePlan
+	row := int32(0)
+	for j, n := range lens {
+		if n < 0 || pos0[j] < 0 || int(pos0[j]+n) > maxLen {
+			panic(fmt.Sprintf("cuda: chunk %d reaches position %d past the KV cache length %d", j, pos0[j]+n, maxLen))
+		}
+		base := slots[j] * int32(maxLen)
+		for i := int32(0); i < n; i++ {
+			pl.dst = append(pl.dst, base+pos0[j]+i)
+		}
+		for i0 := int32(0); i0 < n; i0 += attnRows {
+			pl.tiles = append(pl.tiles, row+i0, min(attnRows, n-i0), base, pos0[j]+i0+1)
+		}
+		row += n
+	}
+	if int(row) != T {
+		panic(fmt.Sprintf("cuda: AttentionCached chunks hold %d rows, qkv has %d", row, T))
+	}
+	return pl
+}
+
+// AttentionCached writes each chunk's keys and values into its cache slot,
+// then runs its queries against the slot's positions [0, pos0+len).
+func (d *Device) AttentionCached(out, qkv, kc, vc model.Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int) {
+	a := newAttnLayout(NH, KVH, HS)
+	T := qkv.Len() / a.W
+	kvw := KVH * HS
+	for _, s := range slots {
+		if s < 0 || int(s+1)*maxLen*kvw > kc.Len() {
+			panic(fmt.Sprintf("cuda: KV cache slot %d outside a cache of %d values", s, kc.Len()))
+		}
+	}
+	pl := planCached(slots, pos0, lens, maxLen, T)
+	px, po := f32(qkv, T*a.W, "AttentionCached qkv"), f32(out, T*NH*HS, "AttentionCached out")
+	pk, pv := f32(kc, -1, "AttentionCached kc"), f32(vc, kc.Len(), "AttentionCached vc")
+	scale := float32(1 / math.Sqrt(float64(HS)))
+	defer d.enter()()
+	d.launch(kKVCacheWrite, d.elementwiseGrid(T*kvw), grid1(256), 0,
+		p(pk), p(pv), p(px+uintptr(4*a.kOff)), p(px+uintptr(4*a.vOff)), p(d.ints("cache-rows", pl.dst)), i(T), i(a.W), i(kvw))
+	d.launch(kAttentionForward, dim3{len(pl.tiles) / 4, NH, 1}, grid1(32*attnRows), attnForwardSmem(HS),
+		p(po), p(0), p(px), p(pk), p(pv), p(d.ints("cache-tiles", pl.tiles)),
+		i(a.W), i(kvw), i(NH*HS), i(T), i(NH), i(KVH), i(HS), f(scale))
+}

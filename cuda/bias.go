@@ -1,0 +1,24 @@
+package cuda
+
+import "github.com/r1go/r1go/model"
+
+var (
+	kBiasForward  = kernel("bias.cu", "bias_forward")
+	kBiasBackward = kernel("bias.cu", "bias_backward")
+)
+
+// AddBias adds bias[cols] to every row of out[rows, ldo].
+func (d *Device) AddBias(out model.Buffer, ldo int, bias model.Buffer, rows, cols int) {
+	po := f32(out, (rows-1)*ldo+cols, "AddBias out")
+	pb := f32(bias, cols, "AddBias bias")
+	defer d.enter()()
+	d.launch(kBiasForward, d.elementwiseGrid(rows*cols), grid1(256), 0, p(po), i(ldo), p(pb), i(rows), i(cols))
+}
+
+// BiasBackward accumulates dbias[cols] += column sums of dout[rows, ldo].
+func (d *Device) BiasBackward(dbias model.Buffer, dout model.Buffer, ldo int, rows, cols int) {
+	pd := f32(dbias, cols, "BiasBackward dbias")
+	pg := f32(dout, (rows-1)*ldo+cols, "BiasBackward dout")
+	defer d.enter()()
+	d.launch(kBiasBackward, grid1(ceilDiv(cols, 32)), dim3{32, 8, 1}, 0, p(pd), p(pg), i(ldo), i(rows), i(cols))
+}

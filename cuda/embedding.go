@@ -1,0 +1,40 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/r1go/r1go/model"
+)
+
+var (
+	kEmbeddingForward  = kernel("embedding.cu", "embedding_forward")
+	kEmbeddingBackward = kernel("embedding.cu", "embedding_backward")
+)
+
+// Embedding copies row ids[t] of table[V, C] into out[t, :].
+func (d *Device) Embedding(out model.Buffer, ids []int32, table model.Buffer, C int) {
+	checkIDs(ids, table.Len()/C, "token id")
+	po, pt := f32(out, len(ids)*C, "Embedding out"), f32(table, -1, "Embedding table")
+	defer d.enter()()
+	d.launch(kEmbeddingForward, grid1(len(ids)), grid1(min(256, roundUp(C, 32))), 0, p(po), p(d.ints("ids", ids)), p(pt), i(C))
+}
+
+// EmbeddingBackward accumulates dtable[ids[t]] += dout[t].
+func (d *Device) EmbeddingBackward(dtable model.Buffer, dout model.Buffer, ids []int32, C int) {
+	checkIDs(ids, dtable.Len()/C, "token id")
+	pt, pg := f32(dtable, -1, "EmbeddingBackward dtable"), f32(dout, len(ids)*C, "EmbeddingBackward dout")
+	defer d.enter()()
+	d.launch(kEmbeddingBackward, grid1(len(ids)), grid1(min(256, roundUp(C, 32))), 0, p(pt), p(pg), p(d.ints("ids", ids)), i(C))
+}
+
+// checkIDs panics on an index outside [0, n): on the GPU it would read or
+// write another tensor's memory.
+func checkIDs(ids []int32, n int, what string) {
+	for t, id := range ids {
+		if id < 0 || int(id) >= n {
+			panic(fmt.Sprintf("cuda: %s %d at position %d outside [0, %d)", what, id, t, n))
+		}
+	}
+}
+
+func roundUp(a, b int) int { return ceilDiv(a, b) * b }

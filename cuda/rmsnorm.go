@@ -1,0 +1,38 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/r1go/r1go/model"
+)
+
+var (
+	kRMSNormForward  = kernel("rmsnorm.cu", "rmsnorm_forward")
+	kRMSNormBackward = kernel("rmsnorm.cu", "rmsnorm_backward")
+)
+
+// rmsnormThreads is the block size for a row of C values: one pass of
+// whole warps over the row, at most 1024 threads.
+func rmsnormThreads(C int) int { return min(1024, max(32, roundUp(min(C, 1024), 32))) }
+
+// RMSNorm: out = inp·rsqrt(mean(inp²)+eps)·w per row; rstd[rows] saved.
+func (d *Device) RMSNorm(out, rstd, inp, w model.Buffer, rows, C int, eps float32) {
+	po, pr := f32(out, rows*C, "RMSNorm out"), f32(rstd, rows, "RMSNorm rstd")
+	px, pw := f32(inp, rows*C, "RMSNorm inp"), f32(w, C, "RMSNorm w")
+	defer d.enter()()
+	d.launch(kRMSNormForward, grid1(rows), grid1(rmsnormThreads(C)), 0, p(po), p(pr), p(px), p(pw), i(rows), i(C), f(eps))
+}
+
+// RMSNormBackward sets dinp and accumulates dw.
+func (d *Device) RMSNormBackward(dinp, dw, dout, inp, w, rstd model.Buffer, rows, C int) {
+	pdx, pdw := f32(dinp, rows*C, "RMSNormBackward dinp"), f32(dw, C, "RMSNormBackward dw")
+	pdy, px := f32(dout, rows*C, "RMSNormBackward dout"), f32(inp, rows*C, "RMSNormBackward inp")
+	pw, pr := f32(w, C, "RMSNormBackward w"), f32(rstd, rows, "RMSNormBackward rstd")
+	defer d.enter()()
+	smem := 4 * C
+	if smem > d.smemOptin {
+		panic(fmt.Sprintf("cuda: RMSNormBackward keeps a row of %d floats in shared memory; the GPU allows %d bytes", C, d.smemOptin))
+	}
+	blocks := min(rows, 2*max(d.sms, 1))
+	d.launch(kRMSNormBackward, grid1(blocks), grid1(rmsnormThreads(C)), smem, p(pdx), p(pdw), p(pdy), p(px), p(pw), p(pr), i(rows), i(C))
+}

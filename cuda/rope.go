@@ -1,0 +1,54 @@
+package cuda
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/r1go/r1go/model"
+)
+
+var kRoPE = kernel("rope.cu", "rope_forward")
+
+type ropeKey struct {
+	theta float64
+	HS    int
+}
+
+// ropeInvFreq is 1/theta^(2i/HS) for i < HS/2, rounded to float32 as
+// Hugging Face computes it (and as the CPU device does).
+func ropeInvFreq(theta float64, HS int) []float32 {
+	f := make([]float32, HS/2)
+	for i := range f {
+		f[i] = float32(1 / math.Pow(theta, float64(2*i)/float64(HS)))
+	}
+	return f
+}
+
+// RoPE rotates heads [0, nHeads) of each row of x in place.
+func (d *Device) RoPE(x model.Buffer, ld, off int, pos []int32, nHeads, HS int, theta float64) {
+	d.rope(x, ld, off, pos, nHeads, HS, theta, 1)
+}
+
+// RoPEBackward applies the inverse rotation to the gradient, in place.
+func (d *Device) RoPEBackward(dx model.Buffer, ld, off int, pos []int32, nHeads, HS int, theta float64) {
+	d.rope(dx, ld, off, pos, nHeads, HS, theta, -1)
+}
+
+func (d *Device) rope(x model.Buffer, ld, off int, pos []int32, nHeads, HS int, theta float64, sign float32) {
+	T := len(pos)
+	if T == 0 {
+		return
+	}
+	px := f32(x, (T-1)*ld+off+nHeads*HS, "RoPE x")
+	defer d.enter()()
+	key := ropeKey{theta, HS}
+	fb, ok := d.invFreq[key]
+	if !ok {
+		v := ropeInvFreq(theta, HS)
+		fb = d.alloc(len(v), F32)
+		d.upload(fb.ptr, unsafe.Pointer(&v[0]), 4*len(v))
+		d.invFreq[key] = fb
+	}
+	n := T * nHeads * (HS / 2)
+	d.launch(kRoPE, d.elementwiseGrid(n), grid1(256), 0, p(px), i(ld), i(off), p(d.ints("pos", pos)), p(fb.ptr), i(T), i(nHeads), i(HS), f(sign))
+}
