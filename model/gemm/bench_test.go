@@ -54,3 +54,12 @@ func BenchmarkSgemm(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkForEach is the fork-join cost the driver pays twice per packed
+// block (pack, then multiply): goroutines started per call, not a pool.
+func BenchmarkForEach(b *testing.B) {
+	var sink [64]int
+	for i := 0; i < b.N; i++ {
+		forEach(2, 2, func(t int) { sink[t*32]++ })
+	}
+}

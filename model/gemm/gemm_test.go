@@ -278,3 +278,29 @@ func TestNewEngineRejectsUnknownKernel(t *testing.T) {
 		t.Fatalf("Kernels() = %v, want the portable kernel last", got)
 	}
 }
+
+// The engine keeps no per-call state outside the call: concurrent calls (the
+// model runs attention blocks on several goroutines) must not share scratch.
+func TestSgemmConcurrentCalls(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	var ps []*problem
+	for i := 0; i < 6; i++ {
+		ps = append(ps, newProblem(rng, i%2 == 0, i%3 == 0, 40+i, 70-i, 90+3*i, 1, 1, 0, false))
+	}
+	for _, e := range engines(t, 2) {
+		got := make([][]float32, len(ps))
+		done := make(chan int)
+		for i, p := range ps {
+			go func() {
+				got[i] = p.run(e)
+				done <- i
+			}()
+		}
+		for range ps {
+			<-done
+		}
+		for i, p := range ps {
+			p.check(t, fmt.Sprintf("%s concurrent call %d", e.Kernel(), i), got[i])
+		}
+	}
+}
