@@ -76,7 +76,24 @@ func scalarNode(v reflect.Value, key string) (*yaml.Node, error) {
 	if err != nil {
 		return nil, &Error{Key: key, Msg: err.Error(), Err: err}
 	}
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: text}, nil
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: text}
+	if tag == "!!str" && strings.ContainsFunc(text, func(r rune) bool { return r < ' ' || r == 0x7f }) && !readsBack(n) {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	return n, nil
+}
+
+// readsBack reports whether yaml.v3 reads the string it writes for n back
+// unchanged. Its block styles lose some strings of only line breaks
+// ("\n" is written as an empty |2+ block); double quotes, with escapes,
+// lose nothing.
+func readsBack(n *yaml.Node) bool {
+	out, err := yaml.Marshal(n)
+	if err != nil {
+		return false
+	}
+	var back string
+	return yaml.Unmarshal(out, &back) == nil && back == n.Value
 }
 
 func scalarText(v reflect.Value) (text, tag string, err error) {

@@ -17,9 +17,9 @@ import (
 func unusualConfig() trainConfig {
 	c := defaultTrainConfig()
 	c.Seed = math.MinInt64
-	c.Model = modelConfig{Path: "/models/Qwen2.5 3B: \"instruct\" #1", Dtype: "fp32", EnableGradientCheckpointing: true}
+	c.Model = modelConfig{Path: "/models/Qwen2.5 3B: \"instruct\" #1\nline two\n", Dtype: "fp32", EnableGradientCheckpointing: true}
 	c.Data = dataConfig{
-		TrainFiles:        []string{"a,b.parquet", "null", " lead", "true", "", "1e-6", "'q'", "ünï", "multi\nline"},
+		TrainFiles:        []string{"a,b.parquet", "null", " lead", "true", "", "1e-6", "'q'", "ünï", "multi\nline", "\n", "\n\n", " \n", "\t", "a\r\nb", "\x01"},
 		ValFiles:          []string{"- dash", "[x]", "{y}", "~"},
 		TrainBatchSize:    -1,
 		MaxPromptLength:   math.MaxInt,
@@ -27,14 +27,14 @@ func unusualConfig() trainConfig {
 	}
 	c.Actor = actorConfig{
 		LR: 1.0000000000000002, PPOMiniBatchSize: 1, PPOEpochs: 3, ClipRatio: math.Inf(1),
-		UseKLLoss: true, KLLossCoef: 5e-324, KLLossType: "yes",
+		UseKLLoss: true, KLLossCoef: 5e-324, KLLossType: "\n\n",
 		Optim: optimConfig{Betas: []float64{math.Inf(-1), 0.1, 1e300}, WeightDecay: -0.0, WarmupSteps: 7},
 	}
 	c.Rollout = rolloutConfig{N: 16, Temperature: 0.1, TopP: math.SmallestNonzeroFloat32, MaxTurns: 0,
 		ToolTimeout: 1500 * time.Microsecond, StopTokens: []int{151645, -1}, Seed: math.MaxUint64}
 	c.Algorithm = algorithmConfig{AdvEstimator: "on", Gamma: 0.1 + 0.2, Lam: 1}
 	c.Trainer = trainerConfig{TotalTrainingSteps: 1, SaveFreq: -1, ProjectName: "",
-		ExperimentName: "exp: 1", Logger: []string{"console"}, DefaultLocalDir: "#dir", MaxCheckpoints: 255, Resume: true}
+		ExperimentName: "yes", Logger: []string{"console"}, DefaultLocalDir: "\n", MaxCheckpoints: 255, Resume: true}
 	c.Critic = &criticConfig{LR: 2e-5, CliprangeValue: 0.5}
 	return c
 }
