@@ -14,8 +14,9 @@ var (
 
 // headLogitBudget caps the logits block of the fused head (rows × chunk
 // float32 values, 128 MiB): big enough that each cuBLAS call is a large
-// GEMM, small next to the memory that [T, V] logits would take.
-const (
+// GEMM, small next to the memory that [T, V] logits would take. Variables
+// so that tests can force many blocks and chunks on small shapes.
+var (
 	headLogitBudget = 32 << 20
 	headMaxRows     = 2048
 )

@@ -1,0 +1,155 @@
+package cuda
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// nvrtcOrSkip loads NVRTC (R1GO_NVRTC, or libnvrtc.so.13/.12 on the
+// loader's path) or skips: compiling needs the library but no GPU.
+func nvrtcOrSkip(t *testing.T) *nvrtc {
+	t.Helper()
+	c, err := loadNVRTC()
+	if errors.Is(err, ErrNoNVRTC) {
+		t.Skipf("no NVRTC (set R1GO_NVRTC to a libnvrtc.so.12 or .13; dependencies.md §7 unpacks NVRTC 12.5 from Debian): %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestCompileKernels compiles every embedded kernel file with NVRTC for
+// Hopper (sm_90a, the H200) and Ampere (sm_80), and checks that each
+// CUBIN defines every kernel its launchers name, and nothing declared is
+// missing: a renamed kernel or launcher fails here, not on the GPU.
+func TestCompileKernels(t *testing.T) {
+	c := nvrtcOrSkip(t)
+	t.Logf("NVRTC %s from %s", c.version(), c.lib.path)
+	byFile := map[string][]string{}
+	for _, k := range allKernels {
+		byFile[k.file] = append(byFile[k.file], k.name)
+	}
+	for _, file := range kernelFiles() {
+		if len(byFile[file]) == 0 {
+			t.Errorf("%s: no launcher uses any kernel of this file", file)
+		}
+	}
+	for _, arch := range []string{"sm_90a", "sm_80"} {
+		for file, names := range byFile {
+			src, err := kernelSource(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			img, err := c.compile(src, arch, compileOptions)
+			if err != nil {
+				t.Errorf("%v", err)
+				continue
+			}
+			syms := cubinFunctions(t, img)
+			for _, n := range names {
+				if !slices.Contains(syms, n) {
+					t.Errorf("%s (%s): no kernel %s in the CUBIN (functions: %v)", file, arch, n, syms)
+				}
+			}
+		}
+	}
+}
+
+// cubinFunctions lists the function symbols of a CUBIN. A CUBIN is an
+// ELF64 file whose version fields carry NVIDIA's own numbers (the ABI
+// version), which debug/elf refuses; they are reset to EV_CURRENT on a copy
+// before parsing. Nothing else in the file depends on them.
+func cubinFunctions(t *testing.T, img []byte) []string {
+	t.Helper()
+	if len(img) < 64 || string(img[:4]) != "\x7fELF" {
+		t.Fatalf("CUBIN does not start with an ELF header")
+	}
+	img = bytes.Clone(img)
+	img[elf.EI_VERSION] = byte(elf.EV_CURRENT)
+	binary.LittleEndian.PutUint32(img[20:], uint32(elf.EV_CURRENT))
+	f, err := elf.NewFile(bytes.NewReader(img))
+	if err != nil {
+		t.Fatalf("CUBIN is not an ELF file: %v", err)
+	}
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatalf("CUBIN symbols: %v", err)
+	}
+	var out []string
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// TestCompileErrorLog: a kernel NVRTC rejects comes back as a CompileError
+// carrying the compiler's message.
+func TestCompileErrorLog(t *testing.T) {
+	c := nvrtcOrSkip(t)
+	_, err := c.compile(source{name: "broken.cu", text: "extern \"C\" __global__ void k(float* x) { x[0] = undefined_name; }"}, "sm_90a", compileOptions)
+	var ce *CompileError
+	if !errors.As(err, &ce) || !bytes.Contains([]byte(ce.Log), []byte("undefined_name")) {
+		t.Fatalf("error %v, want a CompileError whose log names undefined_name", err)
+	}
+}
+
+// TestKernelCache: the first request compiles and stores the image, the
+// second reads it back; a corrupt (empty) entry is recompiled.
+func TestKernelCache(t *testing.T) {
+	c := nvrtcOrSkip(t)
+	kc := &kernelCache{dir: t.TempDir(), compiler: c}
+	img1, cached, err := kc.image("residual.cu", "sm_90a")
+	if err != nil || cached {
+		t.Fatalf("first request: cached=%v err=%v", cached, err)
+	}
+	img2, cached, err := kc.image("residual.cu", "sm_90a")
+	if err != nil || !cached || !bytes.Equal(img1, img2) {
+		t.Fatalf("second request: cached=%v err=%v same=%v", cached, err, bytes.Equal(img1, img2))
+	}
+	files, _ := filepath.Glob(filepath.Join(kc.dir, "residual-sm_90a-*.cubin"))
+	if len(files) != 1 {
+		t.Fatalf("cache holds %v", files)
+	}
+	os.WriteFile(files[0], nil, 0o644)
+	if _, cached, err = kc.image("residual.cu", "sm_90a"); err != nil || cached {
+		t.Fatalf("after truncating the entry: cached=%v err=%v", cached, err)
+	}
+}
+
+// TestCacheKey: the key changes with each input that changes the image.
+func TestCacheKey(t *testing.T) {
+	src, err := kernelSource("rmsnorm.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := cacheKey(src, "sm_90a", "12.5", compileOptions)
+	if cacheKey(src, "sm_90a", "12.5", compileOptions) != base {
+		t.Fatal("cache key is not deterministic")
+	}
+	edited := src
+	edited.text += "\n"
+	hdr := src
+	hdr.headers = append([]header(nil), src.headers...)
+	hdr.headers[0].text += " "
+	variants := map[string]string{
+		"arch":    cacheKey(src, "sm_80", "12.5", compileOptions),
+		"version": cacheKey(src, "sm_90a", "13.0", compileOptions),
+		"options": cacheKey(src, "sm_90a", "12.5", append(slices.Clone(compileOptions), "-DX=1")),
+		"source":  cacheKey(edited, "sm_90a", "12.5", compileOptions),
+		"header":  cacheKey(hdr, "sm_90a", "12.5", compileOptions),
+	}
+	for what, k := range variants {
+		if k == base {
+			t.Errorf("changing the %s leaves the cache key unchanged", what)
+		}
+	}
+}
