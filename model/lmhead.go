@@ -47,7 +47,7 @@ func (d *CPU[F]) LMHead(logprob, entropy, lse, h, w Buffer, targets []int32, T, 
 					r := math.Exp(mx[i] - nm) // rescale what came before
 					s, sv := se[i]*r, sz[i]*r
 					for _, v := range row {
-						e := math.Exp(float64(v) - nm)
+						e := float64(expF(F(float64(v) - nm)))
 						s += e
 						sv += e * float64(v)
 					}
@@ -95,7 +95,7 @@ func (d *CPU[F]) LMHeadBackward(dh, dw, dlogprob, dentropy, h, w, lse, entropy B
 					}
 					row := z[i*m : (i+1)*m]
 					for v, zv := range row {
-						p := math.Exp(float64(zv) - l)
+						p := float64(expF(F(float64(zv) - l)))
 						g := -gl*p - ge*p*(float64(zv)-ez)
 						if v == y {
 							g += gl

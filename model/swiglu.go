@@ -1,7 +1,5 @@
 package model
 
-import "math"
-
 // SwiGLU: out = silu(gate) ⊙ up with gu[t] = gate[t, :I] | up[t, I:2I]
 // (Qwen2's gate_proj and up_proj run as one fused matmul).
 func (d *CPU[F]) SwiGLU(out, gu Buffer, rows, I int) {
@@ -11,7 +9,7 @@ func (d *CPU[F]) SwiGLU(out, gu Buffer, rows, I int) {
 			gate, up, or := x[t*2*I:t*2*I+I], x[t*2*I+I:(t+1)*2*I], o[t*I:(t+1)*I]
 			for i := range or {
 				g := float64(gate[i])
-				or[i] = F(g / (1 + math.Exp(-g)) * float64(up[i]))
+				or[i] = F(g / (1 + float64(expF(F(-g)))) * float64(up[i]))
 			}
 		}
 	})
@@ -26,7 +24,7 @@ func (d *CPU[F]) SwiGLUBackward(dgu, dout, gu Buffer, rows, I int) {
 			dgate, dup, dyr := dx[t*2*I:t*2*I+I], dx[t*2*I+I:(t+1)*2*I], dy[t*I:(t+1)*I]
 			for i := range dyr {
 				g, u, gy := float64(gate[i]), float64(up[i]), float64(dyr[i])
-				s := 1 / (1 + math.Exp(-g))
+				s := 1 / (1 + float64(expF(F(-g))))
 				dgate[i] = F(gy * u * s * (1 + g*(1-s)))
 				dup[i] = F(gy * g * s)
 			}

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 
 	"github.com/r1go/r1go/cmd/internal/config"
 )
@@ -34,6 +35,7 @@ func main() {
 	cfg := DefaultConfig()
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	fs.Usage = func() {}
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	switch err := config.Load(&cfg, os.Args[1:], fs); {
 	case errors.Is(err, config.ErrHelp):
 		fmt.Println("usage: train [-config FILE.yaml] [key=value ...]\n\nKeys, with their defaults:")
@@ -43,9 +45,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "train:", err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, &cfg, os.Stdout); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "train:", err)
 		os.Exit(1)
 	}
