@@ -47,22 +47,11 @@ func benchHotpot(i int) hotpotRecord {
 	}
 }
 
-var benchDir string
-
-// benchFile writes a benchmark input once per process.
+// benchFile writes a benchmark input into the benchmark's temporary folder,
+// before the timed loop.
 func benchFile(b *testing.B, name string, write func(f *os.File) error) string {
 	b.Helper()
-	if benchDir == "" {
-		dir, err := os.MkdirTemp("", "r1go-data-bench")
-		if err != nil {
-			b.Fatal(err)
-		}
-		benchDir = dir
-	}
-	path := filepath.Join(benchDir, name)
-	if _, err := os.Stat(path); err == nil {
-		return path
-	}
+	path := filepath.Join(b.TempDir(), name)
 	f, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)
