@@ -18,7 +18,10 @@
 //     searches: the query of hop i names the entity hop i-1 found.
 //   - Each passage states one fact (Config.FactsPerPassage raises that) and
 //     carries its subject's name, so a BM25 search for "founder of Tazomir"
-//     returns the passage "The founder of Tazomir is Belovan." first.
+//     returns the passage "The founder of Tazomir is Belovan." first. Every
+//     gold query ranks its evidence first (tested with Lucene-style
+//     analysis), so a search tool that returns one to three hits is enough,
+//     and fewer hits keep a tiny model's context short.
 //   - The language is small and regular (twenty words besides the names:
 //     the ten relation nouns and "what who is the of I need now so answer"),
 //     so a tokenizer of a few hundred to two thousand tokens covers it and a
