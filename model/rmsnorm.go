@@ -1,9 +1,6 @@
 package model
 
-import (
-	"math"
-	"sync"
-)
+import "math"
 
 // RMSNorm, as Qwen2 computes it in float32: y = w ⊙ x·r with
 // r = 1/sqrt(mean(x²) + eps); r is saved per row for the backward.
@@ -28,37 +25,39 @@ func (d *CPU[F]) RMSNorm(out, rstd, inp, w Buffer, rows, C int, eps float32) {
 
 // RMSNormBackward: with n = x·r,
 // dx = r·(w⊙dy − n·mean(n⊙w⊙dy)), dw += Σ_rows dy⊙n.
-// dw is reduced per worker first so that workers never share a row of it.
+// dw is reduced per block of rows first, then over the blocks in order, so
+// that workers never share a row of it and the sum does not depend on which
+// worker finishes first (runs are bit-for-bit reproducible).
 func (d *CPU[F]) RMSNormBackward(dinp, dw, dout, inp, w, rstd Buffer, rows, C int) {
 	dx, dg, dy, x, g, rs := buf[F](dinp), buf[F](dw), buf[F](dout), buf[F](inp), buf[F](w), buf[F](rstd)
-	partial := make([][]float64, 0, d.threads)
-	var mu sync.Mutex
-	d.parallel(rows, 16, func(lo, hi int) {
-		acc := make([]float64, C)
-		for t := lo; t < hi; t++ {
-			r := float64(rs[t])
-			xr, dyr, dxr := x[t*C:(t+1)*C], dy[t*C:(t+1)*C], dx[t*C:(t+1)*C]
-			var dot float64
-			for c := range xr {
-				n := float64(xr[c]) * r
-				gd := float64(g[c]) * float64(dyr[c])
-				dot += n * gd
-				acc[c] += float64(dyr[c]) * n
-			}
-			dot /= float64(C)
-			for c := range xr {
-				n := float64(xr[c]) * r
-				dxr[c] = F(r * (float64(g[c])*float64(dyr[c]) - n*dot))
+	const block = 64
+	nb := (rows + block - 1) / block
+	partial := make([]float64, nb*C)
+	d.parallel(nb, 1, func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			acc := partial[b*C : (b+1)*C]
+			for t := b * block; t < min((b+1)*block, rows); t++ {
+				r := float64(rs[t])
+				xr, dyr, dxr := x[t*C:(t+1)*C], dy[t*C:(t+1)*C], dx[t*C:(t+1)*C]
+				var dot float64
+				for c := range xr {
+					n := float64(xr[c]) * r
+					gd := float64(g[c]) * float64(dyr[c])
+					dot += n * gd
+					acc[c] += float64(dyr[c]) * n
+				}
+				dot /= float64(C)
+				for c := range xr {
+					n := float64(xr[c]) * r
+					dxr[c] = F(r * (float64(g[c])*float64(dyr[c]) - n*dot))
+				}
 			}
 		}
-		mu.Lock()
-		partial = append(partial, acc)
-		mu.Unlock()
 	})
 	for c := 0; c < C; c++ {
 		var s float64
-		for _, p := range partial {
-			s += p[c]
+		for b := 0; b < nb; b++ {
+			s += partial[b*C+c]
 		}
 		dg[c] += F(s)
 	}
