@@ -28,7 +28,11 @@ type Tokenizer struct {
 
 	fileJSON, configJSON []byte // what Save writes
 
-	pool sync.Pool // *encodeState
+	// states keeps idle encodeStates with their warm piece caches. A
+	// sync.Pool would drop them, caches and all, at every garbage
+	// collection.
+	statesOnce sync.Once
+	states     chan *encodeState
 }
 
 // matchers holds the added-token matchers for the raw text (tokens with
@@ -49,10 +53,21 @@ type encodeState struct {
 const cacheLimit = 1 << 16
 
 func (t *Tokenizer) state() *encodeState {
-	if st, ok := t.pool.Get().(*encodeState); ok {
+	t.statesOnce.Do(func() { t.states = make(chan *encodeState, 2*runtime.GOMAXPROCS(0)) })
+	select {
+	case st := <-t.states:
 		return st
+	default:
+		return &encodeState{cache: make(map[string][]int, 1024)}
 	}
-	return &encodeState{cache: make(map[string][]int, 1024)}
+}
+
+// release returns st for reuse; beyond the channel's capacity it is dropped.
+func (t *Tokenizer) release(st *encodeState) {
+	select {
+	case t.states <- st:
+	default:
+	}
 }
 
 // Encode returns the ids of text. Added tokens are recognised wherever they
@@ -72,7 +87,7 @@ func (t *Tokenizer) EncodeOrdinary(text string) []int { return t.encode(text, &t
 func (t *Tokenizer) encode(text string, m *matchers) []int {
 	st := t.state()
 	ids := t.appendEncoded(make([]int, 0, len(text)/3+4), text, m, st)
-	t.pool.Put(st)
+	t.release(st)
 	return ids
 }
 
@@ -88,7 +103,7 @@ func (t *Tokenizer) EncodeBatch(texts []string) [][]int {
 		go func() {
 			defer wg.Done()
 			st := t.state()
-			defer t.pool.Put(st)
+			defer t.release(st)
 			for {
 				next.Lock()
 				i := pos
