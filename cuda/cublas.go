@@ -35,6 +35,9 @@ const (
 )
 
 func openCuBLAS(names []string) (*cublas, error) {
+	for _, n := range names {
+		preloadSiblings(n, "libcublasLt.so.*") // a wheel's libcublas needs its libcublasLt
+	}
 	lib, err := openFirst(names)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: no cuBLAS library found (a GPU machine needs libcublas.so.13 or .12): %v", err)

@@ -57,6 +57,12 @@ func kernelFiles() []string {
 // changes the bytes NVRTC emits (the source and its headers, the options,
 // the NVRTC version and the target architecture).
 func cacheKey(src source, arch, nvrtcVersion string, opts []string) string {
+	return sourceKey(src, arch, opts) + "-nvrtc" + nvrtcVersion
+}
+
+// sourceKey hashes what a kernel's image depends on apart from the NVRTC
+// version: source, headers, options, architecture.
+func sourceKey(src source, arch string, opts []string) string {
 	h := sha256.New()
 	field := func(s string) { fmt.Fprintf(h, "%d:%s;", len(s), s) }
 	field("r1go-cuda-kernel-v1")
@@ -67,7 +73,6 @@ func cacheKey(src source, arch, nvrtcVersion string, opts []string) string {
 		field(hd.text)
 	}
 	field(strings.Join(opts, "\x00"))
-	field(nvrtcVersion)
 	field(arch)
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
@@ -86,10 +91,20 @@ func cacheDir() string {
 }
 
 // kernelCache compiles sources with NVRTC, or reads the image an earlier
-// run stored under the same key.
+// run stored under the same key. Without NVRTC (compiler nil) it serves
+// images compiled earlier by any NVRTC version for the same source,
+// options and architecture: CUBINs built on another machine and copied
+// into the cache folder (PrecompileKernels) let a GPU box without NVRTC run.
 type kernelCache struct {
 	dir      string
 	compiler *nvrtc
+}
+
+func imageExt(arch string) string {
+	if strings.HasPrefix(arch, "compute_") {
+		return ".ptx"
+	}
+	return ".cubin"
 }
 
 // image returns the compiled image of file for arch and whether it came
@@ -100,12 +115,18 @@ func (kc *kernelCache) image(file, arch string) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	key := cacheKey(src, arch, kc.compiler.version(), compileOptions)
-	ext := ".cubin"
-	if strings.HasPrefix(arch, "compute_") {
-		ext = ".ptx"
+	stem := filepath.Join(kc.dir, strings.TrimSuffix(file, ".cu")+"-"+arch+"-")
+	if kc.compiler == nil {
+		matches, _ := filepath.Glob(stem + sourceKey(src, arch, compileOptions) + "-nvrtc*" + imageExt(arch))
+		sort.Strings(matches)
+		for j := len(matches) - 1; j >= 0; j-- {
+			if b, err := os.ReadFile(matches[j]); err == nil && len(b) > 0 {
+				return b, true, nil
+			}
+		}
+		return nil, false, fmt.Errorf("%w, and %s holds no compiled %s for %s", ErrNoNVRTC, kc.dir, file, arch)
 	}
-	path := filepath.Join(kc.dir, strings.TrimSuffix(file, ".cu")+"-"+arch+"-"+key+ext)
+	path := stem + cacheKey(src, arch, kc.compiler.version(), compileOptions) + imageExt(arch)
 	if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
 		return b, true, nil
 	}
@@ -126,6 +147,32 @@ func (kc *kernelCache) image(file, arch string) ([]byte, bool, error) {
 		}
 	}
 	return img, false, nil
+}
+
+// PrecompileKernels compiles every embedded kernel for arch (e.g. "sm_90a")
+// with the NVRTC this machine has, into the cache folder dir, and returns
+// the files written. Copying dir to a GPU machine and pointing
+// R1GO_CUDA_CACHE at it lets that machine run without NVRTC.
+func PrecompileKernels(dir, arch string) ([]string, error) {
+	c, err := loadNVRTC()
+	if err != nil {
+		return nil, err
+	}
+	kc := &kernelCache{dir: dir, compiler: c}
+	var out []string
+	for _, f := range kernelFiles() {
+		if _, _, err := kc.image(f, arch); err != nil {
+			return out, err
+		}
+		src, _ := kernelSource(f)
+		out = append(out, filepath.Join(dir, strings.TrimSuffix(f, ".cu")+"-"+arch+"-"+cacheKey(src, arch, c.version(), compileOptions)+imageExt(arch)))
+	}
+	for _, f := range out {
+		if _, err := os.Stat(f); err != nil {
+			return out, fmt.Errorf("cuda: precompiled kernel not written: %v", err)
+		}
+	}
+	return out, nil
 }
 
 // archFor is the NVRTC target for a compute capability: the

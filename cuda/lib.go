@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/ebitengine/purego"
@@ -40,13 +41,51 @@ func openFirst(names []string) (library, error) {
 }
 
 // searchNames is the list openFirst tries: the file named by the
-// environment variable env when set, then the sonames in order.
+// environment variable env when set, then the sonames in order (the
+// dynamic loader's search path), then the same sonames in the folders
+// where CUDA toolkits and Python wheels (PyTorch's nvidia-* packages)
+// install them, which are often not on that path.
 func searchNames(env string, sonames ...string) []string {
 	var names []string
 	if p := os.Getenv(env); p != "" {
 		names = append(names, p)
 	}
-	return append(names, sonames...)
+	names = append(names, sonames...)
+	for _, dir := range libraryDirs() {
+		for _, so := range sonames {
+			if p := filepath.Join(dir, so); fileExists(p) {
+				names = append(names, p)
+			}
+		}
+	}
+	return names
+}
+
+// libraryDirs are the usual homes of CUDA libraries outside the loader's
+// search path.
+func libraryDirs() []string {
+	dirs := []string{"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib", "/usr/lib/x86_64-linux-gnu/nvidia/current"}
+	for _, pat := range []string{
+		"/usr/local/cuda-*/lib64",
+		"/usr/local/lib/python3*/dist-packages/nvidia/*/lib",
+		"/usr/lib/python3*/dist-packages/nvidia/*/lib",
+		"/opt/conda/lib/python3*/site-packages/nvidia/*/lib",
+		os.Getenv("HOME") + "/.local/lib/python3*/site-packages/nvidia/*/lib",
+	} {
+		m, _ := filepath.Glob(pat)
+		sort.Sort(sort.Reverse(sort.StringSlice(m))) // newest version first
+		dirs = append(dirs, m...)
+	}
+	if v := os.Getenv("VIRTUAL_ENV"); v != "" {
+		m, _ := filepath.Glob(v + "/lib/python3*/site-packages/nvidia/*/lib")
+		dirs = append(dirs, m...)
+	}
+	return dirs
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // preloadSiblings opens, globally, the libraries matching pattern in the

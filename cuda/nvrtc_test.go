@@ -153,3 +153,28 @@ func TestCacheKey(t *testing.T) {
 		}
 	}
 }
+
+// TestPrecompiledWithoutNVRTC: kernels precompiled into a folder serve a
+// kernel cache that has no compiler, whatever NVRTC version built them;
+// a folder without them gives an error that says NVRTC is missing.
+func TestPrecompiledWithoutNVRTC(t *testing.T) {
+	nvrtcOrSkip(t)
+	dir := t.TempDir()
+	files, err := PrecompileKernels(dir, "sm_90a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != len(kernelFiles()) {
+		t.Fatalf("%d files precompiled for %d kernel files", len(files), len(kernelFiles()))
+	}
+	offline := &kernelCache{dir: dir}
+	for _, f := range kernelFiles() {
+		img, cached, err := offline.image(f, "sm_90a")
+		if err != nil || !cached || len(cubinFunctions(t, img)) == 0 {
+			t.Fatalf("%s without NVRTC: cached=%v err=%v", f, cached, err)
+		}
+	}
+	if _, _, err := (&kernelCache{dir: t.TempDir()}).image("rope.cu", "sm_90a"); !errors.Is(err, ErrNoNVRTC) {
+		t.Fatalf("empty folder without NVRTC: error %v, want ErrNoNVRTC", err)
+	}
+}
