@@ -496,3 +496,40 @@ func TestParquetRowsMatchHyparquet(t *testing.T) {
 		}
 	}
 }
+
+// A file of many row groups streams in order, and row numbers in errors
+// count across groups.
+func TestParquetManyRowGroups(t *testing.T) {
+	samples := make([]Sample, 1000)
+	for i := range samples {
+		samples[i] = Sample{ID: "nq:" + strconv.Itoa(i), DataSource: "nq", Question: "question " + strconv.Itoa(i), Answers: []string{"a" + strconv.Itoa(i)}}
+	}
+	samples[733].DataSource = "unknown-source"
+	var buf bytes.Buffer
+	if err := WriteParquet(&buf, samples, ParquetLayout{Style: StyleSearchR1, RowGroupRows: 100}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "groups.parquet")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(openParquet(t, path).RowGroups()); n != 10 {
+		t.Fatalf("%d row groups, want 10", n)
+	}
+	got, rep, err := Load(path, LoadOptions{SkipMalformed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 999 || len(rep.Skipped) != 1 || rep.Skipped[0].Row != 734 {
+		t.Fatalf("%d samples, skipped %v", len(got), rep.Skipped)
+	}
+	for i, s := range got {
+		j := i
+		if i >= 733 {
+			j++
+		}
+		if s.ID != "nq:"+strconv.Itoa(j) || s.Answers[0] != "a"+strconv.Itoa(j) {
+			t.Fatalf("sample %d is %+v, want row %d", i, s, j)
+		}
+	}
+}

@@ -37,6 +37,9 @@ type ParquetLayout struct {
 	ListItem bool
 	// Split is extra_info.split in the Search-R1 style ("train" when empty).
 	Split string
+	// RowGroupRows caps the rows of one row group (Hugging Face datasets
+	// writes large files in many groups); 0 leaves parquet-go's default.
+	RowGroupRows int64
 }
 
 // The prompt texts the two projects build from a question.
@@ -118,10 +121,16 @@ func WriteParquet(out io.Writer, samples []Sample, layout ParquetLayout) error {
 	if err != nil {
 		return err
 	}
-	w := parquet.NewWriter(out, schema,
+	options := []parquet.WriterOption{
+		schema,
 		parquet.Compression(&parquet.Snappy),
 		parquet.KeyValueMetadata("huggingface", meta),
-		parquet.CreatedBy("r1go", "0", "data.WriteParquet"))
+		parquet.CreatedBy("r1go", "0", "data.WriteParquet"),
+	}
+	if layout.RowGroupRows > 0 {
+		options = append(options, parquet.MaxRowsPerRowGroup(layout.RowGroupRows))
+	}
+	w := parquet.NewWriter(out, options...)
 	for i, s := range samples {
 		msgs := s.Prompt
 		if msgs == nil {
