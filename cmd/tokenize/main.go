@@ -53,6 +53,20 @@ type response struct {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: tokenize -tokenizer DIR [-ordinary] [-in FILE] < in.jsonl > out.jsonl
+       tokenize -train CORPUS.txt -vocab N -save DIR
+
+One JSON object per line:
+  {"text": "..."}                                  -> {"ids": [...]}
+  {"ids": [...]}                                   -> {"text": "..."}
+  {"messages": [...], "tools": [...], "add_generation_prompt": true}
+                                                   -> {"text": "...", "ids": [...]}
+An "id" field is copied through; a bad line gives {"error": "line N: ..."}.
+
+`)
+		fs.PrintDefaults()
+	}
 	dir := fs.String("tokenizer", "", "Hugging Face model folder with tokenizer.json")
 	ordinary := fs.Bool("ordinary", false, "encode text without parsing special tokens")
 	in := fs.String("in", "", "input JSONL file (default stdin)")
