@@ -30,9 +30,10 @@ func Help(w io.Writer, cfg any) {
 		}
 	}
 	var b strings.Builder
-	b.WriteString("Config keys and defaults. Set them in a YAML file (-config FILE) or as\n" +
-		"key=value arguments (actor.lr=1e-6, trainer.logger=[console,jsonl]); an\n" +
-		"argument wins over the file, the file over the default; later files win.\n\n")
+	fmt.Fprintf(&b, "Config keys and defaults. Set them in a YAML file (-config FILE) or with\n"+
+		"key=value arguments: an argument wins over the file, the file over the\n"+
+		"default, a later file over an earlier one. Lists take YAML flow syntax.\n"+
+		"Example: %s\n\n", examples(rows))
 	for i, r := range rows {
 		if r.header {
 			if i > 0 {
@@ -116,4 +117,26 @@ func defaultText(v reflect.Value) string {
 		return "?"
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// examples shows the override syntax on the config's own keys: the first
+// value in a section, and the first list, at their defaults.
+func examples(rows []helpRow) string {
+	var value, list string
+	for _, r := range rows {
+		switch {
+		case r.header:
+		case list == "" && strings.HasPrefix(r.typ, "[]") && r.def != "[]":
+			list = r.key + "=" + strings.ReplaceAll(r.def, ", ", ",")
+		case value == "" && !strings.HasPrefix(r.typ, "[]") && strings.Contains(r.key, ".") && !strings.ContainsAny(r.def, " \"'"):
+			value = r.key + "=" + r.def
+		}
+	}
+	switch {
+	case value != "" && list != "":
+		return value + " " + list
+	case value != "" || list != "":
+		return value + list
+	}
+	return "section.key=value"
 }

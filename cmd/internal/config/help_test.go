@@ -44,7 +44,7 @@ func parseHelp(t *testing.T, text string) (map[string]helpLine, []string) {
 				h.help = strings.Join(c[3:], "  ")
 			}
 			rows[c[0]] = h
-		case strings.HasSuffix(strings.Fields(line + " x")[0], ":") && !strings.Contains(line, "Config keys"):
+		case strings.HasSuffix(strings.Fields(line + " x")[0], ":") && !strings.HasPrefix(line, "Config keys") && !strings.HasPrefix(line, "Example:"):
 			headers = append(headers, line)
 		}
 	}
@@ -99,6 +99,9 @@ func TestHelpListsEveryKeyWithItsDefault(t *testing.T) {
 	}
 	if len(rows) != len(want) {
 		t.Errorf("help has %d keys, yaml.v3 %d", len(rows), len(want))
+	}
+	if !strings.Contains(b.String(), "\nExample: model.dtype=bf16 data.train_files=[data/train.parquet]\n") {
+		t.Errorf("help lacks the example line:\n%s", b.String())
 	}
 }
 
