@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -75,5 +76,26 @@ func TestSaveLoad(t *testing.T) {
 		if string(a) != string(b) || len(a) == 0 {
 			t.Errorf("%s changed on a second Save (%d vs %d bytes)", name, len(a), len(b))
 		}
+	}
+}
+
+// TestTrainDeterministic: map iteration order must not leak into the file.
+func TestTrainDeterministic(t *testing.T) {
+	corpus := readGolden[string](t, "strings.jsonl.gz")[:800]
+	a, err := Train(corpus, 700, TrainOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		b, err := Train(corpus, 700, TrainOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(a.fileJSON) != string(b.fileJSON) {
+			t.Fatal("two trainings on the same corpus differ")
+		}
+	}
+	if bytes.Equal(a.fileJSON, nil) || a.VocabSize() != 722 {
+		t.Errorf("VocabSize %d, want 700 + 22 added", a.VocabSize())
 	}
 }
