@@ -1,7 +1,50 @@
 // Package cuda implements model.Device on NVIDIA GPUs.
 //
-// The driver, cuBLAS/cuBLASLt and NVRTC are loaded at run time, so building
-// r1go needs no CUDA toolkit and CGO_ENABLED=0 builds pass. Kernels are CUDA
-// C++ sources embedded in the binary and compiled by NVRTC for the card on
-// first use. Errors from the driver name the call that failed.
+// The central type is Device: one GPU, its primary CUDA context, one
+// stream on which every operation is queued in call order, and a cuBLAS
+// handle bound to that stream. Open returns the first GPU; Buffer is a
+// span of its memory (address, length, element type) whose Slice views
+// share the allocation.
+//
+// Nothing CUDA is needed to build or test the package: the driver
+// (libcuda.so.1), cuBLAS (libcublas.so.13, then .12) and NVRTC
+// (libnvrtc.so.13, then .12) are opened at run time with purego, so
+// CGO_ENABLED=0 builds pass and one binary runs on CUDA 12 and 13 boxes.
+// R1GO_LIBCUDA, R1GO_CUBLAS and R1GO_NVRTC name the libraries explicitly.
+//
+// Kernels are CUDA C++ files under kernels/, one per op, embedded in the
+// binary and compiled by NVRTC for the card's architecture (sm_90a on
+// Hopper) on first use. Compiled images are cached on disk under
+// R1GO_CUDA_CACHE (default: the user cache folder, r1go/cuda), keyed by
+// source, headers, options, NVRTC version and architecture;
+// PrecompileKernels fills such a folder on a machine without a GPU, and a
+// GPU machine without NVRTC runs from it. Kernels bring their own bf16 and
+// reduction helpers (kernels/common.cuh), so NVRTC needs no toolkit headers.
+// Each launcher (one Go file per op) keeps the CPU op's name and argument
+// order; the CPU device of package model is the reference every op is
+// tested against.
+//
+// Precision: buffers passed through model.Device hold float32 and every
+// accumulation is float32 or wider (double for the LM head's softmax sums
+// and for SumSquares); matmuls use cublasGemmEx with float32 compute, or
+// TF32 tensor cores when opened with Options.TF32 (R1GO_CUDA_TF32=1).
+// Buffer carries its element type (F32, BF16) so that bf16 compute copies
+// of fp32 master weights can live beside them (Convert rounds to nearest
+// even); the model.Device seam does not yet ask for them.
+//
+// Buffers a call may overwrite are its outputs, as model.Device documents:
+// parameter gradients accumulate (+=), activation gradients and forward
+// outputs are overwritten (=). Internal scratch (LM head logits, attention
+// row statistics, uploaded token ids and positions) belongs to the Device
+// and is reused call to call; work on the one stream runs in order, so
+// reuse is safe without waiting.
+//
+// Errors: Open returns an error wrapping ErrNoDriver when libcuda cannot be
+// loaded and ErrNoDevice when the driver finds no GPU, so commands can fall
+// back to the CPU. A failed driver, cuBLAS or NVRTC call is an *Error
+// naming the call and the library's result code; a kernel NVRTC rejects
+// is a *CompileError with the compiler log. Device methods queue work
+// without waiting, so a failure inside queued work is returned by the next
+// Sync. Shape mismatches, foreign buffers, indices outside a table and
+// running out of device memory panic, as for the CPU device.
 package cuda
