@@ -71,7 +71,13 @@ type RolloutConfig struct {
 	MaxResponseTokens int            `yaml:"max_response_tokens" help:"tokens after the prompt, model and environment together (max_response_length)"`
 	MaxPromptTokens   int            `yaml:"max_prompt_tokens" help:"longest prompt accepted (max_prompt_length)"`
 	ToolConcurrency   int            `yaml:"tool_concurrency" help:"tool calls running at once"`
-	Seed              uint64         `yaml:"seed" help:"sampling seed; trajectory i of a rollout draws from its own stream"`
+	// Deterministic waits for every running tool call before the next
+	// forward pass, so which trajectories share a batch, and with it every
+	// floating-point result, is the same on every run: a resumed run then
+	// repeats an uninterrupted one bit for bit. It gives up continuous
+	// batching, which matters only for slow tools.
+	Deterministic bool   `yaml:"deterministic" help:"wait for running tool calls before each forward pass (reproducible batches)"`
+	Seed          uint64 `yaml:"seed" help:"sampling seed; trajectory i of a rollout draws from its own stream"`
 }
 
 // DefaultRolloutConfig is Agent-R1's multi-hop script setting.
@@ -244,6 +250,17 @@ func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, 
 			}
 			queue = queue[g:]
 		}
+		if r.Cfg.Deterministic {
+			for running > 0 {
+				select {
+				case tr := <-results:
+					running--
+					r.observe(tr.s, tr.res, &free)
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+		}
 		// Gather this iteration's chunks.
 		chunks, owners = chunks[:0], owners[:0]
 		for _, s := range active {
@@ -255,6 +272,10 @@ func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, 
 		if len(chunks) == 0 {
 			if running == 0 {
 				if len(queue) > 0 {
+					if len(active) > 0 && !slices.ContainsFunc(active, func(s *trajState) bool { return !s.done }) {
+						active = active[:0]
+						continue // every slot is free again: admit the next groups
+					}
 					return nil, fmt.Errorf("rl: rollout stalled with %d trajectories queued", len(queue))
 				}
 				break

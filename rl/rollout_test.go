@@ -3,6 +3,7 @@ package rl
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -146,6 +147,32 @@ func testRolloutConfig() RolloutConfig {
 	c := DefaultRolloutConfig()
 	c.N, c.MaxTurnTokens, c.MaxResponseTokens, c.MaxPromptTokens, c.ToolConcurrency = 1, 200, 2000, 2000, 4
 	return c
+}
+
+// TestRolloutDeterministicQueues runs more groups than the slots hold with
+// deterministic batching: every group must still be admitted and finish.
+func TestRolloutDeterministicQueues(t *testing.T) {
+	f := newRolloutFixture(t)
+	p := &scriptedPolicy{vocab: f.tok.VocabSize(), slots: 2, maxLen: 4096, tok: f.tok, state: make([]slotState, 2),
+		scripts: map[string][][]int32{"alpha": {f.enc(callAlpha), f.enc(answer)}}}
+	cfg := testRolloutConfig()
+	cfg.N, cfg.Deterministic = 2, true
+	var samples []data.Sample
+	for i := 0; i < 5; i++ {
+		samples = append(samples, data.Sample{ID: fmt.Sprint(i), Question: "what is alpha?", Answers: []string{"gamma"}})
+	}
+	trajs, err := f.rollout(t, cfg, env.DefaultConfig(), p, echoTool{}).Run(context.Background(), samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tr := range trajs {
+		if tr.Finish != FinishAnswer || tr.Turns != 2 || tr.Group != i/2 {
+			t.Fatalf("trajectory %d: finish %s turns %d group %d", i, tr.Finish, tr.Turns, tr.Group)
+		}
+	}
+	if p.prefills != 5 {
+		t.Fatalf("%d prefills for 5 prompts", p.prefills)
+	}
 }
 
 // TestRolloutMasksAndRewardPlacement checks a two-call trajectory token by
