@@ -495,7 +495,7 @@ func overrideNode(raw string, t reflect.Type) (*yaml.Node, string) {
 	trim := strings.TrimSpace(raw)
 	quoted := strings.HasPrefix(trim, `"`) || strings.HasPrefix(trim, `'`)
 	sh := mustShape(t)
-	isString := sh == scalarShape && (t.Kind() == reflect.String && t != durationType || isText(t))
+	isString := sh == scalarShape && (t.Kind() == reflect.String || isText(t))
 	switch {
 	case isString && !quoted:
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: raw}, ""

@@ -60,7 +60,8 @@ func (e *Error) Unwrap() error { return e.Err }
 // flags may be nil. Its flags are set with flags.Set, never flags.Parse, so
 // nothing is printed; a flag bound to a config field (flags.IntVar(&cfg.
 // Rollout.N, "n", ...)) therefore wins over the file like an override does.
-// flags must not define config, h or help, nor a name that is a config key.
+// flags must not define config, h or help, nor a name that is a config key
+// (a section's name, like -model, is fine).
 // Arguments after "--" are all overrides.
 //
 // Load returns ErrHelp, untouched cfg, when help is asked for anywhere; a
@@ -122,12 +123,10 @@ func checkFlags(root reflect.Type, flags *flag.FlagSet) {
 	if flags == nil {
 		return
 	}
-	keys := map[string]bool{}
-	for _, k := range allKeys(root, "") {
-		keys[k] = true
-	}
 	flags.VisitAll(func(f *flag.Flag) {
-		if f.Name == "config" || f.Name == "h" || f.Name == "help" || keys[f.Name] {
+		// A section's name is free: -model DIR can be a command's
+		// shortcut, as -model is no config flag.
+		if f.Name == "config" || f.Name == "h" || f.Name == "help" || isLeafKey(root, f.Name) {
 			panic(fmt.Sprintf("config: flag -%s clashes with the config package's own -%s", f.Name, f.Name))
 		}
 	})
@@ -174,8 +173,10 @@ func scan(args []string, flags *flag.FlagSet, root reflect.Type) (steps []step, 
 		case name == "h" || name == "help":
 			help = true
 		case name == "config":
-			if v, ok := needValue(); ok {
+			if v, ok := needValue(); ok && v != "" {
 				steps = append(steps, step{kind: fileStep, value: v})
+			} else if ok {
+				errs = append(errs, &Error{Msg: "flag -config needs a file name"})
 			}
 		case f != nil:
 			if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() && !hasValue {

@@ -27,9 +27,17 @@
 //	config.Dump(os.Stdout, &cfg) // echo the resolved config; save it beside checkpoints
 //
 // Load applies, lowest precedence first: the defaults already in the
-// struct; each -config FILE (YAML); then key=value overrides, -key value
-// flags for config keys, and the command's own flags, in command-line
-// order; then each section's Validate() error method, if it has one.
+// struct; each -config FILE (YAML), later files winning; then key=value
+// overrides, -key value flags for config keys (-actor.lr 1e-6, and a bare
+// -trainer.resume for a bool), and the command's own flag.FlagSet flags,
+// all in command-line order so the last one wins; then each section's
+// Validate() error method, innermost first. -flag and --flag are the
+// same, as in package flag; -h, -help and --help return ErrHelp.
+//
+// Help prints every key with its type, default and help text, grouped by
+// section; Dump writes the resolved config as YAML that -config reads
+// back to the same struct (the trainer echoes it at start and saves it
+// beside its checkpoints).
 //
 // Values. A field may be a string, bool, signed or unsigned int, float,
 // time.Duration (90s, 1h30m), a type with UnmarshalText and MarshalText

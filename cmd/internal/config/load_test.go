@@ -253,6 +253,8 @@ func TestCommandFlags(t *testing.T) {
 		fs := flag.NewFlagSet("train", flag.ContinueOnError)
 		device := fs.String("device", "auto", "cpu, cuda or auto")
 		verbose := fs.Bool("v", false, "verbose")
+		// A section's name is free for a command flag.
+		fs.StringVar(&cfg.Model.Path, "model", cfg.Model.Path, "model folder (model.path)")
 		// A flag bound to a config field: a shortcut for rollout.n.
 		fs.IntVar(&cfg.Rollout.N, "samples", cfg.Rollout.N, "samples per prompt")
 		err := Load(&cfg, args, fs)
@@ -263,9 +265,9 @@ func TestCommandFlags(t *testing.T) {
 		t.Fatalf("mixed flags and overrides: device %q verbose %v lr %g top_p %g err %v", device, verbose, cfg.Actor.LR, cfg.Rollout.TopP, err)
 	}
 	// A bound flag beats the file and obeys command-line order against an override.
-	cfg, _, _, err = run("-config", base, "-samples", "3")
-	if err != nil || cfg.Rollout.N != 3 {
-		t.Fatalf("bound flag vs file: n %d err %v", cfg.Rollout.N, err)
+	cfg, _, _, err = run("-config", base, "-samples", "3", "-model", "/m")
+	if err != nil || cfg.Rollout.N != 3 || cfg.Model.Path != "/m" {
+		t.Fatalf("bound flag vs file: n %d path %q err %v", cfg.Rollout.N, cfg.Model.Path, err)
 	}
 	cfg, _, _, err = run("-samples=3", "rollout.n=4")
 	if err != nil || cfg.Rollout.N != 4 {
@@ -305,6 +307,7 @@ func TestFlagSyntax(t *testing.T) {
 		{"-actor.lrr=1", "config: unknown flag -actor.lrr; did you mean -actor.lr?"},
 		{"-actor", "config: unknown flag -actor"},
 		{"-config", "config: flag needs an argument: -config"},
+		{"-config=", "config: flag -config needs a file name"},
 	} {
 		_, err := load(t, tc.arg)
 		wantErrorContaining(t, err, tc.want)
