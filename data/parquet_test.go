@@ -533,3 +533,41 @@ func TestParquetManyRowGroups(t *testing.T) {
 		}
 	}
 }
+
+// Old parquet-mr writers store lists in two levels, with no LIST
+// annotation: repeated group prompt { role; content }.
+func TestParquetTwoLevelLists(t *testing.T) {
+	type message struct {
+		Role    string `parquet:"role"`
+		Content string `parquet:"content"`
+	}
+	type groundTruth struct {
+		Target []string `parquet:"target"`
+	}
+	type rewardModel struct {
+		Style       string      `parquet:"style"`
+		GroundTruth groundTruth `parquet:"ground_truth"`
+	}
+	type row struct {
+		DataSource  string      `parquet:"data_source"`
+		Prompt      []message   `parquet:"prompt"`
+		RewardModel rewardModel `parquet:"reward_model"`
+	}
+	var buf bytes.Buffer
+	rows := []row{{DataSource: "nq", Prompt: []message{{"user", SearchR1Prompt("who wrote hamlet")}}, RewardModel: rewardModel{"rule", groundTruth{[]string{"Shakespeare", "William Shakespeare"}}}}}
+	if err := parquet.Write(&buf, rows); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "legacy.parquet")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s := openParquet(t, path).Schema().String(); !strings.Contains(s, "repeated group prompt {") || !strings.Contains(s, "repeated binary target") {
+		t.Fatalf("not a two-level layout:\n%s", s)
+	}
+	got, _, err := Load(path, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSamples(t, got, []sampleWant{{"nq:row1", "nq", "who wrote hamlet?", []string{"Shakespeare", "William Shakespeare"}, nil}})
+}
