@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -210,5 +211,56 @@ func TestBuildIndexStopsOnMalformedCorpus(t *testing.T) {
 	st, err := BuildIndex(cr2, path, BuildOptions{})
 	if err != nil || st.Passages != 2 || st.Skipped != 6 {
 		t.Fatalf("%+v %v", st, err)
+	}
+}
+
+// TestBuildWithSpilledRuns forces a run per batch and checks the merged
+// index equals the one built in memory: same postings section, same hits.
+func TestBuildWithSpilledRuns(t *testing.T) {
+	var corpus strings.Builder
+	words := strings.Fields("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda")
+	for i := 0; i < 3000; i++ {
+		corpus.WriteString(`{"id": "` + strconv.Itoa(i) + `", "contents": "T` + strconv.Itoa(i) + `\n`)
+		for j := 0; j < 1+i%7; j++ {
+			corpus.WriteString(words[(i*j+i/3)%len(words)] + " ")
+		}
+		corpus.WriteString(`"}` + "\n")
+	}
+	dir := t.TempDir()
+	build := func(name string, budget int64) (*Index, BuildStats) {
+		cr := data.NewCorpusReader(strings.NewReader(corpus.String()), "mem", data.CorpusOptions{})
+		st, err := BuildIndex(cr, filepath.Join(dir, name), BuildOptions{MemoryBudget: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix, err := OpenIndex(filepath.Join(dir, name), DefaultBM25)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ix.Close() })
+		return ix, st
+	}
+	mem, st1 := build("mem.bm25", 0)
+	spilled, st2 := build("runs.bm25", 1)
+	if st1.Runs != 1 || st2.Runs < 5 {
+		t.Fatalf("runs %d and %d", st1.Runs, st2.Runs)
+	}
+	if mem.meta.Postings != spilled.meta.Postings || mem.meta.TermBlob != spilled.meta.TermBlob || mem.meta.DF != spilled.meta.DF {
+		t.Fatalf("sections differ: %+v vs %+v", mem.meta.Postings, spilled.meta.Postings)
+	}
+	for _, q := range []string{"alpha", "gamma theta", "kappa lambda alpha", "T17"} {
+		a, _ := mem.Search(q, 10)
+		b, _ := spilled.Search(q, 10)
+		if len(a) == 0 || len(a) != len(b) {
+			t.Fatalf("%q: %d vs %d hits", q, len(a), len(b))
+		}
+		for i := range a {
+			if a[i].Doc != b[i].Doc || a[i].Score != b[i].Score {
+				t.Fatalf("%q hit %d: %+v vs %+v", q, i, a[i], b[i])
+			}
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "*.run*")); len(m) != 0 {
+		t.Fatalf("run files left: %v", m)
 	}
 }

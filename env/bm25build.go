@@ -11,8 +11,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +25,10 @@ type BuildOptions struct {
 	// Source describes the corpus file, stored in the index so a later run
 	// can tell whether the index still matches (see OpenOrBuildIndex).
 	Source CorpusFingerprint
+	// MemoryBudget bounds the postings held in memory (bytes of encoded
+	// postings); past it a sorted run is spilled next to the output and the
+	// runs are merged at the end. 0 means 256 MiB.
+	MemoryBudget int64
 	// Progress, when set, is called every 100k passages.
 	Progress func(passages int)
 }
@@ -47,6 +49,7 @@ type BuildStats struct {
 	Skipped  int                 // malformed corpus lines skipped
 	Reports  []*data.CorpusError // the first skipped lines, with file, line and field
 	Bytes    int64
+	Runs     int // sorted runs merged (1: everything fitted the memory budget)
 	Elapsed  time.Duration
 }
 
@@ -226,12 +229,9 @@ func BuildIndex(cr *data.CorpusReader, path string, opts BuildOptions) (BuildSta
 		}()
 	}
 
-	termID := make(map[string]uint32, 1<<16)
+	table := newPostingTable()
 	var (
-		terms    []string
-		postings [][]byte
-		lastDoc  []uint32
-		df       []uint32
+		runs     []string // spilled run files, in corpus order
 		docLens  []uint32
 		docOffs  = []uint64{0}
 		nPost    int64
@@ -239,6 +239,15 @@ func BuildIndex(cr *data.CorpusReader, path string, opts BuildOptions) (BuildSta
 		writeErr error
 		rec      []byte
 	)
+	defer func() {
+		for _, r := range runs {
+			os.Remove(r)
+		}
+	}()
+	budget := opts.MemoryBudget
+	if budget <= 0 {
+		budget = 256 << 20
+	}
 	sw.begin()
 	for b := range orderCh {
 		ab := <-b.res
@@ -257,26 +266,21 @@ func BuildIndex(cr *data.CorpusReader, path string, opts BuildOptions) (BuildSta
 			docLens = append(docLens, ab.lens[i])
 			totalLen += int64(ab.lens[i])
 			for j := begin; j < ab.ends[i]; j++ {
-				t := ab.terms[j]
-				id, ok := termID[t]
-				if !ok {
-					id = uint32(len(terms))
-					termID[t] = id
-					terms = append(terms, t)
-					postings = append(postings, nil)
-					lastDoc = append(lastDoc, 0)
-					df = append(df, 0)
-				}
-				postings[id] = binary.AppendUvarint(postings[id], uint64(doc-lastDoc[id]))
-				postings[id] = binary.AppendUvarint(postings[id], uint64(ab.tfs[j]))
-				lastDoc[id] = doc
-				df[id]++
+				table.add(doc, ab.terms[j], ab.tfs[j])
 			}
 			nPost += int64(ab.ends[i] - begin)
 			begin = ab.ends[i]
 			if opts.Progress != nil && len(docLens)%100000 == 0 {
 				opts.Progress(len(docLens))
 			}
+		}
+		if writeErr == nil && table.bytes >= budget {
+			run := fmt.Sprintf("%s.run%d", tmp, len(runs))
+			runs = append(runs, run)
+			if err := table.spill(run); err != nil {
+				writeErr = err
+			}
+			table = newPostingTable()
 		}
 	}
 	wg.Wait()
@@ -290,18 +294,24 @@ func BuildIndex(cr *data.CorpusReader, path string, opts BuildOptions) (BuildSta
 		return BuildStats{}, fmt.Errorf("env: build index: %d passages exceed the 32-bit id space", len(docLens))
 	}
 	meta := indexMeta{
-		Version: indexVersion, Passages: len(docLens), Terms: len(terms), TotalLen: totalLen,
+		Version: indexVersion, Passages: len(docLens), TotalLen: totalLen,
 		Analyzer: opts.Analyzer, Source: opts.Source, Built: time.Now().UTC(),
 	}
 	meta.Docs = sw.end()
 
-	// Terms go to disk sorted, so a lookup is a binary search.
-	order := make([]uint32, len(terms))
-	for i := range order {
-		order[i] = uint32(i)
+	// Merge the spilled runs and the last in-memory one; terms go to disk
+	// sorted, so a lookup is a binary search.
+	iters := make([]runIter, 0, len(runs)+1)
+	for _, r := range runs {
+		fr, err := openRun(r)
+		if err != nil {
+			return BuildStats{}, fmt.Errorf("env: build index %s: %w", path, err)
+		}
+		defer fr.close()
+		iters = append(iters, fr)
 	}
-	slices.SortFunc(order, func(a, b uint32) int { return strings.Compare(terms[a], terms[b]) })
-	if err := writeTail(sw, &meta, order, terms, postings, df, docLens, docOffs); err != nil {
+	iters = append(iters, table.iter())
+	if err := mergeRuns(sw, &meta, iters, docLens, docOffs); err != nil {
 		return BuildStats{}, fmt.Errorf("env: build index %s: %w", path, err)
 	}
 	if err := bw.Flush(); err != nil {
@@ -322,71 +332,9 @@ func BuildIndex(cr *data.CorpusReader, path string, opts BuildOptions) (BuildSta
 	ok = true
 	skipped, reports := cr.Skipped()
 	return BuildStats{
-		Passages: len(docLens), Terms: len(terms), Postings: nPost, Skipped: skipped, Reports: reports,
-		Bytes: sw.off, Elapsed: time.Since(start),
+		Passages: len(docLens), Terms: meta.Terms, Postings: nPost, Skipped: skipped, Reports: reports,
+		Bytes: sw.off, Runs: len(runs) + 1, Elapsed: time.Since(start),
 	}, nil
-}
-
-func writeTail(sw *sectionWriter, meta *indexMeta, order []uint32, terms []string, postings [][]byte, df, docLens []uint32, docOffs []uint64) error {
-	sw.begin()
-	if err := sw.uint32s(docLens); err != nil {
-		return err
-	}
-	meta.DocLens = sw.end()
-	sw.begin()
-	if err := sw.uint64s(docOffs); err != nil {
-		return err
-	}
-	meta.DocOffs = sw.end()
-
-	termOffs := make([]uint32, 0, len(order)+1)
-	sw.begin()
-	var blob int64
-	for _, id := range order {
-		termOffs = append(termOffs, uint32(blob))
-		if _, err := io.WriteString(sw, terms[id]); err != nil {
-			return err
-		}
-		blob += int64(len(terms[id]))
-	}
-	if blob > 1<<32-1 {
-		return errors.New("term dictionary over 4 GiB")
-	}
-	termOffs = append(termOffs, uint32(blob))
-	meta.TermBlob = sw.end()
-	sw.begin()
-	if err := sw.uint32s(termOffs); err != nil {
-		return err
-	}
-	meta.TermOffs = sw.end()
-
-	sortedDF := make([]uint32, len(order))
-	postOffs := make([]uint64, 0, len(order)+1)
-	var pos uint64
-	for i, id := range order {
-		sortedDF[i] = df[id]
-		postOffs = append(postOffs, pos)
-		pos += uint64(len(postings[id]))
-	}
-	postOffs = append(postOffs, pos)
-	sw.begin()
-	if err := sw.uint32s(sortedDF); err != nil {
-		return err
-	}
-	meta.DF = sw.end()
-	sw.begin()
-	if err := sw.uint64s(postOffs); err != nil {
-		return err
-	}
-	meta.PostOffs = sw.end()
-	sw.begin()
-	for _, id := range order {
-		if _, err := sw.Write(postings[id]); err != nil {
-			return err
-		}
-	}
-	meta.Postings = sw.end()
-	return nil
 }
 
 func writeHeader(f *os.File, meta *indexMeta) error {
