@@ -50,3 +50,4 @@ func TestOpenBLASAgreesWithGemm(t *testing.T) {
 	}
 	fmt.Println("compared with", blas.path)
 }
+
