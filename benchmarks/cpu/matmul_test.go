@@ -50,4 +50,3 @@ func TestOpenBLASAgreesWithGemm(t *testing.T) {
 	}
 	fmt.Println("compared with", blas.path)
 }
-
