@@ -168,3 +168,44 @@ func TestDumpMarshalError(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// level marshals through a pointer receiver, which a struct passed to Dump
+// by value cannot offer without a copy.
+type level int
+
+func (l *level) MarshalText() ([]byte, error) { return []byte(strings.Repeat("*", int(*l))), nil }
+func (l *level) UnmarshalText(b []byte) error {
+	if strings.Trim(string(b), "*") != "" {
+		return errors.New("want stars")
+	}
+	*l = level(len(b))
+	return nil
+}
+
+func TestDumpPointerTextByValue(t *testing.T) {
+	type withLevel struct {
+		Level  level   `yaml:"level" help:"stars"`
+		Levels []level `yaml:"levels"`
+	}
+	v := withLevel{Level: 3, Levels: []level{1, 2}}
+	var b strings.Builder
+	if err := Dump(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	if want := "level: '***'\nlevels: ['*', '**']\n"; b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+	var back withLevel
+	if err := Load(&back, []string{"-config", writeFile(t, "l.yaml", b.String()), "levels=['****']"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if back.Level != 3 || !reflect.DeepEqual(back.Levels, []level{4}) {
+		t.Errorf("reloaded %+v", back)
+	}
+	var h strings.Builder
+	Help(&h, v)
+	rows, _ := parseHelp(t, h.String())
+	if rows["level"] != (helpLine{"level", "'***'", "stars"}) || rows["levels"] != (helpLine{"[]level", "['*', '**']", ""}) {
+		t.Errorf("help:\n%s", h.String())
+	}
+}
