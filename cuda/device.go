@@ -86,6 +86,11 @@ type Device struct {
 	scratch      map[string]Buffer
 	invFreq      map[ropeKey]Buffer
 	args         argPack
+
+	// Graph capture state (graph.go).
+	capturing   bool
+	captureErr  error
+	capturePins []*intEntry
 }
 
 // Options choose a GPU and the math of the matmuls.
@@ -234,6 +239,7 @@ func (d *Device) AllocType(n int, t DType) Buffer {
 }
 
 func (d *Device) alloc(n int, t DType) Buffer {
+	d.captureCheck("allocating device memory")
 	bytes := max(n*t.Size(), 4)
 	bytes = (bytes + 255) &^ 255
 	var p uintptr
@@ -258,6 +264,9 @@ func (d *Device) free(p uintptr) {
 	if _, ok := d.allocs[p]; !ok {
 		panic("cuda: Free of a buffer that is not a live allocation (a slice, or freed twice)")
 	}
+	if !d.captureCheck("freeing device memory") {
+		return
+	}
 	d.fail(d.drv.check(call(d.drv.cuStreamSynchronize, d.stream), "cuStreamSynchronize"))
 	d.fail(d.drv.check(call(d.drv.cuMemFree, p), "cuMemFree_v2"))
 	delete(d.allocs, p)
@@ -281,7 +290,7 @@ func (d *Device) Upload(dst model.Buffer, src []float32) {
 		return
 	}
 	defer d.enter()()
-	d.fail(d.drv.check(call(d.drv.cuMemcpyHtoDAsync, p, uintptr(unsafe.Pointer(&src[0])), uintptr(4*len(src)), d.stream), "cuMemcpyHtoDAsync_v2"))
+	d.upload(p, unsafe.Pointer(&src[0]), 4*len(src))
 }
 
 // Download copies src into dst and waits for it (and all queued work).
@@ -298,13 +307,16 @@ func (d *Device) Download(dst []float32, src model.Buffer) {
 }
 
 func (d *Device) download(dst unsafe.Pointer, src uintptr, bytes int) {
+	if !d.captureCheck("downloading to the host") {
+		return
+	}
 	d.fail(d.drv.check(call(d.drv.cuMemcpyDtoHAsync, uintptr(dst), src, uintptr(bytes), d.stream), "cuMemcpyDtoHAsync_v2"))
 	d.fail(d.drv.check(call(d.drv.cuStreamSynchronize, d.stream), "cuStreamSynchronize"))
 }
 
 // upload queues a host-to-device copy of raw bytes.
 func (d *Device) upload(dst uintptr, src unsafe.Pointer, bytes int) {
-	if bytes == 0 {
+	if bytes == 0 || !d.captureCheck("uploading host data") {
 		return
 	}
 	d.fail(d.drv.check(call(d.drv.cuMemcpyHtoDAsync, dst, uintptr(src), uintptr(bytes), d.stream), "cuMemcpyHtoDAsync_v2"))
@@ -345,6 +357,9 @@ func (d *Device) Copy(dst, src model.Buffer) {
 // the last Sync (a failed launch, a fault inside a kernel).
 func (d *Device) Sync() error {
 	defer d.enter()()
+	if !d.captureCheck("Sync") {
+		return nil
+	}
 	d.fail(d.drv.check(call(d.drv.cuStreamSynchronize, d.stream), "cuStreamSynchronize"))
 	err := d.err
 	d.err = nil

@@ -56,7 +56,7 @@ func grid1(x int) dim3 { return dim3{x, 1, 1} }
 // launch queues kernel k. args are kernel parameters packed with p, i, i64
 // and f, in the order of the kernel's C signature.
 func (d *Device) launch(k kernelID, grid, block dim3, smem int, args ...uint64) {
-	if grid.x == 0 || grid.y == 0 || grid.z == 0 {
+	if grid.x == 0 || grid.y == 0 || grid.z == 0 || d.captureErr != nil && d.capturing {
 		return
 	}
 	f := d.function(k)
@@ -123,13 +123,14 @@ func (d *Device) elementwiseGrid(n int) dim3 {
 // positions, sequence offsets, attention tiles) keyed by content: a
 // forward uploads its positions once and every layer's RoPE reuses them.
 type intCache struct {
-	entries []intEntry // most recently used last
+	entries []*intEntry // most recently used last
 }
 
 type intEntry struct {
 	kind string
 	vals []int32
 	buf  Buffer
+	pins int // live graphs that read buf; a pinned entry is never evicted
 }
 
 const intCacheSize = 32
@@ -142,17 +143,29 @@ func (d *Device) ints(kind string, vals []int32) uintptr {
 		e := c.entries[j]
 		if e.kind == kind && slices.Equal(e.vals, vals) {
 			c.entries = append(append(c.entries[:j:j], c.entries[j+1:]...), e)
+			if d.capturing {
+				e.pins++
+				d.capturePins = append(d.capturePins, e)
+			}
 			return e.buf.ptr
 		}
 	}
-	if len(c.entries) == intCacheSize {
-		d.free(c.entries[0].buf.ptr)
-		c.entries = c.entries[1:]
+	if !d.captureCheck("uploading a host array (" + kind + ")") {
+		return 0
+	}
+	if len(c.entries) >= intCacheSize {
+		for j, e := range c.entries { // evict the least recently used unpinned entry
+			if e.pins == 0 {
+				d.free(e.buf.ptr)
+				c.entries = append(c.entries[:j:j], c.entries[j+1:]...)
+				break
+			}
+		}
 	}
 	b := d.alloc(max(len(vals), 1), I32)
 	if len(vals) > 0 {
 		d.upload(b.ptr, unsafe.Pointer(&vals[0]), 4*len(vals))
 	}
-	c.entries = append(c.entries, intEntry{kind: kind, vals: slices.Clone(vals), buf: b})
+	c.entries = append(c.entries, &intEntry{kind: kind, vals: slices.Clone(vals), buf: b})
 	return b.ptr
 }
