@@ -10,6 +10,7 @@ type splitRow struct {
 	S      string   `json:"s"`
 	Qwen2  []string `json:"qwen2"`
 	Llama3 []string `json:"llama3"`
+	GPT2   []string `json:"gpt2"`
 }
 
 func pieces(m matcher, s string) []string {
@@ -29,6 +30,7 @@ func TestSplitOracle(t *testing.T) {
 	llamaFast, _ := newMatcher(ptr(llama3Pattern), nil, false)
 	qwenRE, _ := newMatcher(ptr(qwen2Pattern), nil, true)
 	llamaRE, _ := newMatcher(ptr(llama3Pattern), nil, true)
+	gpt2, _ := newMatcher(ptr(gpt2Pattern), nil, false)
 	if _, ok := qwenRE.(regexMatcher); !ok {
 		t.Fatal("forced matcher is not regexp2")
 	}
@@ -41,6 +43,7 @@ func TestSplitOracle(t *testing.T) {
 		}
 		check("qwen2 hand-written", qwenFast, r.Qwen2)
 		check("llama3 hand-written", llamaFast, r.Llama3)
+		check("gpt2 regexp2", gpt2, r.GPT2)
 		if strings.Contains(r.S, "ſ") {
 			longS++
 			continue
@@ -152,5 +155,38 @@ func TestAddedTokenFlags(t *testing.T) {
 	imEnd, _ := tok.TokenID("<|im_end|>")
 	if !slices.Equal(ids, []int{9999, imEnd}) {
 		t.Errorf("normalized added token: %v", ids)
+	}
+}
+
+// TestByteLevelPrefixSpace: a ByteLevel pre-tokenizer with
+// add_prefix_space and use_regex (RoBERTa, GPT-2 style) puts a space in
+// front of every text segment that lacks one, added tokens splitting
+// segments, and then splits by the GPT-2 pattern.
+func TestByteLevelPrefixSpace(t *testing.T) {
+	data := strings.Replace(tinyJSON, "VOCAB", tinyVocab(), 1)
+	data = strings.Replace(data, `{"type": "Sequence", "pretokenizers": [
+   {"type": "Split", "pattern": {"Regex": "\\s+|\\w+|[^\\s\\w]+"}, "behavior": "Isolated", "invert": false},
+   {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]}`, `{"type": "ByteLevel", "add_prefix_space": true, "use_regex": true}`, 1)
+	tok, err := Parse([]byte(data), "prefix.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tok.steps) != 1 {
+		t.Fatalf("steps %v", tok.steps)
+	}
+	for in, want := range map[string]string{
+		"abc":         " abc",
+		" abc":        " abc",
+		"abc<|x|>abc": " abc<|x|> abc",
+		"<|x|> ab":    "<|x|> ab",
+	} {
+		if got := tok.Decode(tok.Encode(in)); got != want {
+			t.Errorf("Decode(Encode(%q)) = %q, want %q", in, got, want)
+		}
+	}
+	// " abc" is one GPT-2 piece: " " then the merges a+b, ab+c.
+	space := int(tok.model.byteIDs[' '])
+	if got := tok.Encode("abc"); !slices.Equal(got, []int{space, 257}) {
+		t.Errorf("Encode(abc) = %v, want [%d 257]", got, space)
 	}
 }

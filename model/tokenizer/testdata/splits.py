@@ -10,6 +10,8 @@ import regex
 
 QWEN2 = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 LLAMA3 = QWEN2.replace(r"|\p{N}|", r"|\p{N}{1,3}|")
+# What a ByteLevel pre-tokenizer with use_regex=true splits by (GPT-2).
+GPT2 = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
 with gzip.open("golden/strings.jsonl.gz", "rt", encoding="utf-8") as f:
     strings = [json.loads(line) for line in f]
@@ -17,7 +19,7 @@ strings += ["'ſ", "it'ſ", "'ſt", "'ſ'ſ", "'ſome", "ſ'ſ", "'ſ's", "'Ll",
 
 out = []
 for s in strings:
-    out.append({"s": s, "qwen2": regex.findall(QWEN2, s), "llama3": regex.findall(LLAMA3, s)})
+    out.append({"s": s, "qwen2": regex.findall(QWEN2, s), "llama3": regex.findall(LLAMA3, s), "gpt2": regex.findall(GPT2, s)})
 with gzip.open("splits.jsonl.gz", "wt", encoding="utf-8", compresslevel=9) as f:
     for row in out:
         f.write(json.dumps(row, ensure_ascii=False) + "\n")
