@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -71,6 +72,18 @@ type env struct {
 	threads int
 	reps    int
 	peak    map[string]probe.Peak // best FMA peak seen so far on env.threads, by ISA
+	readBW  probe.Bandwidth       // zero until measured
+	match   *regexp.Regexp        // sections run only the cases whose names match
+}
+
+// readBandwidth measures (once) the read bandwidth of env.threads threads
+// over a 256 MB buffer, eight times this machine's L3.
+func (e *env) readBandwidth() probe.Bandwidth {
+	if e.readBW.Wall == 0 {
+		e.readBW = probe.ReadBandwidthDetail(256<<20, e.threads)
+		fmt.Printf("probe    read bandwidth on %d threads: %.1f GB/s, %.1f GB/core-s\n", e.threads, e.readBW.Wall, e.readBW.PerCore)
+	}
+	return e.readBW
 }
 
 // fmaPeak returns the best wall-clock FMA peak (GFLOP/s on env.threads)
@@ -112,6 +125,7 @@ func (e *env) probePeaks(isa string) {
 func main() {
 	threads := flag.Int("threads", 2, "threads for our code, the probes and the peers")
 	only := flag.String("sections", "", "comma-separated sections to run (default all: "+sectionNames()+")")
+	match := flag.String("match", "", "regular expression: run only the cases (matmul shapes, ...) whose names match")
 	reps := flag.Int("reps", 5, "timed repetitions per figure, interleaved with the peers and probes; the best is kept")
 	flag.Parse()
 	if *threads < 1 || *reps < 1 {
@@ -131,7 +145,12 @@ func main() {
 	runtime.GOMAXPROCS(*threads)
 	printMachine(*threads)
 
-	e := &env{threads: *threads, reps: *reps, peak: map[string]probe.Peak{}}
+	re, err := regexp.Compile(*match)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cpu: -match: %v\n", err)
+		os.Exit(2)
+	}
+	e := &env{threads: *threads, reps: *reps, peak: map[string]probe.Peak{}, match: re}
 	var rows []row
 	for _, s := range sections {
 		if want != nil && !slices.Contains(want, s.name) {

@@ -17,6 +17,10 @@ type matmulShape struct {
 	name           string
 	transA, transB bool
 	m, n, k        int
+	// streaming marks a product bound by reading B from memory (a few rows
+	// of A against a B larger than the last-level cache): it is reported in
+	// GB/s of B against the read-bandwidth probe instead of the FMA peak.
+	streaming bool
 }
 
 func (s matmulShape) form() string {
@@ -36,15 +40,17 @@ func (s matmulShape) flops() float64 { return 2 * float64(s.m) * float64(s.n) * 
 // Qwen2.5-0.5B, 2 KV heads of 64) and a cube for comparison with other
 // reports.
 var matmulShapes = []matmulShape{
-	{"q/o proj fwd T4096 d512", false, true, 4096, 512, 512},
-	{"kv proj fwd T2048 d896", false, true, 2048, 128, 896},
-	{"gate/up fwd T2048 d896", false, true, 2048, 4864, 896},
-	{"down fwd T2048 d896", false, true, 2048, 896, 4864},
-	{"down bwd dX T2048 d896", false, false, 2048, 4864, 896},
-	{"q proj bwd dW T2048 d896", true, false, 896, 896, 2048},
-	{"gate/up bwd dW T2048 d896", true, false, 4864, 896, 2048},
-	{"lm head fwd T2048 d256 V32k", false, true, 2048, 32768, 256},
-	{"cube 1024", false, false, 1024, 1024, 1024},
+	{"q/o proj fwd T4096 d512", false, true, 4096, 512, 512, false},
+	{"kv proj fwd T2048 d896", false, true, 2048, 128, 896, false},
+	{"gate/up fwd T2048 d896", false, true, 2048, 4864, 896, false},
+	{"down fwd T2048 d896", false, true, 2048, 896, 4864, false},
+	{"down bwd dX T2048 d896", false, false, 2048, 4864, 896, false},
+	{"q proj bwd dW T2048 d896", true, false, 896, 896, 2048, false},
+	{"gate/up bwd dW T2048 d896", true, false, 4864, 896, 2048, false},
+	{"lm head fwd T2048 d256 V32k", false, true, 2048, 32768, 256, false},
+	{"cube 1024", false, false, 1024, 1024, 1024, false},
+	{"decode lm head 1 token d896 V32k", false, true, 1, 32768, 896, true},
+	{"decode lm head 4 tokens d896 V32k", false, true, 4, 32768, 896, true},
 }
 
 // matmulSection times gemm.Sgemm with every vector kernel and OpenBLAS on
@@ -89,6 +95,9 @@ func matmulSection(e *env) []row {
 	var results []result
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, s := range matmulShapes {
+		if !e.match.MatchString(s.name) {
+			continue
+		}
 		rowsA, colsA := s.m, s.k
 		if s.transA {
 			rowsA, colsA = s.k, s.m
@@ -130,6 +139,10 @@ func matmulSection(e *env) []row {
 	for _, res := range results {
 		s := res.shape
 		label := fmt.Sprintf("%s %s %dx%dx%d %s", s.name, s.form(), s.m, s.n, s.k, res.kernel)
+		if s.streaming {
+			rows = append(rows, streamingRows(e, res.ours, res.blas, s, label, res.diff)...)
+			continue
+		}
 		isa := kernelISA(res.kernel)
 		best := e.peak[bestVectorISA()]
 		wall := s.flops() / res.ours.wall / 1e9
@@ -168,6 +181,33 @@ func matmulSection(e *env) []row {
 			fmt.Println(r)
 			rows = append(rows, r)
 		}
+	}
+	return rows
+}
+
+// streamingRows reports a memory-bound product as GB/s of B read, over wall
+// time and over process CPU time, against the read-bandwidth probe and
+// OpenBLAS.
+func streamingRows(e *env, ours, theirs timing, s matmulShape, label string, diff float64) []row {
+	bytes := 4 * float64(s.n) * float64(s.k)
+	bw := e.readBandwidth()
+	g := bytes / ours.wall / 1e9
+	rw := row{section: "matmul", name: label, value: g, unit: "GB/s of B", ratios: []ratio{{"read BW", g / bw.Wall}}}
+	if theirs.wall > 0 {
+		rw.ratios = append(rw.ratios, ratio{"OpenBLAS", theirs.wall / ours.wall})
+		rw.note = fmt.Sprintf("OpenBLAS %.1f GB/s, max rel diff %.1e", bytes/theirs.wall/1e9, diff)
+	}
+	fmt.Println(rw)
+	rows := []row{rw}
+	if ours.cpu > 0 {
+		c := bytes / ours.cpu / 1e9
+		rc := row{section: "matmul", name: label, value: c, unit: "GB/core-s", ratios: []ratio{{"read BW per core", c / bw.PerCore}}}
+		if theirs.cpu > 0 {
+			rc.ratios = append(rc.ratios, ratio{"OpenBLAS", theirs.cpu / ours.cpu})
+			rc.note = fmt.Sprintf("OpenBLAS %.1f GB/core-s", bytes/theirs.cpu/1e9)
+		}
+		fmt.Println(rc)
+		rows = append(rows, rc)
 	}
 	return rows
 }

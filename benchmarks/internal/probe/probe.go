@@ -183,11 +183,25 @@ func sumGo(x []float32) float32 {
 	return s0 + s1 + s2 + s3
 }
 
-// ReadBandwidth returns the read bandwidth in GB/s (10⁹ bytes per second) of
-// threads goroutines summing disjoint parts of a buffer of the given size
-// with vector loads. Use a buffer several times the last-level cache to
-// measure memory rather than cache.
-func ReadBandwidth(bytes, threads int) float64 {
+// Bandwidth is one memory bandwidth measurement in GB/s (10⁹ bytes per
+// second).
+type Bandwidth struct {
+	// Wall is over wall-clock time: what the threads achieved together.
+	Wall float64
+	// PerCore is over the CPU time the process used: the rate of one core
+	// while it runs, comparable under load from other processes. It is
+	// Wall/threads where process CPU time cannot be read.
+	PerCore float64
+}
+
+// ReadBandwidth returns the read bandwidth in GB/s of threads goroutines
+// summing disjoint parts of a buffer of the given size with vector loads.
+// Use a buffer several times the last-level cache to measure memory rather
+// than cache.
+func ReadBandwidth(bytes, threads int) float64 { return ReadBandwidthDetail(bytes, threads).Wall }
+
+// ReadBandwidthDetail is ReadBandwidth with the per-core figure.
+func ReadBandwidthDetail(bytes, threads int) Bandwidth {
 	checkArgs(bytes, threads)
 	x := make([]float32, bytes/4)
 	for i := range x {
@@ -202,7 +216,10 @@ func ReadBandwidth(bytes, threads int) float64 {
 // CopyBandwidth returns the copy bandwidth in GB/s of threads goroutines
 // each copying its part of a buffer of the given size into another with
 // Go's copy (memmove), counting the bytes read plus the bytes written.
-func CopyBandwidth(bytes, threads int) float64 {
+func CopyBandwidth(bytes, threads int) float64 { return CopyBandwidthDetail(bytes, threads).Wall }
+
+// CopyBandwidthDetail is CopyBandwidth with the per-core figure.
+func CopyBandwidthDetail(bytes, threads int) Bandwidth {
 	checkArgs(bytes, threads)
 	src := make([]byte, bytes)
 	dst := make([]byte, bytes)
@@ -234,9 +251,9 @@ func span(n, t, threads int) (lo, hi int) {
 }
 
 // bestPass runs body on threads locked goroutines, pass after pass, for
-// Repeats windows, and returns the best single pass in GB/s.
-func bestPass(threads int, bytesPerPass float64, body func(t int)) float64 {
-	best := 0.0
+// Repeats windows, and returns the best single pass.
+func bestPass(threads int, bytesPerPass float64, body func(t int)) Bandwidth {
+	var best Bandwidth
 	deadline := time.Now().Add(time.Duration(Repeats) * Window)
 	for pass := 0; pass < 3 || time.Now().Before(deadline); pass++ {
 		var wg sync.WaitGroup
@@ -255,10 +272,18 @@ func bestPass(threads int, bytesPerPass float64, body func(t int)) float64 {
 			}()
 		}
 		ready.Wait()
+		c0, ok := ProcessCPUTime()
 		t0 := time.Now()
 		close(start)
 		wg.Wait()
-		best = max(best, bytesPerPass/time.Since(t0).Seconds()/1e9)
+		el := time.Since(t0).Seconds()
+		best.Wall = max(best.Wall, bytesPerPass/el/1e9)
+		if c1, ok1 := ProcessCPUTime(); ok && ok1 && c1 > c0 {
+			best.PerCore = max(best.PerCore, bytesPerPass/(c1-c0).Seconds()/1e9)
+		}
+	}
+	if best.PerCore == 0 {
+		best.PerCore = best.Wall / float64(threads)
 	}
 	return best
 }

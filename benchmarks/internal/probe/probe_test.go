@@ -51,6 +51,9 @@ func TestBandwidth(t *testing.T) {
 	for _, threads := range []int{1, 3} {
 		sane(t, "ReadBandwidth", ReadBandwidth(4<<20+100, threads))
 		sane(t, "CopyBandwidth", CopyBandwidth(4<<20+100, threads))
+		d := ReadBandwidthDetail(4<<20, threads)
+		sane(t, "ReadBandwidthDetail.Wall", d.Wall)
+		sane(t, "ReadBandwidthDetail.PerCore", d.PerCore)
 	}
 }
 
