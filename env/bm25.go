@@ -318,15 +318,26 @@ func (ix *Index) Search(query string, k int) ([]Hit, error) {
 		p := ix.postings[ix.postOffs[ti]:ix.postOffs[ti+1]]
 		doc := uint64(0)
 		for len(p) > 0 {
-			delta, n1 := binary.Uvarint(p)
-			if n1 <= 0 {
-				return nil, ix.bad("postings of %q corrupt", term)
+			// most deltas and nearly all term frequencies fit one byte
+			var delta, tf uint64
+			if p[0] < 0x80 {
+				delta, p = uint64(p[0]), p[1:]
+			} else {
+				v, n := binary.Uvarint(p)
+				if n <= 0 {
+					return nil, ix.bad("postings of %q corrupt", term)
+				}
+				delta, p = v, p[n:]
 			}
-			tf, n2 := binary.Uvarint(p[n1:])
-			if n2 <= 0 {
-				return nil, ix.bad("postings of %q corrupt", term)
+			if len(p) > 0 && p[0] < 0x80 {
+				tf, p = uint64(p[0]), p[1:]
+			} else {
+				v, n := binary.Uvarint(p)
+				if n <= 0 {
+					return nil, ix.bad("postings of %q corrupt", term)
+				}
+				tf, p = v, p[n:]
 			}
-			p = p[n1+n2:]
 			doc += delta
 			if doc >= N {
 				return nil, ix.bad("postings of %q name passage %d of %d", term, doc, N)

@@ -30,7 +30,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: retriever gen|own|compare|load [flags]")
+		fmt.Fprintln(os.Stderr, "usage: retriever gen|own|query|compare|load [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -39,6 +39,8 @@ func main() {
 		err = cmdGen(os.Args[2:])
 	case "own":
 		err = cmdOwn(os.Args[2:])
+	case "query":
+		err = cmdQuery(os.Args[2:])
 	case "compare":
 		err = cmdCompare(os.Args[2:])
 	case "load":

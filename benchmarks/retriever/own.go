@@ -24,6 +24,7 @@ func cmdOwn(args []string) error {
 	k := fs.Int("k", 5, "top-k")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "build workers")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the build here")
+	budget := fs.Int64("budget", 0, "postings memory budget of the build in MiB (0: the default 256)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func cmdOwn(args []string) error {
 		pprof.StartCPUProfile(f)
 	}
 	c0 = cpuTime()
-	st, err := env.BuildIndex(cr, *index, env.BuildOptions{Workers: *workers})
+	st, err := env.BuildIndex(cr, *index, env.BuildOptions{Workers: *workers, MemoryBudget: *budget << 20})
 	buildCPU := cpuTime() - c0
 	if *cpuprofile != "" {
 		pprof.StopCPUProfile()
@@ -72,6 +73,7 @@ func cmdOwn(args []string) error {
 	if err != nil {
 		return err
 	}
+	fmt.Printf("build: %d runs merged\n", st.Runs)
 	fmt.Printf("build: %d passages, %d terms, %d postings in %s wall (%.0f passages/s) = %.2f x read+parse wall; %s CPU = %.2f x read+parse CPU; file %.0f MB; peak RSS %s\n",
 		st.Passages, st.Terms, st.Postings, st.Elapsed.Round(time.Millisecond), float64(st.Passages)/st.Elapsed.Seconds(),
 		st.Elapsed.Seconds()/parse.Seconds(), buildCPU.Round(time.Millisecond), buildCPU.Seconds()/parseCPU.Seconds(), float64(st.Bytes)/1e6, mb(procStatus("VmHWM")))
@@ -96,11 +98,13 @@ func cmdOwn(args []string) error {
 	for _, q := range qs[:100] { // warm-up: page cache, scratch buffers
 		ix.Search(q, *k)
 	}
+	c0 = cpuTime()
 	lat, hits := timeQueries(qs[100:], func(q string) (int, error) {
 		h, err := ix.Search(q, *k)
 		return len(h), err
 	})
-	fmt.Printf("query (1 goroutine, top-%d, passages read from the file): %s; mean hits %.2f\n", *k, lat, hits)
+	qcpu := (cpuTime() - c0) / time.Duration(len(lat))
+	fmt.Printf("query (1 goroutine, top-%d, passages read from the file): %s; mean CPU per query %s; mean hits %.2f\n", *k, lat, qcpu.Round(time.Microsecond), hits)
 	fmt.Printf("peak RSS of the whole run %s\n", mb(procStatus("VmHWM")))
 	return nil
 }
