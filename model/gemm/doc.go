@@ -22,7 +22,7 @@
 // equal (k = 896 runs as 2×448, not 512+384), since each slice is one pass
 // over C.
 //
-// Products with at most four rows of op(A) and a transposed B (x·Wᵀ while
+// Products with at most eight rows of op(A) and a transposed B (x·Wᵀ while
 // decoding) skip packing: each element of C is a dot product of two
 // contiguous rows, and an assembly kernel streams four rows of B against two
 // rows of op(A) (small.go).

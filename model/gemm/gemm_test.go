@@ -156,6 +156,7 @@ var shapes = []struct{ m, n, k int }{
 	{1, 70, 33},  // few rows: the dot-product path when B is transposed
 	{3, 37, 100}, // odd rows, B rows not a multiple of 4, a k tail
 	{4, 5, 16},
+	{7, 45, 70},  // the most rows that still take the dot-product path, less one
 	{1030, 9, 3}, // more rows than the generic kernel's A block
 	{7, 2100, 3}, // more columns than the generic kernel's B block
 }

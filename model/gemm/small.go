@@ -8,8 +8,10 @@ package gemm
 // rows of B by two rows of op(A) at a time by an assembly kernel that
 // streams B once. Kernels without a dot kernel take the packed path.
 
-// smallRows is the most rows of op(A) the dot-product path takes.
-const smallRows = 4
+// smallRows is the most rows of op(A) the dot-product path takes: measured
+// on 4864×896 weights, it is 1.6× faster than packing at 8 rows, even at 16
+// and slower at 32.
+const smallRows = 8
 
 // dotKernel computes out[2r+i] = Σ_{p<k} a_i[p]·b_r[p] for four rows b_r of
 // B, ldb bytes apart, and two rows a_0, a_1 of op(A); k is a multiple of the
