@@ -222,18 +222,18 @@ func forEach(threads, n int, body func(i int)) {
 func (e *Engine) run(j *job, threads int) {
 	kn := e.kern
 	mr, nr := kn.mr, kn.nr
-	kcs := kcStride(kn.kc)
-	panelA, panelB := mr*kcs, kn.kc*nr // floats per packed micro-panel
+	// Equal depth slices: each slice costs one pass over C, so a thin last
+	// slice (k = 896 as 512+384) pays a whole pass for little work.
+	kcEq := ceilDiv(ceilDiv(j.k, ceilDiv(j.k, kn.kc)), 8) * 8
+	kcs := kcStride(kcEq)
+	lay := layout{kcs: kcs, panelA: mr * kcs, panelB: kcEq * nr}
 	mb := min(kn.mb, ceilDiv(j.m, mr)*mr)
 	ncb := ceilDiv(ceilDiv(j.n, ceilDiv(j.n, kn.nc)), nr) * nr // equal column blocks ≤ NC
-	ablock := getScratch(ceilDiv(mb, mr) * panelA)
-	bblock := getScratch(ceilDiv(ncb, nr) * panelB)
-	defer putScratch(ablock)
-	defer putScratch(bblock)
+	ablock := getScratch(&aScratch, ceilDiv(mb, mr)*lay.panelA)
+	bblock := getScratch(&bScratch, ceilDiv(ncb, nr)*lay.panelB)
+	defer putScratch(&aScratch, ablock)
+	defer putScratch(&bScratch, bblock)
 	sp, sr := aStrides(j.transA, mr, kcs)
-	// Equal depth slices: each slice costs one pass over C, so a thin last
-	// slice (k = 896 as 384+384+128) pays a whole pass for little work.
-	kcEq := ceilDiv(ceilDiv(j.k, ceilDiv(j.k, kn.kc)), 8) * 8
 
 	for j0 := 0; j0 < j.n; j0 += ncb {
 		ncur := min(ncb, j.n-j0)
@@ -255,18 +255,18 @@ func (e *Engine) run(j *job, threads int) {
 				}
 				forEach(threads, panelsM+packsB, func(q int) {
 					if q < panelsM {
-						packA(j.transA, mr, j.a, j.lda, i0+q*mr, min(mr, mcur-q*mr), p0, kc, kcs, ablock.data[q*panelA:(q+1)*panelA])
+						packA(j.transA, mr, j.a, j.lda, i0+q*mr, min(mr, mcur-q*mr), p0, kc, kcs, ablock.data[q*lay.panelA:(q+1)*lay.panelA])
 						return
 					}
 					q -= panelsM
 					col := j0 + q*nr
-					packB(kn, j.transB, j.b, j.ldb, p0, kc, col, min(nr, j.n-col), bblock.data[q*panelB:(q+1)*panelB])
+					packB(kn, j.transB, j.b, j.ldb, p0, kc, col, min(nr, j.n-col), bblock.data[q*lay.panelB:(q+1)*lay.panelB])
 				})
 				// Enough row groups for about four tasks per thread.
 				groups := min(panelsM, max(1, ceilDiv(4*threads, chunks)))
 				forEach(threads, groups*chunks, func(t int) {
 					g, c := t%groups, t/groups
-					e.tile(j, ablock.data, bblock.data, i0, j0, g*panelsM/groups, (g+1)*panelsM/groups,
+					e.tile(j, lay, ablock.data, bblock.data, i0, j0, g*panelsM/groups, (g+1)*panelsM/groups,
 						c*chunk, min(panelsN, (c+1)*chunk), ncur, kc, sp, sr, beta)
 				})
 			}
@@ -274,23 +274,29 @@ func (e *Engine) run(j *job, threads int) {
 	}
 }
 
+// layout is the packed micro-panel geometry of one call, in floats.
+type layout struct {
+	kcs    int // row pitch of a non-transposed A micro-panel
+	panelA int // one A micro-panel
+	panelB int // one B micro-panel
+}
+
 // tile multiplies packed A micro-panels [qa0, qa1) (C rows from i0) by
 // packed B micro-panels [qb0, qb1) (C columns from j0; the block is ncur
 // wide), one MR×NR tile per micro-kernel call.
-func (e *Engine) tile(j *job, apack, bpack []float32, i0, j0, qa0, qa1, qb0, qb1, ncur, kc int, sp, sr uintptr, beta float32) {
+func (e *Engine) tile(j *job, lay layout, apack, bpack []float32, i0, j0, qa0, qa1, qb0, qb1, ncur, kc int, sp, sr uintptr, beta float32) {
 	kn := e.kern
 	mr, nr := kn.mr, kn.nr
-	panelA, panelB := mr*kcStride(kn.kc), kn.kc*nr
 	var edge [16 * 64]float32 // scratch tile for partial tiles; ≥ mr·nr of every kernel
 	ldc := uintptr(j.ldc) * 4
 	for qa := qa0; qa < qa1; qa++ {
 		row := i0 + qa*mr
 		rows := min(mr, j.m-row)
-		ap := &apack[qa*panelA]
+		ap := &apack[qa*lay.panelA]
 		for qb := qb0; qb < qb1; qb++ {
 			col := j0 + qb*nr
 			cols := min(nr, j0+ncur-col)
-			bp := &bpack[qb*panelB]
+			bp := &bpack[qb*lay.panelB]
 			if rows == mr && cols == nr {
 				kn.micro(kc, ap, sp, sr, bp, &j.c[row*j.ldc+col], ldc, j.alpha, beta)
 				continue

@@ -119,23 +119,25 @@ func packBTransGo(nr int, b []float32, ldb, p0, kc, j0, jlo, cols int, dst []flo
 // micro-panels line up with cache lines and zmm loads.
 type scratch struct {
 	raw  []float32
+	off  int // raw[off] is the first 64-byte aligned element
 	data []float32
 }
 
-var scratchPool sync.Pool
+// Packed A blocks and packed B blocks have their own pools: with one pool a
+// call would often draw the other kind's (smaller) buffer, drop it and
+// allocate, which for small products costs more than the product.
+var aScratch, bScratch sync.Pool
 
-func getScratch(n int) *scratch {
-	s, _ := scratchPool.Get().(*scratch)
-	if s == nil || len(s.data) < n {
+func getScratch(pool *sync.Pool, n int) *scratch {
+	s, _ := pool.Get().(*scratch)
+	if s == nil || len(s.raw) < n+16 {
 		s = &scratch{raw: make([]float32, n+16)}
-		off := 0
-		for uintptr(unsafe.Pointer(&s.raw[off]))%64 != 0 {
-			off++
+		for uintptr(unsafe.Pointer(&s.raw[s.off]))%64 != 0 {
+			s.off++
 		}
-		s.data = s.raw[off : off+n]
-		return s
 	}
+	s.data = s.raw[s.off : s.off+n]
 	return s
 }
 
-func putScratch(s *scratch) { scratchPool.Put(s) }
+func putScratch(pool *sync.Pool, s *scratch) { pool.Put(s) }
