@@ -21,6 +21,10 @@ type matmulShape struct {
 	// of A against a B larger than the last-level cache): it is reported in
 	// GB/s of B against the read-bandwidth probe instead of the FMA peak.
 	streaming bool
+	// batch > 1 runs that many independent products (attention heads)
+	// through gemm.SgemmStridedBatched, and through one cblas_sgemm call
+	// per head for OpenBLAS.
+	batch int
 }
 
 func (s matmulShape) form() string {
@@ -33,24 +37,28 @@ func (s matmulShape) form() string {
 	return f(s.transA) + f(s.transB)
 }
 
-func (s matmulShape) flops() float64 { return 2 * float64(s.m) * float64(s.n) * float64(s.k) }
+func (s matmulShape) flops() float64 {
+	return 2 * float64(s.m) * float64(s.n) * float64(s.k) * float64(max(1, s.batch))
+}
 
 // Shapes from the small Qwen2 configs the trainer uses on a CPU (hidden
 // 256/512/896, T = 2048..4096 tokens per step, intermediate 4864 as in
 // Qwen2.5-0.5B, 2 KV heads of 64) and a cube for comparison with other
 // reports.
 var matmulShapes = []matmulShape{
-	{"q/o proj fwd T4096 d512", false, true, 4096, 512, 512, false},
-	{"kv proj fwd T2048 d896", false, true, 2048, 128, 896, false},
-	{"gate/up fwd T2048 d896", false, true, 2048, 4864, 896, false},
-	{"down fwd T2048 d896", false, true, 2048, 896, 4864, false},
-	{"down bwd dX T2048 d896", false, false, 2048, 4864, 896, false},
-	{"q proj bwd dW T2048 d896", true, false, 896, 896, 2048, false},
-	{"gate/up bwd dW T2048 d896", true, false, 4864, 896, 2048, false},
-	{"lm head fwd T2048 d256 V32k", false, true, 2048, 32768, 256, false},
-	{"cube 1024", false, false, 1024, 1024, 1024, false},
-	{"decode lm head 1 token d896 V32k", false, true, 1, 32768, 896, true},
-	{"decode lm head 4 tokens d896 V32k", false, true, 4, 32768, 896, true},
+	{"q/o proj fwd T4096 d512", false, true, 4096, 512, 512, false, 0},
+	{"kv proj fwd T2048 d896", false, true, 2048, 128, 896, false, 0},
+	{"gate/up fwd T2048 d896", false, true, 2048, 4864, 896, false, 0},
+	{"down fwd T2048 d896", false, true, 2048, 896, 4864, false, 0},
+	{"down bwd dX T2048 d896", false, false, 2048, 4864, 896, false, 0},
+	{"q proj bwd dW T2048 d896", true, false, 896, 896, 2048, false, 0},
+	{"gate/up bwd dW T2048 d896", true, false, 4864, 896, 2048, false, 0},
+	{"lm head fwd T2048 d256 V32k", false, true, 2048, 32768, 256, false, 0},
+	{"attn scores 14 heads T512 hd64", false, true, 512, 512, 64, false, 14},
+	{"attn context 14 heads T512 hd64", false, false, 512, 64, 512, false, 14},
+	{"cube 1024", false, false, 1024, 1024, 1024, false, 0},
+	{"decode lm head 1 token d896 V32k", false, true, 1, 32768, 896, true, 0},
+	{"decode lm head 4 tokens d896 V32k", false, true, 4, 32768, 896, true, 0},
 }
 
 // matmulSection times gemm.Sgemm with every vector kernel and OpenBLAS on
@@ -106,9 +114,18 @@ func matmulSection(e *env) []row {
 		if s.transB {
 			rowsB, colsB = s.n, s.k
 		}
-		a, b := randoms(rng, rowsA*colsA), randoms(rng, rowsB*colsB)
-		c := make([]float32, s.m*s.n)
-		ref := make([]float32, s.m*s.n)
+		batch := max(1, s.batch)
+		a, b := randoms(rng, batch*rowsA*colsA), randoms(rng, batch*rowsB*colsB)
+		c := make([]float32, batch*s.m*s.n)
+		ref := make([]float32, batch*s.m*s.n)
+		ours1 := func(eng *gemm.Engine) {
+			eng.SgemmStridedBatched(s.transA, s.transB, s.m, s.n, s.k, 1, a, colsA, rowsA*colsA, b, colsB, rowsB*colsB, 0, c, s.n, s.m*s.n, batch)
+		}
+		theirs1 := func() {
+			for h := 0; h < batch; h++ {
+				blas.Sgemm(s.transA, s.transB, s.m, s.n, s.k, 1, a[h*rowsA*colsA:], colsA, b[h*rowsB*colsB:], colsB, 0, ref[h*s.m*s.n:], s.n)
+			}
+		}
 		ours := make([]timing, len(engines))
 		var theirs timing
 		for r := 0; r < e.reps; r++ {
@@ -116,10 +133,10 @@ func matmulSection(e *env) []row {
 				e.probePeaks(kernelISA(eng.Kernel()))
 			}
 			for i, eng := range engines {
-				ours[i] = ours[i].best(timeCall(func() { eng.Sgemm(s.transA, s.transB, s.m, s.n, s.k, 1, a, colsA, b, colsB, 0, c, s.n) }))
+				ours[i] = ours[i].best(timeCall(func() { ours1(eng) }))
 			}
 			if blas != nil {
-				theirs = theirs.best(timeCall(func() { blas.Sgemm(s.transA, s.transB, s.m, s.n, s.k, 1, a, colsA, b, colsB, 0, ref, s.n) }))
+				theirs = theirs.best(timeCall(theirs1))
 				// OpenBLAS's idle threads spin for a while after a call;
 				// let them settle before timing our code again.
 				time.Sleep(150 * time.Millisecond)
@@ -128,7 +145,7 @@ func matmulSection(e *env) []row {
 		for i, eng := range engines {
 			res := result{shape: s, kernel: eng.Kernel(), ours: ours[i], blas: theirs}
 			if blas != nil {
-				eng.Sgemm(s.transA, s.transB, s.m, s.n, s.k, 1, a, colsA, b, colsB, 0, c, s.n)
+				ours1(eng)
 				res.diff = maxRelDiff(c, ref)
 			}
 			results = append(results, res)
@@ -139,6 +156,9 @@ func matmulSection(e *env) []row {
 	for _, res := range results {
 		s := res.shape
 		label := fmt.Sprintf("%s %s %dx%dx%d %s", s.name, s.form(), s.m, s.n, s.k, res.kernel)
+		if s.batch > 1 {
+			label = fmt.Sprintf("%s %s %d×%dx%dx%d %s", s.name, s.form(), s.batch, s.m, s.n, s.k, res.kernel)
+		}
 		if s.streaming {
 			rows = append(rows, streamingRows(e, res.ours, res.blas, s, label, res.diff)...)
 			continue

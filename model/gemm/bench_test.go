@@ -63,3 +63,28 @@ func BenchmarkForEach(b *testing.B) {
 		forEach(2, 2, func(t int) { sink[t*32]++ })
 	}
 }
+
+// BenchmarkSgemmStridedBatched is attention-shaped: 14 heads of
+// T×T×64 scores (NT) and T×64×T context (NN), T = 512.
+func BenchmarkSgemmStridedBatched(b *testing.B) {
+	const heads, t, hd = 14, 512, 64
+	rng := rand.New(rand.NewPCG(9, 9))
+	q, k, s := make([]float32, heads*t*hd), make([]float32, heads*t*hd), make([]float32, heads*t*t)
+	for i := range q {
+		q[i], k[i] = rng.Float32(), rng.Float32()
+	}
+	o := make([]float32, heads*t*hd)
+	flops := 2 * float64(heads) * t * t * hd
+	b.Run("scores_NT", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			SgemmStridedBatched(false, true, t, t, hd, 1, q, hd, t*hd, k, hd, t*hd, 0, s, t, t*t, heads)
+		}
+		b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+	b.Run("context_NN", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			SgemmStridedBatched(false, false, t, hd, t, 1, s, t, t*t, k, hd, t*hd, 0, o, hd, t*hd, heads)
+		}
+		b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+}
