@@ -1,14 +1,15 @@
 package gemm
 
-// The few-rows path. With m ≤ smallRows and a transposed B (C = op(A)·Bᵀ,
-// the form of every projection x·Wᵀ while decoding a handful of tokens),
-// packing would copy all of B to use it for a few rows only, and the
-// register tile would be mostly padding. Instead each element of C is a dot
-// product of a row of op(A) and a row of B, both contiguous, computed four
-// rows of B by two rows of op(A) at a time by an assembly kernel that
-// streams B once. Kernels without a dot kernel take the packed path.
+// The few-rows path. Products with a transposed B and either at most
+// smallRows rows of op(A) (x·Wᵀ while decoding a handful of tokens) or, with
+// A not transposed, at most smallRows columns (a value head, n = 1) would
+// pack a whole operand to use it a few times and waste most of the register
+// tile on padding. Instead each element of C is a dot product of two
+// contiguous rows, computed by an assembly kernel that streams four rows of
+// the large operand against two rows of the small one. Kernels without a
+// dot kernel take the packed path.
 
-// smallRows is the most rows of op(A) the dot-product path takes: measured
+// smallRows is the most rows (or columns) the dot-product path takes: measured
 // on 4864×896 weights, it is 1.6× faster than packing at 8 rows, even at 16
 // and slower at 32.
 const smallRows = 8
@@ -19,71 +20,105 @@ const smallRows = 8
 type dotKernel func(k int, a0, a1, b *float32, ldb uintptr, out *[8]float32)
 
 func (e *Engine) useSmall(j *job) bool {
-	return j.m <= smallRows && j.transB && e.kern.dot != nil
+	if !j.transB || e.kern.dot == nil {
+		return false
+	}
+	return j.m <= smallRows || (j.n <= smallRows && !j.transA)
 }
 
-// small runs the dot-product path, split over groups of B rows.
+// dotJob is the path's view of a product: every element of C is a dot
+// product of a row of the wide operand (many rows, ld floats apart, streamed
+// by the kernel four at a time) and a row of the narrow one (≤ smallRows
+// rows, reused from L1).
+type dotJob struct {
+	*job
+	wide    []float32
+	ld      int
+	count   int         // rows of the wide operand
+	narrow  [][]float32 // rows of the narrow operand
+	wideIsA bool        // C[wide row][narrow row]; else C[narrow row][wide row]
+	kv      int         // the kernel's part of each dot: k rounded down to dotStep
+	dot     dotKernel
+}
+
+// small runs the dot-product path, split over groups of four wide rows.
 func (e *Engine) small(j *job, threads int) {
-	kn := e.kern
-	// Rows of op(A), contiguous: A's own rows, or a gathered copy of its
-	// columns when A is transposed.
-	rows := make([][]float32, j.m)
-	if j.transA {
-		buf := make([]float32, j.m*j.k)
-		for i := range rows {
-			rows[i] = buf[i*j.k : (i+1)*j.k]
-			for p := range rows[i] {
-				rows[i][p] = j.a[p*j.lda+i]
+	d := dotJob{job: j, dot: e.kern.dot, kv: j.k / e.kern.dotStep * e.kern.dotStep}
+	if j.m <= smallRows {
+		// Few rows of op(A) (decoding): B's rows are the wide operand. Rows of
+		// op(A) must be contiguous: A's own rows, or a gathered copy of its
+		// columns when A is transposed.
+		d.wide, d.ld, d.count = j.b, j.ldb, j.n
+		d.narrow = make([][]float32, j.m)
+		if j.transA {
+			buf := make([]float32, j.m*j.k)
+			for i := range d.narrow {
+				d.narrow[i] = buf[i*j.k : (i+1)*j.k]
+				for p := range d.narrow[i] {
+					d.narrow[i][p] = j.a[p*j.lda+i]
+				}
+			}
+		} else {
+			for i := range d.narrow {
+				d.narrow[i] = j.a[i*j.lda : i*j.lda+j.k]
 			}
 		}
 	} else {
-		for i := range rows {
-			rows[i] = j.a[i*j.lda : i*j.lda+j.k]
+		// Few columns (a value head, n = 1): A's rows are the wide operand.
+		d.wide, d.ld, d.count, d.wideIsA = j.a, j.lda, j.m, true
+		d.narrow = make([][]float32, j.n)
+		for i := range d.narrow {
+			d.narrow[i] = j.b[i*j.ldb : i*j.ldb+j.k]
 		}
 	}
-	kv := j.k / kn.dotStep * kn.dotStep // the kernel's part of each dot
-	groups := ceilDiv(j.n, 4)
-	per := max(16, ceilDiv(groups, 8*threads)) // groups of four B rows per task
+	groups := ceilDiv(d.count, 4)
+	per := max(16, ceilDiv(groups, 8*threads)) // groups of four wide rows per task
 	forEach(threads, ceilDiv(groups, per), func(t int) {
 		for g := t * per; g < min(groups, (t+1)*per); g++ {
-			e.dotGroup(j, rows, kv, g*4)
+			d.group(g * 4)
 		}
 	})
 }
 
-// dotGroup computes C[:, j0:j0+4] (fewer at the right edge).
-func (e *Engine) dotGroup(j *job, rows [][]float32, kv, j0 int) {
-	nb := min(4, j.n-j0)
+// group computes the dots of wide rows [w0, w0+4) (fewer at the end)
+// against every narrow row.
+func (d *dotJob) group(w0 int) {
+	nw := min(4, d.count-w0)
+	nn := len(d.narrow)
 	var out [8]float32
-	for i0 := 0; i0 < j.m; i0 += 2 {
-		a0, a1 := rows[i0], rows[min(i0+1, j.m-1)]
-		for r0 := 0; r0 < nb; {
+	for i0 := 0; i0 < nn; i0 += 2 {
+		a0, a1 := d.narrow[i0], d.narrow[min(i0+1, nn-1)]
+		for r0 := 0; r0 < nw; {
 			// Four distinct rows when there are four left; otherwise one row
 			// at a time, repeated by a zero stride.
-			width, ldb := 4, uintptr(j.ldb)*4
-			if nb-r0 < 4 {
-				width, ldb = 1, 0
+			width, ld := 4, uintptr(d.ld)*4
+			if nw-r0 < 4 {
+				width, ld = 1, 0
 			}
 			out = [8]float32{}
-			if kv > 0 {
-				e.kern.dot(kv, &a0[0], &a1[0], &j.b[(j0+r0)*j.ldb], ldb, &out)
+			if d.kv > 0 {
+				d.dot(d.kv, &a0[0], &a1[0], &d.wide[(w0+r0)*d.ld], ld, &out)
 			}
 			for r := 0; r < width; r++ {
-				brow := j.b[(j0+r0+r)*j.ldb : (j0+r0+r)*j.ldb+j.k]
+				w := w0 + r0 + r
+				wrow := d.wide[w*d.ld : w*d.ld+d.k]
 				for di, a := range [2][]float32{a0, a1} {
 					i := i0 + di
-					if i >= j.m {
+					if i >= nn {
 						break
 					}
 					s := out[2*r+di]
-					for p := kv; p < j.k; p++ {
-						s += a[p] * brow[p]
+					for p := d.kv; p < d.k; p++ {
+						s += a[p] * wrow[p]
 					}
-					ci := i*j.ldc + j0 + r0 + r
-					if j.beta == 0 {
-						j.c[ci] = j.alpha * s
+					ci := i*d.ldc + w
+					if d.wideIsA {
+						ci = w*d.ldc + i
+					}
+					if d.beta == 0 {
+						d.c[ci] = d.alpha * s
 					} else {
-						j.c[ci] = j.alpha*s + j.beta*j.c[ci]
+						d.c[ci] = d.alpha*s + d.beta*d.c[ci]
 					}
 				}
 			}
