@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -65,6 +66,65 @@ type goldenRow struct {
 	Ordinary []int  `json:"ordinary"`
 	Text     string `json:"text"`
 	Skip     string `json:"skip"` // decode rows: skip_special_tokens=True
+}
+
+// TestGoldenRust compares encode and decode with the Rust Hugging Face
+// tokenizers (npm "tokenizers", golden/gen_rust.mjs) on the golden strings
+// plus the long-s cases, which the Rust library splits as we do.
+func TestGoldenRust(t *testing.T) {
+	var strs []string
+	for _, r := range readGolden[splitRow](t, "../splits.jsonl.gz") {
+		strs = append(strs, r.S)
+	}
+	for _, fixture := range fixtures {
+		rows := readGolden[goldenRow](t, "rust_"+fixture+".jsonl.gz")
+		decodes := readGolden[goldenRow](t, "rust_"+fixture+"_decode.jsonl.gz")
+		if len(rows) != len(strs) || len(strs) < 3000 {
+			t.Fatalf("%s: %d rows for %d strings", fixture, len(rows), len(strs))
+		}
+		for name, load := range backends {
+			t.Run(fixture+"/"+name, func(t *testing.T) {
+				tok, err := load(filepath.Join("testdata", fixture))
+				if err != nil {
+					t.Fatal(err)
+				}
+				bad := 0
+				for i, s := range strs {
+					if name == "native-regexp2" && strings.Contains(s, "ſ") {
+						continue // regexp2 folds case like transformers.js
+					}
+					want := rows[i]
+					wantOrd := want.Ordinary
+					if wantOrd == nil {
+						wantOrd = want.IDs
+					}
+					got, gotOrd, text := tok.Encode(s), tok.EncodeOrdinary(s), tok.DecodeText(want.IDs)
+					if !slices.Equal(got, want.IDs) || !slices.Equal(gotOrd, wantOrd) || text != want.Text {
+						if bad++; bad <= 10 {
+							t.Errorf("%q: Encode %v want %v; EncodeOrdinary %v want %v; DecodeText %q want %q",
+								s, got, want.IDs, gotOrd, wantOrd, text, want.Text)
+						}
+					}
+				}
+				native, _ := tok.(*Tokenizer)
+				for _, d := range decodes {
+					if got := tok.DecodeText(d.IDs); got != d.Text {
+						if bad++; bad <= 10 {
+							t.Errorf("DecodeText(%v) = %q, want %q", d.IDs, got, d.Text)
+						}
+					}
+					if native != nil && native.DecodeText(native.StripSpecial(d.IDs)) != d.Skip {
+						if bad++; bad <= 10 {
+							t.Errorf("DecodeText(StripSpecial(%v)) = %q, want %q", d.IDs, native.DecodeText(native.StripSpecial(d.IDs)), d.Skip)
+						}
+					}
+				}
+				if bad > 0 {
+					t.Errorf("%d mismatches in %d strings and %d decode cases", bad, len(strs), len(decodes))
+				}
+			})
+		}
+	}
 }
 
 // TestGolden compares encode and decode with @huggingface/transformers on

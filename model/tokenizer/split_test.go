@@ -22,10 +22,17 @@ func pieces(m matcher, s string) []string {
 }
 
 // TestSplitOracle checks both splitters against Python's regex module
-// (testdata/splits.py), including the long-s case folding transformers.js
-// lacks; regexp2 lacks it too, so it is checked only on the other strings.
+// (testdata/splits.py) and against the Rust tokenizers' own Split
+// (Oniguruma, golden/gen_rust.mjs), including the long-s case folding
+// that transformers.js lacks; regexp2 lacks it too, so it is checked only
+// on the other strings.
 func TestSplitOracle(t *testing.T) {
-	rows := readGolden[splitRow](t, "../splits.jsonl.gz")
+	python := readGolden[splitRow](t, "../splits.jsonl.gz")
+	rust := readGolden[splitRow](t, "rust_splits.jsonl.gz")
+	if len(rust) != len(python) {
+		t.Fatalf("%d Rust rows, %d Python rows", len(rust), len(python))
+	}
+	rows := append(python, rust...)
 	qwenFast, _ := newMatcher(ptr(qwen2Pattern), nil, false)
 	llamaFast, _ := newMatcher(ptr(llama3Pattern), nil, false)
 	qwenRE, _ := newMatcher(ptr(qwen2Pattern), nil, true)
@@ -51,7 +58,7 @@ func TestSplitOracle(t *testing.T) {
 		check("qwen2 regexp2", qwenRE, r.Qwen2)
 		check("llama3 regexp2", llamaRE, r.Llama3)
 	}
-	if len(rows) < 3000 || longS < 9 {
+	if len(rows) < 6000 || longS < 18 {
 		t.Fatalf("%d rows, %d with long s", len(rows), longS)
 	}
 }
