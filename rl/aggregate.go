@@ -43,7 +43,9 @@ type Norm struct {
 
 // NewNorm counts the normaliser of mode over mini's ActionMask.
 // lossScaleFactor is seq-mean-token-sum-norm's L_norm; when it is 0 the
-// longest sequence of mini stands in for verl's padded length.
+// longest response of mini (sequence minus prompt; the whole sequence when
+// PromptLen is nil) stands in for verl's padded response length. Dr.GRPO
+// wants a constant: set it to the configured maximum response length.
 func NewNorm(mode AggMode, mini *Batch, lossScaleFactor float64) (Norm, error) {
 	if _, err := ParseAggMode(string(mode)); err != nil {
 		return Norm{}, err
@@ -64,8 +66,12 @@ func NewNorm(mode AggMode, mini *Batch, lossScaleFactor float64) (Norm, error) {
 		if k > 0 {
 			n.Seqs++
 		}
-		if lossScaleFactor == 0 && float64(e-s) > n.Length {
-			n.Length = float64(e - s)
+		resp := e - s
+		if mini.PromptLen != nil {
+			resp -= mini.PromptLen[i]
+		}
+		if lossScaleFactor == 0 && float64(resp) > n.Length {
+			n.Length = float64(resp)
 		}
 	}
 	return n, n.check()

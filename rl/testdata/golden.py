@@ -122,6 +122,8 @@ class Dense:
         off = b['offsets']
         self.B = len(off) - 1
         self.T = max(off[i + 1] - off[i] for i in range(self.B))
+        # verl's padded response length: the divisor of seq-mean-token-sum-norm
+        self.T_resp = max(off[i + 1] - off[i] - b['prompt_len'][i] for i in range(self.B))
         self.off = off
 
     def d(self, x):
@@ -404,7 +406,7 @@ def value_loss(v, vold, ret, m, eps, mode, T):
 
 def run(b):
     dn = Dense(b)
-    T = dn.T
+    T = dn.T_resp
     am = dn.d(b['action_mask'])
     rm = dn.response_mask()
     out = {'scores': dn.p(place_scores(dn, False)), 'scores_prime': dn.p(place_scores(dn, True))}
