@@ -1,6 +1,8 @@
 // Command tokenizer measures encode throughput of model/tokenizer on one
-// core and on all cores, beside @huggingface/transformers (Node.js) on the
-// same corpus and tokenizer in the same run:
+// core and on all cores, beside @huggingface/transformers (Node.js) and the
+// Rust Hugging Face tokenizers library (its Node.js binding; one document
+// per call, and encodeBatch on all cores) on the same corpus and tokenizer
+// in the same run:
 //
 //	go run ./benchmarks/tokenizer [-tokenizer DIR] [-mb 8] [-rounds 3]
 //
@@ -93,22 +95,27 @@ func main() {
 	if oneIDs != allIDs {
 		log.Fatalf("one core gave %d ids, all cores %d", oneIDs, allIDs)
 	}
-	fmt.Printf("go, 1 core:        %8.2f MB/s  (%d ids, %.3f s)\n", mbps(one), oneIDs, one)
-	fmt.Printf("go, %2d cores:      %8.2f MB/s  (%.3f s, %.2fx one core)\n", runtime.GOMAXPROCS(0), mbps(all), all, one/all)
+	fmt.Printf("%-27s %8.2f MB/s  (%.3f s, %d ids)\n", "go, 1 core:", mbps(one), one, oneIDs)
+	fmt.Printf("%-27s %8.2f MB/s  (%.3f s, %.2fx one core)\n", fmt.Sprintf("go, %d cores:", runtime.GOMAXPROCS(0)), mbps(all), all, one/all)
 	if *skipNode {
 		return
 	}
-	nodeSec, nodeIDs, err := runNode(*dir, docs, *rounds)
-	if err != nil {
-		log.Print(err)
-		os.Exit(1)
+	for _, peer := range []struct{ mode, name string }{
+		{"js", "transformers.js"},
+		{"rust", "Rust tokenizers, 1 core"},
+		{"rust-batch", "Rust tokenizers, all cores"},
+	} {
+		sec, ids, err := runNode(peer.mode, *dir, docs, *rounds)
+		if err != nil {
+			log.Print(err)
+			os.Exit(1)
+		}
+		if ids != oneIDs {
+			log.Fatalf("%s gave %d ids, Go %d", peer.name, ids, oneIDs)
+		}
+		fmt.Printf("%-27s %8.2f MB/s  (%.3f s)  go 1 core: %.2fx, go all cores: %.2fx\n",
+			peer.name+":", mbps(sec), sec, sec/one, sec/all)
 	}
-	if nodeIDs != oneIDs {
-		log.Fatalf("transformers.js gave %d ids, Go %d", nodeIDs, oneIDs)
-	}
-	fmt.Printf("transformers.js:   %8.2f MB/s  (%.3f s)\n", mbps(nodeSec), nodeSec)
-	fmt.Printf("ratio go 1 core / transformers.js:  %.2fx\n", nodeSec/one)
-	fmt.Printf("ratio go all cores / transformers.js: %.2fx\n", nodeSec/all)
 }
 
 // best runs f once to warm up, then rounds times, and returns its result
@@ -178,7 +185,7 @@ func corpus(limit int) ([]string, int) {
 	return docs, size
 }
 
-func runNode(dir string, docs []string, rounds int) (float64, int, error) {
+func runNode(mode, dir string, docs []string, rounds int) (float64, int, error) {
 	bench := filepath.Join("benchmarks", "tokenizer")
 	if _, err := os.Stat(filepath.Join(bench, "node_modules")); err != nil {
 		install := exec.Command("npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund")
@@ -203,9 +210,9 @@ func runNode(dir string, docs []string, rounds int) (float64, int, error) {
 	}
 	tmp.Close()
 	abs, _ := filepath.Abs(dir)
-	out, err := exec.Command("node", filepath.Join(bench, "encode.mjs"), abs, tmp.Name(), fmt.Sprint(rounds)).Output()
+	out, err := exec.Command("node", filepath.Join(bench, "encode.mjs"), mode, abs, tmp.Name(), fmt.Sprint(rounds)).Output()
 	if err != nil {
-		return 0, 0, fmt.Errorf("node encode.mjs: %v", err)
+		return 0, 0, fmt.Errorf("node encode.mjs %s: %v", mode, err)
 	}
 	var res struct {
 		Seconds float64 `json:"seconds"`
