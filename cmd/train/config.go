@@ -81,6 +81,9 @@ func tinyOptim(lr float64, warmup int) optim.Config {
 
 // Validate checks the parts no section checks alone.
 func (c *Config) Validate() error {
+	if err := c.RL.Validate(); err != nil {
+		return err
+	}
 	if c.Data.TrainBatchSize < 1 {
 		return fmt.Errorf("data.train_batch_size %d must be ≥ 1", c.Data.TrainBatchSize)
 	}
