@@ -227,3 +227,38 @@ func TestRolloutSeams(t *testing.T) {
 
 func execValue(v any) *exec.Value { return exec.AsValue(v) }
 func emptyArgs() *exec.VarArgs    { return exec.NewVarArgs() }
+
+// TestToJSONArguments checks tojson's keyword arguments against CPython:
+//
+//	v = {'b': 'é😀\u2028<', 'a': [1, {'x': None}]}
+//	json.dumps(v, ensure_ascii=True); json.dumps(v, ensure_ascii=False, separators=(',', ':'))
+//	json.dumps(v, ensure_ascii=False, indent=2); json.dumps(v, ensure_ascii=False, sort_keys=True)
+func TestToJSONArguments(t *testing.T) {
+	tok := loadFixture(t, "qwen2")
+	v, err := jsonValue([]byte(`{"b": "é😀\u2028<", "a": [1, {"x": null}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tpl, want := range map[string]string{
+		"{{ v | tojson(ensure_ascii=true) }}":     "{\"b\": \"\\u00e9\\ud83d\\ude00\\u2028<\", \"a\": [1, {\"x\": null}]}",
+		"{{ v | tojson(separators=(',', ':')) }}": "{\"b\":\"é😀\u2028<\",\"a\":[1,{\"x\":null}]}",
+		"{{ v | tojson(indent=2) }}":              "{\n  \"b\": \"é😀\u2028<\",\n  \"a\": [\n    1,\n    {\n      \"x\": null\n    }\n  ]\n}",
+		"{{ v | tojson(sort_keys=true) }}":        "{\"a\": [1, {\"x\": null}], \"b\": \"é😀\u2028<\"}",
+		"{{ v | tojson(indent=none) }}":           "{\"b\": \"é😀\u2028<\", \"a\": [1, {\"x\": null}]}",
+		"{{ v | tojson(default=1) }}":             "ERROR unsupported argument default",
+		"{{ v | tojson(separators=(',',)) }}":     "ERROR separators must be a pair",
+		"{{ v | tojson(indent='  ') }}":           "ERROR indent must be an integer",
+	} {
+		tok.templates = chatTemplates{text: tpl, source: "t"}
+		got, err := tok.RenderChat(Chat{Vars: map[string]any{"v": v}})
+		if wantErr, isErr := strings.CutPrefix(want, "ERROR "); isErr {
+			if err == nil || !strings.Contains(err.Error(), wantErr) {
+				t.Errorf("%s: error %v, want %q", tpl, err, wantErr)
+			}
+			continue
+		}
+		if err != nil || got != want {
+			t.Errorf("%s = %q (%v), want %q", tpl, got, err, want)
+		}
+	}
+}

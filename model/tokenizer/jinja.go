@@ -93,20 +93,39 @@ func renderJinja(text string, vars map[string]any, fail func(error) error) (out 
 }
 
 // filterPyJSON is tojson as transformers defines it: json.dumps with
-// ensure_ascii=False, key order kept, Python separators, no HTML escaping.
+// ensure_ascii=False, key order kept, Python separators, no HTML escaping;
+// its keyword arguments indent, separators, sort_keys and ensure_ascii are
+// json.dumps's.
 func filterPyJSON(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
 	if in.IsError() {
 		return in
 	}
 	p := pyJSON{indent: -1}
-	if v, ok := params.KwArgs["indent"]; ok && !v.IsNil() {
-		if !v.IsInteger() {
-			return exec.AsValue(fmt.Errorf("tojson: indent must be an integer, got %s", v.String()))
+	for key, v := range params.KwArgs {
+		switch key {
+		case "indent":
+			if v.IsNil() {
+				continue
+			}
+			if !v.IsInteger() {
+				return exec.AsValue(fmt.Errorf("tojson: indent must be an integer, got %s", v.String()))
+			}
+			p.indent = v.Integer()
+		case "sort_keys":
+			p.sortKeys = v.IsTrue()
+		case "ensure_ascii":
+			p.ensureASCII = v.IsTrue()
+		case "separators":
+			if v.IsNil() {
+				continue
+			}
+			if !v.IsList() || v.Len() != 2 {
+				return exec.AsValue(fmt.Errorf("tojson: separators must be a pair of strings, got %s", v.String()))
+			}
+			p.itemSep, p.keySep = v.Index(0).String(), v.Index(1).String()
+		default:
+			return exec.AsValue(fmt.Errorf("tojson: unsupported argument %s", key))
 		}
-		p.indent = v.Integer()
-	}
-	if v, ok := params.KwArgs["sort_keys"]; ok {
-		p.sortKeys = v.IsTrue()
 	}
 	if err := p.write(in, 0); err != nil {
 		return exec.AsValue(err)

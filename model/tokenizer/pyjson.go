@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/nikolalohinski/gonja/v2/exec"
@@ -124,9 +125,12 @@ func decodeJSONValue(dec *json.Decoder) (any, error) {
 // indent=indent, sort_keys=sortKeys) does: ", " and ": " separators without
 // indent, "," and newlines with it, non-ASCII and "<>&'" raw.
 type pyJSON struct {
-	buf      strings.Builder
-	indent   int // < 0: none
-	sortKeys bool
+	buf         strings.Builder
+	indent      int    // < 0: none
+	itemSep     string // "" means Python's default for the indent
+	keySep      string
+	sortKeys    bool
+	ensureASCII bool // escape non-ASCII as \uXXXX (surrogate pairs above U+FFFF)
 }
 
 func (p *pyJSON) newline(depth int) {
@@ -167,7 +171,7 @@ func (p *pyJSON) write(v *exec.Value, depth int) error {
 	case reflect.Float32, reflect.Float64:
 		p.buf.WriteString(pyFloat(rv.Float()))
 	case reflect.String:
-		writePyString(&p.buf, rv.String())
+		writePyString(&p.buf, p.ensureASCII, rv.String())
 	case reflect.Slice, reflect.Array:
 		n := rv.Len()
 		if n == 0 {
@@ -199,9 +203,12 @@ func (p *pyJSON) write(v *exec.Value, depth int) error {
 }
 
 func (p *pyJSON) separator() {
-	if p.indent >= 0 {
+	switch {
+	case p.itemSep != "":
+		p.buf.WriteString(p.itemSep)
+	case p.indent >= 0:
 		p.buf.WriteByte(',')
-	} else {
+	default:
 		p.buf.WriteString(", ")
 	}
 }
@@ -242,15 +249,19 @@ func (p *pyJSON) writeObject(v *exec.Value, depth int) error {
 		key := pair.Key
 		switch {
 		case key.IsNil():
-			writePyString(&p.buf, "null")
+			writePyString(&p.buf, p.ensureASCII, "null")
 		case key.IsBool():
-			writePyString(&p.buf, map[bool]string{true: "true", false: "false"}[key.Bool()])
+			writePyString(&p.buf, p.ensureASCII, map[bool]string{true: "true", false: "false"}[key.Bool()])
 		case key.IsFloat():
-			writePyString(&p.buf, pyFloat(key.Float()))
+			writePyString(&p.buf, p.ensureASCII, pyFloat(key.Float()))
 		default:
-			writePyString(&p.buf, key.String())
+			writePyString(&p.buf, p.ensureASCII, key.String())
 		}
-		p.buf.WriteString(": ")
+		if p.keySep != "" {
+			p.buf.WriteString(p.keySep)
+		} else {
+			p.buf.WriteString(": ")
+		}
 		if err := p.write(pair.Value, depth+1); err != nil {
 			return err
 		}
@@ -263,9 +274,9 @@ func (p *pyJSON) writeObject(v *exec.Value, depth int) error {
 }
 
 // writePyString writes a JSON string literal the way Python's json module
-// does with ensure_ascii=False: only '"', '\\' and control characters are
-// escaped, \u escapes in lower-case hex.
-func writePyString(b *strings.Builder, s string) {
+// does: '"', '\\' and control characters escaped, \u escapes in lower-case
+// hex, and with ensureASCII every non-ASCII character too.
+func writePyString(b *strings.Builder, ensureASCII bool, s string) {
 	b.WriteByte('"')
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -292,7 +303,15 @@ func writePyString(b *strings.Builder, s string) {
 			// Multi-byte: copy the character (an invalid byte, which a
 			// Python str cannot hold, becomes U+FFFD).
 			r, w := utf8.DecodeRuneInString(s[i:])
-			b.WriteRune(r)
+			switch {
+			case !ensureASCII:
+				b.WriteRune(r)
+			case r > 0xFFFF:
+				r1, r2 := utf16.EncodeRune(r)
+				fmt.Fprintf(b, `\u%04x\u%04x`, r1, r2)
+			default:
+				fmt.Fprintf(b, `\u%04x`, r)
+			}
 			i += w
 			continue
 		}
