@@ -67,7 +67,9 @@
 // constructs found in real chat templates. Known gaps of the gonja engine:
 // a conditional expression inside parentheses, "(a if c else b)", does not
 // parse (Render returns the error; "set x = a if c else b" works), None
-// prints as "" where Python prints "None", and 2 ** 3 prints 8.0.
+// prints as "" where Python prints "None", a variable holding None (tools
+// when none are given) is not "defined" (in Python it is; templates test
+// "tools is not none" or "if tools", which agree), and 2 ** 3 prints 8.0.
 //
 // A rollout builds a conversation turn by turn; training must see exactly
 // the tokens the model saw, and re-rendering the finished conversation with
