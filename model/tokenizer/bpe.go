@@ -3,7 +3,6 @@ package tokenizer
 import (
 	"container/heap"
 	"strings"
-	"unicode/utf8"
 )
 
 // bpe is the model part of a tokenizer.json: the vocabulary and the ranked
@@ -207,6 +206,3 @@ func splitMerge(s string, vocab map[string]int) (string, string, bool) {
 	}
 	return "", "", false
 }
-
-// runeCount is used by the trainer and the loader to size buffers.
-func runeCount(s string) int { return utf8.RuneCountInString(s) }
