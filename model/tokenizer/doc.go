@@ -21,7 +21,10 @@
 // interface. The splitter follows Oniguruma, which the Rust tokenizers use:
 // Unicode White_Space for \s and Unicode case folding in (?i:...), so "'ſ"
 // is a contraction there (transformers.js folds ASCII only and differs on
-// that one letter). Each encoding goroutine keeps a private cache of
+// that one letter). Character classes come from Go's unicode package
+// (Unicode 15.0): a character assigned in a later Unicode version can
+// class differently than in a library with newer tables. Each encoding
+// goroutine keeps a private cache of
 // pieces, so EncodeBatch scales over cores without a shared lock.
 //
 // The tests hold golden ids, decodes and splits for 3,300+ strings on two
