@@ -8,8 +8,8 @@ import (
 )
 
 var (
-	kAdamW      = kernel("adamw.cu", "adamw_update")
-	kSumSquares = kernel("adamw.cu", "sum_squares")
+	kAdamW      = kernel("adamw.cu", "adamw_update", 256)
+	kSumSquares = kernel("adamw.cu", "sum_squares", 256)
 )
 
 // AdamW updates p in place from g and the moments m, v: one fused pass

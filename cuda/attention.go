@@ -8,9 +8,9 @@ import (
 )
 
 var (
-	kAttentionForward     = kernel("attention.cu", "attention_forward")
-	kAttentionBackwardDQ  = kernel("attention.cu", "attention_backward_dq")
-	kAttentionBackwardDKV = kernel("attention.cu", "attention_backward_dkv")
+	kAttentionForward     = kernel("attention.cu", "attention_forward", 256)
+	kAttentionBackwardDQ  = kernel("attention.cu", "attention_backward_dq", 256)
+	kAttentionBackwardDKV = kernel("attention.cu", "attention_backward_dkv", 256)
 )
 
 // Tile shape of attention.cu: attnRows query (or key) rows per block, one

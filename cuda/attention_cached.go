@@ -7,7 +7,7 @@ import (
 	"github.com/r1go/r1go/model"
 )
 
-var kKVCacheWrite = kernel("attention_cached.cu", "kv_cache_write")
+var kKVCacheWrite = kernel("attention_cached.cu", "kv_cache_write", 256)
 
 // cachePlan is the host-side geometry of one AttentionCached call: the
 // cache row each packed row's key and value go to, and the query tiles of

@@ -30,8 +30,8 @@ func Float32FromBF16(h uint16) float32 { return math.Float32frombits(uint32(h) <
 func BF16Round(f float32) float32 { return Float32FromBF16(BF16FromFloat32(f)) }
 
 var (
-	kToBF16 = kernel("convert.cu", "convert_f32_bf16")
-	kToF32  = kernel("convert.cu", "convert_bf16_f32")
+	kToBF16 = kernel("convert.cu", "convert_f32_bf16", 256)
+	kToF32  = kernel("convert.cu", "convert_bf16_f32", 256)
 )
 
 // Convert copies src into dst converting between f32 and bf16 (rounding to

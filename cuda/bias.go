@@ -3,8 +3,8 @@ package cuda
 import "github.com/r1go/r1go/model"
 
 var (
-	kBiasForward  = kernel("bias.cu", "bias_forward")
-	kBiasBackward = kernel("bias.cu", "bias_backward")
+	kBiasForward  = kernel("bias.cu", "bias_forward", 256)
+	kBiasBackward = kernel("bias.cu", "bias_backward", 256)
 )
 
 // AddBias adds bias[cols] to every row of out[rows, ldo].

@@ -7,8 +7,8 @@ import (
 )
 
 var (
-	kEmbeddingForward  = kernel("embedding.cu", "embedding_forward")
-	kEmbeddingBackward = kernel("embedding.cu", "embedding_backward")
+	kEmbeddingForward  = kernel("embedding.cu", "embedding_forward", 256)
+	kEmbeddingBackward = kernel("embedding.cu", "embedding_backward", 256)
 )
 
 // Embedding copies row ids[t] of table[V, C] into out[t, :].

@@ -8,15 +8,21 @@ import (
 	"unsafe"
 )
 
-// kernelID names one __global__ function: its .cu file and its extern "C"
-// name. Every launcher declares its kernels through kernel(), so
-// allKernels is the list the NVRTC test checks against the compiled images.
-type kernelID struct{ file, name string }
+// kernelID names one __global__ function: its .cu file, its extern "C"
+// name, and the block size it is compiled for (its __launch_bounds__,
+// which lets the compiler budget registers; a bigger block fails to
+// launch). Every launcher declares its kernels through kernel(), so
+// allKernels is the list the NVRTC test checks against the sources and
+// the compiled images.
+type kernelID struct {
+	file, name string
+	maxThreads int
+}
 
 var allKernels []kernelID
 
-func kernel(file, name string) kernelID {
-	k := kernelID{file, name}
+func kernel(file, name string, maxThreads int) kernelID {
+	k := kernelID{file, name, maxThreads}
 	allKernels = append(allKernels, k)
 	return k
 }
@@ -58,6 +64,9 @@ func grid1(x int) dim3 { return dim3{x, 1, 1} }
 func (d *Device) launch(k kernelID, grid, block dim3, smem int, args ...uint64) {
 	if grid.x == 0 || grid.y == 0 || grid.z == 0 || d.captureErr != nil && d.capturing {
 		return
+	}
+	if n := block.x * block.y * block.z; n > k.maxThreads || n%32 != 0 {
+		panic(fmt.Sprintf("cuda: %s launched with %d threads a block; it is built for at most %d, whole warps", k.name, n, k.maxThreads))
 	}
 	f := d.function(k)
 	if smem > 48<<10 && d.smemSet[k] < smem {

@@ -7,9 +7,9 @@ import (
 )
 
 var (
-	kLMHeadStats  = kernel("lmhead.cu", "lmhead_stats")
-	kLMHeadFinish = kernel("lmhead.cu", "lmhead_finish")
-	kLMHeadGrad   = kernel("lmhead.cu", "lmhead_grad")
+	kLMHeadStats  = kernel("lmhead.cu", "lmhead_stats", 256)
+	kLMHeadFinish = kernel("lmhead.cu", "lmhead_finish", 256)
+	kLMHeadGrad   = kernel("lmhead.cu", "lmhead_grad", 256)
 )
 
 // headLogitBudget caps the logits block of the fused head (rows × chunk

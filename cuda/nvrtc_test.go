@@ -5,9 +5,11 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -53,9 +55,24 @@ func TestCompileKernels(t *testing.T) {
 				continue
 			}
 			syms := cubinFunctions(t, img)
+			regs := cubinRegisters(t, img)
 			for _, n := range names {
 				if !slices.Contains(syms, n) {
 					t.Errorf("%s (%s): no kernel %s in the CUBIN (functions: %v)", file, arch, n, syms)
+				}
+			}
+			for _, k := range allKernels {
+				if k.file != file {
+					continue
+				}
+				// A block needs registers × threads ≤ 64K (every GPU since
+				// Kepler); past that its launch fails.
+				r, ok := regs[k.name]
+				if !ok || r == 0 || r*k.maxThreads > 65536 {
+					t.Errorf("%s (%s): %d registers a thread (found %v) for blocks of %d threads", k.name, arch, r, ok, k.maxThreads)
+				}
+				if arch == "sm_90a" {
+					t.Logf("%s: %d registers, blocks of up to %d threads", k.name, r, k.maxThreads)
 				}
 			}
 		}
@@ -89,6 +106,62 @@ func cubinFunctions(t *testing.T, img []byte) []string {
 		}
 	}
 	return out
+}
+
+// cubinRegisters reads the registers each kernel uses from the CUBIN's
+// .nv.info section: records of (format, attribute, size, value), where
+// format 4 carries a size-long value and attribute 0x2f (EIATTR_REGCOUNT)
+// holds (symbol index, registers).
+func cubinRegisters(t *testing.T, img []byte) map[string]int {
+	t.Helper()
+	img = bytes.Clone(img)
+	img[elf.EI_VERSION] = byte(elf.EV_CURRENT)
+	binary.LittleEndian.PutUint32(img[20:], uint32(elf.EV_CURRENT))
+	f, err := elf.NewFile(bytes.NewReader(img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, _ := f.Symbols() // index i of the symbol table is syms[i-1]
+	sec := f.Section(".nv.info")
+	if sec == nil {
+		t.Fatal("CUBIN has no .nv.info section")
+	}
+	d, _ := sec.Data()
+	out := map[string]int{}
+	for i := 0; i+4 <= len(d); {
+		format, attr := d[i], d[i+1]
+		switch format {
+		case 4:
+			size := int(binary.LittleEndian.Uint16(d[i+2:]))
+			if attr == 0x2f && size == 8 {
+				sym := int(binary.LittleEndian.Uint32(d[i+4:]))
+				if sym >= 1 && sym <= len(syms) {
+					out[syms[sym-1].Name] = int(binary.LittleEndian.Uint32(d[i+8:]))
+				}
+			}
+			i += 4 + size
+		case 1, 2, 3:
+			i += 4
+		default:
+			t.Fatalf(".nv.info record of unknown format %d at byte %d", format, i)
+		}
+	}
+	return out
+}
+
+// TestLaunchBounds: every kernel's __launch_bounds__ in its source is the
+// block size its Go declaration allows.
+func TestLaunchBounds(t *testing.T) {
+	for _, k := range allKernels {
+		src, err := kernelSource(k.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("__launch_bounds__(%d) %s(", k.maxThreads, k.name)
+		if !strings.Contains(src.text, want) {
+			t.Errorf("%s: %s does not declare %q", k.file, k.name, want)
+		}
+	}
 }
 
 // TestCompileErrorLog: a kernel NVRTC rejects comes back as a CompileError

@@ -2,7 +2,7 @@ package cuda
 
 import "github.com/r1go/r1go/model"
 
-var kResidual = kernel("residual.cu", "residual_forward")
+var kResidual = kernel("residual.cu", "residual_forward", 256)
 
 // Add sets out = a + b elementwise (out may alias a or b).
 func (d *Device) Add(out, a, b model.Buffer) {

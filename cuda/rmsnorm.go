@@ -7,8 +7,8 @@ import (
 )
 
 var (
-	kRMSNormForward  = kernel("rmsnorm.cu", "rmsnorm_forward")
-	kRMSNormBackward = kernel("rmsnorm.cu", "rmsnorm_backward")
+	kRMSNormForward  = kernel("rmsnorm.cu", "rmsnorm_forward", 1024)
+	kRMSNormBackward = kernel("rmsnorm.cu", "rmsnorm_backward", 1024)
 )
 
 // rmsnormThreads is the block size for a row of C values: one pass of

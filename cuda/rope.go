@@ -7,7 +7,7 @@ import (
 	"github.com/r1go/r1go/model"
 )
 
-var kRoPE = kernel("rope.cu", "rope_forward")
+var kRoPE = kernel("rope.cu", "rope_forward", 256)
 
 type ropeKey struct {
 	theta float64

@@ -7,7 +7,7 @@ import (
 	"github.com/r1go/r1go/model"
 )
 
-var kSample = kernel("sample.cu", "sample_rows")
+var kSample = kernel("sample.cu", "sample_rows", 1024)
 
 // Sample draws one token per row of logits[rows, V] on the GPU and returns
 // the tokens with their log-probabilities under softmax(logits/T), as

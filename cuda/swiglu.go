@@ -3,8 +3,8 @@ package cuda
 import "github.com/r1go/r1go/model"
 
 var (
-	kSwiGLUForward  = kernel("swiglu.cu", "swiglu_forward")
-	kSwiGLUBackward = kernel("swiglu.cu", "swiglu_backward")
+	kSwiGLUForward  = kernel("swiglu.cu", "swiglu_forward", 256)
+	kSwiGLUBackward = kernel("swiglu.cu", "swiglu_backward", 256)
 )
 
 // SwiGLU: out[T, I] = silu(gu[:, :I]) ⊙ gu[:, I:], gu[T, 2I].

@@ -4,7 +4,7 @@
 // (computed on the host in double). And Σx² for gradient-norm clipping.
 #include "common.cuh"
 
-extern "C" __global__ void adamw_update(float* p, const float* g, float* m, float* v, long long n,
+extern "C" __global__ void __launch_bounds__(256) adamw_update(float* p, const float* g, float* m, float* v, long long n,
                                         float lr, float beta1, float beta2, float eps, float wd,
                                         float c1, float c2, float gscale) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
@@ -21,7 +21,7 @@ extern "C" __global__ void adamw_update(float* p, const float* g, float* m, floa
 // Each thread sums squares in double over a grid stride; blocks reduce and
 // add into *out (zeroed by the launcher). Double keeps the clipping norm
 // of billions of parameters exact enough to match the CPU's float64 sum.
-extern "C" __global__ void sum_squares(double* out, const float* x, long long n) {
+extern "C" __global__ void __launch_bounds__(256) sum_squares(double* out, const float* x, long long n) {
     __shared__ double part[32];
     double s = 0.0;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {

@@ -18,7 +18,7 @@
 #define BK 32
 #define MAXD 8  // head size ≤ 32·MAXD = 256
 
-extern "C" __global__ void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
+extern "C" __global__ void __launch_bounds__(256) attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                                              const int4* tiles, int ldq, int ldkv, int ldo, int T, int NH, int KVH,
                                              int HS, float scale) {
     extern __shared__ float smem[];
@@ -87,7 +87,7 @@ extern "C" __global__ void attention_forward(float* out, float* lse, const float
 // dQ = dS·K with dS = P ⊙ (dO·Vᵀ − D)·scale, P = e^(S − lse) and
 // D = rowsum(dO ⊙ O), which this kernel also stores for attention_backward_dkv.
 // Same tiles and layout as the forward.
-extern "C" __global__ void attention_backward_dq(float* dq, float* Dbuf, const float* dout, const float* out,
+extern "C" __global__ void __launch_bounds__(256) attention_backward_dq(float* dq, float* Dbuf, const float* dout, const float* out,
                                                  const float* lse, const float* q, const float* k, const float* v,
                                                  const int4* tiles, int ldq, int ldkv, int ldo, int lddq, int T,
                                                  int NH, int KVH, int HS, float scale) {
@@ -166,7 +166,7 @@ extern "C" __global__ void attention_backward_dq(float* dq, float* Dbuf, const f
 // written (=) once. Tiles: x = first key row, y = rows, z = end of the
 // sequence (exclusive). Queries stream through shared memory BK at a time;
 // lane j handles query j of the tile.
-extern "C" __global__ void attention_backward_dkv(float* dk, float* dv, const float* dout, const float* Dbuf,
+extern "C" __global__ void __launch_bounds__(256) attention_backward_dkv(float* dk, float* dv, const float* dout, const float* Dbuf,
                                                   const float* lse, const float* q, const float* k, const float* v,
                                                   const int4* tiles, int ldq, int ldkv, int ldo, int lddkv, int T,
                                                   int NH, int KVH, int HS, float scale) {

@@ -4,7 +4,7 @@
 #include "common.cuh"
 
 // One thread per (row, column < kvw). dst[t] is the cache row of packed row t.
-extern "C" __global__ void kv_cache_write(float* kc, float* vc, const float* k, const float* v, const int* dst,
+extern "C" __global__ void __launch_bounds__(256) kv_cache_write(float* kc, float* vc, const float* k, const float* v, const int* dst,
                                           int T, int ldkv, int kvw) {
     long long n = (long long)T * kvw;
     for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < n; e += (long long)gridDim.x * blockDim.x) {

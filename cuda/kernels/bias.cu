@@ -2,7 +2,7 @@
 // its backward, the column sums of the gradient (accumulated, +=).
 #include "common.cuh"
 
-extern "C" __global__ void bias_forward(float* out, int ldo, const float* bias, int rows, int cols) {
+extern "C" __global__ void __launch_bounds__(256) bias_forward(float* out, int ldo, const float* bias, int rows, int cols) {
     long long n = (long long)rows * cols;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
         long long r = i / cols;
@@ -13,7 +13,7 @@ extern "C" __global__ void bias_forward(float* out, int ldo, const float* bias, 
 
 // Block (32, 8): threadIdx.x picks a column of a 32-column strip (so a warp
 // reads 32 consecutive floats of a row), threadIdx.y a stripe of rows.
-extern "C" __global__ void bias_backward(float* dbias, const float* dout, int ldo, int rows, int cols) {
+extern "C" __global__ void __launch_bounds__(256) bias_backward(float* dbias, const float* dout, int ldo, int rows, int cols) {
     __shared__ float part[8][33];
     int c = blockIdx.x * 32 + threadIdx.x;
     float s = 0.0f;

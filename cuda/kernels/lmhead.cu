@@ -10,7 +10,7 @@
 // One block per row of the chunk. first marks the chunk at v0 = 0, which
 // starts the statistics instead of updating them. targets and the
 // statistics arrays start at the block's first row.
-extern "C" __global__ void lmhead_stats(const float* z, int m, int v0, const int* targets,
+extern "C" __global__ void __launch_bounds__(256) lmhead_stats(const float* z, int m, int v0, const int* targets,
                                         double* mx, double* se, double* sz, double* zy, int first) {
     __shared__ float fscratch[32];
     __shared__ double dscratch[32];
@@ -52,7 +52,7 @@ extern "C" __global__ void lmhead_stats(const float* z, int m, int v0, const int
 }
 
 // One thread per row.
-extern "C" __global__ void lmhead_finish(float* logprob, float* entropy, float* lse, const double* mx, const double* se,
+extern "C" __global__ void __launch_bounds__(256) lmhead_finish(float* logprob, float* entropy, float* lse, const double* mx, const double* se,
                                          const double* sz, const double* zy, const int* targets, int T) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= T) return;
@@ -64,7 +64,7 @@ extern "C" __global__ void lmhead_finish(float* logprob, float* entropy, float* 
 
 // Turns the logits z[n, m] of a chunk into d(loss)/dz in place. targets and
 // the per-row inputs start at the block's first row.
-extern "C" __global__ void lmhead_grad(float* z, int n, int m, int v0, const int* targets, const float* lse,
+extern "C" __global__ void __launch_bounds__(256) lmhead_grad(float* z, int n, int m, int v0, const int* targets, const float* lse,
                                        const float* entropy, const float* dlogprob, const float* dentropy) {
     long long total = (long long)n * m;
     for (long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x; k < total; k += (long long)gridDim.x * blockDim.x) {

@@ -4,7 +4,7 @@
 #include "common.cuh"
 
 // One block per row.
-extern "C" __global__ void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int rows, int C, float eps) {
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int rows, int C, float eps) {
     __shared__ float scratch[32];
     int t = blockIdx.x;
     const float* x = inp + (long long)t * C;
@@ -20,7 +20,7 @@ extern "C" __global__ void rmsnorm_forward(float* out, float* rstd, const float*
 // A grid of G blocks strides over the rows; each block keeps its share of
 // dw in shared memory (C floats, dynamic) and adds it to dw once at the
 // end, so dw sees G·C atomic adds instead of rows·C.
-extern "C" __global__ void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, const float* rstd, int rows, int C) {
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, const float* rstd, int rows, int C) {
     extern __shared__ float acc[];
     __shared__ float scratch[32];
     for (int c = threadIdx.x; c < C; c += blockDim.x) acc[c] = 0.0f;

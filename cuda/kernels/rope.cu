@@ -7,7 +7,7 @@
 #include "common.cuh"
 
 // One thread per (row, head, i < HS/2).
-extern "C" __global__ void rope_forward(float* x, int ld, int off, const int* pos, const float* invfreq, int T, int nHeads, int HS, float sign) {
+extern "C" __global__ void __launch_bounds__(256) rope_forward(float* x, int ld, int off, const int* pos, const float* invfreq, int T, int nHeads, int HS, float sign) {
     int half = HS / 2;
     long long n = (long long)T * nHeads * half;
     for (long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x; k < n; k += (long long)gridDim.x * blockDim.x) {

@@ -22,7 +22,7 @@ __device__ __forceinline__ float uniform01(unsigned long long seed, int row, int
 }
 
 // One block per row. invT = 1/T; greedy when invT == 0.
-extern "C" __global__ void sample_rows(int* tokens, float* logprobs, const float* logits, int V, float invT,
+extern "C" __global__ void __launch_bounds__(1024) sample_rows(int* tokens, float* logprobs, const float* logits, int V, float invT,
                                        unsigned long long seed) {
     __shared__ float skey[32], sm[32], ss[32];
     __shared__ int sidx[32];

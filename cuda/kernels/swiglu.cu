@@ -2,7 +2,7 @@
 // Backward: d gate = dy·up·σ(g)(1 + g(1−σ(g))), d up = dy·silu(g).
 #include "common.cuh"
 
-extern "C" __global__ void swiglu_forward(float* out, const float* gu, int rows, int I) {
+extern "C" __global__ void __launch_bounds__(256) swiglu_forward(float* out, const float* gu, int rows, int I) {
     long long n = (long long)rows * I;
     for (long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x; k < n; k += (long long)gridDim.x * blockDim.x) {
         long long t = k / I;
@@ -12,7 +12,7 @@ extern "C" __global__ void swiglu_forward(float* out, const float* gu, int rows,
     }
 }
 
-extern "C" __global__ void swiglu_backward(float* dgu, const float* dout, const float* gu, int rows, int I) {
+extern "C" __global__ void __launch_bounds__(256) swiglu_backward(float* dgu, const float* dout, const float* gu, int rows, int I) {
     long long n = (long long)rows * I;
     for (long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x; k < n; k += (long long)gridDim.x * blockDim.x) {
         long long t = k / I;

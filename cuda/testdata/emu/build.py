@@ -27,7 +27,7 @@ for f in sorted(glob.glob(os.path.join(kernels, "*.cu"))):
     src = src.replace('#include "common.cuh"', "")
     # Dynamic shared memory becomes a pointer into the block's buffer.
     src = re.sub(r"extern __shared__ (\w+) (\w+)\[\];", r"\1* \2 = (\1*)emu_smem();", src)
-    names += re.findall(r'extern "C" __global__ void (\w+)\(', src)
+    names += re.findall(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(', src)
     parts.append("// ---- " + os.path.basename(f) + "\n" + src)
     # Macros of one file (tile sizes) end with it.
     for m in re.findall(r"^#define (\w+)", src, re.M):

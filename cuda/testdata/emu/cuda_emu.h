@@ -22,6 +22,7 @@ extern thread_local uint3 gridDim;
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __launch_bounds__(n)
 #define __shared__ static
 
 void* emu_smem();                   // this block's dynamic shared memory
