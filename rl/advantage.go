@@ -43,11 +43,19 @@ func init() {
 	RegisterEstimator("remax", ReMax)
 }
 
-// outputs sizes Advantages and Returns to N and zeroes them.
+// outputs sizes Advantages and Returns to N; the estimators write every
+// entry (0 off the mask), so there is no zeroing pass.
 func (b *Batch) outputs() {
 	n := b.NumTokens()
-	b.Advantages = zeroed(b.Advantages, n)
-	b.Returns = zeroed(b.Returns, n)
+	b.Advantages = sized(b.Advantages, n)
+	b.Returns = sized(b.Returns, n)
+}
+
+func sized(x []float64, n int) []float64 {
+	if cap(x) < n {
+		return make([]float64, n)
+	}
+	return x[:n]
 }
 
 func zeroed(x []float64, n int) []float64 {
@@ -70,45 +78,58 @@ func zeroed(x []float64, n int) []float64 {
 // (ResponseMask) this is the "advantage mask disabled" ablation.
 // Reads Rewards, OldValues, AdvantageMask.
 func GAE(b *Batch, cfg *AdvantageConfig) error {
-	if err := b.Validate(FieldAdvantageMask, FieldRewards, FieldOldValues); err != nil {
+	if err := b.require(FieldAdvantageMask, FieldRewards, FieldOldValues); err != nil {
 		return err
 	}
 	if err := checkGamma(cfg); err != nil {
 		return err
 	}
 	b.outputs()
-	m, r, v := b.AdvantageMask, b.Rewards, b.OldValues
+	m, r, v, A, R := b.AdvantageMask, b.Rewards, b.OldValues, b.Advantages, b.Returns
+	var sum, bad float64
+	n := 0
 	for i := 0; i < b.NumSeqs(); i++ {
 		s, e := b.Seq(i)
 		nextV, adv := 0.0, 0.0
 		for t := e - 1; t >= s; t-- {
 			if !m[t] {
+				A[t], R[t] = 0, 0
 				continue
 			}
+			bad += r[t] - r[t] + v[t] - v[t]
 			delta := r[t] + cfg.Gamma*nextV - v[t]
 			adv = delta + cfg.Gamma*cfg.Lambda*adv
 			nextV = v[t]
-			b.Advantages[t] = adv
-			b.Returns[t] = adv + v[t]
+			A[t], R[t] = adv, adv+v[t]
+			sum += adv
+			n++
 		}
 	}
-	return whiten(b.Advantages, m, "GAE advantages")
+	if bad != 0 {
+		return b.firstNonFiniteUnder(m, FieldRewards, FieldOldValues)
+	}
+	return whitenWith(A, m, sum, n, "GAE advantages")
 }
 
 // seqScores returns s_i = Σ_t r_t·m_t per sequence: the outcome score counts
 // only rewards on credited tokens (Agent-R1's choice; rewards live on model
 // tokens).
-func seqScores(b *Batch) []float64 {
+func seqScores(b *Batch) ([]float64, error) {
 	sc := make([]float64, b.NumSeqs())
+	var bad float64
 	for i := range sc {
 		s, e := b.Seq(i)
 		for t := s; t < e; t++ {
 			if b.AdvantageMask[t] {
 				sc[i] += b.Rewards[t]
+				bad += b.Rewards[t] - b.Rewards[t]
 			}
 		}
 	}
-	return sc
+	if bad != 0 {
+		return nil, b.firstNonFiniteUnder(b.AdvantageMask, FieldRewards)
+	}
+	return sc, nil
 }
 
 // groups lists the sequence indices of each group id in first-seen order.
@@ -127,16 +148,24 @@ func groups(b *Batch) [][]int {
 	return gs
 }
 
-// broadcast writes per-sequence advantages onto the masked tokens.
-func (b *Batch) broadcast(adv []float64) {
+// broadcast writes per-sequence advantages onto the masked tokens and 0
+// elsewhere, into Advantages and Returns, and returns their masked sum and
+// count (for whitening).
+func (b *Batch) broadcast(adv []float64) (sum float64, n int) {
+	m, A, R := b.AdvantageMask, b.Advantages, b.Returns
 	for i, a := range adv {
 		s, e := b.Seq(i)
 		for t := s; t < e; t++ {
-			if b.AdvantageMask[t] {
-				b.Advantages[t] = a
+			x := 0.0
+			if m[t] {
+				x = a
+				sum += a
+				n++
 			}
+			A[t], R[t] = x, x
 		}
 	}
+	return sum, n
 }
 
 // grpoEps is verl's epsilon added to the group std.
@@ -153,11 +182,14 @@ var singletonDivisor = float64(float32(1 + grpoEps))
 // The advantage is broadcast over the sequence's masked tokens; returns equal
 // advantages. Reads Rewards, AdvantageMask, Group.
 func GRPO(b *Batch, cfg *AdvantageConfig) error {
-	if err := b.Validate(FieldAdvantageMask, FieldRewards, FieldGroup); err != nil {
+	if err := b.require(FieldAdvantageMask, FieldRewards, FieldGroup); err != nil {
 		return err
 	}
 	b.outputs()
-	sc := seqScores(b)
+	sc, err := seqScores(b)
+	if err != nil {
+		return err
+	}
 	adv := make([]float64, len(sc))
 	for _, g := range groups(b) {
 		if len(g) == 1 {
@@ -176,7 +208,6 @@ func GRPO(b *Batch, cfg *AdvantageConfig) error {
 		}
 	}
 	b.broadcast(adv)
-	copy(b.Returns, b.Advantages)
 	return nil
 }
 
@@ -199,11 +230,14 @@ func meanStd(x []float64, g []int) (mean, std float64) {
 // No normalisation; returns equal advantages. Reads Rewards, AdvantageMask,
 // Group.
 func RLOO(b *Batch, cfg *AdvantageConfig) error {
-	if err := b.Validate(FieldAdvantageMask, FieldRewards, FieldGroup); err != nil {
+	if err := b.require(FieldAdvantageMask, FieldRewards, FieldGroup); err != nil {
 		return err
 	}
 	b.outputs()
-	sc := seqScores(b)
+	sc, err := seqScores(b)
+	if err != nil {
+		return err
+	}
 	adv := make([]float64, len(sc))
 	for _, g := range groups(b) {
 		n := float64(len(g))
@@ -217,7 +251,6 @@ func RLOO(b *Batch, cfg *AdvantageConfig) error {
 		}
 	}
 	b.broadcast(adv)
-	copy(b.Returns, b.Advantages)
 	return nil
 }
 
@@ -227,26 +260,35 @@ func RLOO(b *Batch, cfg *AdvantageConfig) error {
 // form; verl instead resets the return at unmasked tokens). Returns are G;
 // advantages are G whitened over the mask. Reads Rewards, AdvantageMask.
 func ReinforcePlusPlus(b *Batch, cfg *AdvantageConfig) error {
-	if err := b.Validate(FieldAdvantageMask, FieldRewards); err != nil {
+	if err := b.require(FieldAdvantageMask, FieldRewards); err != nil {
 		return err
 	}
 	if err := checkGamma(cfg); err != nil {
 		return err
 	}
 	b.outputs()
-	m, r := b.AdvantageMask, b.Rewards
+	m, r, A, R := b.AdvantageMask, b.Rewards, b.Advantages, b.Returns
+	var sum, bad float64
+	n := 0
 	for i := 0; i < b.NumSeqs(); i++ {
 		s, e := b.Seq(i)
 		g := 0.0
 		for t := e - 1; t >= s; t-- {
-			if m[t] {
-				g = r[t] + cfg.Gamma*g
-				b.Returns[t] = g
+			if !m[t] {
+				A[t], R[t] = 0, 0
+				continue
 			}
+			bad += r[t] - r[t]
+			g = r[t] + cfg.Gamma*g
+			A[t], R[t] = g, g
+			sum += g
+			n++
 		}
 	}
-	copy(b.Advantages, b.Returns)
-	return whiten(b.Advantages, m, "REINFORCE++ returns")
+	if bad != 0 {
+		return b.firstNonFiniteUnder(m, FieldRewards)
+	}
+	return whitenWith(A, m, sum, n, "REINFORCE++ returns")
 }
 
 // ReinforcePlusPlusBaseline subtracts the group mean score (0 for a group of
@@ -254,11 +296,14 @@ func ReinforcePlusPlus(b *Batch, cfg *AdvantageConfig) error {
 // the whole batch's masked tokens (token-weighted). Returns equal advantages.
 // Reads Rewards, AdvantageMask, Group.
 func ReinforcePlusPlusBaseline(b *Batch, cfg *AdvantageConfig) error {
-	if err := b.Validate(FieldAdvantageMask, FieldRewards, FieldGroup); err != nil {
+	if err := b.require(FieldAdvantageMask, FieldRewards, FieldGroup); err != nil {
 		return err
 	}
 	b.outputs()
-	sc := seqScores(b)
+	sc, err := seqScores(b)
+	if err != nil {
+		return err
+	}
 	adv := make([]float64, len(sc))
 	for _, g := range groups(b) {
 		mean := 0.0
@@ -269,8 +314,8 @@ func ReinforcePlusPlusBaseline(b *Batch, cfg *AdvantageConfig) error {
 			adv[i] = sc[i] - mean
 		}
 	}
-	b.broadcast(adv)
-	if err := whiten(b.Advantages, b.AdvantageMask, "REINFORCE++-baseline advantages"); err != nil {
+	sum, n := b.broadcast(adv)
+	if err := whitenWith(b.Advantages, b.AdvantageMask, sum, n, "REINFORCE++-baseline advantages"); err != nil {
 		return err
 	}
 	copy(b.Returns, b.Advantages)
@@ -281,21 +326,30 @@ func ReinforcePlusPlusBaseline(b *Batch, cfg *AdvantageConfig) error {
 // undiscounted reward-to-go over masked tokens, advantages are the returns
 // minus BaselineScore[i]. Reads Rewards, AdvantageMask, BaselineScore.
 func ReMax(b *Batch, cfg *AdvantageConfig) error {
-	if err := b.Validate(FieldAdvantageMask, FieldRewards, FieldBaselineScore); err != nil {
+	if err := b.require(FieldAdvantageMask, FieldRewards); err != nil {
+		return err
+	}
+	if err := b.Validate(FieldBaselineScore); err != nil {
 		return err
 	}
 	b.outputs()
-	m, r := b.AdvantageMask, b.Rewards
+	m, r, A, R := b.AdvantageMask, b.Rewards, b.Advantages, b.Returns
+	var bad float64
 	for i := 0; i < b.NumSeqs(); i++ {
 		s, e := b.Seq(i)
 		g := 0.0
 		for t := e - 1; t >= s; t-- {
-			if m[t] {
-				g += r[t]
-				b.Returns[t] = g
-				b.Advantages[t] = g - b.BaselineScore[i]
+			if !m[t] {
+				A[t], R[t] = 0, 0
+				continue
 			}
+			bad += r[t] - r[t]
+			g += r[t]
+			A[t], R[t] = g-b.BaselineScore[i], g
 		}
+	}
+	if bad != 0 {
+		return b.firstNonFiniteUnder(m, FieldRewards)
 	}
 	return nil
 }

@@ -241,15 +241,21 @@ func entropyTerm(b *Batch, coef float64, w Weights, out *Output) error {
 // of the named fields. Kernels call it only after their fused check (a sum of
 // x−x, which is 0 for every finite x) saw a non-finite value.
 func (b *Batch) firstNonFiniteMasked(fields ...Field) error {
+	return b.firstNonFiniteUnder(b.ActionMask, fields...)
+}
+
+// firstNonFiniteUnder is firstNonFiniteMasked over the tokens where mask is
+// true (the estimators read the advantage mask).
+func (b *Batch) firstNonFiniteUnder(mask []bool, fields ...Field) error {
 	for _, f := range fields {
 		x, _ := b.floats(f)
 		for t, v := range x {
-			if b.ActionMask[t] && (math.IsNaN(v) || math.IsInf(v, 0)) {
+			if mask[t] && (math.IsNaN(v) || math.IsInf(v, 0)) {
 				return b.badValue(string(f), t, v, false)
 			}
 		}
 	}
-	return fmt.Errorf("rl: a loss became non-finite with finite inputs (fields %v)", fields)
+	return fmt.Errorf("rl: a result became non-finite with finite inputs (fields %v)", fields)
 }
 
 // chunkTokens is the work unit of the loss kernels: runs of whole sequences

@@ -9,34 +9,17 @@ import (
 // maskEps is verl's epsilon in masked means and whitening.
 const maskEps = 1e-8
 
-// maskedMean is verl's masked_mean: Σ m·x / (Σ m + 1e-8).
-func maskedMean(x []float64, m []bool) float64 {
-	var s, n float64
-	for t, v := range x {
-		if m[t] {
-			s += v
-			n++
-		}
-	}
-	return s / (n + maskEps)
-}
-
-// whiten overwrites x with verl's masked_whiten over the tokens where m is
-// true: (x − μ)·rsqrt(var + 1e-8), μ the masked mean, var the unbiased masked
-// variance (N/(N−1) Bessel factor). Positions where m is false are set to 0,
-// so nothing unmasked leaks into a loss. It fails when fewer than two tokens
-// are masked, as verl's masked_var does.
-func whiten(x []float64, m []bool, what string) error {
-	n := 0
-	for _, v := range m {
-		if v {
-			n++
-		}
-	}
+// whitenWith overwrites x with verl's masked_whiten over the tokens where m
+// is true, given their sum and count from the estimator's own pass:
+// (x − μ)·rsqrt(var + 1e-8), μ = sum/(n + 1e-8) (verl's masked_mean), var the
+// unbiased masked variance (N/(N−1) Bessel factor). Positions where m is
+// false must already be 0 and stay 0, so nothing unmasked leaks into a loss.
+// It fails when fewer than two tokens are masked, as verl's masked_var does.
+func whitenWith(x []float64, m []bool, sum float64, n int, what string) error {
 	if n <= 1 {
 		return fmt.Errorf("rl: whitening %s needs at least 2 masked tokens, the batch has %d", what, n)
 	}
-	mu := maskedMean(x, m)
+	mu := sum / (float64(n) + maskEps)
 	var ss float64
 	for t, v := range x {
 		if m[t] {
@@ -48,8 +31,6 @@ func whiten(x []float64, m []bool, what string) error {
 	for t, v := range x {
 		if m[t] {
 			x[t] = (v - mu) * inv
-		} else {
-			x[t] = 0
 		}
 	}
 	return nil
