@@ -1,8 +1,10 @@
 // Host emulation of the CUDA device builtins the r1go kernels use, so that
-// kernels/*.cu compile with g++ and run on a CPU, one std::thread per CUDA
-// thread of a block (blocks run one after another). It exists to test the
-// kernels' logic, and the Go launchers' argument order, on machines without
-// a GPU; it says nothing about their speed. See build.py.
+// kernels/*.cu compile with g++ and run on a CPU: each CUDA thread of a
+// block is a fiber (ucontext) on one OS thread, switched at barriers, and
+// blocks run one after another. A barrier that not every live thread of
+// its block or warp reaches is reported as a deadlock. It exists to test
+// the kernels' logic, and the Go launchers' argument order, on machines
+// without a GPU; it says nothing about their speed. See build.py.
 #pragma once
 #include <atomic>
 #include <cmath>
@@ -14,10 +16,7 @@
 struct uint3 { unsigned int x, y, z; };
 struct int4 { int x, y, z, w; };
 
-extern thread_local uint3 threadIdx;
-extern thread_local uint3 blockIdx;
-extern thread_local uint3 blockDim;
-extern thread_local uint3 gridDim;
+extern uint3 threadIdx, blockIdx, blockDim, gridDim;
 
 #define __global__
 #define __device__

@@ -2,78 +2,119 @@
 // binds, over host memory, running kernels from the registry that build.py
 // generates. Launches run synchronously; a stream is a no-op; graph capture
 // records launches and replays them.
-#include <dlfcn.h>
+#include <ucontext.h>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <string>
-#include <thread>
 #include <vector>
 #include "cuda_emu.h"
 
-thread_local uint3 threadIdx, blockIdx, blockDim, gridDim;
+uint3 threadIdx, blockIdx, blockDim, gridDim;
 
 struct KernelEntry { const char* name; void (*invoke)(void**); int arity; };
 extern KernelEntry emu_kernels[];
 extern int emu_num_kernels;
 
-// A barrier whose participants may leave (a thread that returns early).
-struct Barrier {
-    std::mutex mu; std::condition_variable cv;
-    int want = 0, arrived = 0; unsigned long gen = 0;
-    void reset(int n) { want = n; arrived = 0; }
-    void wait() {
-        std::unique_lock<std::mutex> l(mu);
-        unsigned long g = gen;
-        if (++arrived == want) { arrived = 0; gen++; cv.notify_all(); return; }
-        cv.wait(l, [&] { return gen != g; });
-    }
-    void drop() {
-        std::unique_lock<std::mutex> l(mu);
-        want--;
-        if (want > 0 && arrived == want) { arrived = 0; gen++; cv.notify_all(); }
-    }
+// One CUDA thread: a fiber and what it waits for.
+enum State { RUNNABLE, AT_BLOCK_BARRIER, AT_WARP_BARRIER, DONE };
+struct Fiber {
+    ucontext_t ctx;
+    std::vector<char> stack;
+    State state;
+    uint3 tid;
 };
 
-struct BlockState {
-    std::vector<unsigned char> smem;
-    Barrier block;
-    std::vector<Barrier> warps;
-    std::vector<uint64_t> slots; // 32 per warp
-};
-static BlockState* cur;
-thread_local int emu_tid;
+static ucontext_t scheduler;
+static std::vector<Fiber> fibers;
+static int current;
+static std::vector<unsigned char> smem;
+static std::vector<uint64_t> slots; // 32 exchange slots per warp
+static KernelEntry* launching;
+static void** launchParams;
 
-void* emu_smem() { return cur->smem.data(); }
-void emu_syncthreads() { cur->block.wait(); }
-void emu_warp_sync() { cur->warps[emu_tid / 32].wait(); }
-void* emu_warp_slot(int lane) { return &cur->slots[(emu_tid / 32) * 32 + lane]; }
+void* emu_smem() { return smem.data(); }
+static void park(State s) {
+    fibers[current].state = s;
+    swapcontext(&fibers[current].ctx, &scheduler);
+}
+void emu_syncthreads() { park(AT_BLOCK_BARRIER); }
+void emu_warp_sync() { park(AT_WARP_BARRIER); }
+void* emu_warp_slot(int lane) { return &slots[(current / 32) * 32 + lane]; }
 
-static void run_launch(KernelEntry* k, int gx, int gy, int gz, int bx, int by, int bz, int smem, void** params) {
-    int n = bx * by * bz;
-    BlockState st;
-    cur = &st;
-    st.warps = std::vector<Barrier>((n + 31) / 32);
-    st.slots.assign(((n + 31) / 32) * 32, 0);
-    for (int z = 0; z < gz; z++) for (int y = 0; y < gy; y++) for (int x = 0; x < gx; x++) {
-        st.smem.assign(smem + 16, 0xff); // NaN-filled: reading unwritten shared memory shows
-        st.block.reset(n);
-        for (size_t w = 0; w < st.warps.size(); w++) st.warps[w].reset(std::min(32, n - (int)w * 32));
-        std::vector<std::thread> ts;
-        ts.reserve(n);
+static void fiber_main() {
+    launching->invoke(launchParams);
+    fibers[current].state = DONE;
+    swapcontext(&fibers[current].ctx, &scheduler);
+}
+
+// run_block runs every thread of one block to completion, releasing a
+// barrier when every live thread of its scope has reached it.
+static void run_block(int n) {
+    for (int t = 0; t < n; t++) {
+        Fiber& f = fibers[t];
+        getcontext(&f.ctx);
+        f.ctx.uc_stack.ss_sp = f.stack.data();
+        f.ctx.uc_stack.ss_size = f.stack.size();
+        f.ctx.uc_link = nullptr;
+        makecontext(&f.ctx, fiber_main, 0);
+        f.state = RUNNABLE;
+        f.tid = {(unsigned)(t % blockDim.x), (unsigned)(t / blockDim.x % blockDim.y), (unsigned)(t / (blockDim.x * blockDim.y))};
+    }
+    int nw = (n + 31) / 32;
+    for (;;) {
+        bool ran = false;
         for (int t = 0; t < n; t++) {
-            ts.emplace_back([=, &st] {
-                emu_tid = t;
-                threadIdx = {(unsigned)(t % bx), (unsigned)(t / bx % by), (unsigned)(t / (bx * by))};
-                blockIdx = {(unsigned)x, (unsigned)y, (unsigned)z};
-                blockDim = {(unsigned)bx, (unsigned)by, (unsigned)bz};
-                gridDim = {(unsigned)gx, (unsigned)gy, (unsigned)gz};
-                k->invoke(params);
-                st.warps[t / 32].drop();
-                st.block.drop();
-            });
+            if (fibers[t].state != RUNNABLE) continue;
+            current = t;
+            threadIdx = fibers[t].tid;
+            swapcontext(&scheduler, &fibers[t].ctx);
+            ran = true;
         }
-        for (auto& th : ts) th.join();
+        if (ran) continue;
+        bool released = false;
+        for (int w = 0; w < nw; w++) {
+            int lo = w * 32, hi = std::min(n, lo + 32), waiting = 0, live = 0;
+            for (int t = lo; t < hi; t++) {
+                live += fibers[t].state != DONE;
+                waiting += fibers[t].state == AT_WARP_BARRIER;
+            }
+            if (waiting > 0 && waiting == live) {
+                for (int t = lo; t < hi; t++) if (fibers[t].state == AT_WARP_BARRIER) fibers[t].state = RUNNABLE;
+                released = true;
+            }
+        }
+        if (released) continue;
+        int waiting = 0, live = 0;
+        for (int t = 0; t < n; t++) {
+            live += fibers[t].state != DONE;
+            waiting += fibers[t].state == AT_BLOCK_BARRIER;
+        }
+        if (live == 0) return;
+        if (waiting == live) {
+            for (int t = 0; t < n; t++) if (fibers[t].state == AT_BLOCK_BARRIER) fibers[t].state = RUNNABLE;
+            continue;
+        }
+        fprintf(stderr, "cuda emulator: deadlock in %s block (%u,%u,%u): %d of %d live threads at __syncthreads, the rest at a warp barrier\n",
+                launching->name, blockIdx.x, blockIdx.y, blockIdx.z, waiting, live);
+        abort();
+    }
+}
+
+static void run_launch(KernelEntry* k, int gx, int gy, int gz, int bx, int by, int bz, int smemBytes, void** params) {
+    int n = bx * by * bz;
+    if ((int)fibers.size() < n) {
+        fibers.resize(n);
+        for (auto& f : fibers) if (f.stack.empty()) f.stack.resize(256 << 10);
+    }
+    slots.assign(((n + 31) / 32) * 32, 0);
+    launching = k;
+    launchParams = params;
+    blockDim = {(unsigned)bx, (unsigned)by, (unsigned)bz};
+    gridDim = {(unsigned)gx, (unsigned)gy, (unsigned)gz};
+    for (int z = 0; z < gz; z++) for (int y = 0; y < gy; y++) for (int x = 0; x < gx; x++) {
+        smem.assign(smemBytes + 16, 0xff); // NaN-filled: reading unwritten shared memory shows
+        blockIdx = {(unsigned)x, (unsigned)y, (unsigned)z};
+        run_block(n);
     }
 }
 
