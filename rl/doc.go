@@ -70,11 +70,12 @@
 // Speed: the loss kernels make one pass over their inputs, split into chunks
 // of whole sequences that run in parallel (the split depends only on the
 // layout, so results do not depend on the thread count). The PPO actor loss,
-// alone or with the entropy bonus and the k3 KL loss fused in, runs an
-// AVX2/FMA loop on amd64 machines that have it (ppovec_amd64.s, checked
-// against the scalar loop in ppovec_test.go), and a scalar loop with a
-// blocked, table-driven exp elsewhere. benchmarks/rl measures both against a
-// same-run memory pass over the same inputs.
+// alone or with the entropy bonus and the k3 KL loss fused in, and the
+// clipped value loss run AVX2/FMA loops on amd64 machines that have them
+// (ppovec_amd64.s, checked against the scalar loops in ppovec_test.go);
+// elsewhere, and for the other KL estimators, a scalar loop with a blocked,
+// table-driven exp. benchmarks/rl measures them against a same-run memory
+// pass over the same inputs.
 //
 // Output gradients: DLogProb = dL/dLogProb, DEntropy = dL/dEntropy, DValue =
 // dL/dValues, one entry per packed token (0 where the mask is false); a

@@ -73,19 +73,24 @@ func GSPOLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
 	g, add := out.Grad(GradLogProb)
 	m, lp, old, adv := b.ActionMask, b.LogProb, b.OldLogProb, b.Advantages
 	acc := forChunks(b, 5, func(slo, shi int, acc []float64) {
-		var loss, clipped, negKL, n, bad float64
+		var loss, negKL, bad float64
+		var clipped, n int
 		for i := slo; i < shi; i++ {
 			s, e := b.Seq(i)
-			var sum, cnt float64
+			var sum float64
+			cnt := 0
 			for t := s; t < e; t++ {
 				if m[t] {
 					d := lp[t] - old[t]
 					sum += d
 					cnt++
-					bad += d - d + adv[t] - adv[t]
+					chk := d + adv[t]
+					bad += chk - chk
 				}
 			}
-			logRatio := sum / max(cnt, 1)
+			negKL -= sum
+			n += cnt
+			logRatio := sum / float64(max(cnt, 1))
 			inRange := true
 			if logRatio > gspoLogRatioMax {
 				logRatio, inRange = gspoLogRatioMax, false
@@ -112,8 +117,6 @@ func GSPOLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
 					grad = 0
 				}
 				seq += l
-				negKL -= lp[t] - old[t]
-				n++
 				if add {
 					g[t] += wi * grad
 				} else {
@@ -122,7 +125,7 @@ func GSPOLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
 			}
 			loss += wi * seq
 		}
-		acc[0], acc[1], acc[2], acc[3], acc[4] = loss, clipped, negKL, n, bad
+		acc[0], acc[1], acc[2], acc[3], acc[4] = loss, float64(clipped), negKL, float64(n), bad
 	})
 	if acc[4] != 0 {
 		return b.firstNonFiniteMasked(FieldLogProb, FieldOldLogProb, FieldAdvantages)
