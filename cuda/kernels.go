@@ -138,6 +138,7 @@ func (kc *kernelCache) image(file, arch string) ([]byte, bool, error) {
 		tmp, err := os.CreateTemp(kc.dir, ".tmp-*")
 		if err == nil {
 			_, werr := tmp.Write(img)
+			tmp.Chmod(0o644) //nolint:errcheck // readable by others is a convenience
 			cerr := tmp.Close()
 			if werr == nil && cerr == nil {
 				os.Rename(tmp.Name(), path) //nolint:errcheck // a lost cache entry only costs a recompile

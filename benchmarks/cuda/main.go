@@ -14,6 +14,10 @@
 //
 //	go run ./benchmarks/cuda [-tokens 4096] [-reps 20] [-cpu=true] [-tf32=false] [-cases attention,lmhead]
 //
+// With -precompile DIR it needs no GPU, only NVRTC: it compiles every
+// kernel for -arch (default sm_90a) into DIR, a kernel cache that a GPU
+// machine without NVRTC can use through R1GO_CUDA_CACHE=DIR.
+//
 // Shapes are Qwen2.5-0.5B's (C 896, I 4864, 14 query and 2 key-value heads
 // of 64, V 151936) over -tokens packed tokens in sequences of 1024.
 package main
@@ -38,7 +42,21 @@ func main() {
 	withCPU := flag.Bool("cpu", true, "run the CPU device on each case (validation and the x CPU ratio)")
 	tf32 := flag.Bool("tf32", false, "TF32 tensor cores for float32 matmuls")
 	only := flag.String("cases", "", "comma-separated case names (default: all)")
+	precompile := flag.String("precompile", "", "compile every kernel into this folder with NVRTC and exit (no GPU needed)")
+	arch := flag.String("arch", "sm_90a", "target architecture of -precompile")
 	flag.Parse()
+
+	if *precompile != "" {
+		files, err := cuda.PrecompileKernels(*precompile, *arch)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		for _, f := range files {
+			fmt.Println(f)
+		}
+		return
+	}
 
 	gpu, err := cuda.OpenWith(cuda.Options{TF32: *tf32})
 	if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
