@@ -7,29 +7,43 @@ import (
 	"github.com/r1go/r1go/model"
 )
 
-var kKVCacheWrite = kernel("attention_cached.cu", "kv_cache_write", 256)
+var (
+	kKVCacheWrite    = kernel("attention_cached.cu", "kv_cache_write", 256)
+	kAttentionDecode = kernel("attention_cached.cu", "attention_decode", 512)
+)
+
+// decodeMaxGroup is the most query heads per key-value head the decode
+// kernel serves (one warp each, 512 threads).
+const decodeMaxGroup = 16
 
 // cachePlan is the host-side geometry of one AttentionCached call: the
 // cache row each packed row's key and value go to, and the query tiles of
 // attention_forward with the cache as keys.
 type cachePlan struct {
-	dst   []int32 // [T] slot·maxLen + position
-	tiles []int32 // int4 per tile: first row, rows, slot·maxLen, keys of the first row
+	dst    []int32 // [T] slot·maxLen + position
+	tiles  []int32 // int4 per tile: first row, rows, slot·maxLen, keys of the first row
+	rows   []int32 // int2 per row: slot·maxLen, keys the row sees (the decode kernel)
+	decode bool    // every chunk is one token: a decode step
 }
+
+// attnDecodeSmem is the shared memory of attention_decode, in bytes.
+func attnDecodeSmem(HS, group int) int { return 4 * (2*attnKeys*(HS+1) + group*HS) }
 
 func planCached(slots, pos0, lens []int32, maxLen, T int) cachePlan {
 	if len(slots) != len(lens) || len(pos0) != len(lens) {
 		panic(fmt.Sprintf("cuda: AttentionCached with %d slots, %d positions, %d lengths", len(slots), len(pos0), len(lens)))
 	}
-	var pl cachePlan
+	pl := cachePlan{decode: true}
 	row := int32(0)
 	for j, n := range lens {
+		pl.decode = pl.decode && n == 1
 		if n < 0 || pos0[j] < 0 || int(pos0[j]+n) > maxLen {
 			panic(fmt.Sprintf("cuda: chunk %d reaches position %d past the KV cache length %d", j, pos0[j]+n, maxLen))
 		}
 		base := slots[j] * int32(maxLen)
 		for i := int32(0); i < n; i++ {
 			pl.dst = append(pl.dst, base+pos0[j]+i)
+			pl.rows = append(pl.rows, base, pos0[j]+i+1)
 		}
 		for i0 := int32(0); i0 < n; i0 += attnRows {
 			pl.tiles = append(pl.tiles, row+i0, min(attnRows, n-i0), base, pos0[j]+i0+1)
@@ -43,7 +57,10 @@ func planCached(slots, pos0, lens []int32, maxLen, T int) cachePlan {
 }
 
 // AttentionCached writes each chunk's keys and values into its cache slot,
-// then runs its queries against the slot's positions [0, pos0+len).
+// then runs its queries against the slot's positions [0, pos0+len): a
+// decode step (every chunk one token) with the decode kernel, which reads
+// the cache once per key-value head; anything else with the tiled kernel
+// of Attention, whose query rows of a chunk share each key read.
 func (d *Device) AttentionCached(out, qkv, kc, vc model.Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int) {
 	a := newAttnLayout(NH, KVH, HS)
 	T := qkv.Len() / a.W
@@ -60,6 +77,11 @@ func (d *Device) AttentionCached(out, qkv, kc, vc model.Buffer, slots, pos0, len
 	defer d.enter()()
 	d.launch(kKVCacheWrite, d.elementwiseGrid(T*kvw), grid1(256), 0,
 		p(pk), p(pv), p(px+uintptr(4*a.kOff)), p(px+uintptr(4*a.vOff)), p(d.ints("cache-rows", pl.dst)), i(T), i(a.W), i(kvw))
+	if group := NH / KVH; pl.decode && group <= decodeMaxGroup {
+		d.launch(kAttentionDecode, dim3{T, KVH, 1}, grid1(32*group), attnDecodeSmem(HS, group),
+			p(po), p(px), p(pk), p(pv), p(d.ints("cache-decode-rows", pl.rows)), i(a.W), i(kvw), i(NH*HS), i(NH), i(KVH), i(HS), f(scale))
+		return
+	}
 	d.launch(kAttentionForward, dim3{len(pl.tiles) / 4, NH, 1}, grid1(32*attnRows), attnForwardSmem(HS),
 		p(po), p(0), p(px), p(pk), p(pv), p(d.ints("cache-tiles", pl.tiles)),
 		i(a.W), i(kvw), i(NH*HS), i(T), i(NH), i(KVH), i(HS), f(scale))

@@ -190,6 +190,17 @@ func TestPlanCached(t *testing.T) {
 			row++
 		}
 	}
+	if pl.decode {
+		t.Error("a step with a 11-token chunk is marked as a decode step")
+	}
+	for r := 0; r < 14; r++ {
+		if pl.rows[2*r] != pl.dst[r]-(pl.dst[r]%int32(maxLen)) || pl.rows[2*r+1] != pl.dst[r]%int32(maxLen)+1 {
+			t.Fatalf("decode row %d: (%d, %d) for cache row %d", r, pl.rows[2*r], pl.rows[2*r+1], pl.dst[r])
+		}
+	}
+	if !planCached([]int32{1, 0}, []int32{5, 9}, []int32{1, 1}, maxLen, 2).decode {
+		t.Error("a step of one-token chunks is not marked as a decode step")
+	}
 	covered := map[int32]int32{} // packed row → keys it sees
 	for k := 0; k < len(pl.tiles); k += 4 {
 		for r := int32(0); r < pl.tiles[k+1]; r++ {

@@ -15,3 +15,69 @@ extern "C" __global__ void __launch_bounds__(256) kv_cache_write(float* kc, floa
         vc[d] = v[t * ldkv + c];
     }
 }
+
+#define DBK 32   // keys per shared-memory tile
+#define DMAXD 8  // head size ≤ 32·DMAXD = 256
+
+// Decode attention: one query row per block and one key-value head, one
+// warp per query head of that head's group, so the group's query heads
+// share every key and value read from the cache (decode attention is bound
+// by reading the cache; the generic kernel would read it once per query
+// head). Row t sees cache rows base[t] .. base[t] + nkeys[t] − 1; rows is an
+// int2 per packed row: (first cache row of its slot, keys it sees).
+extern "C" __global__ void __launch_bounds__(512) attention_decode(float* out, const float* q, const float* kc, const float* vc,
+                                                                   const int2* rows, int ldq, int kvw, int ldo, int NH,
+                                                                   int KVH, int HS, float scale) {
+    extern __shared__ float smem[];
+    int HSP = HS + 1;
+    float* Ks = smem;
+    float* Vs = Ks + DBK * HSP;
+    float* Qs = Vs + DBK * HSP;
+    int t = blockIdx.x, kvh = blockIdx.y, group = NH / KVH;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int h = kvh * group + warp;
+    int2 r = rows[t];
+    int nk = r.y;
+    for (int d = lane; d < HS; d += 32) Qs[warp * HS + d] = q[(long long)t * ldq + h * HS + d];
+    float m = NEG_INF, l = 0.0f, acc[DMAXD];
+#pragma unroll
+    for (int i = 0; i < DMAXD; i++) acc[i] = 0.0f;
+    for (int j0 = 0; j0 < nk; j0 += DBK) {
+        int nt = min(DBK, nk - j0);
+        __syncthreads();
+        for (int e = threadIdx.x; e < nt * HS; e += blockDim.x) {
+            int rr = e / HS, d = e - rr * HS;
+            long long src = (long long)(r.x + j0 + rr) * kvw + kvh * HS + d;
+            Ks[rr * HSP + d] = kc[src];
+            Vs[rr * HSP + d] = vc[src];
+        }
+        __syncthreads();
+        float s = NEG_INF;
+        if (lane < nt) {
+            float dot = 0.0f;
+            for (int d = 0; d < HS; d++) dot += Qs[warp * HS + d] * Ks[lane * HSP + d];
+            s = dot * scale;
+        }
+        float mn = fmaxf(m, warp_max(s));
+        float corr = expf(m - mn);
+        float p = s == NEG_INF ? 0.0f : expf(s - mn);
+        l = l * corr + warp_sum(p);
+#pragma unroll
+        for (int i = 0; i < DMAXD; i++) acc[i] *= corr;
+        for (int j = 0; j < nt; j++) {
+            float pj = __shfl_sync(0xffffffffu, p, j);
+#pragma unroll
+            for (int i = 0; i < DMAXD; i++) {
+                int d = lane + 32 * i;
+                if (d < HS) acc[i] += pj * Vs[j * HSP + d];
+            }
+        }
+        m = mn;
+    }
+    float inv = 1.0f / l;
+#pragma unroll
+    for (int i = 0; i < DMAXD; i++) {
+        int d = lane + 32 * i;
+        if (d < HS) out[(long long)t * ldo + h * HS + d] = acc[i] * inv;
+    }
+}

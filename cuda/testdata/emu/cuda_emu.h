@@ -15,6 +15,7 @@
 
 struct uint3 { unsigned int x, y, z; };
 struct int4 { int x, y, z, w; };
+struct int2 { int x, y; };
 
 extern uint3 threadIdx, blockIdx, blockDim, gridDim;
 
