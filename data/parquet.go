@@ -35,6 +35,9 @@ func streamParquet(f io.ReaderAt, size int64, name string, opt LoadOptions, fn f
 	if opt.DataSource != "" && !opt.knownSource(opt.DataSource) {
 		return rep, fmt.Errorf("data: %s: LoadOptions.DataSource: %w %q (known: %s)", name, ErrUnknownSource, opt.DataSource, sourceList())
 	}
+	if err := checkParquet(f, size); err != nil {
+		return rep, &LoadError{File: name, Err: fmt.Errorf("not a readable parquet file: %w", err)}
+	}
 	pf, err := parquet.OpenFile(f, size)
 	if err != nil {
 		return rep, &LoadError{File: name, Err: fmt.Errorf("not a readable parquet file: %w", err)}
