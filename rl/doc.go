@@ -79,9 +79,10 @@
 //
 // Output gradients: DLogProb = dL/dLogProb, DEntropy = dL/dEntropy, DValue =
 // dL/dValues, one entry per packed token (0 where the mask is false); a
-// gradient the loss does not depend on is nil. Calls overwrite Output and
-// Batch.Advantages/Returns/Rewards, reusing their storage; they never write
-// any other input field.
+// gradient the loss does not depend on is nil. Losses overwrite Output;
+// estimators write Batch.Advantages and Returns, ApplyKLPenalty and
+// RewardsFromScores write Rewards, AddOutcome and AddProcessRewards add to
+// Scores, all reusing existing storage; nothing else writes an input field.
 //
 // # Autodiff losses
 //
