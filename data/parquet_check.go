@@ -68,13 +68,10 @@ func checkParquet(r io.ReaderAt, size int64) error {
 // checkPages walks the page headers of one column chunk.
 func checkPages(r io.ReaderAt, c chunkSpan) error {
 	for pos, end := c.start, c.start+c.size; pos < end; {
-		// A page header is small; 64 KiB holds any real one (statistics
-		// included).
-		buf := make([]byte, min(end-pos, 64<<10))
-		if _, err := r.ReadAt(buf, pos); err != nil && err != io.EOF {
-			return err
+		d, err := readPageHeader(r, pos, end)
+		if err != nil {
+			return fmt.Errorf("page header at %d: %w", pos, err)
 		}
-		d := &thriftWalker{buf: buf}
 		compressed, uncompressed, err := d.pageHeader()
 		if err != nil {
 			return fmt.Errorf("page header at %d: %w", pos, err)
@@ -88,6 +85,23 @@ func checkPages(r io.ReaderAt, c chunkSpan) error {
 		}
 	}
 	return nil
+}
+
+// readPageHeader reads enough bytes at pos to hold the page header there:
+// 512 first, more (up to 1 MiB, for headers with large statistics) while
+// the header decodes as truncated and the chunk has more.
+func readPageHeader(r io.ReaderAt, pos, end int64) (*thriftWalker, error) {
+	for n := int64(512); ; n *= 8 {
+		buf := make([]byte, min(end-pos, n))
+		if _, err := r.ReadAt(buf, pos); err != nil && err != io.EOF {
+			return nil, err
+		}
+		probe := &thriftWalker{buf: buf}
+		_, _, err := probe.pageHeader()
+		if !errors.Is(err, errShort) || int64(len(buf)) == end-pos || n >= 1<<20 {
+			return &thriftWalker{buf: buf}, nil
+		}
+	}
 }
 
 // Thrift compact protocol type codes.
@@ -150,7 +164,7 @@ func (d *thriftWalker) zigzag() (int64, error) {
 // minBytes*n bytes remain.
 func (d *thriftWalker) count(n uint64, minBytes int) (int, error) {
 	if n > uint64(len(d.buf)-d.pos)/uint64(max(minBytes, 1)) {
-		return 0, fmt.Errorf("a length of %d where %d bytes remain", n, len(d.buf)-d.pos)
+		return 0, fmt.Errorf("%w: a length of %d where %d bytes remain", errShort, n, len(d.buf)-d.pos)
 	}
 	return int(n), nil
 }

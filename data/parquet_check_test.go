@@ -75,6 +75,18 @@ func TestCheckPages(t *testing.T) {
 	if err := checkPages(bytes.NewReader(two), chunkSpan{0, int64(len(two)), "x"}); err != nil {
 		t.Fatalf("two good pages: %v", err)
 	}
+	// A header with 3000 bytes of statistics (field 5, a struct holding a
+	// binary) is longer than the first read and still checks.
+	big := header(10, 5)
+	big = big[:len(big)-1] // reopen the struct
+	big = append(big, 0x2c, 0x18)
+	big = binary.AppendUvarint(big, 3000)
+	big = append(big, bytes.Repeat([]byte{'s'}, 3000)...)
+	big = append(big, 0x00, 0x00)
+	big = append(big, "12345"...)
+	if err := checkPages(bytes.NewReader(big), chunkSpan{0, int64(len(big)), "x"}); err != nil {
+		t.Fatalf("a page with large statistics: %v", err)
+	}
 	for _, tc := range []struct {
 		name string
 		data []byte
