@@ -72,9 +72,31 @@ func GSPOLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
 	lo, hi := 1-cfg.clipLow(), 1+cfg.clipHigh()
 	g, add := out.Grad(GradLogProb)
 	m, lp, old, adv := b.ActionMask, b.LogProb, b.OldLogProb, b.Advantages
+	vec := useAVX2 && !add
 	acc := forChunks(b, 5, func(slo, shi int, acc []float64) {
 		var loss, negKL, bad float64
 		var clipped, n int
+		if vec {
+			k := &gspoVecConsts{one: splat(1)}
+			for i := slo; i < shi; i++ {
+				s, e := b.Seq(i)
+				sum, chk, cnt := gspoSeqSum(m, lp, old, adv, s, e)
+				bad += chk
+				negKL -= sum
+				n += cnt
+				logRatio := sum / float64(max(cnt, 1))
+				gw := w[i]
+				if logRatio > gspoLogRatioMax {
+					logRatio, gw = gspoLogRatioMax, 0
+				}
+				ratio := math.Exp(logRatio)
+				seq, clips := gspoSeqLoss(k, m, adv, g, s, e, ratio, clampf(ratio, lo, hi), gw)
+				loss += w[i] * seq
+				clipped += clips
+			}
+			acc[0], acc[1], acc[2], acc[3], acc[4] = loss, float64(clipped), negKL, float64(n), bad
+			return
+		}
 		for i := slo; i < shi; i++ {
 			s, e := b.Seq(i)
 			var sum float64

@@ -223,3 +223,61 @@ func valueToken(v, vold, r, eps float64) (l, grad float64, clipped bool) {
 	}
 	return l1, d1, false
 }
+
+// gspoVecConsts are gspoLossAVX2's constants: the sequence ratio, its
+// clipped value, the gradient weight and 1.0, four lanes each.
+type gspoVecConsts struct {
+	ratio, clipped, gw, one [4]float64
+}
+
+// gspoSeqSum returns Σ on·(lp − old), the finiteness sum and the count of
+// action tokens over [s, e): the AVX2 loop for whole groups of four.
+func gspoSeqSum(m []bool, lp, old, adv []float64, s, e int) (sum, bad float64, cnt int) {
+	n4 := (e - s) &^ 3
+	if n4 > 0 {
+		var acc [3][4]float64
+		gspoSumAVX2(&m[s], &lp[s], &old[s], &adv[s], n4, &acc)
+		lane := func(j int) float64 { return acc[j][0] + acc[j][1] + acc[j][2] + acc[j][3] }
+		sum, bad, cnt = lane(0), lane(1), int(lane(2))
+	}
+	for t := s + n4; t < e; t++ {
+		if m[t] {
+			d := lp[t] - old[t]
+			sum += d
+			cnt++
+			chk := d + adv[t]
+			bad += chk - chk
+		}
+	}
+	return sum, bad, cnt
+}
+
+// gspoSeqLoss writes GSPO's gradient over [s, e) (overwriting g) and
+// returns Σ on·ℓ and the clip count; gw is the weight, 0 when the sequence
+// log-ratio was clamped.
+func gspoSeqLoss(k *gspoVecConsts, m []bool, adv, g []float64, s, e int, ratio, clipped, gw float64) (seq float64, clips int) {
+	n4 := (e - s) &^ 3
+	if n4 > 0 {
+		var acc [2][4]float64
+		k.ratio, k.clipped, k.gw = splat(ratio), splat(clipped), splat(gw)
+		gspoLossAVX2(&m[s], &adv[s], &g[s], n4, k, &acc)
+		seq = acc[0][0] + acc[0][1] + acc[0][2] + acc[0][3]
+		clips = int(acc[1][0] + acc[1][1] + acc[1][2] + acc[1][3])
+	}
+	for t := s + n4; t < e; t++ {
+		if !m[t] {
+			g[t] = 0
+			continue
+		}
+		a := adv[t]
+		l1, l2 := -a*ratio, -a*clipped
+		l, grad := l1, l1
+		if l2 > l1 {
+			l, grad = l2, 0
+			clips++
+		}
+		seq += l
+		g[t] = gw * grad
+	}
+	return seq, clips
+}

@@ -20,3 +20,11 @@ func ppoFullVecAVX2(mask *bool, lp, old, adv, ent, ref, grad, gradEnt *float64, 
 //
 //go:noescape
 func valueVecAVX2(mask *bool, v, vold, ret, grad *float64, n int, k *valueVecConsts, acc *[4][4]float64)
+
+// gspoSumAVX2 and gspoLossAVX2 are implemented in ppovec_amd64.s.
+//
+//go:noescape
+func gspoSumAVX2(mask *bool, lp, old, adv *float64, n int, acc *[3][4]float64)
+
+//go:noescape
+func gspoLossAVX2(mask *bool, adv, grad *float64, n int, k *gspoVecConsts, acc *[2][4]float64)

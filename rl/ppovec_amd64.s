@@ -374,3 +374,95 @@ valuedone:
 	VMOVUPD Y13, 96(R11)
 	VZEROUPPER
 	RET
+
+// func gspoSumAVX2(mask *bool, lp, old, adv *float64, n int, acc *[3][4]float64)
+//
+// GSPO's first pass over a sequence (n a multiple of 4): per lane
+// Σ on·(lp − old), Σ on·((d + A) − (d + A)) (finiteness), Σ on.
+TEXT ·gspoSumAVX2(SB), NOSPLIT, $0-48
+	MOVQ mask+0(FP), SI
+	MOVQ lp+8(FP), DI
+	MOVQ old+16(FP), R8
+	MOVQ adv+24(FP), R9
+	MOVQ n+32(FP), BX
+	MOVQ acc+40(FP), R11
+	XORQ CX, CX
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+	VXORPD Y12, Y12, Y12
+	MOVQ   $0x3ff0000000000000, AX // 1.0
+	MOVQ   AX, X9
+	VPBROADCASTQ X9, Y9
+
+gsumloop:
+	CMPQ CX, BX
+	JGE  gsumdone
+	VPMOVZXBQ (SI)(CX*1), Y0
+	VPXOR     Y1, Y1, Y1
+	VPSUBQ    Y0, Y1, Y0 // on
+	VMOVUPD   (DI)(CX*8), Y1
+	VSUBPD    (R8)(CX*8), Y1, Y1 // d
+	VADDPD    (R9)(CX*8), Y1, Y2
+	VSUBPD    Y2, Y2, Y2
+	VANDPD    Y0, Y2, Y2
+	VADDPD    Y2, Y11, Y11
+	VANDPD    Y0, Y1, Y1
+	VADDPD    Y1, Y10, Y10
+	VANDPD    Y9, Y0, Y1
+	VADDPD    Y1, Y12, Y12
+	ADDQ      $4, CX
+	JMP       gsumloop
+
+gsumdone:
+	VMOVUPD Y10, 0(R11)
+	VMOVUPD Y11, 32(R11)
+	VMOVUPD Y12, 64(R11)
+	VZEROUPPER
+	RET
+
+// func gspoLossAVX2(mask *bool, adv, grad *float64, n int, k *gspoVecConsts, acc *[2][4]float64)
+//
+// GSPO's second pass (n a multiple of 4), with the sequence's ratio s and
+// clipped ratio sc: ℓ1 = −A·s, ℓ2 = −A·sc, clip = ℓ2 > ℓ1,
+// ℓ = clip ? ℓ2 : ℓ1, g = on·gw·(clip ? 0 : ℓ1) where gw is w, or 0 when
+// the sequence log-ratio was clamped. acc: Σ on·ℓ, Σ on·clip.
+// Constants (four lanes each): 0 s, 32 sc, 64 gw, 96 1.0.
+TEXT ·gspoLossAVX2(SB), NOSPLIT, $0-48
+	MOVQ mask+0(FP), SI
+	MOVQ adv+8(FP), R9
+	MOVQ grad+16(FP), R10
+	MOVQ n+24(FP), BX
+	MOVQ k+32(FP), DX
+	MOVQ acc+40(FP), R11
+	XORQ CX, CX
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+
+glossloop:
+	CMPQ CX, BX
+	JGE  glossdone
+	VPMOVZXBQ (SI)(CX*1), Y0
+	VPXOR     Y1, Y1, Y1
+	VPSUBQ    Y0, Y1, Y0 // on
+	VSUBPD    (R9)(CX*8), Y1, Y2 // −A
+	VMULPD    0(DX), Y2, Y3      // ℓ1
+	VMULPD    32(DX), Y2, Y4     // ℓ2
+	VCMPPD    $0x0e, Y3, Y4, Y5  // clip
+	VBLENDVPD Y5, Y4, Y3, Y6     // ℓ
+	VANDNPD   Y3, Y5, Y3         // grad
+	VANDPD    Y0, Y3, Y3
+	VMULPD    64(DX), Y3, Y3
+	VMOVUPD   Y3, (R10)(CX*8)
+	VANDPD    Y0, Y6, Y6
+	VADDPD    Y6, Y10, Y10
+	VANDPD    Y0, Y5, Y5
+	VANDPD    96(DX), Y5, Y5
+	VADDPD    Y5, Y11, Y11
+	ADDQ      $4, CX
+	JMP       glossloop
+
+glossdone:
+	VMOVUPD Y10, 0(R11)
+	VMOVUPD Y11, 32(R11)
+	VZEROUPPER
+	RET

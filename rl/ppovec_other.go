@@ -15,3 +15,11 @@ func ppoFullVecAVX2(mask *bool, lp, old, adv, ent, ref, grad, gradEnt *float64, 
 func valueVecAVX2(mask *bool, v, vold, ret, grad *float64, n int, k *valueVecConsts, acc *[4][4]float64) {
 	panic("rl: valueVecAVX2 without AVX2")
 }
+
+func gspoSumAVX2(mask *bool, lp, old, adv *float64, n int, acc *[3][4]float64) {
+	panic("rl: gspoSumAVX2 without AVX2")
+}
+
+func gspoLossAVX2(mask *bool, adv, grad *float64, n int, k *gspoVecConsts, acc *[2][4]float64) {
+	panic("rl: gspoLossAVX2 without AVX2")
+}

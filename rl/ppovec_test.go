@@ -159,3 +159,53 @@ func TestValueVectorMatchesScalar(t *testing.T) {
 	_, err = namedLoss("value", cfg)(b)
 	wantErr(t, err, "Returns[", "(sequence 50, token")
 }
+
+// TestGSPOVectorMatchesScalar checks the AVX2 GSPO passes against the
+// scalar loop, with clipped and unclipped sequences, a sequence whose
+// log-ratio hits the clamp, and a NaN on a masked-out token.
+func TestGSPOVectorMatchesScalar(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2/FMA on this machine")
+	}
+	rng := rand.New(rand.NewPCG(55, 56))
+	b := randomBatch(rng, 1)
+	for len(b.ActionMask) < 20000 {
+		b = appendBatch(b, randomBatch(rng, 64))
+	}
+	b.Tokens, b.Entropy = nil, nil
+	for tk := range b.LogProb {
+		b.LogProb[tk] = b.OldLogProb[tk] + 5e-4*rng.NormFloat64()
+		if !b.ActionMask[tk] && tk%4 == 0 {
+			b.LogProb[tk] = math.NaN()
+		}
+	}
+	s, e := b.Seq(10)
+	for tk := s; tk < e; tk++ {
+		b.LogProb[tk] = b.OldLogProb[tk] + 12 // log-ratio above GSPO's clamp of 10
+	}
+	cfg := DefaultLossConfig()
+	cfg.PolicyLoss, cfg.AggMode, cfg.ClipRatioLow, cfg.ClipRatioHigh = "gspo", SeqMeanTokenMean, 3e-4, 4e-4
+	vec, err := actorLoss(cfg)(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	useAVX2 = false
+	scalar, err := actorLoss(cfg)(b)
+	useAVX2 = true
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(vec.Loss, scalar.Loss) {
+		t.Errorf("GSPO loss %v (AVX2) vs %v (scalar)", vec.Loss, scalar.Loss)
+	}
+	for _, name := range []string{"actor/pg_clipfrac", "actor/ppo_kl"} {
+		if !near(vec.Metrics[name], scalar.Metrics[name]) || scalar.Metrics[name] == 0 {
+			t.Errorf("%s %v (AVX2) vs %v (scalar)", name, vec.Metrics[name], scalar.Metrics[name])
+		}
+	}
+	checkGrad(t, "GSPO AVX2 dlogprob", vec.DLogProb, scalar.DLogProb)
+	tk := firstAction(b, 20, 0)
+	b.Advantages[tk] = math.Inf(1)
+	_, err = actorLoss(cfg)(b)
+	wantErr(t, err, "Advantages[", "(sequence 20, token")
+}
