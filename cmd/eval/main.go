@@ -8,9 +8,9 @@
 // calls of:
 //
 //   - agent: the model with the tool, greedy, as trained (multi-turn);
-//   - base-tool-call: the same loop for a model without RL (pass the base
-//     model's folder with -model; for a trained run the SFT warm start in
-//     the run folder's sft/ is the natural base);
+//   - base-tool-call: the same loop for the model before RL: -base DIR, or,
+//     for a checkpoint of a train run (RUN/global_step_N/actor), the run's
+//     warm-started policy RUN/sft;
 //   - naive-rag: one retrieval with the question itself, the passages put
 //     in the prompt, and one answer turn without tools.
 //
@@ -53,7 +53,7 @@ func defaultConfig() Config {
 		Data: agent.DataConfig{Seed: 1, SynthSeed: 1, SynthTrain: 3000, SynthEval: 200, SynthHops: []float64{0.4, 0.35, 0.25}},
 		Env: agent.EnvConfig{Style: "agent-r1", MaxTurns: 5, MaxResponseChars: 512, TopK: 2, Format: "search-r1",
 			Reward: "agent-r1", Instruction: "Search for every fact you need, then answer in <answer></answer>."},
-		Split: "test", Baselines: []string{"agent", "naive-rag"}, MaxTurn: 64, MaxResp: 640, MaxContext: 1280, Slots: 64,
+		Split: "test", Baselines: []string{"agent", "base-tool-call", "naive-rag"}, MaxTurn: 64, MaxResp: 640, MaxContext: 1280, Slots: 64,
 	}
 }
 
@@ -63,6 +63,7 @@ func main() {
 	fs.Usage = func() {}
 	modelDir := fs.String("model", "", "Hugging Face model folder to evaluate (required)")
 	output := fs.String("output", "", "write the results as JSON here")
+	base := fs.String("base", "", "model folder for the base-tool-call baseline (default: the run's sft/ folder)")
 	switch err := config.Load(&cfg, os.Args[1:], fs); {
 	case errors.Is(err, config.ErrHelp):
 		fmt.Println("usage: eval -model DIR [-output FILE.json] [-config FILE.yaml] [key=value ...]\n\nKeys, with their defaults:")
@@ -78,13 +79,23 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, cfg, *modelDir, *output, os.Stdout); err != nil {
+	if *base == "" {
+		if sft := filepath.Join(filepath.Dir(filepath.Dir(filepath.Clean(*modelDir))), "sft"); isDir(sft) {
+			*base = sft
+		}
+	}
+	if err := run(ctx, cfg, *modelDir, *base, *output, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "eval:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, cfg Config, modelDir, output string, out io.Writer) error {
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out io.Writer) error {
 	work, err := os.MkdirTemp("", "r1go-eval-")
 	if err != nil {
 		return err
@@ -105,8 +116,18 @@ func run(ctx context.Context, cfg Config, modelDir, output string, out io.Writer
 	for _, b := range cfg.Baselines {
 		var r agent.Results
 		switch b {
-		case "agent", "base-tool-call":
+		case "agent":
 			r, _, err = agent.Evaluate(ctx, s, s.Policy, samples, ec)
+		case "base-tool-call":
+			if baseDir == "" {
+				fmt.Fprintln(out, "base-tool-call: skipped (no -base folder and no sft/ beside the checkpoint)")
+				continue
+			}
+			var bm *model.Model
+			if bm, err = model.Load(baseDir, s.Policy.Dev, model.LMHeadOutput); err != nil {
+				return err
+			}
+			r, _, err = agent.Evaluate(ctx, s, bm, samples, ec)
 		case "naive-rag":
 			r, err = agent.NaiveRAG(ctx, s, s.Policy, samples, ec)
 		default:
@@ -120,7 +141,10 @@ func run(ctx context.Context, cfg Config, modelDir, output string, out io.Writer
 	fmt.Fprintf(out, "model %s, %d questions\n", filepath.Clean(modelDir), len(samples))
 	fmt.Fprintf(out, "%-16s %-18s %6s %6s %6s %8s %6s %6s\n", "method", "source", "n", "EM", "F1", "cover EM", "turns", "calls")
 	for _, b := range cfg.Baselines {
-		r := all[b]
+		r, ok := all[b]
+		if !ok {
+			continue
+		}
 		for _, src := range r.Sources() {
 			x := r[src]
 			fmt.Fprintf(out, "%-16s %-18s %6d %6.3f %6.3f %8.3f %6.2f %6.2f\n", b, src, x.N, x.EM, x.F1, x.CoverEM, x.Turns, x.ToolCalls)
