@@ -38,7 +38,7 @@ func (d *Device) Sample(tokens []int32, logprobs []float32, logits model.Buffer,
 	}
 	defer d.enter()()
 	out := d.scratchBuf("sample-out", 2*rows, F32) // tokens then logprobs
-	d.launch(kSample, grid1(rows), grid1(1024), 0, p(out.ptr), p(out.ptr+uintptr(4*rows)), p(pl), i(V), f(invT), seed)
+	d.launch(kSample, grid1(rows), grid1(min(1024, roundUp(V, 32))), 0, p(out.ptr), p(out.ptr+uintptr(4*rows)), p(pl), i(V), f(invT), seed)
 	d.download(unsafe.Pointer(&tokens[0]), out.ptr, 4*rows)
 	d.download(unsafe.Pointer(&logprobs[0]), out.ptr+uintptr(4*rows), 4*rows)
 	err := d.err
