@@ -272,3 +272,52 @@ func FuzzValidate(f *testing.F) {
 		}
 	})
 }
+
+func TestHelpers(t *testing.T) {
+	// Widen and Narrow: float32 in, float64 inside, float32 out, storage reused.
+	src := []float32{1.5, -2.25, 3e-8}
+	w := Widen(make([]float64, 0, 8), src)
+	if len(w) != 3 || cap(w) != 8 || w[0] != 1.5 || w[1] != -2.25 || w[2] != float64(float32(3e-8)) {
+		t.Errorf("Widen = %v (cap %d)", w, cap(w))
+	}
+	n := Narrow(nil, []float64{0.1, -4})
+	if len(n) != 2 || n[0] != float32(0.1) || n[1] != -4 {
+		t.Errorf("Narrow = %v", n)
+	}
+	// ResponseMask needs PromptLen and marks every token after the prompt.
+	b := &Batch{Offsets: []int{0, 3, 5}}
+	_, err := b.ResponseMask()
+	wantErr(t, err, "ResponseMask needs PromptLen")
+	b.PromptLen = []int{1, 2}
+	m, err := b.ResponseMask()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bool{false, true, true, false, false}
+	for i := range want {
+		if m[i] != want[i] {
+			t.Fatalf("ResponseMask = %v, want %v", m, want)
+		}
+	}
+	// MeanMetrics averages each name over the maps that have it.
+	mm := MeanMetrics([]Metrics{{"a": 1, "b": 4}, {"a": 3}})
+	if mm["a"] != 2 || mm["b"] != 4 || len(mm.Names()) != 2 || mm.Names()[0] != "a" {
+		t.Errorf("MeanMetrics = %v", mm)
+	}
+	// MaskedStats over an empty mask is all zero.
+	if mean, max, min, k := MaskedStats([]float64{1, 2}, []bool{false, false}); mean != 0 || max != 0 || min != 0 || k != 0 {
+		t.Errorf("MaskedStats over nothing = %v %v %v %v", mean, max, min, k)
+	}
+	if mean, max, min, k := MaskedStats([]float64{1, 5, -2}, []bool{true, false, true}); mean != -0.5 || max != 1 || min != -2 || k != 2 {
+		t.Errorf("MaskedStats = %v %v %v %v", mean, max, min, k)
+	}
+	// The registries list the built-ins.
+	if got := EstimatorNames(); len(got) < 6 || got[0] != "gae" {
+		t.Errorf("EstimatorNames = %v", got)
+	}
+	for _, name := range []string{"vanilla", "gspo", "value"} {
+		if _, err := LookupLoss(name); err != nil {
+			t.Error(err)
+		}
+	}
+}
