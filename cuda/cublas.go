@@ -91,9 +91,16 @@ func rowMajorGemm(transA, transB bool, m, n, k int, a uintptr, lda int, b uintpt
 
 // gemm runs one cublasGemmEx on float32 matrices.
 func (b *cublas) gemm(handle uintptr, g gemmArgs, alpha float32, beta float32, c uintptr, ldc int, compute int) error {
+	return b.gemmTyped(handle, g, cudaR32F, alpha, beta, c, cudaR32F, ldc, compute)
+}
+
+// gemmTyped runs one cublasGemmEx with inputs of type ab and output of
+// type ct (cudaDataType values); alpha and beta are float32, as the
+// float32 compute type requires.
+func (b *cublas) gemmTyped(handle uintptr, g gemmArgs, ab int, alpha, beta float32, c uintptr, ct, ldc, compute int) error {
 	algo := int64(cublasGemmDefault)
 	r := call(b.cublasGemmEx, handle, uintptr(g.opA), uintptr(g.opB), uintptr(g.m), uintptr(g.n), uintptr(g.k),
-		uintptr(unsafe.Pointer(&alpha)), g.first, cudaR32F, uintptr(g.ldFirst), g.second, cudaR32F, uintptr(g.ldSecond),
-		uintptr(unsafe.Pointer(&beta)), c, cudaR32F, uintptr(ldc), uintptr(compute), uintptr(algo))
+		uintptr(unsafe.Pointer(&alpha)), g.first, uintptr(ab), uintptr(g.ldFirst), g.second, uintptr(ab), uintptr(g.ldSecond),
+		uintptr(unsafe.Pointer(&beta)), c, uintptr(ct), uintptr(ldc), uintptr(compute), uintptr(algo))
 	return b.check(r, "cublasGemmEx")
 }

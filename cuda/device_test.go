@@ -119,6 +119,48 @@ func TestGPUGemm(t *testing.T) {
 	}
 }
 
+// TestGPUGemmBF16: bf16 inputs (rounded on the GPU by Convert), float32
+// accumulation, float32 or bf16 output. Against the CPU on the same
+// rounded inputs the only differences are summation order (float32
+// output) plus one bf16 rounding of each output (bf16 output: 2^−8 of the
+// value). Against the CPU on the unrounded inputs, each product carries
+// the rounding of both factors, at most 2·2^−8 relative, and the errors of
+// K random-sign products add like a random walk; 2^−6 of max|c| bounds it
+// with a wide margin.
+func TestGPUGemmBF16(t *testing.T) {
+	e := newOpEnv(t)
+	m, n, k := 70, 45, 512
+	a, b := e.randn(m*k, 1), e.randn(n*k, 1)
+	ar, br := make([]float32, len(a)), make([]float32, len(b))
+	for i := range a {
+		ar[i] = BF16Round(a[i])
+	}
+	for i := range b {
+		br[i] = BF16Round(b[i])
+	}
+	toBF16 := func(x []float32) Buffer {
+		h := e.gpu.AllocType(len(x), BF16)
+		e.gpu.Convert(h, upload(e.gpu, x).(Buffer))
+		return h
+	}
+	ga, gb := toBF16(a), toBF16(b)
+	cpuGemm := func(x, y []float32) model.Buffer {
+		c := e.cpu.Alloc(m * n)
+		e.cpu.Gemm(false, true, m, n, k, 1, upload(e.cpu, x), k, upload(e.cpu, y), k, 0, c, n)
+		return c
+	}
+	rounded, exact := cpuGemm(ar, br), cpuGemm(a, b)
+	gc := e.gpu.Alloc(m * n)
+	e.gpu.Gemm(false, true, m, n, k, 1, ga, k, gb, k, 0, gc, n)
+	e.check("bf16 Gemm, float32 out, vs CPU on rounded inputs", rounded, gc, e.gemmTol(k))
+	e.check("bf16 Gemm, float32 out, vs CPU on float32 inputs", exact, gc, math.Ldexp(1, -6))
+	gh := e.gpu.AllocType(m*n, BF16)
+	e.gpu.Gemm(false, true, m, n, k, 1, ga, k, gb, k, 0, gh, n)
+	back := e.gpu.Alloc(m * n)
+	e.gpu.Convert(back.(Buffer), gh)
+	e.check("bf16 Gemm, bf16 out, vs CPU on rounded inputs", rounded, back, e.gemmTol(k)+math.Ldexp(1, -8))
+}
+
 func TestGPUElementwise(t *testing.T) {
 	e := newOpEnv(t)
 	n := 100003

@@ -24,13 +24,29 @@
 // order; the CPU device of package model is the reference every op is
 // tested against.
 //
+// Beyond model.Device: Sample draws tokens on the GPU (greedy, or
+// temperature sampling by the Gumbel-max trick) so a decode step moves
+// token ids instead of logits; Capture and Graph.Launch record and replay
+// a stretch of queued work as a CUDA graph; decode steps (one token per
+// sequence) run a decode attention kernel in which a key-value head's
+// query heads share each read of the KV cache.
+//
 // Precision: buffers passed through model.Device hold float32 and every
 // accumulation is float32 or wider (double for the LM head's softmax sums
 // and for SumSquares); matmuls use cublasGemmEx with float32 compute, or
 // TF32 tensor cores when opened with Options.TF32 (R1GO_CUDA_TF32=1).
 // Buffer carries its element type (F32, BF16) so that bf16 compute copies
-// of fp32 master weights can live beside them (Convert rounds to nearest
-// even); the model.Device seam does not yet ask for them.
+// of fp32 master weights can live beside them (AllocType, and Convert,
+// which rounds to nearest even); Gemm already takes bf16 operands (tensor
+// cores, float32 accumulation, float32 or bf16 output). The model.Device
+// seam does not yet ask for bf16 buffers.
+//
+// Testing without a GPU: the tests of host-side logic always run; NVRTC
+// compiles every kernel in a test wherever the library is found; the GPU
+// tests (every op against the CPU device, the PyTorch golden fixtures,
+// training and decoding against the CPU) skip without a GPU, and
+// testdata/emu builds a host emulation of the kernels and of libcuda and
+// libcublas that runs them on a CPU (see testdata/emu/build.py).
 //
 // Buffers a call may overwrite are its outputs, as model.Device documents:
 // parameter gradients accumulate (+=), activation gradients and forward

@@ -6,18 +6,46 @@ import (
 	"github.com/r1go/r1go/model"
 )
 
-// Gemm computes c = alpha·op(a)·op(b) + beta·c for row-major float32
-// matrices through cublasGemmEx, with float32 accumulation (and TF32
-// tensor-core inputs when the Device was opened with TF32). beta = 0 never
-// reads c, as cuBLAS documents.
+// Gemm computes c = alpha·op(a)·op(b) + beta·c for row-major matrices
+// through cublasGemmEx, always accumulating in float32. a and b are both
+// float32 (TF32 tensor-core inputs when the Device was opened with TF32)
+// or both bf16 (tensor cores); c is float32 or bf16. beta = 0 never reads
+// c, as cuBLAS documents.
 func (d *Device) Gemm(transA, transB bool, m, n, k int, alpha float32, a model.Buffer, lda int, b model.Buffer, ldb int, beta float32, c model.Buffer, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
 	checkGemm(transA, transB, m, n, k, a.Len(), lda, b.Len(), ldb, c.Len(), ldc)
-	pa, pb, pc := f32(a, -1, "Gemm a"), f32(b, -1, "Gemm b"), f32(c, -1, "Gemm c")
+	A, B, C := gemmOperand(a, "a"), gemmOperand(b, "b"), gemmOperand(c, "c")
+	if A.dtype != B.dtype {
+		panic(fmt.Sprintf("cuda: Gemm of a %s a and a %s b; both must have one type", A.dtype, B.dtype))
+	}
 	defer d.enter()()
-	d.gemm(transA, transB, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc)
+	if A.dtype == F32 && C.dtype == F32 {
+		d.gemm(transA, transB, m, n, k, alpha, A.ptr, lda, B.ptr, ldb, beta, C.ptr, ldc)
+		return
+	}
+	g := rowMajorGemm(transA, transB, m, n, k, A.ptr, lda, B.ptr, ldb)
+	d.fail(d.blas.gemmTyped(d.handle, g, cudaType(A.dtype), alpha, beta, C.ptr, cudaType(C.dtype), ldc, cublasCompute32F))
+}
+
+func gemmOperand(b model.Buffer, what string) Buffer {
+	x, ok := b.(Buffer)
+	if !ok {
+		panic(fmt.Sprintf("cuda: Gemm %s is a %T, not a CUDA buffer", what, b))
+	}
+	if x.dtype != F32 && x.dtype != BF16 {
+		panic(fmt.Sprintf("cuda: Gemm %s holds %s", what, x.dtype))
+	}
+	return x
+}
+
+// cudaType is the cudaDataType of an element type.
+func cudaType(t DType) int {
+	if t == BF16 {
+		return cudaR16BF
+	}
+	return cudaR32F
 }
 
 func (d *Device) gemm(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) {

@@ -213,22 +213,31 @@ int cublasSetStream_v2(void*, void*) { return 0; }
 const char* cublasGetStatusName(int) { return "CUBLAS_STATUS_EMULATED"; }
 int cublasGemmEx(void*, int opA, int opB, int m, int n, int k, const void* alpha, const void* A, int at, int lda,
                  const void* B, int bt, int ldb, const void* beta, void* C, int ct, int ldc, int, int) {
-    if (at != 0 || bt != 0 || ct != 0) return 15; // CUBLAS_STATUS_NOT_SUPPORTED: float32 only
+    // float32 (0) or bf16 (14) operands, float32 accumulation in double.
+    if ((at != 0 && at != 14) || bt != at || (ct != 0 && ct != 14)) return 15; // CUBLAS_STATUS_NOT_SUPPORTED
     if (capturing) return 14;
-    const float *a = (const float*)A, *b = (const float*)B;
-    float* c = (float*)C;
+    auto load = [](const void* p, int t, long i) -> double {
+        if (t == 0) return ((const float*)p)[i];
+        unsigned u = (unsigned)((const unsigned short*)p)[i] << 16;
+        float f; memcpy(&f, &u, 4); return f;
+    };
     float al = *(const float*)alpha, be = *(const float*)beta;
     for (int j = 0; j < n; j++)
         for (int i = 0; i < m; i++) {
             double s = 0;
             for (int p = 0; p < k; p++) {
-                double x = opA == 0 ? a[i + (long)p * lda] : a[p + (long)i * lda];
-                double y = opB == 0 ? b[p + (long)j * ldb] : b[j + (long)p * ldb];
+                double x = opA == 0 ? load(A, at, i + (long)p * lda) : load(A, at, p + (long)i * lda);
+                double y = opB == 0 ? load(B, bt, p + (long)j * ldb) : load(B, bt, j + (long)p * ldb);
                 s += x * y;
             }
+            long ci = i + (long)j * ldc;
             double v = al * s;
-            if (be != 0) v += be * c[i + (long)j * ldc];
-            c[i + (long)j * ldc] = (float)v;
+            if (be != 0) v += be * load(C, ct, ci);
+            float f = (float)v;
+            if (ct == 0) { ((float*)C)[ci] = f; continue; }
+            unsigned u; memcpy(&u, &f, 4);                 // round to nearest even, as the GPU does
+            if ((u & 0x7fffffffu) > 0x7f800000u) u = (u >> 16) | 0x40u; else u = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+            ((unsigned short*)C)[ci] = (unsigned short)u;
         }
     return 0;
 }
