@@ -36,16 +36,35 @@ func newPPOVecConsts(lo, hi, c float64) *ppoVecConsts {
 }
 
 // ppoSeqVec runs the vanilla PPO loss over tokens [s, e) of one sequence
-// with weight wi, overwriting g there: whole groups of four in the AVX2 loop,
-// the rest with ppoToken. It returns the sequence's Σ ℓ and adds to the
+// with weight wi, overwriting g there: whole groups of eight in the AVX-512
+// loop where the CPU has it, else groups of four in the AVX2 loop, the rest
+// with ppoToken. It returns the sequence's Σ ℓ and adds to the
 // chunk's counters.
 func ppoSeqVec(k *ppoVecConsts, m []bool, lp, old, adv, g []float64, s, e int, wi float64,
 	negKL, bad *float64, n, clipped, lower *int) float64 {
 	var seq float64
 	n4 := (e - s) &^ 3
-	if n4 > 0 {
+	k.w = splat(wi)
+	if useAVX512 {
+		n4 = (e - s) &^ 7
+		if n4 > 0 {
+			var acc [6][8]float64
+			ppoVecAVX512(&m[s], &lp[s], &old[s], &adv[s], &g[s], n4, k, &acc)
+			lane := func(j int) (x float64) {
+				for _, v := range acc[j] {
+					x += v
+				}
+				return x
+			}
+			seq = lane(0)
+			*negKL -= lane(1)
+			*bad += lane(2)
+			*n += int(lane(3))
+			*clipped += int(lane(4))
+			*lower += int(lane(5))
+		}
+	} else if n4 > 0 {
 		var acc [6][4]float64
-		k.w = splat(wi)
 		ppoVecAVX2(&m[s], &lp[s], &old[s], &adv[s], &g[s], n4, k, &acc)
 		lane := func(j int) float64 { return acc[j][0] + acc[j][1] + acc[j][2] + acc[j][3] }
 		seq = lane(0)

@@ -28,3 +28,11 @@ func gspoSumAVX2(mask *bool, lp, old, adv *float64, n int, acc *[3][4]float64)
 
 //go:noescape
 func gspoLossAVX2(mask *bool, adv, grad *float64, n int, k *gspoVecConsts, acc *[2][4]float64)
+
+// useAVX512 selects the eight-lane loop for the plain PPO loss.
+var useAVX512 = useAVX2 && cpu.X86.HasAVX512F
+
+// ppoVecAVX512 is implemented in ppovec_amd64.s.
+//
+//go:noescape
+func ppoVecAVX512(mask *bool, lp, old, adv, grad *float64, n int, k *ppoVecConsts, acc *[6][8]float64)

@@ -466,3 +466,116 @@ glossdone:
 	VMOVUPD Y11, 32(R11)
 	VZEROUPPER
 	RET
+
+// EXP3Z is EXP3 on eight lanes, the coefficients broadcast from the
+// four-lane constant table.
+#define EXP3Z(R, A, B, C, T) \
+	VBROADCASTSD      448(DX), A \
+	VFMADD213PD.BCST  480(DX), R, A \
+	VFMADD213PD.BCST  512(DX), R, A \
+	VFMADD213PD.BCST  544(DX), R, A \
+	VFMADD213PD.BCST  576(DX), R, A \
+	VBROADCASTSD      288(DX), B \
+	VFMADD213PD.BCST  320(DX), R, B \
+	VFMADD213PD.BCST  352(DX), R, B \
+	VFMADD213PD.BCST  384(DX), R, B \
+	VFMADD213PD.BCST  416(DX), R, B \
+	VBROADCASTSD      160(DX), C \
+	VFMADD213PD.BCST  192(DX), R, C \
+	VFMADD213PD.BCST  224(DX), R, C \
+	VFMADD213PD.BCST  256(DX), R, C \
+	VMULPD            R, R, T \
+	VMULPD            T, T, T \
+	VMULPD            R, T, T \
+	VFMADD213PD       B, T, C \
+	VFMADD213PD       A, T, C
+
+// func ppoVecAVX512(mask *bool, lp, old, adv, grad *float64, n int, k *ppoVecConsts, acc *[6][8]float64)
+//
+// ppoVecAVX2 on eight lanes (n a multiple of 8), with mask registers for
+// the selections and merge-masked accumulation; the same constant table.
+TEXT ·ppoVecAVX512(SB), NOSPLIT, $0-64
+	MOVQ mask+0(FP), SI
+	MOVQ lp+8(FP), DI
+	MOVQ old+16(FP), R8
+	MOVQ adv+24(FP), R9
+	MOVQ grad+32(FP), R10
+	MOVQ n+40(FP), BX
+	MOVQ k+48(FP), DX
+	MOVQ acc+56(FP), R11
+	XORQ CX, CX
+	VXORPD Z10, Z10, Z10
+	VXORPD Z11, Z11, Z11
+	VXORPD Z12, Z12, Z12
+	VXORPD Z13, Z13, Z13
+	VXORPD Z14, Z14, Z14
+	VXORPD Z15, Z15, Z15
+
+zloop:
+	CMPQ CX, BX
+	JGE  zdone
+
+	VPMOVZXBQ (SI)(CX*1), Z0
+	VPTESTMQ  Z0, Z0, K1 // on
+
+	VMOVUPD (DI)(CX*8), Z1
+	VSUBPD  (R8)(CX*8), Z1, Z1 // d
+	VMOVUPD (R9)(CX*8), Z2     // A
+
+	VADDPD Z2, Z1, Z3
+	VSUBPD Z3, Z3, Z3
+	VADDPD Z3, Z12, K1, Z12 // finiteness
+
+	VMAXPD.BCST 0(DX), Z1, Z3
+	VMINPD.BCST 32(DX), Z3, Z3 // dc
+	VCMPPD      $0x00, Z3, Z1, K2 // in range
+	VADDPD      Z3, Z11, K1, Z11
+
+	VMULPD.BCST       64(DX), Z3, Z5
+	VRNDSCALEPD       $0, Z5, Z5
+	VFNMADD231PD.BCST 96(DX), Z5, Z3
+	VFNMADD231PD.BCST 128(DX), Z5, Z3
+	EXP3Z(Z3, Z7, Z8, Z6, Z9)
+	VSCALEFPD         Z5, Z6, Z6 // ρ
+
+	VXORPD      Z8, Z8, Z8
+	VSUBPD      Z2, Z8, Z8 // −A
+	VMULPD      Z6, Z8, Z9 // ℓ1
+	VMAXPD.BCST 608(DX), Z6, Z7
+	VMINPD.BCST 640(DX), Z7, Z7
+	VMULPD      Z7, Z8, Z7        // ℓ2
+	VCMPPD      $0x0e, Z9, Z7, K3 // clip
+	VBLENDMPD   Z7, Z9, K3, Z3    // ℓc
+	VMULPD.BCST 672(DX), Z8, Z7   // ℓ3
+	VCMPPD      $0x0e, Z7, Z3, K4 // ℓc > ℓ3
+	VXORPD      Z6, Z6, Z6
+	VCMPPD      $0x01, Z6, Z2, K5 // A < 0
+	KANDW       K5, K4, K4        // lower
+	VBLENDMPD   Z7, Z3, K4, Z3    // ℓ
+
+	KANDW       K1, K2, K6
+	KANDNW      K6, K3, K6
+	KANDNW      K6, K4, K6
+	VMULPD.BCST 704(DX), Z9, Z9
+	VMOVAPD.Z   Z9, K6, Z9
+	VMOVUPD     Z9, (R10)(CX*8)
+
+	VADDPD      Z3, Z10, K1, Z10
+	VADDPD.BCST 736(DX), Z13, K1, Z13
+	KANDW       K1, K3, K7
+	VADDPD.BCST 736(DX), Z14, K7, Z14
+	KANDW       K1, K4, K7
+	VADDPD.BCST 736(DX), Z15, K7, Z15
+
+	ADDQ $8, CX
+	JMP  zloop
+
+zdone:
+	VMOVUPD Z10, 0(R11)
+	VMOVUPD Z11, 64(R11)
+	VMOVUPD Z12, 128(R11)
+	VMOVUPD Z13, 192(R11)
+	VMOVUPD Z14, 256(R11)
+	VMOVUPD Z15, 320(R11)
+	VZEROUPPER
+	RET

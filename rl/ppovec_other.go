@@ -23,3 +23,9 @@ func gspoSumAVX2(mask *bool, lp, old, adv *float64, n int, acc *[3][4]float64) {
 func gspoLossAVX2(mask *bool, adv, grad *float64, n int, k *gspoVecConsts, acc *[2][4]float64) {
 	panic("rl: gspoLossAVX2 without AVX2")
 }
+
+var useAVX512 = false
+
+func ppoVecAVX512(mask *bool, lp, old, adv, grad *float64, n int, k *ppoVecConsts, acc *[6][8]float64) {
+	panic("rl: ppoVecAVX512 without AVX-512")
+}

@@ -1,6 +1,7 @@
 package rl
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -35,26 +36,24 @@ func TestPPOVectorMatchesScalar(t *testing.T) {
 	for _, mode := range []AggMode{TokenMean, SeqMeanTokenMean} {
 		cfg := DefaultLossConfig()
 		cfg.AggMode, cfg.ClipRatioHigh = mode, 0.28
-		vec, err := actorLoss(cfg)(b)
-		if err != nil {
-			t.Fatal(err)
-		}
 		useAVX2 = false
 		scalar, err := actorLoss(cfg)(b)
 		useAVX2 = true
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !near(vec.Loss, scalar.Loss) {
-			t.Errorf("%s: loss %v (AVX2) vs %v (scalar)", mode, vec.Loss, scalar.Loss)
-		}
-		for _, name := range []string{"actor/pg_clipfrac", "actor/pg_clipfrac_lower", "actor/ppo_kl"} {
-			if !near(vec.Metrics[name], scalar.Metrics[name]) || scalar.Metrics[name] == 0 {
-				t.Errorf("%s: %s %v (AVX2) vs %v (scalar)", mode, name, vec.Metrics[name], scalar.Metrics[name])
+		wide := useAVX512
+		for _, avx512 := range []bool{false, wide} {
+			useAVX512 = avx512
+			vec, err := actorLoss(cfg)(b)
+			useAVX512 = wide
+			if err != nil {
+				t.Fatal(err)
 			}
+			compareLoss(t, fmt.Sprintf("%s (AVX-512 %v)", mode, avx512), vec, scalar)
 		}
-		checkGrad(t, string(mode)+" AVX2 dlogprob", vec.DLogProb, scalar.DLogProb)
 	}
+
 	// The fused entropy and k3 KL loop against the scalar loop.
 	ent := make([]float64, len(b.LogProb))
 	for tk := range ent {
@@ -208,4 +207,18 @@ func TestGSPOVectorMatchesScalar(t *testing.T) {
 	b.Advantages[tk] = math.Inf(1)
 	_, err = actorLoss(cfg)(b)
 	wantErr(t, err, "Advantages[", "(sequence 20, token")
+}
+
+// compareLoss checks a vector-loop PPO result against the scalar loop's.
+func compareLoss(t *testing.T, what string, vec, scalar *Output) {
+	t.Helper()
+	if !near(vec.Loss, scalar.Loss) {
+		t.Errorf("%s: loss %v (vector) vs %v (scalar)", what, vec.Loss, scalar.Loss)
+	}
+	for _, name := range []string{"actor/pg_clipfrac", "actor/pg_clipfrac_lower", "actor/ppo_kl"} {
+		if !near(vec.Metrics[name], scalar.Metrics[name]) || scalar.Metrics[name] == 0 {
+			t.Errorf("%s: %s %v (vector) vs %v (scalar)", what, name, vec.Metrics[name], scalar.Metrics[name])
+		}
+	}
+	checkGrad(t, what+" dlogprob", vec.DLogProb, scalar.DLogProb)
 }
