@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/r1go/r1go/env"
@@ -15,6 +17,7 @@ func cmdQuery(args []string) error {
 	index := fs.String("index", "", "index file (default <corpus>.bm25)")
 	nq := fs.Int("queries", 1000, "queries to time")
 	k := fs.Int("k", 5, "top-k")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the timed queries here")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -33,6 +36,14 @@ func cmdQuery(args []string) error {
 	}
 	for _, q := range qs[:100] {
 		ix.Search(q, *k)
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
 	}
 	c0 := cpuTime()
 	lat, hits := timeQueries(qs[100:], func(q string) (int, error) {
