@@ -220,7 +220,7 @@ func forEach(threads, n int, body func(i int)) {
 // them tile group by tile group: a task is a run of A micro-panels against a
 // chunk of B micro-panels small enough to stay in one core's L2.
 func (e *Engine) run(j *job, threads int) {
-	kn := e.kern
+	kn := e.kern.forRows(j.m)
 	mr, nr := kn.mr, kn.nr
 	// Equal depth slices: each slice costs one pass over C, so a thin last
 	// slice (k = 896 as 512+384) pays a whole pass for little work.
@@ -266,7 +266,7 @@ func (e *Engine) run(j *job, threads int) {
 				groups := min(panelsM, max(1, ceilDiv(4*threads, chunks)))
 				forEach(threads, groups*chunks, func(t int) {
 					g, c := t%groups, t/groups
-					e.tile(j, lay, ablock.data, bblock.data, i0, j0, g*panelsM/groups, (g+1)*panelsM/groups,
+					tile(kn, j, lay, ablock.data, bblock.data, i0, j0, g*panelsM/groups, (g+1)*panelsM/groups,
 						c*chunk, min(panelsN, (c+1)*chunk), ncur, kc, sp, sr, beta)
 				})
 			}
@@ -281,11 +281,10 @@ type layout struct {
 	panelB int // one B micro-panel
 }
 
-// tile multiplies packed A micro-panels [qa0, qa1) (C rows from i0) by
+// tile multiplies, with kernel kn, packed A micro-panels [qa0, qa1) (C rows from i0) by
 // packed B micro-panels [qb0, qb1) (C columns from j0; the block is ncur
 // wide), one MR×NR tile per micro-kernel call.
-func (e *Engine) tile(j *job, lay layout, apack, bpack []float32, i0, j0, qa0, qa1, qb0, qb1, ncur, kc int, sp, sr uintptr, beta float32) {
-	kn := e.kern
+func tile(kn *kernel, j *job, lay layout, apack, bpack []float32, i0, j0, qa0, qa1, qb0, qb1, ncur, kc int, sp, sr uintptr, beta float32) {
 	mr, nr := kn.mr, kn.nr
 	var edge [16 * 64]float32 // scratch tile for partial tiles; ≥ mr·nr of every kernel
 	ldc := uintptr(j.ldc) * 4

@@ -153,6 +153,9 @@ var shapes = []struct{ m, n, k int }{
 	{0, 5, 3},     // nothing to do
 	{5, 0, 3},     // nothing to do
 	{257, 129, 300},
+	{64, 70, 64},  // an attention block: the 8-row AVX-512 variant
+	{40, 33, 129}, // 8-row variant with a KC tail
+
 	{1, 70, 33},  // few rows: the dot-product path when B is transposed
 	{3, 37, 100}, // odd rows, B rows not a multiple of 4, a k tail
 	{4, 5, 16},

@@ -28,6 +28,23 @@ type kernel struct {
 	// dotStep; nil sends every product through the packed path.
 	dot     dotKernel
 	dotStep int
+	// narrow is a variant with fewer rows (same columns and packing of B)
+	// for products of a few dozen rows; nil if none.
+	narrow *kernel
+}
+
+// forRows returns the variant to use for an m-row product: the narrow one
+// when m is at most a few dozen rows and it pads fewer of them (64 rows are
+// 8 panels of 8, but 6 panels of 12 with the last one a third full).
+func (k *kernel) forRows(m int) *kernel {
+	v := k.narrow
+	if v == nil || m > 8*k.mr {
+		return k
+	}
+	if ceilDiv(m, v.mr)*v.mr < ceilDiv(m, k.mr)*k.mr {
+		return v
+	}
+	return k
 }
 
 // kernels lists the micro-kernels this CPU can run, fastest first. The

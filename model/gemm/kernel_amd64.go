@@ -9,6 +9,11 @@ import "golang.org/x/sys/cpu"
 //go:noescape
 func micro12x32AVX512(kc int, a *float32, sp, sr uintptr, b, c *float32, ldc uintptr, alpha, beta float32)
 
+// micro8x32AVX512 is micro12x32AVX512 with 8 rows (16 accumulators).
+//
+//go:noescape
+func micro8x32AVX512(kc int, a *float32, sp, sr uintptr, b, c *float32, ldc uintptr, alpha, beta float32)
+
 // micro6x16AVX2 holds a 6×16 tile in 12 ymm accumulators.
 //
 //go:noescape
@@ -26,6 +31,10 @@ var avx512Kernel = &kernel{
 	name: "avx512", mr: 12, nr: 32, kc: 512, nb: 256, nc: 4096, mb: 3072,
 	micro: micro12x32AVX512, packBT: packBTransAVX,
 	dot: dot4x2AVX512, dotStep: 16,
+	narrow: &kernel{
+		name: "avx512", mr: 8, nr: 32, kc: 512, nb: 256, nc: 4096, mb: 3072,
+		micro: micro8x32AVX512, packBT: packBTransAVX,
+	},
 }
 
 var avx2Kernel = &kernel{

@@ -175,6 +175,117 @@ storezero512:
 	RET
 
 // ---------------------------------------------------------------------------
+// AVX-512, 8 rows × 32 columns: the 12-row kernel cut to rows 0..7 (Z0..Z15),
+// for products of a few dozen rows (attention blocks of 64 queries) where 12
+// would leave a mostly empty last panel.
+
+#define STEP512x8 \
+	VMOVUPS 0(BX), Z24; \
+	VMOVUPS 64(BX), Z25; \
+	ROW512((AX), Z26, Z0, Z1); \
+	ROW512((AX)(R8*1), Z27, Z2, Z3); \
+	ROW512((AX)(R8*2), Z28, Z4, Z5); \
+	ROW512((AX)(R9*1), Z29, Z6, Z7); \
+	ROW512((R10), Z30, Z8, Z9); \
+	ROW512((R10)(R8*1), Z31, Z10, Z11); \
+	ROW512((R10)(R8*2), Z26, Z12, Z13); \
+	ROW512((R10)(R9*1), Z27, Z14, Z15); \
+	ADDQ DX, AX; \
+	ADDQ DX, R10; \
+	ADDQ $128, BX
+
+// func micro8x32AVX512(kc int, a *float32, sp, sr uintptr, b, c *float32, ldc uintptr, alpha, beta float32)
+TEXT ·micro8x32AVX512(SB), NOSPLIT, $0-64
+	MOVQ kc+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ sp+16(FP), DX
+	MOVQ sr+24(FP), R8
+	MOVQ b+32(FP), BX
+	MOVQ c+40(FP), DI
+	MOVQ ldc+48(FP), SI
+	LEAQ (R8)(R8*2), R9
+	LEAQ (AX)(R8*4), R10
+
+	MOVQ DI, R13
+	PREFETCHC512
+	PREFETCHC512
+	PREFETCHC512
+	PREFETCHC512
+	PREFETCHC512
+	PREFETCHC512
+	PREFETCHC512
+	PREFETCHC512
+
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+
+	MOVQ CX, R12
+	SHRQ $2, R12
+	ANDQ $3, CX
+	TESTQ R12, R12
+	JZ   tail8
+
+loop8:
+	STEP512x8
+	STEP512x8
+	STEP512x8
+	STEP512x8
+	DECQ R12
+	JNZ  loop8
+
+tail8:
+	TESTQ CX, CX
+	JZ    store8
+
+tailloop8:
+	STEP512x8
+	DECQ CX
+	JNZ  tailloop8
+
+store8:
+	VBROADCASTSS alpha+56(FP), Z30
+	MOVL         beta+60(FP), R12
+	ANDL         $0x7fffffff, R12
+	JZ           storezero8
+	VBROADCASTSS beta+60(FP), Z31
+	STORE512(Z0, Z1)
+	STORE512(Z2, Z3)
+	STORE512(Z4, Z5)
+	STORE512(Z6, Z7)
+	STORE512(Z8, Z9)
+	STORE512(Z10, Z11)
+	STORE512(Z12, Z13)
+	STORE512(Z14, Z15)
+	VZEROUPPER
+	RET
+
+storezero8:
+	STORE512Z(Z0, Z1)
+	STORE512Z(Z2, Z3)
+	STORE512Z(Z4, Z5)
+	STORE512Z(Z6, Z7)
+	STORE512Z(Z8, Z9)
+	STORE512Z(Z10, Z11)
+	STORE512Z(Z12, Z13)
+	STORE512Z(Z14, Z15)
+	VZEROUPPER
+	RET
+
+// ---------------------------------------------------------------------------
 // AVX2 + FMA: 6 rows × 16 columns. Y0..Y11 accumulate (row r in Y(2r),
 // Y(2r+1)), Y12/Y13 hold the 16 B values of one k step, Y14/Y15 broadcasts.
 
