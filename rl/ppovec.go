@@ -137,15 +137,31 @@ const clipCountUnit = 1 << 26
 func ppoSeqFullVec(k *ppoFullConsts, m []bool, lp, old, adv, ent, ref, g, ge []float64, s, e int, wi, entCoef, klCoef float64, kl, st bool,
 	negKL, bad *float64, n, clipped, lower *int) (pg, h, kv float64) {
 	n4 := (e - s) &^ 3
+	if useAVX512 {
+		n4 = (e - s) &^ 7
+	}
 	if n4 > 0 {
-		var acc [6][4]float64
 		k.w, k.entGrad, k.klW = splat(wi), splat(-entCoef*wi), splat(klCoef*wi)
 		refP := &lp[s]
 		if kl {
 			refP = &ref[s]
 		}
-		ppoFullVecAVX2(&m[s], &lp[s], &old[s], &adv[s], &ent[s], refP, &g[s], &ge[s], n4, k, &acc)
-		lane := func(j int) float64 { return acc[j][0] + acc[j][1] + acc[j][2] + acc[j][3] }
+		var acc [6][8]float64 // AVX2 fills lanes 0-3 of each row
+		if useAVX512 {
+			ppoFullVecAVX512(&m[s], &lp[s], &old[s], &adv[s], &ent[s], refP, &g[s], &ge[s], n4, k, &acc)
+		} else {
+			var acc4 [6][4]float64
+			ppoFullVecAVX2(&m[s], &lp[s], &old[s], &adv[s], &ent[s], refP, &g[s], &ge[s], n4, k, &acc4)
+			for j := range acc4 {
+				copy(acc[j][:4], acc4[j][:])
+			}
+		}
+		lane := func(j int) (x float64) {
+			for _, v := range acc[j] {
+				x += v
+			}
+			return x
+		}
 		pg, h, kv = lane(0), lane(4), lane(5)
 		*negKL -= lane(1)
 		for _, v := range acc[2] {

@@ -36,3 +36,8 @@ var useAVX512 = useAVX2 && cpu.X86.HasAVX512F
 //
 //go:noescape
 func ppoVecAVX512(mask *bool, lp, old, adv, grad *float64, n int, k *ppoVecConsts, acc *[6][8]float64)
+
+// ppoFullVecAVX512 is implemented in ppovec_amd64.s.
+//
+//go:noescape
+func ppoFullVecAVX512(mask *bool, lp, old, adv, ent, ref, grad, gradEnt *float64, n int, k *ppoFullConsts, acc *[6][8]float64)

@@ -579,3 +579,134 @@ zdone:
 	VMOVUPD Z15, 320(R11)
 	VZEROUPPER
 	RET
+
+// func ppoFullVecAVX512(mask *bool, lp, old, adv, ent, ref, grad, gradEnt *float64, n int, k *ppoFullConsts, acc *[6][8]float64)
+//
+// ppoFullVecAVX2 on eight lanes (n a multiple of 8); the same constant table
+// and accumulator layout.
+TEXT ·ppoFullVecAVX512(SB), NOSPLIT, $0-88
+	MOVQ mask+0(FP), SI
+	MOVQ lp+8(FP), DI
+	MOVQ old+16(FP), R8
+	MOVQ adv+24(FP), R9
+	MOVQ ent+32(FP), R12
+	MOVQ ref+40(FP), R13
+	MOVQ grad+48(FP), R10
+	MOVQ gradEnt+56(FP), AX
+	MOVQ n+64(FP), BX
+	MOVQ k+72(FP), DX
+	MOVQ acc+80(FP), R11
+	XORQ CX, CX
+	VXORPD Z10, Z10, Z10
+	VXORPD Z11, Z11, Z11
+	VXORPD Z12, Z12, Z12
+	VXORPD Z13, Z13, Z13
+	VXORPD Z14, Z14, Z14
+	VXORPD Z15, Z15, Z15
+	VPBROADCASTQ 864(DX), Z20
+	VPTESTMQ     Z20, Z20, K5 // straight-through: all lanes or none
+	KMOVW        K5, K7       // kept in K7's place below; K5 is reused
+
+zfullloop:
+	CMPQ CX, BX
+	JGE  zfulldone
+
+	VPMOVZXBQ (SI)(CX*1), Z0
+	VPTESTMQ  Z0, Z0, K1 // on
+
+	VMOVUPD (DI)(CX*8), Z1
+	VMOVUPD (R13)(CX*8), Z4
+	VSUBPD  Z1, Z4, Z4         // x = ref − lp
+	VSUBPD  (R8)(CX*8), Z1, Z1 // d
+	VMOVUPD (R9)(CX*8), Z2     // A
+
+	VADDPD Z2, Z1, Z3
+	VSUBPD Z3, Z3, Z3
+	VADDPD Z3, Z10, K1, Z10 // finiteness of d and A
+
+	VADDPD       (R12)(CX*8), Z14, K1, Z14 // Σ on·H
+	VBROADCASTSD 768(DX), Z3
+	VMOVAPD.Z    Z3, K1, Z3
+	VMOVUPD      Z3, (AX)(CX*8) // gEnt
+
+	// k3 of x
+	VMAXPD.BCST       0(DX), Z4, Z5
+	VMINPD.BCST       32(DX), Z5, Z5    // xc
+	VCMPPD            $0x00, Z5, Z4, K2 // inner clamp inactive
+	VSUBPD            Z4, Z4, Z3
+	VADDPD            Z3, Z15, K1, Z15  // finiteness of ref
+	VMULPD.BCST       64(DX), Z5, Z8
+	VRNDSCALEPD       $0, Z8, Z8
+	VMOVAPD           Z5, Z9
+	VFNMADD231PD.BCST 96(DX), Z8, Z9
+	VFNMADD231PD.BCST 128(DX), Z8, Z9
+	EXP3Z(Z9, Z16, Z17, Z7, Z18)
+	VSCALEFPD         Z8, Z7, Z7 // e
+	VSUBPD            Z5, Z7, Z9
+	VSUBPD.BCST       736(DX), Z9, Z9 // e − xc − 1
+	VCMPPD.BCST       $0x0e, 832(DX), Z9, K3 // outer clamp active
+	VMINPD.BCST       832(DX), Z9, Z9
+	VADDPD            Z9, Z15, K1, Z15
+	VBROADCASTSD      736(DX), Z9
+	VSUBPD            Z7, Z9, Z9 // 1 − e
+	KANDNW            K2, K3, K4
+	VMOVAPD.Z         Z9, K4, Z9
+	VXORPD            Z17, Z17, Z17
+	VSUBPD            Z4, Z17, Z17 // −x
+	VMOVAPD           Z17, K7, Z9  // straight-through gradient
+	VMULPD.BCST       800(DX), Z9, Z9 // klW·dk3
+
+	// PPO
+	VMAXPD.BCST       0(DX), Z1, Z3
+	VMINPD.BCST       32(DX), Z3, Z3    // dc
+	VCMPPD            $0x00, Z3, Z1, K2 // in range
+	VADDPD            Z3, Z11, K1, Z11
+	VMULPD.BCST       64(DX), Z3, Z5
+	VRNDSCALEPD       $0, Z5, Z5
+	VFNMADD231PD.BCST 96(DX), Z5, Z3
+	VFNMADD231PD.BCST 128(DX), Z5, Z3
+	EXP3Z(Z3, Z16, Z17, Z6, Z18)
+	VSCALEFPD         Z5, Z6, Z6 // ρ
+
+	VXORPD      Z8, Z8, Z8
+	VSUBPD      Z2, Z8, Z8  // −A
+	VMULPD      Z6, Z8, Z19 // ℓ1
+	VMAXPD.BCST 608(DX), Z6, Z7
+	VMINPD.BCST 640(DX), Z7, Z7
+	VMULPD      Z7, Z8, Z7         // ℓ2
+	VCMPPD      $0x0e, Z19, Z7, K3 // clip
+	VBLENDMPD   Z7, Z19, K3, Z3    // ℓc
+	VMULPD.BCST 672(DX), Z8, Z7    // ℓ3
+	VCMPPD      $0x0e, Z7, Z3, K4  // ℓc > ℓ3
+	VXORPD      Z6, Z6, Z6
+	VCMPPD      $0x01, Z6, Z2, K5  // A < 0
+	KANDW       K5, K4, K4         // lower
+	VBLENDMPD   Z7, Z3, K4, Z3     // ℓ
+
+	KANDNW      K2, K3, K6
+	KANDNW      K6, K4, K6
+	VMULPD.BCST 704(DX), Z19, Z19
+	VMOVAPD.Z   Z19, K6, Z19
+	VADDPD      Z9, Z19, Z19
+	VMOVAPD.Z   Z19, K1, Z19
+	VMOVUPD     Z19, (R10)(CX*8)
+
+	VADDPD      Z3, Z10, K1, Z10
+	VADDPD.BCST 736(DX), Z12, K1, Z12
+	KANDW       K1, K3, K6
+	VADDPD.BCST 896(DX), Z12, K6, Z12 // + 2^26 per clip
+	KANDW       K1, K4, K6
+	VADDPD.BCST 736(DX), Z13, K6, Z13
+
+	ADDQ $8, CX
+	JMP  zfullloop
+
+zfulldone:
+	VMOVUPD Z10, 0(R11)
+	VMOVUPD Z11, 64(R11)
+	VMOVUPD Z12, 128(R11)
+	VMOVUPD Z13, 192(R11)
+	VMOVUPD Z14, 256(R11)
+	VMOVUPD Z15, 320(R11)
+	VZEROUPPER
+	RET

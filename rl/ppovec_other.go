@@ -29,3 +29,7 @@ var useAVX512 = false
 func ppoVecAVX512(mask *bool, lp, old, adv, grad *float64, n int, k *ppoVecConsts, acc *[6][8]float64) {
 	panic("rl: ppoVecAVX512 without AVX-512")
 }
+
+func ppoFullVecAVX512(mask *bool, lp, old, adv, ent, ref, grad, gradEnt *float64, n int, k *ppoFullConsts, acc *[6][8]float64) {
+	panic("rl: ppoFullVecAVX512 without AVX-512")
+}

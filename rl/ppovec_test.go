@@ -63,11 +63,18 @@ func TestPPOVectorMatchesScalar(t *testing.T) {
 		}
 	}
 	b.Entropy = ent
-	for _, kl := range []string{"", "low_var_kl", "k3+"} {
+	wide := useAVX512
+	for _, c := range []struct {
+		kl     string
+		avx512 bool
+	}{{"", false}, {"low_var_kl", false}, {"k3+", false}, {"", wide}, {"low_var_kl", wide}, {"k3+", wide}} {
+		kl := c.kl
 		cfg := DefaultLossConfig()
 		cfg.EntropyCoeff, cfg.KLLossCoef, cfg.AggMode = 0.01, 0.2, SeqMeanTokenSum
 		cfg.UseKLLoss, cfg.KLLossType = kl != "", kl
+		useAVX512 = c.avx512
 		vec, err := actorLoss(cfg)(b)
+		useAVX512 = wide
 		if err != nil {
 			t.Fatal(err)
 		}
