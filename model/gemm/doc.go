@@ -22,8 +22,14 @@
 // equal (k = 896 runs as 2×448, not 512+384), since each slice is one pass
 // over C.
 //
-// Products with at most eight rows of op(A) and a transposed B (x·Wᵀ while
-// decoding) skip packing: each element of C is a dot product of two
+// Register tiles: AVX-512 12×32 (24 zmm accumulators, broadcasts of A times
+// two zmm of B), plus an 8×32 variant chosen for products of up to 96 rows
+// when it pads fewer rows (64-query attention blocks); AVX2 6×16 (12 ymm);
+// portable Go 4×8.
+//
+// Products with a transposed B and at most eight rows of op(A) (x·Wᵀ while
+// decoding), or at most eight columns and A not transposed (a value head),
+// skip packing: each element of C is a dot product of two
 // contiguous rows, and an assembly kernel streams four rows of B against two
 // rows of op(A) (small.go).
 //
