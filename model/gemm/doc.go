@@ -29,9 +29,9 @@
 //
 // Products with a transposed B and at most eight rows of op(A) (x·Wᵀ while
 // decoding), or at most eight columns and A not transposed (a value head),
-// skip packing: each element of C is a dot product of two
-// contiguous rows, and an assembly kernel streams four rows of B against two
-// rows of op(A) (small.go).
+// skip packing: each element of C is a dot product of two contiguous rows,
+// and an assembly kernel streams four rows of the large operand against two
+// rows of the small one (small.go).
 //
 // The packed A micro-panel is read through two strides (bytes per k step,
 // bytes per row), so a non-transposed A packs by plain row copies and a
