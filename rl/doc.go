@@ -69,13 +69,15 @@
 //
 // Speed: the loss kernels make one pass over their inputs, split into chunks
 // of whole sequences that run in parallel (the split depends only on the
-// layout, so results do not depend on the thread count). The PPO actor loss,
-// alone or with the entropy bonus and the k3 KL loss fused in, and the
-// clipped value loss run AVX2/FMA loops on amd64 machines that have them
-// (ppovec_amd64.s, checked against the scalar loops in ppovec_test.go);
-// elsewhere, and for the other KL estimators, a scalar loop with a blocked,
-// table-driven exp. benchmarks/rl measures them against a same-run memory
-// pass over the same inputs.
+// layout, so results do not depend on the thread count). On amd64 the PPO
+// actor loss (alone, or with the entropy bonus and the k3 KL loss fused in)
+// and GSPO run AVX-512 loops where the CPU has AVX-512F and AVX2/FMA loops
+// otherwise, as does the clipped value loss (ppovec_amd64.s, chosen at run
+// time and checked against the scalar loops in ppovec_test.go); elsewhere,
+// and for the other KL estimators, a scalar loop with a blocked,
+// table-driven exp. Vector and scalar loops agree to rounding (1e-6
+// relative in the tests), not bit for bit. benchmarks/rl measures them
+// against a same-run memory pass over the same inputs.
 //
 // Output gradients: DLogProb = dL/dLogProb, DEntropy = dL/dEntropy, DValue =
 // dL/dValues, one entry per packed token (0 where the mask is false); a

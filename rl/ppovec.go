@@ -269,11 +269,21 @@ type gspoVecConsts struct {
 // action tokens over [s, e): the AVX2 loop for whole groups of four.
 func gspoSeqSum(m []bool, lp, old, adv []float64, s, e int) (sum, bad float64, cnt int) {
 	n4 := (e - s) &^ 3
+	if useAVX512 {
+		n4 = (e - s) &^ 7
+	}
 	if n4 > 0 {
-		var acc [3][4]float64
-		gspoSumAVX2(&m[s], &lp[s], &old[s], &adv[s], n4, &acc)
-		lane := func(j int) float64 { return acc[j][0] + acc[j][1] + acc[j][2] + acc[j][3] }
-		sum, bad, cnt = lane(0), lane(1), int(lane(2))
+		var acc [3][8]float64 // AVX2 fills lanes 0-3
+		if useAVX512 {
+			gspoSumAVX512(&m[s], &lp[s], &old[s], &adv[s], n4, &acc)
+		} else {
+			var acc4 [3][4]float64
+			gspoSumAVX2(&m[s], &lp[s], &old[s], &adv[s], n4, &acc4)
+			for j := range acc4 {
+				copy(acc[j][:4], acc4[j][:])
+			}
+		}
+		sum, bad, cnt = sum8(acc[0]), sum8(acc[1]), int(sum8(acc[2]))
 	}
 	for t := s + n4; t < e; t++ {
 		if m[t] {
@@ -292,12 +302,22 @@ func gspoSeqSum(m []bool, lp, old, adv []float64, s, e int) (sum, bad float64, c
 // log-ratio was clamped.
 func gspoSeqLoss(k *gspoVecConsts, m []bool, adv, g []float64, s, e int, ratio, clipped, gw float64) (seq float64, clips int) {
 	n4 := (e - s) &^ 3
+	if useAVX512 {
+		n4 = (e - s) &^ 7
+	}
 	if n4 > 0 {
-		var acc [2][4]float64
+		var acc [2][8]float64 // AVX2 fills lanes 0-3
 		k.ratio, k.clipped, k.gw = splat(ratio), splat(clipped), splat(gw)
-		gspoLossAVX2(&m[s], &adv[s], &g[s], n4, k, &acc)
-		seq = acc[0][0] + acc[0][1] + acc[0][2] + acc[0][3]
-		clips = int(acc[1][0] + acc[1][1] + acc[1][2] + acc[1][3])
+		if useAVX512 {
+			gspoLossAVX512(&m[s], &adv[s], &g[s], n4, k, &acc)
+		} else {
+			var acc4 [2][4]float64
+			gspoLossAVX2(&m[s], &adv[s], &g[s], n4, k, &acc4)
+			for j := range acc4 {
+				copy(acc[j][:4], acc4[j][:])
+			}
+		}
+		seq, clips = sum8(acc[0]), int(sum8(acc[1]))
 	}
 	for t := s + n4; t < e; t++ {
 		if !m[t] {
@@ -315,4 +335,12 @@ func gspoSeqLoss(k *gspoVecConsts, m []bool, adv, g []float64, s, e int, ratio, 
 		g[t] = gw * grad
 	}
 	return seq, clips
+}
+
+// sum8 adds the lanes of a vector accumulator.
+func sum8(x [8]float64) (s float64) {
+	for _, v := range x {
+		s += v
+	}
+	return s
 }

@@ -41,3 +41,11 @@ func ppoVecAVX512(mask *bool, lp, old, adv, grad *float64, n int, k *ppoVecConst
 //
 //go:noescape
 func ppoFullVecAVX512(mask *bool, lp, old, adv, ent, ref, grad, gradEnt *float64, n int, k *ppoFullConsts, acc *[6][8]float64)
+
+// gspoSumAVX512 and gspoLossAVX512 are implemented in ppovec_amd64.s.
+//
+//go:noescape
+func gspoSumAVX512(mask *bool, lp, old, adv *float64, n int, acc *[3][8]float64)
+
+//go:noescape
+func gspoLossAVX512(mask *bool, adv, grad *float64, n int, k *gspoVecConsts, acc *[2][8]float64)

@@ -710,3 +710,83 @@ zfulldone:
 	VMOVUPD Z15, 320(R11)
 	VZEROUPPER
 	RET
+
+// func gspoSumAVX512(mask *bool, lp, old, adv *float64, n int, acc *[3][8]float64)
+//
+// gspoSumAVX2 on eight lanes (n a multiple of 8).
+TEXT ·gspoSumAVX512(SB), NOSPLIT, $0-48
+	MOVQ mask+0(FP), SI
+	MOVQ lp+8(FP), DI
+	MOVQ old+16(FP), R8
+	MOVQ adv+24(FP), R9
+	MOVQ n+32(FP), BX
+	MOVQ acc+40(FP), R11
+	XORQ CX, CX
+	VXORPD Z10, Z10, Z10
+	VXORPD Z11, Z11, Z11
+	VXORPD Z12, Z12, Z12
+	MOVQ   $0x3ff0000000000000, AX // 1.0
+	VPBROADCASTQ AX, Z9
+
+zgsumloop:
+	CMPQ CX, BX
+	JGE  zgsumdone
+	VPMOVZXBQ (SI)(CX*1), Z0
+	VPTESTMQ  Z0, Z0, K1
+	VMOVUPD   (DI)(CX*8), Z1
+	VSUBPD    (R8)(CX*8), Z1, Z1 // d
+	VADDPD    (R9)(CX*8), Z1, Z2
+	VSUBPD    Z2, Z2, Z2
+	VADDPD    Z2, Z11, K1, Z11
+	VADDPD    Z1, Z10, K1, Z10
+	VADDPD    Z9, Z12, K1, Z12
+	ADDQ      $8, CX
+	JMP       zgsumloop
+
+zgsumdone:
+	VMOVUPD Z10, 0(R11)
+	VMOVUPD Z11, 64(R11)
+	VMOVUPD Z12, 128(R11)
+	VZEROUPPER
+	RET
+
+// func gspoLossAVX512(mask *bool, adv, grad *float64, n int, k *gspoVecConsts, acc *[2][8]float64)
+//
+// gspoLossAVX2 on eight lanes (n a multiple of 8).
+TEXT ·gspoLossAVX512(SB), NOSPLIT, $0-48
+	MOVQ mask+0(FP), SI
+	MOVQ adv+8(FP), R9
+	MOVQ grad+16(FP), R10
+	MOVQ n+24(FP), BX
+	MOVQ k+32(FP), DX
+	MOVQ acc+40(FP), R11
+	XORQ CX, CX
+	VXORPD Z10, Z10, Z10
+	VXORPD Z11, Z11, Z11
+	VXORPD Z1, Z1, Z1
+
+zglossloop:
+	CMPQ CX, BX
+	JGE  zglossdone
+	VPMOVZXBQ   (SI)(CX*1), Z0
+	VPTESTMQ    Z0, Z0, K1
+	VSUBPD      (R9)(CX*8), Z1, Z2 // −A
+	VMULPD.BCST 0(DX), Z2, Z3      // ℓ1
+	VMULPD.BCST 32(DX), Z2, Z4     // ℓ2
+	VCMPPD      $0x0e, Z3, Z4, K2  // clip
+	VBLENDMPD   Z4, Z3, K2, Z6     // ℓ
+	KANDNW      K1, K2, K3         // on ∧ ¬clip
+	VMULPD.BCST 64(DX), Z3, Z3
+	VMOVAPD.Z   Z3, K3, Z3
+	VMOVUPD     Z3, (R10)(CX*8)
+	VADDPD      Z6, Z10, K1, Z10
+	KANDW       K1, K2, K4
+	VADDPD.BCST 96(DX), Z11, K4, Z11
+	ADDQ        $8, CX
+	JMP         zglossloop
+
+zglossdone:
+	VMOVUPD Z10, 0(R11)
+	VMOVUPD Z11, 64(R11)
+	VZEROUPPER
+	RET

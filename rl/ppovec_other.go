@@ -33,3 +33,11 @@ func ppoVecAVX512(mask *bool, lp, old, adv, grad *float64, n int, k *ppoVecConst
 func ppoFullVecAVX512(mask *bool, lp, old, adv, ent, ref, grad, gradEnt *float64, n int, k *ppoFullConsts, acc *[6][8]float64) {
 	panic("rl: ppoFullVecAVX512 without AVX-512")
 }
+
+func gspoSumAVX512(mask *bool, lp, old, adv *float64, n int, acc *[3][8]float64) {
+	panic("rl: gspoSumAVX512 without AVX-512")
+}
+
+func gspoLossAVX512(mask *bool, adv, grad *float64, n int, k *gspoVecConsts, acc *[2][8]float64) {
+	panic("rl: gspoLossAVX512 without AVX-512")
+}

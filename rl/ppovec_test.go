@@ -191,25 +191,30 @@ func TestGSPOVectorMatchesScalar(t *testing.T) {
 	}
 	cfg := DefaultLossConfig()
 	cfg.PolicyLoss, cfg.AggMode, cfg.ClipRatioLow, cfg.ClipRatioHigh = "gspo", SeqMeanTokenMean, 3e-4, 4e-4
-	vec, err := actorLoss(cfg)(b)
-	if err != nil {
-		t.Fatal(err)
-	}
 	useAVX2 = false
 	scalar, err := actorLoss(cfg)(b)
 	useAVX2 = true
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !near(vec.Loss, scalar.Loss) {
-		t.Errorf("GSPO loss %v (AVX2) vs %v (scalar)", vec.Loss, scalar.Loss)
-	}
-	for _, name := range []string{"actor/pg_clipfrac", "actor/ppo_kl"} {
-		if !near(vec.Metrics[name], scalar.Metrics[name]) || scalar.Metrics[name] == 0 {
-			t.Errorf("%s %v (AVX2) vs %v (scalar)", name, vec.Metrics[name], scalar.Metrics[name])
+	wide := useAVX512
+	for _, avx512 := range []bool{false, wide} {
+		useAVX512 = avx512
+		vec, err := actorLoss(cfg)(b)
+		useAVX512 = wide
+		if err != nil {
+			t.Fatal(err)
 		}
+		if !near(vec.Loss, scalar.Loss) {
+			t.Errorf("AVX-512 %v: GSPO loss %v (vector) vs %v (scalar)", avx512, vec.Loss, scalar.Loss)
+		}
+		for _, name := range []string{"actor/pg_clipfrac", "actor/ppo_kl"} {
+			if !near(vec.Metrics[name], scalar.Metrics[name]) || scalar.Metrics[name] == 0 {
+				t.Errorf("AVX-512 %v: %s %v (vector) vs %v (scalar)", avx512, name, vec.Metrics[name], scalar.Metrics[name])
+			}
+		}
+		checkGrad(t, fmt.Sprintf("GSPO (AVX-512 %v) dlogprob", avx512), vec.DLogProb, scalar.DLogProb)
 	}
-	checkGrad(t, "GSPO AVX2 dlogprob", vec.DLogProb, scalar.DLogProb)
 	tk := firstAction(b, 20, 0)
 	b.Advantages[tk] = math.Inf(1)
 	_, err = actorLoss(cfg)(b)
