@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -144,12 +145,14 @@ func decodeMuSiQue(r record, source string, allowUnanswered bool) (Sample, *fiel
 		s.Extra["answerable"] = strconv.FormatBool(ok)
 	}
 	if r.has("question_decomposition") {
-		var steps []json.RawMessage
-		if json.Unmarshal(r["question_decomposition"], &steps) != nil {
+		dec := json.NewDecoder(bytes.NewReader(r["question_decomposition"]))
+		dec.UseNumber()
+		var steps []any
+		if dec.Decode(&steps) != nil {
 			return s, fieldErr("question_decomposition", "want a list, found %s", kindOf(r["question_decomposition"]))
 		}
 		s.Extra["hops"] = strconv.Itoa(len(steps))
-		s.Extra["question_decomposition"] = r.compact("question_decomposition")
+		s.Extra["question_decomposition"] = compactJSON(steps)
 	}
 	return s, nil
 }

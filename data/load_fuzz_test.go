@@ -79,6 +79,7 @@ func FuzzJSONL(f *testing.F) {
 	addFileSeeds(f, "*.jsonl", "flashrag/*/*.jsonl")
 	f.Add([]byte("{\"id\": \"1\", \"question\": \"q\", \"golden_answers\": [\"a\"]}\r\n\n{\"id\": 2}\n"))
 	f.Add([]byte(`{"id": "x", "question": "q", "answer": "a", "answer_aliases": [1, "b"], "answerable": true}`))
+	f.Add([]byte("{\"id\": \"x\", \"question\": \"q\xff\", \"answer\": \"a\\u00e9\"}"))
 	f.Fuzz(fuzzLines)
 }
 
@@ -87,6 +88,19 @@ func fuzzLines(t *testing.T, in []byte) {
 	rep, err := StreamReader(bytes.NewReader(in), "fuzz", LoadOptions{Format: FormatMuSiQue, SkipMalformed: true, MaxRecordBytes: 1 << 16},
 		func(Sample) error { n++; return nil })
 	checkReport(t, in, rep, err, n)
+	// The fast path for plain strings agrees with encoding/json.
+	for _, line := range bytes.Split(in, []byte("\n")) {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(line, &fields) != nil {
+			continue
+		}
+		for _, raw := range fields {
+			var want string
+			if got, ok := plainString(raw); ok && (json.Unmarshal(raw, &want) != nil || got != want) {
+				t.Fatalf("plainString(%q) = %q, encoding/json says %q", raw, got, want)
+			}
+		}
+	}
 	// Auto-detected, every good sample has an id, a question and an
 	// answer.
 	n = 0

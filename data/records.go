@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // readLines reads JSONL: one record per line, blank lines ignored.
@@ -300,11 +301,25 @@ func (r record) str(field string) (string, *fieldError) {
 	if !r.has(field) {
 		return "", nil
 	}
+	if s, ok := plainString(r[field]); ok {
+		return s, nil
+	}
 	var s string
 	if err := json.Unmarshal(r[field], &s); err != nil {
 		return "", fieldErr(field, "want a string, found %s", kindOf(r[field]))
 	}
 	return s, nil
+}
+
+// plainString is the fast path of decoding a JSON string that has no
+// escapes: the record it came from was validated as a whole when it was
+// split into fields, so the bytes between the quotes are the string, if
+// they are valid UTF-8 (encoding/json would replace bad bytes with U+FFFD).
+func plainString(raw json.RawMessage) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' || bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
+		return "", false
+	}
+	return string(raw[1 : len(raw)-1]), true
 }
 
 // required returns a string field that must be present and not blank.
@@ -353,6 +368,10 @@ func (r record) strs(field string) ([]string, *fieldError) {
 	}
 	out := make([]string, 0, len(items))
 	for i, it := range items {
+		if s, ok := plainString(it); ok {
+			out = append(out, s)
+			continue
+		}
 		var s string
 		if json.Unmarshal(it, &s) == nil {
 			out = append(out, s)
@@ -381,6 +400,11 @@ func (r record) compact(field string) string {
 	if dec.Decode(&v) != nil {
 		return ""
 	}
+	return compactJSON(v)
+}
+
+// compactJSON encodes a decoded value as compact UTF-8 JSON, keys sorted.
+func compactJSON(v any) string {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
