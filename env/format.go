@@ -81,13 +81,14 @@ type ToolCall struct {
 	Raw       string          // the text between the tags
 	Name      string          // empty unless the body had a string "name"
 	Arguments json.RawMessage // nil unless the body had "arguments"
-	Err       ErrorKind       // ErrJSON, ErrNoName or ErrNoArguments; ErrNone when well formed
+	Err       ErrorKind       // ErrJSON, ErrNoName, ErrNoArguments or ErrUnknownTool; ErrNone when well formed
 }
 
 // ParseToolCalls finds every complete <tool_call>...</tool_call> in a turn
 // (Agent-R1's non-greedy DOTALL regex) and parses each body as JSON with
-// keys "name" and "arguments". A body that is not an object, or whose name
-// is not a string, counts as having no name.
+// keys "name" and "arguments", checked in Agent-R1's order (name, then
+// arguments, then the tool). A body that is not an object counts as having
+// no name; a name that is not a string names an unknown tool.
 func (m Markup) ParseToolCalls(turn string) []ToolCall {
 	var calls []ToolCall
 	for {
@@ -117,13 +118,19 @@ func parseCallBody(body string) ToolCall {
 		return c
 	}
 	rawName, ok := obj["name"]
-	if !ok || json.Unmarshal(rawName, &c.Name) != nil {
-		c.Name, c.Err = "", ErrNoName
+	if !ok {
+		c.Err = ErrNoName
 		return c
 	}
 	args, ok := obj["arguments"]
 	if !ok {
 		c.Err = ErrNoArguments
+		return c
+	}
+	if json.Unmarshal(rawName, &c.Name) != nil {
+		// a name that is not a string names no tool, as in Python where
+		// the lookup in the tool map simply fails
+		c.Name, c.Err = "", ErrUnknownTool
 		return c
 	}
 	c.Arguments = args

@@ -52,7 +52,7 @@ func FuzzToolCallParser(f *testing.F) {
 				if json.Valid([]byte(c.Raw)) {
 					t.Fatalf("valid JSON classified as bad: %q", c.Raw)
 				}
-			case ErrNoName, ErrNoArguments:
+			case ErrNoName, ErrNoArguments, ErrUnknownTool:
 			default:
 				t.Fatalf("parser produced kind %q", c.Err)
 			}
