@@ -311,6 +311,9 @@ func TestHelpers(t *testing.T) {
 	if mean, max, min, k := MaskedStats([]float64{1, 5, -2}, []bool{true, false, true}); mean != -0.5 || max != 1 || min != -2 || k != 2 {
 		t.Errorf("MaskedStats = %v %v %v %v", mean, max, min, k)
 	}
+	if isa := KernelISA(); isa != "avx512" && isa != "avx2" && isa != "scalar" {
+		t.Errorf("KernelISA = %q", isa)
+	}
 	// The registries list the built-ins.
 	if got := EstimatorNames(); len(got) < 6 || got[0] != "gae" {
 		t.Errorf("EstimatorNames = %v", got)

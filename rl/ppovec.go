@@ -344,3 +344,15 @@ func sum8(x [8]float64) (s float64) {
 	}
 	return s
 }
+
+// KernelISA names the instruction set the loss kernels use on this machine:
+// "avx512", "avx2" or "scalar".
+func KernelISA() string {
+	switch {
+	case useAVX512:
+		return "avx512"
+	case useAVX2:
+		return "avx2"
+	}
+	return "scalar"
+}
