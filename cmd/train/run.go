@@ -157,8 +157,10 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	series := hist.Series()
 	chart := metrics.Chart{Title: "r1go: training score and validation EM", Series: map[string][]metrics.Point{
 		"train score (critic/score/mean)": series["critic/score/mean"], "train EM": series["env/em"], "validation EM": series["val-core/all/em"]}}
-	if err := metrics.Plot(plot, chart); err != nil {
-		fmt.Fprintln(out, "plot:", err)
+	if tr.Steps() > 0 {
+		if err := metrics.Plot(plot, chart); err != nil {
+			fmt.Fprintln(out, "plot:", err)
+		}
 	}
 	summarise(out, cfg, dir, before, after, time.Since(t0))
 	return nil
