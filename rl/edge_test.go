@@ -314,6 +314,11 @@ func TestHelpers(t *testing.T) {
 	if isa := KernelISA(); isa != "avx512" && isa != "avx2" && isa != "scalar" {
 		t.Errorf("KernelISA = %q", isa)
 	}
+	ps := Metrics{}
+	ps.PutStats("x", []float64{3, -1, 7}, []bool{true, true, false})
+	if ps["x/mean"] != 1 || ps["x/max"] != 3 || ps["x/min"] != -1 {
+		t.Errorf("PutStats = %v", ps)
+	}
 	// The registries list the built-ins.
 	if got := EstimatorNames(); len(got) < 6 || got[0] != "gae" {
 		t.Errorf("EstimatorNames = %v", got)

@@ -86,7 +86,12 @@ func MaskedStats(x []float64, m []bool) (mean, max, min float64, n int) {
 	return s / float64(n), max, min, n
 }
 
-// putStats stores name/mean, name/max and name/min.
+// PutStats stores verl's name/mean, name/max and name/min of x over the
+// positions where mask is true (all positions when mask is nil), as
+// MaskedStats computes them.
+func (m Metrics) PutStats(name string, x []float64, mask []bool) { m.putStats(name, x, mask) }
+
+// putStats is PutStats (kept for callers inside the package).
 func (m Metrics) putStats(name string, x []float64, mask []bool) {
 	mean, max, min, _ := MaskedStats(x, mask)
 	m[name+"/mean"] = mean
