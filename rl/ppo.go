@@ -18,10 +18,13 @@ type actorTerms struct {
 }
 
 // ppoFused is PPOLoss plus the optional entropy and KL-loss terms in one
-// pass over the tokens, in blocks of blockLen: expDiffBlock exponentiates
-// the block's clamped log-ratios (and k3's exponents), then one loop checks
-// finiteness and computes losses and gradients. The formulas are those of
-// PPOLoss, entropyTerm and klLossTerm.
+// pass over the tokens. The plain loss, and the loss with the entropy bonus
+// and optionally the k3 KL loss, run the vector loops of ppovec.go when the
+// CPU has AVX2 and the gradients are written rather than added to. Every
+// other case runs the scalar loop below, in blocks of blockLen tokens:
+// expDiffBlock exponentiates the block's clamped log-ratios (and k3's
+// exponents), then one loop checks finiteness and computes losses and
+// gradients. The formulas are those of PPOLoss, entropyTerm and klLossTerm.
 func ppoFused(b *Batch, cfg *LossConfig, w Weights, out *Output, x actorTerms) error {
 	fields := []Field{FieldActionMask, FieldLogProb, FieldOldLogProb, FieldAdvantages}
 	if x.entropy {
