@@ -223,7 +223,7 @@ func (c *adCache) loss(b *Batch, cfg *LossConfig, w Weights, out *Output) error 
 	if err := b.require(FieldActionMask); err != nil {
 		return err
 	}
-	if err := checkWeights(b, w); err != nil {
+	if err := checkWeights(b, w, out); err != nil {
 		return err
 	}
 	N := b.NumTokens()

@@ -198,6 +198,13 @@ func TestConfigErrors(t *testing.T) {
 	wantErr(t, Estimate(b, &AdvantageConfig{Estimator: "ppo"}), `unknown advantage estimator "ppo"`, "gae")
 	wantErr(t, Estimate(b, &AdvantageConfig{Estimator: "gae", Gamma: 1.5, Lambda: 1}), "gamma 1.5")
 	wantErr(t, ReMax(b, nil), "BaselineScore is nil")
+	var stale Output
+	stale.Reset(3)
+	w := make(Weights, b.NumSeqs())
+	for _, name := range []string{"vanilla", "gspo", "value", "twin-vanilla"} {
+		l, _ := LookupLoss(name)
+		wantErr(t, l(b, &cfg, w, &stale), "Output was Reset for 3 tokens")
+	}
 }
 
 func TestRegistryDuplicatePanics(t *testing.T) {

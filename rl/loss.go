@@ -55,7 +55,8 @@ type Weights []float64
 // aggregates its per-token loss with the weights over the ActionMask, adds
 // the result to out.Loss, adds its per-token gradients through out.Grad and
 // puts its metrics in out.Metrics. Policy losses and the critic loss share
-// this signature, hand-written and autodiff alike.
+// this signature, hand-written and autodiff alike. out must have been Reset
+// for b's token count (ActorLoss and CriticLoss do that).
 type Loss func(b *Batch, cfg *LossConfig, w Weights, out *Output) error
 
 // Output is what a loss returns: the scalar loss, per-token gradients of the
@@ -190,10 +191,14 @@ func weightsFor(b *Batch, norm Norm) (Weights, error) {
 	return Weights(w), err
 }
 
-// checkWeights guards the kernels against a weight slice from another batch.
-func checkWeights(b *Batch, w Weights) error {
+// checkWeights guards the kernels against a weight slice or an Output
+// prepared for another batch.
+func checkWeights(b *Batch, w Weights, out *Output) error {
 	if len(w) != b.NumSeqs() {
 		return fmt.Errorf("rl: %d aggregation weights for %d sequences", len(w), b.NumSeqs())
+	}
+	if out.n != b.NumTokens() || out.Metrics == nil {
+		return fmt.Errorf("rl: Output was Reset for %d tokens, the batch has %d (call out.Reset(b.NumTokens()) first)", out.n, b.NumTokens())
 	}
 	return nil
 }

@@ -63,7 +63,7 @@ func GSPOLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
 	if err := b.require(FieldActionMask, FieldLogProb, FieldOldLogProb, FieldAdvantages); err != nil {
 		return err
 	}
-	if err := checkWeights(b, w); err != nil {
+	if err := checkWeights(b, w, out); err != nil {
 		return err
 	}
 	if err := checkClip(cfg, false); err != nil {
@@ -174,7 +174,7 @@ func ValueLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
 	if err := b.require(FieldActionMask, FieldValues, FieldOldValues, FieldReturns); err != nil {
 		return err
 	}
-	if err := checkWeights(b, w); err != nil {
+	if err := checkWeights(b, w, out); err != nil {
 		return err
 	}
 	if !(cfg.CliprangeValue >= 0) {

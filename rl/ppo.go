@@ -36,7 +36,7 @@ func ppoFused(b *Batch, cfg *LossConfig, w Weights, out *Output, x actorTerms) e
 	if err := b.require(fields...); err != nil {
 		return err
 	}
-	if err := checkWeights(b, w); err != nil {
+	if err := checkWeights(b, w, out); err != nil {
 		return err
 	}
 	if err := checkClip(cfg, true); err != nil {
