@@ -125,6 +125,8 @@ func cases(b *rl.Batch, autodiff bool) []caseDef {
 		{name: "PPO + entropy + k3 KL loss (GRPO actor)", floats: func(b *rl.Batch) [][]float64 {
 			return [][]float64{b.LogProb, b.OldLogProb, b.Advantages, b.RefLogProb, b.Entropy}
 		}, masks: action, run: actor(func(c *rl.LossConfig) { c.EntropyCoeff, c.UseKLLoss = 0.001, true })},
+		{name: "PPO, 64 micro-batches of 4 sequences", floats: ppoIn, masks: action,
+			run: noEntropy(microBatches(b, 4))},
 		{name: "GSPO loss+grad (seq-mean-token-mean)", floats: ppoIn, masks: action,
 			run: noEntropy(actor(func(c *rl.LossConfig) {
 				c.PolicyLoss, c.AggMode, c.ClipRatioLow, c.ClipRatioHigh = "gspo", rl.SeqMeanTokenMean, 3e-4, 4e-4
@@ -146,6 +148,26 @@ func cases(b *rl.Batch, autodiff bool) []caseDef {
 			run: noEntropy(actor(func(c *rl.LossConfig) { c.PolicyLoss = "autodiff-vanilla" }))})
 	}
 	return cs
+}
+
+// microBatches times the PPO loss computed micro-batch by micro-batch (`per`
+// sequences each, the mini-batch's Norm), the trainer's gradient-accumulation
+// pattern: the same tokens as the one-call case plus the per-call overhead.
+func microBatches(b *rl.Batch, per int) func(*rl.Batch) error {
+	cfg := rl.DefaultLossConfig()
+	norm, err := rl.NewNorm(cfg.AggMode, b, 0)
+	if err != nil {
+		panic(err)
+	}
+	out := &rl.Output{}
+	return func(b *rl.Batch) error {
+		for i := 0; i < b.NumSeqs(); i += per {
+			if err := rl.ActorLoss(b.Slice(i, min(i+per, b.NumSeqs())), &cfg, norm, out); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // estimator times an estimator on a copy of the batch's output slices, so
