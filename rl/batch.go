@@ -296,19 +296,6 @@ func (b *Batch) seqOf(t int) int {
 	return lo
 }
 
-// firstNonFinite scans the named fields over tokens and returns an error for
-// the first NaN or Inf, or nil. Kernels call it only after their fused check
-// saw a non-finite value, so the common path pays no extra pass.
-func (b *Batch) firstNonFinite(fields ...Field) error {
-	for _, f := range fields {
-		x, perSeq := b.floats(f)
-		if err := b.checkFinite(string(f), x, perSeq); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // ResponseMask returns a mask that is true on every response token (all
 // tokens after the prompt), the advantage mask of the paper's Table 4
 // ablation "advantage mask disabled". It needs PromptLen.
