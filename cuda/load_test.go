@@ -76,3 +76,25 @@ func TestArchFor(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchNames: the environment variable's path comes first, then the
+// sonames for the loader, then copies found in toolkit and wheel folders.
+func TestSearchNames(t *testing.T) {
+	dir := t.TempDir()
+	wheel := dir + "/lib/python3.11/site-packages/nvidia/cublas/lib"
+	if err := os.MkdirAll(wheel, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(wheel+"/libcublas.so.12", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("VIRTUAL_ENV", dir)
+	t.Setenv("R1GO_TEST_LIB", "/opt/custom/libcublas.so.13")
+	got := searchNames("R1GO_TEST_LIB", "libcublas.so.13", "libcublas.so.12")
+	if len(got) < 4 || got[0] != "/opt/custom/libcublas.so.13" || got[1] != "libcublas.so.13" || got[2] != "libcublas.so.12" {
+		t.Fatalf("search order %v", got)
+	}
+	if last := got[len(got)-1]; last != wheel+"/libcublas.so.12" {
+		t.Fatalf("the wheel's library is not searched last: %v", got)
+	}
+}

@@ -64,7 +64,7 @@ func causalFlops(seqs []int32, nh, hs int) float64 {
 	return 4 * pairs * float64(hs) * float64(nh)
 }
 
-func cases(T int) []labCase {
+func cases(T, adamN int) []labCase {
 	C, I, W := hidden, inter, (heads+2*kvHeads)*headSize
 	seqs := packed(T)
 	pos := positions(seqs)
@@ -121,13 +121,13 @@ func cases(T int) []labCase {
 				gu, dy, dgu := randBuf(d, T*2*I, 10, 2), randBuf(d, T*I, 11, 1), d.Alloc(T*2*I)
 				return func() { d.SwiGLUBackward(dgu, dy, gu, T, I) }, []model.Buffer{dgu}
 			}},
-		{name: "attention", shape: shape("%d seqs of %d, %d/%d heads of %d", len(seqs)-1, seqLen, heads, kvHeads, headSize),
+		{name: "attention", shape: shape("%d seqs of ≤%d, %d/%d heads of %d", len(seqs)-1, min(T, seqLen), heads, kvHeads, headSize),
 			flops: causalFlops(seqs, heads, headSize),
 			setup: func(d model.Device) (func(), []model.Buffer) {
 				qkv, o, lse := randBuf(d, T*W, 12, 1), d.Alloc(T*heads*headSize), d.Alloc(heads*T)
 				return func() { d.Attention(o, lse, qkv, seqs, heads, kvHeads, headSize) }, []model.Buffer{o, lse}
 			}},
-		{name: "attention_backward", shape: shape("%d seqs of %d, %d/%d heads of %d", len(seqs)-1, seqLen, heads, kvHeads, headSize),
+		{name: "attention_backward", shape: shape("%d seqs of ≤%d, %d/%d heads of %d", len(seqs)-1, min(T, seqLen), heads, kvHeads, headSize),
 			flops: 2.5 * causalFlops(seqs, heads, headSize), // QKᵀ, dO·Vᵀ, dQ, dK, dV
 			setup: func(d model.Device) (func(), []model.Buffer) {
 				qkv, o, lse := randBuf(d, T*W, 12, 1), d.Alloc(T*heads*headSize), d.Alloc(heads*T)
@@ -149,9 +149,9 @@ func cases(T int) []labCase {
 				glp, gent, dh, dw := randBuf(d, Th, 16, 1), randBuf(d, Th, 17, 1), d.Alloc(Th*C), d.Alloc(vocab*C)
 				return func() { d.LMHeadBackward(dh, dw, glp, gent, h, w, lse, ent, targets, Th, C, vocab) }, []model.Buffer{dh, dw}
 			}},
-		{name: "adamw", shape: "494M values (Qwen2.5-0.5B)", bytes: 28 * 494e6,
+		{name: "adamw", shape: shape("%d values", adamN), bytes: 28 * float64(adamN),
 			setup: func(d model.Device) (func(), []model.Buffer) {
-				n := 494_000_000
+				n := adamN
 				p, g, m, v := randBuf(d, n, 18, 1), randBuf(d, n, 19, 1e-3), d.Alloc(n), d.Alloc(n)
 				hp := model.AdamWParams{LR: 1e-6, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Step: 1, GradScale: 1}
 				return func() { d.AdamW(p, g, m, v, hp) }, []model.Buffer{p, m, v}

@@ -44,6 +44,9 @@ func main() {
 	only := flag.String("cases", "", "comma-separated case names (default: all)")
 	precompile := flag.String("precompile", "", "compile every kernel into this folder with NVRTC and exit (no GPU needed)")
 	arch := flag.String("arch", "sm_90a", "target architecture of -precompile")
+	gemmN := flag.Int("gemm-n", 8192, "size of the square GEMM of the compute ceiling")
+	copyMB := flag.Int("copy-mb", 1024, "MiB copied for the bandwidth ceiling")
+	adamN := flag.Int("adamw-params", 494_000_000, "parameters of the AdamW case (Qwen2.5-0.5B: 494M)")
 	flag.Parse()
 
 	if *precompile != "" {
@@ -71,19 +74,18 @@ func main() {
 	fmt.Printf("device: %s, TF32 %v, %d tokens, %d reps\n", gpu.Name(), *tf32, *tokens, *reps)
 
 	l := &lab{gpu: gpu, cpu: model.NewCPU(), reps: *reps, withCPU: *withCPU}
-	l.copyGBs = l.copyCeiling()
-	l.gemmTFs = l.gemmCeiling()
-	fmt.Printf("ceilings (same run): device copy %.0f GB/s, cuBLAS float32 GEMM 8192³ %.1f TFLOP/s\n\n", l.copyGBs, l.gemmTFs)
+	l.copyGBs = l.copyCeiling(*copyMB << 18)
+	l.gemmTFs = l.gemmCeiling(*gemmN)
+	fmt.Printf("ceilings (same run): device copy of %d MiB %.0f GB/s, cuBLAS GEMM %d³ %.1f TFLOP/s\n\n", *copyMB, l.copyGBs, *gemmN, l.gemmTFs)
 
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "case\tshape\tGPU ms\tachieved\tof ceiling\tCPU ms\tx CPU\tmax rel diff")
-	for _, c := range cases(*tokens) {
+	for _, c := range cases(*tokens, *adamN) {
 		if *only != "" && !strings.Contains(","+*only+",", ","+c.name+",") {
 			continue
 		}
-		r := l.run(c)
-		fmt.Fprintln(tw, r)
-		tw.Flush()
+		fmt.Fprintf(os.Stderr, "running %s (%s)\n", c.name, c.shape)
+		fmt.Fprintln(tw, l.run(c))
 	}
 	tw.Flush()
 }
@@ -117,7 +119,7 @@ type result struct {
 func (r result) String() string {
 	cpu, x := "-", "-"
 	if r.cpuMs > 0 {
-		cpu, x = fmt.Sprintf("%.2f", r.cpuMs), fmt.Sprintf("%.0f", r.cpuMs/r.gpuMs)
+		cpu, x = fmt.Sprintf("%.2f", r.cpuMs), fmt.Sprintf("%.3g", r.cpuMs/r.gpuMs)
 	}
 	diff := "-"
 	if !math.IsInf(r.diff, -1) {
@@ -170,10 +172,9 @@ func (l *lab) run(c labCase) result {
 	return r
 }
 
-// copyCeiling is the device-to-device copy bandwidth on 1 GiB (read plus
-// write bytes per second).
-func (l *lab) copyCeiling() float64 {
-	n := 1 << 28
+// copyCeiling is the device-to-device copy bandwidth of n float32 values
+// (read plus write bytes per second).
+func (l *lab) copyCeiling(n int) float64 {
 	a, b := l.gpu.Alloc(n), l.gpu.Alloc(n)
 	defer l.gpu.Free(a)
 	defer l.gpu.Free(b)
@@ -181,9 +182,8 @@ func (l *lab) copyCeiling() float64 {
 	return 2 * 4 * float64(n) / ms / 1e6
 }
 
-// gemmCeiling is cuBLAS's float32 (or TF32) rate on an 8192³ GEMM.
-func (l *lab) gemmCeiling() float64 {
-	n := 8192
+// gemmCeiling is cuBLAS's float32 (or TF32) rate on an n³ GEMM.
+func (l *lab) gemmCeiling(n int) float64 {
 	a, b, c := l.gpu.Alloc(n*n), l.gpu.Alloc(n*n), l.gpu.Alloc(n*n)
 	defer l.gpu.Free(a)
 	defer l.gpu.Free(b)
