@@ -98,3 +98,31 @@ func TestSearchNames(t *testing.T) {
 		t.Fatalf("the wheel's library is not searched last: %v", got)
 	}
 }
+
+// TestSelect: "cpu" is the CPU; on a machine without a GPU "auto" falls
+// back to the CPU and says why, and "cuda" is an error; an unknown name is
+// an error that lists the choices.
+func TestSelect(t *testing.T) {
+	d, note, err := Select("cpu")
+	if err != nil || !strings.HasPrefix(d.Name(), "cpu") || !strings.Contains(note, "cpu") {
+		t.Fatalf("cpu: %v %q %v", d, note, err)
+	}
+	if _, _, err := Select("tpu"); err == nil || !strings.Contains(err.Error(), "auto, cuda or cpu") {
+		t.Fatalf("unknown device: %v", err)
+	}
+	_, openErr := Open()
+	d, note, err = Select("auto")
+	switch {
+	case openErr == nil:
+		if err != nil || !strings.HasPrefix(d.Name(), "cuda(") {
+			t.Fatalf("auto on a GPU machine: %v %v", d, err)
+		}
+	case errors.Is(openErr, ErrNoDriver) || errors.Is(openErr, ErrNoDevice):
+		if err != nil || !strings.HasPrefix(d.Name(), "cpu") || !strings.Contains(note, "no GPU") {
+			t.Fatalf("auto without a GPU: %v %q %v", d, note, err)
+		}
+		if _, _, err := Select("cuda"); !errors.Is(err, ErrNoDriver) && !errors.Is(err, ErrNoDevice) {
+			t.Fatalf("cuda without a GPU: error %v", err)
+		}
+	}
+}
