@@ -81,6 +81,8 @@ func openDriver(names []string) (*driver, error) {
 		return nil, fmt.Errorf("%w (%v)", ErrNoDriver, err)
 	}
 	d := &driver{lib: lib}
+	// Entry points the package does not call yet are optional, so that a
+	// driver which renamed one (CUDA 13 added _v2 variants) still loads.
 	table := []binding{
 		bind(&d.cuInit, "cuInit"),
 		bind(&d.cuDriverGetVersion, "cuDriverGetVersion"),
@@ -88,11 +90,11 @@ func openDriver(names []string) (*driver, error) {
 		bind(&d.cuDeviceGet, "cuDeviceGet"),
 		bind(&d.cuDeviceGetAttribute, "cuDeviceGetAttribute"),
 		bind(&d.cuDeviceGetName, "cuDeviceGetName"),
-		bind(&d.cuDeviceTotalMem, "cuDeviceTotalMem_v2"),
+		bindOptional(&d.cuDeviceTotalMem, "cuDeviceTotalMem_v2"),
 		bind(&d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
 		bind(&d.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"),
 		bind(&d.cuCtxSetCurrent, "cuCtxSetCurrent"),
-		bind(&d.cuCtxSynchronize, "cuCtxSynchronize"),
+		bindOptional(&d.cuCtxSynchronize, "cuCtxSynchronize"),
 		bind(&d.cuStreamCreate, "cuStreamCreate"),
 		bind(&d.cuStreamSynchronize, "cuStreamSynchronize"),
 		bind(&d.cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy"),
@@ -110,11 +112,11 @@ func openDriver(names []string) (*driver, error) {
 		bind(&d.cuLaunchKernel, "cuLaunchKernel"),
 		bind(&d.cuGetErrorName, "cuGetErrorName"),
 		bind(&d.cuGetErrorString, "cuGetErrorString"),
-		bind(&d.cuEventCreate, "cuEventCreate"),
-		bind(&d.cuEventRecord, "cuEventRecord"),
-		bind(&d.cuEventSynchronize, "cuEventSynchronize"),
-		bind(&d.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
-		bind(&d.cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy"),
+		bindOptional(&d.cuEventCreate, "cuEventCreate"),
+		bindOptional(&d.cuEventRecord, "cuEventRecord"),
+		bindOptional(&d.cuEventSynchronize, "cuEventSynchronize"),
+		bindOptional(&d.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
+		bindOptional(&d.cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy"),
 		bindOptional(&d.cuStreamBeginCapture, "cuStreamBeginCapture_v2"),
 		bindOptional(&d.cuStreamEndCapture, "cuStreamEndCapture"),
 		bindOptional(&d.cuGraphInstantiate, "cuGraphInstantiateWithFlags"),
