@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/r1go/r1go/cmd/internal/agent"
+	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/rl"
 )
@@ -18,24 +19,25 @@ import (
 //	global_step_N/actor/            the policy, a Hugging Face folder
 //	global_step_N/actor_optim.safetensors
 //	global_step_N/critic/, critic_optim.safetensors   (PPO only)
-//	global_step_N/trainer_state.json                  step and KL coefficient
+//	global_step_N/trainer_state.json                  step, KL coefficient, data position
 //	latest_checkpointed_iteration.txt                 N
 //
-// Everything else a run depends on is a function of the step: the prompts
-// of step k and the rollout's sampling seed. A checkpoint is written into a
+// The rollout's sampling seed is a function of the step (trainer.seed and
+// the step number), so the state holds everything else a run depends on. A checkpoint is written into a
 // temporary folder and renamed into place, and the latest-iteration file is
 // replaced atomically after it, so a crash mid-save leaves the previous
 // checkpoint intact and named.
 
 type trainerState struct {
-	Step   int     `json:"step"`
-	KLCoef float64 `json:"kl_coef"`
-	dir    string
+	Step    int               `json:"step"`
+	KLCoef  float64           `json:"kl_coef"`
+	Sampler data.SamplerState `json:"data_sampler"`
+	dir     string
 }
 
 func (s *trainerState) actorDir() string { return filepath.Join(s.dir, "actor") }
 
-func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup) error {
+func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.SamplerState) error {
 	final := filepath.Join(run, fmt.Sprintf("global_step_%d", tr.Steps()))
 	tmp := final + ".tmp"
 	os.RemoveAll(tmp)
@@ -57,7 +59,7 @@ func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup) error {
 			return err
 		}
 	}
-	st := trainerState{Step: tr.Steps(), KLCoef: tr.KLCtrl.Value()}
+	st := trainerState{Step: tr.Steps(), KLCoef: tr.KLCtrl.Value(), Sampler: pos}
 	if err := writeJSON(filepath.Join(tmp, "trainer_state.json"), st); err != nil {
 		return err
 	}

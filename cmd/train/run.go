@@ -108,6 +108,15 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	}
 	defer log.Close()
 	hist := metrics.NewHistory("critic/score/mean", "env/em", "val-core/all/em")
+	sampler, err := data.NewSampler(len(s.Train), data.SamplerConfig{BatchSize: cfg.Data.TrainBatchSize, Seed: cfg.Data.Seed, Shuffle: true})
+	if err != nil {
+		return err
+	}
+	if resume != nil {
+		if err := sampler.Restore(resume.Sampler); err != nil {
+			return fmt.Errorf("trainer.resume: %w", err)
+		}
+	}
 	valCfg := evalCfg
 	done := 0
 	for tr.Steps() < cfg.Trainer.TotalSteps {
@@ -117,7 +126,11 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 		}
 		step := tr.Steps()
 		tr.Rollout.Cfg.Seed = cfg.Trainer.Seed*1_000_003 + uint64(step)
-		res, err := tr.Step(ctx, batchAt(s.Train, step, cfg.Data.TrainBatchSize, cfg.Data.Seed))
+		var prompts []data.Sample
+		for _, i := range sampler.Next() {
+			prompts = append(prompts, s.Train[i])
+		}
+		res, err := tr.Step(ctx, prompts)
 		if err != nil {
 			return fmt.Errorf("step %d: %w", step+1, err)
 		}
@@ -138,7 +151,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 		}
 		hist.Log(tr.Steps(), m)
 		if f := cfg.Trainer.SaveFreq; (f > 0 && tr.Steps()%f == 0) || tr.Steps() == cfg.Trainer.TotalSteps {
-			if err := saveCheckpoint(dir, tr, s); err != nil {
+			if err := saveCheckpoint(dir, tr, s, sampler.State()); err != nil {
 				return err
 			}
 		}
@@ -233,19 +246,6 @@ func newTrainer(cfg *Config, s *agent.Setup, sftDir string) (*rl.Trainer, error)
 		return nil, err
 	}
 	return tr, nil
-}
-
-// batchAt returns the prompts of RL step step: the training set in a
-// seeded order per epoch, read in consecutive batches, so the data
-// position is a function of the step and a resumed run reads the same.
-func batchAt(train []data.Sample, step, size int, seed uint64) []data.Sample {
-	out := make([]data.Sample, 0, size)
-	for k := step * size; len(out) < size; k++ {
-		epoch, pos := k/len(train), k%len(train)
-		perm := rand.New(rand.NewPCG(seed, uint64(epoch))).Perm(len(train))
-		out = append(out, train[perm[pos]])
-	}
-	return out
 }
 
 func summarise(out io.Writer, cfg *Config, dir string, before, after agent.Results, took time.Duration) {

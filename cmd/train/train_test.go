@@ -21,7 +21,7 @@ func testConfig(t *testing.T, dir string) Config {
 	c := DefaultConfig()
 	c.Data.SynthTrain, c.Data.SynthEval, c.Data.ValSize, c.Data.TrainBatchSize = 300, 16, 8, 4
 	c.Model.Hidden, c.Model.Intermediate, c.Model.TokenizerVocab = 64, 192, 600
-	c.SFT.Steps, c.SFT.BatchSize = 20, 8
+	c.SFT.Steps, c.SFT.BatchSize = 80, 8
 	c.RL.Rollout.N, c.RL.Rollout.Deterministic = 4, true
 	c.RL.Actor.MiniBatchSize = 16
 	c.Trainer.TotalSteps, c.Trainer.SaveFreq, c.Trainer.TestFreq = 4, 2, 0
@@ -171,5 +171,53 @@ func TestScoreRises(t *testing.T) {
 	t.Logf("critic/score/mean: first three steps %.3f, last three %.3f", first, last)
 	if last-first < 0.1 {
 		t.Fatalf("score rose by %.3f (%.3f -> %.3f), want at least 0.1", last-first, first, last)
+	}
+}
+
+// TestAlgorithmsRun runs one step of each algorithm by name, checking each
+// logs its own metrics: PPO's critic, KL in the reward for REINFORCE++.
+func TestAlgorithmsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the trainer once per algorithm")
+	}
+	for _, tc := range []struct {
+		est       string
+		klReward  bool
+		wantKey   string
+		forbidKey string
+	}{
+		{"gae", true, "critic/vf_loss", ""},
+		{"grpo", false, "actor/pg_loss", "critic/vf_loss"},
+		{"rloo", false, "actor/pg_loss", "critic/vf_loss"},
+		{"reinforce_plus_plus", true, "actor/reward_kl_penalty", "critic/vf_loss"},
+		{"reinforce_plus_plus_baseline", false, "actor/pg_loss", "critic/vf_loss"},
+	} {
+		t.Run(tc.est, func(t *testing.T) {
+			dir := t.TempDir()
+			c := testConfig(t, dir)
+			c.SFT.Steps = 2
+			c.Trainer.TotalSteps, c.Trainer.SaveFreq = 1, 0
+			c.RL.Algorithm.AdvEstimator, c.RL.Algorithm.UseKLInReward = tc.est, tc.klReward
+			var out bytes.Buffer
+			if err := run(context.Background(), &c, &out); err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			recs, err := metrics.ReadJSONL(filepath.Join(dir, "metrics.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != 1 {
+				t.Fatalf("%d records", len(recs))
+			}
+			if _, ok := recs[0].Data[tc.wantKey]; !ok {
+				t.Errorf("%s did not log %s", tc.est, tc.wantKey)
+			}
+			if _, ok := recs[0].Data[tc.forbidKey]; tc.forbidKey != "" && ok {
+				t.Errorf("%s logged %s", tc.est, tc.forbidKey)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "global_step_1", "actor", "config.json")); err != nil {
+				t.Errorf("no final checkpoint: %v", err)
+			}
+		})
 	}
 }
