@@ -116,6 +116,37 @@
 // Then LossConfig.PolicyLoss = "log-clip". The same mechanism is the test
 // oracle for the hand-written gradients (autodiff_test.go).
 //
+// # Rollouts and the trainer
+//
+// Rollout (rollout.go) samples trajectories from a Policy (ModelPolicy
+// wraps a model.Model and its KV cache) in a tool environment: each
+// trajectory is a state machine (queued, prefill, decode, waiting for its
+// tool, finished) and one loop feeds every ready trajectory's chunk to the
+// model as one packed batch, so trajectories waiting for a tool leave the
+// batch and rejoin when their observation is ready (continuous batching);
+// samples of one prompt share its prefill (Policy.Fork). Sampled tokens are
+// kept as sampled (action mask 1, with their sampling log-probabilities);
+// the environment's text is encoded once and appended with mask 0; a turn
+// ends at a stop token (</tool_call>, <|im_end|>) or max_turn_tokens, a
+// trajectory at a turn without a tool call, the environment's max turns, or
+// the response and context limits (Trajectory.Finish says which).
+// RolloutConfig.Deterministic trades continuous batching for batches that
+// are the same on every run, which a bit-exact resume needs.
+//
+// Trainer.Step (trainer.go) is one RL step read top to bottom: rollout,
+// outcome and process rewards, π_old (recomputed, or the update's own
+// forward when one epoch of one mini-batch leaves the policy unmoved),
+// reference log-probabilities, critic values, KL in the reward, the
+// estimator, then critic and actor updates over mini-batches with gradient
+// accumulation over micro-batches, and AdamW. The policy samples the next
+// rollout from the weights it was just updated with. SFTStep and
+// Rollout.Teacher are the supervised warm start on gold trajectories.
+//
+// pack.go is the seam with the model: the model's per-token outputs describe
+// the next token (its LogProb[t] is log p(x[t+1] | x[..t])), a Batch's the
+// token itself, so values move one position right on the way in and
+// gradients one position left on the way out.
+//
 // # Errors
 //
 // Bad input is an error, never a silently propagated NaN: a missing field or
