@@ -328,8 +328,12 @@ func checkDecoder(raw json.RawMessage, byteLevel bool, fail failFunc) error {
 	return nil
 }
 
-// maxIDs bounds the id range: 16.7 million, a hundred times any model's.
-const maxIDs = 1 << 24
+// maxIDs bounds the id range: 16.7 million, a hundred times any model's;
+// maxIDHoles bounds the ids no token uses (real files have none or a few).
+const (
+	maxIDs     = 1 << 24
+	maxIDHoles = 1 << 16
+)
 
 // buildTables fills the id-indexed tables and the added-token matchers.
 func (t *Tokenizer) buildTables(added []*AddedToken, fail failFunc) error {
@@ -348,8 +352,9 @@ func (t *Tokenizer) buildTables(added []*AddedToken, fail failFunc) error {
 		size = max(size, a.ID+1)
 	}
 	// Ids index dense tables; a stray huge id would allocate gigabytes.
-	if size > maxIDs {
-		return fail("model.vocab", "id %d is too large (the tables are dense; at most %d ids)", size-1, maxIDs)
+	if size > maxIDs || size > len(b.vocab)+len(added)+maxIDHoles {
+		return fail("model.vocab", "id %d is too large for %d tokens (ids index dense tables; at most %d unused ids)",
+			size-1, len(b.vocab)+len(added), maxIDHoles)
 	}
 	t.tokens = make([]string, size)
 	t.raw = make([]string, size)

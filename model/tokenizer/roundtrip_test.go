@@ -191,6 +191,7 @@ func TestBadInput(t *testing.T) {
     "type": "ByteLevel"`, `"decoder": {
     "type": "WordPiece"`, 1), []string{"decoder.type", `"WordPiece"`}},
 		{"dropout", strings.Replace(text, `"dropout": null`, `"dropout": 0.1`, 1), []string{"model.dropout"}},
+		{"sparse ids", strings.Replace(text, `"vocab": {`, `"vocab": {"zzsparse": 9000000, `, 1), []string{"model.vocab", "id 9000000 is too large"}},
 		{"vocab type", strings.Replace(text, `"vocab": {`, `"vocab": {"bad": "x", `, 1), []string{"x.json", "vocab"}},
 	} {
 		_, err := Parse([]byte(c.file), "x.json")
