@@ -11,14 +11,6 @@ import (
 	"testing"
 )
 
-// Codec is what every backend offers; the golden suite runs over each.
-type Codec interface {
-	Encode(text string) []int
-	EncodeOrdinary(text string) []int
-	DecodeText(ids []int) string
-	VocabSize() int
-}
-
 // backends load a fixture folder. hf_test.go adds the daulet/tokenizers
 // backend under the hftokenizers build tag.
 var backends = map[string]func(dir string) (Codec, error){

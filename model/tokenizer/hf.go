@@ -21,6 +21,8 @@ type HF struct {
 	size     int
 }
 
+var _ Codec = (*HF)(nil)
+
 // NewHF loads dir/tokenizer.json with the Rust library.
 func NewHF(dir string) (*HF, error) {
 	path := filepath.Join(dir, "tokenizer.json")

@@ -6,6 +6,18 @@ import (
 	"sync"
 )
 
+// Codec is the part of a tokenizer that backends share: Tokenizer, and HF
+// (the Rust library, build tag hftokenizers). The golden tests run on every
+// Codec the build has.
+type Codec interface {
+	Encode(text string) []int
+	EncodeOrdinary(text string) []int
+	DecodeText(ids []int) string
+	VocabSize() int
+}
+
+var _ Codec = (*Tokenizer)(nil)
+
 // Tokenizer encodes text to token ids and back for one Hugging Face
 // tokenizer.json. It is safe for concurrent use; every method may be called
 // from many goroutines at once.
