@@ -122,5 +122,7 @@
 //
 // Built with the tag hftokenizers, NewHF loads the same folder through
 // github.com/daulet/tokenizers (the Rust library over cgo; the user builds
-// libtokenizers.a) with the same methods, and the golden tests run on it too.
+// libtokenizers.a). Both it and Tokenizer satisfy Codec, and the golden
+// tests run on every Codec the build has. Without the tag nothing of it is
+// compiled, so the default build stays pure Go.
 package tokenizer
