@@ -127,7 +127,9 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func run(args []string) error {
+// run builds or opens the index and serves until ctx ends; onListen, when
+// set, learns the bound address (tests listen on port 0).
+func run(ctx context.Context, args []string, onListen func(addr string)) error {
 	c, err := parseFlags(args)
 	if err != nil {
 		return err
@@ -155,11 +157,12 @@ func run(args []string) error {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Printf("serving %d passages on http://%s (POST /retrieve, POST|GET /search, GET /health)", ix.Len(), ln.Addr())
+	if onListen != nil {
+		onListen(ln.Addr().String())
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("retriever: %w", err)
@@ -174,7 +177,9 @@ func run(args []string) error {
 func main() {
 	log.SetFlags(log.LstdFlags)
 	log.SetPrefix("retriever: ")
-	if err := run(os.Args[1:]); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], nil); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,20 +36,63 @@ func TestBuildOnlyAndBadInput(t *testing.T) {
 	}
 	corpus := filepath.Join(dir, "c.jsonl")
 	os.WriteFile(corpus, b, 0o644)
-	err = run([]string{"-corpus", corpus, "-build-only"})
+	err = run(context.Background(), []string{"-corpus", corpus, "-build-only"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "c.jsonl line 2") {
 		t.Fatalf("malformed corpus: %v", err)
 	}
-	if err := run([]string{"-corpus", corpus, "-build-only", "-skip-malformed", "-layout", "wiki18"}); err != nil {
+	if err := run(context.Background(), []string{"-corpus", corpus, "-build-only", "-skip-malformed", "-layout", "wiki18"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(corpus + ".bm25"); err != nil {
 		t.Fatal(err)
 	}
-	if err := run([]string{"-corpus", corpus, "-layout", "msmarco", "-build-only"}); err == nil {
+	if err := run(context.Background(), []string{"-corpus", corpus, "-layout", "msmarco", "-build-only"}, nil); err == nil {
 		t.Fatal("bad layout accepted")
 	}
-	if err := run([]string{"-corpus", filepath.Join(dir, "missing.jsonl"), "-build-only"}); err == nil {
+	if err := run(context.Background(), []string{"-corpus", filepath.Join(dir, "missing.jsonl"), "-build-only"}, nil); err == nil {
 		t.Fatal("missing corpus accepted")
+	}
+}
+
+// TestServe starts the command on a free loopback port, asks it a
+// Search-R1 question and stops it.
+func TestServe(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("../../data/testdata/corpus_kilt.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	corpus := filepath.Join(dir, "kilt.jsonl")
+	os.WriteFile(corpus, b, 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-corpus", corpus, "-addr", "127.0.0.1:0", "-layout", "kilt"}, func(a string) { addrc <- a })
+	}()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("server ended: %v", err)
+	}
+	resp, err := http.Post("http://"+addr+"/retrieve", "application/json", strings.NewReader(`{"queries": ["Genentech biotechnology"], "topk": 1, "return_scores": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Result [][]struct {
+			Document struct{ ID, Title, Contents string }
+			Score    float64
+		}
+	}
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if err != nil || len(out.Result) != 1 || len(out.Result[0]) != 1 || out.Result[0][0].Document.ID != "1007" || out.Result[0][0].Document.Title != "Genentech" || out.Result[0][0].Score <= 0 {
+		t.Fatalf("%v %+v", err, out)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("shutdown: %v", err)
 	}
 }
