@@ -71,9 +71,9 @@ MODELS = {
     # The same shapes stored in bfloat16, as Qwen2.5 ships.
     "qwen2_tiny_tied_bf16": dict(layers=2, hidden=64, inter=160, heads=4, kv=2, vocab=256, tied=True,
                                  theta=1000000.0, dtype="bfloat16", seq_lens=[9, 1, 17, 33, 4]),
-    # Small: head_dim 64 as in 0.5B, 3 layers, a 1K vocabulary, longer sequences.
-    "qwen2_small_untied_bf16": dict(layers=3, hidden=256, inter=640, heads=4, kv=2, vocab=1024, tied=False,
-                                    theta=1000000.0, dtype="bfloat16", seq_lens=[96, 3, 150, 31]),
+    # Small: head_dim 64 as in 0.5B, a 1K vocabulary, longer sequences (3.4 MB of weights).
+    "qwen2_small_untied_bf16": dict(layers=2, hidden=256, inter=512, heads=4, kv=2, vocab=1024, tied=False,
+                                    theta=1000000.0, dtype="bfloat16", seq_lens=[64, 3, 100, 31]),
 }
 SEED = 20261121
 
@@ -135,13 +135,19 @@ def next_token_stats(logits, tokens, seq_lens):
 
 
 @torch.no_grad()
-def per_sequence_logits(model, tokens, seq_lens, device):
+def per_sequence_logits(model, tokens, seq_lens, device, through_head=False):
     """Each sequence as its own batch-1 forward; logits on the CPU in the
-    model's dtype (float64 for the reference)."""
+    model's dtype. through_head applies lm_head to the decoder's last hidden
+    state by hand, so that no version's float32 upcast of the logits can
+    touch the float64 reference."""
     out, start = [], 0
     for n in seq_lens:
         ids = torch.tensor([tokens[start:start + n]], device=device)
-        out.append(model(input_ids=ids).logits[0].cpu())
+        if through_head:
+            logits = model.lm_head(model.model(input_ids=ids).last_hidden_state)
+        else:
+            logits = model(input_ids=ids).logits
+        out.append(logits[0].cpu())
         start += n
     return torch.cat(out)
 
@@ -180,7 +186,9 @@ def make(name, m, out, device):
     tokens = torch.randint(0, m["vocab"], (n_tok,), generator=gen).tolist()
 
     ref_model = load(folder, torch.float64, "eager", "cpu")
-    ref64 = per_sequence_logits(ref_model, tokens, m["seq_lens"], "cpu")
+    ref64 = per_sequence_logits(ref_model, tokens, m["seq_lens"], "cpu", through_head=True)
+    if ref64.dtype != torch.float64:
+        raise SystemExit("make_hf_fixtures: %s: the reference ran in %s, not float64" % (name, ref64.dtype))
     logprob, entropy = next_token_stats(ref64, tokens, m["seq_lens"])
     del ref_model
 
@@ -196,10 +204,10 @@ def make(name, m, out, device):
     tol = TOL_F32 if dtype == torch.float32 else TOL_BF16
     errs = {"native_logits": rel_err(native, ref64), "native_logprob": rel_err(n_logprob, logprob),
             "native_entropy": rel_err(n_entropy, entropy), "packed_position_ids_logits": rel_err(packed, ref64)}
-    for k in ("native_logits", "native_logprob", "native_entropy"):
-        if not errs[k] <= tol:  # NaN fails too
-            raise SystemExit("make_hf_fixtures: %s: transformers %s (%s, %s) is %.3g from its float64 run, over %g"
-                             % (name, k, m["dtype"], device, errs[k], tol))
+    over = [k for k in ("native_logits", "native_logprob", "native_entropy") if not errs[k] <= tol]  # NaN too
+    for k in over:
+        print("WARN make_hf_fixtures: %s: transformers %s (%s, %s) is %.3g from its own float64 run, over the "
+              "tolerance %g that hfparity_test.go gives r1go against it" % (name, k, m["dtype"], device, errs[k], tol))
 
     save_file({"logits": ref64.float().contiguous(), "logprob": logprob.float(), "entropy": entropy.float(),
                "native_logits": native.contiguous(), "native_logprob": n_logprob.float(),
@@ -212,6 +220,7 @@ def make(name, m, out, device):
     with open(os.path.join(out, name + ".golden.json"), "w") as f:
         json.dump(meta, f, indent=1)
         f.write("\n")
+    errs["over_tolerance"] = over
     return errs
 
 
@@ -232,12 +241,18 @@ def main():
     names = [n for n in args.only.split(",") if n] or list(MODELS)
     print("transformers %s, torch %s, native run on %s" % (transformers.__version__, torch.__version__, device))
     print("%-26s %-9s %12s %12s %12s %12s" % ("fixture", "dtype", "native/ref", "logprob", "entropy", "packed"))
+    bad = []
     for name in names:
         if name not in MODELS:
             sys.exit("make_hf_fixtures: unknown fixture %r (have %s)" % (name, ", ".join(MODELS)))
         e = make(name, MODELS[name], args.out, device)
         print("%-26s %-9s %12.3g %12.3g %12.3g %12.3g" % (name, MODELS[name]["dtype"], e["native_logits"],
               e["native_logprob"], e["native_entropy"], e["packed_position_ids_logits"]))
+        bad += ["%s %s" % (name, k) for k in e["over_tolerance"]]
+    if bad:
+        # The fixtures are written all the same, so that they come back from
+        # the GPU machine; the tolerance is the next session's call to make.
+        sys.exit("make_hf_fixtures: transformers' native run is outside the stated tolerance for: " + ", ".join(bad))
 
 
 if __name__ == "__main__":

@@ -27,10 +27,16 @@ declare -a STATUS
 if [ -z "${R1GO_CUDA_CACHE:-}" ] && [ -d "$ROOT/.gpu/kernels" ]; then
 	export R1GO_CUDA_CACHE=$ROOT/.gpu/kernels
 fi
-if [ -z "${R1GO_NVRTC:-}" ]; then # the toolkit's or the one in PyTorch's wheels
-	R1GO_NVRTC=$(find /usr/local /opt -name 'libnvrtc.so.1[23]' 2>/dev/null | sort -r | head -1)
-	[ -n "$R1GO_NVRTC" ] && export R1GO_NVRTC || unset R1GO_NVRTC
-fi
+# NVRTC and cuBLAS: the loader's, else the toolkit's or PyTorch's wheels'.
+findlib() { # findlib VAR GLOB: sets VAR to a library matching GLOB unless the loader knows one
+	[ -n "${!1:-}" ] && return
+	ldconfig -p 2>/dev/null | grep -q "${2%%.so*}.so" && return
+	local f
+	f=$(find /usr/local /opt -name "$2" 2>/dev/null | sort -r | head -1)
+	[ -n "$f" ] && export "$1=$f"
+}
+findlib R1GO_NVRTC 'libnvrtc.so.1[23]'
+findlib R1GO_CUBLAS 'libcublas.so.1[23]'
 
 step() { # step NAME LOG COMMAND...: runs the command, appends to LOG, records PASS/FAIL
 	local name=$1 log=$2
