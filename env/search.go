@@ -20,6 +20,10 @@ const (
 	// FormatSearchR1 is Search-R1's (and verl's search tool's) passage list:
 	// "Doc 1(Title: <first line of contents>) <rest>\n" per hit.
 	FormatSearchR1 SearchFormat = "search-r1"
+	// FormatVerl is verl's search tool: per query "Doc 1 (Title: <first
+	// line>)\n<rest>" blocks separated by blank lines, queries joined by
+	// "\n---\n", the whole as Python's json.dumps({"result": text}).
+	FormatVerl SearchFormat = "verl"
 )
 
 // SearchToolConfig configures a SearchTool.
@@ -58,7 +62,7 @@ func NewSearchTool(r Retriever, cfg SearchToolConfig) (*SearchTool, error) {
 	if cfg.TopK <= 0 {
 		return nil, fmt.Errorf("env: search tool: top-k %d must be positive", cfg.TopK)
 	}
-	if cfg.Format != FormatAgentR1 && cfg.Format != FormatSearchR1 {
+	if cfg.Format != FormatAgentR1 && cfg.Format != FormatSearchR1 && cfg.Format != FormatVerl {
 		return nil, fmt.Errorf("env: search tool: unknown format %q", cfg.Format)
 	}
 	if cfg.MaxQueries <= 0 {
@@ -125,12 +129,28 @@ func (s *SearchTool) Call(ctx context.Context, args json.RawMessage) (Result, er
 		}
 		parts[i] = FormatHits(h, s.cfg.Format)
 	}
-	return Result{Content: strings.Join(parts, "\n---\n"), Success: true}, nil
+	content := strings.Join(parts, "\n---\n")
+	if s.cfg.Format == FormatVerl {
+		var b bytes.Buffer
+		b.WriteString(`{"result": `)
+		pyJSONString(&b, content)
+		b.WriteString("}")
+		content = b.String()
+	}
+	return Result{Content: content, Success: true}, nil
 }
 
-// FormatHits writes hits the way Agent-R1 or Search-R1 show them.
+// FormatHits writes one query's hits the way Agent-R1, Search-R1 or verl
+// show them (verl's JSON wrapper is added by the tool, around all queries).
 func FormatHits(hits []Hit, f SearchFormat) string {
 	var b bytes.Buffer
+	if f == FormatVerl {
+		for i, h := range hits {
+			title, text, _ := strings.Cut(h.Passage.Contents, "\n")
+			b.WriteString("Doc " + strconv.Itoa(i+1) + " (Title: " + title + ")\n" + text + "\n\n")
+		}
+		return pyStrip(b.String())
+	}
 	if f == FormatSearchR1 {
 		for i, h := range hits {
 			title, text, _ := strings.Cut(h.Passage.Contents, "\n")

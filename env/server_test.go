@@ -306,6 +306,15 @@ func TestSearchToolFormatsAndErrors(t *testing.T) {
 	if got != want {
 		t.Fatalf("agent-r1 format\n%s\nwant\n%s", got, want)
 	}
+	// verl; the expected text is Python's output for verl's _passages2string
+	// and json.dumps({"result": "\n---\n".join(...)}) on the same hits
+	two := []Hit{{Passage: data.Passage{Contents: "\"A\"\nx y"}}, {Passage: data.Passage{Contents: "B"}}}
+	vt, _ := NewSearchTool(fixedRetriever{two}, SearchToolConfig{TopK: 2, Format: FormatVerl, QueryList: true})
+	res, err = vt.Call(context.Background(), json.RawMessage(`{"query_list": ["q1", "q2"]}`))
+	wantVerl := `{"result": "Doc 1 (Title: \"A\")\nx y\n\nDoc 2 (Title: B)\n---\nDoc 1 (Title: \"A\")\nx y\n\nDoc 2 (Title: B)"}`
+	if err != nil || res.Content != wantVerl {
+		t.Fatalf("verl format %v\n%s\nwant\n%s", err, res.Content, wantVerl)
+	}
 	if _, err := tool.Call(context.Background(), json.RawMessage(`{"query": "  "}`)); err == nil {
 		t.Fatal("blank query accepted")
 	}
@@ -343,4 +352,15 @@ func TestSearchToolFormatsAndErrors(t *testing.T) {
 	if r.Info.ErrorKind != ErrInvalidArguments {
 		t.Fatalf("%+v", r.Info)
 	}
+}
+
+// fixedRetriever answers every query with the same hits.
+type fixedRetriever struct{ hits []Hit }
+
+func (f fixedRetriever) Retrieve(_ context.Context, qs []string, k int) ([][]Hit, error) {
+	out := make([][]Hit, len(qs))
+	for i := range out {
+		out[i] = f.hits
+	}
+	return out, nil
 }
