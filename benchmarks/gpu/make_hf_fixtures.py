@@ -95,6 +95,19 @@ def qwen2_config(m):
     return Qwen2Config(**kw)
 
 
+def check_rope(model, m, name):
+    """The rope base must have reached the model whichever config key this
+    transformers reads: its inv_freq is theta^(-2i/head_dim)."""
+    hd = m["hidden"] // m["heads"]
+    want = 1.0 / (m["theta"] ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+    got = getattr(getattr(model.model, "rotary_emb", None), "inv_freq", None)
+    if got is None:
+        print("WARN make_hf_fixtures: %s: no model.model.rotary_emb.inv_freq to check the rope base" % name)
+    elif not torch.allclose(got.double(), want, rtol=1e-6, atol=0):
+        raise SystemExit("make_hf_fixtures: %s: the model's rope base is not %g (inv_freq %s)"
+                         % (name, m["theta"], got[:3].tolist()))
+
+
 def randomise(model, hidden, gen):
     """Draws every parameter: matrices N(0, 1.5/sqrt(hidden)) so logits have
     a spread of about 1.5 (peaked enough that logprob and entropy vary),
@@ -172,6 +185,7 @@ def make(name, m, out, device):
     gen = torch.Generator().manual_seed(SEED + sum(map(ord, name)))
     cfg = qwen2_config(m)
     model = Qwen2ForCausalLM(cfg)
+    check_rope(model, m, name)
     randomise(model, m["hidden"], gen)
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[m["dtype"]]
     model.to(dtype).save_pretrained(folder)  # safetensors, one file, tied lm_head dropped

@@ -109,13 +109,8 @@ class Bench:
                   use_sliding_window=False, bos_token_id=None, eos_token_id=None, pad_token_id=0,
                   attn_implementation="sdpa")
         cfg = Qwen2Config(**kw)
-        old = torch.get_default_dtype()
-        torch.set_default_dtype(torch.bfloat16)
-        try:
-            with self.dev:  # initialise on the device: a 1.5B CPU init takes long
-                model = Qwen2ForCausalLM(cfg)
-        finally:
-            torch.set_default_dtype(old)
+        with self.dev:  # initialise on the device (float32, then cast): a 1.5B CPU init takes long
+            model = Qwen2ForCausalLM(cfg)
         model = model.to(self.dev, torch.bfloat16)
         attn = getattr(model.config, "_attn_implementation", "?")
         n = sum(p.numel() for p in model.parameters())  # tied: the embedding once
