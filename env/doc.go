@@ -24,8 +24,9 @@
 // Retrieval: Index is a BM25 inverted index over a wiki-18 or KILT corpus,
 // built once into a checksummed file (BuildIndex, OpenOrBuildIndex);
 // SearchR1Client and AgentR1Client call remote retrievers; NewServer serves
-// any Retriever with the Search-R1 and Agent-R1 HTTP APIs; SearchTool
-// exposes a Retriever to the model.
+// any Retriever with the Search-R1 and Agent-R1 HTTP APIs; Batcher merges
+// the concurrent calls of many episodes into one batched request; SearchTool
+// exposes a Retriever to the model (Agent-R1, Search-R1 or verl output).
 //
 // Rewards: NormalizeAnswer, ExactMatch, F1 and CoverEM reproduce the
 // SQuAD/HotpotQA evaluator as Python computes it (Unicode word boundaries,
