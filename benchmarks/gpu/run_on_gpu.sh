@@ -9,13 +9,13 @@
 #   bash benchmarks/gpu/run_on_gpu.sh bench    the speed table (~5 min)
 #   bash benchmarks/gpu/run_on_gpu.sh all      both (may not fit one 10-minute call)
 #
-# Everything goes to $OUT (default ./gpu-out): parity.log, bench.log,
+# Everything goes to $OUT (default /tmp/gpu-out): parity.log, bench.log,
 # fixtures.tar.gz (the new fixture folders, to unpack at the repository root
 # and commit), transformers_bench.json. A status table is printed last; the
 # exit status is 1 when any step failed.
 set -u
 stage=${1:-all}
-OUT=${OUT:-$PWD/gpu-out}
+OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
 ROOT=$PWD
 BIN=$ROOT/.gpu/parity
