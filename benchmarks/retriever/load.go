@@ -32,11 +32,12 @@ func cmdLoad(args []string) error {
 	conc := fs.Int("concurrency", 8, "concurrent clients")
 	maxDur := fs.Duration("max-duration", 60*time.Second, "time limit per phase")
 	topk := fs.Int("topk", 3, "top-k per request (Search-R1 default 3)")
+	batch := fs.Int("batch", 1, "queries per request (Agent-R1 and verl send a turn's queries together)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *requests < 1 || *requests > 1000000 || *conc < 1 || *conc > 256 {
-		return errors.New("load: -requests must be 1..1e6 and -concurrency 1..256")
+	if *requests < 1 || *requests > 1000000 || *conc < 1 || *conc > 256 || *batch < 1 || *batch > 1024 {
+		return errors.New("load: -requests must be 1..1e6, -concurrency 1..256, -batch 1..1024")
 	}
 	header("load test")
 	base := *target
@@ -75,7 +76,11 @@ func cmdLoad(args []string) error {
 		return http.NewRequest(http.MethodGet, base+"/health", nil)
 	})
 	retrieve := phase(hc, *requests, *conc, *maxDur, func(i int) (*http.Request, error) {
-		body, _ := json.Marshal(map[string]any{"queries": []string{qs[i%len(qs)]}, "topk": *topk, "return_scores": true})
+		batchQs := make([]string, *batch)
+		for j := range batchQs {
+			batchQs[j] = qs[(i**batch+j)%len(qs)]
+		}
+		body, _ := json.Marshal(map[string]any{"queries": batchQs, "topk": *topk, "return_scores": true})
 		req, err := http.NewRequest(http.MethodPost, base+"/retrieve", bytes.NewReader(body))
 		if req != nil {
 			req.Header.Set("Content-Type", "application/json")
@@ -83,7 +88,7 @@ func cmdLoad(args []string) error {
 		return req, err
 	})
 	fmt.Printf("GET /health (denominator): %s\n", health)
-	fmt.Printf("POST /retrieve, 1 query, top-%d: %s\n", *topk, retrieve)
+	fmt.Printf("POST /retrieve, %d queries per request, top-%d: %s; %.0f queries/s\n", *batch, *topk, retrieve, retrieve.rps*float64(*batch))
 	fmt.Printf("retrieve throughput = %.1f%% of the bare round trip; p99 %.1fx\n",
 		100*retrieve.rps/health.rps, float64(retrieve.lat.pct(99))/float64(health.lat.pct(99)))
 	return nil
