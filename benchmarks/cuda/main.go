@@ -14,6 +14,12 @@
 //
 //	go run ./benchmarks/cuda [-tokens 4096] [-reps 20] [-cpu=true] [-tf32=false] [-cases attention,lmhead]
 //
+// Two whole-model cases follow the kernels: train_step (forward and
+// backward of -tokens packed tokens; tokens/s and model FLOPs utilisation
+// against the GEMM ceiling) and decode_step (-decode-slots sequences, one
+// token each, against a KV cache of -decode-ctx tokens), on the -model
+// configuration with random weights.
+//
 // With -precompile DIR it needs no GPU, only NVRTC: it compiles every
 // kernel for -arch (default sm_90a) into DIR, a kernel cache that a GPU
 // machine without NVRTC can use through R1GO_CUDA_CACHE=DIR.
@@ -47,6 +53,9 @@ func main() {
 	gemmN := flag.Int("gemm-n", 8192, "size of the square GEMM of the compute ceiling")
 	copyMB := flag.Int("copy-mb", 1024, "MiB copied for the bandwidth ceiling")
 	adamN := flag.Int("adamw-params", 494_000_000, "parameters of the AdamW case (Qwen2.5-0.5B: 494M)")
+	cfgPath := flag.String("model", "model/testdata/config_qwen2.5-0.5b.json", "config.json of the whole-model cases (random weights)")
+	slots := flag.Int("decode-slots", 64, "sequences of the decode_step case")
+	ctx := flag.Int("decode-ctx", 512, "tokens already in the cache in the decode_step case")
 	flag.Parse()
 
 	if *precompile != "" {
@@ -86,6 +95,18 @@ func main() {
 		}
 		fmt.Fprintf(os.Stderr, "running %s (%s)\n", c.name, c.shape)
 		fmt.Fprintln(tw, l.run(c))
+	}
+	tw.Flush()
+
+	fmt.Println()
+	fmt.Fprintln(tw, "whole model\tshape\tGPU ms\tthroughput\tof ceiling (MFU)\tCPU ms\tx CPU\tmax rel diff (logprobs, logits)")
+	if *only == "" || strings.Contains(","+*only+",", ",train_step,") {
+		fmt.Fprintln(os.Stderr, "running train_step")
+		fmt.Fprintln(tw, l.trainStep(*cfgPath, *tokens))
+	}
+	if *only == "" || strings.Contains(","+*only+",", ",decode_step,") {
+		fmt.Fprintln(os.Stderr, "running decode_step")
+		fmt.Fprintln(tw, l.decodeStep(*cfgPath, *slots, *ctx))
 	}
 	tw.Flush()
 }
