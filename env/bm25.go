@@ -10,9 +10,11 @@ import (
 	"hash/crc32"
 	"math"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/r1go/r1go/data"
 )
@@ -411,18 +413,35 @@ func (ix *Index) Passage(d uint32) (data.Passage, error) {
 	return data.Passage{ID: fields[0], Title: fields[1], Contents: fields[2]}, nil
 }
 
-// Retrieve implements Retriever over the local index.
+// Retrieve implements Retriever over the local index; the queries of a
+// batch are searched in parallel, up to GOMAXPROCS at a time.
 func (ix *Index) Retrieve(ctx context.Context, queries []string, k int) ([][]Hit, error) {
 	out := make([][]Hit, len(queries))
-	for i, q := range queries {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		hits, err := ix.Search(q, k)
+	errs := make([]error, len(queries))
+	workers := min(len(queries), runtime.GOMAXPROCS(0))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(queries) {
+					return
+				}
+				if errs[i] = ctx.Err(); errs[i] != nil {
+					return
+				}
+				out[i], errs[i] = ix.Search(queries[i], k)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		out[i] = hits
 	}
 	return out, nil
 }
