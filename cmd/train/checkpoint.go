@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/r1go/r1go/cmd/internal/agent"
+	"github.com/r1go/r1go/cuda"
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/rl"
@@ -132,13 +133,18 @@ func loadWeights(m *model.Model, dir string) error {
 	return nil
 }
 
-// pickDevice returns the CPU device; "cuda" is refused until the GPU device
-// is wired in, and "auto" falls back to the CPU.
-func pickDevice(name string) (model.Device, error) {
-	if name == "cuda" {
-		return nil, fmt.Errorf("trainer.device cuda: the GPU device is not available in this build; use cpu or auto")
+// pickDevice returns the device trainer.device names. "cuda" opens the GPU
+// device (an error when the machine has none); "auto" stays on the CPU
+// until the GPU device has passed its tests on real hardware, and says so.
+func pickDevice(name string) (model.Device, string, error) {
+	switch name {
+	case "cuda":
+		dev, note, err := cuda.Select("cuda")
+		return dev, note, err
+	case "auto":
+		return model.NewCPU(), "auto: the CPU (the CUDA device is not yet verified on a GPU; trainer.device=cuda selects it)", nil
 	}
-	return model.NewCPU(), nil
+	return model.NewCPU(), "", nil
 }
 
 func writeJSON(path string, v any) error {

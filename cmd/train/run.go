@@ -40,11 +40,14 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 			return err
 		}
 	}
-	dev, err := pickDevice(cfg.Trainer.Device)
+	dev, note, err := pickDevice(cfg.Trainer.Device)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "r1go train: run folder %s, device %s\n", dir, dev.Name())
+	if note != "" {
+		fmt.Fprintln(out, "device", note)
+	}
 	s, err := agent.Build(ctx, cfg.Model, cfg.Data, cfg.Env, dev, filepath.Join(dir, "data"))
 	if err != nil {
 		return err
