@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/r1go/r1go/cmd/internal/agent"
+	"github.com/r1go/r1go/model"
+)
+
+// TestEvalRunsEveryBaseline saves a small untrained model with a tokenizer
+// trained on the synthetic world and evaluates it: every baseline reports
+// every question, naive RAG makes no tool call, and the JSON output holds
+// the same numbers as the table.
+func TestEvalRunsEveryBaseline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tokenizer")
+	}
+	ctx := context.Background()
+	work := t.TempDir()
+	cfg := defaultConfig()
+	cfg.Data.SynthTrain, cfg.Data.SynthEval = 50, 6
+	cfg.MaxTurn, cfg.MaxResp = 12, 120
+	mc := agent.ModelConfig{Hidden: 32, Layers: 1, Heads: 2, KVHeads: 1, Intermediate: 64, TokenizerVocab: 400, Seed: 1, MaxContext: cfg.MaxContext}
+	s, err := agent.Build(ctx, mc, cfg.Data, cfg.Env, model.NewCPU(), filepath.Join(work, "build"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(work, "run", "global_step_1", "actor")
+	if err := s.Policy.Save(dir, nil, model.SaveOptions{DType: "float32", TokenizerDir: s.TokenizerDir}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	var out bytes.Buffer
+	jsonPath := filepath.Join(work, "eval.json")
+	if err := run(ctx, cfg, dir, dir, jsonPath, &out); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]agent.Results
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{"agent", "base-tool-call", "naive-rag"} {
+		r, ok := res[b]
+		if !ok || r["all"] == nil || r["all"].N != 6 {
+			t.Fatalf("%s: results %+v, want 6 questions", b, r)
+		}
+		if !strings.Contains(out.String(), b) {
+			t.Errorf("table lacks %s:\n%s", b, out.String())
+		}
+	}
+	if c := res["naive-rag"]["all"].ToolCalls; c != 0 {
+		t.Errorf("naive RAG made %.2f tool calls per question, want 0", c)
+	}
+	if err := run(ctx, cfg, filepath.Join(work, "missing"), "", "", &out); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("missing model folder: %v", err)
+	}
+}
