@@ -187,9 +187,6 @@ func (d *CPU[F]) AttentionCached(out, qkv, kc, vc Buffer, slots, pos0, lens []in
 	})
 }
 
-// seqStart returns the start offset of the sequence holding token t.
-func seqStart(seqs []int32, t int) int { return int(seqs[seqStart32(seqs, t)]) }
-
 // seqStart32 returns the index j with seqs[j] <= t < seqs[j+1].
 func seqStart32(seqs []int32, t int) int {
 	lo, hi := 0, len(seqs)-1
