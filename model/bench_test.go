@@ -51,3 +51,27 @@ func BenchmarkTrainStep(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(batch.Tokens)*b.N)/b.Elapsed().Seconds(), "tokens/s")
 }
+
+// BenchmarkDecodeStep times single-stream decoding of the 27M-parameter
+// model through the KV cache (the profiling entry point of the decode
+// section of cmd benchmarks/cpu).
+func BenchmarkDecodeStep(b *testing.B) {
+	m, err := New(benchConfig(b, 512, 8, 8, 2, 1408, 8192), NewCPU(), LMHeadOutput)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.InitRandom(1)
+	c := m.NewKVCache(1, 4096)
+	if _, err := m.Step(c, []Chunk{{Slot: 0, Tokens: make([]int32, 32)}}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if c.Lens[0] >= 4000 {
+			c.Lens[0] = 32
+		}
+		if _, err := m.Step(c, []Chunk{{Slot: 0, Tokens: []int32{int32(i % 8192)}}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -69,7 +69,7 @@ func (e *Engine) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 	j := job{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
 		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc}
 	if e.useSmall(&j) {
-		e.small(&j, e.threadsFor(m, n, k))
+		e.small(&j, e.smallThreads(m, n, k))
 		return
 	}
 	e.run(&j, e.threadsFor(m, n, k))
@@ -164,6 +164,25 @@ func (e *Engine) threadsFor(m, n, k int) int {
 		return 1
 	}
 	return t
+}
+
+// minParallelBytes is the size of the wide operand above which the
+// few-rows path splits over threads: that path streams the operand once
+// and is bound by memory and by the dot kernel's per-row overhead, not by
+// flops, so a decode projection of a megabyte gains from a second core
+// although its flop count is below minParallelFlops.
+const minParallelBytes = 256 << 10
+
+// smallThreads is threadsFor for the few-rows and few-columns path.
+func (e *Engine) smallThreads(m, n, k int) int {
+	if 4*float64(max(m, n))*float64(k) >= minParallelBytes {
+		t := e.threads
+		if t == 0 {
+			t = runtime.GOMAXPROCS(0)
+		}
+		return t
+	}
+	return e.threadsFor(m, n, k)
 }
 
 type job struct {
