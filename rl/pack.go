@@ -120,13 +120,14 @@ func Score(m *model.Model, b *Batch, maxTokens int) (logProb, entropy, values []
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("rl: scoring sequences %d..%d: %w", cuts[j], cuts[j+1]-1, err)
 		}
+		// shiftIn writes into the micro-batch's own range of the result.
 		lo, hi := b.Offsets[cuts[j]], b.Offsets[cuts[j+1]]
 		if out.LogProb != nil {
-			copy(logProb[lo:hi], shiftIn(mb, nil, out.LogProb))
-			copy(entropy[lo:hi], shiftIn(mb, nil, out.Entropy))
+			shiftIn(mb, logProb[lo:hi], out.LogProb)
+			shiftIn(mb, entropy[lo:hi], out.Entropy)
 		}
 		if out.Values != nil {
-			copy(values[lo:hi], shiftIn(mb, nil, out.Values))
+			shiftIn(mb, values[lo:hi], out.Values)
 		}
 	}
 	return logProb, entropy, values, nil

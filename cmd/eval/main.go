@@ -50,9 +50,8 @@ type Config struct {
 
 func defaultConfig() Config {
 	return Config{
-		Data: agent.DataConfig{Seed: 1, SynthSeed: 1, SynthTrain: 3000, SynthEval: 200, SynthHops: []float64{0.4, 0.35, 0.25}},
-		Env: agent.EnvConfig{Style: "agent-r1", MaxTurns: 5, MaxResponseChars: 512, TopK: 2, Format: "search-r1",
-			Reward: "agent-r1", Instruction: "Search for every fact you need, then answer in <answer></answer>."},
+		Data:  agent.DefaultDataConfig(),
+		Env:   agent.DefaultEnvConfig(),
 		Split: "test", Baselines: []string{"agent", "base-tool-call", "naive-rag"}, MaxTurn: 64, MaxResp: 640, MaxContext: 1280, Slots: 64,
 	}
 }

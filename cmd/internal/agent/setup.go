@@ -62,6 +62,20 @@ type EnvConfig struct {
 	Prefill          string `yaml:"prefill" help:"text opening each assistant turn after an observation"`
 }
 
+// DefaultDataConfig is the synthetic world of the embedded default run;
+// train and eval share it so that eval scores the world train learned.
+func DefaultDataConfig() DataConfig {
+	return DataConfig{TrainBatchSize: 8, ValSize: 50, Seed: 1, SynthSeed: 1,
+		SynthTrain: 3000, SynthEval: 200, SynthHops: []float64{0.4, 0.35, 0.25}}
+}
+
+// DefaultEnvConfig is the search environment of the embedded default run:
+// Agent-R1's tool turns, two Search-R1-formatted passages per search.
+func DefaultEnvConfig() EnvConfig {
+	return EnvConfig{Style: "agent-r1", MaxTurns: 5, MaxResponseChars: 512, TopK: 2, Format: "search-r1",
+		Reward: "agent-r1", Instruction: "Search for every fact you need, then answer in <answer></answer>."}
+}
+
 // Setup is everything a run needs, assembled.
 type Setup struct {
 	World            *synth.World // nil with user datasets
