@@ -28,6 +28,9 @@ type kernel struct {
 	// dotStep; nil sends every product through the packed path.
 	dot     dotKernel
 	dotStep int
+	// dot1 is dot for one row of op(A) at a time (same dotStep); nil pairs
+	// a lone row with itself.
+	dot1 dotKernel1
 	// narrow is a variant with fewer rows (same columns and packing of B)
 	// for products of a few dozen rows; nil if none.
 	narrow *kernel

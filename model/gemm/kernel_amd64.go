@@ -27,10 +27,18 @@ func dot4x2AVX512(k int, a0, a1, b *float32, ldb uintptr, out *[8]float32)
 //go:noescape
 func dot4x2AVX2(k int, a0, a1, b *float32, ldb uintptr, out *[8]float32)
 
+// dot4x1AVX512 and dot4x1AVX2 are the one-row kernels (small_amd64.s).
+//
+//go:noescape
+func dot4x1AVX512(k int, a, b *float32, ldb uintptr, out *[4]float32)
+
+//go:noescape
+func dot4x1AVX2(k int, a, b *float32, ldb uintptr, out *[4]float32)
+
 var avx512Kernel = &kernel{
 	name: "avx512", mr: 12, nr: 32, kc: 512, nb: 256, nc: 4096, mb: 3072,
 	micro: micro12x32AVX512, packBT: packBTransAVX,
-	dot: dot4x2AVX512, dotStep: 16,
+	dot: dot4x2AVX512, dot1: dot4x1AVX512, dotStep: 16,
 	narrow: &kernel{
 		name: "avx512", mr: 8, nr: 32, kc: 512, nb: 256, nc: 4096, mb: 3072,
 		micro: micro8x32AVX512, packBT: packBTransAVX,
@@ -40,7 +48,7 @@ var avx512Kernel = &kernel{
 var avx2Kernel = &kernel{
 	name: "avx2", mr: 6, nr: 16, kc: 512, nb: 256, nc: 4096, mb: 3072,
 	micro: micro6x16AVX2, packBT: packBTransAVX,
-	dot: dot4x2AVX2, dotStep: 8,
+	dot: dot4x2AVX2, dot1: dot4x1AVX2, dotStep: 8,
 }
 
 func availableKernels() []*kernel {

@@ -6,8 +6,10 @@ package gemm
 // pack a whole operand to use it a few times and waste most of the register
 // tile on padding. Instead each element of C is a dot product of two
 // contiguous rows, computed by an assembly kernel that streams four rows of
-// the large operand against two rows of the small one. Kernels without a
-// dot kernel take the packed path.
+// the large operand against two rows of the small one, or against one row
+// when one is left (a single row is batch-1 decode, where pairing the row
+// with a copy of itself would double the FMAs and the loads of A). Kernels
+// without a dot kernel take the packed path.
 
 // smallRows is the most rows (or columns) the dot-product path takes: measured
 // on 4864×896 weights, it is 1.6× faster than packing at 8 rows, even at 16
@@ -18,6 +20,9 @@ const smallRows = 8
 // B, ldb bytes apart, and two rows a_0, a_1 of op(A); k is a multiple of the
 // kernel's dotStep.
 type dotKernel func(k int, a0, a1, b *float32, ldb uintptr, out *[8]float32)
+
+// dotKernel1 is dotKernel for a single row a of op(A): out[r] = Σ a[p]·b_r[p].
+type dotKernel1 func(k int, a, b *float32, ldb uintptr, out *[4]float32)
 
 func (e *Engine) useSmall(j *job) bool {
 	if !j.transB || e.kern.dot == nil {
@@ -34,42 +39,50 @@ type dotJob struct {
 	*job
 	wide    []float32
 	ld      int
-	count   int         // rows of the wide operand
-	narrow  [][]float32 // rows of the narrow operand
-	wideIsA bool        // C[wide row][narrow row]; else C[narrow row][wide row]
-	kv      int         // the kernel's part of each dot: k rounded down to dotStep
+	count   int       // rows of the wide operand
+	narrow  []float32 // rows of the narrow operand, nld floats apart
+	nld     int
+	nn      int  // rows of the narrow operand
+	wideIsA bool // C[wide row][narrow row]; else C[narrow row][wide row]
+	kv      int  // the kernel's part of each dot: k rounded down to dotStep
 	dot     dotKernel
+	dot1    dotKernel1
 }
 
 // small runs the dot-product path, split over groups of four wide rows.
 func (e *Engine) small(j *job, threads int) {
-	d := dotJob{job: j, dot: e.kern.dot, kv: j.k / e.kern.dotStep * e.kern.dotStep}
+	d := dotJob{job: j, dot: e.kern.dot, dot1: e.kern.dot1, kv: j.k / e.kern.dotStep * e.kern.dotStep}
 	if j.m <= smallRows {
 		// Few rows of op(A) (decoding): B's rows are the wide operand. Rows of
 		// op(A) must be contiguous: A's own rows, or a gathered copy of its
 		// columns when A is transposed.
-		d.wide, d.ld, d.count = j.b, j.ldb, j.n
-		d.narrow = make([][]float32, j.m)
-		if j.transA {
+		d.wide, d.ld, d.count, d.nn = j.b, j.ldb, j.n, j.m
+		if j.transA && j.m > 1 {
 			buf := make([]float32, j.m*j.k)
-			for i := range d.narrow {
-				d.narrow[i] = buf[i*j.k : (i+1)*j.k]
-				for p := range d.narrow[i] {
-					d.narrow[i][p] = j.a[p*j.lda+i]
+			for i := 0; i < j.m; i++ {
+				for p := 0; p < j.k; p++ {
+					buf[i*j.k+p] = j.a[p*j.lda+i]
 				}
 			}
-		} else {
-			for i := range d.narrow {
-				d.narrow[i] = j.a[i*j.lda : i*j.lda+j.k]
+			d.narrow, d.nld = buf, j.k
+		} else if j.transA {
+			// One row of op(A) is a column of A: contiguous only if lda is 1.
+			if j.lda == 1 {
+				d.narrow, d.nld = j.a, j.k
+			} else {
+				buf := make([]float32, j.k)
+				for p := range buf {
+					buf[p] = j.a[p*j.lda]
+				}
+				d.narrow, d.nld = buf, j.k
 			}
+		} else {
+			d.narrow, d.nld = j.a, j.lda
 		}
 	} else {
 		// Few columns (a value head, n = 1): A's rows are the wide operand.
 		d.wide, d.ld, d.count, d.wideIsA = j.a, j.lda, j.m, true
-		d.narrow = make([][]float32, j.n)
-		for i := range d.narrow {
-			d.narrow[i] = j.b[i*j.ldb : i*j.ldb+j.k]
-		}
+		d.narrow, d.nld, d.nn = j.b, j.ldb, j.n
 	}
 	groups := ceilDiv(d.count, 4)
 	per := max(16, ceilDiv(groups, 8*threads)) // groups of four wide rows per task
@@ -80,14 +93,17 @@ func (e *Engine) small(j *job, threads int) {
 	})
 }
 
+// row returns narrow row i (k floats).
+func (d *dotJob) row(i int) []float32 { return d.narrow[i*d.nld : i*d.nld+d.k] }
+
 // group computes the dots of wide rows [w0, w0+4) (fewer at the end)
 // against every narrow row.
 func (d *dotJob) group(w0 int) {
 	nw := min(4, d.count-w0)
-	nn := len(d.narrow)
 	var out [8]float32
-	for i0 := 0; i0 < nn; i0 += 2 {
-		a0, a1 := d.narrow[i0], d.narrow[min(i0+1, nn-1)]
+	for i0 := 0; i0 < d.nn; i0 += 2 {
+		one := i0+1 == d.nn && d.dot1 != nil // the last row, unpaired
+		a0, a1 := d.row(i0), d.row(min(i0+1, d.nn-1))
 		for r0 := 0; r0 < nw; {
 			// Four distinct rows when there are four left; otherwise one row
 			// at a time, repeated by a zero stride.
@@ -97,14 +113,22 @@ func (d *dotJob) group(w0 int) {
 			}
 			out = [8]float32{}
 			if d.kv > 0 {
-				d.dot(d.kv, &a0[0], &a1[0], &d.wide[(w0+r0)*d.ld], ld, &out)
+				b := &d.wide[(w0+r0)*d.ld]
+				if one {
+					// out[r] for the single row; spread to out[2r] below.
+					var o1 [4]float32
+					d.dot1(d.kv, &a0[0], b, ld, &o1)
+					out[0], out[2], out[4], out[6] = o1[0], o1[1], o1[2], o1[3]
+				} else {
+					d.dot(d.kv, &a0[0], &a1[0], b, ld, &out)
+				}
 			}
 			for r := 0; r < width; r++ {
 				w := w0 + r0 + r
 				wrow := d.wide[w*d.ld : w*d.ld+d.k]
 				for di, a := range [2][]float32{a0, a1} {
 					i := i0 + di
-					if i >= nn {
+					if i >= d.nn {
 						break
 					}
 					s := out[2*r+di]
