@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // BenchmarkSgemm reports GFLOP/s for each kernel at a few of the policy
@@ -87,4 +88,106 @@ func BenchmarkSgemmStridedBatched(b *testing.B) {
 		}
 		b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	})
+}
+
+// decodeShapes are the batch-1 projections of the 27M-parameter benchmark
+// model (hidden 512, 8 heads of 64, 2 KV heads, MLP 1408, vocabulary 8192):
+// n output rows of B, k floats each.
+var decodeShapes = []struct {
+	name string
+	n, k int
+}{
+	{"kv128x512", 128, 512},
+	{"qo512x512", 512, 512},
+	{"gateup1408x512", 1408, 512},
+	{"down512x1408", 512, 1408},
+	{"lmhead8192x512", 8192, 512},
+}
+
+// decodeCopies returns enough copies of an n×k matrix to exceed the last
+// level cache (128 MiB in all), as decode reads every weight once a token.
+func decodeCopies(rng *rand.Rand, n, k int) [][]float32 {
+	copies := max(1, (128<<20)/(4*n*k))
+	ws := make([][]float32, copies)
+	for c := range ws {
+		ws[c] = make([]float32, n*k)
+		for i := range ws[c] {
+			ws[c][i] = rng.Float32()*2 - 1
+		}
+	}
+	return ws
+}
+
+// BenchmarkDotOneRow compares, on one thread and in the same loop, the
+// two-row dot kernel fed the one row twice (what m = 1 ran before) with the
+// one-row kernel, sweeping all rows of a decode-shaped B streamed from
+// memory. It reports GB/s of B for each and their ratio (one/pair).
+func BenchmarkDotOneRow(b *testing.B) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, kern := range kernels {
+		if kern.dot1 == nil {
+			continue
+		}
+		for _, s := range decodeShapes {
+			b.Run(kern.name+"/"+s.name, func(b *testing.B) {
+				ws := decodeCopies(rng, s.n, s.k)
+				a := make([]float32, s.k)
+				for i := range a {
+					a[i] = rng.Float32()
+				}
+				kv := s.k / kern.dotStep * kern.dotStep
+				var out [8]float32
+				var o1 [4]float32
+				var pair, one time.Duration
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					w := ws[i%len(ws)]
+					t0 := time.Now()
+					for r := 0; r+4 <= s.n; r += 4 {
+						kern.dot(kv, &a[0], &a[0], &w[r*s.k], uintptr(s.k)*4, &out)
+					}
+					t1 := time.Now()
+					w = ws[(i+len(ws)/2)%len(ws)]
+					for r := 0; r+4 <= s.n; r += 4 {
+						kern.dot1(kv, &a[0], &w[r*s.k], uintptr(s.k)*4, &o1)
+					}
+					t2 := time.Now()
+					pair += t1.Sub(t0)
+					one += t2.Sub(t1)
+				}
+				bytes := 4 * float64(s.n) * float64(kv) * float64(b.N)
+				b.ReportMetric(bytes/pair.Seconds()/1e9, "GB/s-pair")
+				b.ReportMetric(bytes/one.Seconds()/1e9, "GB/s-one")
+				b.ReportMetric(pair.Seconds()/one.Seconds(), "one/pair")
+			})
+		}
+	}
+}
+
+// BenchmarkSgemmDecode is the whole batch-1 product x·Wᵀ through the
+// engine (few-rows path, threads by operand size) at the decode shapes,
+// with B streamed from memory; GB/s of B.
+func BenchmarkSgemmDecode(b *testing.B) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, name := range Kernels() {
+		e, _ := NewEngine(name, 0)
+		for _, s := range decodeShapes {
+			b.Run(name+"/"+s.name, func(b *testing.B) {
+				if name == "generic" && testing.Short() {
+					b.Skip("slow")
+				}
+				ws := decodeCopies(rng, s.n, s.k)
+				a := make([]float32, s.k)
+				c := make([]float32, s.n)
+				for i := range a {
+					a[i] = rng.Float32()
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					e.Sgemm(false, true, 1, s.n, s.k, 1, a, s.k, ws[i%len(ws)], s.k, 0, c, s.n)
+				}
+				b.ReportMetric(4*float64(s.n)*float64(s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+		}
+	}
 }

@@ -1,5 +1,7 @@
 #include "textflag.h"
 
+#define PFROWS 3
+
 // Dot products for products with few rows of op(A) and a transposed B (a
 // matrix-vector product per row: decode steps, LM heads of one token).
 // Each call reduces four rows of B (ldb bytes apart) against two rows of
@@ -143,6 +145,9 @@ TEXT ·dot4x1AVX2(SB), NOSPLIT, $0-40
 	MOVQ ldb+24(FP), DX
 	MOVQ out+32(FP), DI
 	LEAQ (DX)(DX*2), R10
+	MOVQ DX, R12
+	SHLQ $PFROWS, R12
+	ADDQ SI, R12
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -161,6 +166,11 @@ loop1:
 	VMOVUPS (R8)(AX*1), Y8
 	VMOVUPS 32(R8)(AX*1), Y9
 	LEAQ    (SI)(AX*1), BX
+	LEAQ    (R12)(AX*1), R13
+	PREFETCHT0 (R13)
+	PREFETCHT0 (R13)(DX*1)
+	PREFETCHT0 (R13)(DX*2)
+	PREFETCHT0 (R13)(R10*1)
 	VFMADD231PS (BX), Y8, Y0
 	VFMADD231PS (BX)(DX*1), Y8, Y1
 	VFMADD231PS (BX)(DX*2), Y8, Y2
@@ -204,6 +214,9 @@ TEXT ·dot4x1AVX512(SB), NOSPLIT, $0-40
 	MOVQ ldb+24(FP), DX
 	MOVQ out+32(FP), DI
 	LEAQ (DX)(DX*2), R10
+	MOVQ DX, R12
+	SHLQ $PFROWS, R12
+	ADDQ SI, R12
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -222,6 +235,11 @@ loop6:
 	VMOVUPS (R8)(AX*1), Z8
 	VMOVUPS 64(R8)(AX*1), Z9
 	LEAQ    (SI)(AX*1), BX
+	LEAQ    (R12)(AX*1), R13
+	PREFETCHT0 (R13)
+	PREFETCHT0 (R13)(DX*1)
+	PREFETCHT0 (R13)(DX*2)
+	PREFETCHT0 (R13)(R10*1)
 	VFMADD231PS (BX), Z8, Z0
 	VFMADD231PS (BX)(DX*1), Z8, Z1
 	VFMADD231PS (BX)(DX*2), Z8, Z2
