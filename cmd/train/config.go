@@ -22,11 +22,13 @@ type Config struct {
 
 // SFTConfig is the supervised warm start on gold trajectories.
 type SFTConfig struct {
-	Steps     int          `yaml:"steps" help:"optimizer steps (0: no warm start)"`
-	BatchSize int          `yaml:"batch_size" help:"trajectories per step"`
-	MaxHops   int          `yaml:"max_hops" help:"warm-start only on questions of at most this many hops (0: all)"`
-	Fraction  float64      `yaml:"fraction" help:"share of the eligible questions used"`
-	Optim     optim.Config `yaml:"optim"`
+	Steps     int     `yaml:"steps" help:"optimizer steps (0: no warm start)"`
+	BatchSize int     `yaml:"batch_size" help:"trajectories per step"`
+	MaxHops   int     `yaml:"max_hops" help:"warm-start only on questions of at most this many hops (0: all)"`
+	Fraction  float64 `yaml:"fraction" help:"share of the eligible questions used"`
+	// EarlyAnswer is the synthetic world's hasty teacher (synth.Hasty).
+	EarlyAnswer float64      `yaml:"early_answer" help:"chance that a demonstration answers before each search but the first (a hasty teacher; 0: gold)"`
+	Optim       optim.Config `yaml:"optim"`
 }
 
 // TrainerConfig is the loop around the steps (verl's trainer.* keys).

@@ -188,7 +188,8 @@ func warmStart(ctx context.Context, cfg *Config, s *agent.Setup, out io.Writer) 
 	if cfg.SFT.Steps == 0 {
 		return nil
 	}
-	pool, err := synth.SFTSubset(s.Train, synth.SFTOptions{MaxHops: cfg.SFT.MaxHops, Fraction: cfg.SFT.Fraction, Seed: cfg.Data.Seed})
+	pool, err := synth.SFTSubset(s.Train, synth.SFTOptions{MaxHops: cfg.SFT.MaxHops, Fraction: cfg.SFT.Fraction,
+		EarlyAnswer: cfg.SFT.EarlyAnswer, Seed: cfg.Data.Seed})
 	if err != nil {
 		return err
 	}

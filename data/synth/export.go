@@ -20,7 +20,12 @@ type SFTOptions struct {
 	MaxHops int
 	// Fraction of the eligible samples to keep, in [0, 1], drawn by Seed.
 	Fraction float64
-	Seed     uint64
+	// EarlyAnswer, in [0, 1), makes the demonstrations those of a hasty
+	// teacher: before each search but the first, the teacher stops with
+	// this probability and answers with the entity it found last (see
+	// Hasty). Each kept sample's demonstration is drawn once, by Seed.
+	EarlyAnswer float64
+	Seed        uint64
 }
 
 // DefaultSFTOptions warm-starts on every 2-hop training question: enough to
@@ -33,6 +38,9 @@ func DefaultSFTOptions() SFTOptions { return SFTOptions{MaxHops: 2, Fraction: 1,
 func SFTSubset(train []data.Sample, opt SFTOptions) ([]data.Sample, error) {
 	if !(opt.Fraction >= 0 && opt.Fraction <= 1) {
 		return nil, fmt.Errorf("synth: SFTOptions.Fraction = %v, want a value in [0, 1]", opt.Fraction)
+	}
+	if !(opt.EarlyAnswer >= 0 && opt.EarlyAnswer < 1) {
+		return nil, fmt.Errorf("synth: SFTOptions.EarlyAnswer = %v, want a value in [0, 1)", opt.EarlyAnswer)
 	}
 	if opt.MaxHops < 0 {
 		return nil, fmt.Errorf("synth: SFTOptions.MaxHops = %d, want 0 (all) or more", opt.MaxHops)
@@ -50,12 +58,42 @@ func SFTSubset(train []data.Sample, opt SFTOptions) ([]data.Sample, error) {
 		chosen[eligible[j]] = true
 	}
 	var out []data.Sample
+	hasty := newRNG(opt.Seed, 0xea51)
 	for i, s := range train {
-		if chosen[i] {
-			out = append(out, s)
+		if !chosen[i] {
+			continue
 		}
+		if opt.EarlyAnswer > 0 {
+			steps := 1
+			for steps < len(s.Gold.Steps) && hasty.Float64() >= opt.EarlyAnswer {
+				steps++
+			}
+			s.Gold = Hasty(s.Gold, steps)
+		}
+		out = append(out, s)
 	}
 	return out, nil
+}
+
+// Hasty returns the demonstration of a teacher that stops after the first
+// steps searches of t and answers with the entity the last of them found,
+// in the words the gold trajectory uses for its final turn. It returns t
+// itself when steps covers every search (or is out of range).
+//
+// A hasty answer is wrong on the question it was made for, and the point:
+// a policy warm-started on such demonstrations has learned the format, the
+// queries and the copying, but answers early as often as its teacher did;
+// the outcome reward then teaches it to search to the end of the chain.
+func Hasty(t *data.Trajectory, steps int) *data.Trajectory {
+	if steps < 1 || steps >= len(t.Steps) {
+		return t
+	}
+	last := t.Steps[steps-1]
+	return &data.Trajectory{
+		Steps:        t.Steps[:steps:steps],
+		FinalThought: "The " + last.Query + " is " + last.Found + ". So the answer is " + last.Found + ".",
+		Answer:       last.Found,
+	}
 }
 
 // WriteCorpus writes the passages as wiki-18 JSONL, one

@@ -42,3 +42,6 @@ func (r *source) Perm(n int) []int {
 	r.Shuffle(n, func(i, j int) { p[i], p[j] = p[j], p[i] })
 	return p
 }
+
+// Float64 draws uniformly from [0, 1) with 53 random bits.
+func (r *source) Float64() float64 { return float64(r.pcg.Uint64()>>11) / (1 << 53) }

@@ -663,3 +663,71 @@ func BenchmarkLoadExportedWorld(b *testing.B) {
 		}
 	}
 }
+
+func TestHastyTeacher(t *testing.T) {
+	w := Default()
+	byID := map[string]data.Sample{}
+	for _, s := range w.Train {
+		byID[s.ID] = s
+	}
+	const early = 0.6
+	demos, err := SFTSubset(w.Train, SFTOptions{Fraction: 1, EarlyAnswer: early, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(demos) != len(w.Train) {
+		t.Fatalf("%d demonstrations, want %d", len(demos), len(w.Train))
+	}
+	stopped := map[int][]int{} // hops -> count of demonstrations by searches made
+	for _, d := range demos {
+		gold := byID[d.ID].Gold
+		hops, n := len(gold.Steps), len(d.Gold.Steps)
+		if stopped[hops] == nil {
+			stopped[hops] = make([]int, hops+1)
+		}
+		stopped[hops][n]++
+		if n < 1 || n > hops || !reflect.DeepEqual(d.Gold.Steps, gold.Steps[:n]) {
+			t.Fatalf("%s: the demonstration's searches are not a prefix of the gold ones", d.ID)
+		}
+		last := gold.Steps[n-1]
+		if d.Gold.Answer != last.Found {
+			t.Fatalf("%s: answers %q after %d searches, want what the last found, %q", d.ID, d.Gold.Answer, n, last.Found)
+		}
+		want := "The " + last.Query + " is " + last.Found + ". So the answer is " + last.Found + "."
+		if d.Gold.FinalThought != want {
+			t.Fatalf("%s: final thought %q, want %q", d.ID, d.Gold.FinalThought, want)
+		}
+		if right := d.Gold.Answer == d.Answers[0]; right != (n == hops) {
+			t.Fatalf("%s: %d of %d searches, answer right = %v", d.ID, n, hops, right)
+		}
+		if n == hops && d.Gold != gold {
+			t.Fatalf("%s: a full demonstration should be the gold trajectory itself", d.ID)
+		}
+	}
+	// The chance of stopping after exactly s searches of k is
+	// early·(1-early)^(s-1), and (1-early)^(k-1) of going to the end.
+	for hops, counts := range stopped {
+		total := 0
+		for _, c := range counts {
+			total += c
+		}
+		for s := 1; s <= hops; s++ {
+			p := math.Pow(1-early, float64(s-1))
+			if s < hops {
+				p *= early
+			}
+			got := float64(counts[s]) / float64(total)
+			if tol := 4 * math.Sqrt(p*(1-p)/float64(total)); math.Abs(got-p) > tol {
+				t.Errorf("%d-hop: %.3f stop after %d searches, want %.3f ± %.3f", hops, got, s, p, tol)
+			}
+		}
+	}
+	if h := Hasty(w.Train[0].Gold, len(w.Train[0].Gold.Steps)); h != w.Train[0].Gold {
+		t.Error("Hasty with every step should return the gold trajectory")
+	}
+	for _, bad := range []float64{-0.1, 1, math.NaN()} {
+		if _, err := SFTSubset(w.Train, SFTOptions{Fraction: 1, EarlyAnswer: bad}); err == nil {
+			t.Errorf("EarlyAnswer %v gave no error", bad)
+		}
+	}
+}

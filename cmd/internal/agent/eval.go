@@ -26,7 +26,8 @@ type Result struct {
 	Turns, ToolCalls               float64 // means
 }
 
-// Results are per data source, plus "all".
+// Results are per data source ("synthetic/2-hop" and so on as well where
+// samples state their hop count), plus "all".
 type Results map[string]*Result
 
 // Evaluate runs m greedily (temperature 0, one sample per question, as
@@ -69,6 +70,12 @@ func Evaluate(ctx context.Context, s *Setup, m *model.Model, samples []data.Samp
 			src = "unknown"
 		}
 		add(src, t)
+		// Questions that say how many hops they take (the synthetic
+		// world's) are also scored per hop count: where a policy fails
+		// shows there first.
+		if h := t.Sample.Extra["hops"]; h != "" {
+			add(src+"/"+h+"-hop", t)
+		}
 	}
 	for _, r := range res {
 		n := float64(r.N)
