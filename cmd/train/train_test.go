@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/cmd/internal/config"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/rl/metrics"
@@ -183,5 +184,50 @@ func TestAlgorithmsRun(t *testing.T) {
 				t.Errorf("no final checkpoint: %v", err)
 			}
 		})
+	}
+}
+
+// TestRLRaisesHeldOutEM is the default run's claim in small: from the
+// default warm start (testdata/warmstart, made by make_warmstart.sh), ten
+// GRPO steps of the default configuration raise exact match on the 200
+// held-out questions by at least 0.15 and lengthen the search chains. The
+// warm-started policy answers after its first search like the hasty teacher
+// it imitated (EM 0.000 on the machine that made it); measured runs of the
+// default reach 0.42 validation EM after ten steps.
+func TestRLRaisesHeldOutEM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ten RL steps and two evaluations of 200 questions")
+	}
+	dir := t.TempDir()
+	c := DefaultConfig()
+	c.Model.Path = filepath.Join("testdata", "warmstart")
+	c.SFT.Steps = 0
+	c.Trainer.TotalSteps, c.Trainer.SaveFreq, c.Trainer.TestFreq = 10, 0, 0
+	c.Trainer.Logger = []string{"jsonl"}
+	c.Trainer.DefaultLocalDir = dir
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), &c, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	var before, after agent.Results
+	if err := readJSON(filepath.Join(dir, "sft", "eval.json"), &before); err != nil {
+		t.Fatal(err)
+	}
+	if err := readJSON(filepath.Join(dir, "eval.json"), &after); err != nil {
+		t.Fatal(err)
+	}
+	b, a := before["all"], after["all"]
+	t.Logf("held-out EM %.3f -> %.3f, tool calls %.2f -> %.2f", b.EM, a.EM, b.ToolCalls, a.ToolCalls)
+	if a.N != 200 || b.N != 200 {
+		t.Fatalf("evaluated %d and %d questions, want 200", b.N, a.N)
+	}
+	if gain := a.EM - b.EM; gain < 0.15 {
+		t.Errorf("RL gained %.3f EM on held-out questions, want at least 0.15\n%s", gain, out.String())
+	}
+	if a.ToolCalls < b.ToolCalls+0.5 {
+		t.Errorf("tool calls per question went %.2f -> %.2f; RL should teach the policy to keep searching", b.ToolCalls, a.ToolCalls)
 	}
 }

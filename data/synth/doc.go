@@ -35,12 +35,16 @@
 //
 // Knobs for the warm start. Every training sample carries its gold
 // trajectory (data.Sample.Gold). SFTSubset picks which of them the
-// supervised warm start sees, so that RL has headroom left to gain: by
-// default only 2-hop questions (SFTOptions.MaxHops), and of those a fraction
-// (SFTOptions.Fraction). A model warm-started on 2-hop trajectories has
-// learned the format and the search-then-answer habit but tends to answer
-// after two searches; RL teaches it to keep searching on 3- and 4-hop
-// questions.
+// supervised warm start sees and how, so that RL has headroom left to gain:
+// questions of at most SFTOptions.MaxHops hops, a Fraction of those, and
+// with SFTOptions.EarlyAnswer the demonstrations of a hasty teacher (Hasty)
+// that answers before each search but the first with that chance, naming the
+// entity it found last. Warm-started on gold 2-hop trajectories only, a tiny
+// policy answers after two searches and never tries a third, so RL had
+// nothing to reinforce; warm-started on a hasty teacher's demonstrations of
+// every length, it has learned the format, the queries and the copying, and
+// also searches to the end of the chain often enough under sampling that
+// the outcome reward can teach it to (r1go's embedded default run does this).
 //
 // Errors: New returns an error, naming the Config field, when the Config is
 // out of range or asks for more distinct questions than the world holds; it

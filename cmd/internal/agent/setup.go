@@ -70,9 +70,12 @@ func DefaultDataConfig() DataConfig {
 }
 
 // DefaultEnvConfig is the search environment of the embedded default run:
-// Agent-R1's tool turns, two Search-R1-formatted passages per search.
+// Agent-R1's tool turns, one Search-R1-formatted passage per search. The
+// synthetic world ranks every gold query's evidence first, and one passage
+// halves the observations the tiny policy reads: with gold warm starts of
+// 300 steps, held-out EM 0.145 with one passage against 0.030 with two.
 func DefaultEnvConfig() EnvConfig {
-	return EnvConfig{Style: "agent-r1", MaxTurns: 5, MaxResponseChars: 512, TopK: 2, Format: "search-r1",
+	return EnvConfig{Style: "agent-r1", MaxTurns: 5, MaxResponseChars: 512, TopK: 1, Format: "search-r1",
 		Reward: "agent-r1", Instruction: "Search for every fact you need, then answer in <answer></answer>."}
 }
 
