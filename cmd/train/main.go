@@ -6,7 +6,8 @@
 //
 // With no arguments it builds the synthetic multi-hop world, trains a
 // tokenizer on its corpus, makes a tiny Qwen2-architecture model, warm-starts
-// it on gold tool-use trajectories (SFT), then trains it with GRPO and the
+// it on a hasty teacher's tool-use trajectories (SFT: they answer early,
+// and so does the warm-started policy), then trains it with GRPO and the
 // BM25 search tool, and reports held-out exact match after SFT, after RL,
 // and the gain. Given model.path (a Hugging Face folder), data.train_files,
 // data.val_files and data.corpus (or env.retriever_url), the same command

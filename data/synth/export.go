@@ -28,9 +28,10 @@ type SFTOptions struct {
 	Seed        uint64
 }
 
-// DefaultSFTOptions warm-starts on every 2-hop training question: enough to
-// learn the tool-call format and the search-then-answer habit, while 3- and
-// 4-hop questions are left for RL to learn.
+// DefaultSFTOptions warm-starts on the gold trajectories of every 2-hop
+// training question: the tool-call format and the search-then-answer habit.
+// (r1go's embedded default run uses every question with EarlyAnswer 0.6
+// instead; see the package documentation.)
 func DefaultSFTOptions() SFTOptions { return SFTOptions{MaxHops: 2, Fraction: 1, Seed: 1} }
 
 // SFTSubset returns the samples of train that carry a gold trajectory and
