@@ -20,7 +20,8 @@ type Config struct {
 	Trainer TrainerConfig     `yaml:"trainer"`
 }
 
-// SFTConfig is the supervised warm start on gold trajectories.
+// SFTConfig is the supervised warm start on the synthetic world's gold
+// trajectories, or on a hasty teacher's made from them (EarlyAnswer).
 type SFTConfig struct {
 	Steps     int     `yaml:"steps" help:"optimizer steps (0: no warm start)"`
 	BatchSize int     `yaml:"batch_size" help:"trajectories per step"`

@@ -6,12 +6,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/cmd/internal/config"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/tokenizer"
 	"github.com/r1go/r1go/rl/metrics"
 )
 
@@ -96,6 +98,22 @@ func TestResumeIsBitExact(t *testing.T) {
 		if ra[3].Data[key] != rb[3].Data[key] {
 			t.Fatalf("step 4 %s: %v uninterrupted, %v resumed", key, ra[3].Data[key], rb[3].Data[key])
 		}
+	}
+	// The saved tiny policy ends sequences where the rollouts end turns, so
+	// that transformers' generate stops there too.
+	actor := filepath.Join(whole, "global_step_4", "actor")
+	cfg, err := model.LoadConfig(filepath.Join(actor, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(actor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imEnd, _ := tok.TokenID("<|im_end|>")
+	eot, _ := tok.TokenID("<|endoftext|>")
+	if want := []int{imEnd, eot}; !slices.Equal(cfg.EOSTokenIDs, want) {
+		t.Errorf("saved eos_token_id %v, want %v (<|im_end|>, <|endoftext|>)", cfg.EOSTokenIDs, want)
 	}
 }
 

@@ -167,7 +167,7 @@ func Build(ctx context.Context, mc ModelConfig, dc DataConfig, ec EnvConfig, dev
 		if s.Tok, err = trainTokenizer(ctx, s, mc.TokenizerVocab, s.TokenizerDir); err != nil {
 			return nil, err
 		}
-		if s.Policy, err = tinyModel(mc, s.Tok.VocabSize(), dev); err != nil {
+		if s.Policy, err = tinyModel(mc, s.Tok, dev); err != nil {
 			return nil, err
 		}
 	}

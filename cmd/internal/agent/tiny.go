@@ -71,15 +71,26 @@ func renderGold(ctx context.Context, tok *tokenizer.Tokenizer, s *Setup, smp dat
 }
 
 // tinyModel makes a Qwen2-architecture model of the configured shape with
-// Hugging Face's initialisation.
-func tinyModel(mc ModelConfig, vocab int, dev model.Device) (*model.Model, error) {
+// Hugging Face's initialisation. Its end-of-sequence tokens are
+// <|im_end|> and <|endoftext|>, as in Qwen2.5-Instruct, so that a saved
+// policy stops where r1go's rollouts stop when transformers generates.
+func tinyModel(mc ModelConfig, tok *tokenizer.Tokenizer, dev model.Device) (*model.Model, error) {
+	var eos []int
+	for _, name := range []string{"<|im_end|>", "<|endoftext|>"} {
+		id, ok := tok.TokenID(name)
+		if !ok {
+			return nil, fmt.Errorf("agent: the tokenizer has no %s token", name)
+		}
+		eos = append(eos, id)
+	}
+	vocab := tok.VocabSize()
 	raw := fmt.Sprintf(`{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": %d,
 		"intermediate_size": %d, "num_hidden_layers": %d, "num_attention_heads": %d,
 		"num_key_value_heads": %d, "vocab_size": %d, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
 		"max_position_embeddings": %d, "hidden_act": "silu", "initializer_range": 0.02,
 		"tie_word_embeddings": true, "use_sliding_window": false, "sliding_window": null,
-		"torch_dtype": "float32", "bos_token_id": null, "eos_token_id": [], "use_cache": true}`,
-		mc.Hidden, mc.Intermediate, mc.Layers, mc.Heads, mc.KVHeads, vocab, mc.MaxContext)
+		"torch_dtype": "float32", "bos_token_id": null, "eos_token_id": [%d, %d], "use_cache": true}`,
+		mc.Hidden, mc.Intermediate, mc.Layers, mc.Heads, mc.KVHeads, vocab, mc.MaxContext, eos[0], eos[1])
 	cfg, err := model.ParseConfig([]byte(raw), "tiny model config")
 	if err != nil {
 		return nil, err
