@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/r1go/r1go/cmd/internal/agent"
@@ -111,6 +115,12 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	}
 	defer log.Close()
 	hist := metrics.NewHistory("critic/score/mean", "env/em", "val-core/all/em")
+	if resume != nil {
+		// The plot covers the whole run, not only this invocation.
+		if err := replayHistory(hist, filepath.Join(dir, "metrics.jsonl"), resume.Step); err != nil {
+			fmt.Fprintln(out, "plot: steps before the resume are left out:", err)
+		}
+	}
 	sampler, err := data.NewSampler(len(s.Train), data.SamplerConfig{BatchSize: cfg.Data.TrainBatchSize, Seed: cfg.Data.Seed, Shuffle: true})
 	if err != nil {
 		return err
@@ -180,6 +190,30 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	}
 	summarise(out, cfg, dir, before, after, time.Since(t0))
 	return nil
+}
+
+// replayHistory logs into h the metrics that an earlier invocation wrote to
+// path for steps up to upTo, the last record of each step winning (a run
+// that crashed after logging a step but before its checkpoint logs the step
+// again when resumed). A run without a JSONL file has nothing to replay; a
+// malformed line is reported after the records before it are replayed.
+func replayHistory(h *metrics.History, path string, upTo int) error {
+	recs, err := metrics.ReadJSONL(path) // on a malformed line: the records before it, and why
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	last := map[int]map[string]float64{}
+	for _, r := range recs {
+		if r.Step <= upTo {
+			last[r.Step] = r.Data
+		}
+	}
+	for _, step := range slices.Sorted(maps.Keys(last)) {
+		if lerr := h.Log(step, last[step]); lerr != nil {
+			return lerr
+		}
+	}
+	return err
 }
 
 // warmStart runs the supervised warm start on the gold trajectories that

@@ -249,3 +249,34 @@ func TestRLRaisesHeldOutEM(t *testing.T) {
 		t.Errorf("tool calls per question went %.2f -> %.2f; RL should teach the policy to keep searching", b.ToolCalls, a.ToolCalls)
 	}
 }
+
+// TestReplayHistory checks what a resumed run's plot starts from: the
+// earlier invocation's records up to the checkpoint, the last of each step,
+// and the intact records before a malformed line.
+func TestReplayHistory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metrics.jsonl")
+	lines := `{"step":1,"data":{"env/em":0.1}}
+{"step":2,"data":{"env/em":0.2}}
+{"step":3,"data":{"env/em":0.3}}
+{"step":2,"data":{"env/em":0.25}}
+{"step":5,"data":{"env/em":0.5}}
+{"step":6,"data":{"env/em"
+`
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := metrics.NewHistory("env/em")
+	err := replayHistory(h, path, 3)
+	if err == nil || !strings.Contains(err.Error(), "metrics.jsonl:6") {
+		t.Errorf("error %v, want one naming metrics.jsonl:6", err)
+	}
+	got := h.Series()["env/em"]
+	want := []metrics.Point{{Step: 1, Value: 0.1}, {Step: 2, Value: 0.25}, {Step: 3, Value: 0.3}}
+	if !slices.Equal(got, want) {
+		t.Errorf("replayed %v, want %v", got, want)
+	}
+	empty := metrics.NewHistory("env/em")
+	if err := replayHistory(empty, filepath.Join(t.TempDir(), "none.jsonl"), 3); err != nil || len(empty.Series()["env/em"]) != 0 {
+		t.Errorf("no file: %v, %v", err, empty.Series())
+	}
+}

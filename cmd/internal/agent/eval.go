@@ -126,6 +126,10 @@ func NaiveRAG(ctx context.Context, s *Setup, m *model.Model, samples []data.Samp
 		return nil, err
 	}
 	ec := envConfig(s.EnvConfig)
+	// One pass: a policy trained with the tool may still call it; the
+	// episode then ends on that turn (with the "no such tool" observation)
+	// instead of letting it try again.
+	ec.MaxTurns = 1
 	rag := make([]data.Sample, len(samples))
 	for i, smp := range samples {
 		content := "Question: " + smp.Question + "\n\nRetrieved passages:\n" + env.FormatHits(hits[i], env.SearchFormat(s.EnvConfig.Format))
