@@ -12,6 +12,8 @@ import (
 
 	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/cmd/internal/config"
+	"github.com/r1go/r1go/data"
+	"github.com/r1go/r1go/data/synth"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/tokenizer"
 	"github.com/r1go/r1go/rl/metrics"
@@ -278,5 +280,55 @@ func TestReplayHistory(t *testing.T) {
 	empty := metrics.NewHistory("env/em")
 	if err := replayHistory(empty, filepath.Join(t.TempDir(), "none.jsonl"), 3); err != nil || len(empty.Series()["env/em"]) != 0 {
 		t.Errorf("no file: %v, %v", err, empty.Series())
+	}
+}
+
+// TestTrainsOnUserFiles runs the path a real agent takes: a Hugging Face
+// model folder, parquet train and validation files in Search-R1's layout and
+// a wiki-18 corpus (the synthetic world exported as such files), no warm
+// start, two GRPO steps, then the held-out evaluation on the validation
+// file.
+func TestTrainsOnUserFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the trainer")
+	}
+	files, dir := t.TempDir(), t.TempDir()
+	w := synth.Default()
+	if err := w.Export(files, data.ParquetLayout{Style: data.StyleSearchR1}); err != nil {
+		t.Fatal(err)
+	}
+	c := DefaultConfig()
+	c.Model.Path = filepath.Join("testdata", "warmstart")
+	c.Data.TrainFiles = []string{filepath.Join(files, "train.parquet")}
+	c.Data.ValFiles = []string{filepath.Join(files, "validation.parquet")}
+	c.Data.Corpus = filepath.Join(files, "corpus.jsonl")
+	c.Data.TrainBatchSize, c.Data.ValSize = 4, 12
+	c.SFT.Steps = 0
+	c.RL.Rollout.N, c.RL.Actor.MiniBatchSize = 4, 16
+	c.Trainer.TotalSteps, c.Trainer.SaveFreq, c.Trainer.TestFreq = 2, 0, 0
+	c.Trainer.Logger, c.Trainer.RolloutSlots, c.Trainer.DefaultLocalDir = []string{"jsonl"}, 16, dir
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), &c, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "data: 3000 train, 12 validation, 0 test questions") {
+		t.Errorf("the run did not read the files' questions:\n%s", out.String())
+	}
+	recs, err := metrics.ReadJSONL(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("%d metric records (%v), want 2", len(recs), err)
+	}
+	var after agent.Results
+	if err := readJSON(filepath.Join(dir, "eval.json"), &after); err != nil {
+		t.Fatal(err)
+	}
+	if r := after[synth.DataSource]; r == nil || r.N != 12 {
+		t.Fatalf("held-out results %+v, want 12 questions of source %q", after, synth.DataSource)
+	}
+	if _, err := model.Load(filepath.Join(dir, "global_step_2", "actor"), model.NewCPU(), model.LMHeadOutput); err != nil {
+		t.Fatal(err)
 	}
 }
