@@ -92,7 +92,7 @@ func Hasty(t *data.Trajectory, steps int) *data.Trajectory {
 	last := t.Steps[steps-1]
 	return &data.Trajectory{
 		Steps:        t.Steps[:steps:steps],
-		FinalThought: "The " + last.Query + " is " + last.Found + ". So the answer is " + last.Found + ".",
+		FinalThought: answerThought(last.Query, last.Found),
 		Answer:       last.Found,
 	}
 }

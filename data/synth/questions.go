@@ -152,7 +152,7 @@ func (w *World) gold(c chain) *data.Trajectory {
 	for i := range c.relations {
 		thought := "I need the " + rel(i) + " of " + name(i) + "."
 		if i > 0 {
-			thought = "The " + rel(i-1) + " of " + name(i-1) + " is " + name(i) + ". Now " + thought
+			thought = foundSentence(t.Steps[i-1].Query, name(i)) + " Now " + thought
 		}
 		t.Steps = append(t.Steps, data.Step{
 			Thought:  thought,
@@ -163,8 +163,19 @@ func (w *World) gold(c chain) *data.Trajectory {
 	}
 	k := len(c.relations)
 	t.Answer = name(k)
-	t.FinalThought = "The " + rel(k-1) + " of " + name(k-1) + " is " + name(k) + ". So the answer is " + name(k) + "."
+	t.FinalThought = answerThought(t.Steps[k-1].Query, name(k))
 	return t
+}
+
+// foundSentence states a fact in the one wording passages and thoughts
+// share: "The founder of Tazomir is Belovan." (query names the relation and
+// the subject, as the gold search queries do).
+func foundSentence(query, found string) string { return "The " + query + " is " + found + "." }
+
+// answerThought is the reasoning of a final turn that answers with what the
+// last search, for query, found.
+func answerThought(query, found string) string {
+	return foundSentence(query, found) + " So the answer is " + found + "."
 }
 
 func (w *World) sample(split string, i int, c chain) data.Sample {

@@ -269,7 +269,7 @@ func (w *World) makeFacts(rng *source) {
 
 // sentence states a fact the way passages do.
 func (w *World) sentence(f Fact) string {
-	return "The " + relations[f.Relation].Name + " of " + w.Entities[f.Subject].Name + " is " + w.Entities[f.Object].Name + "."
+	return foundSentence(relations[f.Relation].Name+" of "+w.Entities[f.Subject].Name, w.Entities[f.Object].Name)
 }
 
 func (w *World) makePassages(rng *source) {

@@ -171,18 +171,27 @@ func Build(ctx context.Context, mc ModelConfig, dc DataConfig, ec EnvConfig, dev
 			return nil, err
 		}
 	}
-	for _, name := range []string{"</tool_call>", "<|im_end|>", "<|endoftext|>"} {
-		id, ok := s.Tok.TokenID(name)
-		if !ok {
-			return nil, fmt.Errorf("agent: the tokenizer has no %s token", name)
-		}
-		s.Stop = append(s.Stop, int32(id))
+	if s.Stop, err = tokenIDs(s.Tok, "</tool_call>", "<|im_end|>", "<|endoftext|>"); err != nil {
+		return nil, err
 	}
 	s.ToolCallEnd, s.EndOfTurn = s.Stop[0], s.Stop[1]
 	if s.Policy.Config.VocabSize < s.Tok.VocabSize() {
 		return nil, fmt.Errorf("agent: the tokenizer has %d tokens, the model only %d", s.Tok.VocabSize(), s.Policy.Config.VocabSize)
 	}
 	return s, nil
+}
+
+// tokenIDs looks up special tokens by name.
+func tokenIDs(tok *tokenizer.Tokenizer, names ...string) ([]int32, error) {
+	ids := make([]int32, len(names))
+	for i, name := range names {
+		id, ok := tok.TokenID(name)
+		if !ok {
+			return nil, fmt.Errorf("agent: the tokenizer has no %s token", name)
+		}
+		ids[i] = int32(id)
+	}
+	return ids, nil
 }
 
 func loadAll(files []string) ([]data.Sample, error) {

@@ -75,13 +75,9 @@ func renderGold(ctx context.Context, tok *tokenizer.Tokenizer, s *Setup, smp dat
 // <|im_end|> and <|endoftext|>, as in Qwen2.5-Instruct, so that a saved
 // policy stops where r1go's rollouts stop when transformers generates.
 func tinyModel(mc ModelConfig, tok *tokenizer.Tokenizer, dev model.Device) (*model.Model, error) {
-	var eos []int
-	for _, name := range []string{"<|im_end|>", "<|endoftext|>"} {
-		id, ok := tok.TokenID(name)
-		if !ok {
-			return nil, fmt.Errorf("agent: the tokenizer has no %s token", name)
-		}
-		eos = append(eos, id)
+	eos, err := tokenIDs(tok, "<|im_end|>", "<|endoftext|>")
+	if err != nil {
+		return nil, err
 	}
 	vocab := tok.VocabSize()
 	raw := fmt.Sprintf(`{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": %d,
