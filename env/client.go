@@ -160,9 +160,10 @@ func (c *client) batches(queries []string, fn func(lo, hi int) error) error {
 // wireDoc accepts a document as the Python servers write it: id as string
 // or number, title optional (then the first line of contents).
 type wireDoc struct {
-	ID       json.RawMessage `json:"id"`
-	Title    *string         `json:"title"`
-	Contents *string         `json:"contents"`
+	ID          json.RawMessage `json:"id"`
+	Title       *string         `json:"title"`
+	Contents    *string         `json:"contents"`
+	WikipediaID json.RawMessage `json:"wikipedia_id"`
 }
 
 func (d wireDoc) passage(where string) (data.Passage, error) {
@@ -176,6 +177,14 @@ func (d wireDoc) passage(where string) (data.Passage, error) {
 			p.ID = s
 		} else {
 			p.ID = string(d.ID)
+		}
+	}
+	if len(d.WikipediaID) > 0 && string(d.WikipediaID) != "null" {
+		var s string
+		if json.Unmarshal(d.WikipediaID, &s) == nil {
+			p.WikipediaID = s
+		} else {
+			p.WikipediaID = string(d.WikipediaID)
 		}
 	}
 	if d.Title != nil {
