@@ -34,6 +34,13 @@
 // ("agent-r1", "paper", "em", "f1", "cover-em", "agent-r1-acc",
 // "search-r1-em"); process rewards per tool call by ProcessConfig.Name.
 //
+// Faults: every call's outcome is classified (ClassifyCall: ok, invalid,
+// timeout, http, parse, connection, other, with the retriever URL) and
+// counted in Env.ToolStats, which the trainer takes once per step as
+// tool/calls, tool/invalid, tool/errors and tool/errors/<kind>.
+// Config.RetrieverTimeout and RetrieverRetries (env.retriever_timeout,
+// env.retriever_retries) bound what a hanging retriever costs a call.
+//
 // Error policy: bad model output is never an error. Broken tool-call JSON,
 // a missing name or arguments, an unknown tool, arguments that fail the
 // schema, a tool that returns an error, times out or panics: each becomes
