@@ -21,6 +21,13 @@
 // call ends the episode. VerlConfig gives verl's variant (role "tool",
 // parallel calls, middle truncation, no pre-fill).
 //
+// StyleSearchR1 is Search-R1's protocol instead: <search> query </search>
+// and <answer> tags in plain text, passages returned inside the same turn
+// as <information>, stop strings </search> and </answer>, EM of the last
+// answer. SearchR1Env and SearchR1Episode run it with the same
+// Reset/Step/Score/Done shape as Env and ToolEnv; CheckPromptStyle refuses
+// a dataset whose prompts ask for the other protocol.
+//
 // Retrieval: Index is a BM25 inverted index over a wiki-18 or KILT corpus,
 // built once into a checksummed file (BuildIndex, OpenOrBuildIndex);
 // SearchR1Client and AgentR1Client call remote retrievers; NewServer serves

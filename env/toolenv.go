@@ -112,6 +112,9 @@ type Env struct {
 
 // New validates the config and the tools.
 func New(cfg Config, tools ...Tool) (*Env, error) {
+	if cfg.Style == StyleSearchR1 {
+		return nil, errors.New("env: style search-r1 parses <search> tags, not tool calls: build it with NewSearchR1")
+	}
 	if cfg.Style != StyleAgentR1 && cfg.Style != StyleVerl {
 		return nil, fmt.Errorf("env: unknown style %q (want %s or %s)", cfg.Style, StyleAgentR1, StyleVerl)
 	}
