@@ -23,20 +23,26 @@ type parquetCorpus struct {
 	has    map[string]bool
 }
 
-func openParquetCorpus(f *os.File, path string, opts CorpusOptions) (cr *CorpusReader, err error) {
+func openParquetCorpus(f *os.File, path string, opts CorpusOptions) (*CorpusReader, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("data: corpus %s: %w", path, err)
+	}
+	return newParquetCorpus(f, st.Size(), f, path, opts)
+}
+
+// newParquetCorpus reads a parquet corpus from r; closer, if not nil, is
+// closed with the reader.
+func newParquetCorpus(f io.ReaderAt, size int64, closer io.Closer, path string, opts CorpusOptions) (cr *CorpusReader, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("data: corpus %s: corrupt parquet file: %v", path, p)
 		}
 	}()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("data: corpus %s: %w", path, err)
-	}
-	if err := checkParquet(f, st.Size()); err != nil {
+	if err := checkParquet(f, size); err != nil {
 		return nil, fmt.Errorf("data: corpus %s: not a readable parquet file: %w", path, err)
 	}
-	pf, err := parquet.OpenFile(f, st.Size())
+	pf, err := parquet.OpenFile(f, size)
 	if err != nil {
 		return nil, fmt.Errorf("data: corpus %s: not a readable parquet file: %w", path, err)
 	}
@@ -63,7 +69,11 @@ func openParquetCorpus(f *os.File, path string, opts CorpusOptions) (cr *CorpusR
 		}
 	}
 	pc := &parquetCorpus{reader: parquet.NewGenericReader[any](pf), buf: make([]any, parquetBatch), has: has}
-	return &CorpusReader{name: path, opts: opts, rows: pc, closer: multiCloser{pc, f}}, nil
+	cl := multiCloser{pc}
+	if closer != nil {
+		cl = append(cl, closer)
+	}
+	return &CorpusReader{name: path, opts: opts, rows: pc, closer: cl}, nil
 }
 
 func (pc *parquetCorpus) Close() error { return pc.reader.Close() }
