@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -22,6 +23,10 @@ type Passage struct {
 	ID       string // the corpus id; wiki-18 uses the 0-based row number as a string
 	Title    string // the article title without the quotes wiki-18 puts around it
 	Contents string // the raw contents field: "\"Title\"\ntext" (wiki-18) or "Title\ntext" (KILT)
+	// WikipediaID is KILT's article id (corag/kilt-corpus rows and the
+	// knowledge source carry it); "" for corpora without one. Agent-R1's
+	// evaluation maps hits back to articles by it.
+	WikipediaID string
 }
 
 // Text is the passage body: Contents without its first line when that line
@@ -80,16 +85,21 @@ type CorpusOptions struct {
 // CorpusError says which file, line and field of a corpus was wrong.
 type CorpusError struct {
 	File  string
-	Line  int    // 1-based
+	Line  int    // 1-based line (JSONL) or row (parquet)
 	Field string // empty when the line as a whole is wrong
 	Err   error
+	Row   bool // Line counts parquet rows
 }
 
 func (e *CorpusError) Error() string {
-	if e.Field != "" {
-		return fmt.Sprintf("data: corpus %s line %d: field %q: %v", e.File, e.Line, e.Field, e.Err)
+	unit := "line"
+	if e.Row {
+		unit = "row"
 	}
-	return fmt.Sprintf("data: corpus %s line %d: %v", e.File, e.Line, e.Err)
+	if e.Field != "" {
+		return fmt.Sprintf("data: corpus %s %s %d: field %q: %v", e.File, unit, e.Line, e.Field, e.Err)
+	}
+	return fmt.Sprintf("data: corpus %s %s %d: %v", e.File, unit, e.Line, e.Err)
 }
 
 func (e *CorpusError) Unwrap() error { return e.Err }
@@ -109,6 +119,7 @@ type CorpusReader struct {
 	nSkip   int
 	err     error // sticky
 	closer  io.Closer
+	rows    *parquetCorpus // set for a parquet corpus; r is nil then
 }
 
 // maxKeptSkips bounds how many skip reports a reader keeps; the count is exact.
@@ -125,16 +136,37 @@ func NewCorpusReader(r io.Reader, name string, opts CorpusOptions) *CorpusReader
 	return &CorpusReader{name: name, opts: opts, r: bufio.NewReaderSize(r, 1<<20)}
 }
 
-// OpenCorpus opens a corpus file; a name ending in ".gz" is decompressed on
-// the fly (wiki-18 is distributed as wiki-18.jsonl.gz). Close the reader.
+// OpenCorpus opens a corpus file. The format is told by content: a file
+// starting with PAR1 is a parquet corpus (columns id, title and contents
+// or text, wikipedia_id), one starting with the gzip magic is
+// decompressed on the fly (wiki-18 is distributed as wiki-18.jsonl.gz),
+// anything else is JSONL. Close the reader.
 func OpenCorpus(path string, opts CorpusOptions) (*CorpusReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("data: open corpus: %w", err)
 	}
+	var magic [4]byte
+	n, _ := io.ReadFull(f, magic[:])
+	if n == 4 && string(magic[:]) == "PAR1" {
+		cr, err := openParquetCorpus(f, path, opts)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return cr, nil
+	}
+	if strings.EqualFold(filepath.Ext(path), ".parquet") {
+		f.Close()
+		return nil, fmt.Errorf("data: corpus %s: not a parquet file (it starts with %q, not the PAR1 magic)", path, magic[:n])
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("data: corpus %s: %w", path, err)
+	}
 	var src io.Reader = f
 	closer := io.Closer(f)
-	if strings.HasSuffix(path, ".gz") {
+	if n >= 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		gz, err := gzip.NewReader(f)
 		if err != nil {
 			f.Close()
@@ -147,6 +179,9 @@ func OpenCorpus(path string, opts CorpusOptions) (*CorpusReader, error) {
 	cr.closer = closer
 	return cr, nil
 }
+
+// Name is the file name the reader reports in errors.
+func (c *CorpusReader) Name() string { return c.name }
 
 type multiCloser []io.Closer
 
@@ -191,6 +226,18 @@ func (c *CorpusReader) Next() (Passage, error) {
 		}
 		if c.err != nil {
 			return Passage{}, c.err
+		}
+		if c.rows != nil {
+			p, err := c.rows.next(c)
+			if cerr, ok := err.(*CorpusError); ok && c.opts.SkipMalformed {
+				c.skip(cerr)
+				continue
+			}
+			if err != nil {
+				c.err = err
+				return Passage{}, err
+			}
+			return p, nil
 		}
 		line, err := c.readLine()
 		if err != nil {
@@ -299,10 +346,14 @@ func (c *CorpusReader) parse(line []byte) ([]Passage, *CorpusError) {
 		return nil, c.fail("", "invalid JSON: %v", err)
 	}
 	if c.opts.Layout == LayoutAuto {
+		// The knowledge source is told by its article shape (a title field
+		// of its own, text as a list of paragraphs); a passage row that
+		// merely carries wikipedia_id ({id, title, contents,
+		// wikipedia_id}, corag/kilt-corpus) is KILT.
 		switch {
-		case rec.WikipediaTitle != nil || rec.WikipediaID != nil:
+		case rec.WikipediaTitle != nil || bytes.HasPrefix(bytes.TrimSpace(rec.Text), []byte("[")):
 			c.opts.Layout = LayoutKILTSource
-		case rec.Title != nil:
+		case rec.Title != nil || rec.WikipediaID != nil:
 			c.opts.Layout = LayoutKILT
 		default:
 			c.opts.Layout = LayoutWiki18
@@ -328,13 +379,29 @@ func (c *CorpusReader) parse(line []byte) ([]Passage, *CorpusError) {
 		if err != nil {
 			return nil, err
 		}
-		if rec.Contents == nil {
-			return nil, c.fail("contents", "missing")
-		}
 		if rec.Title == nil {
 			return nil, c.fail("title", "missing")
 		}
-		return []Passage{{ID: id, Title: *rec.Title, Contents: *rec.Contents}}, nil
+		p := Passage{ID: id, Title: *rec.Title}
+		switch {
+		case rec.Contents != nil:
+			p.Contents = *rec.Contents
+		case len(rec.Text) > 0 && rec.Text[0] == '"':
+			// {id, title, text}: DPR's and FlashRAG's passage rows.
+			var text string
+			if jerr := json.Unmarshal(rec.Text, &text); jerr != nil {
+				return nil, c.fail("text", "%v", jerr)
+			}
+			p.Contents = p.Title + "\n" + text
+		default:
+			return nil, c.fail("contents", "missing (and no text)")
+		}
+		if len(rec.WikipediaID) > 0 && string(rec.WikipediaID) != "null" {
+			if p.WikipediaID, err = c.idField("wikipedia_id", rec.WikipediaID); err != nil {
+				return nil, err
+			}
+		}
+		return []Passage{p}, nil
 	case LayoutKILTSource:
 		return c.parseKILTSource(&rec)
 	}
@@ -389,7 +456,7 @@ func (c *CorpusReader) parseKILTSource(rec *corpusRecord) ([]Passage, *CorpusErr
 		if p == "" || (i == 0 && p == strings.TrimSpace(title)) || strings.HasPrefix(p, "Section::::") {
 			continue
 		}
-		out = append(out, Passage{ID: id + "-" + strconv.Itoa(i), Title: title, Contents: title + "\n" + p})
+		out = append(out, Passage{ID: id + "-" + strconv.Itoa(i), Title: title, Contents: title + "\n" + p, WikipediaID: id})
 	}
 	return out, nil
 }

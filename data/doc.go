@@ -15,8 +15,19 @@
 //     list or {target: [...]}), with either LIST element name,
 //
 // streaming each file record by record, so a 500 MB HotpotQA array or a
-// 170k-row parquet file never sits in memory whole. Gzip-compressed JSON
-// and JSONL files (".gz") are read as they are. Sample ids are namespaced
+// 170k-row parquet file never sits in memory whole. Formats are told by
+// content, never by name: parquet by its PAR1 magic (a ".parquet" without
+// it is refused as not a parquet file), gzip by its magic, then JSON.
+//
+// The parquet schema is read strictly: prompt must be a list of {role,
+// content} messages (a string is an error, unless LoadOptions.PromptJSON,
+// data.prompt_json, asks to parse it as JSON), and every row needs
+// reward_model.ground_truth; another answer column stands in only when
+// LoadOptions.AnswerColumn (data.answer_column) names it. FlashRAG files
+// take their data_source from LoadOptions.DataSource or DataSources
+// (data.data_source), else from their folder or file name
+// (SourceFromPath). Corpora (CorpusReader) are wiki-18 or KILT JSONL, the
+// KILT knowledge source, or parquet; KILT's wikipedia_id is kept. Sample ids are namespaced
 // "data_source:id", because ids repeat across sources. The context
 // paragraphs of HotpotQA and 2Wiki and the paragraphs of MuSiQue are not
 // kept: retrieval reads a corpus (Passage, CorpusReader).
@@ -37,7 +48,10 @@
 // or row (parquet), and the field: *LoadError. A record that is malformed,
 // lacks a required field or names an unknown data_source is either fatal
 // (the default) or, with LoadOptions.SkipMalformed, skipped and listed in
-// Report.Skipped, so nothing is dropped silently. Structural damage that
+// Report.Skipped, so nothing is dropped silently; ParseOnBadRecord reads
+// data.on_bad_record, SkippedCount and SkipSummary give the count to log
+// and the line to print. Files that yield no sample at all are an error
+// (ErrNoSamples), as is a corpus without a passage (at index build). Structural damage that
 // cannot be resynchronised (a JSON array with a broken separator, a
 // truncated parquet footer) always stops the read with an error; the
 // samples before it have been delivered. Bad input never panics.

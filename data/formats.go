@@ -31,7 +31,7 @@ func (l *loader) chooseDecoder(first record) error {
 				keys = append(keys, k)
 			}
 			slices.Sort(keys)
-			return fmt.Errorf("cannot tell the dataset format from the fields %v (set LoadOptions.Format)", keys)
+			return fmt.Errorf("cannot tell the dataset format from the fields %v (set the dataset format)", keys)
 		}
 	}
 	source := l.opt.DataSource
@@ -39,7 +39,7 @@ func (l *loader) chooseDecoder(first record) error {
 		switch format {
 		case FormatFlashRAG:
 			if l.dirSource == "" {
-				return errors.New("FlashRAG records carry no data_source and the folder does not name one: set LoadOptions.DataSource")
+				return errNeedSource
 			}
 			source = l.dirSource
 		default:
@@ -61,6 +61,9 @@ func (l *loader) chooseDecoder(first record) error {
 	}
 	return nil
 }
+
+// errNeedSource: a FlashRAG file whose data_source nothing names.
+var errNeedSource = errors.New("FlashRAG records carry no data_source, and neither the folder nor the file name is a known one: set data.data_source")
 
 // common reads the fields every JSON format shares under its own names.
 func common(r record, source, idField string) (Sample, *fieldError) {

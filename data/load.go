@@ -76,11 +76,23 @@ type LoadOptions struct {
 	// SkipMalformed skips a bad record and lists it in Report.Skipped
 	// instead of stopping with its error.
 	SkipMalformed bool
-	// DataSource names the source of files that carry none (HotpotQA,
-	// 2Wiki, MuSiQue, FlashRAG; parquet without a data_source column).
-	// Empty means the format's own name; for FlashRAG, the name of the
-	// folder the file is in (FlashRAG_datasets/hotpotqa/dev.jsonl).
+	// DataSource (data.data_source) names the source of files that carry
+	// none (HotpotQA, 2Wiki, MuSiQue, FlashRAG; parquet without a
+	// data_source column). Empty means the format's own name; for
+	// FlashRAG, the name inferred from the file's path (see SourceFromPath).
 	DataSource string
+	// DataSources sets the source per file, by the path as given or its
+	// base name; it wins over DataSource for the files it names.
+	DataSources map[string]string
+	// PromptJSON (data.prompt_json) accepts a parquet prompt stored as a
+	// string holding a JSON list of {role, content} messages; without it
+	// a string prompt is an error.
+	PromptJSON bool
+	// AnswerColumn (data.answer_column) names the parquet column gold
+	// answers are read from when a row has no reward_model.ground_truth:
+	// golden_answers, answers, or answer (with answer_aliases). Empty: such
+	// a row is bad.
+	AnswerColumn string
 	// ExtraSources are data_source names accepted besides the known ones.
 	ExtraSources []string
 	// AllowUnanswered keeps records without a gold answer (test splits)
@@ -191,7 +203,73 @@ func LoadFiles(paths []string, opt LoadOptions) ([]Sample, []Report, error) {
 			return out, reports, err
 		}
 	}
+	if len(out) == 0 && len(paths) > 0 {
+		return out, reports, fmt.Errorf("data: %s: %w (%d records read, %d skipped as bad)", strings.Join(paths, ", "), ErrNoSamples, countRecords(reports), SkippedCount(reports))
+	}
 	return out, reports, nil
+}
+
+// ErrNoSamples: the files given hold no usable sample.
+var ErrNoSamples = errors.New("no samples loaded")
+
+// ParseOnBadRecord reads data.on_bad_record: "error" (the default: the
+// first bad record stops the load) or "skip" (bad records are skipped,
+// counted and listed); it returns LoadOptions.SkipMalformed.
+func ParseOnBadRecord(s string) (skip bool, err error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "error":
+		return false, nil
+	case "skip":
+		return true, nil
+	}
+	return false, fmt.Errorf("data: data.on_bad_record %q: want error or skip", s)
+}
+
+// SkippedCount is how many bad records the loads skipped; trainers log it
+// (data/skipped_records) beside printing SkipSummary.
+func SkippedCount(reports []Report) int {
+	n := 0
+	for _, r := range reports {
+		n += len(r.Skipped)
+	}
+	return n
+}
+
+func countRecords(reports []Report) int {
+	n := 0
+	for _, r := range reports {
+		n += r.Records
+	}
+	return n
+}
+
+// SkipSummary is the line a command prints after loading: the skipped
+// count per file and the first reasons (at most max); "" when nothing was
+// skipped.
+func SkipSummary(reports []Report, max int) string {
+	total := SkippedCount(reports)
+	if total == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "data: skipped %d bad record(s) (data.on_bad_record=skip):", total)
+	shown := 0
+	for _, r := range reports {
+		if len(r.Skipped) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, " %s: %d of %d;", r.File, len(r.Skipped), r.Records)
+	}
+	for _, r := range reports {
+		for _, e := range r.Skipped {
+			if shown == max {
+				return b.String()
+			}
+			b.WriteString("\n  " + e.Error())
+			shown++
+		}
+	}
+	return b.String()
 }
 
 // Stream reads a dataset file and calls fn for every sample in file order.
@@ -206,20 +284,35 @@ func Stream(path string, opt LoadOptions, fn func(Sample) error) (Report, error)
 		return rep, fmt.Errorf("data: %w", err)
 	}
 	defer f.Close()
+	if src, ok := opt.DataSources[path]; ok {
+		opt.DataSource = src
+	} else if src, ok := opt.DataSources[filepath.Base(path)]; ok {
+		opt.DataSource = src
+	}
+	// Formats are told by content, never by the file name: a ".parquet"
+	// that is JSON, or a ".jsonl" that is gzip, is read for what it is or
+	// refused for what it is not.
 	var magic [4]byte
 	n, _ := io.ReadFull(f, magic[:])
-	if opt.Format == FormatParquet || (opt.Format == FormatAuto && n == 4 && string(magic[:]) == "PAR1") {
+	isParquet := n == 4 && string(magic[:]) == "PAR1"
+	if opt.Format == FormatParquet || (opt.Format == FormatAuto && isParquet) {
+		if !isParquet {
+			return rep, &LoadError{File: path, Err: fmt.Errorf("not a parquet file (it starts with %q, not the PAR1 magic)", magic[:n])}
+		}
 		st, err := f.Stat()
 		if err != nil {
 			return rep, fmt.Errorf("data: %w", err)
 		}
 		return streamParquet(f, st.Size(), path, opt, fn)
 	}
+	if strings.EqualFold(filepath.Ext(path), ".parquet") {
+		return rep, &LoadError{File: path, Err: fmt.Errorf("not a parquet file (it starts with %q, not the PAR1 magic)", magic[:n])}
+	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return rep, fmt.Errorf("data: %w", err)
 	}
 	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
+	if n >= 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		gz, err := gzip.NewReader(f)
 		if err != nil {
 			return rep, &LoadError{File: path, Err: fmt.Errorf("gzip: %w", err)}
@@ -227,13 +320,29 @@ func Stream(path string, opt LoadOptions, fn func(Sample) error) (Report, error)
 		defer gz.Close()
 		r = gz
 	}
-	// FlashRAG_datasets/<name>/<split>.jsonl: the folder names the source
-	// of FlashRAG records.
-	dirSource := filepath.Base(filepath.Dir(path))
-	if knownSources[dirSource] == "" {
-		dirSource = ""
-	}
+	dirSource := SourceFromPath(path)
 	return streamReader(r, path, opt, dirSource, fn)
+}
+
+// SourceFromPath infers a known data_source from a file's path: the
+// folder (FlashRAG_datasets/hotpotqa/dev.jsonl), else the file name's
+// stem or its part before the first "_", "-" or "." (nq_test.jsonl,
+// 2wikimultihopqa-dev.jsonl.gz). It returns "" when nothing matches.
+func SourceFromPath(path string) string {
+	if d := filepath.Base(filepath.Dir(path)); knownSources[d] != "" {
+		return d
+	}
+	base := strings.ToLower(filepath.Base(path))
+	for _, ext := range []string{".gz", ".jsonl", ".json", ".parquet"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	if knownSources[base] != "" {
+		return base
+	}
+	if i := strings.IndexAny(base, "_-."); i > 0 && knownSources[base[:i]] != "" {
+		return base[:i]
+	}
+	return ""
 }
 
 // StreamReader reads a JSON or JSONL dataset from r (parquet needs a file:
@@ -248,7 +357,7 @@ func streamReader(r io.Reader, name string, opt LoadOptions, dirSource string, f
 		return rep, err
 	}
 	if opt.DataSource != "" && !opt.knownSource(opt.DataSource) {
-		return rep, fmt.Errorf("data: %s: LoadOptions.DataSource: %w %q (known: %s)", name, ErrUnknownSource, opt.DataSource, sourceList())
+		return rep, fmt.Errorf("data: %s: data.data_source: %w %q (known: %s)", name, ErrUnknownSource, opt.DataSource, sourceList())
 	}
 	br := bufio.NewReaderSize(r, 1<<20)
 	skipBOM(br)

@@ -116,6 +116,8 @@ func fuzzLines(t *testing.T, in []byte) {
 
 func FuzzParquet(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.parquet")
+	strict, _ := filepath.Glob("testdata/strict/strict_*.parquet")
+	files = append(files, strict...)
 	for _, file := range files {
 		b, err := os.ReadFile(file)
 		if err != nil {

@@ -296,13 +296,13 @@ func TestBrokenFiles(t *testing.T) {
 		{"sep.json", []byte("[{\"_id\": \"a\", \"question\": \"q\", \"answer\": \"x\"}\n{\"_id\": \"b\"}]"), LoadOptions{}, "line 2: want ',' or ']' between array elements"},
 		{"trail.json", []byte(`[{"_id": "a", "question": "q", "answer": "x"}] x`), LoadOptions{}, `'x' after the closing ']'`},
 		{"unknown.jsonl", []byte(`{"q": 1}`), LoadOptions{}, "cannot tell the dataset format from the fields [q]"},
-		{"flash.jsonl", []byte(`{"id": "1", "question": "q", "golden_answers": ["a"]}`), LoadOptions{}, "set LoadOptions.DataSource"},
+		{"flash.jsonl", []byte(`{"id": "1", "question": "q", "golden_answers": ["a"]}`), LoadOptions{}, "set data.data_source"},
 		{"source.jsonl", []byte(`{"id": "1", "question": "q", "golden_answers": ["a"]}`), LoadOptions{DataSource: "mystery"}, `unknown data_source "mystery"`},
 		{"array.jsonl", []byte(`[{"id": "1"}]`), LoadOptions{Format: FormatFlashRAG}, "holds a JSON array, but format flashrag is JSONL"},
 		{"lines.json", []byte(`{"_id": "1"}`), LoadOptions{Format: FormatHotpotQA}, "format hotpotqa is one JSON array"},
 		{"cut.parquet", good[:len(good)-10], LoadOptions{}, "not a readable parquet file"},
 		{"cut2.parquet", good[:len(good)/2], LoadOptions{Format: FormatParquet}, "not a readable parquet file"},
-		{"bad.json.gz", []byte("not gzip"), LoadOptions{}, "gzip"},
+		{"bad.json.gz", []byte{0x1f, 0x8b, 8, 0}, LoadOptions{}, "gzip"},
 		{"csv.json", []byte("[]"), LoadOptions{Format: "csv"}, `unknown dataset format "csv"`},
 	} {
 		path := filepath.Join(dir, tc.name)

@@ -33,7 +33,7 @@ func streamParquet(f io.ReaderAt, size int64, name string, opt LoadOptions, fn f
 		}
 	}()
 	if opt.DataSource != "" && !opt.knownSource(opt.DataSource) {
-		return rep, fmt.Errorf("data: %s: LoadOptions.DataSource: %w %q (known: %s)", name, ErrUnknownSource, opt.DataSource, sourceList())
+		return rep, fmt.Errorf("data: %s: data.data_source: %w %q (known: %s)", name, ErrUnknownSource, opt.DataSource, sourceList())
 	}
 	if err := checkParquet(f, size); err != nil {
 		return rep, &LoadError{File: name, Err: fmt.Errorf("not a readable parquet file: %w", err)}
@@ -48,7 +48,10 @@ func streamParquet(f io.ReaderAt, size int64, name string, opt LoadOptions, fn f
 		return rep, &LoadError{File: name, Err: errors.New("has neither a prompt nor a question column")}
 	}
 	if !has("data_source") && opt.DataSource == "" {
-		return rep, &LoadError{File: name, Field: "data_source", Err: errors.New("no data_source column: set LoadOptions.DataSource")}
+		return rep, &LoadError{File: name, Field: "data_source", Err: errors.New("no data_source column: set data.data_source")}
+	}
+	if c := opt.AnswerColumn; c != "" && !has(c) {
+		return rep, &LoadError{File: name, Field: c, Err: errors.New("no such column, but data.answer_column names it")}
 	}
 	ld := &loader{name: name, opt: opt, rep: &rep, fn: fn, ids: map[string]string{}}
 	reader := parquet.NewGenericReader[any](pf)
@@ -121,7 +124,7 @@ func decodeParquetRow(row map[string]any, rowNo int, opt LoadOptions) (Sample, *
 	s.DataSource = source
 	s.Extra = map[string]string{}
 
-	if s.Prompt, err = rowPrompt(row["prompt"]); err != nil {
+	if s.Prompt, err = rowPrompt(row["prompt"], opt.PromptJSON); err != nil {
 		return s, err
 	}
 	q, err := rowString(row, "question")
@@ -139,7 +142,7 @@ func decodeParquetRow(row map[string]any, rowNo int, opt LoadOptions) (Sample, *
 	}
 
 	answerField := ""
-	if s.Answers, answerField, err = rowAnswers(row); err != nil {
+	if s.Answers, answerField, err = rowAnswers(row, opt); err != nil {
 		return s, err
 	}
 	if len(s.Answers) == 0 && !opt.AllowUnanswered {
@@ -190,13 +193,39 @@ func rowString(row map[string]any, col string) (string, *fieldError) {
 }
 
 // rowPrompt reads the prompt column: a list of {role, content} messages,
-// or (seen in hand-made files) a plain string taken as one user message.
-func rowPrompt(v any) ([]Message, *fieldError) {
+// as verl, Search-R1 and Agent-R1 write it. A string is an error (it is
+// usually a file whose prompt was saved as text by mistake, and taking it
+// as a user message would train on the JSON or template markup itself),
+// unless promptJSON asks to parse it as a JSON list of messages
+// (data.prompt_json).
+func rowPrompt(v any, promptJSON bool) ([]Message, *fieldError) {
 	switch p := v.(type) {
 	case nil:
 		return nil, nil
-	case string:
-		return []Message{{Role: "user", Content: p}}, nil
+	case string, []byte:
+		text := scalarOrJSON(p)
+		if !promptJSON {
+			return nil, fieldErr("prompt", "is a string (%.60q), want a list of {role, content} messages; set data.prompt_json=true if it holds them as JSON text", text)
+		}
+		var msgs []struct {
+			Role    *string `json:"role"`
+			Content *string `json:"content"`
+		}
+		if err := json.Unmarshal([]byte(text), &msgs); err != nil {
+			return nil, fieldErr("prompt", "data.prompt_json: not a JSON list of {role, content} messages: %v", err)
+		}
+		out := make([]Message, len(msgs))
+		for i, m := range msgs {
+			field := "prompt[" + strconv.Itoa(i) + "]"
+			if m.Role == nil {
+				return nil, fieldErr(field+".role", "missing")
+			}
+			if m.Content == nil {
+				return nil, fieldErr(field+".content", "missing")
+			}
+			out[i] = Message{Role: *m.Role, Content: *m.Content}
+		}
+		return out, nil
 	case []any:
 		msgs := make([]Message, 0, len(p))
 		for i, item := range p {
@@ -242,10 +271,17 @@ func questionFromPrompt(msgs []Message) string {
 
 // rowAnswers reads the gold answers, and names the field they were looked
 // for in: reward_model.ground_truth as a string, a list, or {target: string
-// or list}; else FlashRAG's golden_answers kept in the file; else an answers
-// column, or an answer column with its answer_aliases.
-func rowAnswers(row map[string]any) ([]string, string, *fieldError) {
-	if rm, ok := row["reward_model"].(map[string]any); ok && rm["ground_truth"] != nil {
+// or list}. A row without reward_model, or with a null ground_truth, is
+// bad: the answers come from another column (FlashRAG's golden_answers,
+// answers, or answer with its answer_aliases) only when
+// LoadOptions.AnswerColumn (data.answer_column) names it, so a file that
+// lost its reward column is never scored against a column nobody chose.
+func rowAnswers(row map[string]any, opt LoadOptions) ([]string, string, *fieldError) {
+	rm, isMap := row["reward_model"].(map[string]any)
+	switch {
+	case row["reward_model"] != nil && !isMap:
+		return nil, "reward_model", fieldErr("reward_model", "want a struct, found %T", row["reward_model"])
+	case isMap && rm["ground_truth"] != nil:
 		gt := rm["ground_truth"]
 		field := "reward_model.ground_truth"
 		if m, ok := gt.(map[string]any); ok {
@@ -256,27 +292,34 @@ func rowAnswers(row map[string]any) ([]string, string, *fieldError) {
 		}
 		answers, err := anyStrings(gt, field)
 		return uniqueNonBlank(answers), field, err
-	} else if row["reward_model"] != nil && !ok {
-		return nil, "reward_model", fieldErr("reward_model", "want a struct, found %T", row["reward_model"])
 	}
-	for _, col := range []string{"golden_answers", "answers", "answer"} {
-		if v := row[col]; v != nil {
-			answers, err := anyStrings(v, col)
-			if err != nil {
-				return nil, col, err
-			}
-			if aliases := row["answer_aliases"]; col == "answer" && aliases != nil {
-				// MuSiQue on the Hugging Face hub (bdsaglam/musique).
-				more, err := anyStrings(aliases, "answer_aliases")
-				if err != nil {
-					return nil, "answer_aliases", err
-				}
-				answers = append(answers, more...)
-			}
-			return uniqueNonBlank(answers), col, nil
+	col := opt.AnswerColumn
+	if col == "" {
+		if isMap && opt.AllowUnanswered {
+			return nil, "reward_model.ground_truth", nil
 		}
+		if isMap {
+			return nil, "reward_model.ground_truth", fieldErr("reward_model.ground_truth", "null (set data.answer_column to take the answers from another column)")
+		}
+		return nil, "reward_model", fieldErr("reward_model", "missing (set data.answer_column to take the answers from another column)")
 	}
-	return nil, "reward_model.ground_truth", nil
+	v := row[col]
+	if v == nil {
+		return nil, col, nil
+	}
+	answers, err := anyStrings(v, col)
+	if err != nil {
+		return nil, col, err
+	}
+	if aliases := row["answer_aliases"]; col == "answer" && aliases != nil {
+		// MuSiQue on the Hugging Face hub (bdsaglam/musique).
+		more, err := anyStrings(aliases, "answer_aliases")
+		if err != nil {
+			return nil, "answer_aliases", err
+		}
+		answers = append(answers, more...)
+	}
+	return uniqueNonBlank(answers), col, nil
 }
 
 // anyStrings reads a string or a list of strings (numbers kept as

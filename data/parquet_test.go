@@ -330,41 +330,49 @@ func TestDecodeParquetRowErrors(t *testing.T) {
 			r["reward_model"] = map[string]any{"ground_truth": map[string]any{"target": []any{"a", true}}}
 		}, "reward_model.ground_truth.target[1]"},
 		{"ground_truth type", func(r map[string]any) { r["reward_model"] = map[string]any{"ground_truth": true} }, "reward_model.ground_truth"},
-		{"no answers at all", func(r map[string]any) { delete(r, "reward_model") }, "reward_model.ground_truth"},
+		{"no answers at all", func(r map[string]any) { delete(r, "reward_model") }, "reward_model"},
+		{"ground_truth null", func(r map[string]any) { r["reward_model"] = map[string]any{"style": "rule", "ground_truth": nil} }, "reward_model.ground_truth"},
+		{"answer column ignored", func(r map[string]any) { delete(r, "reward_model"); r["golden_answers"] = []any{"a"} }, "reward_model"},
 		{"id type", func(r map[string]any) { r["id"] = 1.5 }, "id"},
 		{"aliases type", func(r map[string]any) { delete(r, "reward_model"); r["answer"] = "a"; r["answer_aliases"] = int64(1) }, "answer_aliases"},
 	} {
 		row := base()
 		tc.edit(row)
-		_, err := decodeParquetRow(row, 7, LoadOptions{})
+		opt := LoadOptions{}
+		if tc.name == "aliases type" {
+			opt.AnswerColumn = "answer" // the fallback only when asked for
+		}
+		_, err := decodeParquetRow(row, 7, opt)
 		if err == nil || err.field != tc.field {
 			t.Errorf("%s: error %v, want one on field %q", tc.name, err, tc.field)
 		}
 	}
 	// The good base row, and the fallbacks: a string ground truth, a list,
-	// golden_answers, an id from extra_info.index or the row number.
+	// golden_answers or answer when data.answer_column names them, an id
+	// from extra_info.index or the row number.
 	for _, tc := range []struct {
 		edit    func(map[string]any)
+		col     string
 		id      string
 		answers []string
 	}{
-		{func(map[string]any) {}, "nq:row7", []string{"a"}},
-		{func(r map[string]any) { r["reward_model"] = map[string]any{"ground_truth": "b"}; r["id"] = int64(12) }, "nq:12", []string{"b"}},
-		{func(r map[string]any) { r["reward_model"] = map[string]any{"ground_truth": []any{"c", "d", "c"}} }, "nq:row7", []string{"c", "d"}},
+		{func(map[string]any) {}, "", "nq:row7", []string{"a"}},
+		{func(r map[string]any) { r["reward_model"] = map[string]any{"ground_truth": "b"}; r["id"] = int64(12) }, "", "nq:12", []string{"b"}},
+		{func(r map[string]any) { r["reward_model"] = map[string]any{"ground_truth": []any{"c", "d", "c"}} }, "", "nq:row7", []string{"c", "d"}},
 		{func(r map[string]any) {
 			delete(r, "reward_model")
 			r["answer"] = "Canada"
 			r["answer_aliases"] = []any{"CA", "Canada"}
-		}, "nq:row7", []string{"Canada", "CA"}},
+		}, "answer", "nq:row7", []string{"Canada", "CA"}},
 		{func(r map[string]any) {
-			delete(r, "reward_model")
+			r["reward_model"] = map[string]any{"style": "rule", "ground_truth": nil}
 			r["golden_answers"] = []any{"e", int64(5)}
 			r["extra_info"] = map[string]any{"index": int64(40), "split": "test"}
-		}, "nq:40", []string{"e", "5"}},
+		}, "golden_answers", "nq:40", []string{"e", "5"}},
 	} {
 		row := base()
 		tc.edit(row)
-		s, err := decodeParquetRow(row, 7, LoadOptions{})
+		s, err := decodeParquetRow(row, 7, LoadOptions{AnswerColumn: tc.col})
 		if err != nil || s.ID != tc.id || !reflect.DeepEqual(s.Answers, tc.answers) || s.Question != "q?" {
 			t.Errorf("row %v: sample %+v, %v; want id %s answers %v", row, s, err, tc.id, tc.answers)
 		}
@@ -408,8 +416,15 @@ func TestParquetMissingColumns(t *testing.T) {
 	if !errors.As(err, &le) || le.Field != "data_source" {
 		t.Errorf("error %v, want a missing data_source column", err)
 	}
-	// With the source given, a plain HF-style file loads.
-	got, _, err := Load(path, LoadOptions{DataSource: "hotpotqa"})
+	// With the source and the answer column given, a plain HF-style file
+	// loads; without the answer column it is refused (no reward_model).
+	if _, _, err := Load(path, LoadOptions{DataSource: "hotpotqa"}); err == nil || !strings.Contains(err.Error(), "row 1: field \"reward_model\": missing (set data.answer_column") {
+		t.Errorf("no reward_model: error %v", err)
+	}
+	if _, _, err := Load(path, LoadOptions{DataSource: "hotpotqa", AnswerColumn: "answers"}); err == nil || !strings.Contains(err.Error(), `"answers": no such column`) {
+		t.Errorf("absent answer column: error %v", err)
+	}
+	got, _, err := Load(path, LoadOptions{DataSource: "hotpotqa", AnswerColumn: "answer"})
 	if err != nil || len(got) != 1 || got[0].ID != "hotpotqa:row1" || got[0].Answers[0] != "Me" {
 		t.Errorf("got %+v, %v", got, err)
 	}
@@ -448,7 +463,7 @@ func TestParquetHuggingFaceHotpotQA(t *testing.T) {
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := Load(path, LoadOptions{DataSource: "hotpotqa"})
+	got, _, err := Load(path, LoadOptions{DataSource: "hotpotqa", AnswerColumn: "answer"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,6 +97,14 @@ func (l *loader) record(raw []byte, where *LoadError) error {
 	}
 	if l.decode == nil {
 		if err := l.chooseDecoder(rec); err != nil {
+			if errors.Is(err, errNeedSource) {
+				// The record's own fault comes first: a config hint must
+				// never hide a broken line.
+				if _, ferr := decodeFlashRAG(rec, "", l.opt.AllowUnanswered); ferr != nil {
+					where.Field, where.Err = ferr.field, ferr.err
+					return l.bad(where)
+				}
+			}
 			where.Err = err
 			return where // the format is wrong for the whole file
 		}

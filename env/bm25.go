@@ -401,8 +401,11 @@ func (ix *Index) Passage(d uint32) (data.Passage, error) {
 	if _, err := ix.f.ReadAt(b, ix.meta.Docs.Off+int64(lo)); err != nil {
 		return data.Passage{}, fmt.Errorf("env: index %s: passage %d: %w", ix.path, d, err)
 	}
-	var fields [3]string
+	var fields [4]string // the fourth, wikipedia_id, is optional
 	for i := range fields {
+		if i == 3 && len(b) == 0 {
+			break
+		}
 		n, w := binary.Uvarint(b)
 		if w <= 0 || n > uint64(len(b)-w) {
 			return data.Passage{}, ix.bad("passage %d record corrupt", d)
@@ -410,7 +413,10 @@ func (ix *Index) Passage(d uint32) (data.Passage, error) {
 		fields[i] = string(b[w : w+int(n)])
 		b = b[w+int(n):]
 	}
-	return data.Passage{ID: fields[0], Title: fields[1], Contents: fields[2]}, nil
+	if len(b) != 0 {
+		return data.Passage{}, ix.bad("passage %d record corrupt", d)
+	}
+	return data.Passage{ID: fields[0], Title: fields[1], Contents: fields[2], WikipediaID: fields[3]}, nil
 }
 
 // Retrieve implements Retriever over the local index; the queries of a

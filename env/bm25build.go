@@ -29,7 +29,8 @@ type BuildOptions struct {
 	// postings); past it a sorted run is spilled next to the output and the
 	// runs are merged at the end. 0 means 256 MiB.
 	MemoryBudget int64
-	// Progress, when set, is called every 100k passages.
+	// Progress, when set, is called every 100k passages and at least every
+	// 10 seconds while passages arrive, so a long build is never silent.
 	Progress func(passages int)
 }
 
@@ -249,6 +250,7 @@ func BuildIndex(cr *data.CorpusReader, path string, opts BuildOptions) (BuildSta
 		budget = 256 << 20
 	}
 	sw.begin()
+	lastProgress := time.Now()
 	for b := range orderCh {
 		ab := <-b.res
 		if writeErr != nil {
@@ -270,7 +272,8 @@ func BuildIndex(cr *data.CorpusReader, path string, opts BuildOptions) (BuildSta
 			}
 			nPost += int64(ab.ends[i] - begin)
 			begin = ab.ends[i]
-			if opts.Progress != nil && len(docLens)%100000 == 0 {
+			if opts.Progress != nil && (len(docLens)%100000 == 0 || time.Since(lastProgress) >= 10*time.Second) {
+				lastProgress = time.Now()
 				opts.Progress(len(docLens))
 			}
 		}
@@ -289,6 +292,9 @@ func BuildIndex(cr *data.CorpusReader, path string, opts BuildOptions) (BuildSta
 	}
 	if writeErr != nil {
 		return BuildStats{}, fmt.Errorf("env: build index %s: %w", path, writeErr)
+	}
+	if len(docLens) == 0 {
+		return BuildStats{}, fmt.Errorf("env: build index: corpus %s holds no passages", cr.Name())
 	}
 	if len(docLens) > 1<<32-2 {
 		return BuildStats{}, fmt.Errorf("env: build index: %d passages exceed the 32-bit id space", len(docLens))
@@ -355,9 +361,16 @@ func writeHeader(f *os.File, meta *indexMeta) error {
 	return err
 }
 
-// appendDocRecord stores a passage as three length-prefixed strings.
+// appendDocRecord stores a passage as three length-prefixed strings (id,
+// title, contents), and a fourth, wikipedia_id, only when the passage has
+// one: indexes of corpora without it keep the version-1 record bytes, and
+// a version-1 reader of old files sees no difference.
 func appendDocRecord(b []byte, p data.Passage) []byte {
-	for _, s := range [3]string{p.ID, p.Title, p.Contents} {
+	fields := []string{p.ID, p.Title, p.Contents, p.WikipediaID}
+	if p.WikipediaID == "" {
+		fields = fields[:3]
+	}
+	for _, s := range fields {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}

@@ -23,6 +23,10 @@ type ClientConfig struct {
 	URL string
 	// Timeout bounds one attempt (verl: 30 s).
 	Timeout time.Duration
+	// CallTimeout, when positive, bounds one request with all its attempts
+	// and back-off waits: a hanging retriever costs at most this much per
+	// call, however many retries are allowed (env.retriever_timeout).
+	CallTimeout time.Duration
 	// Retries is how many times a failed attempt is repeated.
 	Retries int
 	// Backoff is the first wait between attempts; it doubles each time, up
@@ -55,6 +59,21 @@ func (e *ClientError) Error() string {
 
 func (e *ClientError) Unwrap() error { return e.Err }
 
+// StatusError is a retriever answer with an HTTP status other than 200.
+type StatusError struct {
+	Code int
+	Body string // the first 200 bytes
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Code, e.Body) }
+
+// ResponseError is a 200 answer the client could not read: not JSON, or
+// JSON of the wrong shape.
+type ResponseError struct{ Err error }
+
+func (e *ResponseError) Error() string { return e.Err.Error() }
+func (e *ResponseError) Unwrap() error { return e.Err }
+
 // retryable marks an attempt error worth repeating.
 type retryable struct{ error }
 
@@ -74,8 +93,8 @@ func newClient(cfg ClientConfig, path string) (*client, error) {
 	if u.Path == "" || u.Path == "/" {
 		u.Path = path
 	}
-	if cfg.Timeout <= 0 || cfg.Retries < 0 || cfg.MaxBatch <= 0 || cfg.MaxResponseBytes <= 0 {
-		return nil, fmt.Errorf("env: retriever client: timeout, max batch and max response must be positive, retries >= 0")
+	if cfg.Timeout <= 0 || cfg.Retries < 0 || cfg.MaxBatch <= 0 || cfg.MaxResponseBytes <= 0 || cfg.CallTimeout < 0 {
+		return nil, fmt.Errorf("env: retriever client: timeout, max batch and max response must be positive, retries and call timeout >= 0")
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
@@ -87,6 +106,11 @@ func newClient(cfg ClientConfig, path string) (*client, error) {
 // post sends body and decodes the JSON answer into out, retrying
 // transport errors, timeouts, 429, 5xx, and cut or garbled bodies.
 func (c *client) post(ctx context.Context, body []byte, decode func([]byte) error) error {
+	if c.cfg.CallTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.CallTimeout)
+		defer cancel()
+	}
 	var last error
 	wait := c.cfg.Backoff
 	attempts := 0
@@ -132,19 +156,26 @@ func (c *client) attempt(ctx context.Context, body []byte, decode func([]byte) e
 		return retryable{fmt.Errorf("reading response: %w", err)}
 	}
 	if int64(len(b)) > c.cfg.MaxResponseBytes {
-		return fmt.Errorf("response over %d bytes", c.cfg.MaxResponseBytes)
+		return &ResponseError{fmt.Errorf("response over %d bytes", c.cfg.MaxResponseBytes)}
 	}
 	if resp.StatusCode != http.StatusOK {
-		err := fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, strings.TrimSpace(string(b)))
+		body := strings.TrimSpace(string(b))
+		if len(body) > 200 {
+			body = body[:200]
+		}
+		err := &StatusError{Code: resp.StatusCode, Body: body}
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
 			return retryable{err}
 		}
 		return err
 	}
 	if !json.Valid(b) {
-		return retryable{fmt.Errorf("response is not valid JSON (%d bytes, starts %.80q)", len(b), b)}
+		return retryable{&ResponseError{fmt.Errorf("response is not valid JSON (%d bytes, starts %.80q)", len(b), b)}}
 	}
-	return decode(b)
+	if err := decode(b); err != nil {
+		return &ResponseError{err}
+	}
+	return nil
 }
 
 // batches calls fn on consecutive slices of at most MaxBatch queries.
@@ -160,9 +191,10 @@ func (c *client) batches(queries []string, fn func(lo, hi int) error) error {
 // wireDoc accepts a document as the Python servers write it: id as string
 // or number, title optional (then the first line of contents).
 type wireDoc struct {
-	ID       json.RawMessage `json:"id"`
-	Title    *string         `json:"title"`
-	Contents *string         `json:"contents"`
+	ID          json.RawMessage `json:"id"`
+	Title       *string         `json:"title"`
+	Contents    *string         `json:"contents"`
+	WikipediaID json.RawMessage `json:"wikipedia_id"`
 }
 
 func (d wireDoc) passage(where string) (data.Passage, error) {
@@ -176,6 +208,14 @@ func (d wireDoc) passage(where string) (data.Passage, error) {
 			p.ID = s
 		} else {
 			p.ID = string(d.ID)
+		}
+	}
+	if len(d.WikipediaID) > 0 && string(d.WikipediaID) != "null" {
+		var s string
+		if json.Unmarshal(d.WikipediaID, &s) == nil {
+			p.WikipediaID = s
+		} else {
+			p.WikipediaID = string(d.WikipediaID)
 		}
 	}
 	if d.Title != nil {
@@ -312,4 +352,18 @@ func (a *AgentR1Client) Retrieve(ctx context.Context, queries []string, k int) (
 		return nil, err
 	}
 	return out, nil
+}
+
+// RetrieverClientConfig is the client config for an HTTP retriever at url
+// under env.retriever_timeout and env.retriever_retries: each attempt and
+// the whole request (attempts and back-off together) are bounded by
+// RetrieverTimeout, so a hanging server costs one call at most that long;
+// the retries serve the fast failures (a refused connection, a 503).
+func (c Config) RetrieverClientConfig(url string) ClientConfig {
+	cc := DefaultClientConfig(url)
+	if c.RetrieverTimeout > 0 {
+		cc.Timeout, cc.CallTimeout = c.RetrieverTimeout, c.RetrieverTimeout
+	}
+	cc.Retries = c.RetrieverRetries
+	return cc
 }

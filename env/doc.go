@@ -21,6 +21,13 @@
 // call ends the episode. VerlConfig gives verl's variant (role "tool",
 // parallel calls, middle truncation, no pre-fill).
 //
+// StyleSearchR1 is Search-R1's protocol instead: <search> query </search>
+// and <answer> tags in plain text, passages returned inside the same turn
+// as <information>, stop strings </search> and </answer>, EM of the last
+// answer. SearchR1Env and SearchR1Episode run it with the same
+// Reset/Step/Score/Done shape as Env and ToolEnv; CheckPromptStyle refuses
+// a dataset whose prompts ask for the other protocol.
+//
 // Retrieval: Index is a BM25 inverted index over a wiki-18 or KILT corpus,
 // built once into a checksummed file (BuildIndex, OpenOrBuildIndex);
 // SearchR1Client and AgentR1Client call remote retrievers; NewServer serves
@@ -33,6 +40,13 @@
 // str.lower, str.split). Outcome rewards are registered by name
 // ("agent-r1", "paper", "em", "f1", "cover-em", "agent-r1-acc",
 // "search-r1-em"); process rewards per tool call by ProcessConfig.Name.
+//
+// Faults: every call's outcome is classified (ClassifyCall: ok, invalid,
+// timeout, http, parse, connection, other, with the retriever URL) and
+// counted in Env.ToolStats, which the trainer takes once per step as
+// tool/calls, tool/invalid, tool/errors and tool/errors/<kind>.
+// Config.RetrieverTimeout and RetrieverRetries (env.retriever_timeout,
+// env.retriever_retries) bound what a hanging retriever costs a call.
 //
 // Error policy: bad model output is never an error. Broken tool-call JSON,
 // a missing name or arguments, an unknown tool, arguments that fail the

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -30,21 +32,33 @@ func DefaultServerConfig() ServerConfig {
 	return ServerConfig{DefaultTopK: 3, MaxTopK: 100, MaxQueries: 1024, MaxQueryChars: 4096, MaxBodyBytes: 4 << 20}
 }
 
-// server serves a Retriever over HTTP with the APIs of Search-R1
+// Server serves a Retriever over HTTP with the APIs of Search-R1
 // (POST /retrieve) and Agent-R1 (POST and GET /search), plus GET /health.
-type server struct {
+// A Server made with a nil Retriever is loading: /health answers 503
+// {"status": "loading"} and searches 503, until Ready hands it the index,
+// so a client polling /health as Agent-R1's scripts do waits for the build.
+type Server struct {
+	state atomic.Pointer[serverState]
+	cfg   ServerConfig
+	sem   chan struct{}
+	mux   *http.ServeMux
+}
+
+type serverState struct {
 	r        Retriever
 	passages int
-	cfg      ServerConfig
-	sem      chan struct{}
 }
 
 // Document is a passage as the servers return it: Search-R1's
-// {"id", "contents"} plus the "title" Agent-R1's tool reads.
+// {"id", "contents"}, the "title" Agent-R1's tool reads, the body alone as
+// "text" (BM25 retrievers of Search-R1 and FlashRAG return it), and KILT's
+// "wikipedia_id" when the corpus has one.
 type Document struct {
-	ID       string `json:"id"`
-	Title    string `json:"title"`
-	Contents string `json:"contents"`
+	ID          string `json:"id"`
+	Title       string `json:"title"`
+	Contents    string `json:"contents"`
+	Text        string `json:"text"`
+	WikipediaID string `json:"wikipedia_id,omitempty"`
 }
 
 type scoredDocument struct {
@@ -52,18 +66,32 @@ type scoredDocument struct {
 	Score    float64  `json:"score"`
 }
 
-// NewServer returns the HTTP handler; passages is reported by /health.
-func NewServer(r Retriever, passages int, cfg ServerConfig) http.Handler {
+// NewServer returns the HTTP handler; passages is reported by /health. A
+// nil r starts it loading (see Server).
+func NewServer(r Retriever, passages int, cfg ServerConfig) *Server {
 	if cfg.MaxConcurrent <= 0 {
 		cfg.MaxConcurrent = 2 * runtime.GOMAXPROCS(0)
 	}
-	s := &server{r: r, passages: passages, cfg: cfg, sem: make(chan struct{}, cfg.MaxConcurrent)}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/retrieve", s.retrieve)
-	mux.HandleFunc("/search", s.search)
-	mux.HandleFunc("/health", s.health)
-	return mux
+	s := &Server{cfg: cfg, sem: make(chan struct{}, cfg.MaxConcurrent)}
+	if r != nil {
+		s.Ready(r, passages)
+	}
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("/retrieve", s.retrieve)
+	s.mux.HandleFunc("/search", s.search)
+	s.mux.HandleFunc("/health", s.health)
+	return s
 }
+
+// Ready makes a loading server serve r.
+func (s *Server) Ready(r Retriever, passages int) {
+	s.state.Store(&serverState{r: r, passages: passages})
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+var errLoading = &httpError{http.StatusServiceUnavailable, "the index is still loading; poll GET /health"}
 
 type httpError struct {
 	code int
@@ -100,7 +128,7 @@ func writeError(w http.ResponseWriter, err error) {
 }
 
 // decode reads a JSON body under the size limit.
-func (s *server) decode(w http.ResponseWriter, r *http.Request, v any) error {
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if r.Method != http.MethodPost {
 		return &httpError{http.StatusMethodNotAllowed, "use POST"}
 	}
@@ -112,10 +140,25 @@ func (s *server) decode(w http.ResponseWriter, r *http.Request, v any) error {
 		}
 		return badRequest("request body: %v", err)
 	}
-	return nil
+	// One JSON value and nothing after it: a body with trailing bytes is
+	// a client bug (two requests glued together, a cut-and-paste error),
+	// never half-answered.
+	var extra json.RawMessage
+	switch err := dec.Decode(&extra); {
+	case err == io.EOF:
+		return nil
+	case err == nil:
+		return badRequest("request body: more than one JSON value (trailing %.40s)", extra)
+	default:
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return err
+		}
+		return badRequest("request body: trailing bytes after the JSON value: %v", err)
+	}
 }
 
-func (s *server) checkQueries(queries []string, topk int) error {
+func (s *Server) checkQueries(queries []string, topk int) error {
 	if len(queries) == 0 {
 		return badRequest(`"queries" missing or empty`)
 	}
@@ -133,22 +176,27 @@ func (s *server) checkQueries(queries []string, topk int) error {
 	return nil
 }
 
-func (s *server) run(ctx context.Context, queries []string, k int) ([][]Hit, error) {
+func (s *Server) run(ctx context.Context, queries []string, k int) ([][]Hit, error) {
+	st := s.state.Load()
+	if st == nil {
+		return nil, errLoading
+	}
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	defer func() { <-s.sem }()
-	return s.r.Retrieve(ctx, queries, k)
+	return st.r.Retrieve(ctx, queries, k)
 }
 
 func toDocument(h Hit) Document {
-	return Document{ID: h.Passage.ID, Title: h.Passage.Title, Contents: h.Passage.Contents}
+	p := h.Passage
+	return Document{ID: p.ID, Title: p.Title, Contents: p.Contents, Text: p.Text(), WikipediaID: p.WikipediaID}
 }
 
 // retrieve is Search-R1's POST /retrieve {queries, topk, return_scores}.
-func (s *server) retrieve(w http.ResponseWriter, r *http.Request) {
+func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Queries      []string `json:"queries"`
 		TopK         *int     `json:"topk"`
@@ -197,10 +245,11 @@ type queryResult struct {
 
 // search is Agent-R1's POST /search {queries, top_k} and
 // GET /search?query=&top_k=.
-func (s *server) search(w http.ResponseWriter, r *http.Request) {
+func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var req struct {
 		Queries []string `json:"queries"`
+		Query   *string  `json:"query"` // Agent-R1's single-query form
 		TopK    *int     `json:"top_k"`
 	}
 	if r.Method == http.MethodGet {
@@ -221,6 +270,16 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) {
 	} else if err := s.decode(w, r, &req); err != nil {
 		writeError(w, err)
 		return
+	} else if req.Query != nil {
+		if req.Queries != nil {
+			writeError(w, badRequest(`give "query" or "queries", not both`))
+			return
+		}
+		if strings.TrimSpace(*req.Query) == "" {
+			writeError(w, badRequest(`"query" is empty`))
+			return
+		}
+		req.Queries = []string{*req.Query}
 	}
 	k := 5 // Agent-R1's tool asks for 5
 	if req.TopK != nil {
@@ -249,10 +308,16 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *server) health(w http.ResponseWriter, r *http.Request) {
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		writeError(w, &httpError{http.StatusMethodNotAllowed, "use GET"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "passages": s.passages})
+	st := s.state.Load()
+	if st == nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "loading"})
+		return
+	}
+	// Agent-R1's search_api answers {"status": "healthy"}.
+	writeJSON(w, http.StatusOK, map[string]any{"status": "healthy", "passages": st.passages})
 }

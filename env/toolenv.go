@@ -45,6 +45,13 @@ type Config struct {
 	MaxTurns int
 	// CallTimeout bounds one tool call; 0 means only the caller's context.
 	CallTimeout time.Duration
+	// RetrieverTimeout (env.retriever_timeout) bounds one request to an
+	// HTTP retriever, all attempts and back-off included; 0 leaves the
+	// client's default. RetrieverRetries (env.retriever_retries) is how
+	// many times a failed attempt is repeated within it. See
+	// RetrieverClientConfig.
+	RetrieverTimeout time.Duration
+	RetrieverRetries int
 	// SystemPrompt, when not empty, becomes a system message before the
 	// question (samples that carry their own prompt keep it).
 	SystemPrompt string
@@ -73,6 +80,8 @@ func DefaultConfig() Config {
 		Prefill:          "<think>\n",
 		MaxTurns:         5,
 		CallTimeout:      60 * time.Second,
+		RetrieverTimeout: 30 * time.Second,
+		RetrieverRetries: 3,
 		Instruction:      AgentR1Instruction,
 		Reward:           "agent-r1",
 		Process:          ProcessConfig{Name: "none"},
@@ -98,15 +107,22 @@ type Env struct {
 	tools   *Toolset
 	scorer  *Scorer
 	process processFunc
+	stats   ToolStats // every call of every episode (toolstats.go)
 }
 
 // New validates the config and the tools.
 func New(cfg Config, tools ...Tool) (*Env, error) {
+	if cfg.Style == StyleSearchR1 {
+		return nil, errors.New("env: style search-r1 parses <search> tags, not tool calls: build it with NewSearchR1")
+	}
 	if cfg.Style != StyleAgentR1 && cfg.Style != StyleVerl {
 		return nil, fmt.Errorf("env: unknown style %q (want %s or %s)", cfg.Style, StyleAgentR1, StyleVerl)
 	}
 	if cfg.MaxParallelCalls < 1 {
 		return nil, fmt.Errorf("env: MaxParallelCalls %d < 1", cfg.MaxParallelCalls)
+	}
+	if cfg.RetrieverTimeout < 0 || cfg.RetrieverRetries < 0 {
+		return nil, fmt.Errorf("env: env.retriever_timeout %v and env.retriever_retries %d must not be negative", cfg.RetrieverTimeout, cfg.RetrieverRetries)
 	}
 	switch cfg.TruncateSide {
 	case TruncateAgentR1, TruncateLeft, TruncateRight, TruncateMiddle:
@@ -134,6 +150,10 @@ func New(cfg Config, tools ...Tool) (*Env, error) {
 // Config returns the env's config.
 func (e *Env) Config() Config { return e.cfg }
 
+// ToolStats counts the outcome of every tool call its episodes make; the
+// trainer takes them once per step.
+func (e *Env) ToolStats() *ToolStats { return &e.stats }
+
 // Tools returns the validated tool set.
 func (e *Env) Tools() *Toolset { return e.tools }
 
@@ -158,6 +178,7 @@ type CallInfo struct {
 	Success   bool
 	ErrorKind ErrorKind
 	Error     string   // the error text, for logs
+	Err       error    `json:"-"` // the tool's error, for ClassifyCall; nil when it returned none
 	Reward    *float64 // the tool's own process reward, if any
 	Elapsed   time.Duration
 }
@@ -243,6 +264,7 @@ func (t *ToolEnv) Step(ctx context.Context, turn string) StepResult {
 		}(i)
 	}
 	wg.Wait()
+	t.env.stats.AddAll(info.Calls)
 	for i, c := range info.Calls {
 		if !c.Success {
 			info.Success = false
@@ -288,6 +310,7 @@ func (t *ToolEnv) run(ctx context.Context, c ToolCall) (content string, ci CallI
 	res, err := safeCall(ctx, tool, c.Arguments)
 	ci.Elapsed = time.Since(start)
 	if err != nil {
+		ci.Err = err
 		var pe panicError
 		switch {
 		case errors.As(err, &pe):

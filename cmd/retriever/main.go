@@ -1,11 +1,14 @@
-// Command retriever builds a BM25 index from a wiki-18 or KILT JSONL corpus
-// (once; later runs reuse the index file) and serves it over HTTP with the
-// APIs the RL trainers call:
+// Command retriever builds a BM25 index from a wiki-18 or KILT corpus,
+// JSONL or parquet (once; later runs reuse the index file) and serves it
+// over HTTP with the APIs the RL trainers call:
 //
 //	POST /retrieve  {"queries": [...], "topk": 3, "return_scores": true}   Search-R1, verl
-//	POST /search    {"queries": [...], "top_k": 5}                         Agent-R1
+//	POST /search    {"queries": [...], "top_k": 5} or {"query": ...}       Agent-R1
 //	GET  /search?query=...&top_k=5                                         Agent-R1
-//	GET  /health
+//	GET  /health    {"status": "healthy"}; 503 while the index loads
+//
+// Settings come from -config FILE.yaml, key=value and -key value, as for
+// the other commands (-h lists them).
 //
 // It listens on 127.0.0.1:8000 by default, the address Search-R1's and
 // Agent-R1's tools expect; pass -addr to listen elsewhere.
@@ -28,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	cfgpkg "github.com/r1go/r1go/cmd/internal/config"
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/env"
 )
@@ -42,39 +46,67 @@ type config struct {
 	server                      env.ServerConfig
 }
 
+// Config is the command's settings: -config FILE.yaml, key=value and
+// -key value set them as for the other commands; the keys keep the names
+// the flags always had.
+type Config struct {
+	Corpus        string  `yaml:"corpus" help:"corpus file: wiki-18 or KILT JSONL (gzip allowed) or parquet (required)"`
+	Layout        string  `yaml:"layout" help:"corpus layout: auto, wiki18, kilt or kilt-source"`
+	Index         string  `yaml:"index" help:"index file (default: <corpus>.bm25); reused when it matches the corpus"`
+	Rebuild       bool    `yaml:"rebuild" help:"build the index even if a matching one exists"`
+	BuildOnly     bool    `yaml:"build-only" help:"build (or check) the index and exit"`
+	SkipMalformed bool    `yaml:"skip-malformed" help:"skip malformed corpus lines (the first 100 are logged, all are counted) instead of stopping"`
+	NoStem        bool    `yaml:"no-stem" help:"index without Porter stemming"`
+	NoStopWords   bool    `yaml:"no-stopwords" help:"index English stop words too"`
+	Workers       int     `yaml:"workers" help:"goroutines analysing text while building"`
+	K1            float64 `yaml:"k1" help:"BM25 k1"`
+	B             float64 `yaml:"b" help:"BM25 b"`
+	Addr          string  `yaml:"addr" help:"listen address (loopback by default)"`
+	TopK          int     `yaml:"topk" help:"top-k when a request names none"`
+	MaxTopK       int     `yaml:"max-topk" help:"largest top-k a request may ask"`
+	MaxQueries    int     `yaml:"max-queries" help:"most queries in one request"`
+	MaxQueryChars int     `yaml:"max-query-chars" help:"longest query in characters"`
+	MaxBody       int64   `yaml:"max-body" help:"largest request body in bytes"`
+	MaxConcurrent int     `yaml:"max-concurrent" help:"searches in flight (0: 2 x GOMAXPROCS)"`
+}
+
+// DefaultConfig is Search-R1's server setting: top 3, 127.0.0.1:8000.
+func DefaultConfig() Config {
+	s := env.DefaultServerConfig()
+	return Config{Layout: "auto", Workers: runtime.GOMAXPROCS(0), K1: env.DefaultBM25.K1, B: env.DefaultBM25.B,
+		Addr: "127.0.0.1:8000", TopK: s.DefaultTopK, MaxTopK: s.MaxTopK, MaxQueries: s.MaxQueries,
+		MaxQueryChars: s.MaxQueryChars, MaxBody: s.MaxBodyBytes}
+}
+
+// Validate checks what no single key can.
+func (c *Config) Validate() error {
+	if c.Corpus == "" {
+		return errors.New("corpus is required (-corpus FILE, corpus=FILE or corpus: in -config)")
+	}
+	if c.TopK < 1 || c.TopK > c.MaxTopK {
+		return fmt.Errorf("topk %d must be in 1..max-topk (%d)", c.TopK, c.MaxTopK)
+	}
+	return nil
+}
+
 func parseFlags(args []string) (config, error) {
-	c := config{bm25: env.DefaultBM25, server: env.DefaultServerConfig()}
-	fs := flag.NewFlagSet("retriever", flag.ContinueOnError)
-	fs.StringVar(&c.corpus, "corpus", "", "corpus JSONL file (.gz allowed), wiki-18 or KILT layout (required)")
-	fs.StringVar(&c.layout, "layout", "auto", "corpus layout: auto, wiki18, kilt or kilt-source")
-	fs.StringVar(&c.index, "index", "", "index file (default: <corpus>.bm25); reused when it matches the corpus")
-	fs.BoolVar(&c.rebuild, "rebuild", false, "build the index even if a matching one exists")
-	fs.BoolVar(&c.buildOnly, "build-only", false, "build (or check) the index and exit")
-	fs.BoolVar(&c.skipMalformed, "skip-malformed", false, "skip malformed corpus lines (the first 100 are logged, all are counted) instead of stopping")
-	fs.BoolVar(&c.noStem, "no-stem", false, "index without Porter stemming")
-	fs.BoolVar(&c.noStop, "no-stopwords", false, "index English stop words too")
-	fs.IntVar(&c.workers, "workers", runtime.GOMAXPROCS(0), "goroutines analysing text while building")
-	fs.Float64Var(&c.bm25.K1, "k1", c.bm25.K1, "BM25 k1")
-	fs.Float64Var(&c.bm25.B, "b", c.bm25.B, "BM25 b")
-	fs.StringVar(&c.addr, "addr", "127.0.0.1:8000", "listen address (loopback by default)")
-	fs.IntVar(&c.server.DefaultTopK, "topk", c.server.DefaultTopK, "top-k when a request names none")
-	fs.IntVar(&c.server.MaxTopK, "max-topk", c.server.MaxTopK, "largest top-k a request may ask")
-	fs.IntVar(&c.server.MaxQueries, "max-queries", c.server.MaxQueries, "most queries in one request")
-	fs.IntVar(&c.server.MaxQueryChars, "max-query-chars", c.server.MaxQueryChars, "longest query in characters")
-	fs.Int64Var(&c.server.MaxBodyBytes, "max-body", c.server.MaxBodyBytes, "largest request body in bytes")
-	fs.IntVar(&c.server.MaxConcurrent, "max-concurrent", 0, "searches in flight (0: 2 x GOMAXPROCS)")
-	if err := fs.Parse(args); err != nil {
-		return c, err
+	cfg := DefaultConfig()
+	if err := cfgpkg.Load(&cfg, args, nil); err != nil {
+		if errors.Is(err, cfgpkg.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "usage: retriever [-config FILE.yaml] [key=value | -key value]...")
+			cfgpkg.Help(os.Stderr, &cfg)
+			return config{}, flag.ErrHelp
+		}
+		return config{}, fmt.Errorf("retriever: %w", err)
 	}
-	if c.corpus == "" {
-		fs.Usage()
-		return c, errors.New("retriever: -corpus is required")
-	}
+	c := config{corpus: cfg.Corpus, layout: cfg.Layout, index: cfg.Index, addr: cfg.Addr,
+		skipMalformed: cfg.SkipMalformed, rebuild: cfg.Rebuild, buildOnly: cfg.BuildOnly,
+		noStem: cfg.NoStem, noStop: cfg.NoStopWords, workers: cfg.Workers,
+		bm25: env.BM25Params{K1: cfg.K1, B: cfg.B},
+		server: env.ServerConfig{DefaultTopK: cfg.TopK, MaxTopK: cfg.MaxTopK, MaxQueries: cfg.MaxQueries,
+			MaxQueryChars: cfg.MaxQueryChars, MaxBodyBytes: cfg.MaxBody, MaxConcurrent: cfg.MaxConcurrent}}
 	if c.index == "" {
 		c.index = c.corpus + ".bm25"
-	}
-	if c.server.DefaultTopK < 1 || c.server.DefaultTopK > c.server.MaxTopK {
-		return c, fmt.Errorf("retriever: -topk %d must be in 1..-max-topk (%d)", c.server.DefaultTopK, c.server.MaxTopK)
 	}
 	return c, nil
 }
@@ -85,11 +117,16 @@ func openIndex(c config) (*env.Index, error) {
 		return nil, err
 	}
 	copts := data.CorpusOptions{Layout: layout, SkipMalformed: c.skipMalformed}
+	start := time.Now()
 	bopts := env.BuildOptions{
 		Analyzer: env.AnalyzerConfig{NoStem: c.noStem, NoStopWords: c.noStop},
 		Workers:  c.workers,
-		Progress: func(n int) { log.Printf("indexed %d passages", n) },
+		Progress: func(n int) {
+			el := time.Since(start)
+			log.Printf("indexing %s: %d passages in %s (%.0f passages/s)", c.corpus, n, el.Round(time.Second), float64(n)/el.Seconds())
+		},
 	}
+	log.Printf("opening %s for %s (built when missing, stale or -rebuild)", c.index, c.corpus)
 	if c.rebuild {
 		if err := os.Remove(c.index); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("retriever: %w", err)
@@ -128,19 +165,21 @@ func isLoopback(addr string) bool {
 }
 
 // run builds or opens the index and serves until ctx ends; onListen, when
-// set, learns the bound address (tests listen on port 0).
+// set, learns the bound address once the index serves (tests listen on
+// port 0). The server
+// listens before the index is ready: GET /health answers 503 "loading"
+// while it builds, as Agent-R1's launch scripts expect when they poll it.
 func run(ctx context.Context, args []string, onListen func(addr string)) error {
 	c, err := parseFlags(args)
 	if err != nil {
 		return err
 	}
-	ix, err := openIndex(c)
-	if err != nil {
-		return err
-	}
-	defer ix.Close()
 	if c.buildOnly {
-		return nil
+		ix, err := openIndex(c)
+		if err != nil {
+			return err
+		}
+		return ix.Close()
 	}
 	if !isLoopback(c.addr) {
 		log.Printf("warning: listening on %s, which is not a loopback address; the server has no authentication", c.addr)
@@ -149,8 +188,9 @@ func run(ctx context.Context, args []string, onListen func(addr string)) error {
 	if err != nil {
 		return fmt.Errorf("retriever: %w", err)
 	}
+	handler := env.NewServer(nil, 0, c.server)
 	srv := &http.Server{
-		Handler:           env.NewServer(ix, ix.Len(), c.server),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      120 * time.Second,
@@ -159,6 +199,19 @@ func run(ctx context.Context, args []string, onListen func(addr string)) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	log.Printf("listening on http://%s; /health answers 503 until the index is ready", ln.Addr())
+	stop := func() error {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	}
+	ix, err := openIndex(c)
+	if err != nil {
+		stop()
+		return err
+	}
+	defer ix.Close()
+	handler.Ready(ix, ix.Len())
 	log.Printf("serving %d passages on http://%s (POST /retrieve, POST|GET /search, GET /health)", ix.Len(), ln.Addr())
 	if onListen != nil {
 		onListen(ln.Addr().String())
@@ -169,9 +222,7 @@ func run(ctx context.Context, args []string, onListen func(addr string)) error {
 	case <-ctx.Done():
 	}
 	log.Printf("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return srv.Shutdown(sctx)
+	return stop()
 }
 
 func main() {

@@ -19,6 +19,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/r1go/r1go/data"
 )
 
@@ -74,4 +76,94 @@ func main() {
 	write(dir, "agentr1_element.parquet", agentR1Rows, data.ParquetLayout{Style: data.StyleAgentR1})
 	write(dir, "agentr1_item.parquet", agentR1Rows, data.ParquetLayout{Style: data.StyleAgentR1, ListItem: true})
 	write(dir, "searchr1_badrows.parquet", badRows, data.ParquetLayout{Style: data.StyleSearchR1, Split: "test"})
+	writeStrictFixtures(dir)
+}
+
+// The strict-schema fixtures (issue 15): files as a user's own
+// preprocessing gets them wrong, and the parquet corpora of KILT and DPR.
+
+type groundTruth struct {
+	Target []string `parquet:"target,list"`
+}
+
+type rewardModel struct {
+	Style       string       `parquet:"style"`
+	GroundTruth *groundTruth `parquet:"ground_truth,optional"`
+}
+
+// promptStringRow: a prompt saved as JSON text instead of a list of
+// messages (pandas' to_parquet of a column of json.dumps strings).
+type promptStringRow struct {
+	DataSource  string      `parquet:"data_source"`
+	Prompt      string      `parquet:"prompt"`
+	RewardModel rewardModel `parquet:"reward_model"`
+}
+
+// nullTruthRow: a Search-R1 row whose ground_truth is null in row 2, with
+// FlashRAG's golden_answers kept beside it.
+type message struct {
+	Role    string `parquet:"role"`
+	Content string `parquet:"content"`
+}
+
+type nullTruthRow struct {
+	ID            string      `parquet:"id"`
+	DataSource    string      `parquet:"data_source"`
+	Prompt        []message   `parquet:"prompt,list"`
+	GoldenAnswers []string    `parquet:"golden_answers,list"`
+	RewardModel   rewardModel `parquet:"reward_model"`
+}
+
+// kiltRow is corag/kilt-corpus: one passage per row.
+type kiltRow struct {
+	ID          string `parquet:"id"`
+	Title       string `parquet:"title"`
+	Contents    string `parquet:"contents"`
+	WikipediaID string `parquet:"wikipedia_id"`
+}
+
+// dprRow is DPR's psgs_w100 as a parquet file: the body alone in text.
+type dprRow struct {
+	ID    int64  `parquet:"id"`
+	Title string `parquet:"title"`
+	Text  string `parquet:"text"`
+}
+
+func writeRows[T any](dir, name string, rows []T) {
+	f, err := os.Create(filepath.Join(dir, name))
+	if err == nil {
+		err = parquet.Write(f, rows)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func writeStrictFixtures(dir string) {
+	// In a folder of their own: the footer and hyparquet checks cover the
+	// files of data.WriteParquet in testdata/.
+	dir = filepath.Join(dir, "strict")
+	q := "who wrote the song photograph by ringo starr?"
+	writeRows(dir, "strict_prompt_string.parquet", []promptStringRow{
+		{"nq", `[{"role": "user", "content": "` + data.SearchR1Prompt(q)[:40] + ` Question: ` + q + `\n"}]`, rewardModel{"rule", &groundTruth{[]string{"Ringo Starr"}}}},
+		{"nq", `[{"role": "user", "content": "Question: who founded Roche?\n"}]`, rewardModel{"rule", &groundTruth{[]string{"Fritz Hoffmann-La Roche"}}}},
+	})
+	user := func(q string) []message { return []message{{"user", data.SearchR1Prompt(q)}} }
+	writeRows(dir, "strict_null_truth.parquet", []nullTruthRow{
+		{"test_0", "nq", user("who founded roche?"), []string{"Fritz Hoffmann-La Roche"}, rewardModel{"rule", &groundTruth{[]string{"Fritz Hoffmann-La Roche"}}}},
+		{"test_1", "nq", user("where is lake vostok?"), []string{"Antarctica"}, rewardModel{"rule", nil}},
+		{"test_2", "nq", user("who was evan morris?"), []string{"a lobbyist"}, rewardModel{"rule", &groundTruth{[]string{"a lobbyist"}}}},
+	})
+	writeRows(dir, "corpus_kilt.parquet", []kiltRow{
+		{"1000", "Evan Morris", "Evan Morris\nEvan L. Morris (January 26, 1977 – July 9, 2015) was a lobbyist for Genentech.", "5000"},
+		{"1001", "Lake Vostok", "Lake Vostok\nLake Vostok is the largest of Antarctica's subglacial lakes.", "5001"},
+	})
+	writeRows(dir, "corpus_dpr.parquet", []dprRow{
+		{1, "Aaron", "Aaron is a prophet, high priest, and the brother of Moses."},
+		{2, "Lake Vostok", "Lake Vostok lies under the Russian Vostok Station."},
+	})
 }
