@@ -47,6 +47,9 @@
 // training and decoding against the CPU) skip without a GPU, and
 // testdata/emu builds a host emulation of the kernels and of libcuda and
 // libcublas that runs them on a CPU (see testdata/emu/build.py).
+// testdata/emu/ci.sh, a step of .ci/run, fetches NVRTC 12.5 from Debian,
+// builds the emulator and runs the whole suite on it, where no GPU test
+// may skip (R1GO_EMU_STRICT=1).
 //
 // Buffers a call may overwrite are its outputs, as model.Device documents:
 // parameter gradients accumulate (+=), activation gradients and forward

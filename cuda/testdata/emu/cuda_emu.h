@@ -1,6 +1,6 @@
 // Host emulation of the CUDA device builtins the r1go kernels use, so that
 // kernels/*.cu compile with g++ and run on a CPU: each CUDA thread of a
-// block is a fiber (ucontext) on one OS thread, switched at barriers, and
+// block is a fiber (its own stack, runtime.cc) on one OS thread, switched at barriers, and
 // blocks run one after another. A barrier that not every live thread of
 // its block or warp reaches is reported as a deadlock. It exists to test
 // the kernels' logic, and the Go launchers' argument order, on machines

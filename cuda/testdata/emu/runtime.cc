@@ -2,7 +2,6 @@
 // binds, over host memory, running kernels from the registry that build.py
 // generates. Launches run synchronously; a stream is a no-op; graph capture
 // records launches and replays them.
-#include <ucontext.h>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -15,16 +14,45 @@ struct KernelEntry { const char* name; void (*invoke)(void**); int arity; };
 extern KernelEntry emu_kernels[];
 extern int emu_num_kernels;
 
+// Switching fibers: ucontext's swapcontext saves and restores the signal
+// mask with a system call on every switch, which dominated the run time
+// (millions of switches per test). emu_switch saves the callee-saved
+// registers of the System V x86-64 ABI on the current stack, stores the
+// stack pointer in *from and resumes the stack saved in to.
+extern "C" void emu_switch(void** from, void* to);
+asm(R"(
+.text
+.globl emu_switch
+.type emu_switch,@function
+emu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+.size emu_switch,.-emu_switch
+)");
+
 // One CUDA thread: a fiber and what it waits for.
 enum State { RUNNABLE, AT_BLOCK_BARRIER, AT_WARP_BARRIER, DONE };
 struct Fiber {
-    ucontext_t ctx;
+    void* sp; // saved stack pointer while switched out
     std::vector<char> stack;
     State state;
     uint3 tid;
 };
 
-static ucontext_t scheduler;
+static void* scheduler;
 static std::vector<Fiber> fibers;
 static int current;
 static std::vector<unsigned char> smem;
@@ -35,7 +63,7 @@ static void** launchParams;
 void* emu_smem() { return smem.data(); }
 static void park(State s) {
     fibers[current].state = s;
-    swapcontext(&fibers[current].ctx, &scheduler);
+    emu_switch(&fibers[current].sp, scheduler);
 }
 void emu_syncthreads() { park(AT_BLOCK_BARRIER); }
 void emu_warp_sync() { park(AT_WARP_BARRIER); }
@@ -44,7 +72,20 @@ void* emu_warp_slot(int lane) { return &slots[(current / 32) * 32 + lane]; }
 static void fiber_main() {
     launching->invoke(launchParams);
     fibers[current].state = DONE;
-    swapcontext(&fibers[current].ctx, &scheduler);
+    emu_switch(&fibers[current].sp, scheduler);
+    abort(); // a finished fiber is never resumed
+}
+
+// fiber_init lays out a fresh stack so that the first emu_switch to it
+// pops six zero registers and "returns" into fiber_main with the stack
+// aligned as at a function's entry.
+static void fiber_init(Fiber& f) {
+    uintptr_t top = ((uintptr_t)f.stack.data() + f.stack.size()) & ~(uintptr_t)15;
+    void** sp = (void**)top;
+    *--sp = nullptr;               // fiber_main's return address: never used
+    *--sp = (void*)&fiber_main;    // where emu_switch's ret lands
+    for (int r = 0; r < 6; r++) *--sp = nullptr;
+    f.sp = sp;
 }
 
 // run_block runs every thread of one block to completion, releasing a
@@ -52,11 +93,7 @@ static void fiber_main() {
 static void run_block(int n) {
     for (int t = 0; t < n; t++) {
         Fiber& f = fibers[t];
-        getcontext(&f.ctx);
-        f.ctx.uc_stack.ss_sp = f.stack.data();
-        f.ctx.uc_stack.ss_size = f.stack.size();
-        f.ctx.uc_link = nullptr;
-        makecontext(&f.ctx, fiber_main, 0);
+        fiber_init(f);
         f.state = RUNNABLE;
         f.tid = {(unsigned)(t % blockDim.x), (unsigned)(t / blockDim.x % blockDim.y), (unsigned)(t / (blockDim.x * blockDim.y))};
     }
@@ -67,7 +104,7 @@ static void run_block(int n) {
             if (fibers[t].state != RUNNABLE) continue;
             current = t;
             threadIdx = fibers[t].tid;
-            swapcontext(&scheduler, &fibers[t].ctx);
+            emu_switch(&scheduler, fibers[t].sp);
             ran = true;
         }
         if (ran) continue;
@@ -222,14 +259,18 @@ int cublasGemmEx(void*, int opA, int opB, int m, int n, int k, const void* alpha
         float f; memcpy(&f, &u, 4); return f;
     };
     float al = *(const float*)alpha, be = *(const float*)beta;
+    // op(A) as rows of k and op(B) as columns of k, in double, so the
+    // inner product reads contiguous memory.
+    std::vector<double> a((size_t)m * k), b((size_t)n * k);
+    for (int i = 0; i < m; i++)
+        for (int p = 0; p < k; p++) a[(size_t)i * k + p] = opA == 0 ? load(A, at, i + (long)p * lda) : load(A, at, p + (long)i * lda);
+    for (int j = 0; j < n; j++)
+        for (int p = 0; p < k; p++) b[(size_t)j * k + p] = opB == 0 ? load(B, bt, p + (long)j * ldb) : load(B, bt, j + (long)p * ldb);
     for (int j = 0; j < n; j++)
         for (int i = 0; i < m; i++) {
+            const double *x = &a[(size_t)i * k], *y = &b[(size_t)j * k];
             double s = 0;
-            for (int p = 0; p < k; p++) {
-                double x = opA == 0 ? load(A, at, i + (long)p * lda) : load(A, at, p + (long)i * lda);
-                double y = opB == 0 ? load(B, bt, p + (long)j * ldb) : load(B, bt, j + (long)p * ldb);
-                s += x * y;
-            }
+            for (int p = 0; p < k; p++) s += x[p] * y[p];
             long ci = i + (long)j * ldc;
             double v = al * s;
             if (be != 0) v += be * load(C, ct, ci);
