@@ -87,6 +87,10 @@ type Device struct {
 	invFreq      map[ropeKey]Buffer
 	args         argPack
 
+	// Mixed precision (mixed.go): registered weights and their bf16 copies.
+	mixed   bool
+	weights []weightCopy
+
 	// Graph capture state (graph.go).
 	capturing   bool
 	captureErr  error
@@ -254,7 +258,15 @@ func (d *Device) alloc(n int, t DType) Buffer {
 // memory may still be in use by it.
 func (d *Device) Free(b model.Buffer) {
 	defer d.enter()()
-	d.free(ptr(b))
+	q := ptr(b)
+	for k, c := range d.weights {
+		if c.base == q { // the weights go, and their bf16 copy with them
+			d.free(c.bf.ptr)
+			d.weights = append(d.weights[:k], d.weights[k+1:]...)
+			break
+		}
+	}
+	d.free(q)
 }
 
 func (d *Device) free(p uintptr) {
@@ -291,6 +303,7 @@ func (d *Device) Upload(dst model.Buffer, src []float32) {
 	}
 	defer d.enter()()
 	d.upload(p, unsafe.Pointer(&src[0]), 4*len(src))
+	d.refresh(p, len(src))
 }
 
 // Download copies src into dst and waits for it (and all queued work).
@@ -329,6 +342,9 @@ func (d *Device) Zero(b model.Buffer) {
 	}
 	defer d.enter()()
 	d.memset(x.ptr, 0, (x.n*x.dtype.Size())/4)
+	if x.dtype == F32 {
+		d.refresh(x.ptr, x.n)
+	}
 }
 
 // goString is the text of a NUL-terminated byte array.
@@ -351,6 +367,9 @@ func (d *Device) Copy(dst, src model.Buffer) {
 	}
 	defer d.enter()()
 	d.fail(d.drv.check(call(d.drv.cuMemcpyDtoDAsync, x.ptr, y.ptr, uintptr(x.n*x.dtype.Size()), d.stream), "cuMemcpyDtoDAsync_v2"))
+	if x.dtype == F32 {
+		d.refresh(x.ptr, x.n)
+	}
 }
 
 // Sync waits for all queued work and returns the first error met since

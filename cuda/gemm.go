@@ -49,6 +49,10 @@ func cudaType(t DType) int {
 }
 
 func (d *Device) gemm(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) {
+	if d.mixed {
+		d.gemmMixed(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
 	g := rowMajorGemm(transA, transB, m, n, k, a, lda, b, ldb)
 	d.fail(d.blas.gemm(d.handle, g, alpha, beta, c, ldc, d.computeType))
 }
