@@ -53,6 +53,19 @@ type Chunk struct {
 // keys and values to their slots, and returns the logits of each chunk's
 // last token, [len(chunks)][V] flattened row-major.
 func (m *Model) Step(c *KVCache, chunks []Chunk) ([]float32, error) {
+	logits, err := m.stepLogits(c, chunks)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Dev.Free(logits)
+	out := make([]float32, logits.Len())
+	m.Dev.Download(out, logits)
+	return out, m.Dev.Sync()
+}
+
+// stepLogits is Step leaving the logits on the device, in a buffer the
+// caller frees (decode.go samples from it there).
+func (m *Model) stepLogits(c *KVCache, chunks []Chunk) (Buffer, error) {
 	d, dev := m.d, m.Dev
 	if m.Head != LMHeadOutput {
 		return nil, fmt.Errorf("model: Step needs a language-model head")
@@ -97,14 +110,11 @@ func (m *Model) Step(c *KVCache, chunks []Chunk) ([]float32, error) {
 	}
 	dev.RMSNorm(a.lnf, a.rstdf, a.x(d.L), m.p.lnf, T, d.C, d.eps)
 	logits := dev.Alloc(len(chunks) * d.V)
-	defer dev.Free(logits)
 	dev.Logits(logits, a.lnf, m.p.lmHead, last, d.C, d.V)
-	out := make([]float32, len(chunks)*d.V)
-	dev.Download(out, logits)
 	for j := range chunks {
 		c.Lens[slots[j]] += lens[j]
 	}
-	return out, dev.Sync()
+	return logits, nil
 }
 
 // FullLogits runs a scoring forward and returns the logits of the chosen

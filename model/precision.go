@@ -11,3 +11,14 @@ package model
 type MixedPrecision interface {
 	UseBF16(weights Buffer)
 }
+
+// DeviceSampler is a device that draws tokens from logits it holds, so a
+// decode step moves a token id and its log-probability per row instead of
+// a row of V logits. SampleRows draws row r of logits[rows, V] from the
+// distribution SampleToken draws from under s (temperature, top-k, top-p;
+// greedy for temperature 0) with seeds[r] choosing its random numbers,
+// and returns each token with its log-probability under softmax(logits/T).
+// The CUDA device implements it; Model.StepSample uses it when present.
+type DeviceSampler interface {
+	SampleRows(tokens []int32, logprobs []float32, logits Buffer, V int, s Sampling, seeds []uint64) error
+}

@@ -22,12 +22,14 @@ __device__ __forceinline__ float uniform01(unsigned long long seed, int row, int
 }
 
 // One block per row. invT = 1/T; greedy when invT == 0.
+// seeds, when not null, holds one seed per row (replacing seed).
 extern "C" __global__ void __launch_bounds__(1024) sample_rows(int* tokens, float* logprobs, const float* logits, int V, float invT,
-                                       unsigned long long seed) {
+                                       unsigned long long seed, const unsigned long long* seeds) {
     __shared__ float skey[32], sm[32], ss[32];
     __shared__ int sidx[32];
     int row = blockIdx.x;
     const float* z = logits + (long long)row * V;
+    if (seeds) seed = seeds[row];
     bool greedy = invT == 0.0f;
     float bestKey = NEG_INF, m = NEG_INF, s = 0.0f;
     int best = 0x7fffffff;
@@ -97,7 +99,8 @@ __device__ __forceinline__ unsigned long long sample_key(float z, int v) {
 
 // topK ≥ V turns top-k off, topP ≥ 1 top-p; invT > 0.
 extern "C" __global__ void __launch_bounds__(1024) sample_rows_truncated(int* tokens, float* logprobs, const float* logits, int V,
-                                       float invT, int topK, double topP, unsigned long long seed) {
+                                       float invT, int topK, double topP, unsigned long long seed,
+                                       const unsigned long long* seeds) {
     __shared__ int histK[256], histPc[256];
     __shared__ double histP[256];
     __shared__ float red[32];
@@ -108,6 +111,7 @@ extern "C" __global__ void __launch_bounds__(1024) sample_rows_truncated(int* to
     __shared__ double aboveP;
     int row = blockIdx.x;
     const float* z = logits + (long long)row * V;
+    if (seeds) seed = seeds[row];
     bool needK = topK < V, needP = topP < 1.0;
 
     float m = NEG_INF;
