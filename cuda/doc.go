@@ -24,9 +24,12 @@
 // order; the CPU device of package model is the reference every op is
 // tested against.
 //
-// Beyond model.Device: Sample draws tokens on the GPU (greedy, or
-// temperature sampling by the Gumbel-max trick) so a decode step moves
-// token ids instead of logits; Capture and Graph.Launch record and replay
+// Beyond model.Device: Sample and SampleRows (model.DeviceSampler, which
+// model.Model.StepSample uses) draw tokens on the GPU so a decode step
+// moves token ids and their logprobs instead of logits: greedy,
+// temperature sampling by the Gumbel-max trick, and top-k / top-p with the
+// host sampler's kept set, found by a radix select over order-preserving
+// (logit, id) keys instead of a sort; Capture and Graph.Launch record and replay
 // a stretch of queued work as a CUDA graph; decode steps (one token per
 // sequence) run a decode attention kernel in which a key-value head's
 // query heads share each read of the KV cache.
