@@ -69,3 +69,66 @@ func TestGPUStepSample(t *testing.T) {
 		chunks = next
 	}
 }
+
+// TestGPUDecoderGraph decodes with model.Decoder, whose decode steps on
+// the GPU replay a CUDA graph (GraphStep) and sample on the device, next
+// to the CPU's StepSample: a prefill (not graphed), then greedy steps
+// whose tokens and logits must match the CPU's, with a sequence leaving
+// the batch half-way (a new row count: a second graph). The graphs must
+// actually replay, and the replays must see each step's new token ids and
+// positions (the logits would go stale otherwise).
+func TestGPUDecoderGraph(t *testing.T) {
+	gpu := gpuOrSkip(t)
+	cfg := tinyQwen(t)
+	var models []*model.Model
+	var caches []*model.KVCache
+	for _, d := range []model.Device{model.NewCPU(), gpu} {
+		m, err := model.New(cfg, d, model.LMHeadOutput)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.InitRandom(7)
+		models = append(models, m)
+		caches = append(caches, m.NewKVCache(4, 64))
+	}
+	dec := model.NewDecoder(models[1], caches[1])
+	defer dec.Free()
+	graphs0, replays0 := gpu.StepGraphs()
+	chunks := []model.Chunk{{Slot: 0, Tokens: []int32{3, 1, 4, 1, 5}}, {Slot: 1, Tokens: []int32{9, 2, 6}}, {Slot: 3, Tokens: []int32{5, 3}}}
+	for step := 0; step < 9; step++ {
+		keep := make([]int, len(chunks))
+		for j := range keep {
+			keep[j] = j
+		}
+		seeds := make([]uint64, len(chunks))
+		cpu, err := models[0].StepSample(caches[0], chunks, model.Greedy, seeds, keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := dec.Step(chunks, model.Greedy, seeds, keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := relErr(got.Logits, cpu.Logits); !(e <= 1e-4) {
+			t.Fatalf("step %d: logits relative error %.3g", step, e)
+		}
+		if !slices.Equal(got.Tokens, cpu.Tokens) {
+			t.Fatalf("step %d: tokens %v, CPU %v", step, got.Tokens, cpu.Tokens)
+		}
+		var next []model.Chunk
+		for j, c := range chunks {
+			if step == 4 && j == 1 {
+				continue // this sequence ends; the batch shrinks to two rows
+			}
+			next = append(next, model.Chunk{Slot: c.Slot, Tokens: []int32{got.Tokens[j]}})
+		}
+		chunks = next
+	}
+	graphs, replays := gpu.StepGraphs()
+	t.Logf("%d step graphs recorded, %d replays", graphs-graphs0, replays-replays0)
+	// Steps 1-4 with three rows (recorded at 1, replayed at 2-4), 5-8 with
+	// two (recorded at 5, replayed at 6-8).
+	if graphs-graphs0 != 2 || replays-replays0 != 6 {
+		t.Errorf("%d graphs and %d replays, want 2 and 6", graphs-graphs0, replays-replays0)
+	}
+}

@@ -91,6 +91,14 @@ type Device struct {
 	mixed   bool
 	weights []weightCopy
 
+	// Step graphs (stepgraph.go).
+	stepGraphs  map[string]*stepGraph
+	recordInts  bool
+	intCalls    []intCall
+	rb          rebindState
+	scratchGen  int // bumped whenever a scratch buffer moves
+	stepReplays int
+
 	// Graph capture state (graph.go).
 	capturing   bool
 	captureErr  error
@@ -125,7 +133,8 @@ func OpenWith(opts Options) (*Device, error) {
 	}
 	d := &Device{drv: drv, computeType: cublasCompute32F,
 		modules: map[string]uintptr{}, functions: map[kernelID]uintptr{}, smemSet: map[kernelID]int{},
-		allocs: map[uintptr]int{}, scratch: map[string]Buffer{}, invFreq: map[ropeKey]Buffer{}}
+		allocs: map[uintptr]int{}, scratch: map[string]Buffer{}, invFreq: map[ropeKey]Buffer{},
+		stepGraphs: map[string]*stepGraph{}}
 	if opts.TF32 {
 		d.computeType = cublasCompute32FFastTF32
 	}
@@ -243,6 +252,9 @@ func (d *Device) AllocType(n int, t DType) Buffer {
 }
 
 func (d *Device) alloc(n int, t DType) Buffer {
+	if d.rb.on {
+		d.rebindFail("allocating device memory")
+	}
 	d.captureCheck("allocating device memory")
 	bytes := max(n*t.Size(), 4)
 	bytes = (bytes + 255) &^ 255
@@ -285,7 +297,7 @@ func (d *Device) free(p uintptr) {
 }
 
 func (d *Device) memset(p uintptr, v uint32, words int) {
-	if words == 0 {
+	if words == 0 || d.rb.on {
 		return
 	}
 	d.fail(d.drv.check(call(d.drv.cuMemsetD32Async, p, uintptr(v), uintptr(words), d.stream), "cuMemsetD32Async"))
@@ -320,6 +332,10 @@ func (d *Device) Download(dst []float32, src model.Buffer) {
 }
 
 func (d *Device) download(dst unsafe.Pointer, src uintptr, bytes int) {
+	if d.rb.on {
+		d.rebindFail("downloading to the host")
+		return
+	}
 	if !d.captureCheck("downloading to the host") {
 		return
 	}
@@ -329,6 +345,10 @@ func (d *Device) download(dst unsafe.Pointer, src uintptr, bytes int) {
 
 // upload queues a host-to-device copy of raw bytes.
 func (d *Device) upload(dst uintptr, src unsafe.Pointer, bytes int) {
+	if d.rb.on {
+		d.rebindFail("uploading host data")
+		return
+	}
 	if bytes == 0 || !d.captureCheck("uploading host data") {
 		return
 	}
@@ -366,6 +386,9 @@ func (d *Device) Copy(dst, src model.Buffer) {
 		return
 	}
 	defer d.enter()()
+	if d.rb.on {
+		return
+	}
 	d.fail(d.drv.check(call(d.drv.cuMemcpyDtoDAsync, x.ptr, y.ptr, uintptr(x.n*x.dtype.Size()), d.stream), "cuMemcpyDtoDAsync_v2"))
 	if x.dtype == F32 {
 		d.refresh(x.ptr, x.n)
@@ -415,6 +438,7 @@ func (d *Device) scratchBuf(name string, n int, t DType) Buffer {
 	if ok {
 		d.free(b.ptr)
 	}
+	d.scratchGen++ // recorded step graphs may read the old buffer
 	b = d.alloc(max(n, 1), t)
 	d.scratch[name] = b
 	return Buffer{ptr: b.ptr, n: n, dtype: t}

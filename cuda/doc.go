@@ -30,7 +30,10 @@
 // temperature sampling by the Gumbel-max trick, and top-k / top-p with the
 // host sampler's kept set, found by a radix select over order-preserving
 // (logit, id) keys instead of a sort; Capture and Graph.Launch record and replay
-// a stretch of queued work as a CUDA graph; decode steps (one token per
+// a stretch of queued work as a CUDA graph, and GraphStep
+// (model.StepGrapher, which model.Decoder uses) records a decode step once
+// and replays it, rewriting only the host arrays it reads (token ids,
+// positions, cache rows) before each replay; decode steps (one token per
 // sequence) run a decode attention kernel in which a key-value head's
 // query heads share each read of the KV cache.
 //

@@ -68,3 +68,66 @@ func (m *Model) StepSample(c *KVCache, chunks []Chunk, s Sampling, seeds []uint6
 	}
 	return out, m.Dev.Sync()
 }
+
+// Decoder runs decode steps of one model and cache with StepSample's
+// contract, keeping its logits buffer between steps so that, on a device
+// that is a StepGrapher and a DeviceSampler (the CUDA device), a decode
+// step (every chunk one token) replays as a graph and samples on the
+// device. On other devices Step is StepSample.
+type Decoder struct {
+	M      *Model
+	C      *KVCache
+	logits Buffer // [rows][V], reused while the row count stays
+}
+
+// NewDecoder returns a Decoder over m and c.
+func NewDecoder(m *Model, c *KVCache) *Decoder { return &Decoder{M: m, C: c} }
+
+// Step is StepSample through the Decoder's buffers.
+func (dc *Decoder) Step(chunks []Chunk, s Sampling, seeds []uint64, keep []int) (Decoded, error) {
+	m := dc.M
+	ds, okS := m.Dev.(DeviceSampler)
+	sg, okG := m.Dev.(StepGrapher)
+	decode := len(chunks) > 0
+	for _, ch := range chunks {
+		decode = decode && len(ch.Tokens) == 1
+	}
+	if !okS || !okG || !decode {
+		return m.StepSample(dc.C, chunks, s, seeds, keep)
+	}
+	if len(seeds) != len(chunks) {
+		return Decoded{}, fmt.Errorf("model: Decoder.Step with %d chunks and %d seeds", len(chunks), len(seeds))
+	}
+	for _, j := range keep {
+		if j < 0 || j >= len(chunks) {
+			return Decoded{}, fmt.Errorf("model: Decoder.Step keeps logits of chunk %d of %d", j, len(chunks))
+		}
+	}
+	if err := s.Validate(); err != nil {
+		return Decoded{}, err
+	}
+	V := m.Config.VocabSize
+	if dc.logits == nil || dc.logits.Len() != len(chunks)*V {
+		dc.Free()
+		dc.logits = m.Dev.Alloc(len(chunks) * V)
+	}
+	if err := m.stepInto(dc.C, chunks, dc.logits, sg.GraphStep); err != nil {
+		return Decoded{}, err
+	}
+	out := Decoded{Tokens: make([]int32, len(chunks)), LogProbs: make([]float32, len(chunks)), Logits: make([]float32, len(keep)*V)}
+	if err := ds.SampleRows(out.Tokens, out.LogProbs, dc.logits, V, s, seeds); err != nil {
+		return Decoded{}, err
+	}
+	for i, j := range keep {
+		m.Dev.Download(out.Logits[i*V:(i+1)*V], dc.logits.Slice(j*V, V))
+	}
+	return out, m.Dev.Sync()
+}
+
+// Free releases the Decoder's logits buffer.
+func (dc *Decoder) Free() {
+	if dc.logits != nil {
+		dc.M.Dev.Free(dc.logits)
+		dc.logits = nil
+	}
+}

@@ -22,3 +22,13 @@ type MixedPrecision interface {
 type DeviceSampler interface {
 	SampleRows(tokens []int32, logprobs []float32, logits Buffer, V int, s Sampling, seeds []uint64) error
 }
+
+// StepGrapher is a device that records the device work of a step once and
+// replays it as one graph launch while only the contents of the host
+// arrays passed to its ops change (the CUDA device: CUDA graphs). key names
+// everything else the work depends on; work may have no effect other than
+// the device ops it queues, as it may run more than once or not at all.
+// Decoder uses it for decode steps.
+type StepGrapher interface {
+	GraphStep(key string, work func()) error
+}

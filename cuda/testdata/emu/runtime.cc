@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <functional>
 #include <vector>
 #include "cuda_emu.h"
 
@@ -155,7 +156,8 @@ static void run_launch(KernelEntry* k, int gx, int gy, int gz, int bx, int by, i
     }
 }
 
-struct Recorded { KernelEntry* k; int g[3], b[3], smem; std::vector<uint64_t> vals; };
+// A captured launch, or a captured cuBLAS call (fn).
+struct Recorded { KernelEntry* k; int g[3], b[3], smem; std::vector<uint64_t> vals; std::function<void()> fn; };
 static bool capturing = false;
 static std::vector<Recorded>* recording;
 
@@ -234,6 +236,7 @@ CUresult cuStreamEndCapture(void*, void** g) { capturing = false; *g = recording
 CUresult cuGraphInstantiateWithFlags(void** e, void* g, unsigned long long) { *e = g; return 0; }
 CUresult cuGraphLaunch(void* e, void*) {
     for (auto& r : *(std::vector<Recorded>*)e) {
+        if (r.fn) { r.fn(); continue; }
         std::vector<void*> ps;
         for (auto& v : r.vals) ps.push_back(&v);
         run_launch(r.k, r.g[0], r.g[1], r.g[2], r.b[0], r.b[1], r.b[2], r.smem, ps.data());
@@ -248,17 +251,31 @@ int cublasCreate_v2(void** h) { *h = (void*)5; return 0; }
 int cublasDestroy_v2(void*) { return 0; }
 int cublasSetStream_v2(void*, void*) { return 0; }
 const char* cublasGetStatusName(int) { return "CUBLAS_STATUS_EMULATED"; }
+static void gemm_run(int opA, int opB, int m, int n, int k, float al, const void* A, int at, int lda,
+                     const void* B, int bt, int ldb, float be, void* C, int ct, int ldc);
 int cublasGemmEx(void*, int opA, int opB, int m, int n, int k, const void* alpha, const void* A, int at, int lda,
                  const void* B, int bt, int ldb, const void* beta, void* C, int ct, int ldc, int, int) {
     // float32 (0) or bf16 (14) operands, float32 accumulation in double.
     if ((at != 0 && at != 14) || bt != at || (ct != 0 && ct != 14)) return 15; // CUBLAS_STATUS_NOT_SUPPORTED
-    if (capturing) return 14;
+    float al = *(const float*)alpha, be = *(const float*)beta;
+    if (capturing) { // recorded with its scalars by value, as cuBLAS records into a graph
+        Recorded r{};
+        r.fn = [=] { gemm_run(opA, opB, m, n, k, al, A, at, lda, B, bt, ldb, be, C, ct, ldc); };
+        recording->push_back(r);
+        return 0;
+    }
+    gemm_run(opA, opB, m, n, k, al, A, at, lda, B, bt, ldb, be, C, ct, ldc);
+    return 0;
+}
+}
+
+static void gemm_run(int opA, int opB, int m, int n, int k, float al, const void* A, int at, int lda,
+                     const void* B, int bt, int ldb, float be, void* C, int ct, int ldc) {
     auto load = [](const void* p, int t, long i) -> double {
         if (t == 0) return ((const float*)p)[i];
         unsigned u = (unsigned)((const unsigned short*)p)[i] << 16;
         float f; memcpy(&f, &u, 4); return f;
     };
-    float al = *(const float*)alpha, be = *(const float*)beta;
     // op(A) as rows of k and op(B) as columns of k, in double, so the
     // inner product reads contiguous memory.
     std::vector<double> a((size_t)m * k), b((size_t)n * k);
@@ -280,6 +297,5 @@ int cublasGemmEx(void*, int opA, int opB, int m, int n, int k, const void* alpha
             if ((u & 0x7fffffffu) > 0x7f800000u) u = (u >> 16) | 0x40u; else u = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
             ((unsigned short*)C)[ci] = (unsigned short)u;
         }
-    return 0;
 }
-}
+
