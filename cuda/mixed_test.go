@@ -311,4 +311,33 @@ func TestGPUMixedTrainingTracksCPU(t *testing.T) {
 			t.Errorf("step %d: frozen reference loss %.6f moved from the CPU's step-1 loss %.6f", step, refLoss, first)
 		}
 	}
+
+	// The rollout samples from the bf16 copy of the trained weights: decode
+	// with model.Decoder (graph replays, device sampling) beside the CPU's
+	// float32 model. Logits are C-long dot products of bf16 inputs, so the
+	// bound is the LMHead backward's 2^−5 relative (max-normalised) error;
+	// the CPU's greedy tokens are fed to both.
+	dec := model.NewDecoder(models[1], models[1].NewKVCache(2, 32))
+	cpuCache := models[0].NewKVCache(2, 32)
+	chunks := []model.Chunk{{Slot: 0, Tokens: tokens[:9]}, {Slot: 1, Tokens: tokens[40:45]}}
+	for step := 0; step < 5; step++ {
+		seeds := []uint64{1, 2}
+		want, err := models[0].StepSample(cpuCache, chunks, model.Greedy, seeds, []int{0, 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := dec.Step(chunks, model.Greedy, seeds, []int{0, 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := relErr(got.Logits, want.Logits)
+		t.Logf("decode step %d: mixed logits relative error %.3g", step, e)
+		if !(e <= 1.0/32) {
+			t.Errorf("decode step %d: mixed logits relative error %.3g > 2^-5", step, e)
+		}
+		chunks = []model.Chunk{{Slot: 0, Tokens: want.Tokens[:1]}, {Slot: 1, Tokens: want.Tokens[1:]}}
+	}
+	if g, r := gpu.StepGraphs(); g == 0 || r == 0 {
+		t.Errorf("mixed decode recorded %d graphs and replayed %d", g, r)
+	}
 }
