@@ -10,7 +10,8 @@
 #      with g++ into .cudaemu/emu/libcuda_emu.so.
 #   3. go test ./cuda with R1GO_LIBCUDA, R1GO_CUBLAS and R1GO_NVRTC pointing
 #      there: every GPU test runs (none may skip), and NVRTC compiles every
-#      kernel for sm_90a and sm_80.
+#      kernel for sm_90a and sm_80. The emulated driver logs every
+#      allocation to .cudaemu/alloc.log (R1GO_EMU_ALLOC_LOG).
 # Needs apt-get and dpkg-deb (Debian 12; as root it installs g++ and
 # python3 when missing); R1GO_EMU_DIR moves
 # the work folder. Extra arguments go to go test (e.g. -run TestGPUSample).
@@ -57,5 +58,5 @@ py=python3
 
 echo "== go test ./cuda on the emulator"
 export R1GO_LIBCUDA="$work/emu/libcuda_emu.so" R1GO_CUBLAS="$work/emu/libcuda_emu.so" R1GO_NVRTC="$nvrtc"
-export R1GO_CUDA_CACHE="$work/cache" R1GO_EMU_STRICT=1
+export R1GO_CUDA_CACHE="$work/cache" R1GO_EMU_STRICT=1 R1GO_EMU_ALLOC_LOG="$work/alloc.log"
 go test -count=1 -timeout 20m "$@" ./cuda

@@ -186,14 +186,27 @@ CUresult cuCtxSynchronize() { return 0; }
 CUresult cuStreamCreate(void** s, unsigned) { *s = (void*)2; return 0; }
 CUresult cuStreamSynchronize(void*) { return capturing ? 900 : 0; }
 CUresult cuStreamDestroy_v2(void*) { return 0; }
+// R1GO_EMU_ALLOC_LOG names a file that gets one line per allocation
+// ("alloc <address> <bytes>") and per free ("free <address>"), so a
+// memory plan can be checked against what the device code allocates.
+static FILE* alloc_log() {
+    static FILE* f = [] { const char* p = getenv("R1GO_EMU_ALLOC_LOG"); return p && *p ? fopen(p, "w") : (FILE*)nullptr; }();
+    return f;
+}
 CUresult cuMemAlloc_v2(uint64_t* p, size_t n) {
     void* m = aligned_alloc(256, (n + 255) / 256 * 256);
     if (!m) return 2;
     memset(m, 0xff, n); // NaN-filled: reading memory nobody wrote shows
     *p = (uint64_t)m;
+    if (FILE* f = alloc_log()) { fprintf(f, "alloc %#llx %zu\n", (unsigned long long)*p, n); fflush(f); }
     return 0;
 }
-CUresult cuMemFree_v2(uint64_t p) { if (capturing) return 900; free((void*)p); return 0; }
+CUresult cuMemFree_v2(uint64_t p) {
+    if (capturing) return 900;
+    if (FILE* f = alloc_log()) { fprintf(f, "free %#llx\n", (unsigned long long)p); fflush(f); }
+    free((void*)p);
+    return 0;
+}
 CUresult cuMemGetInfo_v2(size_t* f, size_t* t) { *f = *t = 1ull << 34; return 0; }
 CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void* s, size_t n, void*) { if (capturing) return 900; memcpy((void*)d, s, n); return 0; }
 CUresult cuMemcpyDtoHAsync_v2(void* d, uint64_t s, size_t n, void*) { if (capturing) return 900; memcpy(d, (void*)s, n); return 0; }
