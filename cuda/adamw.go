@@ -24,6 +24,9 @@ func (d *Device) AdamW(pb, g, m, v model.Buffer, hp model.AdamWParams) {
 	c1 := 1 - math.Pow(float64(hp.Beta1), float64(hp.Step))
 	c2 := 1 - math.Pow(float64(hp.Beta2), float64(hp.Step))
 	defer d.enter()()
+	if d.adamwMixed(pp, pg, pm, pv, n, hp, c1, c2) {
+		return
+	}
 	d.launch(kAdamW, d.elementwiseGrid(n), grid1(256), 0, p(pp), p(pg), p(pm), p(pv), i64(n),
 		f(hp.LR), f(hp.Beta1), f(hp.Beta2), f(hp.Eps), f(hp.WeightDecay), f(float32(c1)), f(float32(c2)), f(hp.GradScale))
 }

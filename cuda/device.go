@@ -87,6 +87,18 @@ type Device struct {
 	invFreq      map[ropeKey]Buffer
 	args         argPack
 
+	// Mixed precision (mixed.go): registered weights and their bf16 copies.
+	mixed   bool
+	weights []weightCopy
+
+	// Step graphs (stepgraph.go).
+	stepGraphs  map[string]*stepGraph
+	recordInts  bool
+	intCalls    []intCall
+	rb          rebindState
+	scratchGen  int // bumped whenever a scratch buffer moves
+	stepReplays int
+
 	// Graph capture state (graph.go).
 	capturing   bool
 	captureErr  error
@@ -121,7 +133,8 @@ func OpenWith(opts Options) (*Device, error) {
 	}
 	d := &Device{drv: drv, computeType: cublasCompute32F,
 		modules: map[string]uintptr{}, functions: map[kernelID]uintptr{}, smemSet: map[kernelID]int{},
-		allocs: map[uintptr]int{}, scratch: map[string]Buffer{}, invFreq: map[ropeKey]Buffer{}}
+		allocs: map[uintptr]int{}, scratch: map[string]Buffer{}, invFreq: map[ropeKey]Buffer{},
+		stepGraphs: map[string]*stepGraph{}}
 	if opts.TF32 {
 		d.computeType = cublasCompute32FFastTF32
 	}
@@ -239,6 +252,9 @@ func (d *Device) AllocType(n int, t DType) Buffer {
 }
 
 func (d *Device) alloc(n int, t DType) Buffer {
+	if d.rb.on {
+		d.rebindFail("allocating device memory")
+	}
 	d.captureCheck("allocating device memory")
 	bytes := max(n*t.Size(), 4)
 	bytes = (bytes + 255) &^ 255
@@ -254,7 +270,15 @@ func (d *Device) alloc(n int, t DType) Buffer {
 // memory may still be in use by it.
 func (d *Device) Free(b model.Buffer) {
 	defer d.enter()()
-	d.free(ptr(b))
+	q := ptr(b)
+	for k, c := range d.weights {
+		if c.base == q { // the weights go, and their bf16 copy with them
+			d.free(c.bf.ptr)
+			d.weights = append(d.weights[:k], d.weights[k+1:]...)
+			break
+		}
+	}
+	d.free(q)
 }
 
 func (d *Device) free(p uintptr) {
@@ -273,7 +297,7 @@ func (d *Device) free(p uintptr) {
 }
 
 func (d *Device) memset(p uintptr, v uint32, words int) {
-	if words == 0 {
+	if words == 0 || d.rb.on {
 		return
 	}
 	d.fail(d.drv.check(call(d.drv.cuMemsetD32Async, p, uintptr(v), uintptr(words), d.stream), "cuMemsetD32Async"))
@@ -291,6 +315,7 @@ func (d *Device) Upload(dst model.Buffer, src []float32) {
 	}
 	defer d.enter()()
 	d.upload(p, unsafe.Pointer(&src[0]), 4*len(src))
+	d.refresh(p, len(src))
 }
 
 // Download copies src into dst and waits for it (and all queued work).
@@ -307,6 +332,10 @@ func (d *Device) Download(dst []float32, src model.Buffer) {
 }
 
 func (d *Device) download(dst unsafe.Pointer, src uintptr, bytes int) {
+	if d.rb.on {
+		d.rebindFail("downloading to the host")
+		return
+	}
 	if !d.captureCheck("downloading to the host") {
 		return
 	}
@@ -316,6 +345,10 @@ func (d *Device) download(dst unsafe.Pointer, src uintptr, bytes int) {
 
 // upload queues a host-to-device copy of raw bytes.
 func (d *Device) upload(dst uintptr, src unsafe.Pointer, bytes int) {
+	if d.rb.on {
+		d.rebindFail("uploading host data")
+		return
+	}
 	if bytes == 0 || !d.captureCheck("uploading host data") {
 		return
 	}
@@ -329,6 +362,9 @@ func (d *Device) Zero(b model.Buffer) {
 	}
 	defer d.enter()()
 	d.memset(x.ptr, 0, (x.n*x.dtype.Size())/4)
+	if x.dtype == F32 {
+		d.refresh(x.ptr, x.n)
+	}
 }
 
 // goString is the text of a NUL-terminated byte array.
@@ -350,7 +386,13 @@ func (d *Device) Copy(dst, src model.Buffer) {
 		return
 	}
 	defer d.enter()()
+	if d.rb.on {
+		return
+	}
 	d.fail(d.drv.check(call(d.drv.cuMemcpyDtoDAsync, x.ptr, y.ptr, uintptr(x.n*x.dtype.Size()), d.stream), "cuMemcpyDtoDAsync_v2"))
+	if x.dtype == F32 {
+		d.refresh(x.ptr, x.n)
+	}
 }
 
 // Sync waits for all queued work and returns the first error met since
@@ -396,6 +438,7 @@ func (d *Device) scratchBuf(name string, n int, t DType) Buffer {
 	if ok {
 		d.free(b.ptr)
 	}
+	d.scratchGen++ // recorded step graphs may read the old buffer
 	b = d.alloc(max(n, 1), t)
 	d.scratch[name] = b
 	return Buffer{ptr: b.ptr, n: n, dtype: t}

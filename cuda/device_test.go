@@ -27,10 +27,15 @@ var (
 )
 
 // gpuOrSkip opens the GPU once for all tests, or skips the test with the
-// reason when the machine has none.
+// reason when the machine has none. Under R1GO_EMU_STRICT=1 (set by
+// testdata/emu/ci.sh) a missing GPU fails the test instead: there the
+// emulator must be found, and a skip would hide that it was not.
 func gpuOrSkip(t *testing.T) *Device {
 	t.Helper()
 	gpuOnce.Do(func() { gpuDev, gpuErr = Open() })
+	if (errors.Is(gpuErr, ErrNoDriver) || errors.Is(gpuErr, ErrNoDevice)) && os.Getenv("R1GO_EMU_STRICT") == "1" {
+		t.Fatalf("R1GO_EMU_STRICT=1 but no GPU (emulated or real) opened: %v", gpuErr)
+	}
 	if errors.Is(gpuErr, ErrNoDriver) || errors.Is(gpuErr, ErrNoDevice) {
 		t.Skipf("no GPU, skipping a GPU op test: %v", gpuErr)
 	}

@@ -24,10 +24,16 @@
 // order; the CPU device of package model is the reference every op is
 // tested against.
 //
-// Beyond model.Device: Sample draws tokens on the GPU (greedy, or
-// temperature sampling by the Gumbel-max trick) so a decode step moves
-// token ids instead of logits; Capture and Graph.Launch record and replay
-// a stretch of queued work as a CUDA graph; decode steps (one token per
+// Beyond model.Device: Sample and SampleRows (model.DeviceSampler, which
+// model.Model.StepSample uses) draw tokens on the GPU so a decode step
+// moves token ids and their logprobs instead of logits: greedy,
+// temperature sampling by the Gumbel-max trick, and top-k / top-p with the
+// host sampler's kept set, found by a radix select over order-preserving
+// (logit, id) keys instead of a sort; Capture and Graph.Launch record and replay
+// a stretch of queued work as a CUDA graph, and GraphStep
+// (model.StepGrapher, which model.Decoder uses) records a decode step once
+// and replays it, rewriting only the host arrays it reads (token ids,
+// positions, cache rows) before each replay; decode steps (one token per
 // sequence) run a decode attention kernel in which a key-value head's
 // query heads share each read of the KV cache.
 //
@@ -35,11 +41,35 @@
 // accumulation is float32 or wider (double for the LM head's softmax sums
 // and for SumSquares); matmuls use cublasGemmEx with float32 compute, or
 // TF32 tensor cores when opened with Options.TF32 (R1GO_CUDA_TF32=1).
-// Buffer carries its element type (F32, BF16) so that bf16 compute copies
-// of fp32 master weights can live beside them (AllocType, and Convert,
-// which rounds to nearest even); Gemm already takes bf16 operands (tensor
-// cores, float32 accumulation, float32 or bf16 output). The model.Device
-// seam does not yet ask for bf16 buffers.
+// Buffer carries its element type (F32, BF16); Convert rounds to nearest
+// even; Gemm takes bf16 operands (tensor cores, float32 accumulation).
+//
+// Mixed precision (mixed.go): UseBF16 (model.MixedPrecision) gives a
+// weight arena a bf16 compute copy and switches the Device to bf16
+// matmul inputs with float32 accumulation; master weights, gradients and
+// AdamW moments stay float32, and AdamW writes the new bf16 copy in the
+// same pass, so rollouts sample from the bf16 copy of the trainer's own
+// weights. A frozen reference policy registers its arena and is never
+// stepped. Norms, RoPE, attention's softmax, SwiGLU and the loss head
+// (logprob, entropy and their backward) compute in float32. Tolerances
+// against the CPU device in float32, with u = 2^−9 (bf16's unit
+// roundoff), tested on the emulator by mixed_test.go:
+//
+//	op                      tolerance vs CPU float32                  why
+//	Gemm (any operands)     |Δc_ij| ≤ (2u+u²+(K+2)·2^−24)·Σ_p|a_ip·b_pj|  each input rounded once
+//	Embedding               exact: the row of the bf16 table           one rounding
+//	AdamW masters, m, v     relErr ≤ 1e-6 (as float32 mode)            float32 update
+//	AdamW bf16 copy         exact: BF16Round(new master)               written in the same pass
+//	LMHead logprob          |Δ| ≤ 2·max_v δ_v                          δ_v: the Gemm bound of logit v
+//	LMHead entropy          |Δ| ≤ 2·max_v δ_v·Σ_v p_v|z_v − z̄|          first order in δ, 2× slack
+//	LMHeadBackward dh, dw   relErr ≤ 2^−5                              three bf16 roundings, 2× slack
+//	RMSNorm, RoPE, attention, SwiGLU, Add: float32 ops, the float32 tolerances of device_test.go
+//	5 training steps        |Δloss| ≤ 1e-2·loss                        seen: ≤ 7e-4 on the tiny Qwen
+//	decode logits after it  relErr ≤ 2^−5                              seen: ≤ 0.015 (graphs, device sampling)
+//
+// Activations are rounded to bf16 where they enter a matmul and kept in
+// float32 between ops: storing them as bf16 needs bf16 buffers through
+// model.Device, which the seam does not carry.
 //
 // Testing without a GPU: the tests of host-side logic always run; NVRTC
 // compiles every kernel in a test wherever the library is found; the GPU
@@ -47,6 +77,9 @@
 // training and decoding against the CPU) skip without a GPU, and
 // testdata/emu builds a host emulation of the kernels and of libcuda and
 // libcublas that runs them on a CPU (see testdata/emu/build.py).
+// testdata/emu/ci.sh, a step of .ci/run, fetches NVRTC 12.5 from Debian,
+// builds the emulator and runs the whole suite on it, where no GPU test
+// may skip (R1GO_EMU_STRICT=1).
 //
 // Buffers a call may overwrite are its outputs, as model.Device documents:
 // parameter gradients accumulate (+=), activation gradients and forward

@@ -17,6 +17,9 @@ func (d *Device) Embedding(out model.Buffer, ids []int32, table model.Buffer, C 
 	po, pt := f32(out, len(ids)*C, "Embedding out"), f32(table, -1, "Embedding table")
 	defer d.enter()()
 	d.launch(kEmbeddingForward, grid1(len(ids)), grid1(min(256, roundUp(C, 32))), 0, p(po), p(d.ints("ids", ids)), p(pt), i(C))
+	if _, ok := d.copyOf(pt, table.Len()); ok {
+		d.roundBF16(po, len(ids)*C) // the rows of the bf16 table
+	}
 }
 
 // EmbeddingBackward accumulates dtable[ids[t]] += dout[t].

@@ -21,6 +21,9 @@ func (d *Device) Gemm(transA, transB bool, m, n, k int, alpha float32, a model.B
 		panic(fmt.Sprintf("cuda: Gemm of a %s a and a %s b; both must have one type", A.dtype, B.dtype))
 	}
 	defer d.enter()()
+	if d.rb.on {
+		return
+	}
 	if A.dtype == F32 && C.dtype == F32 {
 		d.gemm(transA, transB, m, n, k, alpha, A.ptr, lda, B.ptr, ldb, beta, C.ptr, ldc)
 		return
@@ -49,6 +52,13 @@ func cudaType(t DType) int {
 }
 
 func (d *Device) gemm(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) {
+	if d.rb.on {
+		return
+	}
+	if d.mixed {
+		d.gemmMixed(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
 	g := rowMajorGemm(transA, transB, m, n, k, a, lda, b, ldb)
 	d.fail(d.blas.gemm(d.handle, g, alpha, beta, c, ldc, d.computeType))
 }

@@ -62,7 +62,7 @@ func grid1(x int) dim3 { return dim3{x, 1, 1} }
 // launch queues kernel k. args are kernel parameters packed with p, i, i64
 // and f, in the order of the kernel's C signature.
 func (d *Device) launch(k kernelID, grid, block dim3, smem int, args ...uint64) {
-	if grid.x == 0 || grid.y == 0 || grid.z == 0 || d.captureErr != nil && d.capturing {
+	if grid.x == 0 || grid.y == 0 || grid.z == 0 || d.captureErr != nil && d.capturing || d.rb.on {
 		return
 	}
 	if n := block.x * block.y * block.z; n > k.maxThreads || n%32 != 0 {
@@ -147,6 +147,9 @@ const intCacheSize = 32
 // ints returns a device copy of vals, uploading it unless an identical
 // array of the same kind is cached.
 func (d *Device) ints(kind string, vals []int32) uintptr {
+	if d.rb.on {
+		return d.rebindInts(kind, vals)
+	}
 	c := &d.intc
 	for j := len(c.entries) - 1; j >= 0; j-- {
 		e := c.entries[j]
@@ -155,6 +158,9 @@ func (d *Device) ints(kind string, vals []int32) uintptr {
 			if d.capturing {
 				e.pins++
 				d.capturePins = append(d.capturePins, e)
+				if d.recordInts {
+					d.intCalls = append(d.intCalls, intCall{kind, e})
+				}
 			}
 			return e.buf.ptr
 		}

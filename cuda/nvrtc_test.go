@@ -18,6 +18,9 @@ import (
 func nvrtcOrSkip(t *testing.T) *nvrtc {
 	t.Helper()
 	c, err := loadNVRTC()
+	if errors.Is(err, ErrNoNVRTC) && os.Getenv("R1GO_EMU_STRICT") == "1" {
+		t.Fatalf("R1GO_EMU_STRICT=1 but NVRTC did not load: %v", err)
+	}
 	if errors.Is(err, ErrNoNVRTC) {
 		t.Skipf("no NVRTC (set R1GO_NVRTC to a libnvrtc.so.12 or .13; dependencies.md §7 unpacks NVRTC 12.5 from Debian): %v", err)
 	}

@@ -2,31 +2,47 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/r1go/r1go/model"
 )
 
-var kSample = kernel("sample.cu", "sample_rows", 1024)
+var (
+	kSample          = kernel("sample.cu", "sample_rows", 1024)
+	kSampleTruncated = kernel("sample.cu", "sample_rows_truncated", 1024)
+)
 
 // Sample draws one token per row of logits[rows, V] on the GPU and returns
 // the tokens with their log-probabilities under softmax(logits/T), as
 // model.SampleToken does on the host, moving 8 bytes per row instead of
-// V floats. Greedy decoding (Temperature 0) and plain temperature sampling
-// run here; top-k and top-p truncation (top_k > 0 or top_p < 1) need a
-// sort over the vocabulary and are refused with an error, so the caller
-// downloads the logits and uses model.SampleToken for them. seed selects
-// the random numbers: give each decode step its own.
+// V floats. Greedy decoding (Temperature 0), plain temperature sampling
+// and top-k / top-p truncation all run on the device, with the host
+// sampler's distribution: the kept set is the same prefix of the tokens
+// sorted by logit (ties to the lower id), found by a radix select instead
+// of a sort (kernels/sample.cu). seed selects the random numbers: give
+// each decode step its own.
 func (d *Device) Sample(tokens []int32, logprobs []float32, logits model.Buffer, V int, s model.Sampling, seed uint64) error {
+	return d.sample(tokens, logprobs, logits, V, s, seed, nil)
+}
+
+// SampleRows is Sample with one seed per row (a trajectory's own random
+// stream): model.DeviceSampler, which Model.StepSample uses to decode
+// without bringing logits to the host.
+func (d *Device) SampleRows(tokens []int32, logprobs []float32, logits model.Buffer, V int, s model.Sampling, seeds []uint64) error {
+	if len(seeds) != len(tokens) {
+		panic(fmt.Sprintf("cuda: SampleRows with %d tokens and %d seeds", len(tokens), len(seeds)))
+	}
+	return d.sample(tokens, logprobs, logits, V, s, 0, seeds)
+}
+
+func (d *Device) sample(tokens []int32, logprobs []float32, logits model.Buffer, V int, s model.Sampling, seed uint64, seeds []uint64) error {
 	rows := len(tokens)
 	if len(logprobs) != rows {
 		panic(fmt.Sprintf("cuda: Sample with %d tokens and %d logprobs", rows, len(logprobs)))
 	}
 	if err := s.Validate(); err != nil {
 		return err
-	}
-	if s.TopP < 1 || (s.TopK > 0 && s.TopK < V) {
-		return fmt.Errorf("cuda: Sample does not truncate (top_k %d, top_p %v); sample these on the host with model.SampleToken", s.TopK, s.TopP)
 	}
 	pl := f32(logits, rows*V, "Sample logits")
 	if rows == 0 {
@@ -38,10 +54,25 @@ func (d *Device) Sample(tokens []int32, logprobs []float32, logits model.Buffer,
 	}
 	defer d.enter()()
 	out := d.scratchBuf("sample-out", 2*rows, F32) // tokens then logprobs
-	d.launch(kSample, grid1(rows), grid1(min(1024, roundUp(V, 32))), 0, p(out.ptr), p(out.ptr+uintptr(4*rows)), p(pl), i(V), f(invT), seed)
+	var ps uintptr
+	if seeds != nil {
+		ps = d.ints("seeds", unsafe.Slice((*int32)(unsafe.Pointer(&seeds[0])), 2*len(seeds)))
+	}
+	k := V
+	if s.TopK > 0 && s.TopK < V {
+		k = s.TopK
+	}
+	if invT > 0 && (k < V || s.TopP < 1) {
+		d.launch(kSampleTruncated, grid1(rows), grid1(min(1024, roundUp(V, 32))), 0, p(out.ptr), p(out.ptr+uintptr(4*rows)), p(pl), i(V),
+			f(invT), i(k), math.Float64bits(s.TopP), seed, p(ps)) // top_p as a double, as the host compares it
+	} else {
+		d.launch(kSample, grid1(rows), grid1(min(1024, roundUp(V, 32))), 0, p(out.ptr), p(out.ptr+uintptr(4*rows)), p(pl), i(V), f(invT), seed, p(ps))
+	}
 	d.download(unsafe.Pointer(&tokens[0]), out.ptr, 4*rows)
 	d.download(unsafe.Pointer(&logprobs[0]), out.ptr+uintptr(4*rows), 4*rows)
 	err := d.err
 	d.err = nil
 	return err
 }
+
+var _ model.DeviceSampler = (*Device)(nil)

@@ -53,9 +53,37 @@ type Chunk struct {
 // keys and values to their slots, and returns the logits of each chunk's
 // last token, [len(chunks)][V] flattened row-major.
 func (m *Model) Step(c *KVCache, chunks []Chunk) ([]float32, error) {
-	d, dev := m.d, m.Dev
+	logits, err := m.stepLogits(c, chunks)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Dev.Free(logits)
+	out := make([]float32, logits.Len())
+	m.Dev.Download(out, logits)
+	return out, m.Dev.Sync()
+}
+
+// stepLogits is Step leaving the logits on the device, in a buffer the
+// caller frees (decode.go samples from it there).
+func (m *Model) stepLogits(c *KVCache, chunks []Chunk) (Buffer, error) {
 	if m.Head != LMHeadOutput {
 		return nil, fmt.Errorf("model: Step needs a language-model head")
+	}
+	logits := m.Dev.Alloc(len(chunks) * m.d.V)
+	if err := m.stepInto(c, chunks, logits, nil); err != nil {
+		m.Dev.Free(logits)
+		return nil, err
+	}
+	return logits, nil
+}
+
+// stepInto is Step writing the logits into logits[len(chunks)][V]. run,
+// when not nil, runs the step's device work (a StepGrapher's GraphStep,
+// with a key naming the buffers it uses); the cache lengths advance after it.
+func (m *Model) stepInto(c *KVCache, chunks []Chunk, logits Buffer, run func(key string, work func()) error) error {
+	d, dev := m.d, m.Dev
+	if m.Head != LMHeadOutput {
+		return fmt.Errorf("model: Step needs a language-model head")
 	}
 	var tokens []int32
 	slots, pos0, lens := make([]int32, len(chunks)), make([]int32, len(chunks)), make([]int32, len(chunks))
@@ -63,14 +91,14 @@ func (m *Model) Step(c *KVCache, chunks []Chunk) ([]float32, error) {
 	seen := map[int]bool{}
 	for j, ch := range chunks {
 		if ch.Slot < 0 || ch.Slot >= c.Slots || seen[ch.Slot] {
-			return nil, fmt.Errorf("model: chunk %d names slot %d (cache has %d slots, each usable once per step)", j, ch.Slot, c.Slots)
+			return fmt.Errorf("model: chunk %d names slot %d (cache has %d slots, each usable once per step)", j, ch.Slot, c.Slots)
 		}
 		seen[ch.Slot] = true
 		if len(ch.Tokens) == 0 {
-			return nil, fmt.Errorf("model: chunk %d for slot %d is empty", j, ch.Slot)
+			return fmt.Errorf("model: chunk %d for slot %d is empty", j, ch.Slot)
 		}
 		if int(c.Lens[ch.Slot])+len(ch.Tokens) > c.MaxLen {
-			return nil, fmt.Errorf("model: slot %d would hold %d tokens, past the cache length %d", ch.Slot, int(c.Lens[ch.Slot])+len(ch.Tokens), c.MaxLen)
+			return fmt.Errorf("model: slot %d would hold %d tokens, past the cache length %d", ch.Slot, int(c.Lens[ch.Slot])+len(ch.Tokens), c.MaxLen)
 		}
 		slots[j], pos0[j], lens[j] = int32(ch.Slot), c.Lens[ch.Slot], int32(len(ch.Tokens))
 		tokens = append(tokens, ch.Tokens...)
@@ -78,7 +106,7 @@ func (m *Model) Step(c *KVCache, chunks []Chunk) ([]float32, error) {
 	}
 	b := Batch{Tokens: tokens, Seqs: []int32{0, int32(len(tokens))}}
 	if err := b.Validate(d.V); err != nil {
-		return nil, err
+		return err
 	}
 	T := len(tokens)
 	a := ensureActivations(m.stepActs, dev, d, T, false)
@@ -89,22 +117,25 @@ func (m *Model) Step(c *KVCache, chunks []Chunk) ([]float32, error) {
 			a.pos = append(a.pos, pos0[j]+i)
 		}
 	}
-	dev.Embedding(a.x(0), tokens, m.p.wte, d.C)
-	for l := 0; l < d.L; l++ {
-		m.layerForward(a, l, func(a *activations, l int, s layerActs) {
-			dev.AttentionCached(s.att, s.qkv, c.K[l], c.V[l], slots, pos0, lens, c.MaxLen, d.NH, d.KVH, d.HS)
-		})
+	work := func() {
+		dev.Embedding(a.x(0), tokens, m.p.wte, d.C)
+		for l := 0; l < d.L; l++ {
+			m.layerForward(a, l, func(a *activations, l int, s layerActs) {
+				dev.AttentionCached(s.att, s.qkv, c.K[l], c.V[l], slots, pos0, lens, c.MaxLen, d.NH, d.KVH, d.HS)
+			})
+		}
+		dev.RMSNorm(a.lnf, a.rstdf, a.x(d.L), m.p.lnf, T, d.C, d.eps)
+		dev.Logits(logits, a.lnf, m.p.lmHead, last, d.C, d.V)
 	}
-	dev.RMSNorm(a.lnf, a.rstdf, a.x(d.L), m.p.lnf, T, d.C, d.eps)
-	logits := dev.Alloc(len(chunks) * d.V)
-	defer dev.Free(logits)
-	dev.Logits(logits, a.lnf, m.p.lmHead, last, d.C, d.V)
-	out := make([]float32, len(chunks)*d.V)
-	dev.Download(out, logits)
+	if run == nil {
+		work()
+	} else if err := run(fmt.Sprintf("step T=%d acts=%v logits=%v cache=%v", T, a.arena, logits, c.K[0]), work); err != nil {
+		return err
+	}
 	for j := range chunks {
 		c.Lens[slots[j]] += lens[j]
 	}
-	return out, dev.Sync()
+	return nil
 }
 
 // FullLogits runs a scoring forward and returns the logits of the chosen

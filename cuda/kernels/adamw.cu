@@ -38,3 +38,23 @@ extern "C" __global__ void __launch_bounds__(256) sum_squares(double* out, const
         if (lane == 0) atomicAdd(out, s);
     }
 }
+
+// adamw_update with a bf16 compute copy: the same fp32 update of the master
+// weights p and the moments, then the new weight rounded (nearest even)
+// into pb, so the next forward pass reads bf16 weights without a separate
+// conversion pass over the parameters.
+extern "C" __global__ void __launch_bounds__(256) adamw_update_bf16(float* p, bf16* pb, const float* g, float* m, float* v, long long n,
+                                        float lr, float beta1, float beta2, float eps, float wd,
+                                        float c1, float c2, float gscale) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        float gi = g[i] * gscale;
+        float mi = beta1 * m[i] + (1.0f - beta1) * gi;
+        float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        float pi = p[i];
+        float np = pi - lr * ((mi / c1) / (sqrtf(vi / c2) + eps) + wd * pi);
+        p[i] = np;
+        pb[i] = float_to_bf16(np);
+    }
+}

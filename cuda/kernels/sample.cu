@@ -22,12 +22,14 @@ __device__ __forceinline__ float uniform01(unsigned long long seed, int row, int
 }
 
 // One block per row. invT = 1/T; greedy when invT == 0.
+// seeds, when not null, holds one seed per row (replacing seed).
 extern "C" __global__ void __launch_bounds__(1024) sample_rows(int* tokens, float* logprobs, const float* logits, int V, float invT,
-                                       unsigned long long seed) {
+                                       unsigned long long seed, const unsigned long long* seeds) {
     __shared__ float skey[32], sm[32], ss[32];
     __shared__ int sidx[32];
     int row = blockIdx.x;
     const float* z = logits + (long long)row * V;
+    if (seeds) seed = seeds[row];
     bool greedy = invT == 0.0f;
     float bestKey = NEG_INF, m = NEG_INF, s = 0.0f;
     int best = 0x7fffffff;
@@ -71,6 +73,139 @@ extern "C" __global__ void __launch_bounds__(1024) sample_rows(int* tokens, floa
         if (lane == 0) {
             tokens[row] = best;
             logprobs[row] = greedy ? 0.0f : z[best] * invT - (m + logf(s));
+        }
+    }
+}
+
+// Truncated sampling (top-k and/or top-p), the distribution of
+// model.SampleToken: candidates sorted by logit, descending, ties to the
+// lower id; the first k; of those, the shortest prefix whose probability
+// mass (under softmax(z/T) over the whole vocabulary) reaches top_p; then a
+// draw from that set in proportion to the probabilities.
+//
+// Each token gets a 64-bit key, the logit's bits made order-preserving in
+// the high word and the inverted id in the low word, so keys are distinct
+// and descending key order is the host's sort order. The kept set is then
+// every key ≥ a threshold: the k-th largest key, and the largest key t
+// with mass(keys ≥ t) ≥ top_p, found by a radix select (one 256-bin
+// histogram per byte of the key, in shared memory) instead of a sort. Low
+// bytes above the id's width are all ones for every token and are set
+// without a pass. Then Gumbel-max over the kept tokens, as in sample_rows.
+__device__ __forceinline__ unsigned long long sample_key(float z, int v) {
+    unsigned int u = __float_as_uint(z);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return ((unsigned long long)u << 32) | (unsigned long long)(0xffffffffu - (unsigned int)v);
+}
+
+// topK ≥ V turns top-k off, topP ≥ 1 top-p; invT > 0.
+extern "C" __global__ void __launch_bounds__(1024) sample_rows_truncated(int* tokens, float* logprobs, const float* logits, int V,
+                                       float invT, int topK, double topP, unsigned long long seed,
+                                       const unsigned long long* seeds) {
+    __shared__ int histK[256], histPc[256];
+    __shared__ double histP[256];
+    __shared__ float red[32];
+    __shared__ float skey[32];
+    __shared__ int sidx[32];
+    __shared__ unsigned long long prefK, prefP;
+    __shared__ int aboveK, okP;
+    __shared__ double aboveP;
+    int row = blockIdx.x;
+    const float* z = logits + (long long)row * V;
+    if (seeds) seed = seeds[row];
+    bool needK = topK < V, needP = topP < 1.0;
+
+    float m = NEG_INF;
+    for (int v = threadIdx.x; v < V; v += blockDim.x) m = fmaxf(m, z[v] * invT);
+    m = block_max(m, red);
+    float s = 0.0f;
+    for (int v = threadIdx.x; v < V; v += blockDim.x) s += expf(z[v] * invT - m);
+    s = block_sum(s, red);
+    float lse = m + logf(s);
+
+    if (threadIdx.x == 0) { prefK = 0; prefP = 0; aboveK = 0; aboveP = 0.0; okP = needP ? 1 : 0; }
+    int idBits = 1;
+    while (idBits < 32 && (1u << idBits) < (unsigned int)V) idBits++;
+    for (int sh = 56; sh >= 0 && (needK || needP); sh -= 8) {
+        if (sh < 32 && sh >= idBits) { // every token has ones here
+            if (threadIdx.x == 0) { prefK |= 0xffull << sh; prefP |= 0xffull << sh; }
+            __syncthreads();
+            continue;
+        }
+        for (int d = threadIdx.x; d < 256; d += blockDim.x) { histK[d] = 0; histPc[d] = 0; histP[d] = 0.0; }
+        __syncthreads();
+        unsigned long long hiMask = sh == 56 ? 0ull : ~0ull << (sh + 8);
+        unsigned long long pk = prefK, pp = prefP;
+        int ok = okP;
+        for (int v = threadIdx.x; v < V; v += blockDim.x) {
+            unsigned long long key = sample_key(z[v], v);
+            int d = (int)((key >> sh) & 255ull);
+            if (needK && (key & hiMask) == pk) atomicAdd(&histK[d], 1);
+            if (ok && (key & hiMask) == pp) {
+                atomicAdd(&histPc[d], 1);
+                atomicAdd(&histP[d], (double)expf(z[v] * invT - lse));
+            }
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            if (needK) {
+                int cum = aboveK;
+                for (int d = 255; d >= 0; d--) {
+                    if (cum + histK[d] >= topK) { prefK |= (unsigned long long)d << sh; aboveK = cum; break; }
+                    cum += histK[d];
+                }
+            }
+            if (okP) {
+                double cum = aboveP;
+                int found = -1, lowest = -1;
+                for (int d = 255; d >= 0; d--) {
+                    if (histPc[d] > 0) lowest = d;
+                    if (found < 0 && cum + histP[d] >= topP) { found = d; break; }
+                    cum += histP[d];
+                }
+                if (found < 0 && sh == 56) {
+                    okP = 0; // the whole vocabulary's mass is below top_p: keep all
+                } else {
+                    // Past the first byte the region's mass reached top_p
+                    // already; a miss is a rounding of the sums: keep the
+                    // whole region.
+                    if (found < 0) found = lowest < 0 ? 0 : lowest;
+                    prefP |= (unsigned long long)found << sh;
+                    aboveP = cum;
+                }
+            }
+        }
+        __syncthreads();
+    }
+    unsigned long long thr = 0;
+    if (needK) thr = prefK;
+    if (okP && prefP > thr) thr = prefP;
+
+    float bestKey = NEG_INF;
+    int best = 0x7fffffff;
+    for (int v = threadIdx.x; v < V; v += blockDim.x) {
+        if (sample_key(z[v], v) < thr) continue;
+        float key = z[v] * invT - logf(-logf(uniform01(seed, row, v)));
+        if (key > bestKey || (key == bestKey && v < best)) { bestKey = key; best = v; }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        float k2 = __shfl_xor_sync(0xffffffffu, bestKey, o);
+        int i2 = __shfl_xor_sync(0xffffffffu, best, o);
+        if (k2 > bestKey || (k2 == bestKey && i2 < best)) { bestKey = k2; best = i2; }
+    }
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    if (lane == 0) { skey[warp] = bestKey; sidx[warp] = best; }
+    __syncthreads();
+    if (warp == 0) {
+        bestKey = lane < nw ? skey[lane] : NEG_INF;
+        best = lane < nw ? sidx[lane] : 0x7fffffff;
+        for (int o = 16; o > 0; o >>= 1) {
+            float k2 = __shfl_xor_sync(0xffffffffu, bestKey, o);
+            int i2 = __shfl_xor_sync(0xffffffffu, best, o);
+            if (k2 > bestKey || (k2 == bestKey && i2 < best)) { bestKey = k2; best = i2; }
+        }
+        if (lane == 0) {
+            tokens[row] = best;
+            logprobs[row] = z[best] * invT - lse;
         }
     }
 }

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Builds libcuda_emu.so: the r1go kernels compiled for the host with g++
 over cuda_emu.h, plus an emulated libcuda/libcublas (runtime.cc). With it
-the package's GPU tests run on a CPU-only machine:
+the package's GPU tests run on a CPU-only machine. ci.sh (run by .ci/run)
+does all of it, NVRTC included; by hand:
 
     python3 cuda/testdata/emu/build.py /tmp/emu
     R1GO_LIBCUDA=/tmp/emu/libcuda_emu.so R1GO_CUBLAS=/tmp/emu/libcuda_emu.so \\
         R1GO_NVRTC=<libnvrtc.so.12> go test ./cuda -run GPU
 
 (NVRTC still compiles the real kernels; the emulator ignores the images and
-runs its own build of the same sources.) It checks the kernels' logic and
+runs its own build of the same sources.) R1GO_EMU_ALLOC_LOG=<file> makes
+the emulated driver log every cuMemAlloc and cuMemFree (runtime.cc). It checks the kernels' logic and
 the launchers' argument order against the CPU device; it measures nothing.
 """
 import glob, os, re, subprocess, sys
@@ -47,6 +49,6 @@ parts.append("};\nint emu_num_kernels = %d;\n" % len(names))
 tu = os.path.join(out, "kernels_emu.cc")
 open(tu, "w").write("\n".join(parts))
 lib = os.path.join(out, "libcuda_emu.so")
-cmd = ["g++", "-std=c++20", "-O1", "-g", "-fPIC", "-shared", "-pthread", "-I", here, "-o", lib, tu, os.path.join(here, "runtime.cc")]
+cmd = ["g++", "-std=c++20", "-O2", "-g", "-fPIC", "-shared", "-pthread", "-I", here, "-o", lib, tu, os.path.join(here, "runtime.cc")]
 subprocess.run(cmd, check=True)
 print(lib, "with", len(names), "kernels")

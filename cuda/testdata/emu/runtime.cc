@@ -2,10 +2,10 @@
 // binds, over host memory, running kernels from the registry that build.py
 // generates. Launches run synchronously; a stream is a no-op; graph capture
 // records launches and replays them.
-#include <ucontext.h>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <functional>
 #include <vector>
 #include "cuda_emu.h"
 
@@ -15,16 +15,45 @@ struct KernelEntry { const char* name; void (*invoke)(void**); int arity; };
 extern KernelEntry emu_kernels[];
 extern int emu_num_kernels;
 
+// Switching fibers: ucontext's swapcontext saves and restores the signal
+// mask with a system call on every switch, which dominated the run time
+// (millions of switches per test). emu_switch saves the callee-saved
+// registers of the System V x86-64 ABI on the current stack, stores the
+// stack pointer in *from and resumes the stack saved in to.
+extern "C" void emu_switch(void** from, void* to);
+asm(R"(
+.text
+.globl emu_switch
+.type emu_switch,@function
+emu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+.size emu_switch,.-emu_switch
+)");
+
 // One CUDA thread: a fiber and what it waits for.
 enum State { RUNNABLE, AT_BLOCK_BARRIER, AT_WARP_BARRIER, DONE };
 struct Fiber {
-    ucontext_t ctx;
+    void* sp; // saved stack pointer while switched out
     std::vector<char> stack;
     State state;
     uint3 tid;
 };
 
-static ucontext_t scheduler;
+static void* scheduler;
 static std::vector<Fiber> fibers;
 static int current;
 static std::vector<unsigned char> smem;
@@ -35,7 +64,7 @@ static void** launchParams;
 void* emu_smem() { return smem.data(); }
 static void park(State s) {
     fibers[current].state = s;
-    swapcontext(&fibers[current].ctx, &scheduler);
+    emu_switch(&fibers[current].sp, scheduler);
 }
 void emu_syncthreads() { park(AT_BLOCK_BARRIER); }
 void emu_warp_sync() { park(AT_WARP_BARRIER); }
@@ -44,7 +73,20 @@ void* emu_warp_slot(int lane) { return &slots[(current / 32) * 32 + lane]; }
 static void fiber_main() {
     launching->invoke(launchParams);
     fibers[current].state = DONE;
-    swapcontext(&fibers[current].ctx, &scheduler);
+    emu_switch(&fibers[current].sp, scheduler);
+    abort(); // a finished fiber is never resumed
+}
+
+// fiber_init lays out a fresh stack so that the first emu_switch to it
+// pops six zero registers and "returns" into fiber_main with the stack
+// aligned as at a function's entry.
+static void fiber_init(Fiber& f) {
+    uintptr_t top = ((uintptr_t)f.stack.data() + f.stack.size()) & ~(uintptr_t)15;
+    void** sp = (void**)top;
+    *--sp = nullptr;               // fiber_main's return address: never used
+    *--sp = (void*)&fiber_main;    // where emu_switch's ret lands
+    for (int r = 0; r < 6; r++) *--sp = nullptr;
+    f.sp = sp;
 }
 
 // run_block runs every thread of one block to completion, releasing a
@@ -52,11 +94,7 @@ static void fiber_main() {
 static void run_block(int n) {
     for (int t = 0; t < n; t++) {
         Fiber& f = fibers[t];
-        getcontext(&f.ctx);
-        f.ctx.uc_stack.ss_sp = f.stack.data();
-        f.ctx.uc_stack.ss_size = f.stack.size();
-        f.ctx.uc_link = nullptr;
-        makecontext(&f.ctx, fiber_main, 0);
+        fiber_init(f);
         f.state = RUNNABLE;
         f.tid = {(unsigned)(t % blockDim.x), (unsigned)(t / blockDim.x % blockDim.y), (unsigned)(t / (blockDim.x * blockDim.y))};
     }
@@ -67,7 +105,7 @@ static void run_block(int n) {
             if (fibers[t].state != RUNNABLE) continue;
             current = t;
             threadIdx = fibers[t].tid;
-            swapcontext(&scheduler, &fibers[t].ctx);
+            emu_switch(&scheduler, fibers[t].sp);
             ran = true;
         }
         if (ran) continue;
@@ -118,7 +156,8 @@ static void run_launch(KernelEntry* k, int gx, int gy, int gz, int bx, int by, i
     }
 }
 
-struct Recorded { KernelEntry* k; int g[3], b[3], smem; std::vector<uint64_t> vals; };
+// A captured launch, or a captured cuBLAS call (fn).
+struct Recorded { KernelEntry* k; int g[3], b[3], smem; std::vector<uint64_t> vals; std::function<void()> fn; };
 static bool capturing = false;
 static std::vector<Recorded>* recording;
 
@@ -147,14 +186,27 @@ CUresult cuCtxSynchronize() { return 0; }
 CUresult cuStreamCreate(void** s, unsigned) { *s = (void*)2; return 0; }
 CUresult cuStreamSynchronize(void*) { return capturing ? 900 : 0; }
 CUresult cuStreamDestroy_v2(void*) { return 0; }
+// R1GO_EMU_ALLOC_LOG names a file that gets one line per allocation
+// ("alloc <address> <bytes>") and per free ("free <address>"), so a
+// memory plan can be checked against what the device code allocates.
+static FILE* alloc_log() {
+    static FILE* f = [] { const char* p = getenv("R1GO_EMU_ALLOC_LOG"); return p && *p ? fopen(p, "w") : (FILE*)nullptr; }();
+    return f;
+}
 CUresult cuMemAlloc_v2(uint64_t* p, size_t n) {
     void* m = aligned_alloc(256, (n + 255) / 256 * 256);
     if (!m) return 2;
     memset(m, 0xff, n); // NaN-filled: reading memory nobody wrote shows
     *p = (uint64_t)m;
+    if (FILE* f = alloc_log()) { fprintf(f, "alloc %#llx %zu\n", (unsigned long long)*p, n); fflush(f); }
     return 0;
 }
-CUresult cuMemFree_v2(uint64_t p) { if (capturing) return 900; free((void*)p); return 0; }
+CUresult cuMemFree_v2(uint64_t p) {
+    if (capturing) return 900;
+    if (FILE* f = alloc_log()) { fprintf(f, "free %#llx\n", (unsigned long long)p); fflush(f); }
+    free((void*)p);
+    return 0;
+}
 CUresult cuMemGetInfo_v2(size_t* f, size_t* t) { *f = *t = 1ull << 34; return 0; }
 CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void* s, size_t n, void*) { if (capturing) return 900; memcpy((void*)d, s, n); return 0; }
 CUresult cuMemcpyDtoHAsync_v2(void* d, uint64_t s, size_t n, void*) { if (capturing) return 900; memcpy(d, (void*)s, n); return 0; }
@@ -197,6 +249,7 @@ CUresult cuStreamEndCapture(void*, void** g) { capturing = false; *g = recording
 CUresult cuGraphInstantiateWithFlags(void** e, void* g, unsigned long long) { *e = g; return 0; }
 CUresult cuGraphLaunch(void* e, void*) {
     for (auto& r : *(std::vector<Recorded>*)e) {
+        if (r.fn) { r.fn(); continue; }
         std::vector<void*> ps;
         for (auto& v : r.vals) ps.push_back(&v);
         run_launch(r.k, r.g[0], r.g[1], r.g[2], r.b[0], r.b[1], r.b[2], r.smem, ps.data());
@@ -211,25 +264,43 @@ int cublasCreate_v2(void** h) { *h = (void*)5; return 0; }
 int cublasDestroy_v2(void*) { return 0; }
 int cublasSetStream_v2(void*, void*) { return 0; }
 const char* cublasGetStatusName(int) { return "CUBLAS_STATUS_EMULATED"; }
+static void gemm_run(int opA, int opB, int m, int n, int k, float al, const void* A, int at, int lda,
+                     const void* B, int bt, int ldb, float be, void* C, int ct, int ldc);
 int cublasGemmEx(void*, int opA, int opB, int m, int n, int k, const void* alpha, const void* A, int at, int lda,
                  const void* B, int bt, int ldb, const void* beta, void* C, int ct, int ldc, int, int) {
     // float32 (0) or bf16 (14) operands, float32 accumulation in double.
     if ((at != 0 && at != 14) || bt != at || (ct != 0 && ct != 14)) return 15; // CUBLAS_STATUS_NOT_SUPPORTED
-    if (capturing) return 14;
+    float al = *(const float*)alpha, be = *(const float*)beta;
+    if (capturing) { // recorded with its scalars by value, as cuBLAS records into a graph
+        Recorded r{};
+        r.fn = [=] { gemm_run(opA, opB, m, n, k, al, A, at, lda, B, bt, ldb, be, C, ct, ldc); };
+        recording->push_back(r);
+        return 0;
+    }
+    gemm_run(opA, opB, m, n, k, al, A, at, lda, B, bt, ldb, be, C, ct, ldc);
+    return 0;
+}
+}
+
+static void gemm_run(int opA, int opB, int m, int n, int k, float al, const void* A, int at, int lda,
+                     const void* B, int bt, int ldb, float be, void* C, int ct, int ldc) {
     auto load = [](const void* p, int t, long i) -> double {
         if (t == 0) return ((const float*)p)[i];
         unsigned u = (unsigned)((const unsigned short*)p)[i] << 16;
         float f; memcpy(&f, &u, 4); return f;
     };
-    float al = *(const float*)alpha, be = *(const float*)beta;
+    // op(A) as rows of k and op(B) as columns of k, in double, so the
+    // inner product reads contiguous memory.
+    std::vector<double> a((size_t)m * k), b((size_t)n * k);
+    for (int i = 0; i < m; i++)
+        for (int p = 0; p < k; p++) a[(size_t)i * k + p] = opA == 0 ? load(A, at, i + (long)p * lda) : load(A, at, p + (long)i * lda);
+    for (int j = 0; j < n; j++)
+        for (int p = 0; p < k; p++) b[(size_t)j * k + p] = opB == 0 ? load(B, bt, p + (long)j * ldb) : load(B, bt, j + (long)p * ldb);
     for (int j = 0; j < n; j++)
         for (int i = 0; i < m; i++) {
+            const double *x = &a[(size_t)i * k], *y = &b[(size_t)j * k];
             double s = 0;
-            for (int p = 0; p < k; p++) {
-                double x = opA == 0 ? load(A, at, i + (long)p * lda) : load(A, at, p + (long)i * lda);
-                double y = opB == 0 ? load(B, bt, p + (long)j * ldb) : load(B, bt, j + (long)p * ldb);
-                s += x * y;
-            }
+            for (int p = 0; p < k; p++) s += x[p] * y[p];
             long ci = i + (long)j * ldc;
             double v = al * s;
             if (be != 0) v += be * load(C, ct, ci);
@@ -239,6 +310,5 @@ int cublasGemmEx(void*, int opA, int opB, int m, int n, int k, const void* alpha
             if ((u & 0x7fffffffu) > 0x7f800000u) u = (u >> 16) | 0x40u; else u = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
             ((unsigned short*)C)[ci] = (unsigned short)u;
         }
-    return 0;
 }
-}
+

@@ -1,0 +1,134 @@
+package cuda
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/r1go/r1go/model"
+)
+
+// TestGPUStepSample decodes with Model.StepSample on both devices: the GPU
+// draws on the device (model.DeviceSampler) and downloads only the kept
+// rows. Greedy steps choose the CPU's tokens and keep its logits within
+// 1e-4; top-k/top-p steps (the GPU's tokens fed to both models) draw a
+// token of the host's kept set with the host's log-softmax.
+func TestGPUStepSample(t *testing.T) {
+	gpu := gpuOrSkip(t)
+	cfg := tinyQwen(t)
+	V := cfg.VocabSize
+	var models []*model.Model
+	var caches []*model.KVCache
+	for _, d := range []model.Device{model.NewCPU(), gpu} {
+		m, err := model.New(cfg, d, model.LMHeadOutput)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.InitRandom(5)
+		models = append(models, m)
+		caches = append(caches, m.NewKVCache(3, 64))
+	}
+	chunks := []model.Chunk{{Slot: 0, Tokens: []int32{1, 2, 3, 4, 5}}, {Slot: 2, Tokens: []int32{40, 41, 42}}}
+	all := []int{0, 1}
+	for step := 0; step < 8; step++ {
+		s := model.Greedy
+		if step >= 4 {
+			s = model.Sampling{Temperature: 1.1, TopP: 0.9, TopK: 7}
+		}
+		seeds := []uint64{uint64(100 + step), uint64(200 + step)}
+		var outs [2]model.Decoded
+		for k, m := range models {
+			o, err := m.StepSample(caches[k], chunks, s, seeds, all)
+			if err != nil {
+				t.Fatal(err)
+			}
+			outs[k] = o
+		}
+		if e := relErr(outs[1].Logits, outs[0].Logits); !(e <= 1e-4) {
+			t.Fatalf("step %d: kept logits relative error %.3g", step, e)
+		}
+		next := make([]model.Chunk, len(chunks))
+		for j, c := range chunks {
+			row := outs[0].Logits[j*V : (j+1)*V]
+			tok := outs[1].Tokens[j]
+			if s.Temperature == 0 {
+				if tok != outs[0].Tokens[j] || outs[1].LogProbs[j] != 0 {
+					t.Fatalf("greedy step %d chunk %d: GPU token %d (logprob %v), CPU %d", step, j, tok, outs[1].LogProbs[j], outs[0].Tokens[j])
+				}
+			} else {
+				if !slices.Contains(keptSet(row, s), tok) {
+					t.Fatalf("step %d chunk %d: GPU token %d outside the host's kept set %v", step, j, tok, keptSet(row, s))
+				}
+				want := hostLogSoftmax(row, s.Temperature)[tok]
+				if math.Abs(float64(outs[1].LogProbs[j])-want) > 1e-3 {
+					t.Fatalf("step %d chunk %d: logprob %v, host %v", step, j, outs[1].LogProbs[j], want)
+				}
+			}
+			next[j] = model.Chunk{Slot: c.Slot, Tokens: []int32{tok}}
+		}
+		chunks = next
+	}
+}
+
+// TestGPUDecoderGraph decodes with model.Decoder, whose decode steps on
+// the GPU replay a CUDA graph (GraphStep) and sample on the device, next
+// to the CPU's StepSample: a prefill (not graphed), then greedy steps
+// whose tokens and logits must match the CPU's, with a sequence leaving
+// the batch half-way (a new row count: a second graph). The graphs must
+// actually replay, and the replays must see each step's new token ids and
+// positions (the logits would go stale otherwise).
+func TestGPUDecoderGraph(t *testing.T) {
+	gpu := gpuOrSkip(t)
+	cfg := tinyQwen(t)
+	var models []*model.Model
+	var caches []*model.KVCache
+	for _, d := range []model.Device{model.NewCPU(), gpu} {
+		m, err := model.New(cfg, d, model.LMHeadOutput)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.InitRandom(7)
+		models = append(models, m)
+		caches = append(caches, m.NewKVCache(4, 64))
+	}
+	dec := model.NewDecoder(models[1], caches[1])
+	defer dec.Free()
+	graphs0, replays0 := gpu.StepGraphs()
+	chunks := []model.Chunk{{Slot: 0, Tokens: []int32{3, 1, 4, 1, 5}}, {Slot: 1, Tokens: []int32{9, 2, 6}}, {Slot: 3, Tokens: []int32{5, 3}}}
+	for step := 0; step < 9; step++ {
+		keep := make([]int, len(chunks))
+		for j := range keep {
+			keep[j] = j
+		}
+		seeds := make([]uint64, len(chunks))
+		cpu, err := models[0].StepSample(caches[0], chunks, model.Greedy, seeds, keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := dec.Step(chunks, model.Greedy, seeds, keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := relErr(got.Logits, cpu.Logits); !(e <= 1e-4) {
+			t.Fatalf("step %d: logits relative error %.3g", step, e)
+		}
+		if !slices.Equal(got.Tokens, cpu.Tokens) {
+			t.Fatalf("step %d: tokens %v, CPU %v", step, got.Tokens, cpu.Tokens)
+		}
+		var next []model.Chunk
+		for j, c := range chunks {
+			if step == 4 && j == 1 {
+				continue // this sequence ends; the batch shrinks to two rows
+			}
+			next = append(next, model.Chunk{Slot: c.Slot, Tokens: []int32{got.Tokens[j]}})
+		}
+		chunks = next
+	}
+	graphs, replays := gpu.StepGraphs()
+	t.Logf("%d step graphs recorded, %d replays", graphs-graphs0, replays-replays0)
+	// Steps 1-4 with three rows (recorded at 1, replayed at 2-4), 5-8 with
+	// two (recorded at 5, replayed at 6-8).
+	if graphs-graphs0 != 2 || replays-replays0 != 6 {
+		t.Errorf("%d graphs and %d replays, want 2 and 6", graphs-graphs0, replays-replays0)
+	}
+}

@@ -1,0 +1,162 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/r1go/r1go/model"
+)
+
+// Mixed precision. UseBF16 registers a buffer of float32 weights (a
+// model's parameter arena) and gives it a bf16 compute copy on the device.
+// From then on the Device computes in mixed precision:
+//
+//   - every matmul (Gemm, and those inside LMHead, LMHeadBackward and
+//     Logits) reads bf16 inputs and accumulates in float32: a weight
+//     operand is read from its bf16 copy, any other operand (activations,
+//     activation gradients, the LM head's logit gradients) is rounded to
+//     bf16 on its way in. Outputs stay float32, so parameter gradients
+//     accumulate in float32;
+//   - Embedding rows come out rounded to bf16, as read from the bf16 table;
+//   - AdamW updates the float32 master weights and moments and writes the
+//     new bf16 copy in the same pass (adamw_update_bf16), so the rollout
+//     that follows samples from the bf16 copy of the trainer's own weights:
+//     one model, no weight sync;
+//   - Upload and Copy into registered weights refresh their bf16 copy.
+//
+// RMSNorm, RoPE, attention (its softmax), SwiGLU, the residual adds and
+// the loss head (logprob, entropy, their backward) compute in float32 from
+// float32 storage, with the sums in float32 or double as before. A frozen
+// reference policy is a second model whose arena is registered too and
+// never stepped: it computes from its bf16 copy. Activations are bf16
+// where they enter a matmul but are kept as float32 between ops; storing
+// them as bf16 (half the activation memory) needs bf16 buffers through
+// model.Device, which the seam does not have.
+//
+// Tolerances against the CPU device in float32 are in the package doc.
+
+// weightCopy is a registered float32 weight buffer and its bf16 copy.
+type weightCopy struct {
+	base uintptr // device address of the float32 weights
+	n    int     // elements
+	bf   Buffer  // bf16 copy, n elements
+}
+
+var kRoundBF16 = kernel("convert.cu", "round_bf16", 256)
+var kAdamWBF16 = kernel("adamw.cu", "adamw_update_bf16", 256)
+
+// UseBF16 gives the float32 weights w a bf16 compute copy and switches the
+// Device to mixed precision (see above). Registering the same buffer again
+// refreshes its copy. It satisfies model.MixedPrecision.
+func (d *Device) UseBF16(w model.Buffer) {
+	pw := f32(w, -1, "UseBF16 weights")
+	defer d.enter()()
+	d.mixed = true
+	for _, c := range d.weights {
+		if c.base == pw && c.n == w.Len() {
+			d.refresh(pw, c.n)
+			return
+		}
+	}
+	c := weightCopy{base: pw, n: w.Len(), bf: d.alloc(w.Len(), BF16)}
+	d.launch(kToBF16, d.elementwiseGrid(c.n), grid1(256), 0, p(c.bf.ptr), p(pw), i64(c.n))
+	d.weights = append(d.weights, c)
+}
+
+// Mixed reports whether UseBF16 has switched the Device to mixed precision.
+func (d *Device) Mixed() bool { return d.mixed }
+
+// WeightsBF16 returns the bf16 copy of registered weights w (or of the
+// registered buffer w is a view into), and false when w is not registered.
+func (d *Device) WeightsBF16(w model.Buffer) (Buffer, bool) {
+	x := w.(Buffer)
+	for _, c := range d.weights {
+		if x.ptr >= c.base && x.ptr+uintptr(4*x.n) <= c.base+uintptr(4*c.n) {
+			return Buffer{ptr: c.bf.ptr + (x.ptr-c.base)/2, n: x.n, dtype: BF16}, true
+		}
+	}
+	return Buffer{}, false
+}
+
+// copyOf finds the registered weights holding [ptr, ptr+4·n) and returns
+// the bf16 address of ptr.
+func (d *Device) copyOf(ptr uintptr, n int) (uintptr, bool) {
+	for _, c := range d.weights {
+		if ptr >= c.base && ptr+uintptr(4*n) <= c.base+uintptr(4*c.n) {
+			return c.bf.ptr + (ptr-c.base)/2, true
+		}
+	}
+	return 0, false
+}
+
+// refresh re-converts the bf16 copy of whatever registered weights overlap
+// [ptr, ptr+4·n): an Upload or Copy wrote float32 weights directly.
+func (d *Device) refresh(ptr uintptr, n int) {
+	for _, c := range d.weights {
+		lo, hi := max(ptr, c.base), min(ptr+uintptr(4*n), c.base+uintptr(4*c.n))
+		if lo >= hi {
+			continue
+		}
+		k := int(hi-lo) / 4
+		d.launch(kToBF16, d.elementwiseGrid(k), grid1(256), 0, p(c.bf.ptr+(lo-c.base)/2), p(lo), i64(k))
+	}
+}
+
+// span is the number of elements a row-major rows×cols operand with
+// leading dimension ld covers.
+func span(rows, cols, ld int) int {
+	if rows == 0 || cols == 0 {
+		return 0
+	}
+	return (rows-1)*ld + cols
+}
+
+// bf16Operand returns a bf16 address holding the n float32 values at ptr:
+// their registered copy, or a rounded copy in the scratch buffer slot.
+func (d *Device) bf16Operand(ptr uintptr, n int, slot string) uintptr {
+	if q, ok := d.copyOf(ptr, n); ok {
+		return q
+	}
+	s := d.scratchBuf(slot, n, BF16)
+	d.launch(kToBF16, d.elementwiseGrid(n), grid1(256), 0, p(s.ptr), p(ptr), i64(n))
+	return s.ptr
+}
+
+// gemmMixed is d.gemm in mixed precision: bf16 inputs, float32
+// accumulation and output.
+func (d *Device) gemmMixed(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) {
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	qa := d.bf16Operand(a, span(ar, ac, lda), "mixed-a")
+	qb := d.bf16Operand(b, span(br, bc, ldb), "mixed-b")
+	g := rowMajorGemm(transA, transB, m, n, k, qa, lda, qb, ldb)
+	d.fail(d.blas.gemmTyped(d.handle, g, cudaR16BF, alpha, beta, c, cudaR32F, ldc, cublasCompute32F))
+}
+
+// roundBF16 rounds n float32 values at ptr to bf16 in place.
+func (d *Device) roundBF16(ptr uintptr, n int) {
+	if n > 0 {
+		d.launch(kRoundBF16, d.elementwiseGrid(n), grid1(256), 0, p(ptr), i64(n))
+	}
+}
+
+// adamwMixed runs the AdamW pass that also writes the bf16 copy, when p is
+// registered weights; it reports false otherwise.
+func (d *Device) adamwMixed(pp, pg, pm, pv uintptr, n int, hp model.AdamWParams, c1, c2 float64) bool {
+	pb, ok := d.copyOf(pp, n)
+	if !ok {
+		return false
+	}
+	d.launch(kAdamWBF16, d.elementwiseGrid(n), grid1(256), 0, p(pp), p(pb), p(pg), p(pm), p(pv), i64(n),
+		f(hp.LR), f(hp.Beta1), f(hp.Beta2), f(hp.Eps), f(hp.WeightDecay), f(float32(c1)), f(float32(c2)), f(hp.GradScale))
+	return true
+}
+
+func (c weightCopy) String() string { return fmt.Sprintf("%d weights at %#x", c.n, c.base) }
+
+var _ model.MixedPrecision = (*Device)(nil)

@@ -1,0 +1,34 @@
+package model
+
+// Optional device capabilities. A Device may implement these beyond the
+// Device interface; callers check with a type assertion and keep their
+// plain path when it does not, so the CPU device's results never change.
+
+// MixedPrecision is a device that can compute from bf16 copies of float32
+// weights (fp32 master weights, fp32 accumulation): UseBF16 registers one
+// weight buffer, such as a Model's Params, and switches the device to
+// mixed precision. The CUDA device implements it.
+type MixedPrecision interface {
+	UseBF16(weights Buffer)
+}
+
+// DeviceSampler is a device that draws tokens from logits it holds, so a
+// decode step moves a token id and its log-probability per row instead of
+// a row of V logits. SampleRows draws row r of logits[rows, V] from the
+// distribution SampleToken draws from under s (temperature, top-k, top-p;
+// greedy for temperature 0) with seeds[r] choosing its random numbers,
+// and returns each token with its log-probability under softmax(logits/T).
+// The CUDA device implements it; Model.StepSample uses it when present.
+type DeviceSampler interface {
+	SampleRows(tokens []int32, logprobs []float32, logits Buffer, V int, s Sampling, seeds []uint64) error
+}
+
+// StepGrapher is a device that records the device work of a step once and
+// replays it as one graph launch while only the contents of the host
+// arrays passed to its ops change (the CUDA device: CUDA graphs). key names
+// everything else the work depends on; work may have no effect other than
+// the device ops it queues, as it may run more than once or not at all.
+// Decoder uses it for decode steps.
+type StepGrapher interface {
+	GraphStep(key string, work func()) error
+}
