@@ -39,6 +39,7 @@ type Settings struct {
 	Reference bool // a frozen reference policy (KL loss or KL in the reward)
 	Critic    bool // a value model with its own optimizer (GAE)
 	Recompute bool // activation recomputation in the backward
+	BaseModel bool // a second policy held beside the first (eval's base-tool-call baseline)
 
 	MicroBatchTokens int // tokens per forward/backward (training and scoring)
 	RolloutSlots     int // KV cache slots decoded together; 0: no rollout
@@ -140,7 +141,7 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		add("optimizer state", 0, "none: no training")
 	}
 	T := s.MicroBatchTokens
-	if s.MaxContext > T {
+	if s.MaxContext > T && T > 0 {
 		T = s.MaxContext // a sequence longer than the micro-batch is a micro-batch of its own
 	}
 	if s.Reference {
@@ -152,6 +153,9 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		}
 		ref += sh.acts(T, false) * ab
 		add("reference policy", ref, "%s, plus scoring activations at %d tokens", detail, T)
+	}
+	if s.BaseModel {
+		add("base model", P*wb+P*4, "a second policy: weights and the gradient arena model.New allocates")
 	}
 	if s.Critic {
 		C := sh.arena(false, true)
@@ -274,5 +278,12 @@ func (p *Plan) noFit(cfg *model.Config) string {
 	if q, err := New(cfg, t); err == nil {
 		least = q.Total()
 	}
-	return fmt.Sprintf("no setting of micro-batch, recomputation or rollout slots makes it fit: even at their smallest the run needs %.2f GiB; use a larger device", float64(least)/GiB)
+	var knobs []string
+	for _, k := range []string{"micro_batch", "recompute", "slots"} {
+		if p.Settings.key(k) != "" {
+			knobs = append(knobs, p.Settings.key(k))
+		}
+	}
+	return fmt.Sprintf("no value of %s makes it fit: even at their smallest the run needs %.2f GiB; use a larger device",
+		strings.Join(knobs, ", "), float64(least)/GiB)
 }
