@@ -195,8 +195,9 @@ func TestScoreDryRun(t *testing.T) {
 	if err := runOn(o, dir, dir, "-", "-", 4096, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"memory plan: qwen3", "on cuda", "does NOT fit", "-batch-tokens"} {
-		if !strings.Contains(log.String(), s) && !(s == "-batch-tokens" && strings.Contains(log.String(), "larger device")) {
+	// 1 GiB holds not even Qwen3-4B's weights: no -batch-tokens helps.
+	for _, s := range []string{"memory plan: qwen3", "on cuda", "does NOT fit", "no value of -batch-tokens makes it fit"} {
+		if !strings.Contains(log.String(), s) {
 			t.Errorf("plan lacks %q:\n%s", s, log.String())
 		}
 	}

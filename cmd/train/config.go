@@ -5,6 +5,7 @@ import (
 
 	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/plan"
 	"github.com/r1go/r1go/optim"
 	"github.com/r1go/r1go/rl"
 )
@@ -126,6 +127,11 @@ func (c *Config) Validate() error {
 	case "auto", "cpu", "cuda":
 	default:
 		return fmt.Errorf("trainer.device %q is not auto, cpu or cuda", c.Trainer.Device)
+	}
+	if c.Trainer.DeviceMemory != "" {
+		if _, err := plan.ParseSize(c.Trainer.DeviceMemory); err != nil {
+			return fmt.Errorf("trainer.device_memory: %w", err)
+		}
 	}
 	return nil
 }

@@ -68,13 +68,20 @@ func TestDryRunConfigOnly(t *testing.T) {
 	}
 }
 
-// TestPlanStopsBeforeWork gives the default tiny run 2 MiB of device
-// memory: it must stop after printing the plan, before building data or a
-// model, with an error naming the largest items and what would fit.
+// TestPlanStopsBeforeWork gives the test run too little device memory: it
+// must stop after printing the plan, before building data or a model, with
+// an error naming the largest items; with 2 MiB nothing fits, with 60 MiB
+// the advice names keys that, set, make the plan fit.
 func TestPlanStopsBeforeWork(t *testing.T) {
+	for _, mem := range []string{"2MiB", "60MiB"} {
+		planStops(t, mem)
+	}
+}
+
+func planStops(t *testing.T, mem string) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir)
-	cfg.Trainer.Device, cfg.Trainer.DeviceMemory = "cpu", "2MiB"
+	cfg.Trainer.Device, cfg.Trainer.DeviceMemory = "cpu", mem
 	var out bytes.Buffer
 	err := run(context.Background(), &cfg, &out)
 	if err == nil || !strings.Contains(err.Error(), "largest:") || !strings.Contains(err.Error(), "plan: the run needs") {
@@ -87,10 +94,14 @@ func TestPlanStopsBeforeWork(t *testing.T) {
 		t.Errorf("the run built its data before stopping (%v)", err)
 	}
 	// Advice, when given, names real keys that make the plan fit.
-	if i := strings.Index(err.Error(), "to fit, set "); i >= 0 {
+	i := strings.Index(err.Error(), "to fit, set ")
+	if (i >= 0) != (mem != "2MiB") {
+		t.Fatalf("%s: advice given: %v: %v", mem, i >= 0, err)
+	}
+	if i >= 0 {
 		args := strings.Fields(strings.SplitN(err.Error()[i+len("to fit, set "):], "; or ", 2)[0])
 		cfg2 := testConfig(t, t.TempDir())
-		if err := config.Load(&cfg2, append(args, "trainer.device=cpu", "trainer.device_memory=2MiB", "trainer.dry_run=true"), nil); err != nil {
+		if err := config.Load(&cfg2, append(args, "trainer.device=cpu", "trainer.device_memory="+mem, "trainer.dry_run=true"), nil); err != nil {
 			t.Fatalf("advice %v: %v", args, err)
 		}
 		cfg2.Data, cfg2.Model, cfg2.RL.Rollout.N = cfg.Data, cfg.Model, cfg.RL.Rollout.N

@@ -205,3 +205,15 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseSize: no panic, and an accepted size is positive.
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"80GiB", "80GB", "1.5 TiB", "12", "B", "1e400GiB", "-3MiB", "NaNGiB", "InfB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if n, err := ParseSize(s); err == nil && n <= 0 {
+			t.Fatalf("%q gave %d", s, n)
+		}
+	})
+}

@@ -26,7 +26,7 @@ func ParseSize(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || !(v > 0) || v*mult > 1<<60 {
+	if err != nil || !(v*mult >= 1) || v*mult > 1<<60 {
 		return 0, fmt.Errorf("plan: memory size %q is not a positive number with a unit such as 80GiB, 80GB or 512MiB", s)
 	}
 	return int64(v * mult), nil

@@ -86,3 +86,22 @@ func TestParseTemplateKwargs(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseTemplateKwargs: any input is accepted or refused without a
+// panic, and what is accepted survives MarshalText and a second parse.
+func FuzzParseTemplateKwargs(f *testing.F) {
+	for _, s := range []string{`{"enable_thinking": false}`, `{}`, ``, `{"a": [1, {"b": null}], "c": "x"}`, `{"tools": 1}`, `[`, `{"a": 1e999}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		k, err := ParseTemplateKwargs(s)
+		if err != nil {
+			return
+		}
+		b, _ := k.MarshalText()
+		k2, err := ParseTemplateKwargs(string(b))
+		if err != nil || strings.Join(k2.Keys(), ",") != strings.Join(k.Keys(), ",") {
+			t.Fatalf("%q -> %s -> %v, %v", s, b, k2.Keys(), err)
+		}
+	})
+}
