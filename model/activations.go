@@ -30,6 +30,14 @@ type activations struct {
 	dvalues  Buffer // [T]
 
 	pos, targets []int32 // [T] host-side positions and next-token targets
+
+	// Per-head q/k norm (Qwen3) only: two [T, QKV] scratch buffers and the
+	// row permutations between qkv's interleaved head rows (per token:
+	// NH q heads, KVH k heads, KVH v heads, HS wide each) and the blocked
+	// order (all q head rows, then all k, then all v) in which the q rows
+	// and the k rows are each contiguous for one RMSNorm call.
+	qkn, qkn2          Buffer
+	toBlocked, toInter []int32
 }
 
 // layerActs are what one layer's backward reads.
@@ -44,10 +52,50 @@ type layerActs struct {
 	rstd2 Buffer // [T]
 	gu    Buffer // [T, 2I]
 	act   Buffer // [T, I]
+
+	qkraw        Buffer // [T, QKV] q|k|v before the per-head norm, blocked order (Qwen3)
+	rstdq, rstdk Buffer // [T·NH], [T·KVH] the per-head norms' saved statistics
 }
 
 func layerActSize(d dims, T int) int {
-	return T*d.C*3 + 2*T + T*d.QKV + T*d.Q + d.NH*T + T*2*d.I + T*d.I
+	n := T*d.C*3 + 2*T + T*d.QKV + T*d.Q + d.NH*T + T*2*d.I + T*d.I
+	if d.qkNorm {
+		n += T*d.QKV + T*d.NH + T*d.KVH
+	}
+	return n
+}
+
+// qkNormScratch is the size of the shared per-head norm scratch.
+func qkNormScratch(d dims, T int) int {
+	if !d.qkNorm {
+		return 0
+	}
+	return 2 * T * d.QKV
+}
+
+// headPermutations returns the row gathers, as Embedding ids, between qkv's
+// interleaved head rows and the blocked order: Embedding(blocked, toBlocked,
+// qkv, HS) and Embedding(qkv, toInter, blocked, HS) convert one into the
+// other. A gather is the one strided copy every Device already has.
+func headPermutations(d dims, T int) (toBlocked, toInter []int32) {
+	per := d.NH + 2*d.KVH
+	toInter, toBlocked = make([]int32, T*per), make([]int32, T*per)
+	for t := 0; t < T; t++ {
+		for j := 0; j < per; j++ {
+			var b int
+			switch {
+			case j < d.NH:
+				b = t*d.NH + j
+			case j < d.NH+d.KVH:
+				b = T*d.NH + t*d.KVH + j - d.NH
+			default:
+				b = T*(d.NH+d.KVH) + t*d.KVH + j - d.NH - d.KVH
+			}
+			r := t*per + j
+			toInter[r], toBlocked[b] = int32(b), int32(r)
+		}
+	}
+	return toBlocked, toInter
 }
 
 func (a *activations) x(l int) Buffer { return a.xs[l] }
@@ -69,7 +117,8 @@ func ensureActivations(old *activations, dev Device, d dims, T int, saved bool) 
 	size := (d.L+1)*T*d.C + nl*layerActSize(d, T) + // residuals and layers
 		T*d.C*2 + T + // tmp, lnf, rstdf
 		4*T + // head outputs
-		T*d.C*2 + T*d.QKV + T*d.Q + T*2*d.I + T*d.I + 3*T // backward scratch
+		T*d.C*2 + T*d.QKV + T*d.Q + T*2*d.I + T*d.I + 3*T + // backward scratch
+		qkNormScratch(d, T)
 	a := old
 	if a == nil || a.cap < size {
 		if a != nil {
@@ -91,12 +140,22 @@ func ensureActivations(old *activations, dev Device, d dims, T int, saved bool) 
 			lse: take(d.NH * T), xmid: take(T * d.C), ln2: take(T * d.C), rstd2: take(T),
 			gu: take(T * 2 * d.I), act: take(T * d.I),
 		})
+		if d.qkNorm {
+			s := &a.layers[l]
+			s.qkraw, s.rstdq, s.rstdk = take(T*d.QKV), take(T*d.NH), take(T*d.KVH)
+		}
 	}
 	a.tmp, a.lnf, a.rstdf = take(T*d.C), take(T*d.C), take(T)
 	a.logprob, a.entropy, a.lseV, a.values = take(T), take(T), take(T), take(T)
 	a.dx, a.dln, a.dqkv, a.datt = take(T*d.C), take(T*d.C), take(T*d.QKV), take(T*d.Q)
 	a.dgu, a.dact = take(T*2*d.I), take(T*d.I)
 	a.dlogprob, a.dentropy, a.dvalues = take(T), take(T), take(T)
+	if d.qkNorm {
+		a.qkn, a.qkn2 = take(T*d.QKV), take(T*d.QKV)
+		if len(a.toInter) != T*(d.NH+2*d.KVH) {
+			a.toBlocked, a.toInter = headPermutations(d, T)
+		}
+	}
 	if off != size {
 		panic("model: activation arena size and views disagree")
 	}

@@ -168,8 +168,8 @@ func (g *GenerationConfig) JSON() ([]byte, error) {
 	return hfWriteObject(keys, raw)
 }
 
-// ExpectedTensors lists the tensors of a Qwen2ForCausalLM or
-// LlamaForCausalLM checkpoint in transformers' module order, with nn.Linear
+// ExpectedTensors lists the tensors of a Qwen2ForCausalLM, Qwen3ForCausalLM
+// or LlamaForCausalLM checkpoint in transformers' module order, with nn.Linear
 // shapes [out, in]. lm_head.weight is listed only when the embeddings are
 // not tied, because transformers does not store the tied copy.
 func ExpectedTensors(cfg *Config) []NamedShape {
@@ -193,6 +193,10 @@ func ExpectedTensors(cfg *Config) []NamedShape {
 			add("self_attn.v_proj.bias", kv)
 		}
 		add("self_attn.o_proj.weight", h, q)
+		if cfg.QKNorm() {
+			add("self_attn.q_norm.weight", cfg.HeadDim())
+			add("self_attn.k_norm.weight", cfg.HeadDim())
+		}
 		add("post_attention_layernorm.weight", h)
 		add("mlp.gate_proj.weight", i, h)
 		add("mlp.up_proj.weight", i, h)

@@ -11,13 +11,14 @@ import (
 )
 
 // Config is a Hugging Face config.json for a Qwen2/Qwen2.5 (model_type
-// "qwen2") or Llama-style (model_type "llama") decoder. Field names follow
+// "qwen2"), Qwen3 (model_type "qwen3") or Llama-style (model_type "llama")
+// decoder. Field names follow
 // the JSON keys. ParseConfig keeps the original JSON too, so JSON() writes
 // the user's keys back unchanged except those whose field was changed and
 // the dtype keys.
 type Config struct {
-	Architectures         []string // ["Qwen2ForCausalLM"] or ["LlamaForCausalLM"]
-	ModelType             string   // "qwen2" or "llama"
+	Architectures         []string // ["Qwen2ForCausalLM"], ["Qwen3ForCausalLM"] or ["LlamaForCausalLM"]
+	ModelType             string   // "qwen2", "qwen3" or "llama"
 	HiddenSize            int
 	IntermediateSize      int
 	NumHiddenLayers       int
@@ -42,7 +43,7 @@ type Config struct {
 	DType                 string   // "bfloat16", "float32" or "float16", from dtype or torch_dtype
 	UseCache              bool
 	TransformersVersion   string
-	AttentionBias         bool // Llama's attention_bias; Qwen2 always has q/k/v bias (see QKVBias)
+	AttentionBias         bool // Llama's and Qwen3's attention_bias; Qwen2 always has q/k/v bias (see QKVBias)
 	MLPBias               bool // Llama's mlp_bias; must be false
 
 	source  string                     // file name for errors
@@ -180,7 +181,7 @@ func hfRopeType(block map[string]json.RawMessage, source, key string) error {
 }
 
 // Validate checks that the config describes a model this package runs:
-// qwen2 or llama, SiLU, consistent head counts, no sliding window in use,
+// qwen2, qwen3 or llama, SiLU, consistent head counts, no sliding window in use,
 // no rope scaling, no dropout, no Llama o_proj or MLP bias.
 func (c *Config) Validate() error {
 	fail := func(format string, args ...any) error {
@@ -190,9 +191,9 @@ func (c *Config) Validate() error {
 		}
 		return fmt.Errorf("model: %s: %s", src, fmt.Sprintf(format, args...))
 	}
-	arch := map[string]string{"qwen2": "Qwen2ForCausalLM", "llama": "LlamaForCausalLM"}[c.ModelType]
+	arch := map[string]string{"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM"}[c.ModelType]
 	if arch == "" {
-		return fail("model_type %q is not supported (want \"qwen2\" or \"llama\")", c.ModelType)
+		return fail("model_type %q is not supported (want \"qwen2\", \"qwen3\" or \"llama\")", c.ModelType)
 	}
 	if len(c.Architectures) > 0 {
 		found := false
@@ -237,8 +238,8 @@ func (c *Config) Validate() error {
 	if c.AttentionDropout != 0 {
 		return fail("attention_dropout %g is not supported (the model has no dropout)", c.AttentionDropout)
 	}
-	if c.ModelType == "llama" && c.AttentionBias {
-		return fail("attention_bias true is not supported for llama (it adds an o_proj bias)")
+	if c.ModelType != "qwen2" && c.AttentionBias {
+		return fail("attention_bias true is not supported for %s (it adds an o_proj bias)", c.ModelType)
 	}
 	if c.MLPBias {
 		return fail("mlp_bias true is not supported")
@@ -260,7 +261,7 @@ func (c *Config) Validate() error {
 			return fail("layer_types[%d] = %q is not an attention type", i, t)
 		}
 	}
-	// transformers' Qwen2 rule: layers from max_window_layers on slide when
+	// transformers' Qwen2 (and Qwen3) rule: layers from max_window_layers on slide when
 	// use_sliding_window is set and sliding_window is not null.
 	if c.UseSlidingWindow && c.SlidingWindow > 0 && c.MaxWindowLayers < c.NumHiddenLayers {
 		return fail("use_sliding_window is true with sliding_window %d from layer %d on: sliding-window attention is not supported",
@@ -281,8 +282,12 @@ func (c *Config) HeadDim() int {
 func (c *Config) KVDim() int { return c.NumKeyValueHeads * c.HeadDim() }
 
 // QKVBias reports whether q_proj, k_proj and v_proj carry biases: always for
-// Qwen2, attention_bias for Llama.
+// Qwen2, attention_bias for Llama and Qwen3 (which Validate keeps false).
 func (c *Config) QKVBias() bool { return c.ModelType == "qwen2" || c.AttentionBias }
+
+// QKNorm reports whether each head's query and key pass through an RMSNorm
+// (self_attn.q_norm and k_norm, weights [head_dim]) before RoPE: Qwen3.
+func (c *Config) QKNorm() bool { return c.ModelType == "qwen3" }
 
 // ParamCount is the number of parameters stored in the checkpoint (a tied
 // lm_head is stored once, as transformers counts it).
@@ -422,7 +427,7 @@ func (c *Config) hfFields() []struct {
 		{"layer_types", func(c *Config) any { return c.LayerTypes }, func(c *Config) bool { return c.LayerTypes == nil }},
 		{"use_cache", func(c *Config) any { return c.UseCache }, never},
 		{"transformers_version", func(c *Config) any { return c.TransformersVersion }, func(c *Config) bool { return c.TransformersVersion == "" }},
-		{"attention_bias", func(c *Config) any { return c.AttentionBias }, func(c *Config) bool { return c.ModelType != "llama" }},
+		{"attention_bias", func(c *Config) any { return c.AttentionBias }, func(c *Config) bool { return c.ModelType == "qwen2" }},
 		{"mlp_bias", func(c *Config) any { return c.MLPBias }, func(c *Config) bool { return c.ModelType != "llama" }},
 	}
 }

@@ -18,7 +18,7 @@ func dimsOf(cfg *Config, head Head) (dims, error) {
 	d := dims{
 		L: cfg.NumHiddenLayers, C: cfg.HiddenSize, V: cfg.VocabSize, I: cfg.IntermediateSize,
 		NH: cfg.NumAttentionHeads, KVH: cfg.NumKeyValueHeads, HS: cfg.HeadDim(),
-		bias: cfg.QKVBias(), tied: cfg.TieWordEmbeddings,
+		bias: cfg.QKVBias(), tied: cfg.TieWordEmbeddings, qkNorm: cfg.QKNorm(),
 		lmHead: head == LMHeadOutput, valueHead: head == ValueHeadOutput,
 		eps: float32(cfg.RMSNormEps), theta: cfg.RopeTheta,
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 )
 
-// Model is a Qwen2-family decoder on a Device: its parameters and gradients
+// Model is a Qwen2-family (Qwen2, Qwen3, Llama) decoder on a Device: its parameters and gradients
 // each live in one arena (Params, Grads) cut into per-layer views, and the
 // activations of the last Forward in a third.
 type Model struct {
@@ -174,6 +174,9 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 	if w.bqkv != nil {
 		dev.AddBias(s.qkv, d.QKV, w.bqkv, T, d.QKV)
 	}
+	if d.qkNorm {
+		m.headNorm(a, s, w)
+	}
 	dev.RoPE(s.qkv, d.QKV, 0, a.pos, d.NH, d.HS, d.theta)
 	dev.RoPE(s.qkv, d.QKV, d.Q, a.pos, d.KVH, d.HS, d.theta)
 	attend(a, l, s)
@@ -249,6 +252,9 @@ func (m *Model) layerBackward(l int) {
 	dev.AttentionBackward(a.dqkv, a.datt, s.att, s.lse, s.qkv, m.batch.Seqs, d.NH, d.KVH, d.HS)
 	dev.RoPEBackward(a.dqkv, d.QKV, 0, a.pos, d.NH, d.HS, d.theta)
 	dev.RoPEBackward(a.dqkv, d.QKV, d.Q, a.pos, d.KVH, d.HS, d.theta)
+	if d.qkNorm {
+		m.headNormBackward(a, s, w, g)
+	}
 	if g.bqkv != nil {
 		dev.BiasBackward(g.bqkv, a.dqkv, d.QKV, T, d.QKV)
 	}
@@ -256,4 +262,33 @@ func (m *Model) layerBackward(l int) {
 	dev.Gemm(true, false, d.QKV, d.C, T, 1, a.dqkv, d.QKV, s.ln1, d.C, 1, g.wqkv, d.C)
 	dev.RMSNormBackward(a.tmp, g.ln1, a.dln, a.x(l), w.ln1, s.rstd1, T, d.C)
 	dev.Add(a.dx, a.dx, a.tmp)
+}
+
+// headNorm is Qwen3's RMSNorm over each head's query and key (weights
+// q_norm and k_norm, [HS], shared by the heads) before RoPE. It reuses the
+// Device's RMSNorm with rows = tokens × heads: the raw q|k|v rows are
+// gathered into the blocked order (saved in s.qkraw for the backward), the
+// q block and the k block are normalised, v is copied, and the result is
+// gathered back into s.qkv's interleaved layout.
+func (m *Model) headNorm(a *activations, s layerActs, w layerParams) {
+	d, dev, T := m.d, m.Dev, a.T
+	tq, tk := T*d.Q, T*d.KV
+	dev.Embedding(s.qkraw, a.toBlocked, s.qkv, d.HS)
+	dev.RMSNorm(a.qkn.Slice(0, tq), s.rstdq, s.qkraw.Slice(0, tq), w.qn, T*d.NH, d.HS, d.eps)
+	dev.RMSNorm(a.qkn.Slice(tq, tk), s.rstdk, s.qkraw.Slice(tq, tk), w.kn, T*d.KVH, d.HS, d.eps)
+	dev.Copy(a.qkn.Slice(tq+tk, tk), s.qkraw.Slice(tq+tk, tk))
+	dev.Embedding(s.qkv, a.toInter, a.qkn, d.HS)
+}
+
+// headNormBackward turns a.dqkv, the gradient of the normalised q|k|v, into
+// the gradient of the raw projections, accumulating into q_norm and k_norm.
+func (m *Model) headNormBackward(a *activations, s layerActs, w, g layerParams) {
+	d, dev, T := m.d, m.Dev, a.T
+	tq, tk := T*d.Q, T*d.KV
+	dn, draw := a.qkn, a.qkn2
+	dev.Embedding(dn, a.toBlocked, a.dqkv, d.HS)
+	dev.RMSNormBackward(draw.Slice(0, tq), g.qn, dn.Slice(0, tq), s.qkraw.Slice(0, tq), w.qn, s.rstdq, T*d.NH, d.HS)
+	dev.RMSNormBackward(draw.Slice(tq, tk), g.kn, dn.Slice(tq, tk), s.qkraw.Slice(tq, tk), w.kn, s.rstdk, T*d.KVH, d.HS)
+	dev.Copy(draw.Slice(tq+tk, tk), dn.Slice(tq+tk, tk))
+	dev.Embedding(a.dqkv, a.toInter, draw, d.HS)
 }

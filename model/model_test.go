@@ -70,7 +70,7 @@ func readGolden(t *testing.T, f *safetensors.File, name string) []float32 {
 // PyTorch (float64 reference) within 1e-4 relative, with and without
 // activation recomputation.
 func TestGoldenPyTorch(t *testing.T) {
-	for _, name := range []string{"qwen2_tied", "qwen2_untied", "llama_untied"} {
+	for _, name := range []string{"qwen2_tied", "qwen2_untied", "llama_untied", "qwen3_tied"} {
 		for _, recompute := range []bool{false, true} {
 			t.Run(name, func(t *testing.T) {
 				gc := loadGoldenCase(t, name)

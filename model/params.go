@@ -8,6 +8,7 @@ type dims struct {
 	NH, KVH, HS       int // query heads, key-value heads, head size
 	Q, KV, QKV        int // NH·HS, KVH·HS, Q+2·KV
 	bias, tied        bool
+	qkNorm            bool // Qwen3: RMSNorm over each head's q and k before RoPE
 	lmHead, valueHead bool
 	eps               float32
 	theta             float64
@@ -31,6 +32,8 @@ type layerParams struct {
 	wqkv Buffer // [QKV, C]       q_proj | k_proj | v_proj weights
 	bqkv Buffer // [QKV]          their biases (nil without bias)
 	wo   Buffer // [C, Q]         o_proj.weight
+	qn   Buffer // [HS]           q_norm.weight (nil without per-head q/k norm)
+	kn   Buffer // [HS]           k_norm.weight
 	ln2  Buffer // [C]            post_attention_layernorm.weight
 	wgu  Buffer // [2I, C]        gate_proj | up_proj weights
 	wd   Buffer // [C, I]         down_proj.weight
@@ -82,6 +85,10 @@ func layout(d dims) ([]tensorSpec, int) {
 			add(p+"self_attn.v_proj.bias", d.KV)
 		}
 		add(p+"self_attn.o_proj.weight", d.C, d.Q)
+		if d.qkNorm {
+			add(p+"self_attn.q_norm.weight", d.HS)
+			add(p+"self_attn.k_norm.weight", d.HS)
+		}
 		add(p+"post_attention_layernorm.weight", d.C)
 		add(p+"mlp.gate_proj.weight", d.I, d.C)
 		add(p+"mlp.up_proj.weight", d.I, d.C)
@@ -120,6 +127,9 @@ func views(d dims, specs []tensorSpec, arena Buffer) params {
 		}
 		if d.bias {
 			lp.bqkv = span(pre+"self_attn.q_proj.bias", d.QKV)
+		}
+		if d.qkNorm {
+			lp.qn, lp.kn = one(pre+"self_attn.q_norm.weight"), one(pre+"self_attn.k_norm.weight")
 		}
 		p.layers = append(p.layers, lp)
 	}

@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 
 	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/cmd/internal/config"
@@ -46,6 +47,7 @@ type Config struct {
 	MaxResp    int              `yaml:"max_response_tokens" help:"tokens after the prompt"`
 	MaxContext int              `yaml:"max_context" help:"tokens per trajectory"`
 	Slots      int              `yaml:"slots" help:"questions decoded together"`
+	Device     DeviceConfig     `yaml:",inline"`
 }
 
 func defaultConfig() Config {
@@ -53,6 +55,7 @@ func defaultConfig() Config {
 		Data:  agent.DefaultDataConfig(),
 		Env:   agent.DefaultEnvConfig(),
 		Split: "test", Baselines: []string{"agent", "base-tool-call", "naive-rag"}, MaxTurn: 64, MaxResp: 640, MaxContext: 1280, Slots: 64,
+		Device: DeviceConfig{Device: "auto"},
 	}
 }
 
@@ -101,7 +104,11 @@ func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out 
 	}
 	defer os.RemoveAll(work)
 	mc := agent.ModelConfig{Path: modelDir, MaxContext: cfg.MaxContext}
-	s, err := agent.Build(ctx, mc, cfg.Data, cfg.Env, model.NewCPU(), work)
+	dev, stop, err := cfg.Device.open(cfg, baseDir != "" && slices.Contains(cfg.Baselines, "base-tool-call"), modelDir, out)
+	if stop || err != nil {
+		return err
+	}
+	s, err := agent.Build(ctx, mc, cfg.Data, cfg.Env, dev, work)
 	if err != nil {
 		return err
 	}

@@ -65,3 +65,27 @@ func TestEvalRunsEveryBaseline(t *testing.T) {
 		t.Errorf("missing model folder: %v", err)
 	}
 }
+
+// TestEvalDryRun plans an evaluation of a config-only Qwen2.5-7B folder on
+// an absent GPU: the plan holds the policy, the base model and the KV
+// cache, says whether it fits, and the command opens nothing.
+func TestEvalDryRun(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "model", "testdata", "config_qwen2.5-7b.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644)
+	cfg := defaultConfig()
+	cfg.Device = DeviceConfig{Device: "cuda", DeviceMemory: "80GiB", DryRun: true}
+	cfg.Slots, cfg.MaxContext = 256, 4096
+	var out strings.Builder
+	if err := run(context.Background(), cfg, dir, dir, "", &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"memory plan: qwen2, 28 layers", "on cuda", "base model", "KV cache", "256 slots × 4096 positions", "dry run: the plan"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("plan lacks %q:\n%s", s, out.String())
+		}
+	}
+}

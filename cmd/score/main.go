@@ -5,13 +5,20 @@
 // Each input line is {"tokens": [ids...]} or, when the model folder (or
 // -tokenizer) holds a tokenizer.json, {"text": "..."}. Each output line is
 //
-//	{"line": N, "tokens": [...], "logprob": [...], "entropy": [...], "sum_logprob": S}
+//	{"line": N, "tokens": [...], "logprob": [...], "entropy": [...], "sum_logprob": S, "next_entropy": H}
 //
 // where logprob[i] = log p(tokens[i+1] | tokens[..i]) and entropy[i] is the
 // entropy of the next-token distribution after tokens[..i]; both have
-// len(tokens)-1 entries. Lines are packed into batches of up to -batch-tokens
+// len(tokens)-1 entries, so a one-token line gets empty lists. next_entropy
+// is the entropy of the distribution after the whole line (a one-token
+// line's only one). Lines are packed into batches of up to -batch-tokens
 // tokens. A malformed line stops the run with its line number, or is
 // reported and skipped under -skip-bad.
+//
+// -device auto|cpu|cuda picks the device (cuda.Pick); the memory plan is
+// printed on stderr before the weights load, and the run stops there when
+// it does not fit (-device-memory plans for another capacity, -dry-run only
+// prints it and needs nothing but config.json).
 package main
 
 import (
@@ -37,6 +44,9 @@ type outputLine struct {
 	LogProb    []float32 `json:"logprob"`
 	Entropy    []float32 `json:"entropy"`
 	SumLogProb float64   `json:"sum_logprob"`
+	// NextEntropy is the entropy of the next-token distribution after the
+	// last token.
+	NextEntropy float32 `json:"next_entropy"`
 }
 
 func main() {
@@ -46,6 +56,9 @@ func main() {
 	tokDir := flag.String("tokenizer", "", "folder with tokenizer.json for {\"text\": ...} lines (default: the model folder)")
 	batchTokens := flag.Int("batch-tokens", 4096, "tokens per packed forward pass")
 	skipBad := flag.Bool("skip-bad", false, "report malformed lines on stderr and go on")
+	device := flag.String("device", "auto", "auto, cpu or cuda")
+	deviceMemory := flag.String("device-memory", "", "device memory to plan for, e.g. 80GiB (default: the device's own)")
+	dryRun := flag.Bool("dry-run", false, "print the memory plan from config.json and exit")
 	flag.Parse()
 	if *modelDir == "" {
 		fmt.Fprintln(os.Stderr, "score: -model is required")
@@ -55,14 +68,24 @@ func main() {
 	if *tokDir == "" {
 		*tokDir = *modelDir
 	}
-	if err := run(*modelDir, *tokDir, *input, *output, *batchTokens, *skipBad); err != nil {
+	o := devOptions{device: *device, memory: *deviceMemory, dryRun: *dryRun, log: os.Stderr}
+	if err := runOn(o, *modelDir, *tokDir, *input, *output, *batchTokens, *skipBad); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
+// run scores on the CPU without printing a plan.
 func run(modelDir, tokDir, input, output string, batchTokens int, skipBad bool) error {
-	m, err := model.Load(modelDir, model.NewCPU(), model.LMHeadOutput)
+	return runOn(devOptions{device: "cpu", log: io.Discard}, modelDir, tokDir, input, output, batchTokens, skipBad)
+}
+
+func runOn(o devOptions, modelDir, tokDir, input, output string, batchTokens int, skipBad bool) error {
+	dev, stop, err := o.open(modelDir, batchTokens)
+	if stop || err != nil {
+		return err
+	}
+	m, err := model.Load(modelDir, dev, model.LMHeadOutput)
 	if err != nil {
 		return err
 	}
@@ -140,8 +163,8 @@ func parseLine(raw []byte, encode func(string) ([]int32, error), vocab int) ([]i
 	case l.Tokens == nil:
 		return nil, errors.New(`neither "tokens" nor "text" given`)
 	}
-	if len(ids) < 2 {
-		return nil, fmt.Errorf("%d tokens: scoring needs at least 2", len(ids))
+	if len(ids) == 0 {
+		return nil, errors.New("no tokens: scoring needs at least one")
 	}
 	for i, id := range ids {
 		if id < 0 || int(id) >= vocab {
@@ -186,7 +209,7 @@ func (s *scorer) flush() error {
 	}
 	for i, q := range s.seqs {
 		lo, hi := int(b.Seqs[i]), int(b.Seqs[i+1])-1 // the last token has no next token
-		o := outputLine{Line: s.lines[i], Tokens: q, LogProb: out.LogProb[lo:hi], Entropy: out.Entropy[lo:hi]}
+		o := outputLine{Line: s.lines[i], Tokens: q, LogProb: out.LogProb[lo:hi], Entropy: out.Entropy[lo:hi], NextEntropy: out.Entropy[hi]}
 		for _, v := range o.LogProb {
 			o.SumLogProb += float64(v)
 		}

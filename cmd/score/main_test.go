@@ -89,7 +89,7 @@ func TestScoreBadLines(t *testing.T) {
 	model := filepath.Join("..", "..", "model", "testdata", "golden", "qwen2_tied")
 	for _, tc := range []struct{ line, want string }{
 		{`{"tokens": [1, 2`, "in.jsonl:2: malformed JSON"},
-		{`{"tokens": [1]}`, "at least 2"},
+		{`{"tokens": []}`, "no tokens"},
 		{`{"tokens": [1, 4000]}`, "outside the vocabulary"},
 		{`{"foo": 1}`, "neither"},
 		{`{"text": "hi"}`, "need a tokenizer.json"},
@@ -108,6 +108,97 @@ func TestScoreBadLines(t *testing.T) {
 		out, _ := os.ReadFile(filepath.Join(dir, "out.jsonl"))
 		if strings.Count(string(out), "\n") != 1 {
 			t.Errorf("skip-bad wrote %q, want the one good line", out)
+		}
+	}
+}
+
+// TestScoreOneTokenLine scores every golden sequence, the one-token one
+// included: that line gets empty logprob and entropy lists, and every
+// line's next_entropy is PyTorch's entropy after its last token.
+func TestScoreOneTokenLine(t *testing.T) {
+	golden := filepath.Join("..", "..", "model", "testdata", "golden")
+	raw, err := os.ReadFile(filepath.Join(golden, "qwen2_tied.inputs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in struct {
+		Tokens  []int32 `json:"tokens"`
+		SeqLens []int   `json:"seq_lens"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var lines []string
+	off := 0
+	for _, n := range in.SeqLens {
+		b, _ := json.Marshal(map[string]any{"tokens": in.Tokens[off : off+n]})
+		lines = append(lines, string(b))
+		off += n
+	}
+	input, output := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "out.jsonl")
+	os.WriteFile(input, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	if err := run(filepath.Join(golden, "qwen2_tied"), filepath.Join(golden, "qwen2_tied"), input, output, 64, false); err != nil {
+		t.Fatal(err)
+	}
+	gf, err := safetensors.Open(filepath.Join(golden, "qwen2_tied.golden.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gf.Close()
+	ent := make([]float32, len(in.Tokens))
+	if err := gf.ReadF32("entropy", ent); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := os.ReadFile(output)
+	rows := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(rows) != len(in.SeqLens) {
+		t.Fatalf("%d output lines for %d inputs", len(rows), len(in.SeqLens))
+	}
+	off, ones := 0, 0
+	for i, n := range in.SeqLens {
+		var o struct {
+			LogProb     []float32 `json:"logprob"`
+			Entropy     []float32 `json:"entropy"`
+			NextEntropy *float32  `json:"next_entropy"`
+		}
+		if err := json.Unmarshal([]byte(rows[i]), &o); err != nil {
+			t.Fatal(err)
+		}
+		if o.LogProb == nil || o.Entropy == nil || len(o.LogProb) != n-1 || len(o.Entropy) != n-1 {
+			t.Fatalf("line %d (%d tokens): %s", i+1, n, rows[i])
+		}
+		w := ent[off+n-1]
+		if o.NextEntropy == nil || math.Abs(float64(*o.NextEntropy-w)) > 1e-4*math.Max(1, math.Abs(float64(w))) {
+			t.Fatalf("line %d: next_entropy %v, PyTorch %v", i+1, o.NextEntropy, w)
+		}
+		if n == 1 {
+			ones++
+		}
+		off += n
+	}
+	if ones == 0 {
+		t.Fatal("the fixture has no one-token line")
+	}
+}
+
+// TestScoreDryRun plans from config.json alone, for a GPU that is absent.
+func TestScoreDryRun(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "model", "testdata", "config_qwen3-4b.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644)
+	var log strings.Builder
+	o := devOptions{device: "cuda", memory: "1GiB", dryRun: true, log: &log}
+	if err := runOn(o, dir, dir, "-", "-", 4096, false); err != nil {
+		t.Fatal(err)
+	}
+	// 1 GiB holds not even Qwen3-4B's weights: no -batch-tokens helps.
+	for _, s := range []string{"memory plan: qwen3", "on cuda", "does NOT fit", "no value of -batch-tokens makes it fit"} {
+		if !strings.Contains(log.String(), s) {
+			t.Errorf("plan lacks %q:\n%s", s, log.String())
 		}
 	}
 }

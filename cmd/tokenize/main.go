@@ -13,7 +13,9 @@
 // An "id" field is copied to the output line. A line that cannot be handled
 // gives {"error": "line N: ..."} and the run goes on; the exit status is 1
 // when any line failed. -ordinary encodes text without parsing special
-// tokens. With -train FILE the command instead trains a Qwen2-style
+// tokens. -chat-template-kwargs '{"enable_thinking": false}' passes keyword
+// arguments to every chat render, as apply_chat_template(**kwargs) does
+// (Qwen3's empty think block). With -train FILE the command instead trains a Qwen2-style
 // tokenizer on FILE (one document per line) and saves it to -save DIR.
 package main
 
@@ -54,7 +56,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: tokenize -tokenizer DIR [-ordinary] [-in FILE] < in.jsonl > out.jsonl
+		fmt.Fprint(stderr, `usage: tokenize -tokenizer DIR [-ordinary] [-chat-template-kwargs JSON] [-in FILE] < in.jsonl > out.jsonl
        tokenize -train CORPUS.txt -vocab N -save DIR
 
 One JSON object per line:
@@ -70,6 +72,7 @@ An "id" field is copied through; a bad line gives {"error": "line N: ..."}.
 	dir := fs.String("tokenizer", "", "Hugging Face model folder with tokenizer.json")
 	ordinary := fs.Bool("ordinary", false, "encode text without parsing special tokens")
 	in := fs.String("in", "", "input JSONL file (default stdin)")
+	kwargs := fs.String("chat-template-kwargs", "", `chat template keyword arguments, a JSON object (e.g. {"enable_thinking": false})`)
 	train := fs.String("train", "", "train a tokenizer on this text file (one document per line) instead")
 	vocab := fs.Int("vocab", 4096, "with -train: vocabulary size without added tokens")
 	save := fs.String("save", "", "with -train: folder to write the tokenizer to")
@@ -84,11 +87,17 @@ An "id" field is copied through; a bad line gives {"error": "line N: ..."}.
 		fs.Usage()
 		return 2
 	}
+	kw, err := tokenizer.ParseTemplateKwargs(*kwargs)
+	if err != nil {
+		fmt.Fprintln(stderr, "tokenize: -chat-template-kwargs:", err)
+		return 2
+	}
 	tok, err := tokenizer.Load(*dir)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	tok.SetTemplateKwargs(kw)
 	if *in != "" {
 		f, err := os.Open(*in)
 		if err != nil {

@@ -126,3 +126,47 @@ func TestTrainFlag(t *testing.T) {
 		t.Errorf("hello world -> %v, want 2 tokens", resp.IDs)
 	}
 }
+
+// TestChatTemplateKwargs renders through a Qwen3-style template with
+// -chat-template-kwargs: enable_thinking=false adds the empty think block
+// the Python reference shows; a bad JSON value is a usage error.
+func TestChatTemplateKwargs(t *testing.T) {
+	dir := t.TempDir()
+	for src, dst := range map[string]string{
+		fixture + "/tokenizer.json":                                "tokenizer.json",
+		fixture + "/tokenizer_config.json":                         "tokenizer_config.json",
+		"../../model/tokenizer/testdata/qwen3/chat_template.jinja": "chat_template.jinja",
+	} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dir+"/"+dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := `{"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": true}` + "\n"
+	render := func(args ...string) string {
+		var out, errOut bytes.Buffer
+		if code := run(append([]string{"-tokenizer", dir}, args...), strings.NewReader(in), &out, &errOut); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
+		}
+		var r struct{ Text string }
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.Text
+	}
+	plain := "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+	if got := render(); got != plain {
+		t.Fatalf("no kwargs: %q", got)
+	}
+	if got := render("-chat-template-kwargs", `{"enable_thinking": false}`); got != plain+"<think>\n\n</think>\n\n" {
+		t.Fatalf("enable_thinking=false: %q", got)
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-tokenizer", dir, "-chat-template-kwargs", "enable_thinking=false"}, strings.NewReader(in), &out, &errOut); code != 2 ||
+		!strings.Contains(errOut.String(), "not a JSON object") {
+		t.Fatalf("bad kwargs: exit %d, %q", code, errOut.String())
+	}
+}

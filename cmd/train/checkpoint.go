@@ -133,19 +133,9 @@ func loadWeights(m *model.Model, dir string) error {
 	return nil
 }
 
-// pickDevice returns the device trainer.device names. "cuda" opens the GPU
-// device (an error when the machine has none); "auto" stays on the CPU
-// until the GPU device has passed its tests on real hardware, and says so.
-func pickDevice(name string) (model.Device, string, error) {
-	switch name {
-	case "cuda":
-		dev, note, err := cuda.Select("cuda")
-		return dev, note, err
-	case "auto":
-		return model.NewCPU(), "auto: the CPU (the CUDA device is not yet verified on a GPU; trainer.device=cuda selects it)", nil
-	}
-	return model.NewCPU(), "", nil
-}
+// pickDevice returns the device trainer.device names (cuda.Pick: auto
+// uses the GPU only behind cuda.AutoPicksGPU) and the line that says which.
+func pickDevice(name string) (model.Device, string, error) { return cuda.Pick(name) }
 
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")

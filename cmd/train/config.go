@@ -5,6 +5,7 @@ import (
 
 	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/plan"
 	"github.com/r1go/r1go/optim"
 	"github.com/r1go/r1go/rl"
 )
@@ -46,6 +47,10 @@ type TrainerConfig struct {
 	RolloutSlots    int      `yaml:"rollout_slots" help:"trajectories decoded together (KV cache slots)"`
 	Seed            uint64   `yaml:"seed" help:"rollout sampling seed"`
 	StopAfter       int      `yaml:"stop_after" help:"stop after this many RL steps of this invocation (0: run to the end; tests use it to kill a run)"`
+	// The memory plan (cmd/train/plan.go).
+	DryRun       bool   `yaml:"dry_run" help:"print the memory plan (from config.json alone) and exit, saying whether it fits"`
+	DeviceMemory string `yaml:"device_memory" help:"device memory to plan for, e.g. 80GiB or 80GB (empty: the device's own; plans a device that is not present)"`
+	Recompute    bool   `yaml:"recompute" help:"recompute activations in the backward (activation checkpointing): less memory, one more forward"`
 }
 
 // DefaultConfig returns the embedded default run.
@@ -122,6 +127,11 @@ func (c *Config) Validate() error {
 	case "auto", "cpu", "cuda":
 	default:
 		return fmt.Errorf("trainer.device %q is not auto, cpu or cuda", c.Trainer.Device)
+	}
+	if c.Trainer.DeviceMemory != "" {
+		if _, err := plan.ParseSize(c.Trainer.DeviceMemory); err != nil {
+			return fmt.Errorf("trainer.device_memory: %w", err)
+		}
 	}
 	return nil
 }

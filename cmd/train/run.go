@@ -27,6 +27,10 @@ import (
 // evaluate, RL steps with validation and checkpoints, evaluate, summarise.
 func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	t0 := time.Now()
+	if cfg.Trainer.DryRun {
+		_, err := planRun(cfg, nil, out)
+		return err
+	}
 	dir := cfg.Trainer.DefaultLocalDir
 	if dir == "" {
 		dir = filepath.Join("runs", cfg.Trainer.Project, cfg.Trainer.Experiment)
@@ -50,12 +54,16 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "r1go train: run folder %s, device %s\n", dir, dev.Name())
 	if note != "" {
-		fmt.Fprintln(out, "device", note)
+		fmt.Fprintln(out, note)
+	}
+	if stop, err := planRun(cfg, dev, out); stop || err != nil {
+		return err
 	}
 	s, err := agent.Build(ctx, cfg.Model, cfg.Data, cfg.Env, dev, filepath.Join(dir, "data"))
 	if err != nil {
 		return err
 	}
+	s.Policy.Recompute = cfg.Trainer.Recompute
 	defer s.Close()
 	fmt.Fprintf(out, "data: %d train, %d validation, %d test questions; policy %d parameters, vocabulary %d\n",
 		len(s.Train), len(s.Val), len(s.Test), s.Policy.NumParams(), s.Tok.VocabSize())
@@ -275,6 +283,7 @@ func newTrainer(cfg *Config, s *agent.Setup, sftDir string) (*rl.Trainer, error)
 		if tr.Critic, err = model.Load(sftDir, s.Policy.Dev, model.ValueHeadOutput); err != nil {
 			return nil, err
 		}
+		tr.Critic.Recompute = cfg.Trainer.Recompute
 		if tr.CriticOpt, err = optim.New(tr.Critic.Dev, tr.Critic.Params, tr.Critic.Grads, rc.Critic.Optim, cfg.Trainer.TotalSteps); err != nil {
 			return nil, err
 		}

@@ -56,6 +56,18 @@ c.update(rope_parameters={"rope_theta": 1000000.0, "rope_type": "default"}, dtyp
          pad_token_id=151643, transformers_version="5.7.0")
 save("config_qwen2.5-0.5b-tf5.json", c)
 
+# Qwen3-4B (transformers 4.51): head_dim 128 set explicitly (32 heads x 128 =
+# 4096, wider than hidden 2560), attention_bias false, per-head q/k norms.
+save("config_qwen3-4b.json", {
+    "architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+    "hidden_size": 2560, "initializer_range": 0.02, "intermediate_size": 9728,
+    "max_position_embeddings": 40960, "max_window_layers": 36, "model_type": "qwen3",
+    "num_attention_heads": 32, "num_hidden_layers": 36, "num_key_value_heads": 8, "rms_norm_eps": 1e-06,
+    "rope_scaling": None, "rope_theta": 1000000, "sliding_window": None, "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16", "transformers_version": "4.51.0", "use_cache": True,
+    "use_sliding_window": False, "vocab_size": 151936})
+
 save("config_qwen2.5-generation.json", {
     "bos_token_id": 151643, "do_sample": True, "eos_token_id": [151645, 151643], "pad_token_id": 151643,
     "repetition_penalty": 1.05, "temperature": 0.7, "top_k": 20, "top_p": 0.8,

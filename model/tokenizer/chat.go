@@ -123,6 +123,9 @@ func (t *Tokenizer) RenderChat(c Chat) (string, error) {
 	if len(t.config.AdditionalSpecialTokens) > 0 {
 		vars["additional_special_tokens"] = t.config.AdditionalSpecialTokens
 	}
+	for k, v := range t.kwargs {
+		vars[k] = v
+	}
 	for k, v := range c.Vars {
 		vars[k] = v
 	}

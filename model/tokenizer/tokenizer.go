@@ -37,6 +37,7 @@ type Tokenizer struct {
 
 	config    Config
 	templates chatTemplates
+	kwargs    map[string]any // SetTemplateKwargs: variables of every chat render
 
 	fileJSON, configJSON []byte // what Save writes
 

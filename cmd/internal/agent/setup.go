@@ -46,6 +46,8 @@ type DataConfig struct {
 	SynthTrain     int       `yaml:"synth_train" help:"synthetic training questions"`
 	SynthEval      int       `yaml:"synth_eval" help:"synthetic validation and test questions, each"`
 	SynthHops      []float64 `yaml:"synth_hop_weights" help:"shares of 2-, 3- and 4-hop synthetic questions"`
+	// TemplateKwargs are verl's data.apply_chat_template_kwargs.
+	TemplateKwargs tokenizer.TemplateKwargs `yaml:"apply_chat_template_kwargs" help:"chat template keyword arguments, a JSON object (Qwen3: {\"enable_thinking\": false})"`
 }
 
 // EnvConfig configures the tool environment.
@@ -171,6 +173,7 @@ func Build(ctx context.Context, mc ModelConfig, dc DataConfig, ec EnvConfig, dev
 			return nil, err
 		}
 	}
+	s.Tok.SetTemplateKwargs(dc.TemplateKwargs)
 	if s.Stop, err = tokenIDs(s.Tok, "</tool_call>", "<|im_end|>", "<|endoftext|>"); err != nil {
 		return nil, err
 	}

@@ -13,9 +13,11 @@ For each tiny model below this script
      the gradient of L = sum(a*logprob) + sum(b*entropy) for every parameter
      (a, b fixed random), plus inputs.json with the batch and a, b.
 
-Run from this folder: python3 make_golden.py
+Run from this folder: /usr/bin/python3 make_golden.py [name ...]
+(names limit the run to those models; the draws of each model do not
+depend on the others, so regenerating one leaves the rest unchanged).
 """
-import json, os, struct
+import json, os, struct, sys
 import torch
 
 torch.set_default_dtype(torch.float64)
@@ -27,6 +29,9 @@ MODELS = {
     "qwen2_untied": dict(model_type="qwen2", layers=2, hidden=16, inter=24, heads=4, kv=1, vocab=40, tied=False, bias=True, theta=1000000.0, style="v5"),
     # Llama variant: no q/k/v bias.
     "llama_untied": dict(model_type="llama", layers=2, hidden=24, inter=32, heads=6, kv=2, vocab=48, tied=False, bias=False, theta=500000.0, style="v4"),
+    # Qwen3: per-head RMSNorm of q and k before RoPE, no q/k/v bias, and a
+    # head_dim (6) that is not hidden/heads (4), so q is wider than hidden.
+    "qwen3_tied": dict(model_type="qwen3", layers=2, hidden=16, inter=24, heads=4, kv=2, head_dim=6, vocab=40, tied=True, bias=False, theta=1000000.0, style="v4"),
 }
 SEQ_LENS = [5, 1, 7, 3]
 EPS = 1e-6
@@ -34,7 +39,7 @@ EPS = 1e-6
 
 def config_json(name, m):
     c = {
-        "architectures": ["Qwen2ForCausalLM" if m["model_type"] == "qwen2" else "LlamaForCausalLM"],
+        "architectures": [{"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM"}[m["model_type"]]],
         "attention_dropout": 0.0,
         "bos_token_id": 1,
         "eos_token_id": [2, 3] if m["style"] == "v5" else 2,
@@ -54,6 +59,8 @@ def config_json(name, m):
     }
     if m["model_type"] == "qwen2":
         c.update({"max_window_layers": m["layers"], "sliding_window": None if m["style"] == "v5" else 128, "use_sliding_window": False})
+    elif m["model_type"] == "qwen3":
+        c.update({"attention_bias": False, "head_dim": m["head_dim"], "max_window_layers": m["layers"], "sliding_window": None, "use_sliding_window": False})
     else:
         c.update({"attention_bias": False, "mlp_bias": False, "head_dim": m["hidden"] // m["heads"], "pretraining_tp": 1})
     if m["style"] == "v5":
@@ -70,7 +77,7 @@ def config_json(name, m):
 
 def make_weights(m, g):
     C, I, V, NH, KVH = m["hidden"], m["inter"], m["vocab"], m["heads"], m["kv"]
-    HS = C // NH
+    HS = m.get("head_dim", C // NH)
     w = {}
     def randn(*shape, std):
         return torch.randn(*shape, generator=g) * std
@@ -86,6 +93,9 @@ def make_weights(m, g):
             w[p + "self_attn.k_proj.bias"] = randn(KVH * HS, std=0.1)
             w[p + "self_attn.v_proj.bias"] = randn(KVH * HS, std=0.1)
         w[p + "self_attn.o_proj.weight"] = randn(C, NH * HS, std=0.3)
+        if m["model_type"] == "qwen3":
+            w[p + "self_attn.q_norm.weight"] = 1 + randn(HS, std=0.1)
+            w[p + "self_attn.k_norm.weight"] = 1 + randn(HS, std=0.1)
         w[p + "post_attention_layernorm.weight"] = 1 + randn(C, std=0.1)
         w[p + "mlp.gate_proj.weight"] = randn(I, C, std=0.3)
         w[p + "mlp.up_proj.weight"] = randn(I, C, std=0.3)
@@ -133,7 +143,7 @@ def rope(x, pos, theta):
 
 def forward(m, w, ids, seq_lens):
     C, NH, KVH = m["hidden"], m["heads"], m["kv"]
-    HS = C // NH
+    HS = m.get("head_dim", C // NH)
     T = len(ids)
     pos = torch.cat([torch.arange(n) for n in seq_lens])
     seg = torch.cat([torch.full((n,), i) for i, n in enumerate(seq_lens)])
@@ -149,8 +159,13 @@ def forward(m, w, ids, seq_lens):
             q = q + w[p + "self_attn.q_proj.bias"]
             k = k + w[p + "self_attn.k_proj.bias"]
             v = v + w[p + "self_attn.v_proj.bias"]
-        q = rope(q.view(T, NH, HS), pos, m["theta"])
-        k = rope(k.view(T, KVH, HS), pos, m["theta"])
+        q, k = q.view(T, NH, HS), k.view(T, KVH, HS)
+        if m["model_type"] == "qwen3":
+            # Qwen3Attention: q_norm/k_norm (RMSNorm over head_dim) before RoPE.
+            q = rms_norm(q, w[p + "self_attn.q_norm.weight"])
+            k = rms_norm(k, w[p + "self_attn.k_norm.weight"])
+        q = rope(q, pos, m["theta"])
+        k = rope(k, pos, m["theta"])
         v = v.view(T, KVH, HS)
         rep = NH // KVH
         k = k.repeat_interleave(rep, dim=1)  # query head h reads key-value head h // rep
@@ -179,7 +194,10 @@ def forward(m, w, ids, seq_lens):
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
+    only = sys.argv[1:]
     for i, (name, m) in enumerate(MODELS.items()):
+        if only and name not in only:
+            continue
         g = torch.Generator().manual_seed(1000 + i)
         w = make_weights(m, g)
         folder = os.path.join(here, name)

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/r1go/r1go/cmd/internal/config"
+)
+
+// TestDryRunConfigOnly plans GPU runs for folders that hold nothing but the
+// real config.json of Qwen2.5-0.5B, 3B and 7B and Qwen3-4B, on a machine
+// without a GPU: the plan prints with its verdict, the command exits
+// without error either way, and no run folder is written.
+func TestDryRunConfigOnly(t *testing.T) {
+	for _, want := range []struct {
+		name, params, slots string
+		fits                bool
+	}{
+		{"config_qwen2.5-0.5b.json", "494032768 parameters", "160", true},
+		{"config_qwen2.5-0.5b.json", "494032768 parameters", "640", false},
+		{"config_qwen2.5-3b.json", "3085938688 parameters", "640", false},
+		{"config_qwen2.5-7b.json", "7615616512 parameters", "640", false},
+		{"config_qwen3-4b.json", "4022468096 parameters", "640", false},
+	} {
+		name := want.name
+		dir := t.TempDir()
+		raw, err := os.ReadFile(filepath.Join("..", "..", "model", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runDir := filepath.Join(dir, "run")
+		cfg := DefaultConfig()
+		if err := config.Load(&cfg, []string{"model.path=" + dir, "trainer.dry_run=true", "trainer.device=cuda",
+			"trainer.device_memory=80GiB", "model.max_context=4096", "trainer.default_local_dir=" + runDir,
+			"actor.use_kl_loss=true", "data.train_batch_size=128", "rollout.n=5", "trainer.rollout_slots=" + want.slots}, nil); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := run(context.Background(), &cfg, &out); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		text := out.String()
+		for _, s := range []string{"memory plan:", "on cuda", want.params, "KV cache", "reference policy", "of 80.000 GiB"} {
+			if !strings.Contains(text, s) {
+				t.Errorf("%s: output lacks %q:\n%s", name, s, text)
+			}
+		}
+		verdict := "dry run: the plan fits"
+		if !want.fits {
+			verdict = "dry run: the plan does NOT fit"
+		}
+		if !strings.Contains(text, verdict) {
+			t.Errorf("%s: want %q:\n%s", name, verdict, text)
+		}
+		if !want.fits && !strings.Contains(text, "to fit, set") && !strings.Contains(text, "use a larger device") {
+			t.Errorf("%s: no advice:\n%s", name, text)
+		}
+		if _, err := os.Stat(runDir); !os.IsNotExist(err) {
+			t.Errorf("%s: the dry run wrote its run folder (%v)", name, err)
+		}
+	}
+}
+
+// TestPlanStopsBeforeWork gives the test run too little device memory: it
+// must stop after printing the plan, before building data or a model, with
+// an error naming the largest items; with 2 MiB nothing fits, with 60 MiB
+// the advice names keys that, set, make the plan fit.
+func TestPlanStopsBeforeWork(t *testing.T) {
+	for _, mem := range []string{"2MiB", "60MiB"} {
+		planStops(t, mem)
+	}
+}
+
+func planStops(t *testing.T, mem string) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	cfg.Trainer.Device, cfg.Trainer.DeviceMemory = "cpu", mem
+	var out bytes.Buffer
+	err := run(context.Background(), &cfg, &out)
+	if err == nil || !strings.Contains(err.Error(), "largest:") || !strings.Contains(err.Error(), "plan: the run needs") {
+		t.Fatalf("error %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "does NOT fit") {
+		t.Errorf("plan not printed:\n%s", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data")); !os.IsNotExist(err) {
+		t.Errorf("the run built its data before stopping (%v)", err)
+	}
+	// Advice, when given, names real keys that make the plan fit.
+	i := strings.Index(err.Error(), "to fit, set ")
+	if (i >= 0) != (mem != "2MiB") {
+		t.Fatalf("%s: advice given: %v: %v", mem, i >= 0, err)
+	}
+	if i >= 0 {
+		args := strings.Fields(strings.SplitN(err.Error()[i+len("to fit, set "):], "; or ", 2)[0])
+		cfg2 := testConfig(t, t.TempDir())
+		if err := config.Load(&cfg2, append(args, "trainer.device=cpu", "trainer.device_memory="+mem, "trainer.dry_run=true"), nil); err != nil {
+			t.Fatalf("advice %v: %v", args, err)
+		}
+		cfg2.Data, cfg2.Model, cfg2.RL.Rollout.N = cfg.Data, cfg.Model, cfg.RL.Rollout.N
+		out.Reset()
+		if err := run(context.Background(), &cfg2, &out); err != nil || !strings.Contains(out.String(), "dry run: the plan fits") {
+			t.Errorf("advice %v does not fit: %v\n%s", args, err, out.String())
+		}
+	}
+}

@@ -1,0 +1,289 @@
+// Package plan computes a run's memory plan before any weights are loaded:
+// what the command will hold on its device (weights, master weights,
+// gradients, optimizer state, reference policy, critic, KV cache,
+// activations at the micro-batch, workspace), from config.json and the
+// run's settings alone, so a GPU run can be planned on a laptop.
+//
+// The central type is Plan, made by New from a model.Config and Settings.
+// Sizes follow the arenas the model package allocates (model.New,
+// NewKVCache, the activation arena of Forward and Step, optim.New's AdamW
+// moments); TestPlanMatchesCPUAllocations checks them against what the CPU
+// device really allocates. Errors: New rejects settings it cannot plan;
+// Check returns an error naming the largest items and the settings that
+// would make the plan fit when it does not.
+//
+// It lives beside model, not in rl or cmd, because every command (train,
+// eval, score, the benchmarks) needs it before anything else exists and
+// because its formulas are the model's arena layouts.
+package plan
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/r1go/r1go/model"
+)
+
+// GiB is 2^30 bytes: plans are printed in GiB.
+const GiB = 1 << 30
+
+// Settings are the parts of a run that decide its memory.
+type Settings struct {
+	Device    string // "cpu" or "cuda"
+	Capacity  int64  // device memory in bytes; 0 when unknown
+	Precision string // "fp32" (every device today) or "bf16-mixed" (bf16 weights and activations, fp32 master and AdamW)
+
+	Train     bool // holds gradients used by an optimizer and training activations
+	Reference bool // a frozen reference policy (KL loss or KL in the reward)
+	Critic    bool // a value model with its own optimizer (GAE)
+	Recompute bool // activation recomputation in the backward
+	BaseModel bool // a second policy held beside the first (eval's base-tool-call baseline)
+
+	MicroBatchTokens int // tokens per forward/backward (training and scoring)
+	RolloutSlots     int // KV cache slots decoded together; 0: no rollout
+	MaxContext       int // KV cache length per slot and the longest sequence
+	MaxPromptTokens  int // longest prompt, for the rollout's prefill step
+	GroupSize        int // samples per prompt (leaders prefill, the rest copy)
+	Threads          int // CPU worker threads (workspace); 0 counts one
+
+	// Keys name the settings in advice, by knob: "micro_batch", "recompute",
+	// "slots". Missing names take train's keys; a knob named "" is not
+	// offered (the command has no such setting).
+	Keys map[string]string
+}
+
+var defaultKeys = map[string]string{
+	"micro_batch": "actor.micro_batch_tokens",
+	"recompute":   "trainer.recompute",
+	"slots":       "trainer.rollout_slots",
+}
+
+func (s Settings) key(knob string) string {
+	if k, ok := s.Keys[knob]; ok {
+		return k
+	}
+	return defaultKeys[knob]
+}
+
+// Item is one line of a plan.
+type Item struct {
+	Name   string
+	Bytes  int64
+	Detail string // how it was counted
+}
+
+// Plan is a run's memory on one device.
+type Plan struct {
+	Model    string // e.g. "qwen2 36 layers, hidden 2048, 3.09B parameters"
+	Settings Settings
+	Items    []Item
+}
+
+// Total is the sum of the items: everything is held at once (the KV cache
+// and the activation arenas live as long as their model).
+func (p *Plan) Total() int64 {
+	var n int64
+	for _, it := range p.Items {
+		n += it.Bytes
+	}
+	return n
+}
+
+// Fits reports whether the total fits the capacity (true when unknown).
+func (p *Plan) Fits() bool { return p.Settings.Capacity <= 0 || p.Total() <= p.Settings.Capacity }
+
+// New plans cfg under s.
+func New(cfg *model.Config, s Settings) (*Plan, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	switch s.Precision {
+	case "":
+		s.Precision = "fp32"
+	case "fp32", "bf16-mixed":
+	default:
+		return nil, fmt.Errorf("plan: precision %q is not fp32 or bf16-mixed", s.Precision)
+	}
+	if s.MicroBatchTokens < 1 && s.Train {
+		return nil, fmt.Errorf("plan: micro-batch of %d tokens", s.MicroBatchTokens)
+	}
+	if s.RolloutSlots < 0 || s.MaxContext < 0 || s.MicroBatchTokens < 0 {
+		return nil, fmt.Errorf("plan: negative setting (slots %d, context %d, micro-batch %d)", s.RolloutSlots, s.MaxContext, s.MicroBatchTokens)
+	}
+	sh := shapeOf(cfg)
+	n := float64(cfg.ParamCount())
+	size := fmt.Sprintf("%.2fB", n/1e9)
+	if n < 1e9 {
+		size = fmt.Sprintf("%.1fM", n/1e6)
+	}
+	p := &Plan{Settings: s, Model: fmt.Sprintf("%s, %d layers, hidden %d, %s parameters", cfg.ModelType, sh.L, sh.C, size)}
+	add := func(name string, bytes int64, detail string, args ...any) {
+		p.Items = append(p.Items, Item{Name: name, Bytes: bytes, Detail: fmt.Sprintf(detail, args...)})
+	}
+	mixed := s.Precision == "bf16-mixed"
+	wb, ab := int64(4), int64(4) // weight and activation bytes
+	if mixed {
+		wb, ab = 2, 2
+	}
+	P := sh.arena(true, false)
+	add("weights", P*wb, "%d parameters × %d B", P, wb)
+	if mixed {
+		add("master weights", P*4, "fp32 copy for the optimizer")
+	} else {
+		add("master weights", 0, "none: the weights are fp32")
+	}
+	add("gradients", P*4, "fp32, one arena (model.New allocates it for every model)")
+	if s.Train {
+		add("optimizer state", 2*P*4, "AdamW first and second moments, fp32")
+	} else {
+		add("optimizer state", 0, "none: no training")
+	}
+	T := s.MicroBatchTokens
+	if s.MaxContext > T && T > 0 {
+		T = s.MaxContext // a sequence longer than the micro-batch is a micro-batch of its own
+	}
+	if s.Reference {
+		ref := P * wb
+		detail := "frozen weights"
+		if !mixed {
+			ref += P * 4
+			detail = "weights and the gradient arena model.New allocates"
+		}
+		ref += sh.acts(T, false) * ab
+		add("reference policy", ref, "%s, plus scoring activations at %d tokens", detail, T)
+	}
+	if s.BaseModel {
+		add("base model", P*wb+P*4, "a second policy: weights and the gradient arena model.New allocates")
+	}
+	if s.Critic {
+		C := sh.arena(false, true)
+		add("critic", C*wb+C*4+2*C*4+sh.acts(T, !s.Recompute)*ab+boolI(mixed)*C*4,
+			"value model: weights, gradients, AdamW, training activations at %d tokens", T)
+	}
+	if s.RolloutSlots > 0 {
+		kv := 2 * int64(sh.L) * int64(s.RolloutSlots) * int64(s.MaxContext) * int64(sh.KV) * ab
+		add("KV cache", kv, "%d slots × %d positions × %d layers × K and V × %d", s.RolloutSlots, s.MaxContext, sh.L, sh.KV)
+		step := s.stepTokens()
+		add("rollout step activations", sh.acts(step, false)*ab+int64(s.RolloutSlots)*int64(sh.V)*4,
+			"%d tokens per step (each group's leader prefills while the rest decode), logits of %d rows", step, s.RolloutSlots)
+	}
+	if s.Train {
+		what := "every layer's activations saved"
+		if s.Recompute {
+			what = "recomputation: residuals only"
+		}
+		add("activations", sh.acts(T, !s.Recompute)*ab, "training micro-batch of %d tokens, %s", T, what)
+	} else if T > 0 {
+		add("activations", sh.acts(T, false)*ab, "scoring forward of %d tokens", T)
+	}
+	add("workspace", s.workspace(sh, T), "%s", s.workspaceDetail())
+	return p, nil
+}
+
+func boolI(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// stepTokens bounds the tokens of one rollout step: every group's leader
+// prefills its prompt while every other slot decodes one token.
+func (s Settings) stepTokens() int {
+	if s.RolloutSlots == 0 {
+		return 0
+	}
+	g := max(s.GroupSize, 1)
+	leaders := (s.RolloutSlots + g - 1) / g
+	return leaders*max(s.MaxPromptTokens, 1) + s.RolloutSlots
+}
+
+// workspace is what the device needs beside the arenas: on the CPU the LM
+// head's vocabulary chunks and each worker's attention scores; on CUDA the
+// context, the loaded kernels and cuBLAS's workspace.
+func (s Settings) workspace(sh shape, T int) int64 {
+	if s.Device == "cuda" {
+		return 512 << 20
+	}
+	const headRows, headChunk, attnBlock = 256, 4096, 64
+	threads := int64(max(s.Threads, 1))
+	return int64(headRows*headChunk)*4*2 + threads*2*attnBlock*int64(T)*4
+}
+
+func (s Settings) workspaceDetail() string {
+	if s.Device == "cuda" {
+		return "CUDA context, kernels and cuBLAS workspace (estimate)"
+	}
+	return "LM-head vocabulary chunks and per-thread attention scores"
+}
+
+// Print writes the plan, one item a line in GiB, then the total against
+// the capacity and whether it fits.
+func (p *Plan) Print(w io.Writer) {
+	s := p.Settings
+	fmt.Fprintf(w, "memory plan: %s on %s (%s)\n", p.Model, s.Device, s.Precision)
+	for _, it := range p.Items {
+		fmt.Fprintf(w, "  %-26s %9.3f GiB  %s\n", it.Name, float64(it.Bytes)/GiB, it.Detail)
+	}
+	if s.Capacity > 0 {
+		verdict := "fits"
+		if !p.Fits() {
+			verdict = "does NOT fit"
+		}
+		fmt.Fprintf(w, "  %-26s %9.3f GiB  of %.3f GiB on the device: %s\n", "total", float64(p.Total())/GiB, float64(s.Capacity)/GiB, verdict)
+	} else {
+		fmt.Fprintf(w, "  %-26s %9.3f GiB  (device capacity unknown)\n", "total", float64(p.Total())/GiB)
+	}
+}
+
+// Largest returns the n largest items, largest first.
+func (p *Plan) Largest(n int) []Item {
+	items := append([]Item(nil), p.Items...)
+	sort.SliceStable(items, func(i, j int) bool { return items[i].Bytes > items[j].Bytes })
+	return items[:min(n, len(items))]
+}
+
+// Check prints nothing; it returns nil when the plan fits and otherwise an
+// error naming the three largest items and the settings that would make
+// the plan fit (see Advice).
+func (p *Plan) Check(cfg *model.Config) error {
+	if p.Fits() {
+		return nil
+	}
+	var big []string
+	for _, it := range p.Largest(3) {
+		big = append(big, fmt.Sprintf("%s %.2f GiB", it.Name, float64(it.Bytes)/GiB))
+	}
+	msg := fmt.Sprintf("plan: the run needs %.2f GiB but the %s has %.2f GiB; largest: %s",
+		float64(p.Total())/GiB, p.Settings.Device, float64(p.Settings.Capacity)/GiB, strings.Join(big, ", "))
+	if adv := p.Advice(cfg); len(adv) > 0 {
+		msg += "; to fit, set " + strings.Join(adv, "; or ")
+	} else {
+		msg += "; " + p.noFit(cfg)
+	}
+	return fmt.Errorf("%s", msg)
+}
+
+// noFit says what the smallest plan the knobs reach still needs.
+func (p *Plan) noFit(cfg *model.Config) string {
+	t := p.Settings
+	t.Recompute = t.Train || t.Recompute
+	t.MicroBatchTokens = min(t.MicroBatchTokens, max(t.MaxContext, 1))
+	if t.RolloutSlots > 0 {
+		t.RolloutSlots = max(t.GroupSize, 1)
+	}
+	least := int64(0)
+	if q, err := New(cfg, t); err == nil {
+		least = q.Total()
+	}
+	var knobs []string
+	for _, k := range []string{"micro_batch", "recompute", "slots"} {
+		if p.Settings.key(k) != "" {
+			knobs = append(knobs, p.Settings.key(k))
+		}
+	}
+	return fmt.Sprintf("no value of %s makes it fit: even at their smallest the run needs %.2f GiB; use a larger device",
+		strings.Join(knobs, ", "), float64(least)/GiB)
+}

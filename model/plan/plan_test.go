@@ -1,0 +1,219 @@
+package plan
+
+import (
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/optim"
+)
+
+// counting wraps a device and tracks the bytes its arenas hold.
+type counting struct {
+	model.Device
+	live, peak int64
+}
+
+func (c *counting) Alloc(n int) model.Buffer {
+	c.live += int64(n) * 4
+	c.peak = max(c.peak, c.live)
+	return c.Device.Alloc(n)
+}
+
+func (c *counting) Free(b model.Buffer) {
+	c.live -= int64(b.Len()) * 4
+	c.Device.Free(b)
+}
+
+func tinyConfig(t *testing.T, modelType string) *model.Config {
+	t.Helper()
+	raw := `{"model_type": "qwen2", "hidden_size": 24, "intermediate_size": 40, "num_hidden_layers": 3,
+		"num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 96, "tie_word_embeddings": false}`
+	if modelType == "qwen3" {
+		raw = `{"model_type": "qwen3", "hidden_size": 24, "intermediate_size": 40, "num_hidden_layers": 3,
+		"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 10, "vocab_size": 96, "tie_word_embeddings": true}`
+	}
+	cfg, err := model.ParseConfig([]byte(raw), modelType+" config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestPlanMatchesCPUAllocations runs what a GRPO/PPO step allocates (the
+// policy with AdamW, a reference, a critic, the rollout's KV cache and one
+// step of prefills and decodes, a training forward and backward at the
+// micro-batch) on a CPU device that counts its allocations, and compares the
+// peak with the plan's total less its workspace (which lives outside the
+// arenas): within 10%, with and without recomputation, Qwen2 and Qwen3.
+func TestPlanMatchesCPUAllocations(t *testing.T) {
+	for _, mt := range []string{"qwen2", "qwen3"} {
+		for _, recompute := range []bool{false, true} {
+			cfg := tinyConfig(t, mt)
+			s := Settings{Device: "cpu", Train: true, Reference: true, Critic: true, Recompute: recompute,
+				MicroBatchTokens: 48, RolloutSlots: 6, MaxContext: 40, MaxPromptTokens: 7, GroupSize: 3}
+			p, err := New(cfg, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dev := &counting{Device: model.NewCPU()}
+			policy, err := model.New(cfg, dev, model.LMHeadOutput)
+			if err != nil {
+				t.Fatal(err)
+			}
+			policy.Recompute = recompute
+			policy.InitRandom(1)
+			if _, err := optim.New(dev, policy.Params, policy.Grads, optim.DefaultConfig(), 10); err != nil {
+				t.Fatal(err)
+			}
+			ref, _ := model.New(cfg, dev, model.LMHeadOutput)
+			critic, _ := model.New(cfg, dev, model.ValueHeadOutput)
+			critic.Recompute = recompute
+			if _, err := optim.New(dev, critic.Params, critic.Grads, optim.DefaultConfig(), 10); err != nil {
+				t.Fatal(err)
+			}
+			// One rollout step: two group leaders prefill 7-token prompts,
+			// the four other slots decode one token each.
+			cache := policy.NewKVCache(s.RolloutSlots, s.MaxContext)
+			var chunks []model.Chunk
+			for slot := 0; slot < s.RolloutSlots; slot++ {
+				n := 1
+				if slot%s.GroupSize == 0 {
+					n = s.MaxPromptTokens
+				}
+				chunks = append(chunks, model.Chunk{Slot: slot, Tokens: make([]int32, n)})
+			}
+			if _, err := policy.Step(cache, chunks); err != nil {
+				t.Fatal(err)
+			}
+			b := model.Batch{Tokens: make([]int32, s.MicroBatchTokens), Seqs: []int32{0, 20, 40, 48}}
+			if _, err := ref.Forward(b, false); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range []*model.Model{policy, critic} {
+				if _, err := m.Forward(b, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := policy.Backward(make([]float32, 48), nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			want := p.Total() - p.Items[len(p.Items)-1].Bytes
+			if p.Items[len(p.Items)-1].Name != "workspace" {
+				t.Fatal("the last item is not the workspace")
+			}
+			r := float64(want) / float64(dev.peak)
+			t.Logf("%s recompute=%v: plan %d B, measured %d B, ratio %.4f", mt, recompute, want, dev.peak, r)
+			if math.Abs(r-1) > 0.10 || math.IsNaN(r) {
+				var sb strings.Builder
+				p.Print(&sb)
+				t.Errorf("%s recompute=%v: plan %d B (less workspace), measured peak %d B (ratio %.3f)\n%s", mt, recompute, want, dev.peak, r, sb.String())
+			}
+		}
+	}
+}
+
+// TestDryRunShapes plans the real config.json of Qwen2.5-0.5B, 3B and 7B
+// and Qwen3-4B and checks the weights against transformers' parameter
+// counts.
+func TestDryRunShapes(t *testing.T) {
+	for name, params := range map[string]int64{
+		"config_qwen2.5-0.5b.json": 494032768, "config_qwen2.5-3b.json": 3085938688,
+		"config_qwen2.5-7b.json": 7615616512, "config_qwen3-4b.json": 4022468096,
+	} {
+		cfg, err := model.LoadConfig(filepath.Join("..", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(cfg, Settings{Device: "cuda", Capacity: 80 << 30, Precision: "bf16-mixed", Train: true,
+			MicroBatchTokens: 4096, RolloutSlots: 64, MaxContext: 4096, MaxPromptTokens: 512, GroupSize: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Items[0].Name != "weights" || p.Items[0].Bytes != 2*params {
+			t.Errorf("%s: weights %d B, want 2 × %d", name, p.Items[0].Bytes, params)
+		}
+	}
+}
+
+// TestAdviceMakesItFit shrinks the capacity below a plan and checks that
+// the error names the largest items and that every piece of advice, applied,
+// gives a plan that fits.
+func TestAdviceMakesItFit(t *testing.T) {
+	cfg := tinyConfig(t, "qwen2")
+	s := Settings{Device: "cpu", Train: true, Reference: true, MicroBatchTokens: 4096, RolloutSlots: 60,
+		MaxContext: 256, MaxPromptTokens: 64, GroupSize: 5}
+	full, _ := New(cfg, s)
+	for _, frac := range []float64{0.8, 0.5, 0.25} {
+		s.Capacity = int64(float64(full.Total()) * frac)
+		p, _ := New(cfg, s)
+		err := p.Check(cfg)
+		if err == nil {
+			t.Fatalf("capacity %.2f of the plan: Check passed", frac)
+		}
+		if !strings.Contains(err.Error(), p.Largest(1)[0].Name) {
+			t.Errorf("error does not name the largest item %s: %v", p.Largest(1)[0].Name, err)
+		}
+		adv := p.Advice(cfg)
+		if len(adv) == 0 {
+			t.Fatalf("capacity %.2f: no advice: %v", frac, err)
+		}
+		for _, a := range adv {
+			u := s
+			for _, kv := range strings.Fields(a) {
+				k, v, _ := strings.Cut(kv, "=")
+				switch k {
+				case "trainer.recompute":
+					u.Recompute = v == "true"
+				case "actor.micro_batch_tokens":
+					u.MicroBatchTokens = atoi(t, v)
+				case "trainer.rollout_slots":
+					u.RolloutSlots = atoi(t, v)
+				default:
+					t.Fatalf("advice names an unknown setting %q", k)
+				}
+			}
+			if q, _ := New(cfg, u); !q.Fits() {
+				t.Errorf("capacity %.2f: advice %q does not fit (%d > %d)", frac, a, q.Total(), s.Capacity)
+			}
+		}
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			t.Fatalf("not a number: %q", s)
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"80GiB": 80 << 30, "80GB": 80e9, "512 MiB": 512 << 20, "1024": 1024, "1.5GiB": 3 << 29} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("%q: %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "GiB", "-1GiB", "eighty", "80XB", "0"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// FuzzParseSize: no panic, and an accepted size is positive.
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"80GiB", "80GB", "1.5 TiB", "12", "B", "1e400GiB", "-3MiB", "NaNGiB", "InfB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if n, err := ParseSize(s); err == nil && n <= 0 {
+			t.Fatalf("%q gave %d", s, n)
+		}
+	})
+}
