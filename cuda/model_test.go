@@ -32,7 +32,7 @@ func goldenDir(t *testing.T) string {
 func TestGPUGoldenPyTorch(t *testing.T) {
 	gpu := gpuOrSkip(t)
 	dir := goldenDir(t)
-	for _, name := range []string{"qwen2_tied", "qwen2_untied", "llama_untied"} {
+	for _, name := range []string{"qwen2_tied", "qwen2_untied", "llama_untied", "qwen3_tied"} {
 		for _, recompute := range []bool{false, true} {
 			t.Run(name, func(t *testing.T) {
 				raw, err := os.ReadFile(filepath.Join(dir, name+".inputs.json"))
