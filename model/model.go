@@ -18,7 +18,7 @@ type Model struct {
 	Recompute bool
 
 	Params Buffer // every parameter, in layout order
-	Grads  Buffer // same layout as Params; accumulates over Backward calls
+	Grads  Buffer // same layout as Params; accumulates over Backward calls; nil when frozen
 	specs  []tensorSpec
 	d      dims
 	p, g   params
@@ -47,18 +47,43 @@ type Output struct {
 // New allocates a model for cfg on dev with zeroed parameters; load weights
 // with LoadWeights or fill them with InitRandom.
 func New(cfg *Config, dev Device, head Head) (*Model, error) {
+	return NewWith(cfg, dev, head, LoadOptions{})
+}
+
+// NewWith is New with a storage choice: a frozen model has no gradient
+// arena, and a frozen model may keep its weights in bfloat16.
+func NewWith(cfg *Config, dev Device, head Head, opt LoadOptions) (*Model, error) {
 	d, err := dimsOf(cfg, head)
 	if err != nil {
 		return nil, err
 	}
 	specs, n := layout(d)
 	m := &Model{Config: cfg, Dev: dev, Head: head, d: d, specs: specs}
-	m.Params = dev.Alloc(n)
-	m.Grads = dev.Alloc(n)
+	switch opt.DType {
+	case "", "float32":
+		m.Params = dev.Alloc(n)
+	case "bfloat16":
+		ha, ok := dev.(BF16Allocator)
+		if !ok {
+			return nil, fmt.Errorf("model: device %s cannot store bfloat16 weights", dev.Name())
+		}
+		if !opt.Frozen {
+			return nil, fmt.Errorf("model: bfloat16 weights are for frozen models; a trained model keeps float32 master weights")
+		}
+		m.Params = ha.AllocBF16(n)
+	default:
+		return nil, fmt.Errorf("model: weight dtype %q is neither float32 nor bfloat16", opt.DType)
+	}
 	m.p = views(d, specs, m.Params)
-	m.g = views(d, specs, m.Grads)
+	if !opt.Frozen {
+		m.Grads = dev.Alloc(n)
+		m.g = views(d, specs, m.Grads)
+	}
 	return m, nil
 }
+
+// Frozen says whether the model has no gradients (a reference policy).
+func (m *Model) Frozen() bool { return m.Grads == nil }
 
 // NumParams is the number of scalars in the parameter arena.
 func (m *Model) NumParams() int { return m.Params.Len() }
@@ -73,7 +98,11 @@ func (m *Model) Tensors() []NamedShape {
 }
 
 // ZeroGrads clears the gradient arena.
-func (m *Model) ZeroGrads() { m.Dev.Zero(m.Grads) }
+func (m *Model) ZeroGrads() {
+	if m.Grads != nil {
+		m.Dev.Zero(m.Grads)
+	}
+}
 
 // Validate checks a batch against the model: offsets that cover the tokens
 // in order, and ids inside the vocabulary.
@@ -191,6 +220,9 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 // nil means zero) to every parameter, accumulating into Grads.
 func (m *Model) Backward(dLogProb, dEntropy, dValues []float32) error {
 	a, d, dev := m.acts, m.d, m.Dev
+	if m.Grads == nil {
+		return fmt.Errorf("model: Backward on a frozen model")
+	}
 	if a == nil || !m.train {
 		return fmt.Errorf("model: Backward without a training Forward")
 	}

@@ -5,7 +5,7 @@ import "math"
 // RMSNorm, as Qwen2 computes it in float32: y = w ⊙ x·r with
 // r = 1/sqrt(mean(x²) + eps); r is saved per row for the backward.
 func (d *CPU[F]) RMSNorm(out, rstd, inp, w Buffer, rows, C int, eps float32) {
-	o, rs, x, g := buf[F](out), buf[F](rstd), buf[F](inp), buf[F](w)
+	o, rs, x, g := buf[F](out), buf[F](rstd), buf[F](inp), vec[F](w)
 	d.parallel(rows, 16, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			xr := x[t*C : (t+1)*C]
