@@ -94,6 +94,11 @@ const panelFloats = 1 << 18
 // float32 kernels. Each element of C is computed by one call over the full
 // k, as in the float32 path.
 func (d *CPU[F]) gemmBF16(transA, transB bool, m, n, k int, alpha float32, A []F, lda int, B bf16Buf, ldb int, beta float32, C []F, ldc int) {
+	if a32, ok := any(A).([]float32); ok && transB && !transA && m <= gemm.BF16Rows {
+		// Decode: dot products straight from the bf16 rows, half the bytes.
+		gemm.SgemmBF16TransB(m, n, k, alpha, a32, lda, B, ldb, beta, any(C).([]float32), ldc, d.threads)
+		return
+	}
 	nb := max(16, panelFloats/max(k, 1))
 	nb = min(nb, n)
 	sp := bf16Scratch.Get().(*[]float32)

@@ -46,6 +46,7 @@ type TrainerConfig struct {
 	RolloutSlots    int      `yaml:"rollout_slots" help:"trajectories decoded together (KV cache slots)"`
 	Seed            uint64   `yaml:"seed" help:"rollout sampling seed"`
 	StopAfter       int      `yaml:"stop_after" help:"stop after this many RL steps of this invocation (0: run to the end; tests use it to kill a run)"`
+	SaveDType       string   `yaml:"save_dtype" help:"checkpoint weights: auto (the source model's dtype), bfloat16, float32 or float16"`
 }
 
 // DefaultConfig returns the embedded default run.
@@ -69,7 +70,7 @@ func DefaultConfig() Config {
 		SFT: SFTConfig{Steps: 400, BatchSize: 16, Fraction: 1, EarlyAnswer: 0.6, Optim: tinyOptim(3e-3, 10)},
 		RL:  rl.DefaultTrainerConfig(),
 		Trainer: TrainerConfig{TotalSteps: 30, SaveFreq: 10, TestFreq: 10, Project: "r1go", Experiment: "synthetic-grpo",
-			Logger: []string{"console", "jsonl", "tensorboard"}, Device: "auto", RolloutSlots: 64, Seed: 1},
+			Logger: []string{"console", "jsonl", "tensorboard"}, Device: "auto", RolloutSlots: 64, Seed: 1, SaveDType: "auto"},
 	}
 	// Exact match alone: after the warm start the format is already right
 	// (0.98), and Agent-R1's format term then only adds noise to GRPO's
@@ -117,6 +118,9 @@ func (c *Config) Validate() error {
 	if c.Model.MaxContext < c.RL.Rollout.MaxPromptTokens+c.RL.Rollout.MaxResponseTokens {
 		return fmt.Errorf("model.max_context %d is below rollout.max_prompt_tokens + rollout.max_response_tokens (%d)",
 			c.Model.MaxContext, c.RL.Rollout.MaxPromptTokens+c.RL.Rollout.MaxResponseTokens)
+	}
+	if _, err := model.SaveDTypeFor(&model.Config{}, c.Trainer.SaveDType); err != nil {
+		return fmt.Errorf("trainer.save_dtype: %w", err)
 	}
 	switch c.Trainer.Device {
 	case "auto", "cpu", "cuda":

@@ -164,7 +164,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 		}
 		hist.Log(tr.Steps(), m)
 		if f := cfg.Trainer.SaveFreq; (f > 0 && tr.Steps()%f == 0) || tr.Steps() == cfg.Trainer.TotalSteps {
-			if err := saveCheckpoint(dir, tr, s, sampler.State()); err != nil {
+			if err := saveCheckpoint(dir, tr, s, sampler.State(), cfg.Trainer.SaveDType); err != nil {
 				return err
 			}
 		}
@@ -267,7 +267,8 @@ func newTrainer(cfg *Config, s *agent.Setup, sftDir string) (*rl.Trainer, error)
 			Tok: s.Tok, Env: s.Env, Stop: s.Stop}}
 	var err error
 	if rc.NeedsRef() {
-		if tr.Ref, err = model.Load(sftDir, s.Policy.Dev, model.LMHeadOutput); err != nil {
+		// Frozen: no gradient arena; bf16 storage when the folder is bf16 (lossless).
+		if tr.Ref, err = model.LoadWith(sftDir, s.Policy.Dev, model.LMHeadOutput, model.LoadOptions{Frozen: true, DType: "auto"}); err != nil {
 			return nil, err
 		}
 	}
