@@ -23,6 +23,7 @@ type Model struct {
 	d      dims
 	p, g   params
 
+	lora     *LoRA        // adapters, or nil
 	acts     *activations // of the last Forward
 	stepActs *activations // of the last KV-cache Step
 	batch    Batch        // the batch of the last Forward
@@ -200,6 +201,18 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 	T := a.T
 	dev.RMSNorm(s.ln1, s.rstd1, a.x(l), w.ln1, T, d.C, d.eps)
 	dev.Gemm(false, true, T, d.QKV, d.C, 1, s.ln1, d.C, w.wqkv, d.C, 0, s.qkv, d.QKV)
+	lo := m.lora
+	if lo != nil {
+		lo.ensureScratch(dev, T)
+		for _, t := range []struct {
+			mod string
+			off int
+		}{{"q_proj", 0}, {"k_proj", d.Q}, {"v_proj", d.Q + d.KV}} {
+			if ad := lo.adapter(l, t.mod); ad != nil {
+				lo.forward(dev, ad, s.ln1, colSlice(s.qkv, t.off, d.QKV, T, ad.out), d.QKV, T)
+			}
+		}
+	}
 	if w.bqkv != nil {
 		dev.AddBias(s.qkv, d.QKV, w.bqkv, T, d.QKV)
 	}
@@ -207,11 +220,25 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 	dev.RoPE(s.qkv, d.QKV, d.Q, a.pos, d.KVH, d.HS, d.theta)
 	attend(a, l, s)
 	dev.Gemm(false, true, T, d.C, d.Q, 1, s.att, d.Q, w.wo, d.Q, 0, a.tmp, d.C)
+	if ad := lo.adapterOrNil(l, "o_proj"); ad != nil {
+		lo.forward(dev, ad, s.att, a.tmp, d.C, T)
+	}
 	dev.Add(s.xmid, a.x(l), a.tmp)
 	dev.RMSNorm(s.ln2, s.rstd2, s.xmid, w.ln2, T, d.C, d.eps)
 	dev.Gemm(false, true, T, 2*d.I, d.C, 1, s.ln2, d.C, w.wgu, d.C, 0, s.gu, 2*d.I)
+	for _, t := range []struct {
+		mod string
+		off int
+	}{{"gate_proj", 0}, {"up_proj", d.I}} {
+		if ad := lo.adapterOrNil(l, t.mod); ad != nil {
+			lo.forward(dev, ad, s.ln2, colSlice(s.gu, t.off, 2*d.I, T, ad.out), 2*d.I, T)
+		}
+	}
 	dev.SwiGLU(s.act, s.gu, T, d.I)
 	dev.Gemm(false, true, T, d.C, d.I, 1, s.act, d.I, w.wd, d.I, 0, a.tmp, d.C)
+	if ad := lo.adapterOrNil(l, "down_proj"); ad != nil {
+		lo.forward(dev, ad, s.act, a.tmp, d.C, T)
+	}
 	dev.Add(a.x(l+1), s.xmid, a.tmp)
 }
 
@@ -220,7 +247,7 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 // nil means zero) to every parameter, accumulating into Grads.
 func (m *Model) Backward(dLogProb, dEntropy, dValues []float32) error {
 	a, d, dev := m.acts, m.d, m.Dev
-	if m.Grads == nil {
+	if m.Grads == nil && m.lora == nil {
 		return fmt.Errorf("model: Backward on a frozen model")
 	}
 	if a == nil || !m.train {
@@ -257,27 +284,54 @@ func (m *Model) Backward(dLogProb, dEntropy, dValues []float32) error {
 		}
 		m.layerBackward(l)
 	}
-	dev.EmbeddingBackward(m.g.wte, a.dx, m.batch.Tokens, d.C)
+	if m.Grads != nil {
+		dev.EmbeddingBackward(m.g.wte, a.dx, m.batch.Tokens, d.C)
+	}
 	return dev.Sync()
 }
 
 // layerBackward is layerForward read in reverse. a.dx holds the gradient of
 // the layer's output residual on entry and of its input residual on exit.
 func (m *Model) layerBackward(l int) {
-	a, d, dev, w, g := m.acts, m.d, m.Dev, m.p.layers[l], m.g.layers[l]
+	a, d, dev, w := m.acts, m.d, m.Dev, m.p.layers[l]
+	var g layerParams // zero (nil views) for a frozen base under adapters
+	if m.Grads != nil {
+		g = m.g.layers[l]
+	}
+	lo := m.lora
 	s := a.layer(l)
 	T := a.T
 	// MLP branch: x(l+1) = xmid + down(swiglu(gate_up(rmsnorm(xmid)))).
 	dev.Gemm(false, false, T, d.I, d.C, 1, a.dx, d.C, w.wd, d.I, 0, a.dact, d.I)
-	dev.Gemm(true, false, d.C, d.I, T, 1, a.dx, d.C, s.act, d.I, 1, g.wd, d.I)
+	if g.wd != nil {
+		dev.Gemm(true, false, d.C, d.I, T, 1, a.dx, d.C, s.act, d.I, 1, g.wd, d.I)
+	}
+	if ad := lo.adapterOrNil(l, "down_proj"); ad != nil {
+		lo.backward(dev, ad, s.act, a.dx, d.C, a.dact, T)
+	}
 	dev.SwiGLUBackward(a.dgu, a.dact, s.gu, T, d.I)
 	dev.Gemm(false, false, T, d.C, 2*d.I, 1, a.dgu, 2*d.I, w.wgu, d.C, 0, a.dln, d.C)
-	dev.Gemm(true, false, 2*d.I, d.C, T, 1, a.dgu, 2*d.I, s.ln2, d.C, 1, g.wgu, d.C)
+	if g.wgu != nil {
+		dev.Gemm(true, false, 2*d.I, d.C, T, 1, a.dgu, 2*d.I, s.ln2, d.C, 1, g.wgu, d.C)
+	}
+	for _, t := range []struct {
+		mod string
+		off int
+	}{{"gate_proj", 0}, {"up_proj", d.I}} {
+		if ad := lo.adapterOrNil(l, t.mod); ad != nil {
+			lo.backward(dev, ad, s.ln2, colSlice(a.dgu, t.off, 2*d.I, T, ad.out), 2*d.I, a.dln, T)
+		}
+	}
 	dev.RMSNormBackward(a.tmp, g.ln2, a.dln, s.xmid, w.ln2, s.rstd2, T, d.C)
 	dev.Add(a.dx, a.dx, a.tmp)
 	// Attention branch: xmid = x(l) + o_proj(attention(rope(qkv(rmsnorm(x(l)))))).
 	dev.Gemm(false, false, T, d.Q, d.C, 1, a.dx, d.C, w.wo, d.Q, 0, a.datt, d.Q)
-	dev.Gemm(true, false, d.C, d.Q, T, 1, a.dx, d.C, s.att, d.Q, 1, g.wo, d.Q)
+	if g.wo != nil {
+		dev.Gemm(true, false, d.C, d.Q, T, 1, a.dx, d.C, s.att, d.Q, 1, g.wo, d.Q)
+	}
+	if ad := lo.adapterOrNil(l, "o_proj"); ad != nil {
+		lo.backward(dev, ad, s.att, a.dx, d.C, a.datt, T)
+	}
 	dev.AttentionBackward(a.dqkv, a.datt, s.att, s.lse, s.qkv, m.batch.Seqs, d.NH, d.KVH, d.HS)
 	dev.RoPEBackward(a.dqkv, d.QKV, 0, a.pos, d.NH, d.HS, d.theta)
 	dev.RoPEBackward(a.dqkv, d.QKV, d.Q, a.pos, d.KVH, d.HS, d.theta)
@@ -285,7 +339,17 @@ func (m *Model) layerBackward(l int) {
 		dev.BiasBackward(g.bqkv, a.dqkv, d.QKV, T, d.QKV)
 	}
 	dev.Gemm(false, false, T, d.C, d.QKV, 1, a.dqkv, d.QKV, w.wqkv, d.C, 0, a.dln, d.C)
-	dev.Gemm(true, false, d.QKV, d.C, T, 1, a.dqkv, d.QKV, s.ln1, d.C, 1, g.wqkv, d.C)
+	if g.wqkv != nil {
+		dev.Gemm(true, false, d.QKV, d.C, T, 1, a.dqkv, d.QKV, s.ln1, d.C, 1, g.wqkv, d.C)
+	}
+	for _, t := range []struct {
+		mod string
+		off int
+	}{{"q_proj", 0}, {"k_proj", d.Q}, {"v_proj", d.Q + d.KV}} {
+		if ad := lo.adapterOrNil(l, t.mod); ad != nil {
+			lo.backward(dev, ad, s.ln1, colSlice(a.dqkv, t.off, d.QKV, T, ad.out), d.QKV, a.dln, T)
+		}
+	}
 	dev.RMSNormBackward(a.tmp, g.ln1, a.dln, a.x(l), w.ln1, s.rstd1, T, d.C)
 	dev.Add(a.dx, a.dx, a.tmp)
 }
