@@ -50,7 +50,10 @@ func layerActSize(d dims, T int) int {
 	return T*d.C*3 + 2*T + T*d.QKV + T*d.Q + d.NH*T + T*2*d.I + T*d.I
 }
 
-func (a *activations) x(l int) Buffer { return a.xs[l] }
+// x is the residual stream entering layer l. Without a backward to feed,
+// two buffers take turns (layer l reads one and writes the other), so a
+// scoring or decoding arena holds 2·T·C residuals instead of (L+1)·T·C.
+func (a *activations) x(l int) Buffer { return a.xs[l%len(a.xs)] }
 
 func (a *activations) layer(l int) layerActs {
 	if a.saved {
@@ -61,12 +64,18 @@ func (a *activations) layer(l int) layerActs {
 
 // ensureActivations returns an arena for T tokens, reusing old when it is
 // large enough and laid out the same way (views are re-cut for the new T).
-func ensureActivations(old *activations, dev Device, d dims, T int, saved bool) *activations {
+// Every residual is kept when residuals is set (a training forward, whose
+// backward reads them); otherwise two alternate.
+func ensureActivations(old *activations, dev Device, d dims, T int, saved, residuals bool) *activations {
 	nl := 1
 	if saved {
 		nl = d.L
 	}
-	size := (d.L+1)*T*d.C + nl*layerActSize(d, T) + // residuals and layers
+	nx := 2
+	if residuals || d.L+1 < 2 {
+		nx = d.L + 1
+	}
+	size := nx*T*d.C + nl*layerActSize(d, T) + // residuals and layers
 		T*d.C*2 + T + // tmp, lnf, rstdf
 		4*T + // head outputs
 		T*d.C*2 + T*d.QKV + T*d.Q + T*2*d.I + T*d.I + 3*T // backward scratch
@@ -81,7 +90,7 @@ func ensureActivations(old *activations, dev Device, d dims, T int, saved bool) 
 	off := 0
 	take := func(n int) Buffer { b := a.arena.Slice(off, n); off += n; return b }
 	a.xs = a.xs[:0]
-	for l := 0; l <= d.L; l++ {
+	for l := 0; l < nx; l++ {
 		a.xs = append(a.xs, take(T*d.C))
 	}
 	a.layers = a.layers[:0]

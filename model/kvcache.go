@@ -81,8 +81,12 @@ func (m *Model) Step(c *KVCache, chunks []Chunk) ([]float32, error) {
 		return nil, err
 	}
 	T := len(tokens)
-	a := ensureActivations(m.stepActs, dev, d, T, false)
+	a := ensureActivations(m.stepActs, dev, d, T, false, false)
 	m.stepActs = a
+	if !m.train && m.acts != nil {
+		dev.Free(m.acts.arena) // decoding: a scoring arena is not needed again before the next Forward
+		m.acts = nil
+	}
 	a.pos = make([]int32, 0, T)
 	for j := range chunks {
 		for i := int32(0); i < lens[j]; i++ {
@@ -96,8 +100,13 @@ func (m *Model) Step(c *KVCache, chunks []Chunk) ([]float32, error) {
 		})
 	}
 	dev.RMSNorm(a.lnf, a.rstdf, a.x(d.L), m.p.lnf, T, d.C, d.eps)
-	logits := dev.Alloc(len(chunks) * d.V)
-	defer dev.Free(logits)
+	if m.stepLogits == nil || m.stepLogits.Len() < len(chunks)*d.V {
+		if m.stepLogits != nil {
+			dev.Free(m.stepLogits)
+		}
+		m.stepLogits = dev.Alloc(len(chunks) * d.V)
+	}
+	logits := m.stepLogits.Slice(0, len(chunks)*d.V)
 	dev.Logits(logits, a.lnf, m.p.lmHead, last, d.C, d.V)
 	out := make([]float32, len(chunks)*d.V)
 	dev.Download(out, logits)

@@ -216,8 +216,12 @@ func (m *Model) initValueHead(seed uint64) {
 
 // Save writes the model as a Hugging Face folder that transformers and vLLM
 // load unchanged: tied embeddings are stored once, as transformers does.
-// A float32 CPU arena is written from in place, without a host copy.
+// A float32 CPU arena is written from in place, without a host copy. A
+// model with LoRA adapters is saved merged (see SaveMerged).
 func (m *Model) Save(dir string, gen *GenerationConfig, opt SaveOptions) error {
+	if m.lora != nil {
+		return m.SaveMerged(dir, gen, opt)
+	}
 	host, ok := HostF32(m.Params)
 	if !ok {
 		host = make([]float32, m.Params.Len())

@@ -186,6 +186,24 @@ func (m *Model) Base() *Model {
 	return &Model{Config: m.Config, Dev: m.Dev, Head: m.Head, Params: m.Params, specs: m.specs, d: m.d, p: m.p}
 }
 
+// Freeze drops the gradient arena: the weights stay, training them stops
+// (the base of LoRA adapters). The arena's memory goes to the collector.
+func (m *Model) Freeze() {
+	if m.Grads != nil {
+		m.Dev.Free(m.Grads)
+	}
+	m.Grads, m.g = nil, params{}
+}
+
+// Trainable returns the arenas an optimizer updates: the adapters' when
+// the model has them, the model's own otherwise.
+func (m *Model) Trainable() (params, grads Buffer) {
+	if m.lora != nil {
+		return m.lora.Params, m.lora.Grads
+	}
+	return m.Params, m.Grads
+}
+
 // ZeroGrads clears the adapters' gradients.
 func (lo *LoRA) ZeroGrads(dev Device) { dev.Zero(lo.Grads) }
 

@@ -142,11 +142,38 @@ func (m *Model) LoadAdapter(dir string) (*LoRA, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := lo.readWeights(m.Dev, dir); err != nil {
+		m.lora = nil
+		return nil, err
+	}
+	return lo, nil
+}
+
+// RestoreAdapter copies the adapter weights of a PEFT folder into the
+// model's attached adapters (resuming a run): the folder's rank, alpha and
+// target modules must be the attached ones.
+func (m *Model) RestoreAdapter(dir string) error {
+	lo := m.lora
+	if lo == nil {
+		return fmt.Errorf("lora: %s: the model has no adapters to restore into", dir)
+	}
+	cfg, err := ReadAdapterConfig(dir)
+	if err != nil {
+		return err
+	}
+	if cfg.Rank != lo.Config.Rank || cfg.Alpha != lo.Config.Alpha || !slices.Equal(cfg.TargetModules, lo.Config.TargetModules) {
+		return fmt.Errorf("lora: %s: adapters r=%d alpha=%v on %v, the run has r=%d alpha=%v on %v", dir,
+			cfg.Rank, cfg.Alpha, cfg.TargetModules, lo.Config.Rank, lo.Config.Alpha, lo.Config.TargetModules)
+	}
+	return lo.readWeights(m.Dev, dir)
+}
+
+// readWeights fills the adapters from dir's adapter_model.safetensors.
+func (lo *LoRA) readWeights(dev Device, dir string) error {
 	path := filepath.Join(dir, peftWeightsFile)
 	f, err := safetensors.Open(path)
 	if err != nil {
-		m.lora = nil
-		return nil, err
+		return err
 	}
 	defer f.Close()
 	have := map[string]bool{}
@@ -158,25 +185,21 @@ func (m *Model) LoadAdapter(dir string) (*LoRA, error) {
 		name := peftPrefix + s.Name
 		info, ok := f.Info(name)
 		if !ok {
-			m.lora = nil
-			return nil, fmt.Errorf("lora: %s: tensor %s is missing", path, name)
+			return fmt.Errorf("lora: %s: tensor %s is missing", path, name)
 		}
 		if !slices.Equal(info.Shape, s.Shape) {
-			m.lora = nil
-			return nil, fmt.Errorf("lora: %s: tensor %s has shape %v, the config implies %v", path, name, info.Shape, s.Shape)
+			return fmt.Errorf("lora: %s: tensor %s has shape %v, the config implies %v", path, name, info.Shape, s.Shape)
 		}
 		if err := f.ReadF32(name, host[s.Off:s.Off+s.size()]); err != nil {
-			m.lora = nil
-			return nil, err
+			return err
 		}
 		delete(have, name)
 	}
 	for n := range have {
-		m.lora = nil
-		return nil, fmt.Errorf("lora: %s: unexpected tensor %s for adapters on %s", path, n, strings.Join(cfg.TargetModules, ", "))
+		return fmt.Errorf("lora: %s: unexpected tensor %s for adapters on %s", path, n, strings.Join(lo.Config.TargetModules, ", "))
 	}
-	m.Dev.Upload(lo.Params, host)
-	return lo, nil
+	dev.Upload(lo.Params, host)
+	return nil
 }
 
 // SaveMerged writes the base model with every adapter merged in

@@ -23,11 +23,12 @@ type Model struct {
 	d      dims
 	p, g   params
 
-	lora     *LoRA        // adapters, or nil
-	acts     *activations // of the last Forward
-	stepActs *activations // of the last KV-cache Step
-	batch    Batch        // the batch of the last Forward
-	train    bool
+	lora       *LoRA        // adapters, or nil
+	acts       *activations // of the last Forward
+	stepActs   *activations // of the last KV-cache Step
+	stepLogits Buffer       // its logits, reused between steps
+	batch      Batch        // the batch of the last Forward
+	train      bool
 }
 
 // Batch is a packed batch of token sequences without padding.
@@ -99,9 +100,13 @@ func (m *Model) Tensors() []NamedShape {
 }
 
 // ZeroGrads clears the gradient arena.
+// With adapters attached it clears theirs too.
 func (m *Model) ZeroGrads() {
 	if m.Grads != nil {
 		m.Dev.Zero(m.Grads)
+	}
+	if m.lora != nil {
+		m.lora.ZeroGrads(m.Dev)
 	}
 }
 
@@ -174,8 +179,9 @@ func (m *Model) forwardHidden(b Batch, train bool) (*activations, error) {
 		return nil, err
 	}
 	d, dev := m.d, m.Dev
-	a := ensureActivations(m.acts, dev, d, len(b.Tokens), train && !m.Recompute)
+	a := ensureActivations(m.acts, dev, d, len(b.Tokens), train && !m.Recompute, train)
 	m.acts, m.batch, m.train = a, b, train
+	m.dropStepScratch() // decode scratch: rebuilt by the next Step
 	a.pos, a.targets = b.positions()
 	dev.Embedding(a.x(0), b.Tokens, m.p.wte, d.C)
 	for l := 0; l < d.L; l++ {
@@ -352,4 +358,16 @@ func (m *Model) layerBackward(l int) {
 	}
 	dev.RMSNormBackward(a.tmp, g.ln1, a.dln, a.x(l), w.ln1, s.rstd1, T, d.C)
 	dev.Add(a.dx, a.dx, a.tmp)
+}
+
+// dropStepScratch frees the decode arena and logits (a device buffer
+// must be freed, not just dropped).
+func (m *Model) dropStepScratch() {
+	if m.stepActs != nil {
+		m.Dev.Free(m.stepActs.arena)
+	}
+	if m.stepLogits != nil {
+		m.Dev.Free(m.stepLogits)
+	}
+	m.stepActs, m.stepLogits = nil, nil
 }

@@ -56,6 +56,9 @@ func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.Sampler
 	if err := tr.ActorOpt.Save(filepath.Join(tmp, "actor_optim.safetensors")); err != nil {
 		return err
 	}
+	if err := saveAdapter(tr, tmp); err != nil {
+		return err
+	}
 	if tr.Critic != nil {
 		if err := tr.Critic.Save(filepath.Join(tmp, "critic"), nil, opts); err != nil {
 			return err

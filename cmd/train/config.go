@@ -119,6 +119,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("model.max_context %d is below rollout.max_prompt_tokens + rollout.max_response_tokens (%d)",
 			c.Model.MaxContext, c.RL.Rollout.MaxPromptTokens+c.RL.Rollout.MaxResponseTokens)
 	}
+	if err := c.RL.Actor.LoRA.Validate(); err != nil {
+		return fmt.Errorf("actor.%w", err)
+	}
 	if _, err := model.SaveDTypeFor(&model.Config{}, c.Trainer.SaveDType); err != nil {
 		return fmt.Errorf("trainer.save_dtype: %w", err)
 	}
