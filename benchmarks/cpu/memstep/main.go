@@ -21,6 +21,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -31,6 +32,7 @@ import (
 	"time"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/safetensors"
 	"github.com/r1go/r1go/optim"
 )
 
@@ -63,8 +65,40 @@ const qwen05B = `{
 }
 `
 
+// qwen15B is Qwen2.5-1.5B's config.json (architecture keys as published).
+const qwen15B = `{
+  "architectures": ["Qwen2ForCausalLM"],
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151645,
+  "hidden_act": "silu",
+  "hidden_size": 1536,
+  "initializer_range": 0.02,
+  "intermediate_size": 8960,
+  "max_position_embeddings": 32768,
+  "max_window_layers": 21,
+  "model_type": "qwen2",
+  "num_attention_heads": 12,
+  "num_hidden_layers": 28,
+  "num_key_value_heads": 2,
+  "rms_norm_eps": 1e-06,
+  "rope_theta": 1000000.0,
+  "sliding_window": 32768,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.43.1",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+}
+`
+
+var shapes = map[string]string{"0.5b": qwen05B, "1.5b": qwen15B}
+
 func main() {
-	dir := flag.String("dir", filepath.Join(os.TempDir(), "r1go-qwen2.5-0.5b-random"), "model folder (generated when missing)")
+	shape := flag.String("shape", "0.5b", "model shape: 0.5b or 1.5b (Qwen2.5's configs)")
+	dir := flag.String("dir", "", "model folder (generated when missing; default /tmp/r1go-qwen2.5-<shape>-random)")
+	loraRank := flag.Int("lora", 0, "LoRA rank on every projection of a frozen bf16 base (0: full fine-tuning)")
 	genOnly := flag.Bool("gen", false, "only generate the folder (the child process)")
 	state := flag.String("state", "bfloat16", "optimizer state dtype: float32 or bfloat16")
 	ref := flag.String("ref", "auto", "reference policy storage: auto (bf16 from a bf16 folder), float32 or none")
@@ -76,8 +110,15 @@ func main() {
 	micro := flag.Int("micro_tokens", 1024, "tokens of the one training micro-batch")
 	save := flag.Bool("save", true, "write a checkpoint (bf16 weights + optimizer state) into a temporary folder")
 	flag.Parse()
+	if shapes[*shape] == "" {
+		fmt.Fprintf(os.Stderr, "memstep: -shape %q is not 0.5b or 1.5b\n", *shape)
+		os.Exit(2)
+	}
+	if *dir == "" {
+		*dir = filepath.Join(os.TempDir(), "r1go-qwen2.5-"+*shape+"-random")
+	}
 	if *genOnly {
-		if err := generate(*dir); err != nil {
+		if err := generate(*dir, shapes[*shape]); err != nil {
 			fmt.Fprintln(os.Stderr, "memstep:", err)
 			os.Exit(1)
 		}
@@ -85,32 +126,57 @@ func main() {
 	}
 	if _, err := os.Stat(filepath.Join(*dir, "model.safetensors")); err != nil {
 		fmt.Printf("generating %s in a child process\n", *dir)
-		cmd := exec.Command(os.Args[0], "-gen", "-dir", *dir)
+		cmd := exec.Command(os.Args[0], "-gen", "-dir", *dir, "-shape", *shape)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "memstep: generating:", err)
 			os.Exit(1)
 		}
 	}
-	if err := run(*dir, *state, *ref, *prompts**samples, *promptLen, *respLen, *decodeSteps, *micro, *save); err != nil {
+	if err := run(*dir, *state, *ref, *loraRank, *prompts**samples, *promptLen, *respLen, *decodeSteps, *micro, *save); err != nil {
 		fmt.Fprintln(os.Stderr, "memstep:", err)
 		os.Exit(1)
 	}
 }
 
 // generate writes the random-weight folder: normal(0, 0.02) matrices, unit
-// norms, zero biases, as transformers initialises a fresh model, in bf16.
-func generate(dir string) error {
-	cfg, err := model.ParseConfig([]byte(qwen05B), "qwen2.5-0.5b config.json")
+// norms, zero biases, as transformers initialises a fresh model, drawn
+// straight into bf16 bytes (the process holds one bf16 copy, never a
+// float32 one).
+func generate(dir, config string) error {
+	cfg, err := model.ParseConfig([]byte(config), "config.json")
 	if err != nil {
 		return err
 	}
-	m, err := model.NewWith(cfg, model.NewCPU(), model.LMHeadOutput, model.LoadOptions{Frozen: true})
-	if err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	m.InitRandom(20)
-	return m.Save(dir, nil, model.SaveOptions{DType: "bfloat16"})
+	rng := rand.New(rand.NewPCG(20, 21))
+	var ts []safetensors.Tensor
+	for _, e := range model.ExpectedTensors(cfg) {
+		n := 1
+		for _, d := range e.Shape {
+			n *= d
+		}
+		raw := make([]byte, 2*n)
+		for i := 0; i < n; i++ {
+			var v float32
+			switch {
+			case strings.HasSuffix(e.Name, "norm.weight"):
+				v = 1
+			case strings.HasSuffix(e.Name, ".bias"):
+				v = 0
+			default:
+				v = float32(0.02 * rng.NormFloat64())
+			}
+			binary.LittleEndian.PutUint16(raw[2*i:], safetensors.F32ToBF16(v))
+		}
+		ts = append(ts, safetensors.Tensor{Name: e.Name, DType: safetensors.BF16, Shape: e.Shape, Raw: raw})
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(config), 0o644); err != nil {
+		return err
+	}
+	return safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"})
 }
 
 // memGiB reads VmRSS and VmHWM from /proc/self/status, in GiB.
@@ -138,7 +204,7 @@ func memGiB() (rss, hwm float64) {
 
 const gib = 1 << 30
 
-func run(dir, state, refMode string, seqs, promptLen, respLen, decodeSteps, micro int, save bool) error {
+func run(dir, state, refMode string, loraRank, seqs, promptLen, respLen, decodeSteps, micro int, save bool) error {
 	var plan []string
 	var planned float64
 	account := func(what string, bytes float64) {
@@ -154,38 +220,66 @@ func run(dir, state, refMode string, seqs, promptLen, respLen, decodeSteps, micr
 	}
 	phase("start")
 	dev := model.NewCPU()
-	pol, err := model.Load(dir, dev, model.LMHeadOutput)
-	if err != nil {
-		return err
-	}
-	n := float64(pol.NumParams())
-	account(fmt.Sprintf("policy weights (%.0f M params, float32)", n/1e6), 4*n)
-	account("policy gradients (float32)", 4*n)
-	phase("load policy")
-	var refM *model.Model
-	if refMode != "none" {
-		if refM, err = model.LoadWith(dir, dev, model.LMHeadOutput, model.LoadOptions{Frozen: true, DType: refMode}); err != nil {
-			return err
-		}
-		per := 4.0
-		if model.IsBF16(refM.Params) {
-			per = 2
-		}
-		account(fmt.Sprintf("reference weights (frozen, %d-byte)", int(per)), per*n)
-		phase("load reference")
-	}
+	var pol, refM *model.Model
+	var err error
+	var opt *optim.AdamW
 	ocfg := optim.DefaultConfig()
 	ocfg.StateDType = state
-	opt, err := optim.New(dev, pol.Params, pol.Grads, ocfg, 1)
-	if err != nil {
-		return err
-	}
 	per := 4.0
 	if state == "bfloat16" {
 		per = 2
 	}
-	account(fmt.Sprintf("AdamW moments m, v (%s)", state), 2*per*n)
-	phase("optimizer (moments untouched)")
+	if loraRank > 0 {
+		// LoRA: a frozen base (bf16 from a bf16 folder), adapters on every
+		// projection, the base itself as the reference.
+		if pol, err = model.LoadWith(dir, dev, model.LMHeadOutput, model.LoadOptions{Frozen: true, DType: "auto"}); err != nil {
+			return err
+		}
+		n := float64(pol.NumParams())
+		bpp := 4.0
+		if model.IsBF16(pol.Params) {
+			bpp = 2
+		}
+		account(fmt.Sprintf("frozen base (%.0f M params, %d-byte)", n/1e6, int(bpp)), bpp*n)
+		lo, err := pol.AttachLoRA(model.LoRAConfig{Rank: loraRank, Alpha: 2 * float64(loraRank), TargetModules: []string{"all-linear"}}, 1)
+		if err != nil {
+			return err
+		}
+		na := float64(lo.Params.Len())
+		account(fmt.Sprintf("adapters r=%d (%.1f M params) + grads, float32", loraRank, na/1e6), 8*na)
+		phase("load base, attach adapters")
+		refM = pol.Base()
+		p, g := pol.Trainable()
+		if opt, err = optim.New(dev, p, g, ocfg, 1); err != nil {
+			return err
+		}
+		account(fmt.Sprintf("AdamW moments of the adapters (%s)", state), 2*per*na)
+		phase("optimizer")
+	} else {
+		if pol, err = model.Load(dir, dev, model.LMHeadOutput); err != nil {
+			return err
+		}
+		n := float64(pol.NumParams())
+		account(fmt.Sprintf("policy weights (%.0f M params, float32)", n/1e6), 4*n)
+		account("policy gradients (float32)", 4*n)
+		phase("load policy")
+		if refMode != "none" {
+			if refM, err = model.LoadWith(dir, dev, model.LMHeadOutput, model.LoadOptions{Frozen: true, DType: refMode}); err != nil {
+				return err
+			}
+			rb := 4.0
+			if model.IsBF16(refM.Params) {
+				rb = 2
+			}
+			account(fmt.Sprintf("reference weights (frozen, %d-byte)", int(rb)), rb*n)
+			phase("load reference")
+		}
+		if opt, err = optim.New(dev, pol.Params, pol.Grads, ocfg, 1); err != nil {
+			return err
+		}
+		account(fmt.Sprintf("AdamW moments m, v (%s)", state), 2*per*n)
+		phase("optimizer (moments untouched)")
+	}
 
 	// Rollout: prefill every sample's prompt, then decode steps for all.
 	cfg := pol.Config
@@ -250,7 +344,12 @@ func run(dir, state, refMode string, seqs, promptLen, respLen, decodeSteps, micr
 	QKV := Q + 2*KV
 	layer := 3*C + 2 + QKV + Q + cfg.NumAttentionHeads + 3*I
 	acts := float64(T) * float64((L+1)*C+layer+2*C+1+4+2*C+QKV+Q+3*I+3) * 4
-	account(fmt.Sprintf("training activations (%d tokens, recompute)", T), acts)
+	// The scoring and decode arenas are freed when training starts; the
+	// reference's scoring arena (two residuals and one layer) stays.
+	if refM != nil {
+		acts += float64(T) * float64(2*C+layer+2*C+1+4+2*C+QKV+Q+3*I+3) * 4
+	}
+	account(fmt.Sprintf("activations (%d tokens: training with recompute, reference scoring)", T), acts)
 	phase("train forward (recompute)")
 	g := make([]float32, T)
 	for i := range g {
@@ -269,7 +368,11 @@ func run(dir, state, refMode string, seqs, promptLen, respLen, decodeSteps, micr
 			return err
 		}
 		defer os.RemoveAll(ck)
-		if err := pol.Save(filepath.Join(ck, "actor"), nil, model.SaveOptions{DType: "bfloat16"}); err != nil {
+		if lo := pol.Adapters(); lo != nil {
+			if err := lo.SaveAdapter(filepath.Join(ck, "actor_adapter"), dev, dir); err != nil {
+				return err
+			}
+		} else if err := pol.Save(filepath.Join(ck, "actor"), nil, model.SaveOptions{DType: "bfloat16"}); err != nil {
 			return err
 		}
 		if err := opt.Save(filepath.Join(ck, "actor_optim.safetensors")); err != nil {
