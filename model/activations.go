@@ -71,14 +71,17 @@ func ensureActivations(old *activations, dev Device, d dims, T int, saved, resid
 	if saved {
 		nl = d.L
 	}
-	nx := 2
+	nx, tb := 2, 0 // tb: rows of backward scratch, none without a backward
 	if residuals || d.L+1 < 2 {
 		nx = d.L + 1
+	}
+	if residuals {
+		tb = T
 	}
 	size := nx*T*d.C + nl*layerActSize(d, T) + // residuals and layers
 		T*d.C*2 + T + // tmp, lnf, rstdf
 		4*T + // head outputs
-		T*d.C*2 + T*d.QKV + T*d.Q + T*2*d.I + T*d.I + 3*T // backward scratch
+		tb*d.C*2 + tb*d.QKV + tb*d.Q + tb*2*d.I + tb*d.I + 3*tb // backward scratch
 	a := old
 	if a == nil || a.cap < size {
 		if a != nil {
@@ -103,9 +106,9 @@ func ensureActivations(old *activations, dev Device, d dims, T int, saved, resid
 	}
 	a.tmp, a.lnf, a.rstdf = take(T*d.C), take(T*d.C), take(T)
 	a.logprob, a.entropy, a.lseV, a.values = take(T), take(T), take(T), take(T)
-	a.dx, a.dln, a.dqkv, a.datt = take(T*d.C), take(T*d.C), take(T*d.QKV), take(T*d.Q)
-	a.dgu, a.dact = take(T*2*d.I), take(T*d.I)
-	a.dlogprob, a.dentropy, a.dvalues = take(T), take(T), take(T)
+	a.dx, a.dln, a.dqkv, a.datt = take(tb*d.C), take(tb*d.C), take(tb*d.QKV), take(tb*d.Q)
+	a.dgu, a.dact = take(tb*2*d.I), take(tb*d.I)
+	a.dlogprob, a.dentropy, a.dvalues = take(tb), take(tb), take(tb)
 	if off != size {
 		panic("model: activation arena size and views disagree")
 	}

@@ -144,6 +144,9 @@ func LoadWith(dir string, dev Device, head Head, opt LoadOptions) (*Model, error
 			if !finite(host) {
 				return nil, fmt.Errorf("model: %s: tensor %s holds NaN or Inf", dir, s.Name)
 			}
+			if raw, err := w.dir.Bytes(s.Name); err == nil && w.dir.Mapped(s.Name) {
+				dropPages(raw)
+			}
 		} else {
 			info, _ := w.dir.Info(s.Name)
 			raw, err := w.dir.Bytes(s.Name)
@@ -163,6 +166,9 @@ func LoadWith(dir string, dev Device, head Head, opt LoadOptions) (*Model, error
 					return nil, fmt.Errorf("model: %s: tensor %s holds NaN or Inf", dir, s.Name)
 				}
 				m.Dev.Upload(dst.Slice(i, n), chunk[:n])
+			}
+			if w.dir.Mapped(s.Name) {
+				dropPages(raw)
 			}
 		}
 		delete(have, s.Name)

@@ -28,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -109,6 +110,7 @@ func main() {
 	decodeSteps := flag.Int("decode_steps", 8, "decode steps actually run (memory does not grow with them past the cache)")
 	micro := flag.Int("micro_tokens", 1024, "tokens of the one training micro-batch")
 	save := flag.Bool("save", true, "write a checkpoint (bf16 weights + optimizer state) into a temporary folder")
+	memprofile := flag.String("memprofile", "", "write a heap profile (go tool pprof -sample_index=alloc_space) here at the end")
 	flag.Parse()
 	if shapes[*shape] == "" {
 		fmt.Fprintf(os.Stderr, "memstep: -shape %q is not 0.5b or 1.5b\n", *shape)
@@ -136,6 +138,17 @@ func main() {
 	if err := run(*dir, *state, *ref, *loraRank, *prompts**samples, *promptLen, *respLen, *decodeSteps, *micro, *save); err != nil {
 		fmt.Fprintln(os.Stderr, "memstep:", err)
 		os.Exit(1)
+	}
+	if *memprofile != "" {
+		f, err := os.Create(*memprofile)
+		if err == nil {
+			err = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "memstep:", err)
+			os.Exit(1)
+		}
 	}
 }
 
@@ -347,7 +360,7 @@ func run(dir, state, refMode string, loraRank, seqs, promptLen, respLen, decodeS
 	// The scoring and decode arenas are freed when training starts; the
 	// reference's scoring arena (two residuals and one layer) stays.
 	if refM != nil {
-		acts += float64(T) * float64(2*C+layer+2*C+1+4+2*C+QKV+Q+3*I+3) * 4
+		acts += float64(T) * float64(2*C+layer+2*C+1+4) * 4
 	}
 	account(fmt.Sprintf("activations (%d tokens: training with recompute, reference scoring)", T), acts)
 	phase("train forward (recompute)")
