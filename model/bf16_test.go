@@ -213,3 +213,42 @@ func TestAdamWBF16Moments(t *testing.T) {
 		t.Fatalf("weights after 300 steps differ by up to %.3g", dp)
 	}
 }
+
+// TestSaveDTypeKeepsSource checks save_dtype's auto rule (bf16 in, bf16
+// out; float32 in or unnamed, float32 out) and that the saved config's
+// torch_dtype names what the weights are stored as.
+func TestSaveDTypeKeepsSource(t *testing.T) {
+	cfg := tinyConfig(t, true)
+	for _, tc := range []struct{ src, setting, want string }{
+		{"bfloat16", "auto", "bfloat16"}, {"float32", "", "float32"}, {"", "auto", "float32"}, {"bfloat16", "float32", "float32"},
+	} {
+		cfg.DType = tc.src
+		got, err := SaveDTypeFor(cfg, tc.setting)
+		if err != nil || got != tc.want {
+			t.Errorf("source %q, setting %q: %q, %v; want %q", tc.src, tc.setting, got, err, tc.want)
+		}
+	}
+	if _, err := SaveDTypeFor(cfg, "int8"); err == nil {
+		t.Error("save dtype int8 was accepted")
+	}
+	m := bf16Rounded(t, true, 2)
+	m.Config.DType = "bfloat16"
+	dtype, _ := SaveDTypeFor(m.Config, "auto")
+	dir := filepath.Join(t.TempDir(), "out")
+	if err := m.Save(dir, nil, SaveOptions{DType: dtype}); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadConfig(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := OpenWeights(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	info, _ := w.dir.Info("model.embed_tokens.weight")
+	if back.DType != "bfloat16" || info.DType != "BF16" {
+		t.Fatalf("saved torch_dtype %q, stored %s; want bfloat16, BF16", back.DType, info.DType)
+	}
+}
