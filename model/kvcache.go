@@ -100,13 +100,8 @@ func (m *Model) Step(c *KVCache, chunks []Chunk) ([]float32, error) {
 		})
 	}
 	dev.RMSNorm(a.lnf, a.rstdf, a.x(d.L), m.p.lnf, T, d.C, d.eps)
-	if m.stepLogits == nil || m.stepLogits.Len() < len(chunks)*d.V {
-		if m.stepLogits != nil {
-			dev.Free(m.stepLogits)
-		}
-		m.stepLogits = dev.Alloc(len(chunks) * d.V)
-	}
-	logits := m.stepLogits.Slice(0, len(chunks)*d.V)
+	logits := dev.Alloc(len(chunks) * d.V)
+	defer dev.Free(logits)
 	dev.Logits(logits, a.lnf, m.p.lmHead, last, d.C, d.V)
 	out := make([]float32, len(chunks)*d.V)
 	dev.Download(out, logits)

@@ -369,14 +369,11 @@ func (m *Model) layerBackward(l int) {
 	dev.Add(a.dx, a.dx, a.tmp)
 }
 
-// dropStepScratch frees the decode arena and logits (a device buffer
-// must be freed, not just dropped).
+// dropStepScratch frees the decode arena (a device buffer must be freed,
+// not just dropped).
 func (m *Model) dropStepScratch() {
 	if m.stepActs != nil {
 		m.Dev.Free(m.stepActs.arena)
 	}
-	if m.stepLogits != nil {
-		m.Dev.Free(m.stepLogits)
-	}
-	m.stepActs, m.stepLogits = nil, nil
+	m.stepActs = nil
 }
