@@ -98,7 +98,10 @@ func headPermutations(d dims, T int) (toBlocked, toInter []int32) {
 	return toBlocked, toInter
 }
 
-func (a *activations) x(l int) Buffer { return a.xs[l] }
+// x is the residual stream entering layer l. Without a backward to feed,
+// two buffers take turns (layer l reads one and writes the other), so a
+// scoring or decoding arena holds 2·T·C residuals instead of (L+1)·T·C.
+func (a *activations) x(l int) Buffer { return a.xs[l%len(a.xs)] }
 
 func (a *activations) layer(l int) layerActs {
 	if a.saved {
@@ -109,15 +112,24 @@ func (a *activations) layer(l int) layerActs {
 
 // ensureActivations returns an arena for T tokens, reusing old when it is
 // large enough and laid out the same way (views are re-cut for the new T).
-func ensureActivations(old *activations, dev Device, d dims, T int, saved bool) *activations {
+// Every residual is kept when residuals is set (a training forward, whose
+// backward reads them); otherwise two alternate.
+func ensureActivations(old *activations, dev Device, d dims, T int, saved, residuals bool) *activations {
 	nl := 1
 	if saved {
 		nl = d.L
 	}
-	size := (d.L+1)*T*d.C + nl*layerActSize(d, T) + // residuals and layers
+	nx, tb := 2, 0 // tb: rows of backward scratch, none without a backward
+	if residuals || d.L+1 < 2 {
+		nx = d.L + 1
+	}
+	if residuals {
+		tb = T
+	}
+	size := nx*T*d.C + nl*layerActSize(d, T) + // residuals and layers
 		T*d.C*2 + T + // tmp, lnf, rstdf
 		4*T + // head outputs
-		T*d.C*2 + T*d.QKV + T*d.Q + T*2*d.I + T*d.I + 3*T + // backward scratch
+		tb*d.C*2 + tb*d.QKV + tb*d.Q + tb*2*d.I + tb*d.I + 3*tb + // backward scratch
 		qkNormScratch(d, T)
 	a := old
 	if a == nil || a.cap < size {
@@ -130,7 +142,7 @@ func ensureActivations(old *activations, dev Device, d dims, T int, saved bool) 
 	off := 0
 	take := func(n int) Buffer { b := a.arena.Slice(off, n); off += n; return b }
 	a.xs = a.xs[:0]
-	for l := 0; l <= d.L; l++ {
+	for l := 0; l < nx; l++ {
 		a.xs = append(a.xs, take(T*d.C))
 	}
 	a.layers = a.layers[:0]
@@ -147,9 +159,9 @@ func ensureActivations(old *activations, dev Device, d dims, T int, saved bool) 
 	}
 	a.tmp, a.lnf, a.rstdf = take(T*d.C), take(T*d.C), take(T)
 	a.logprob, a.entropy, a.lseV, a.values = take(T), take(T), take(T), take(T)
-	a.dx, a.dln, a.dqkv, a.datt = take(T*d.C), take(T*d.C), take(T*d.QKV), take(T*d.Q)
-	a.dgu, a.dact = take(T*2*d.I), take(T*d.I)
-	a.dlogprob, a.dentropy, a.dvalues = take(T), take(T), take(T)
+	a.dx, a.dln, a.dqkv, a.datt = take(tb*d.C), take(tb*d.C), take(tb*d.QKV), take(tb*d.Q)
+	a.dgu, a.dact = take(tb*2*d.I), take(tb*d.I)
+	a.dlogprob, a.dentropy, a.dvalues = take(tb), take(tb), take(tb)
 	if d.qkNorm {
 		a.qkn, a.qkn2 = take(T*d.QKV), take(T*d.QKV)
 		if len(a.toInter) != T*(d.NH+2*d.KVH) {

@@ -491,3 +491,21 @@ func hfSyncDir(path string) error {
 	d.Sync()
 	return d.Close()
 }
+
+// SaveDTypeFor resolves a save_dtype setting for a model of config cfg:
+// "" or "auto" keeps the source's dtype (its config's torch_dtype; float32
+// for a config that names none), so a bf16 model is saved as bf16 and a
+// float32 one bit for bit; bfloat16, float32 and float16 are taken as
+// they are.
+func SaveDTypeFor(cfg *Config, setting string) (string, error) {
+	switch setting {
+	case "", "auto":
+		if cfg.DType == "" {
+			return "float32", nil
+		}
+		return cfg.DType, nil
+	case "bfloat16", "float32", "float16":
+		return setting, nil
+	}
+	return "", fmt.Errorf("model: save dtype %q is not auto, bfloat16, float32 or float16", setting)
+}

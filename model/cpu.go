@@ -52,6 +52,15 @@ func (d *CPU[F]) Free(Buffer)        {}
 func (d *CPU[F]) Sync() error        { return nil }
 
 func (d *CPU[F]) Upload(dst Buffer, src []float32) {
+	if h, ok := dst.(bf16Buf); ok {
+		if len(src) != len(h) {
+			panic(fmt.Sprintf("model: Upload of %d values into a buffer of %d", len(src), len(h)))
+		}
+		for i, v := range src {
+			h[i] = narrow(v)
+		}
+		return
+	}
 	x := buf[F](dst)
 	if len(src) != len(x) {
 		panic(fmt.Sprintf("model: Upload of %d values into a buffer of %d", len(src), len(x)))
@@ -62,6 +71,15 @@ func (d *CPU[F]) Upload(dst Buffer, src []float32) {
 }
 
 func (d *CPU[F]) Download(dst []float32, src Buffer) {
+	if h, ok := src.(bf16Buf); ok {
+		if len(dst) != len(h) {
+			panic(fmt.Sprintf("model: Download of a buffer of %d values into %d", len(h), len(dst)))
+		}
+		for i, v := range h {
+			dst[i] = widen(v)
+		}
+		return
+	}
 	x := buf[F](src)
 	if len(dst) != len(x) {
 		panic(fmt.Sprintf("model: Download of a buffer of %d values into %d", len(x), len(dst)))
@@ -71,9 +89,47 @@ func (d *CPU[F]) Download(dst []float32, src Buffer) {
 	}
 }
 
-func (d *CPU[F]) Zero(b Buffer) { clear(buf[F](b)) }
+func (d *CPU[F]) Zero(b Buffer) {
+	if h, ok := b.(bf16Buf); ok {
+		clear(h)
+		return
+	}
+	clear(buf[F](b))
+}
 
+// Copy copies between buffers of the same length; into or out of a bf16
+// buffer it narrows (round to nearest even) or widens.
 func (d *CPU[F]) Copy(dst, src Buffer) {
+	hd, dok := dst.(bf16Buf)
+	hs, sok := src.(bf16Buf)
+	switch {
+	case dok && sok:
+		if len(hd) != len(hs) {
+			panic(fmt.Sprintf("model: Copy of %d values into %d", len(hs), len(hd)))
+		}
+		copy(hd, hs)
+		return
+	case dok:
+		x := buf[F](src)
+		if len(hd) != len(x) {
+			panic(fmt.Sprintf("model: Copy of %d values into %d", len(x), len(hd)))
+		}
+		d.parallel(len(x), 1<<16, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				hd[i] = narrow(float32(x[i]))
+			}
+		})
+		return
+	case sok:
+		x := buf[F](dst)
+		if len(hs) != len(x) {
+			panic(fmt.Sprintf("model: Copy of %d values into %d", len(hs), len(x)))
+		}
+		for i, h := range hs {
+			x[i] = F(widen(h))
+		}
+		return
+	}
 	x, y := buf[F](dst), buf[F](src)
 	if len(x) != len(y) {
 		panic(fmt.Sprintf("model: Copy of %d values into %d", len(y), len(x)))
@@ -94,7 +150,7 @@ func (d *CPU[F]) Add(out, a, b Buffer) {
 }
 
 func (d *CPU[F]) AddBias(out Buffer, ldo int, bias Buffer, rows, cols int) {
-	o, b := buf[F](out), buf[F](bias)
+	o, b := buf[F](out), vec[F](bias)
 	d.parallel(rows, 1+4096/max(cols, 1), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row := o[r*ldo : r*ldo+cols]
@@ -149,6 +205,10 @@ func (d *CPU[F]) SumSquares(x Buffer) float64 {
 // AdamW is the decoupled-weight-decay Adam step (Loshchilov & Hutter):
 // p ← p − lr·(m̂/(√v̂+eps) + wd·p), with bias-corrected moments.
 func (d *CPU[F]) AdamW(p, g, m, v Buffer, hp AdamWParams) {
+	if hm, ok := m.(bf16Buf); ok {
+		d.adamWBF16(buf[F](p), buf[F](g), hm, v.(bf16Buf), hp)
+		return
+	}
 	P, G, M, V := buf[F](p), buf[F](g), buf[F](m), buf[F](v)
 	if len(G) != len(P) || len(M) != len(P) || len(V) != len(P) {
 		panic("model: AdamW buffers of different lengths")

@@ -9,10 +9,14 @@ import (
 // Gemm on the CPU: float32 goes to the tuned, parallel kernels of package
 // gemm; float64 (tests only) to a straightforward loop in float64.
 func (d *CPU[F]) Gemm(transA, transB bool, m, n, k int, alpha float32, a Buffer, lda int, b Buffer, ldb int, beta float32, c Buffer, ldc int) {
-	A, B, C := buf[F](a), buf[F](b), buf[F](c)
 	if m == 0 || n == 0 {
 		return
 	}
+	if h, ok := b.(bf16Buf); ok {
+		d.gemmBF16(transA, transB, m, n, k, alpha, buf[F](a), lda, h, ldb, beta, buf[F](c), ldc)
+		return
+	}
+	A, B, C := buf[F](a), buf[F](b), buf[F](c)
 	if a32, ok := any(A).([]float32); ok {
 		gemm.Sgemm(transA, transB, m, n, k, alpha, a32, lda, any(B).([]float32), ldb, beta, any(C).([]float32), ldc)
 		return

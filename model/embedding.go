@@ -4,6 +4,10 @@ import "fmt"
 
 // Embedding copies row ids[t] of table[V, C] into out[t, :].
 func (d *CPU[F]) Embedding(out Buffer, ids []int32, table Buffer, C int) {
+	if h, ok := table.(bf16Buf); ok {
+		d.embeddingBF16(buf[F](out), ids, h, C)
+		return
+	}
 	o, w := buf[F](out), buf[F](table)
 	V := len(w) / C
 	d.parallel(len(ids), 64, func(lo, hi int) {

@@ -110,7 +110,9 @@ func (d *CPU[F]) LMHeadBackward(dh, dw, dlogprob, dentropy, h, w, lse, entropy B
 				beta = 0
 			}
 			d.Gemm(false, false, n, C, m, 1, z, m, wc, C, beta, dhb, C)
-			d.Gemm(true, false, m, C, n, 1, z, m, hb, C, 1, dw.Slice(v0*C, m*C), C)
+			if dw != nil { // nil: a frozen head, only dh is wanted
+				d.Gemm(true, false, m, C, n, 1, z, m, hb, C, 1, dw.Slice(v0*C, m*C), C)
+			}
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/r1go/r1go/model/safetensors"
 )
 
 // dimsOf checks that cfg describes a model this package computes exactly
@@ -61,17 +63,41 @@ func (m *Model) InitRandom(seed uint64) {
 	m.Dev.Upload(m.Params, host)
 }
 
+// LoadOptions says how a loaded model is stored.
+type LoadOptions struct {
+	// Frozen models have no gradient arena: a reference policy, a frozen
+	// base under LoRA adapters.
+	Frozen bool
+	// DType of the stored weights: "float32" (default) or, for a frozen
+	// model on a device with BF16Allocator, "bfloat16"; "auto" picks
+	// bfloat16 for a frozen model whose folder stores every tensor it needs
+	// as BF16 (so nothing is rounded) and float32 otherwise.
+	DType string
+}
+
 // Load reads a Hugging Face folder (config.json and safetensors, single
-// file or sharded) into a new model on dev. Every tensor the model needs
-// must be present with the shape the config implies; a critic loaded from
-// a policy checkpoint gets a fresh value head (seeded from the folder's
-// name) and ignores lm_head.weight.
+// file or sharded) into a new trainable float32 model on dev. Every tensor
+// the model needs must be present with the shape the config implies; a
+// critic loaded from a policy checkpoint gets a fresh value head (seeded
+// from the folder's name) and ignores lm_head.weight.
 func Load(dir string, dev Device, head Head) (*Model, error) {
+	return LoadWith(dir, dev, head, LoadOptions{})
+}
+
+// loadChunk is the number of values converted through host memory at a
+// time when the arena is not host memory itself (a GPU, or bf16 storage):
+// loading never holds a second full copy of the weights.
+const loadChunk = 1 << 20
+
+// LoadWith is Load with a storage choice (see LoadOptions). Weights are
+// decoded straight into the parameter arena where it is host memory, and
+// in chunks of loadChunk values otherwise.
+func LoadWith(dir string, dev Device, head Head, opt LoadOptions) (*Model, error) {
 	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return nil, err
 	}
-	m, err := New(cfg, dev, head)
+	d, err := dimsOf(cfg, head)
 	if err != nil {
 		return nil, err
 	}
@@ -80,13 +106,24 @@ func Load(dir string, dev Device, head Head) (*Model, error) {
 		return nil, err
 	}
 	defer w.Close()
+	specs, _ := layout(d)
+	if opt.DType == "auto" {
+		opt.DType = "float32"
+		if _, ok := dev.(BF16Allocator); ok && opt.Frozen && storedAs(w, specs, safetensors.BF16) {
+			opt.DType = "bfloat16"
+		}
+	}
+	m, err := NewWith(cfg, dev, head, opt)
+	if err != nil {
+		return nil, err
+	}
 	names := w.Names()
 	have := map[string]bool{}
 	for _, n := range names {
 		have[n] = true
 	}
-	host := make([]float32, m.Params.Len())
 	freshValueHead := false
+	var chunk []float32
 	for _, s := range m.specs {
 		if !have[s.Name] {
 			if head == ValueHeadOutput && strings.HasPrefix(s.Name, "score.") {
@@ -99,8 +136,40 @@ func Load(dir string, dev Device, head Head) (*Model, error) {
 		if !slices.Equal(shape, s.Shape) {
 			return nil, fmt.Errorf("model: %s: tensor %s has shape %v, the config implies %v", dir, s.Name, shape, s.Shape)
 		}
-		if err := w.ReadF32(s.Name, host[s.Off:s.Off+s.size()]); err != nil {
-			return nil, err
+		dst := m.Params.Slice(s.Off, s.size())
+		if host, ok := HostF32(dst); ok {
+			if err := w.ReadF32(s.Name, host); err != nil {
+				return nil, err
+			}
+			if !finite(host) {
+				return nil, fmt.Errorf("model: %s: tensor %s holds NaN or Inf", dir, s.Name)
+			}
+			if raw, err := w.dir.Bytes(s.Name); err == nil && w.dir.Mapped(s.Name) {
+				dropPages(raw)
+			}
+		} else {
+			info, _ := w.dir.Info(s.Name)
+			raw, err := w.dir.Bytes(s.Name)
+			if err != nil {
+				return nil, err
+			}
+			size := info.DType.Size()
+			if chunk == nil {
+				chunk = make([]float32, loadChunk)
+			}
+			for i := 0; i < s.size(); i += loadChunk {
+				n := min(loadChunk, s.size()-i)
+				if err := safetensors.DecodeF32(chunk[:n], raw[i*size:(i+n)*size], info.DType); err != nil {
+					return nil, fmt.Errorf("model: %s: tensor %s: %w", dir, s.Name, err)
+				}
+				if !finite(chunk[:n]) {
+					return nil, fmt.Errorf("model: %s: tensor %s holds NaN or Inf", dir, s.Name)
+				}
+				m.Dev.Upload(dst.Slice(i, n), chunk[:n])
+			}
+			if w.dir.Mapped(s.Name) {
+				dropPages(raw)
+			}
 		}
 		delete(have, s.Name)
 	}
@@ -114,16 +183,30 @@ func Load(dir string, dev Device, head Head) (*Model, error) {
 			return nil, fmt.Errorf("model: %s: unexpected tensor %s for a %s model", dir, n, cfg.ModelType)
 		}
 	}
-	for _, v := range host {
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return nil, fmt.Errorf("model: %s: weights hold NaN or Inf", dir)
-		}
-	}
-	m.Dev.Upload(m.Params, host)
 	if freshValueHead {
 		m.initValueHead(0x5eed)
 	}
 	return m, nil
+}
+
+// storedAs says whether every tensor of specs that the folder holds is
+// stored as dtype.
+func storedAs(w *Weights, specs []tensorSpec, dtype safetensors.DType) bool {
+	for _, s := range specs {
+		if info, ok := w.dir.Info(s.Name); ok && info.DType != dtype {
+			return false
+		}
+	}
+	return true
+}
+
+func finite(v []float32) bool {
+	for _, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // initValueHead draws a fresh critic head: small normal weights, zero bias.
@@ -139,9 +222,17 @@ func (m *Model) initValueHead(seed uint64) {
 
 // Save writes the model as a Hugging Face folder that transformers and vLLM
 // load unchanged: tied embeddings are stored once, as transformers does.
+// A float32 CPU arena is written from in place, without a host copy. A
+// model with LoRA adapters is saved merged (see SaveMerged).
 func (m *Model) Save(dir string, gen *GenerationConfig, opt SaveOptions) error {
-	host := make([]float32, m.Params.Len())
-	m.Dev.Download(host, m.Params)
+	if m.lora != nil {
+		return m.SaveMerged(dir, gen, opt)
+	}
+	host, ok := HostF32(m.Params)
+	if !ok {
+		host = make([]float32, m.Params.Len())
+		m.Dev.Download(host, m.Params)
+	}
 	tensors := make([]NamedTensor, 0, len(m.specs))
 	for _, s := range m.specs {
 		tensors = append(tensors, NamedTensor{Name: s.Name, Shape: s.Shape, Data: host[s.Off : s.Off+s.size()]})
@@ -152,7 +243,17 @@ func (m *Model) Save(dir string, gen *GenerationConfig, opt SaveOptions) error {
 // Clone returns a model with the same config and a copy of the weights on
 // the same device (a frozen reference policy, for instance).
 func (m *Model) Clone() (*Model, error) {
-	c, err := New(m.Config, m.Dev, m.Head)
+	return m.CloneWith(LoadOptions{})
+}
+
+// CloneWith copies the weights into a model stored as opt says: a frozen
+// bfloat16 reference policy costs a quarter of a trainable float32 copy
+// (no gradients, half-size weights), its weights rounded to bf16.
+func (m *Model) CloneWith(opt LoadOptions) (*Model, error) {
+	if opt.DType == "auto" {
+		opt.DType = "float32"
+	}
+	c, err := NewWith(m.Config, m.Dev, m.Head, opt)
 	if err != nil {
 		return nil, err
 	}

@@ -15,19 +15,28 @@ type Model struct {
 	// Recompute keeps only each layer's residual input during a training
 	// forward and recomputes the rest of the layer in the backward
 	// (activation checkpointing): memory O(L·T·C) instead of O(L·T·(C+I)).
+	// A training forward whose saved layers would take more than
+	// autoRecomputeBytes recomputes even when Recompute is off: the same
+	// values, computed twice, instead of running out of memory (a 0.5B
+	// model saves 1.85 MB per token).
 	Recompute bool
 
 	Params Buffer // every parameter, in layout order
-	Grads  Buffer // same layout as Params; accumulates over Backward calls
+	Grads  Buffer // same layout as Params; accumulates over Backward calls; nil when frozen
 	specs  []tensorSpec
 	d      dims
 	p, g   params
 
+	lora     *LoRA        // adapters, or nil
 	acts     *activations // of the last Forward
 	stepActs *activations // of the last KV-cache Step
 	batch    Batch        // the batch of the last Forward
 	train    bool
 }
+
+// autoRecomputeBytes bounds the saved layer activations of one training
+// forward (float32 bytes) before recomputation switches on by itself.
+const autoRecomputeBytes = 1 << 30
 
 // Batch is a packed batch of token sequences without padding.
 type Batch struct {
@@ -47,18 +56,43 @@ type Output struct {
 // New allocates a model for cfg on dev with zeroed parameters; load weights
 // with LoadWeights or fill them with InitRandom.
 func New(cfg *Config, dev Device, head Head) (*Model, error) {
+	return NewWith(cfg, dev, head, LoadOptions{})
+}
+
+// NewWith is New with a storage choice: a frozen model has no gradient
+// arena, and a frozen model may keep its weights in bfloat16.
+func NewWith(cfg *Config, dev Device, head Head, opt LoadOptions) (*Model, error) {
 	d, err := dimsOf(cfg, head)
 	if err != nil {
 		return nil, err
 	}
 	specs, n := layout(d)
 	m := &Model{Config: cfg, Dev: dev, Head: head, d: d, specs: specs}
-	m.Params = dev.Alloc(n)
-	m.Grads = dev.Alloc(n)
+	switch opt.DType {
+	case "", "float32":
+		m.Params = dev.Alloc(n)
+	case "bfloat16":
+		ha, ok := dev.(BF16Allocator)
+		if !ok {
+			return nil, fmt.Errorf("model: device %s cannot store bfloat16 weights", dev.Name())
+		}
+		if !opt.Frozen {
+			return nil, fmt.Errorf("model: bfloat16 weights are for frozen models; a trained model keeps float32 master weights")
+		}
+		m.Params = ha.AllocBF16(n)
+	default:
+		return nil, fmt.Errorf("model: weight dtype %q is neither float32 nor bfloat16", opt.DType)
+	}
 	m.p = views(d, specs, m.Params)
-	m.g = views(d, specs, m.Grads)
+	if !opt.Frozen {
+		m.Grads = dev.Alloc(n)
+		m.g = views(d, specs, m.Grads)
+	}
 	return m, nil
 }
+
+// Frozen says whether the model has no gradients (a reference policy).
+func (m *Model) Frozen() bool { return m.Grads == nil }
 
 // NumParams is the number of scalars in the parameter arena.
 func (m *Model) NumParams() int { return m.Params.Len() }
@@ -73,7 +107,15 @@ func (m *Model) Tensors() []NamedShape {
 }
 
 // ZeroGrads clears the gradient arena.
-func (m *Model) ZeroGrads() { m.Dev.Zero(m.Grads) }
+// With adapters attached it clears theirs too.
+func (m *Model) ZeroGrads() {
+	if m.Grads != nil {
+		m.Dev.Zero(m.Grads)
+	}
+	if m.lora != nil {
+		m.lora.ZeroGrads(m.Dev)
+	}
+}
 
 // Validate checks a batch against the model: offsets that cover the tokens
 // in order, and ids inside the vocabulary.
@@ -144,8 +186,10 @@ func (m *Model) forwardHidden(b Batch, train bool) (*activations, error) {
 		return nil, err
 	}
 	d, dev := m.d, m.Dev
-	a := ensureActivations(m.acts, dev, d, len(b.Tokens), train && !m.Recompute)
+	save := train && !m.Recompute && int64(d.L)*int64(layerActSize(d, len(b.Tokens)))*4 <= autoRecomputeBytes
+	a := ensureActivations(m.acts, dev, d, len(b.Tokens), save, train)
 	m.acts, m.batch, m.train = a, b, train
+	m.dropStepScratch() // decode scratch: rebuilt by the next Step
 	a.pos, a.targets = b.positions()
 	dev.Embedding(a.x(0), b.Tokens, m.p.wte, d.C)
 	for l := 0; l < d.L; l++ {
@@ -171,6 +215,18 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 	T := a.T
 	dev.RMSNorm(s.ln1, s.rstd1, a.x(l), w.ln1, T, d.C, d.eps)
 	dev.Gemm(false, true, T, d.QKV, d.C, 1, s.ln1, d.C, w.wqkv, d.C, 0, s.qkv, d.QKV)
+	lo := m.lora
+	if lo != nil {
+		lo.ensureScratch(dev, T)
+		for _, t := range []struct {
+			mod string
+			off int
+		}{{"q_proj", 0}, {"k_proj", d.Q}, {"v_proj", d.Q + d.KV}} {
+			if ad := lo.adapter(l, t.mod); ad != nil {
+				lo.forward(dev, ad, s.ln1, colSlice(s.qkv, t.off, d.QKV, T, ad.out), d.QKV, T)
+			}
+		}
+	}
 	if w.bqkv != nil {
 		dev.AddBias(s.qkv, d.QKV, w.bqkv, T, d.QKV)
 	}
@@ -181,11 +237,25 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 	dev.RoPE(s.qkv, d.QKV, d.Q, a.pos, d.KVH, d.HS, d.theta)
 	attend(a, l, s)
 	dev.Gemm(false, true, T, d.C, d.Q, 1, s.att, d.Q, w.wo, d.Q, 0, a.tmp, d.C)
+	if ad := lo.adapterOrNil(l, "o_proj"); ad != nil {
+		lo.forward(dev, ad, s.att, a.tmp, d.C, T)
+	}
 	dev.Add(s.xmid, a.x(l), a.tmp)
 	dev.RMSNorm(s.ln2, s.rstd2, s.xmid, w.ln2, T, d.C, d.eps)
 	dev.Gemm(false, true, T, 2*d.I, d.C, 1, s.ln2, d.C, w.wgu, d.C, 0, s.gu, 2*d.I)
+	for _, t := range []struct {
+		mod string
+		off int
+	}{{"gate_proj", 0}, {"up_proj", d.I}} {
+		if ad := lo.adapterOrNil(l, t.mod); ad != nil {
+			lo.forward(dev, ad, s.ln2, colSlice(s.gu, t.off, 2*d.I, T, ad.out), 2*d.I, T)
+		}
+	}
 	dev.SwiGLU(s.act, s.gu, T, d.I)
 	dev.Gemm(false, true, T, d.C, d.I, 1, s.act, d.I, w.wd, d.I, 0, a.tmp, d.C)
+	if ad := lo.adapterOrNil(l, "down_proj"); ad != nil {
+		lo.forward(dev, ad, s.act, a.tmp, d.C, T)
+	}
 	dev.Add(a.x(l+1), s.xmid, a.tmp)
 }
 
@@ -194,6 +264,9 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 // nil means zero) to every parameter, accumulating into Grads.
 func (m *Model) Backward(dLogProb, dEntropy, dValues []float32) error {
 	a, d, dev := m.acts, m.d, m.Dev
+	if m.Grads == nil && m.lora == nil {
+		return fmt.Errorf("model: Backward on a frozen model")
+	}
 	if a == nil || !m.train {
 		return fmt.Errorf("model: Backward without a training Forward")
 	}
@@ -228,27 +301,54 @@ func (m *Model) Backward(dLogProb, dEntropy, dValues []float32) error {
 		}
 		m.layerBackward(l)
 	}
-	dev.EmbeddingBackward(m.g.wte, a.dx, m.batch.Tokens, d.C)
+	if m.Grads != nil {
+		dev.EmbeddingBackward(m.g.wte, a.dx, m.batch.Tokens, d.C)
+	}
 	return dev.Sync()
 }
 
 // layerBackward is layerForward read in reverse. a.dx holds the gradient of
 // the layer's output residual on entry and of its input residual on exit.
 func (m *Model) layerBackward(l int) {
-	a, d, dev, w, g := m.acts, m.d, m.Dev, m.p.layers[l], m.g.layers[l]
+	a, d, dev, w := m.acts, m.d, m.Dev, m.p.layers[l]
+	var g layerParams // zero (nil views) for a frozen base under adapters
+	if m.Grads != nil {
+		g = m.g.layers[l]
+	}
+	lo := m.lora
 	s := a.layer(l)
 	T := a.T
 	// MLP branch: x(l+1) = xmid + down(swiglu(gate_up(rmsnorm(xmid)))).
 	dev.Gemm(false, false, T, d.I, d.C, 1, a.dx, d.C, w.wd, d.I, 0, a.dact, d.I)
-	dev.Gemm(true, false, d.C, d.I, T, 1, a.dx, d.C, s.act, d.I, 1, g.wd, d.I)
+	if g.wd != nil {
+		dev.Gemm(true, false, d.C, d.I, T, 1, a.dx, d.C, s.act, d.I, 1, g.wd, d.I)
+	}
+	if ad := lo.adapterOrNil(l, "down_proj"); ad != nil {
+		lo.backward(dev, ad, s.act, a.dx, d.C, a.dact, T)
+	}
 	dev.SwiGLUBackward(a.dgu, a.dact, s.gu, T, d.I)
 	dev.Gemm(false, false, T, d.C, 2*d.I, 1, a.dgu, 2*d.I, w.wgu, d.C, 0, a.dln, d.C)
-	dev.Gemm(true, false, 2*d.I, d.C, T, 1, a.dgu, 2*d.I, s.ln2, d.C, 1, g.wgu, d.C)
+	if g.wgu != nil {
+		dev.Gemm(true, false, 2*d.I, d.C, T, 1, a.dgu, 2*d.I, s.ln2, d.C, 1, g.wgu, d.C)
+	}
+	for _, t := range []struct {
+		mod string
+		off int
+	}{{"gate_proj", 0}, {"up_proj", d.I}} {
+		if ad := lo.adapterOrNil(l, t.mod); ad != nil {
+			lo.backward(dev, ad, s.ln2, colSlice(a.dgu, t.off, 2*d.I, T, ad.out), 2*d.I, a.dln, T)
+		}
+	}
 	dev.RMSNormBackward(a.tmp, g.ln2, a.dln, s.xmid, w.ln2, s.rstd2, T, d.C)
 	dev.Add(a.dx, a.dx, a.tmp)
 	// Attention branch: xmid = x(l) + o_proj(attention(rope(qkv(rmsnorm(x(l)))))).
 	dev.Gemm(false, false, T, d.Q, d.C, 1, a.dx, d.C, w.wo, d.Q, 0, a.datt, d.Q)
-	dev.Gemm(true, false, d.C, d.Q, T, 1, a.dx, d.C, s.att, d.Q, 1, g.wo, d.Q)
+	if g.wo != nil {
+		dev.Gemm(true, false, d.C, d.Q, T, 1, a.dx, d.C, s.att, d.Q, 1, g.wo, d.Q)
+	}
+	if ad := lo.adapterOrNil(l, "o_proj"); ad != nil {
+		lo.backward(dev, ad, s.att, a.dx, d.C, a.datt, T)
+	}
 	dev.AttentionBackward(a.dqkv, a.datt, s.att, s.lse, s.qkv, m.batch.Seqs, d.NH, d.KVH, d.HS)
 	dev.RoPEBackward(a.dqkv, d.QKV, 0, a.pos, d.NH, d.HS, d.theta)
 	dev.RoPEBackward(a.dqkv, d.QKV, d.Q, a.pos, d.KVH, d.HS, d.theta)
@@ -259,7 +359,17 @@ func (m *Model) layerBackward(l int) {
 		dev.BiasBackward(g.bqkv, a.dqkv, d.QKV, T, d.QKV)
 	}
 	dev.Gemm(false, false, T, d.C, d.QKV, 1, a.dqkv, d.QKV, w.wqkv, d.C, 0, a.dln, d.C)
-	dev.Gemm(true, false, d.QKV, d.C, T, 1, a.dqkv, d.QKV, s.ln1, d.C, 1, g.wqkv, d.C)
+	if g.wqkv != nil {
+		dev.Gemm(true, false, d.QKV, d.C, T, 1, a.dqkv, d.QKV, s.ln1, d.C, 1, g.wqkv, d.C)
+	}
+	for _, t := range []struct {
+		mod string
+		off int
+	}{{"q_proj", 0}, {"k_proj", d.Q}, {"v_proj", d.Q + d.KV}} {
+		if ad := lo.adapterOrNil(l, t.mod); ad != nil {
+			lo.backward(dev, ad, s.ln1, colSlice(a.dqkv, t.off, d.QKV, T, ad.out), d.QKV, a.dln, T)
+		}
+	}
 	dev.RMSNormBackward(a.tmp, g.ln1, a.dln, a.x(l), w.ln1, s.rstd1, T, d.C)
 	dev.Add(a.dx, a.dx, a.tmp)
 }
@@ -291,4 +401,13 @@ func (m *Model) headNormBackward(a *activations, s layerActs, w, g layerParams) 
 	dev.RMSNormBackward(draw.Slice(tq, tk), g.kn, dn.Slice(tq, tk), s.qkraw.Slice(tq, tk), w.kn, s.rstdk, T*d.KVH, d.HS)
 	dev.Copy(draw.Slice(tq+tk, tk), dn.Slice(tq+tk, tk))
 	dev.Embedding(a.dqkv, a.toInter, draw, d.HS)
+}
+
+// dropStepScratch frees the decode arena (a device buffer must be freed,
+// not just dropped).
+func (m *Model) dropStepScratch() {
+	if m.stepActs != nil {
+		m.Dev.Free(m.stepActs.arena)
+	}
+	m.stepActs = nil
 }

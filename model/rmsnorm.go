@@ -5,7 +5,7 @@ import "math"
 // RMSNorm, as Qwen2 computes it in float32: y = w ⊙ x·r with
 // r = 1/sqrt(mean(x²) + eps); r is saved per row for the backward.
 func (d *CPU[F]) RMSNorm(out, rstd, inp, w Buffer, rows, C int, eps float32) {
-	o, rs, x, g := buf[F](out), buf[F](rstd), buf[F](inp), buf[F](w)
+	o, rs, x, g := buf[F](out), buf[F](rstd), buf[F](inp), vec[F](w)
 	d.parallel(rows, 16, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			xr := x[t*C : (t+1)*C]
@@ -29,7 +29,7 @@ func (d *CPU[F]) RMSNorm(out, rstd, inp, w Buffer, rows, C int, eps float32) {
 // that workers never share a row of it and the sum does not depend on which
 // worker finishes first (runs are bit-for-bit reproducible).
 func (d *CPU[F]) RMSNormBackward(dinp, dw, dout, inp, w, rstd Buffer, rows, C int) {
-	dx, dg, dy, x, g, rs := buf[F](dinp), buf[F](dw), buf[F](dout), buf[F](inp), buf[F](w), buf[F](rstd)
+	dx, dg, dy, x, g, rs := buf[F](dinp), buf[F](dw), buf[F](dout), buf[F](inp), vec[F](w), buf[F](rstd)
 	const block = 64
 	nb := (rows + block - 1) / block
 	partial := make([]float64, nb*C)
@@ -54,6 +54,9 @@ func (d *CPU[F]) RMSNormBackward(dinp, dw, dout, inp, w, rstd Buffer, rows, C in
 			}
 		}
 	})
+	if dg == nil { // a frozen weight: only dx is wanted
+		return
+	}
 	for c := 0; c < C; c++ {
 		var s float64
 		for b := 0; b < nb; b++ {

@@ -21,6 +21,9 @@ type Config struct {
 	WarmupSteps int     `yaml:"warmup_steps" help:"linear warm-up steps from 0 to lr"`
 	Schedule    string  `yaml:"schedule" help:"after warm-up: constant or cosine"`
 	MinLRRatio  float64 `yaml:"min_lr_ratio" help:"cosine floor as a fraction of lr"`
+	// StateDType stores both moments as bfloat16 (stochastic rounding),
+	// halving the optimizer's memory; float32 (the default) is exact.
+	StateDType string `yaml:"state_dtype" help:"AdamW moments as float32 or bfloat16 (stochastic rounding, half the memory)"`
 }
 
 // DefaultConfig returns verl's actor optimizer defaults.
@@ -43,6 +46,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("optim: schedule %q is neither constant nor cosine", c.Schedule)
 	case !(c.MinLRRatio >= 0 && c.MinLRRatio <= 1):
 		return fmt.Errorf("optim: min_lr_ratio %v must lie in [0, 1]", c.MinLRRatio)
+	case c.StateDType != "" && c.StateDType != "float32" && c.StateDType != "bfloat16":
+		return fmt.Errorf("optim: state_dtype %q is neither float32 nor bfloat16", c.StateDType)
 	}
 	return nil
 }
@@ -82,8 +87,17 @@ func New(dev model.Device, params, grads model.Buffer, cfg Config, totalSteps in
 	if params.Len() != grads.Len() {
 		return nil, fmt.Errorf("optim: %d parameters but %d gradients", params.Len(), grads.Len())
 	}
-	return &AdamW{Config: cfg, TotalSteps: totalSteps, dev: dev, params: params, grads: grads,
-		m: dev.Alloc(params.Len()), v: dev.Alloc(params.Len())}, nil
+	o := &AdamW{Config: cfg, TotalSteps: totalSteps, dev: dev, params: params, grads: grads}
+	if cfg.StateDType == "bfloat16" {
+		ha, ok := dev.(model.BF16Allocator)
+		if !ok {
+			return nil, fmt.Errorf("optim: state_dtype bfloat16: device %s has no bfloat16 storage", dev.Name())
+		}
+		o.m, o.v = ha.AllocBF16(params.Len()), ha.AllocBF16(params.Len())
+	} else {
+		o.m, o.v = dev.Alloc(params.Len()), dev.Alloc(params.Len())
+	}
+	return o, nil
 }
 
 // Steps is the number of updates done.
@@ -118,15 +132,23 @@ func (o *AdamW) Step(scale float64) StepResult {
 }
 
 // Save writes the moments and the step count to a safetensors file.
+// Moments held in host memory are written in place, bfloat16 ones as BF16
+// tensors; others go through one host copy.
 func (o *AdamW) Save(path string) error {
-	m, v := make([]float32, o.m.Len()), make([]float32, o.v.Len())
-	o.dev.Download(m, o.m)
-	o.dev.Download(v, o.v)
-	n := len(m)
-	return safetensors.WriteFile(path, []safetensors.Tensor{
-		{Name: "exp_avg", DType: safetensors.F32, Shape: []int{n}, F32: m},
-		{Name: "exp_avg_sq", DType: safetensors.F32, Shape: []int{n}, F32: v},
-	}, map[string]string{"step": strconv.Itoa(o.step), "format": "r1go-adamw"})
+	n := o.m.Len()
+	tensor := func(name string, b model.Buffer) safetensors.Tensor {
+		if h, ok := model.HostBF16(b); ok {
+			return safetensors.Tensor{Name: name, DType: safetensors.BF16, Shape: []int{n}, Raw: bf16Bytes(h)}
+		}
+		host, ok := model.HostF32(b)
+		if !ok {
+			host = make([]float32, n)
+			o.dev.Download(host, b)
+		}
+		return safetensors.Tensor{Name: name, DType: safetensors.F32, Shape: []int{n}, F32: host}
+	}
+	return safetensors.WriteFile(path, []safetensors.Tensor{tensor("exp_avg", o.m), tensor("exp_avg_sq", o.v)},
+		map[string]string{"step": strconv.Itoa(o.step), "format": "r1go-adamw"})
 }
 
 // Load restores what Save wrote; the file must match the parameter count.
@@ -151,11 +173,9 @@ func (o *AdamW) Load(path string) error {
 		if int(info.NumElements()) != t.dst.Len() {
 			return fmt.Errorf("optim: %s: tensor %s has %d values, the model has %d parameters", path, t.name, info.NumElements(), t.dst.Len())
 		}
-		host := make([]float32, t.dst.Len())
-		if err := f.ReadF32(t.name, host); err != nil {
+		if err := readInto(o.dev, f, t.name, t.dst); err != nil {
 			return err
 		}
-		o.dev.Upload(t.dst, host)
 	}
 	o.step = step
 	return nil

@@ -44,6 +44,9 @@ type ActorConfig struct {
 	UseKLLoss        bool         `yaml:"use_kl_loss" help:"add KL(pi||ref) to the loss (GRPO style)"`
 	KLLossCoef       float64      `yaml:"kl_loss_coef" help:"weight of the KL loss"`
 	KLLossType       string       `yaml:"kl_loss_type" help:"k1, abs, k2, low_var_kl (k3), or a + straight-through variant"`
+
+	// LoRA adapters instead of full fine-tuning (wired in cmd/train/lora.go).
+	LoRA model.LoRAConfig `yaml:"lora"`
 }
 
 // CriticConfig configures the value model of PPO (verl's critic.* keys).

@@ -17,12 +17,18 @@ type trainConfig struct {
 	name             string
 	C, L, NH, KVH, I int
 	V, seqs, seqlen  int
+	steps            int // decode steps (0: the decode section's default)
 }
 
 var trainConfigs = []trainConfig{
 	{name: "qwen2-4M", C: 256, L: 4, NH: 4, KVH: 2, I: 704, V: 2048, seqs: 4, seqlen: 512},
 	{name: "qwen2-27M", C: 512, L: 8, NH: 8, KVH: 2, I: 1408, V: 8192, seqs: 4, seqlen: 512},
 }
+
+// decodeConfigs are the decode section's models: the training shapes and
+// Qwen2.5-0.5B's shapes (random weights, 16 steps).
+var decodeConfigs = append(trainConfigs[:len(trainConfigs):len(trainConfigs)],
+	trainConfig{name: "qwen2.5-0.5b-shape", C: 896, L: 24, NH: 14, KVH: 2, I: 4864, V: 151936, steps: 16})
 
 func (c trainConfig) model() (*model.Model, error) {
 	raw := fmt.Sprintf(`{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": %d,

@@ -38,18 +38,25 @@ type trainerState struct {
 
 func (s *trainerState) actorDir() string { return filepath.Join(s.dir, "actor") }
 
-func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.SamplerState) error {
+func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.SamplerState, saveDType string) error {
 	final := filepath.Join(run, fmt.Sprintf("global_step_%d", tr.Steps()))
 	tmp := final + ".tmp"
 	os.RemoveAll(tmp)
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return err
 	}
-	opts := model.SaveOptions{DType: "float32", TokenizerDir: s.TokenizerDir}
+	dtype, err := model.SaveDTypeFor(tr.Policy.Config, saveDType)
+	if err != nil {
+		return err
+	}
+	opts := model.SaveOptions{DType: dtype, TokenizerDir: s.TokenizerDir}
 	if err := tr.Policy.Save(filepath.Join(tmp, "actor"), nil, opts); err != nil {
 		return err
 	}
 	if err := tr.ActorOpt.Save(filepath.Join(tmp, "actor_optim.safetensors")); err != nil {
+		return err
+	}
+	if err := saveAdapter(tr, tmp); err != nil {
 		return err
 	}
 	if tr.Critic != nil {

@@ -51,6 +51,7 @@ type TrainerConfig struct {
 	DryRun       bool   `yaml:"dry_run" help:"print the memory plan (from config.json alone) and exit, saying whether it fits"`
 	DeviceMemory string `yaml:"device_memory" help:"device memory to plan for, e.g. 80GiB or 80GB (empty: the device's own; plans a device that is not present)"`
 	Recompute    bool   `yaml:"recompute" help:"recompute activations in the backward (activation checkpointing): less memory, one more forward"`
+	SaveDType    string `yaml:"save_dtype" help:"checkpoint weights: auto (the source model's dtype), bfloat16, float32 or float16"`
 }
 
 // DefaultConfig returns the embedded default run.
@@ -74,7 +75,7 @@ func DefaultConfig() Config {
 		SFT: SFTConfig{Steps: 400, BatchSize: 16, Fraction: 1, EarlyAnswer: 0.6, Optim: tinyOptim(3e-3, 10)},
 		RL:  rl.DefaultTrainerConfig(),
 		Trainer: TrainerConfig{TotalSteps: 30, SaveFreq: 10, TestFreq: 10, Project: "r1go", Experiment: "synthetic-grpo",
-			Logger: []string{"console", "jsonl", "tensorboard"}, Device: "auto", RolloutSlots: 64, Seed: 1},
+			Logger: []string{"console", "jsonl", "tensorboard"}, Device: "auto", RolloutSlots: 64, Seed: 1, SaveDType: "auto"},
 	}
 	// Exact match alone: after the warm start the format is already right
 	// (0.98), and Agent-R1's format term then only adds noise to GRPO's
@@ -122,6 +123,12 @@ func (c *Config) Validate() error {
 	if c.Model.MaxContext < c.RL.Rollout.MaxPromptTokens+c.RL.Rollout.MaxResponseTokens {
 		return fmt.Errorf("model.max_context %d is below rollout.max_prompt_tokens + rollout.max_response_tokens (%d)",
 			c.Model.MaxContext, c.RL.Rollout.MaxPromptTokens+c.RL.Rollout.MaxResponseTokens)
+	}
+	if err := c.RL.Actor.LoRA.Validate(); err != nil {
+		return fmt.Errorf("actor.%w", err)
+	}
+	if _, err := model.SaveDTypeFor(&model.Config{}, c.Trainer.SaveDType); err != nil {
+		return fmt.Errorf("trainer.save_dtype: %w", err)
 	}
 	switch c.Trainer.Device {
 	case "auto", "cpu", "cuda":

@@ -65,6 +65,9 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	}
 	s.Policy.Recompute = cfg.Trainer.Recompute
 	defer s.Close()
+	if err := setupLoRA(cfg, s); err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "data: %d train, %d validation, %d test questions; policy %d parameters, vocabulary %d\n",
 		len(s.Train), len(s.Val), len(s.Test), s.Policy.NumParams(), s.Tok.VocabSize())
 
@@ -99,7 +102,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 		if err := readJSON(filepath.Join(sftDir, "eval.json"), &before); err != nil {
 			return err
 		}
-		if err := loadWeights(s.Policy, resume.actorDir()); err != nil {
+		if err := restorePolicy(s.Policy, resume.dir); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "resuming from %s at step %d\n", resume.dir, resume.Step)
@@ -172,7 +175,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 		}
 		hist.Log(tr.Steps(), m)
 		if f := cfg.Trainer.SaveFreq; (f > 0 && tr.Steps()%f == 0) || tr.Steps() == cfg.Trainer.TotalSteps {
-			if err := saveCheckpoint(dir, tr, s, sampler.State()); err != nil {
+			if err := saveCheckpoint(dir, tr, s, sampler.State(), cfg.Trainer.SaveDType); err != nil {
 				return err
 			}
 		}
@@ -239,7 +242,8 @@ func warmStart(ctx context.Context, cfg *Config, s *agent.Setup, out io.Writer) 
 		return fmt.Errorf("sft: no training sample has a gold trajectory (sft.max_hops %d, sft.fraction %v)", cfg.SFT.MaxHops, cfg.SFT.Fraction)
 	}
 	ro := &rl.Rollout{Tok: s.Tok, Env: s.Env, Stop: s.Stop}
-	opt, err := optim.New(s.Policy.Dev, s.Policy.Params, s.Policy.Grads, cfg.SFT.Optim, cfg.SFT.Steps)
+	params, grads := s.Policy.Trainable() // the adapters in a LoRA run
+	opt, err := optim.New(s.Policy.Dev, params, grads, cfg.SFT.Optim, cfg.SFT.Steps)
 	if err != nil {
 		return err
 	}
@@ -275,8 +279,12 @@ func newTrainer(cfg *Config, s *agent.Setup, sftDir string) (*rl.Trainer, error)
 			Tok: s.Tok, Env: s.Env, Stop: s.Stop}}
 	var err error
 	if rc.NeedsRef() {
-		if tr.Ref, err = model.Load(sftDir, s.Policy.Dev, model.LMHeadOutput); err != nil {
-			return nil, err
+		// A LoRA run's reference is its frozen base; otherwise the frozen
+		// warm start: no gradient arena, bf16 storage when the folder is bf16 (lossless).
+		if tr.Ref = loraRef(s); tr.Ref == nil {
+			if tr.Ref, err = model.LoadWith(sftDir, s.Policy.Dev, model.LMHeadOutput, model.LoadOptions{Frozen: true, DType: "auto"}); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if rc.NeedsCritic() {
@@ -289,7 +297,8 @@ func newTrainer(cfg *Config, s *agent.Setup, sftDir string) (*rl.Trainer, error)
 		}
 	}
 	steps := cfg.Trainer.TotalSteps * rc.Actor.PPOEpochs * ((cfg.Data.TrainBatchSize*rc.Rollout.N + rc.Actor.MiniBatchSize - 1) / rc.Actor.MiniBatchSize)
-	if tr.ActorOpt, err = optim.New(s.Policy.Dev, s.Policy.Params, s.Policy.Grads, rc.Actor.Optim, steps); err != nil {
+	params, grads := s.Policy.Trainable() // the adapters in a LoRA run
+	if tr.ActorOpt, err = optim.New(s.Policy.Dev, params, grads, rc.Actor.Optim, steps); err != nil {
 		return nil, err
 	}
 	return tr, nil

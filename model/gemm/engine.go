@@ -305,7 +305,17 @@ type layout struct {
 // wide), one MR×NR tile per micro-kernel call.
 func tile(kn *kernel, j *job, lay layout, apack, bpack []float32, i0, j0, qa0, qa1, qb0, qb1, ncur, kc int, sp, sr uintptr, beta float32) {
 	mr, nr := kn.mr, kn.nr
-	var edge [16 * 64]float32 // scratch tile for partial tiles; ≥ mr·nr of every kernel
+	// Scratch tile for partial tiles (≥ mr·nr of every kernel), from a pool:
+	// a local array would move to the heap on every call (the kernel is
+	// called through a function value, so escape analysis cannot see that
+	// it keeps no pointer) and the 4 KiB per call added up to most of the
+	// allocations of a training step.
+	var edge *[16 * 64]float32
+	defer func() {
+		if edge != nil {
+			edgePool.Put(edge)
+		}
+	}()
 	ldc := uintptr(j.ldc) * 4
 	for qa := qa0; qa < qa1; qa++ {
 		row := i0 + qa*mr
@@ -319,11 +329,16 @@ func tile(kn *kernel, j *job, lay layout, apack, bpack []float32, i0, j0, qa0, q
 				kn.micro(kc, ap, sp, sr, bp, &j.c[row*j.ldc+col], ldc, j.alpha, beta)
 				continue
 			}
+			if edge == nil {
+				edge = edgePool.Get().(*[16 * 64]float32)
+			}
 			kn.micro(kc, ap, sp, sr, bp, &edge[0], uintptr(nr)*4, 1, 0)
 			mergeEdge(edge[:mr*nr], nr, rows, cols, j.alpha, beta, j.c[row*j.ldc+col:], j.ldc)
 		}
 	}
 }
+
+var edgePool = sync.Pool{New: func() any { return new([16 * 64]float32) }}
 
 // mergeEdge writes C = alpha·t + beta·C for the rows×cols corner of a tile t.
 func mergeEdge(t []float32, nr, rows, cols int, alpha, beta float32, c []float32, ldc int) {

@@ -269,3 +269,10 @@ func writeSynced(path string, data []byte) error {
 	}
 	return f.Close()
 }
+
+// Mapped says whether name's bytes alias a memory-mapped file (rather
+// than a copy read into the heap), so that a reader may release its pages.
+func (d *Dir) Mapped(name string) bool {
+	f, ok := d.byName[name]
+	return ok && f.mapped
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/safetensors"
+)
+
+// TestLoRARunTrainsAdapters runs SFT and two GRPO steps with rank-4
+// adapters on every projection: checkpoints hold a PEFT folder whose
+// lora_B (zero at the start) was trained, and a resumed run restores the
+// adapters and goes on training them.
+func TestLoRARunTrainsAdapters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the trainer twice")
+	}
+	dir := t.TempDir()
+	c := testConfig(t, dir)
+	c.SFT.Steps = 2
+	c.Trainer.TotalSteps, c.Trainer.SaveFreq = 2, 1
+	c.RL.Actor.LoRA = model.LoRAConfig{Rank: 4, Alpha: 8, TargetModules: []string{"all-linear"}}
+	c.RL.Actor.UseKLLoss = true // the reference is the frozen base
+	c.RL.Actor.Optim.LR = 1e-3
+	var out bytes.Buffer
+	if err := run(context.Background(), &c, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	adapterB := func(step int) []float32 {
+		t.Helper()
+		ad := filepath.Join(dir, fmt.Sprintf("global_step_%d", step), adapterDir)
+		lc, err := model.ReadAdapterConfig(ad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lc.Rank != 4 || lc.Alpha != 8 || len(lc.TargetModules) != 7 {
+			t.Fatalf("adapter config %+v", lc)
+		}
+		return readTensor(t, filepath.Join(ad, "adapter_model.safetensors"), "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight")
+	}
+	b2 := adapterB(2)
+	nonzero := 0
+	for _, v := range b2 {
+		if v != 0 {
+			nonzero++
+		}
+	}
+	if nonzero == 0 {
+		t.Fatal("lora_B is still zero after SFT and two RL steps")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "global_step_2", "actor", "config.json")); err != nil {
+		t.Fatalf("no merged HF folder in the checkpoint: %v", err)
+	}
+	// Resume from step 2 and train one more step: the adapters move on.
+	c.Trainer.TotalSteps, c.Trainer.Resume = 3, true
+	out.Reset()
+	if err := run(context.Background(), &c, &out); err != nil {
+		t.Fatalf("resume: %v\n%s", err, out.String())
+	}
+	b3 := adapterB(3)
+	same := true
+	for i := range b3 {
+		if b3[i] != b2[i] {
+			same = false
+		}
+	}
+	if same {
+		t.Fatal("the resumed run did not change the adapters")
+	}
+}
+
+// readTensor reads one tensor of a safetensors file as float32.
+func readTensor(t *testing.T, path, name string) []float32 {
+	t.Helper()
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	info, ok := f.Info(name)
+	if !ok {
+		t.Fatalf("%s: no tensor %s", path, name)
+	}
+	v := make([]float32, info.NumElements())
+	if err := f.ReadF32(name, v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

@@ -1,0 +1,199 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/r1go/r1go/model/gemm"
+)
+
+// bfloat16 storage on the CPU. A frozen model (a reference policy, a
+// rollout copy) keeps its weights as bfloat16 at half the memory; the math
+// stays float32: every operation that reads a bf16 weight widens it on the
+// fly (a bf16 value widens to float32 exactly), so a model whose weights
+// were bf16 to begin with computes the same values as its float32 copy.
+// Only weights may be bf16: activations, gradients and outputs stay in F.
+
+// bf16Buf is a CPU buffer of bfloat16 bit patterns.
+type bf16Buf []uint16
+
+func (b bf16Buf) Len() int                { return len(b) }
+func (b bf16Buf) Slice(off, n int) Buffer { return b[off : off+n : off+n] }
+
+// BF16Allocator is implemented by devices that can store frozen weights
+// and optimizer moments as bfloat16.
+type BF16Allocator interface {
+	AllocBF16(n int) Buffer // zero-filled
+}
+
+// AllocBF16 returns a zero-filled bfloat16 buffer.
+func (d *CPU[F]) AllocBF16(n int) Buffer { return bf16Buf(make([]uint16, n)) }
+
+// IsBF16 says whether b holds bfloat16 values.
+func IsBF16(b Buffer) bool { _, ok := b.(bf16Buf); return ok }
+
+// HostF32 returns the memory behind a float32 CPU buffer, so that loading
+// and saving can read and write it in place instead of through a copy.
+func HostF32(b Buffer) ([]float32, bool) { s, ok := b.(cpuBuf[float32]); return s, ok }
+
+// HostBF16 returns the bit patterns behind a bfloat16 CPU buffer.
+func HostBF16(b Buffer) ([]uint16, bool) { s, ok := b.(bf16Buf); return s, ok }
+
+// widen converts bf16 bits to float32: exact.
+func widen(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// narrow rounds to the nearest bf16, ties to even (NaN kept a NaN).
+func narrow(f float32) uint16 {
+	b := math.Float32bits(f)
+	if b&0x7fffffff > 0x7f800000 {
+		return uint16(b>>16) | 0x0040
+	}
+	b += 0x7fff + (b>>16)&1
+	return uint16(b >> 16)
+}
+
+// narrowStochastic rounds f to one of its two bf16 neighbours with the
+// probability that makes the result unbiased; r supplies 16 random bits.
+// Optimizer moments stored as bf16 need it: with round-to-nearest an
+// update smaller than half a bf16 step (β₂ = 0.999 gives 0.001·(g² − v))
+// would never change the stored value.
+func narrowStochastic(f float32, r uint32) uint16 {
+	b := math.Float32bits(f)
+	if b&0x7fffffff >= 0x7f800000 {
+		return narrow(f)
+	}
+	b += r & 0xffff
+	return uint16(b >> 16)
+}
+
+// vec returns a small vector operand (a norm weight, a bias) as []F,
+// widening a bf16 one into a fresh slice.
+func vec[F Float](b Buffer) []F {
+	h, ok := b.(bf16Buf)
+	if !ok {
+		return buf[F](b)
+	}
+	out := make([]F, len(h))
+	for i, v := range h {
+		out[i] = F(widen(v))
+	}
+	return out
+}
+
+// bf16Scratch holds float32 panels of widened weights between calls.
+var bf16Scratch = sync.Pool{New: func() any { s := make([]float32, 0); return &s }}
+
+// panelFloats is the size of one widened panel of B: 256 K floats (1 MiB)
+// fit the L2 cache and amortise the packing of A over ≥ 54 columns at
+// the widest projection (k = 4864).
+const panelFloats = 1 << 18
+
+// gemmBF16 is Gemm with a bf16 B (a weight matrix): B is widened one panel
+// of columns of op(B) at a time into a float32 scratch and multiplied by the
+// float32 kernels. Each element of C is computed by one call over the full
+// k, as in the float32 path.
+func (d *CPU[F]) gemmBF16(transA, transB bool, m, n, k int, alpha float32, A []F, lda int, B bf16Buf, ldb int, beta float32, C []F, ldc int) {
+	if a32, ok := any(A).([]float32); ok && transB && !transA && m <= gemm.BF16Rows {
+		// Decode: dot products straight from the bf16 rows, half the bytes.
+		gemm.SgemmBF16TransB(m, n, k, alpha, a32, lda, B, ldb, beta, any(C).([]float32), ldc, d.threads)
+		return
+	}
+	nb := max(16, panelFloats/max(k, 1))
+	nb = min(nb, n)
+	sp := bf16Scratch.Get().(*[]float32)
+	defer bf16Scratch.Put(sp)
+	if cap(*sp) < nb*k {
+		*sp = make([]float32, nb*k)
+	}
+	s := (*sp)[:nb*k]
+	for j0 := 0; j0 < n; j0 += nb {
+		w := min(nb, n-j0)
+		if transB { // B is [n, k]: rows j0..j0+w are the panel, laid [w, k]
+			d.parallel(w, 8, func(lo, hi int) {
+				for j := lo; j < hi; j++ {
+					row, dst := B[(j0+j)*ldb:(j0+j)*ldb+k], s[j*k:(j+1)*k]
+					for p, h := range row {
+						dst[p] = widen(h)
+					}
+				}
+			})
+		} else { // B is [k, n]: columns j0..j0+w, laid [k, w]
+			d.parallel(k, 64, func(lo, hi int) {
+				for p := lo; p < hi; p++ {
+					row, dst := B[p*ldb+j0:p*ldb+j0+w], s[p*w:(p+1)*w]
+					for j, h := range row {
+						dst[j] = widen(h)
+					}
+				}
+			})
+		}
+		ldp := k
+		if !transB {
+			ldp = w
+		}
+		if a32, ok := any(A).([]float32); ok {
+			gemm.Sgemm(transA, transB, m, w, k, alpha, a32, lda, s[:w*k], ldp, beta, any(C).([]float32)[j0:], ldc)
+			continue
+		}
+		p64 := make([]F, w*k)
+		for i := range p64 {
+			p64[i] = F(s[i])
+		}
+		cs := C[j0:]
+		d.parallel(m, 1, func(lo, hi int) {
+			naiveGemm(transA, transB, lo, hi, w, k, alpha, A, lda, p64, ldp, beta, cs, ldc)
+		})
+	}
+}
+
+// embeddingBF16 copies widened rows of a bf16 table.
+func (d *CPU[F]) embeddingBF16(o []F, ids []int32, w bf16Buf, C int) {
+	V := len(w) / C
+	d.parallel(len(ids), 64, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			id := int(ids[t])
+			if id < 0 || id >= V {
+				panic(fmt.Sprintf("model: token id %d at position %d outside the vocabulary [0, %d)", id, t, V))
+			}
+			dst := o[t*C : (t+1)*C]
+			for c, h := range w[id*C : (id+1)*C] {
+				dst[c] = F(widen(h))
+			}
+		}
+	})
+}
+
+// adamWBF16 is AdamW with both moments stored as bf16, rounded
+// stochastically: the random bits hash the element index and the step, so
+// a run is reproducible and every element draws independently.
+func (d *CPU[F]) adamWBF16(P, G []F, M, V bf16Buf, hp AdamWParams) {
+	if len(G) != len(P) || len(M) != len(P) || len(V) != len(P) {
+		panic("model: AdamW buffers of different lengths")
+	}
+	b1, b2 := float64(hp.Beta1), float64(hp.Beta2)
+	c1 := 1 - math.Pow(b1, float64(hp.Step))
+	c2 := 1 - math.Pow(b2, float64(hp.Step))
+	lr, eps, wd, gs := float64(hp.LR), float64(hp.Eps), float64(hp.WeightDecay), float64(hp.GradScale)
+	seed := uint64(hp.Step) * 0x9e3779b97f4a7c15
+	d.parallel(len(P), 1<<14, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gi := float64(G[i]) * gs
+			mi := b1*float64(widen(M[i])) + (1-b1)*gi
+			vi := b2*float64(widen(V[i])) + (1-b2)*gi*gi
+			r := mix64(seed ^ uint64(i))
+			M[i], V[i] = narrowStochastic(float32(mi), uint32(r)), narrowStochastic(float32(vi), uint32(r>>32))
+			pi := float64(P[i])
+			P[i] = F(pi - lr*((mi/c1)/(math.Sqrt(vi/c2)+eps)+wd*pi))
+		}
+	})
+}
+
+// mix64 is the splitmix64 finaliser: a well-spread hash of x.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}

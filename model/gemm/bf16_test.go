@@ -1,0 +1,75 @@
+package gemm
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestSgemmBF16TransBAgainstFloat64 checks the bf16 dot path (the assembly
+// kernel where the CPU has one, and the Go tail and odd row groups) against
+// float64 dot products of the widened weights.
+func TestSgemmBF16TransBAgainstFloat64(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	t.Logf("assembly kernel: %v", HasBF16Kernel())
+	for _, tc := range []struct{ m, n, k, lda, ldb int }{
+		{1, 37, 896, 896, 896}, {2, 9, 50, 53, 61}, {1, 4, 16, 16, 16}, {1, 130, 4864, 4864, 4864}, {2, 3, 7, 7, 7},
+	} {
+		a := make([]float32, (tc.m-1)*tc.lda+tc.k)
+		for i := range a {
+			a[i] = float32(rng.NormFloat64())
+		}
+		b := make([]uint16, (tc.n-1)*tc.ldb+tc.k)
+		for i := range b {
+			b[i] = uint16(math.Float32bits(float32(rng.NormFloat64())) >> 16)
+		}
+		c := make([]float32, tc.m*tc.n)
+		for i := range c {
+			c[i] = float32(rng.NormFloat64())
+		}
+		c0 := append([]float32(nil), c...)
+		for _, beta := range []float32{0, 0.5} {
+			copy(c, c0)
+			SgemmBF16TransB(tc.m, tc.n, tc.k, 1.5, a, tc.lda, b, tc.ldb, beta, c, tc.n, 2)
+			for i := 0; i < tc.m; i++ {
+				for j := 0; j < tc.n; j++ {
+					var s, mag float64
+					for p := 0; p < tc.k; p++ {
+						w := float64(math.Float32frombits(uint32(b[j*tc.ldb+p]) << 16))
+						s += float64(a[i*tc.lda+p]) * w
+						mag += math.Abs(float64(a[i*tc.lda+p]) * w)
+					}
+					want := 1.5 * s
+					if beta != 0 {
+						want += float64(beta) * float64(c0[i*tc.n+j])
+					}
+					if e := math.Abs(float64(c[i*tc.n+j]) - want); e > 2e-6*(mag+1) {
+						t.Fatalf("%+v beta %v: c[%d,%d] = %v, float64 says %v", tc, beta, i, j, c[i*tc.n+j], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkDecodeBF16 compares one decode-shaped product (1×896 by
+// 4864×896 weights) with bf16 and float32 weights.
+func BenchmarkDecodeBF16(bm *testing.B) {
+	const n, k = 4864, 896
+	a := make([]float32, k)
+	b16 := make([]uint16, n*k)
+	b32 := make([]float32, n*k)
+	c := make([]float32, n)
+	bm.Run("bf16", func(bm *testing.B) {
+		bm.SetBytes(int64(2 * n * k))
+		for range bm.N {
+			SgemmBF16TransB(1, n, k, 1, a, k, b16, k, 0, c, n, 0)
+		}
+	})
+	bm.Run("f32", func(bm *testing.B) {
+		bm.SetBytes(int64(4 * n * k))
+		for range bm.N {
+			Sgemm(false, true, 1, n, k, 1, a, k, b32, k, 0, c, n)
+		}
+	})
+}

@@ -1,0 +1,25 @@
+package model
+
+import (
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// dropPages tells the kernel that the process is done with the whole pages
+// of b, a read-only memory-mapped file range: they leave the process's
+// resident set (the page cache keeps them). Loading a model otherwise holds
+// the mapped file and the arena resident together at its peak.
+func dropPages(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	page := uintptr(os.Getpagesize())
+	start := uintptr(unsafe.Pointer(&b[0]))
+	end := start + uintptr(len(b))
+	lo, hi := (start+page-1)&^(page-1), end&^(page-1)
+	if hi <= lo {
+		return
+	}
+	_ = syscall.Madvise(b[lo-start:hi-start], syscall.MADV_DONTNEED)
+}
