@@ -36,7 +36,7 @@ import (
 // and only generated ids are actions. With the agent-r1 environment style
 // this is the same token layout the built-in rollout produces.
 type External struct {
-	Cfg    RolloutConfig
+	Cfg    *RolloutConfig // read at each Run: the trainer sets the seed per step
 	Tok    *tokenizer.Tokenizer
 	Env    *env.Env // the tasks' messages and tools, and the answer metrics
 	Engine *Engine
@@ -51,6 +51,34 @@ type External struct {
 	left     int
 	complete chan struct{}
 	paused   bool
+}
+
+// TrajectorySource is where a trainer step's trajectories come from: the
+// built-in Rollout, or External.
+type TrajectorySource interface {
+	Run(ctx context.Context, samples []data.Sample) ([]*Trajectory, error)
+}
+
+// validateMode checks rollout.mode and rollout.external_addr.
+func (c *RolloutConfig) validateMode() error {
+	switch c.Mode {
+	case "", "builtin":
+	case "external":
+		if c.ExternalAddr == "" {
+			return fmt.Errorf("rl: rollout.mode external needs rollout.external_addr, the address to serve the API on")
+		}
+	default:
+		return fmt.Errorf("rl: rollout.mode %q is neither builtin nor external", c.Mode)
+	}
+	return nil
+}
+
+// NewExternal tracks episodes for an engine over the trainer's policy. The
+// engine is paused until the first Run, so nothing decodes while the
+// trainer warms up or evaluates.
+func NewExternal(cfg *RolloutConfig, tok *tokenizer.Tokenizer, e *env.Env, eng *Engine, stop []int32) *External {
+	eng.Pause()
+	return &External{Cfg: cfg, Tok: tok, Env: e, Engine: eng, Stop: stop, paused: true, episodes: map[string]*extEpisode{}}
 }
 
 // ExternalTurn is how one request of an episode is to be generated.
@@ -100,9 +128,6 @@ func (x *External) Run(ctx context.Context, samples []data.Sample) ([]*Trajector
 		return nil, err
 	}
 	x.mu.Lock()
-	if x.episodes == nil {
-		x.episodes = map[string]*extEpisode{}
-	}
 	if x.paused {
 		x.Engine.Resume()
 		x.paused = false
@@ -316,8 +341,11 @@ func (x *External) End(id string, turn *ExternalTurn, gen *Generation, genErr er
 }
 
 // Reward closes an episode with the agent's reward and optional rewards
-// for the turns that ended in a tool call, in order.
-func (x *External) Reward(id string, reward float64, turnRewards []float64) (remaining int, err error) {
+// for the turns that ended in a tool call, in order. A nil reward asks the
+// trainer to score the episode itself with the environment's outcome
+// reward (env.reward) over the exact trajectory text, as built-in
+// rollouts are scored.
+func (x *External) Reward(id string, reward *float64, turnRewards []float64) (remaining int, err error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e, err := x.episode(id)
@@ -355,7 +383,9 @@ func (x *External) Reward(id string, reward float64, turnRewards []float64) (rem
 		t.Finish = FinishAnswer
 	}
 	t.Scores = e.ep.Score(x.Tok.Decode(toInts(t.Tokens)))
-	t.Scores.Score = reward
+	if reward != nil {
+		t.Scores.Score = *reward
+	}
 	e.done = true
 	x.left--
 	if x.left == 0 {

@@ -17,6 +17,9 @@ import (
 //	POST /v1/episodes/{id}/reward   ← {"reward": r, "turn_rewards": [...]}
 //	                                  → 200 {"episode_id", "remaining"}
 //
+// A reward body without "reward" ({}) has the trainer score the episode
+// with its environment's outcome reward.
+//
 // Errors use OpenAI's envelope, {"error": {"message", "type", ...}}.
 
 // ExternalTask is a claimed episode: what the agent needs to run it.
@@ -32,7 +35,7 @@ type ExternalTask struct {
 
 // RewardRequest is the body of POST /v1/episodes/{id}/reward.
 type RewardRequest struct {
-	Reward      *float64  `json:"reward"`
+	Reward      *float64  `json:"reward"` // nil: the environment's outcome reward
 	TurnRewards []float64 `json:"turn_rewards,omitempty"`
 }
 
@@ -88,7 +91,7 @@ func (x *External) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, refuse(400, "episode %q: the reward body is not {\"reward\": number, \"turn_rewards\": [numbers]}: %v", id, err))
 		return
 	}
-	if req.Reward == nil || math.IsNaN(*req.Reward) || math.IsInf(*req.Reward, 0) {
+	if req.Reward != nil && (math.IsNaN(*req.Reward) || math.IsInf(*req.Reward, 0)) {
 		httpError(w, refuse(400, "episode %q: reward must be a finite number", id))
 		return
 	}
@@ -98,7 +101,7 @@ func (x *External) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	left, err := x.Reward(id, *req.Reward, req.TurnRewards)
+	left, err := x.Reward(id, req.Reward, req.TurnRewards)
 	if err != nil {
 		httpError(w, err)
 		return

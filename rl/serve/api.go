@@ -32,6 +32,9 @@ type ChatRequest struct {
 	Stream              *bool           `json:"stream,omitempty"`
 	StreamOptions       *StreamOptions  `json:"stream_options,omitempty"`
 	User                string          `json:"user,omitempty"`
+	// ReturnTokenIDs is vLLM's extension: the response carries the prompt's
+	// and each choice's token ids (non-streamed responses only).
+	ReturnTokenIDs *bool `json:"return_token_ids,omitempty"`
 }
 
 // StreamOptions asks for a final usage chunk.
@@ -78,6 +81,7 @@ type ChatCompletion struct {
 	Choices           []Choice `json:"choices"`
 	Usage             *Usage   `json:"usage,omitempty"`
 	SystemFingerprint string   `json:"system_fingerprint"`
+	PromptTokenIDs    []int32  `json:"prompt_token_ids,omitempty"` // return_token_ids only
 }
 
 // Choice is one of the n completions.
@@ -86,6 +90,7 @@ type Choice struct {
 	Message      OutMessage    `json:"message"`
 	Logprobs     *ChoiceLogprb `json:"logprobs"`
 	FinishReason string        `json:"finish_reason"`
+	TokenIDs     []int32       `json:"token_ids,omitempty"` // return_token_ids only
 }
 
 // OutMessage is the assistant message of a choice.

@@ -255,9 +255,15 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, p *params)
 	}
 	resp := ChatCompletion{ID: id, Object: "chat.completion", Created: time.Now().Unix(), Model: s.Cfg.ModelName,
 		SystemFingerprint: "r1go", Usage: &Usage{PromptTokens: len(prompt)}}
+	if p.tokenIDs {
+		resp.PromptTokenIDs = prompt
+	}
 	for _, c := range choices {
 		msg, finish := s.message(p, c)
 		ch := Choice{Index: c.index, Message: msg, FinishReason: finish}
+		if p.tokenIDs {
+			ch.TokenIDs = c.gen.IDs()
+		}
 		if p.logprobs {
 			ch.Logprobs = &ChoiceLogprb{Content: []TokenLogprob{}}
 			for _, t := range c.gen.Tokens {

@@ -184,6 +184,7 @@ type params struct {
 	logprobs  bool
 	top       int
 	stream    bool
+	tokenIDs  bool
 	episode   string
 }
 
@@ -322,6 +323,10 @@ func (s *Server) parse(body []byte) (*params, error) {
 		p.top = *q.TopLogprobs
 	}
 	p.stream = q.Stream != nil && *q.Stream
+	p.tokenIDs = q.ReturnTokenIDs != nil && *q.ReturnTokenIDs
+	if p.tokenIDs && p.stream {
+		return nil, invalid("return_token_ids", "return_token_ids is only supported without streaming")
+	}
 	if q.StreamOptions != nil && !p.stream {
 		return nil, invalid("stream_options", "stream_options is only allowed with stream: true")
 	}
