@@ -222,7 +222,6 @@ func postEpisode(t *testing.T, url, id string) (int, []byte) {
 	return resp.StatusCode, []byte(b.String())
 }
 
-
 func toInts(ids []int32) []int {
 	out := make([]int, len(ids))
 	for i, v := range ids {
