@@ -237,3 +237,84 @@ func toInt32s(ids []int) []int32 {
 	}
 	return out
 }
+
+// TestExternalRefusals: the episode protocol's errors, each with its
+// status and a message naming the problem, and a batch that completes
+// once every episode has its reward.
+func TestExternalRefusals(t *testing.T) {
+	f := newExternalFixture(t)
+	w := synth.Default()
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() { _, err := f.ext.Run(ctx, w.Train[:1]); done <- err }()
+	var task *goagent.Task
+	for task == nil {
+		var err error
+		if task, _, err = f.agent.Claim(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call := func(ep string, body string) (int, string) {
+		req, _ := http.NewRequest("POST", f.url+"/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set(EpisodeHeader, ep)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var e ErrorBody
+		json.NewDecoder(resp.Body).Decode(&e)
+		return resp.StatusCode, e.Error.Message
+	}
+	reward := func(ep, body string) (int, string) {
+		st, raw := post(t, f.url+"/v1/episodes/"+ep+"/reward", body)
+		return st, string(raw)
+	}
+	first, _ := json.Marshal(map[string]any{"messages": task.Messages, "tools": task.Tools})
+	for _, tc := range []struct {
+		status int
+		want   string
+		do     func() (int, string)
+	}{
+		{404, "unknown", func() (int, string) { return call("mine", string(first)) }},
+		{409, "no completion", func() (int, string) { return reward(task.EpisodeID, `{"reward": 1}`) }},
+		{400, "the reward body is not", func() (int, string) { return reward(task.EpisodeID, `{"reward": "x"}`) }},
+		{400, "n = 1", func() (int, string) { return call(task.EpisodeID, strings.Replace(string(first), `{`, `{"n": 2, `, 1)) }},
+		{200, "", func() (int, string) { return call(task.EpisodeID, string(first)) }},
+		{400, "must repeat", func() (int, string) { return call(task.EpisodeID, string(first)) }},
+		{400, "turn rewards", func() (int, string) { return reward(task.EpisodeID, `{"reward": 1, "turn_rewards": [1, 2, 3, 4, 5, 6]}`) }},
+		{200, "", func() (int, string) { return reward(task.EpisodeID, `{"reward": 0.5}`) }},
+		{409, "already has its reward", func() (int, string) { return reward(task.EpisodeID, `{}`) }},
+	} {
+		st, msg := tc.do()
+		if st != tc.status || !strings.Contains(msg, tc.want) {
+			t.Fatalf("status %d %q, want %d with %q", st, msg, tc.status, tc.want)
+		}
+	}
+	// The other two episodes of the group, scored by the trainer.
+	for i := 0; i < 2; i++ {
+		var tk *goagent.Task
+		for tk == nil {
+			var err error
+			if tk, _, err = f.agent.Claim(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if tk.TaskID != task.TaskID {
+			t.Fatalf("task %s in the group of %s", tk.TaskID, task.TaskID)
+		}
+		if err := f.agent.Episode(ctx, tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := f.agent.Claim(ctx); ok || err != nil {
+		t.Fatalf("a claim after the batch: %v %v", ok, err)
+	}
+	f.ext.Close()
+	if _, _, err := f.agent.Claim(ctx); !errors.Is(err, goagent.ErrDone) {
+		t.Fatalf("a claim after Close: %v", err)
+	}
+}
