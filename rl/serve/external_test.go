@@ -282,7 +282,9 @@ func TestExternalRefusals(t *testing.T) {
 		{400, "n = 1", func() (int, string) { return call(task.EpisodeID, strings.Replace(string(first), `{`, `{"n": 2, `, 1)) }},
 		{200, "", func() (int, string) { return call(task.EpisodeID, string(first)) }},
 		{400, "must repeat", func() (int, string) { return call(task.EpisodeID, string(first)) }},
-		{400, "turn rewards", func() (int, string) { return reward(task.EpisodeID, `{"reward": 1, "turn_rewards": [1, 2, 3, 4, 5, 6]}`) }},
+		{400, "turn rewards", func() (int, string) {
+			return reward(task.EpisodeID, `{"reward": 1, "turn_rewards": [1, 2, 3, 4, 5, 6]}`)
+		}},
 		{200, "", func() (int, string) { return reward(task.EpisodeID, `{"reward": 0.5}`) }},
 		{409, "already has its reward", func() (int, string) { return reward(task.EpisodeID, `{}`) }},
 	} {
