@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -61,13 +62,14 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, cfg, *modelDir, *addr); err != nil {
+	if err := run(ctx, cfg, *modelDir, *addr, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "serve:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, cfg Config, dir, addr string) error {
+// run serves until ctx is done; the address line goes to out.
+func run(ctx context.Context, cfg Config, dir, addr string, out io.Writer) error {
 	if cfg.Slots < 1 || cfg.MaxContext < 2 {
 		return fmt.Errorf("slots %d must be ≥ 1 and max_context %d ≥ 2", cfg.Slots, cfg.MaxContext)
 	}
@@ -95,7 +97,7 @@ func run(ctx context.Context, cfg Config, dir, addr string) error {
 	if host, _, _ := net.SplitHostPort(addr); !isLoopback(host) {
 		fmt.Fprintf(os.Stderr, "serve: listening on %s, which is not loopback: anyone who can reach it can use the model\n", addr)
 	}
-	fmt.Printf("serving %s (%d parameters) as %q on http://%s/v1\n", dir, m.NumParams(), cfg.Serve.ModelName, ln.Addr())
+	fmt.Fprintf(out, "serving %s (%d parameters) as %q on http://%s/v1\n", dir, m.NumParams(), cfg.Serve.ModelName, ln.Addr())
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
