@@ -295,7 +295,9 @@ func TestStreamMatchesNonStreamed(t *testing.T) {
 						t.Fatalf("choice %d: %d streamed logprobs, %d non-streamed", w.Index, len(g.tokens), len(w.Logprobs.Content))
 					}
 					for k := range g.tokens {
-						if g.tokens[k].Token != w.Logprobs.Content[k].Token || g.tokens[k].Logprob != w.Logprobs.Content[k].Logprob {
+						// Choices decoded in different batch mixes round
+						// differently in the last float32 digits.
+						if g.tokens[k].Token != w.Logprobs.Content[k].Token || math.Abs(g.tokens[k].Logprob-w.Logprobs.Content[k].Logprob) > 1e-4 {
 							t.Fatalf("token %d: %+v vs %+v", k, g.tokens[k], w.Logprobs.Content[k])
 						}
 					}
