@@ -9,7 +9,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -489,4 +488,3 @@ func TestConcurrencyLimit(t *testing.T) {
 		t.Fatalf("codes %v", codes)
 	}
 }
-
