@@ -78,12 +78,17 @@ type RolloutConfig struct {
 	// batching, which matters only for slow tools.
 	Deterministic bool   `yaml:"deterministic" help:"wait for running tool calls before each forward pass (reproducible batches)"`
 	Seed          uint64 `yaml:"seed" help:"sampling seed; trajectory i of a rollout draws from its own stream"`
+	// Mode and ExternalAddr are rl/external.go's: mode external serves the
+	// OpenAI-compatible API from the live policy and trains on its episodes.
+	Mode         string `yaml:"mode" help:"builtin (the rollout drives the environment) or external (an agent program calls the served API)"`
+	ExternalAddr string `yaml:"external_addr" help:"external mode: listen address of the OpenAI-compatible API"`
 }
 
 // DefaultRolloutConfig is Agent-R1's multi-hop script setting.
 func DefaultRolloutConfig() RolloutConfig {
 	return RolloutConfig{N: 5, Sampling: model.Sampling{Temperature: 1, TopP: 1, TopK: -1},
-		MaxTurnTokens: 1024, MaxResponseTokens: 8192, MaxPromptTokens: 8192, ToolConcurrency: 16}
+		MaxTurnTokens: 1024, MaxResponseTokens: 8192, MaxPromptTokens: 8192, ToolConcurrency: 16,
+		Mode: "builtin", ExternalAddr: "127.0.0.1:8000"}
 }
 
 // Validate reports settings outside their range.
@@ -91,6 +96,9 @@ func (c *RolloutConfig) Validate() error {
 	if c.N < 1 || c.MaxTurnTokens < 1 || c.MaxResponseTokens < 1 || c.MaxPromptTokens < 1 || c.ToolConcurrency < 1 {
 		return fmt.Errorf("rl: rollout n %d, max_turn_tokens %d, max_response_tokens %d, max_prompt_tokens %d and tool_concurrency %d must all be ≥ 1",
 			c.N, c.MaxTurnTokens, c.MaxResponseTokens, c.MaxPromptTokens, c.ToolConcurrency)
+	}
+	if err := c.validateMode(); err != nil {
+		return err
 	}
 	return c.Sampling.Validate()
 }

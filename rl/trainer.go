@@ -128,6 +128,7 @@ type Trainer struct {
 	Ref       *model.Model // frozen reference policy; nil when no KL is used
 	Critic    *model.Model // value model; only for gae
 	Rollout   *Rollout
+	Source    TrajectorySource // when set, trajectories come from here instead of Rollout (rollout.mode=external)
 	ActorOpt  *optim.AdamW
 	CriticOpt *optim.AdamW
 	KLCtrl    KLController
@@ -173,7 +174,11 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	t0 := time.Now()
 
 	tg := time.Now()
-	trajs, err := t.Rollout.Run(ctx, prompts)
+	var src TrajectorySource = t.Rollout
+	if t.Source != nil {
+		src = t.Source
+	}
+	trajs, err := src.Run(ctx, prompts)
 	if err != nil {
 		return nil, err
 	}

@@ -113,6 +113,11 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stopExternal, err := startExternal(cfg, s, tr, out)
+	if err != nil {
+		return err
+	}
+	defer stopExternal()
 	if resume != nil {
 		if err := resume.restore(tr); err != nil {
 			return err

@@ -1,0 +1,309 @@
+package rl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+
+	"github.com/r1go/r1go/model"
+)
+
+// Engine is the continuous-batching generator that concurrent requests
+// share: the OpenAI-compatible server (rl/serve) and the trainer's external
+// rollout mode submit requests, and one loop feeds every admitted request's
+// pending tokens to the policy as one packed batch per iteration. A request
+// joins the batch as soon as a KV slot is free and leaves it when it stops,
+// so a long answer never holds up a short one.
+//
+// Like the built-in rollout it is token in, token out: a request is a list
+// of prompt ids and the result is the sampled ids with the sampler's
+// log-probabilities, never re-encoded text.
+type Engine struct {
+	policy Policy
+	submit chan *genJob
+	hold   sync.Mutex // held by the loop around each forward pass, and by Pause
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+}
+
+// GenRequest is one completion to generate.
+type GenRequest struct {
+	Prompt      []int32
+	Sampling    model.Sampling
+	Seed        uint64  // the request's random stream; equal seeds draw equal tokens
+	MaxTokens   int     // tokens to generate at most (≤ 0: until the context is full)
+	Stop        []int32 // ids that end the completion; the stop id is part of it
+	Logprobs    bool    // report each token's log-probability under the model
+	TopLogprobs int     // and the most likely alternatives (0..20)
+}
+
+// TokenLogprob is a candidate token and its log-probability under the model.
+type TokenLogprob struct {
+	ID      int32
+	Logprob float32
+}
+
+// GenToken is one generated token.
+type GenToken struct {
+	ID int32
+	// SampleLogprob is the sampler's log-probability (temperature applied,
+	// before top-p; 0 for greedy), the value the trainer keeps.
+	SampleLogprob float32
+	// Logprob is log softmax of the raw logits, as OpenAI reports it; set
+	// only when the request asks for log-probabilities.
+	Logprob float32
+	Top     []TokenLogprob
+}
+
+// Generation is a finished completion.
+type Generation struct {
+	Tokens []GenToken
+	// Finish is "stop" when a stop id ended it, "length" when MaxTokens or
+	// the context did.
+	Finish string
+}
+
+// IDs are the generated token ids.
+func (g *Generation) IDs() []int32 {
+	out := make([]int32, len(g.Tokens))
+	for i, t := range g.Tokens {
+		out[i] = t.ID
+	}
+	return out
+}
+
+// ErrEngineClosed is returned for requests made after Close.
+var ErrEngineClosed = errors.New("rl: the engine is closed")
+
+type genJob struct {
+	req     GenRequest
+	ctx     context.Context
+	onToken func(GenToken) bool
+	res     chan error
+	gen     Generation
+	rng     *rand.Rand
+	slot    int
+	pending []int32
+	limit   int
+}
+
+// NewEngine starts the loop over policy; Close stops it.
+func NewEngine(policy Policy) *Engine {
+	e := &Engine{policy: policy, submit: make(chan *genJob), stop: make(chan struct{}), done: make(chan struct{})}
+	go e.loop()
+	return e
+}
+
+// Slots is the number of requests decoded together.
+func (e *Engine) Slots() int { return e.policy.Slots() }
+
+// MaxLen is the context of one request, prompt and completion.
+func (e *Engine) MaxLen() int { return e.policy.MaxLen() }
+
+// Close stops the loop; requests in flight fail with ErrEngineClosed.
+func (e *Engine) Close() {
+	e.once.Do(func() { close(e.stop) })
+	<-e.done
+}
+
+// Pause waits for the forward pass in progress and holds the loop until
+// Resume, so that the weights can be updated in place.
+func (e *Engine) Pause() { e.hold.Lock() }
+
+// Resume lets a paused loop continue.
+func (e *Engine) Resume() { e.hold.Unlock() }
+
+// Generate runs one request to its end. onToken, when not nil, is called
+// from the engine loop with each token as it is sampled (streaming, stop
+// strings); returning true ends the completion there with Finish "stop".
+// It must not block for long.
+func (e *Engine) Generate(ctx context.Context, req GenRequest, onToken func(GenToken) bool) (*Generation, error) {
+	if len(req.Prompt) == 0 {
+		return nil, errors.New("rl: empty prompt")
+	}
+	if len(req.Prompt) >= e.policy.MaxLen() {
+		return nil, fmt.Errorf("rl: a prompt of %d tokens leaves no room in a context of %d", len(req.Prompt), e.policy.MaxLen())
+	}
+	if err := req.Sampling.Validate(); err != nil {
+		return nil, err
+	}
+	if req.TopLogprobs < 0 || req.TopLogprobs > 20 {
+		return nil, fmt.Errorf("rl: top_logprobs %d outside 0..20", req.TopLogprobs)
+	}
+	for _, id := range req.Prompt {
+		if id < 0 || int(id) >= e.policy.Vocab() {
+			return nil, fmt.Errorf("rl: prompt token %d outside the vocabulary of %d", id, e.policy.Vocab())
+		}
+	}
+	j := &genJob{req: req, ctx: ctx, onToken: onToken, res: make(chan error, 1),
+		rng: rand.New(rand.NewPCG(req.Seed, 0x5e7e))}
+	j.limit = e.policy.MaxLen() - len(req.Prompt)
+	if req.MaxTokens > 0 {
+		j.limit = min(j.limit, req.MaxTokens)
+	}
+	select {
+	case e.submit <- j:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-e.stop:
+		return nil, ErrEngineClosed
+	}
+	if err := <-j.res; err != nil {
+		return nil, err
+	}
+	return &j.gen, nil
+}
+
+func (e *Engine) loop() {
+	defer close(e.done)
+	var (
+		free    []int
+		queue   []*genJob
+		active  []*genJob
+		chunks  []model.Chunk
+		scratch []int32
+	)
+	for s := e.policy.Slots() - 1; s >= 0; s-- {
+		free = append(free, s)
+	}
+	V := e.policy.Vocab()
+	fail := func(err error) {
+		for _, j := range append(queue, active...) {
+			j.res <- err
+		}
+	}
+	for {
+		// Wait for work when there is none; take what was submitted otherwise.
+		if len(active) == 0 && len(queue) == 0 {
+			select {
+			case j := <-e.submit:
+				queue = append(queue, j)
+			case <-e.stop:
+				return
+			}
+		}
+		for drained := false; !drained; {
+			select {
+			case j := <-e.submit:
+				queue = append(queue, j)
+			case <-e.stop:
+				fail(ErrEngineClosed)
+				return
+			default:
+				drained = true
+			}
+		}
+		// Drop requests whose client went away.
+		keep := func(j *genJob) bool {
+			if err := j.ctx.Err(); err != nil {
+				j.res <- err
+				if j.pending != nil || len(j.gen.Tokens) > 0 {
+					free = append(free, j.slot)
+				}
+				return false
+			}
+			return true
+		}
+		active = slices.DeleteFunc(active, func(j *genJob) bool { return !keep(j) })
+		queue = slices.DeleteFunc(queue, func(j *genJob) bool { return !keep(j) })
+		for len(queue) > 0 && len(free) > 0 {
+			j := queue[0]
+			queue = queue[1:]
+			j.slot = free[len(free)-1]
+			free = free[:len(free)-1]
+			e.policy.Reset(j.slot)
+			j.pending = slices.Clone(j.req.Prompt)
+			active = append(active, j)
+		}
+		if len(active) == 0 {
+			continue
+		}
+		chunks = chunks[:0]
+		for _, j := range active {
+			chunks = append(chunks, model.Chunk{Slot: j.slot, Tokens: j.pending})
+		}
+		e.hold.Lock()
+		logits, err := e.policy.Feed(chunks)
+		e.hold.Unlock()
+		if err != nil {
+			fail(fmt.Errorf("rl: policy forward: %w", err))
+			return
+		}
+		active = slices.DeleteFunc(active, func(j *genJob) bool {
+			row := logits[0:V]
+			logits = logits[V:]
+			tok := sampleGen(row, &j.req, j.rng, &scratch)
+			j.gen.Tokens = append(j.gen.Tokens, tok)
+			halt := j.onToken != nil && j.onToken(tok)
+			switch {
+			case halt || slices.Contains(j.req.Stop, tok.ID):
+				j.gen.Finish = "stop"
+			case len(j.gen.Tokens) >= j.limit:
+				j.gen.Finish = "length"
+			default:
+				j.pending = append(j.pending[:0], tok.ID)
+				return false
+			}
+			free = append(free, j.slot)
+			j.res <- nil
+			return true
+		})
+	}
+}
+
+// sampleGen draws one token and, when asked, its model log-probabilities.
+func sampleGen(row []float32, req *GenRequest, rng *rand.Rand, scratch *[]int32) GenToken {
+	id, lp := model.SampleToken(row, req.Sampling, rng, scratch)
+	t := GenToken{ID: id, SampleLogprob: lp}
+	if !req.Logprobs && req.TopLogprobs == 0 {
+		return t
+	}
+	lse := logSumExp(row)
+	t.Logprob = row[id] - lse
+	if k := req.TopLogprobs; k > 0 {
+		t.Top = topK(row, k, lse)
+	}
+	return t
+}
+
+func logSumExp(row []float32) float32 {
+	m := row[0]
+	for _, v := range row {
+		m = max(m, v)
+	}
+	var s float64
+	for _, v := range row {
+		s += math.Exp(float64(v - m))
+	}
+	return m + float32(math.Log(s))
+}
+
+// topK returns the k most likely tokens, most likely first, ties to the
+// lower id.
+func topK(row []float32, k int, lse float32) []TokenLogprob {
+	out := make([]TokenLogprob, 0, k+1)
+	for i, v := range row {
+		if len(out) == k && v <= out[k-1].Logprob {
+			continue
+		}
+		at, _ := slices.BinarySearchFunc(out, v, func(a TokenLogprob, v float32) int {
+			if a.Logprob >= v {
+				return -1
+			}
+			return 1
+		})
+		out = slices.Insert(out, at, TokenLogprob{ID: int32(i), Logprob: v})
+		if len(out) > k {
+			out = out[:k]
+		}
+	}
+	for i := range out {
+		out[i].Logprob -= lse
+	}
+	return out
+}
