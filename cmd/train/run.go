@@ -27,6 +27,13 @@ import (
 // evaluate, RL steps with validation and checkpoints, evaluate, summarise.
 func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	t0 := time.Now()
+	// dp hook A: join the launcher's ranks; only rank 0 prints and writes.
+	dp, stopDP, err := startDP(cfg)
+	if err != nil {
+		return err
+	}
+	defer stopDP()
+	out = rankOutput(dp, out)
 	dir := cfg.Trainer.DefaultLocalDir
 	if dir == "" {
 		dir = filepath.Join("runs", cfg.Trainer.Project, cfg.Trainer.Experiment)
@@ -34,12 +41,13 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := saveConfig(cfg, filepath.Join(dir, "config.yaml")); err != nil {
-		return err
+	if dp.Rank0() {
+		if err := saveConfig(cfg, filepath.Join(dir, "config.yaml")); err != nil {
+			return err
+		}
 	}
 	var resume *trainerState
 	if cfg.Trainer.Resume {
-		var err error
 		if resume, err = latestCheckpoint(dir); err != nil {
 			return err
 		}
@@ -76,14 +84,26 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 		if err := warmStart(ctx, cfg, s, out); err != nil {
 			return err
 		}
-		if err := s.Policy.Save(sftDir, nil, model.SaveOptions{DType: "float32", TokenizerDir: s.TokenizerDir}); err != nil {
+		if err := syncWarmStart(dp, s.Policy); err != nil { // dp hook B
 			return err
+		}
+		if dp.Rank0() {
+			if err := s.Policy.Save(sftDir, nil, model.SaveOptions{DType: "float32", TokenizerDir: s.TokenizerDir}); err != nil {
+				return err
+			}
 		}
 		if before, _, err = agent.Evaluate(ctx, s, s.Policy, heldOut, evalCfg); err != nil {
 			return err
 		}
-		if err := writeJSON(filepath.Join(sftDir, "eval.json"), before); err != nil {
-			return err
+		if dp.Rank0() {
+			if err := writeJSON(filepath.Join(sftDir, "eval.json"), before); err != nil {
+				return err
+			}
+		}
+		if dp != nil { // the other ranks read sftDir (the reference policy) next
+			if err := dp.Comm.Barrier(); err != nil {
+				return err
+			}
 		}
 		fmt.Fprintf(out, "after SFT: held-out EM %.3f (cover EM %.3f, %.2f tool calls per question)\n",
 			before["all"].EM, before["all"].CoverEM, before["all"].ToolCalls)
@@ -102,12 +122,17 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	tr.DP = dp // dp hook C
 	if resume != nil {
 		if err := resume.restore(tr); err != nil {
 			return err
 		}
 	}
-	log, err := metrics.Open(metrics.Config{Sinks: cfg.Trainer.Logger, Dir: dir, Console: out, TotalSteps: cfg.Trainer.TotalSteps,
+	sinks := cfg.Trainer.Logger
+	if !dp.Rank0() { // dp hook D: rank 0 logs
+		sinks = nil
+	}
+	log, err := metrics.Open(metrics.Config{Sinks: sinks, Dir: dir, Console: out, TotalSteps: cfg.Trainer.TotalSteps,
 		Project: cfg.Trainer.Project, Experiment: cfg.Trainer.Experiment, TensorBoardDir: filepath.Join(dir, "tensorboard"),
 		ProgressKeys: []string{"critic/score/mean", "env/em"}})
 	if err != nil {
@@ -164,7 +189,8 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 		}
 		hist.Log(tr.Steps(), m)
 		if f := cfg.Trainer.SaveFreq; (f > 0 && tr.Steps()%f == 0) || tr.Steps() == cfg.Trainer.TotalSteps {
-			if err := saveCheckpoint(dir, tr, s, sampler.State()); err != nil {
+			save := func() error { return saveCheckpoint(dir, tr, s, sampler.State()) }
+			if err := checkpointAll(dp, save, tr); err != nil { // dp hook E
 				return err
 			}
 		}
@@ -175,6 +201,9 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	after, _, err := agent.Evaluate(ctx, s, s.Policy, heldOut, evalCfg)
 	if err != nil {
 		return err
+	}
+	if !dp.Rank0() { // dp hook F: rank 0 writes the results
+		return nil
 	}
 	if err := writeJSON(filepath.Join(dir, "eval.json"), after); err != nil {
 		return err
