@@ -297,13 +297,21 @@ func (d *DP) Step(mdl *model.Model, opt *optim.AdamW) (optim.StepResult, error) 
 	if d.Cfg.Zero1 {
 		return d.zeroFor(mdl, opt).step(d, mdl, opt)
 	}
-	g, n, b := mdl.Grads, mdl.Grads.Len(), d.bucket()
-	for off := 0; off < n; off += b {
-		if err := d.Comm.AllReduce(g.Slice(off, min(b, n-off))); err != nil {
-			return optim.StepResult{}, err
-		}
+	if err := d.AllReduce(mdl.Grads); err != nil {
+		return optim.StepResult{}, err
 	}
 	return opt.Step(1), nil
+}
+
+// AllReduce sums g over the ranks in place, bucket by bucket (dp.bucket_mb).
+func (d *DP) AllReduce(g model.Buffer) error {
+	n, b := g.Len(), d.bucket()
+	for off := 0; off < n; off += b {
+		if err := d.Comm.AllReduce(g.Slice(off, min(b, n-off))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CheckInSync returns an error unless every rank holds the same weights

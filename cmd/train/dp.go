@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -110,4 +111,15 @@ func checkpointAll(dp *rl.DP, save func() error, tr *rl.Trainer) error {
 		return tr.CheckInSync()
 	}
 	return tr.FollowCheckpoint()
+}
+
+// rankDataDir is the folder where a rank builds its world, index and
+// tokenizer: rank 0 the run's, the others one of their own inside it, so
+// that no two processes write one file (each rank builds the same files
+// from the same seeds).
+func rankDataDir(dp *rl.DP, dir string) string {
+	if dp.Rank0() {
+		return dir
+	}
+	return filepath.Join(dir, fmt.Sprintf("rank%d", dp.Comm.Rank()))
 }

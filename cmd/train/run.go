@@ -60,7 +60,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	if note != "" {
 		fmt.Fprintln(out, "device", note)
 	}
-	s, err := agent.Build(ctx, cfg.Model, cfg.Data, cfg.Env, dev, filepath.Join(dir, "data"))
+	s, err := agent.Build(ctx, cfg.Model, cfg.Data, cfg.Env, dev, rankDataDir(dp, filepath.Join(dir, "data"))) // dp hook: a work folder per rank
 	if err != nil {
 		return err
 	}
