@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/r1go/r1go/cuda"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/mpi"
 	"github.com/r1go/r1go/rl"
@@ -19,56 +20,112 @@ import (
 // and trains on its share of every global batch (rl/dp.go). Rank 0 owns the
 // run folder, the console and the logs; the others write nothing.
 
-// startDP joins the run's communicator when the launcher started more
-// than one process; it returns nil (one process) otherwise. stop ends the
-// heartbeat and the communicator. A rank that dies or falls silent stops
-// this process with an error naming it (exit status 1), since a collective
-// would wait for it forever.
-func startDP(cfg *Config) (dp *rl.DP, stop func(), err error) {
+// dpLaunch reads the launcher's environment and, for one process per GPU,
+// narrows the visible GPUs to the local rank's card before the device
+// opens.
+func dpLaunch(cfg *Config) (model.Launch, error) {
 	l, err := model.LaunchFromEnv()
 	if err != nil {
-		return nil, func() {}, err
+		return l, err
 	}
+	if l.Size > 1 {
+		if err := cfg.DP.Validate(); err != nil {
+			return l, err
+		}
+		if cfg.Trainer.Device == "cuda" {
+			pickCard(l.LocalRank)
+		}
+	}
+	return l, nil
+}
+
+// startDP joins the run's communicator when the launcher started more
+// than one process; it returns nil (one process) otherwise: MPI for the
+// CPU device, NCCL for the CUDA device (its id sent over a TCP rendezvous
+// at MASTER_ADDR:MASTER_PORT, or over MPI under mpirun and srun). stop
+// ends the heartbeat and the communicator. A rank that dies or falls
+// silent stops this process with an error naming it (exit status 1),
+// since a collective would wait for it forever.
+func startDP(cfg *Config, l model.Launch, dev model.Device) (dp *rl.DP, stop func(), err error) {
+	nothing := func() {}
 	if l.Size == 1 {
-		return nil, func() {}, nil
-	}
-	if err := cfg.DP.Validate(); err != nil {
-		return nil, func() {}, err
-	}
-	if cfg.Trainer.Device == "cuda" {
-		// One process per GPU: LOCAL_RANK picks the card among the visible ones.
-		pickCard(l.LocalRank)
-		return nil, func() {}, fmt.Errorf("dp: %d ranks on trainer.device=cuda need the NCCL communicator, not yet wired (launched by %s)", l.Size, l.Launcher)
+		return nil, nothing, nil
 	}
 	var c model.Comm
-	switch l.Launcher {
-	case "mpirun", "srun":
-		m, err := mpi.Open()
-		if err != nil {
-			return nil, func() {}, fmt.Errorf("dp: rank %d of %d (launched by %s): %w", l.Rank, l.Size, l.Launcher, err)
+	var closers []func() error
+	fail := func(err error) (*rl.DP, func(), error) {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+		return nil, nothing, fmt.Errorf("dp: rank %d of %d (launched by %s): %w", l.Rank, l.Size, l.Launcher, err)
+	}
+	var m *mpi.Comm
+	if l.Launcher == "mpirun" || l.Launcher == "srun" {
+		if m, err = mpi.Open(); err != nil {
+			return fail(err)
+		}
+		closers = append(closers, m.Close)
+		if m.Rank() != l.Rank || m.Size() != l.Size {
+			return fail(fmt.Errorf("MPI says rank %d of %d, the environment %d of %d", m.Rank(), m.Size(), l.Rank, l.Size))
 		}
 		c = m
-	default:
-		return nil, func() {}, fmt.Errorf("dp: %d ranks launched by %s: the CPU device's communicator is MPI; start the run with mpirun or srun", l.Size, l.Launcher)
 	}
-	if c.Rank() != l.Rank || c.Size() != l.Size {
-		return nil, func() {}, fmt.Errorf("dp: MPI says rank %d of %d, %s's environment %d of %d", c.Rank(), c.Size(), l.Launcher, l.Rank, l.Size)
+	if gpu, ok := dev.(*cuda.Device); ok {
+		n, err := joinNCCL(gpu, l, m)
+		if err != nil {
+			return fail(err)
+		}
+		closers = append(closers, n.Close)
+		c = n
+	} else if m == nil {
+		return fail(fmt.Errorf("the CPU device's communicator is MPI: start the run with mpirun or srun"))
 	}
 	w, err := model.Watch(c, time.Duration(cfg.DP.HeartbeatS*float64(time.Second)), func(err error) {
-		fmt.Fprintf(os.Stderr, "train: rank %d: data-parallel run stopped: %v\n", c.Rank(), err)
+		fmt.Fprintf(os.Stderr, "train: rank %d: data-parallel run stopped: %v\n", l.Rank, err)
 		os.Exit(1)
 	})
 	if err != nil {
-		return nil, func() {}, err
+		return fail(err)
 	}
 	if dp, err = rl.NewDP(c, cfg.DP); err != nil {
-		return nil, func() {}, err
+		w.Stop()
+		return fail(err)
 	}
 	return dp, func() {
 		c.Barrier()
 		w.Stop()
-		c.Close()
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
 	}, nil
+}
+
+// joinNCCL makes rank 0's NCCL id known to every rank (over MPI when m is
+// open, else the TCP rendezvous) and opens the communicator.
+func joinNCCL(gpu *cuda.Device, l model.Launch, m *mpi.Comm) (*cuda.NCCL, error) {
+	var id cuda.NCCLID
+	if l.Rank == 0 {
+		var err error
+		if id, err = cuda.NewNCCLID(); err != nil {
+			return nil, err
+		}
+	}
+	if m != nil {
+		all, err := m.GatherBytes(id[:])
+		if err != nil {
+			return nil, err
+		}
+		copy(id[:], all[:len(id)])
+	} else {
+		addr, err := cuda.RendezvousAddr()
+		if err != nil {
+			return nil, err
+		}
+		if err := cuda.RendezvousID(addr, l.Rank, l.Size, &id, 5*time.Minute); err != nil {
+			return nil, err
+		}
+	}
+	return cuda.OpenNCCL(gpu, l.Rank, l.Size, id)
 }
 
 // pickCard narrows CUDA_VISIBLE_DEVICES to the local rank's card.
@@ -84,8 +141,8 @@ func pickCard(local int) {
 }
 
 // rankOutput is where a rank prints: rank 0 the console, the others nothing.
-func rankOutput(dp *rl.DP, out io.Writer) io.Writer {
-	if dp.Rank0() {
+func rankOutput(l model.Launch, out io.Writer) io.Writer {
+	if l.Rank == 0 {
 		return out
 	}
 	return io.Discard

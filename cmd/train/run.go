@@ -27,13 +27,12 @@ import (
 // evaluate, RL steps with validation and checkpoints, evaluate, summarise.
 func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	t0 := time.Now()
-	// dp hook A: join the launcher's ranks; only rank 0 prints and writes.
-	dp, stopDP, err := startDP(cfg)
+	// dp hook A: the launcher's rank and card; only rank 0 prints and writes.
+	launch, err := dpLaunch(cfg)
 	if err != nil {
 		return err
 	}
-	defer stopDP()
-	out = rankOutput(dp, out)
+	out = rankOutput(launch, out)
 	dir := cfg.Trainer.DefaultLocalDir
 	if dir == "" {
 		dir = filepath.Join("runs", cfg.Trainer.Project, cfg.Trainer.Experiment)
@@ -41,7 +40,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if dp.Rank0() {
+	if launch.Rank == 0 {
 		if err := saveConfig(cfg, filepath.Join(dir, "config.yaml")); err != nil {
 			return err
 		}
@@ -56,6 +55,11 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	dp, stopDP, err := startDP(cfg, launch, dev) // dp hook A2: join the ranks (nil: one process)
+	if err != nil {
+		return err
+	}
+	defer stopDP()
 	fmt.Fprintf(out, "r1go train: run folder %s, device %s\n", dir, dev.Name())
 	if note != "" {
 		fmt.Fprintln(out, "device", note)
