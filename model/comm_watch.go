@@ -106,12 +106,11 @@ func (w *Watcher) hubRead(conn net.Conn, timeout time.Duration, report func(erro
 	rd := bufio.NewReader(conn)
 	rank := "?"
 	for {
-		conn.SetReadDeadline(time.Now().Add(timeout))
-		line, err := rd.ReadString('\n')
+		line, err := readBeat(conn, rd, timeout)
 		if err != nil {
 			why := fmt.Errorf("rank %s died (its heartbeat connection closed: %v)", rank, err)
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				why = fmt.Errorf("rank %s sent no heartbeat for %s", rank, timeout)
+				why = fmt.Errorf("rank %s sent no heartbeat for %s", rank, timeout*3/2)
 			}
 			if w.isStopped() {
 				return
@@ -133,11 +132,10 @@ func (w *Watcher) hubRead(conn net.Conn, timeout time.Duration, report func(erro
 func (w *Watcher) leafRead(conn net.Conn, timeout time.Duration, report func(error)) {
 	rd := bufio.NewReader(conn)
 	for {
-		conn.SetReadDeadline(time.Now().Add(timeout))
-		line, err := rd.ReadString('\n')
+		line, err := readBeat(conn, rd, timeout)
 		if err != nil {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				report(fmt.Errorf("rank 0 sent no heartbeat for %s", timeout))
+				report(fmt.Errorf("rank 0 sent no heartbeat for %s", timeout*3/2))
 			} else {
 				report(fmt.Errorf("rank 0 died (its heartbeat connection closed: %v)", err))
 			}
@@ -151,6 +149,23 @@ func (w *Watcher) leafRead(conn net.Conn, timeout time.Duration, report func(err
 			return
 		}
 	}
+}
+
+// readBeat reads the next line, allowing timeout and then half as much
+// again: when this process itself was not scheduled for a while (an
+// overloaded machine, a stop-the-world pause), the deadline passes with
+// the peer's heartbeats already waiting in the socket, and the second
+// read finds them. A closed connection is reported at once.
+func readBeat(conn net.Conn, rd *bufio.Reader, timeout time.Duration) (string, error) {
+	conn.SetReadDeadline(time.Now().Add(timeout))
+	line, err := rd.ReadString('\n')
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		conn.SetReadDeadline(time.Now().Add(timeout / 2))
+		var more string
+		more, err = rd.ReadString('\n')
+		line += more
+	}
+	return line, err
 }
 
 func (w *Watcher) beat(every time.Duration) {

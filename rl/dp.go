@@ -39,9 +39,10 @@ type DPConfig struct {
 	HeartbeatS float64 `yaml:"heartbeat_timeout_s" help:"a rank silent this long stops the run with an error naming it"`
 }
 
-// DefaultDPConfig is 25 MB buckets (PyTorch DDP's default) and a 30 s
-// heartbeat.
-func DefaultDPConfig() DPConfig { return DPConfig{BucketMB: 25, HeartbeatS: 30} }
+// DefaultDPConfig is 25 MB buckets (PyTorch DDP's default) and a 60 s
+// heartbeat: a rank that dies is noticed at once (its connection closes);
+// one that hangs within 1.5 heartbeat timeouts.
+func DefaultDPConfig() DPConfig { return DPConfig{BucketMB: 25, HeartbeatS: 60} }
 
 // Validate reports a setting that cannot work.
 func (c *DPConfig) Validate() error {
