@@ -43,17 +43,20 @@ func dpLaunch(cfg *Config) (model.Launch, error) {
 // than one process; it returns nil (one process) otherwise: MPI for the
 // CPU device, NCCL for the CUDA device (its id sent over a TCP rendezvous
 // at MASTER_ADDR:MASTER_PORT, or over MPI under mpirun and srun). stop
-// ends the heartbeat and the communicator. A rank that dies or falls
+// ends the heartbeat and the communicator: stop(true) after a run that
+// finished on every rank; stop(false) after an error, which leaves the
+// heartbeat to close with the process, so that the other ranks, perhaps
+// waiting in a collective, stop naming this one. A rank that dies or falls
 // silent stops this process with an error naming it (exit status 1),
 // since a collective would wait for it forever.
-func startDP(cfg *Config, l model.Launch, dev model.Device) (dp *rl.DP, stop func(), err error) {
-	nothing := func() {}
+func startDP(cfg *Config, l model.Launch, dev model.Device) (dp *rl.DP, stop func(ok bool), err error) {
+	nothing := func(bool) {}
 	if l.Size == 1 {
 		return nil, nothing, nil
 	}
 	var c model.Comm
 	var closers []func() error
-	fail := func(err error) (*rl.DP, func(), error) {
+	fail := func(err error) (*rl.DP, func(bool), error) {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]()
 		}
@@ -91,7 +94,10 @@ func startDP(cfg *Config, l model.Launch, dev model.Device) (dp *rl.DP, stop fun
 		w.Stop()
 		return fail(err)
 	}
-	return dp, func() {
+	return dp, func(ok bool) {
+		if !ok {
+			return
+		}
 		c.Barrier()
 		w.Stop()
 		for i := len(closers) - 1; i >= 0; i-- {

@@ -25,12 +25,12 @@ import (
 
 // run is the whole training job, read top to bottom: assemble, warm start,
 // evaluate, RL steps with validation and checkpoints, evaluate, summarise.
-func run(ctx context.Context, cfg *Config, out io.Writer) error {
+func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	t0 := time.Now()
 	// dp hook A: the launcher's rank and card; only rank 0 prints and writes.
-	launch, err := dpLaunch(cfg)
-	if err != nil {
-		return err
+	launch, lerr := dpLaunch(cfg)
+	if lerr != nil {
+		return lerr
 	}
 	out = rankOutput(launch, out)
 	dir := cfg.Trainer.DefaultLocalDir
@@ -59,7 +59,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer stopDP()
+	defer func() { stopDP(err == nil) }()
 	fmt.Fprintf(out, "r1go train: run folder %s, device %s\n", dir, dev.Name())
 	if note != "" {
 		fmt.Fprintln(out, "device", note)
