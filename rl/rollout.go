@@ -142,6 +142,9 @@ type Rollout struct {
 	Tok    *tokenizer.Tokenizer
 	Env    *env.Env
 	Stop   []int32 // token ids that end a model turn (e.g. </tool_call>, <|im_end|>)
+	// StreamBase is the sampling stream of the first trajectory (a
+	// data-parallel rank's offset in the global batch; 0 in one process).
+	StreamBase uint64
 }
 
 // trajState is the engine's view of one trajectory.
@@ -195,7 +198,7 @@ func (r *Rollout) Run(ctx context.Context, samples []data.Sample) ([]*Trajectory
 				t: &Trajectory{Sample: smp, Group: g, Tokens: slices.Clone(prompt), PromptLen: len(prompt),
 					Action: make([]bool, len(prompt)), LogProb: make([]float32, len(prompt))},
 				ep:  ep,
-				rng: rand.New(rand.NewPCG(r.Cfg.Seed, idx)),
+				rng: rand.New(rand.NewPCG(r.Cfg.Seed, r.StreamBase+idx)),
 			}
 			if i == 0 {
 				leader = s

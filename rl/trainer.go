@@ -134,6 +134,7 @@ type Trainer struct {
 	KLCtrl    KLController
 
 	ToolCallEnd int32 // token that ends a tool call (process rewards)
+	DP          *DP   // data parallel (rl/dp.go); nil in a run of one process
 	step        int   // RL steps done
 }
 
@@ -173,6 +174,11 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	timed := func(name string, start time.Time) { m["timing_s/"+name] = time.Since(start).Seconds() }
 	t0 := time.Now()
 
+	// dp hook 1: this rank rolls out its share of the global prompt batch.
+	if t.DP != nil {
+		prompts = t.DP.Shard(prompts, cfg.Rollout.N)
+		t.Rollout.StreamBase = t.DP.StreamBase()
+	}
 	tg := time.Now()
 	var src TrajectorySource = t.Rollout
 	if t.Source != nil {
@@ -228,6 +234,12 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	}
 
 	ta := time.Now()
+	// dp hook 2: rewards, advantages and data metrics over the global batch.
+	if t.DP != nil {
+		if b, err = t.DP.GatherBatch(b); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Algorithm.UseKLInReward {
 		kind, err := ParseKL(cfg.Algorithm.KLPenalty)
 		if err != nil {
@@ -279,7 +291,13 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 		timed("update_actor", tu)
 	}
 	t.step++
-	for k, v := range RolloutMetrics(trajs) {
+	rm := RolloutMetrics(trajs)
+	if t.DP != nil { // dp hook 3: rollout metrics over every rank's trajectories
+		if rm, err = t.DP.RolloutMetrics(trajs); err != nil {
+			return nil, err
+		}
+	}
+	for k, v := range rm {
 		m[k] = v
 	}
 	timed("step", t0)
@@ -292,7 +310,11 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 // reuseOld says whether π_old is taken from the update's forward.
 func (t *Trainer) reuseOld(b *Batch) bool {
 	c := &t.Cfg
-	return c.Actor.PPOEpochs == 1 && c.Actor.MiniBatchSize >= b.NumSeqs() && !c.Algorithm.UseKLInReward
+	n := b.NumSeqs()
+	if t.DP != nil { // dp hook 4: the global batch decides
+		n = t.DP.GlobalSeqs()
+	}
+	return c.Actor.PPOEpochs == 1 && c.Actor.MiniBatchSize >= n && !c.Algorithm.UseKLInReward
 }
 
 // sumMetrics are the loss-valued metrics whose micro-batch values add up to
@@ -319,10 +341,14 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, role stri
 			}
 			mdl.ZeroGrads()
 			mm := Metrics{}
-			cuts := MicroBatches(mini, cfg.Actor.MicroBatchTokens)
+			own := mini
+			if t.DP != nil { // dp hook 5: this rank's part of the global mini-batch
+				own = t.DP.Own(mini, lo, hi)
+			}
+			cuts := MicroBatches(own, cfg.Actor.MicroBatchTokens)
 			var out Output
 			for j := 0; j+1 < len(cuts); j++ {
-				mb := mini.Slice(cuts[j], cuts[j+1])
+				mb := own.Slice(cuts[j], cuts[j+1])
 				res, err := mdl.Forward(modelBatch(mb), true)
 				if err != nil {
 					return nil, err
@@ -356,7 +382,15 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, role stri
 					}
 				}
 			}
-			r := opt.Step(1)
+			if t.DP != nil { // dp hook 6: metrics over the ranks' micro-batches
+				if mm, err = t.DP.ReduceMetrics(mm, len(cuts)-1); err != nil {
+					return nil, err
+				}
+			}
+			r, err := t.optStep(mdl, opt) // dp hook 7: gradients summed over the ranks
+			if err != nil {
+				return nil, err
+			}
 			mm[role+"/grad_norm"] = r.GradNorm
 			mm[role+"/lr"] = r.LR
 			if r.Skipped {

@@ -53,7 +53,7 @@ func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.Sampler
 	if err := tr.Policy.Save(filepath.Join(tmp, "actor"), nil, opts); err != nil {
 		return err
 	}
-	if err := tr.ActorOpt.Save(filepath.Join(tmp, "actor_optim.safetensors")); err != nil {
+	if err := tr.SaveOptimizer(tr.Policy, tr.ActorOpt, filepath.Join(tmp, "actor_optim.safetensors")); err != nil {
 		return err
 	}
 	if err := saveAdapter(tr, tmp); err != nil {
@@ -63,7 +63,7 @@ func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.Sampler
 		if err := tr.Critic.Save(filepath.Join(tmp, "critic"), nil, opts); err != nil {
 			return err
 		}
-		if err := tr.CriticOpt.Save(filepath.Join(tmp, "critic_optim.safetensors")); err != nil {
+		if err := tr.SaveOptimizer(tr.Critic, tr.CriticOpt, filepath.Join(tmp, "critic_optim.safetensors")); err != nil {
 			return err
 		}
 	}
@@ -106,14 +106,14 @@ func latestCheckpoint(run string) (*trainerState, error) {
 // restore puts the optimizer, critic and counters of the checkpoint into tr
 // (the policy's weights were loaded before the trainer was built).
 func (s *trainerState) restore(tr *rl.Trainer) error {
-	if err := tr.ActorOpt.Load(filepath.Join(s.dir, "actor_optim.safetensors")); err != nil {
+	if err := tr.LoadOptimizer(tr.Policy, tr.ActorOpt, filepath.Join(s.dir, "actor_optim.safetensors")); err != nil {
 		return err
 	}
 	if tr.Critic != nil {
 		if err := loadWeights(tr.Critic, filepath.Join(s.dir, "critic")); err != nil {
 			return err
 		}
-		if err := tr.CriticOpt.Load(filepath.Join(s.dir, "critic_optim.safetensors")); err != nil {
+		if err := tr.LoadOptimizer(tr.Critic, tr.CriticOpt, filepath.Join(s.dir, "critic_optim.safetensors")); err != nil {
 			return err
 		}
 	}

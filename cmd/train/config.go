@@ -19,6 +19,7 @@ type Config struct {
 	SFT     SFTConfig         `yaml:"sft"`
 	RL      rl.TrainerConfig  `yaml:",inline"`
 	Trainer TrainerConfig     `yaml:"trainer"`
+	DP      rl.DPConfig       `yaml:"dp"` // data parallel under mpirun/srun (cmd/train/dp.go)
 }
 
 // SFTConfig is the supervised warm start on the synthetic world's gold
@@ -74,6 +75,7 @@ func DefaultConfig() Config {
 		// to copy names from the observations.
 		SFT: SFTConfig{Steps: 400, BatchSize: 16, Fraction: 1, EarlyAnswer: 0.6, Optim: tinyOptim(3e-3, 10)},
 		RL:  rl.DefaultTrainerConfig(),
+		DP:  rl.DefaultDPConfig(),
 		Trainer: TrainerConfig{TotalSteps: 30, SaveFreq: 10, TestFreq: 10, Project: "r1go", Experiment: "synthetic-grpo",
 			Logger: []string{"console", "jsonl", "tensorboard"}, Device: "auto", RolloutSlots: 64, Seed: 1, SaveDType: "auto"},
 	}

@@ -25,8 +25,14 @@ import (
 
 // run is the whole training job, read top to bottom: assemble, warm start,
 // evaluate, RL steps with validation and checkpoints, evaluate, summarise.
-func run(ctx context.Context, cfg *Config, out io.Writer) error {
+func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	t0 := time.Now()
+	// dp hook A: the launcher's rank and card; only rank 0 prints and writes.
+	launch, lerr := dpLaunch(cfg)
+	if lerr != nil {
+		return lerr
+	}
+	out = rankOutput(launch, out)
 	if cfg.Trainer.DryRun {
 		_, err := planRun(cfg, nil, out)
 		return err
@@ -38,12 +44,13 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := saveConfig(cfg, filepath.Join(dir, "config.yaml")); err != nil {
-		return err
+	if launch.Rank == 0 {
+		if err := saveConfig(cfg, filepath.Join(dir, "config.yaml")); err != nil {
+			return err
+		}
 	}
 	var resume *trainerState
 	if cfg.Trainer.Resume {
-		var err error
 		if resume, err = latestCheckpoint(dir); err != nil {
 			return err
 		}
@@ -52,6 +59,11 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	dp, stopDP, err := startDP(cfg, launch, dev) // dp hook A2: join the ranks (nil: one process)
+	if err != nil {
+		return err
+	}
+	defer func() { stopDP(err == nil) }()
 	fmt.Fprintf(out, "r1go train: run folder %s, device %s\n", dir, dev.Name())
 	if note != "" {
 		fmt.Fprintln(out, note)
@@ -59,7 +71,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	if stop, err := planRun(cfg, dev, out); stop || err != nil {
 		return err
 	}
-	s, err := agent.Build(ctx, cfg.Model, cfg.Data, cfg.Env, dev, filepath.Join(dir, "data"))
+	s, err := agent.Build(ctx, cfg.Model, cfg.Data, cfg.Env, dev, rankDataDir(dp, filepath.Join(dir, "data"))) // dp hook: a work folder per rank
 	if err != nil {
 		return err
 	}
@@ -87,14 +99,26 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 		if err := warmStart(ctx, cfg, s, out); err != nil {
 			return err
 		}
-		if err := s.Policy.Save(sftDir, nil, model.SaveOptions{DType: "float32", TokenizerDir: s.TokenizerDir}); err != nil {
+		if err := syncWarmStart(dp, s.Policy); err != nil { // dp hook B
 			return err
+		}
+		if dp.Rank0() {
+			if err := s.Policy.Save(sftDir, nil, model.SaveOptions{DType: "float32", TokenizerDir: s.TokenizerDir}); err != nil {
+				return err
+			}
 		}
 		if before, _, err = agent.Evaluate(ctx, s, s.Policy, heldOut, evalCfg); err != nil {
 			return err
 		}
-		if err := writeJSON(filepath.Join(sftDir, "eval.json"), before); err != nil {
-			return err
+		if dp.Rank0() {
+			if err := writeJSON(filepath.Join(sftDir, "eval.json"), before); err != nil {
+				return err
+			}
+		}
+		if dp != nil { // the other ranks read sftDir (the reference policy) next
+			if err := dp.Comm.Barrier(); err != nil {
+				return err
+			}
 		}
 		fmt.Fprintf(out, "after SFT: held-out EM %.3f (cover EM %.3f, %.2f tool calls per question)\n",
 			before["all"].EM, before["all"].CoverEM, before["all"].ToolCalls)
@@ -113,6 +137,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	tr.DP = dp // dp hook C
 	stopExternal, err := startExternal(cfg, s, tr, out)
 	if err != nil {
 		return err
@@ -123,7 +148,11 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 			return err
 		}
 	}
-	log, err := metrics.Open(metrics.Config{Sinks: cfg.Trainer.Logger, Dir: dir, Console: out, TotalSteps: cfg.Trainer.TotalSteps,
+	sinks := cfg.Trainer.Logger
+	if !dp.Rank0() { // dp hook D: rank 0 logs
+		sinks = nil
+	}
+	log, err := metrics.Open(metrics.Config{Sinks: sinks, Dir: dir, Console: out, TotalSteps: cfg.Trainer.TotalSteps,
 		Project: cfg.Trainer.Project, Experiment: cfg.Trainer.Experiment, TensorBoardDir: filepath.Join(dir, "tensorboard"),
 		ProgressKeys: []string{"critic/score/mean", "env/em"}})
 	if err != nil {
@@ -180,7 +209,8 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 		}
 		hist.Log(tr.Steps(), m)
 		if f := cfg.Trainer.SaveFreq; (f > 0 && tr.Steps()%f == 0) || tr.Steps() == cfg.Trainer.TotalSteps {
-			if err := saveCheckpoint(dir, tr, s, sampler.State(), cfg.Trainer.SaveDType); err != nil {
+			save := func() error { return saveCheckpoint(dir, tr, s, sampler.State(), cfg.Trainer.SaveDType) }
+			if err := checkpointAll(dp, save, tr); err != nil { // dp hook E
 				return err
 			}
 		}
@@ -191,6 +221,9 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	after, _, err := agent.Evaluate(ctx, s, s.Policy, heldOut, evalCfg)
 	if err != nil {
 		return err
+	}
+	if !dp.Rank0() { // dp hook F: rank 0 writes the results
+		return nil
 	}
 	if err := writeJSON(filepath.Join(dir, "eval.json"), after); err != nil {
 		return err

@@ -1,0 +1,205 @@
+// Command dp benchmarks data-parallel training on MPI: the step time of a
+// fixed global batch on 1 and on N ranks (scaling efficiency), and the
+// bucketed gradient all-reduce against one plain MPI all-reduce of the same
+// size, both timed in the same run on the same ranks.
+//
+//	go run ./benchmarks/dp [-np 2] [-reps 5] [-bucket_mb 25]
+//
+// It starts itself under mpirun (one rank per core, --bind-to core) once
+// with 1 rank and once with -np ranks; each rank trains a Qwen2-shaped
+// model with random weights on its share of 8 packed sequences of 256
+// tokens (forward, backward, gradient all-reduce, AdamW).
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/mpi"
+	"github.com/r1go/r1go/optim"
+	"github.com/r1go/r1go/rl"
+)
+
+type result struct {
+	Ranks            int     `json:"ranks"`
+	Threads          int     `json:"threads"`
+	Params           int     `json:"params"`
+	StepS            float64 `json:"step_s"`            // best step: forward, backward, all-reduce, AdamW
+	AllReduceS       float64 `json:"allreduce_s"`       // best bucketed all-reduce of the gradient arena
+	PlainS           float64 `json:"plain_allreduce_s"` // best single MPI all-reduce of the same values
+	BusGBs, PlainGBs float64
+	Load             string `json:"load"`
+}
+
+func main() {
+	np := flag.Int("np", 2, "ranks of the data-parallel run")
+	reps := flag.Int("reps", 5, "timed repetitions (the best is kept)")
+	bucket := flag.Float64("bucket_mb", 25, "all-reduce bucket, MB")
+	child := flag.Bool("child", false, "a rank (started by mpirun)")
+	flag.Parse()
+	if *child {
+		if err := rank(*reps, *bucket); err != nil {
+			fmt.Fprintln(os.Stderr, "dp:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fail(err)
+	}
+	var rs []result
+	for _, n := range []int{1, *np} {
+		cmd := exec.Command("mpirun", "--oversubscribe", "--allow-run-as-root", "--bind-to", "core", "-np", strconv.Itoa(n),
+			self, "-child", "-reps", strconv.Itoa(*reps), "-bucket_mb", fmt.Sprint(*bucket))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			fail(fmt.Errorf("mpirun -np %d: %v\n%s", n, err, out))
+		}
+		var r result
+		line := strings.TrimSpace(string(out))
+		if i := strings.LastIndex(line, "\n"); i >= 0 {
+			line = line[i+1:]
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			fail(fmt.Errorf("rank 0 printed %q: %v", out, err))
+		}
+		rs = append(rs, r)
+	}
+	one, many := rs[0], rs[1]
+	fmt.Printf("model: %d parameters; global batch 8 × 256 tokens; load average at start %s / %s\n\n", one.Params, one.Load, many.Load)
+	fmt.Println("| ranks | threads/rank | step s | speed-up | scaling efficiency | grad all-reduce s | bus GB/s | plain MPI all-reduce s | bus GB/s | bucketed / plain time |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range rs {
+		sp := one.StepS / r.StepS
+		ratio := "—"
+		if r.PlainS > 0 {
+			ratio = fmt.Sprintf("%.2f", r.AllReduceS/r.PlainS)
+		}
+		fmt.Printf("| %d | %d | %.3f | %.2f × | %.2f | %.4f | %.2f | %.4f | %.2f | %s |\n", r.Ranks, r.Threads, r.StepS, sp, sp/float64(r.Ranks),
+			r.AllReduceS, r.BusGBs, r.PlainS, r.PlainGBs, ratio)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "dp:", err)
+	os.Exit(1)
+}
+
+// rank is one process of a run.
+func rank(reps int, bucketMB float64) error {
+	c, err := mpi.Open()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	cfgJSON := `{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 256,
+		"intermediate_size": 704, "num_hidden_layers": 4, "num_attention_heads": 4,
+		"num_key_value_heads": 2, "vocab_size": 2048, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+		"max_position_embeddings": 32768, "hidden_act": "silu", "initializer_range": 0.02,
+		"tie_word_embeddings": true, "use_sliding_window": false, "torch_dtype": "float32"}`
+	cfg, err := model.ParseConfig([]byte(cfgJSON), "qwen2-4M")
+	if err != nil {
+		return err
+	}
+	m, err := model.New(cfg, model.NewCPU(), model.LMHeadOutput)
+	if err != nil {
+		return err
+	}
+	m.InitRandom(1)
+	const seqs, seqLen = 8, 256
+	lo, hi := c.Rank()*seqs/c.Size(), (c.Rank()+1)*seqs/c.Size()
+	b := model.Batch{Seqs: []int32{0}}
+	for s := lo; s < hi; s++ {
+		for i := 0; i < seqLen; i++ {
+			b.Tokens = append(b.Tokens, int32((s*7919+i*104729)%cfg.VocabSize))
+		}
+		b.Seqs = append(b.Seqs, int32(len(b.Tokens)))
+	}
+	// d loss/d logprob of a token mean over the global batch.
+	g := make([]float32, len(b.Tokens))
+	for i := range g {
+		g[i] = -1.0 / (seqs * seqLen)
+	}
+	dpc := rl.DefaultDPConfig()
+	dpc.BucketMB = bucketMB
+	dp, err := rl.NewDP(c, dpc)
+	if err != nil {
+		return err
+	}
+	opt, err := optim.New(m.Dev, m.Params, m.Grads, optim.DefaultConfig(), 100)
+	if err != nil {
+		return err
+	}
+	step := func() error {
+		m.ZeroGrads()
+		if _, err := m.Forward(b, true); err != nil {
+			return err
+		}
+		if err := m.Backward(g, nil, nil); err != nil {
+			return err
+		}
+		_, err := dp.Step(m, opt)
+		return err
+	}
+	r := result{Ranks: c.Size(), Threads: runtime.GOMAXPROCS(0), Params: m.NumParams()}
+	if raw, err := os.ReadFile("/proc/loadavg"); err == nil {
+		r.Load = strings.Fields(string(raw))[0]
+	}
+	if r.StepS, err = best(c, reps, step); err != nil {
+		return err
+	}
+	if c.Size() > 1 {
+		if r.AllReduceS, err = best(c, reps, func() error { return dp.AllReduce(m.Grads) }); err != nil {
+			return err
+		}
+		if r.PlainS, err = best(c, reps, func() error { return c.AllReduce(m.Grads) }); err != nil {
+			return err
+		}
+		bus := func(s float64) float64 {
+			n := float64(c.Size())
+			return 4 * float64(m.NumParams()) / s * 2 * (n - 1) / n / 1e9
+		}
+		r.BusGBs, r.PlainGBs = bus(r.AllReduceS), bus(r.PlainS)
+	}
+	if c.Rank() == 0 {
+		out, _ := json.Marshal(r)
+		fmt.Println(string(out))
+	}
+	return nil
+}
+
+// best runs f once to warm up, then reps times between barriers, and
+// returns the fastest repetition (its time averaged over the ranks; the
+// collectives inside a step keep the ranks within a few ms of each other).
+func best(c model.Comm, reps int, f func() error) (float64, error) {
+	if err := f(); err != nil {
+		return 0, err
+	}
+	b := math.Inf(1)
+	for i := 0; i < reps; i++ {
+		if err := c.Barrier(); err != nil {
+			return 0, err
+		}
+		t := time.Now()
+		if err := f(); err != nil {
+			return 0, err
+		}
+		s, err := model.SumFloat64s(c, []float64{time.Since(t).Seconds()})
+		if err != nil {
+			return 0, err
+		}
+		b = min(b, s[0]/float64(c.Size()))
+	}
+	return b, nil
+}

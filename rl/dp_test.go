@@ -1,0 +1,93 @@
+package rl
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/r1go/r1go/data"
+	"github.com/r1go/r1go/model"
+)
+
+// TestZeroLayoutPartitions: the ranks' ZeRO-1 segments cover every
+// parameter exactly once, for arenas that do and do not divide evenly.
+func TestZeroLayoutPartitions(t *testing.T) {
+	for _, c := range []struct{ n, b, size int }{{10, 3, 2}, {17, 4, 3}, {5, 8, 4}, {3, 1, 4}, {64, 8, 2}} {
+		seen := make([]int, c.n)
+		for r := 0; r < c.size; r++ {
+			segs, own := zeroLayout(c.n, c.b, c.size, r)
+			k := 0
+			for _, s := range segs {
+				if s.shard != k {
+					t.Fatalf("%+v rank %d: shard offsets not contiguous", c, r)
+				}
+				k += s.n
+				for i := s.param; i < s.param+s.n; i++ {
+					seen[i]++
+				}
+			}
+			if k != own {
+				t.Fatalf("%+v rank %d: segments hold %d, own %d", c, r, k, own)
+			}
+		}
+		for i, v := range seen {
+			if v != 1 {
+				t.Fatalf("%+v: parameter %d owned %d times", c, i, v)
+			}
+		}
+	}
+}
+
+// TestDPOneRank: over the single-process Comm the data-parallel step is
+// the identity: the whole batch, the same packed batch back, the same
+// metrics.
+func TestDPOneRank(t *testing.T) {
+	d, err := NewDP(model.Single{Dev: model.NewCPU()}, DefaultDPConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompts := make([]data.Sample, 3)
+	if got := d.Shard(prompts, 2); len(got) != 3 || d.GlobalSeqs() != 6 || d.StreamBase() != 0 {
+		t.Fatalf("shard of %d prompts, %d sequences, stream %d", len(got), d.GlobalSeqs(), d.StreamBase())
+	}
+	b := &Batch{Offsets: []int{0, 2, 5, 6, 8, 9, 11}, PromptLen: []int{1, 1, 1, 1, 1, 1}, Group: []int{0, 0, 1, 1, 2, 2},
+		Tokens: make([]int32, 11), ActionMask: make([]bool, 11), Scores: make([]float64, 11)}
+	b.AdvantageMask = b.ActionMask
+	for i := range b.Scores {
+		b.Scores[i] = float64(i) / 3
+		b.ActionMask[i] = i%2 == 0
+		b.Tokens[i] = int32(i)
+	}
+	g, err := d.GatherBatch(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"Offsets", "PromptLen", "Group", "Tokens", "ActionMask", "AdvantageMask", "Scores"} {
+		if !reflect.DeepEqual(reflect.ValueOf(g).Elem().FieldByName(f).Interface(), reflect.ValueOf(b).Elem().FieldByName(f).Interface()) {
+			t.Errorf("gathered %s differs", f)
+		}
+	}
+	if g.Rewards != nil || g.OldLogProb != nil {
+		t.Error("absent fields came back")
+	}
+	if own := d.Own(g.Slice(2, 6), 2, 6); own.NumSeqs() != 4 {
+		t.Errorf("one rank owns %d of a 4-sequence mini-batch", own.NumSeqs())
+	}
+	m := Metrics{"actor/pg_loss": 0.5, "actor/pg_clipfrac": 0.25}
+	got, err := d.ReduceMetrics(m, 2)
+	if err != nil || !reflect.DeepEqual(got, m) {
+		t.Errorf("metrics %v -> %v, %v", m, got, err)
+	}
+}
+
+// TestDPOwnTwoRanks: rank 1 of 2 owns the second half of the global
+// batch and its part of each mini-batch.
+func TestDPOwnTwoRanks(t *testing.T) {
+	d := &DP{}
+	d.seqLo, d.seqHi, d.global = 4, 8, 8
+	b := &Batch{Offsets: []int{0, 1, 2, 3, 4, 5, 6, 7, 8}}
+	for _, c := range []struct{ lo, hi, want int }{{0, 4, 0}, {0, 8, 4}, {2, 6, 2}, {4, 8, 4}, {6, 8, 2}} {
+		if got := d.Own(b.Slice(c.lo, c.hi), c.lo, c.hi).NumSeqs(); got != c.want {
+			t.Errorf("mini-batch [%d,%d): rank 1 owns %d sequences, want %d", c.lo, c.hi, got, c.want)
+		}
+	}
+}
