@@ -8,7 +8,6 @@ import (
 func init() {
 	RegisterLoss("vanilla", PPOLoss)
 	RegisterLoss("gspo", GSPOLoss)
-	RegisterLoss("value", ValueLoss)
 }
 
 // logRatioClamp bounds log π_θ − log π_old before the exponential (verl).
@@ -170,17 +169,19 @@ func GSPOLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
 // Metrics: critic/vf_loss (aggregated), critic/vf_clipfrac (masked mean of
 // [(V_clip − R)² > (V − R)²]), critic/vpred_mean (masked mean of V).
 // Reads Values, OldValues, Returns, ActionMask.
-func ValueLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
+//
+// It is no policy loss and not in the loss registry: the critic has one loss.
+func ValueLoss(b *Batch, cliprange float64, w Weights, out *Output) error {
 	if err := b.require(FieldActionMask, FieldValues, FieldOldValues, FieldReturns); err != nil {
 		return err
 	}
 	if err := checkWeights(b, w, out); err != nil {
 		return err
 	}
-	if !(cfg.CliprangeValue >= 0) {
-		return fmt.Errorf("rl: value clip range %v must be ≥ 0", cfg.CliprangeValue)
+	if !(cliprange >= 0) {
+		return fmt.Errorf("rl: value clip range %v must be ≥ 0", cliprange)
 	}
-	eps := cfg.CliprangeValue
+	eps := cliprange
 	g, add := out.Grad(GradValue)
 	m, v, vold, ret := b.ActionMask, b.Values, b.OldValues, b.Returns
 	vec := useAVX2 && !add

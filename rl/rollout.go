@@ -3,9 +3,11 @@ package rl
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/env"
@@ -128,8 +130,10 @@ type Trajectory struct {
 func (t *Trajectory) ResponseLen() int { return len(t.Tokens) - t.PromptLen }
 
 // Rollout samples N trajectories for each sample with the environment env.
+// Cfg points at the one copy of the settings (a Trainer's Cfg.Rollout), so a
+// change there (the per-step seed) is what the next Run uses.
 type Rollout struct {
-	Cfg    RolloutConfig
+	Cfg    *RolloutConfig
 	Policy Policy
 	Tok    *tokenizer.Tokenizer
 	Env    *env.Env
@@ -158,6 +162,9 @@ type toolResult struct {
 // Run rolls out every sample N times and returns the trajectories grouped
 // by sample, in order: trajectory g·N+i is sample i of prompt g.
 func (r *Rollout) Run(ctx context.Context, samples []data.Sample) ([]*Trajectory, error) {
+	if r.Cfg == nil {
+		return nil, errors.New("rl: Rollout.Cfg is nil")
+	}
 	if err := r.Cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -199,6 +206,37 @@ func (r *Rollout) Run(ctx context.Context, samples []data.Sample) ([]*Trajectory
 		}
 	}
 	return r.run(ctx, states)
+}
+
+// CheckPrompts renders every sample's prompt as Run would and reports, in
+// one error, how many are longer than Cfg.MaxPromptTokens, naming the first
+// few by index and id: a run learns this when its data is loaded, not at the
+// RL step that draws the long prompt. It needs Cfg, Tok and Env, no policy.
+func (r *Rollout) CheckPrompts(samples []data.Sample) error {
+	const named = 5
+	var bad []string
+	count := 0
+	for i, smp := range samples {
+		msgs, tools := r.Env.NewEpisode().Reset(smp)
+		ids, err := r.encodePrompt(msgs, tools)
+		if err != nil {
+			return fmt.Errorf("rl: sample %d (%s): %w", i, smp.ID, err)
+		}
+		if len(ids) > r.Cfg.MaxPromptTokens {
+			if count++; count <= named {
+				bad = append(bad, fmt.Sprintf("#%d %s (%d tokens)", i, smp.ID, len(ids)))
+			}
+		}
+	}
+	if count == 0 {
+		return nil
+	}
+	more := ""
+	if count > named {
+		more = fmt.Sprintf(" and %d more", count-named)
+	}
+	return fmt.Errorf("rollout.max_prompt_tokens %d: %d of %d prompts are longer: %s%s",
+		r.Cfg.MaxPromptTokens, count, len(samples), strings.Join(bad, ", "), more)
 }
 
 // encodePrompt renders the episode's first messages with the chat template

@@ -140,7 +140,7 @@ func (f rolloutFixture) rollout(t *testing.T, cfg RolloutConfig, envCfg env.Conf
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Rollout{Cfg: cfg, Policy: p, Tok: f.tok, Env: e, Stop: f.stop}
+	return &Rollout{Cfg: &cfg, Policy: p, Tok: f.tok, Env: e, Stop: f.stop}
 }
 
 func testRolloutConfig() RolloutConfig {

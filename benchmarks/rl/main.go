@@ -136,7 +136,7 @@ func cases(b *rl.Batch, autodiff bool) []caseDef {
 				cfg := rl.DefaultLossConfig()
 				norm, _ := rl.NewNorm(cfg.AggMode, b, 0)
 				out := &rl.Output{}
-				return func(b *rl.Batch) error { return rl.CriticLoss(b, &cfg, norm, out) }
+				return func(b *rl.Batch) error { return rl.CriticLoss(b, 0.5, norm, out) }
 			}()},
 		{name: "GAE (γ=1, λ=1) + whitening", floats: func(b *rl.Batch) [][]float64 { return [][]float64{b.Rewards, b.OldValues} }, masks: advMask,
 			run: estimator("gae")},

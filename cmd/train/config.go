@@ -100,28 +100,69 @@ func tinyOptim(lr float64, warmup int) optim.Config {
 	return o
 }
 
-// Validate checks the parts no section checks alone.
+// Validate checks every setting before any work: each section's own
+// Validate (the config loader also runs them one by one, naming the key),
+// then the parts no section checks alone. run calls it before it creates
+// the run folder, so a config built in Go is checked as a loaded one is.
 func (c *Config) Validate() error {
+	for _, s := range []struct {
+		key string
+		v   interface{ Validate() error }
+	}{{"data", &c.Data}, {"env", &c.Env}, {"sft", &c.SFT}, {"sft.optim", &c.SFT.Optim}, {"trainer", &c.Trainer}} {
+		if err := s.v.Validate(); err != nil {
+			return fmt.Errorf("%s: %w", s.key, err)
+		}
+	}
 	if err := c.RL.Validate(); err != nil {
 		return err
 	}
-	if c.Data.TrainBatchSize < 1 {
-		return fmt.Errorf("data.train_batch_size %d must be ≥ 1", c.Data.TrainBatchSize)
-	}
 	if c.Trainer.RolloutSlots < c.RL.Rollout.N {
 		return fmt.Errorf("trainer.rollout_slots %d is smaller than rollout.n %d", c.Trainer.RolloutSlots, c.RL.Rollout.N)
-	}
-	if c.Trainer.TotalSteps < 0 || c.SFT.Steps < 0 {
-		return fmt.Errorf("trainer.total_training_steps %d and sft.steps %d must be ≥ 0", c.Trainer.TotalSteps, c.SFT.Steps)
 	}
 	if c.Model.MaxContext < c.RL.Rollout.MaxPromptTokens+c.RL.Rollout.MaxResponseTokens {
 		return fmt.Errorf("model.max_context %d is below rollout.max_prompt_tokens + rollout.max_response_tokens (%d)",
 			c.Model.MaxContext, c.RL.Rollout.MaxPromptTokens+c.RL.Rollout.MaxResponseTokens)
 	}
-	switch c.Trainer.Device {
+	return nil
+}
+
+// Validate reports a warm start that cannot run.
+func (c *SFTConfig) Validate() error {
+	if c.Steps < 0 {
+		return fmt.Errorf("steps %d must be ≥ 0", c.Steps)
+	}
+	if c.BatchSize < 1 {
+		return fmt.Errorf("batch_size %d must be ≥ 1", c.BatchSize)
+	}
+	if c.MaxHops < 0 {
+		return fmt.Errorf("max_hops %d must be ≥ 0", c.MaxHops)
+	}
+	if !(c.Fraction > 0 && c.Fraction <= 1) {
+		return fmt.Errorf("fraction %v must lie in (0, 1]", c.Fraction)
+	}
+	if !(c.EarlyAnswer >= 0 && c.EarlyAnswer <= 1) {
+		return fmt.Errorf("early_answer %v must lie in [0, 1]", c.EarlyAnswer)
+	}
+	return nil
+}
+
+// Validate reports negative counts and an unknown device.
+func (c *TrainerConfig) Validate() error {
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"total_training_steps", c.TotalSteps}, {"save_freq", c.SaveFreq}, {"test_freq", c.TestFreq}, {"stop_after", c.StopAfter}} {
+		if f.v < 0 {
+			return fmt.Errorf("%s %d must be ≥ 0", f.key, f.v)
+		}
+	}
+	if c.RolloutSlots < 1 {
+		return fmt.Errorf("rollout_slots %d must be ≥ 1", c.RolloutSlots)
+	}
+	switch c.Device {
 	case "auto", "cpu", "cuda":
 	default:
-		return fmt.Errorf("trainer.device %q is not auto, cpu or cuda", c.Trainer.Device)
+		return fmt.Errorf("device %q is not auto, cpu or cuda", c.Device)
 	}
 	return nil
 }

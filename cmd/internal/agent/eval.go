@@ -40,7 +40,7 @@ func Evaluate(ctx context.Context, s *Setup, m *model.Model, samples []data.Samp
 	slots := min(cfg.Slots, len(samples))
 	p := rl.NewModelPolicy(m, slots, cfg.MaxContext)
 	defer p.Cache.Free(m.Dev)
-	ro := &rl.Rollout{Policy: p, Tok: s.Tok, Env: s.Env, Stop: s.Stop, Cfg: rl.RolloutConfig{
+	ro := &rl.Rollout{Policy: p, Tok: s.Tok, Env: s.Env, Stop: s.Stop, Cfg: &rl.RolloutConfig{
 		N: 1, Sampling: model.Greedy, MaxTurnTokens: cfg.MaxTurnTokens, MaxResponseTokens: cfg.MaxResponseTokens,
 		MaxPromptTokens: cfg.MaxContext, ToolConcurrency: 8}}
 	trajs, err := ro.Run(ctx, samples)

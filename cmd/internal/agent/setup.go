@@ -79,6 +79,48 @@ func DefaultEnvConfig() EnvConfig {
 		Reward: "agent-r1", Instruction: "Search for every fact you need, then answer in <answer></answer>."}
 }
 
+// Validate reports negative sizes and a hop mix that is not three shares.
+func (c *DataConfig) Validate() error {
+	if c.TrainBatchSize < 1 {
+		return fmt.Errorf("train_batch_size %d must be ≥ 1", c.TrainBatchSize)
+	}
+	if c.ValSize < 0 {
+		return fmt.Errorf("val_size %d must be ≥ 0 (0: all)", c.ValSize)
+	}
+	if c.SynthTrain < 0 || c.SynthEval < 0 {
+		return fmt.Errorf("synth_train %d and synth_eval %d must be ≥ 0", c.SynthTrain, c.SynthEval)
+	}
+	if len(c.SynthHops) != 3 {
+		return fmt.Errorf("synth_hop_weights has %d entries, want 3 (2-, 3-, 4-hop)", len(c.SynthHops))
+	}
+	for _, w := range c.SynthHops {
+		if !(w >= 0) {
+			return fmt.Errorf("synth_hop_weights %v: each share must be ≥ 0", c.SynthHops)
+		}
+	}
+	return nil
+}
+
+// Validate reports negative limits and an unknown style, format or reward.
+func (c *EnvConfig) Validate() error {
+	if c.MaxTurns < 0 {
+		return fmt.Errorf("max_turns %d must be ≥ 0 (0: no limit)", c.MaxTurns)
+	}
+	if c.MaxResponseChars < 0 {
+		return fmt.Errorf("max_tool_response_length %d must be ≥ 0 (0: no limit)", c.MaxResponseChars)
+	}
+	if c.TopK < 1 {
+		return fmt.Errorf("topk %d must be ≥ 1", c.TopK)
+	}
+	if s := env.Style(c.Style); s != env.StyleAgentR1 && s != env.StyleVerl {
+		return fmt.Errorf("style %q is neither %s nor %s", c.Style, env.StyleAgentR1, env.StyleVerl)
+	}
+	if _, err := env.NewScorer(c.Reward, env.QwenMarkup()); err != nil {
+		return fmt.Errorf("reward: %w", err)
+	}
+	return nil
+}
+
 // Setup is everything a run needs, assembled.
 type Setup struct {
 	World            *synth.World // nil with user datasets
