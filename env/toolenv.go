@@ -150,6 +150,7 @@ type ToolEnv struct {
 	sample data.Sample
 	turns  int
 	done   bool
+	memory *Memory // what this episode's tools share (the last search's passages)
 }
 
 // CallInfo describes one executed (or rejected) tool call.
@@ -192,7 +193,7 @@ type StepResult struct {
 // Reset starts the episode for a sample and returns the initial chat
 // messages and the tool schemas in OpenAI form.
 func (t *ToolEnv) Reset(s data.Sample) ([]data.Message, []json.RawMessage) {
-	t.sample, t.turns, t.done = s, 0, false
+	t.sample, t.turns, t.done, t.memory = s, 0, false, nil
 	cfg := t.env.cfg
 	var msgs []data.Message
 	if len(s.Prompt) > 0 {
@@ -284,6 +285,10 @@ func (t *ToolEnv) run(ctx context.Context, c ToolCall) (content string, ci CallI
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
+	if t.memory == nil {
+		t.memory = &Memory{}
+	}
+	ctx = WithMemory(ctx, t.memory)
 	start := time.Now()
 	res, err := safeCall(ctx, tool, c.Arguments)
 	ci.Elapsed = time.Since(start)

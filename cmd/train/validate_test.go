@@ -53,6 +53,8 @@ func TestEveryBadSettingFailsBeforeWork(t *testing.T) {
 		{"env.topk=0", "env: topk 0"},
 		{"env.style=openai", `env: style "openai"`},
 		{"env.reward=bleu", "env: reward"},
+		{"env.tools=[search,calc]", `env: tools: unknown tool "calc"`},
+		{"env.tools=[]", "env: tools: no tools"},
 		{"data.val_size=-1", "data: val_size -1"},
 		{"data.train_batch_size=0", "data: train_batch_size 0"},
 		{"data.synth_train=-5", "data: synth_train -5"},

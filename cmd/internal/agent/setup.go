@@ -50,16 +50,17 @@ type DataConfig struct {
 
 // EnvConfig configures the tool environment.
 type EnvConfig struct {
-	Style            string `yaml:"style" help:"agent-r1 (tool results in a user turn, <think> pre-fill) or verl (role tool)"`
-	MaxTurns         int    `yaml:"max_turns" help:"tool turns per episode"`
-	MaxResponseChars int    `yaml:"max_tool_response_length" help:"characters kept of each tool response"`
-	TopK             int    `yaml:"topk" help:"passages per search"`
-	Format           string `yaml:"format" help:"search-r1 or agent-r1 passage formatting"`
-	Reward           string `yaml:"reward" help:"outcome reward: agent-r1, paper, em, f1, cover-em, ..."`
-	Retriever        string `yaml:"retriever_url" help:"Search-R1 /retrieve URL; empty: the local BM25 index"`
-	IndexPath        string `yaml:"index" help:"BM25 index file (built from the corpus when missing or stale)"`
-	Instruction      string `yaml:"instruction" help:"text after the question in the user turn"`
-	Prefill          string `yaml:"prefill" help:"text opening each assistant turn after an observation"`
+	Style            string   `yaml:"style" help:"agent-r1 (tool results in a user turn, <think> pre-fill) or verl (role tool)"`
+	Tools            []string `yaml:"tools" help:"tools by name: search, lookup (ReAct's lookup[term] in the last search's passages), or a registered tool"`
+	MaxTurns         int      `yaml:"max_turns" help:"tool turns per episode"`
+	MaxResponseChars int      `yaml:"max_tool_response_length" help:"characters kept of each tool response"`
+	TopK             int      `yaml:"topk" help:"passages per search"`
+	Format           string   `yaml:"format" help:"search-r1 or agent-r1 passage formatting"`
+	Reward           string   `yaml:"reward" help:"outcome reward: agent-r1, paper, em, f1, cover-em, ..."`
+	Retriever        string   `yaml:"retriever_url" help:"Search-R1 /retrieve URL; empty: the local BM25 index"`
+	IndexPath        string   `yaml:"index" help:"BM25 index file (built from the corpus when missing or stale)"`
+	Instruction      string   `yaml:"instruction" help:"text after the question in the user turn"`
+	Prefill          string   `yaml:"prefill" help:"text opening each assistant turn after an observation"`
 }
 
 // DefaultDataConfig is the synthetic world of the embedded default run;
@@ -75,7 +76,7 @@ func DefaultDataConfig() DataConfig {
 // halves the observations the tiny policy reads: with gold warm starts of
 // 300 steps, held-out EM 0.145 with one passage against 0.030 with two.
 func DefaultEnvConfig() EnvConfig {
-	return EnvConfig{Style: "agent-r1", MaxTurns: 5, MaxResponseChars: 512, TopK: 1, Format: "search-r1",
+	return EnvConfig{Style: "agent-r1", Tools: []string{"search"}, MaxTurns: 5, MaxResponseChars: 512, TopK: 1, Format: "search-r1",
 		Reward: "agent-r1", Instruction: "Search for every fact you need, then answer in <answer></answer>."}
 }
 
@@ -111,6 +112,9 @@ func (c *EnvConfig) Validate() error {
 	}
 	if c.TopK < 1 {
 		return fmt.Errorf("topk %d must be ≥ 1", c.TopK)
+	}
+	if err := env.CheckToolNames(c.Tools); err != nil {
+		return fmt.Errorf("tools: %w", err)
 	}
 	if s := env.Style(c.Style); s != env.StyleAgentR1 && s != env.StyleVerl {
 		return fmt.Errorf("style %q is neither %s nor %s", c.Style, env.StyleAgentR1, env.StyleVerl)
@@ -281,11 +285,11 @@ func buildEnv(ec EnvConfig, corpus, workDir string) (*env.Env, env.Retriever, *e
 		}
 		r = ix
 	}
-	tool, err := env.NewSearchTool(r, env.SearchToolConfig{Name: "search", TopK: ec.TopK, Format: env.SearchFormat(ec.Format)})
+	tools, err := env.NewTools(ec.Tools, env.ToolDeps{Retriever: r, Search: env.SearchToolConfig{TopK: ec.TopK, Format: env.SearchFormat(ec.Format)}})
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	e, err := env.New(envConfig(ec), tool)
+	e, err := env.New(envConfig(ec), tools...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
