@@ -451,19 +451,3 @@ func (r *Rollout) finish(s *trajState, why Finish, free *[]int) {
 	s.t.Scores = s.ep.Score(r.Tok.Decode(toInts(s.t.Tokens)))
 	*free = append(*free, s.slot)
 }
-
-func toInt32(ids []int) []int32 {
-	out := make([]int32, len(ids))
-	for i, id := range ids {
-		out[i] = int32(id)
-	}
-	return out
-}
-
-func toInts(ids []int32) []int {
-	out := make([]int, len(ids))
-	for i, id := range ids {
-		out[i] = int(id)
-	}
-	return out
-}

@@ -212,21 +212,21 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	// and one forward pass is saved. Otherwise π_old is recomputed here.
 	if !t.reuseOld(b) {
 		tl := time.Now()
-		if b.OldLogProb, _, _, err = Score(t.Policy, b, cfg.Actor.MicroBatchTokens); err != nil {
+		if b.OldLogProb, _, _, err = Forward(t.Policy, b, cfg.Actor.MicroBatchTokens); err != nil {
 			return nil, err
 		}
 		timed("old_log_prob", tl)
 	}
 	if cfg.NeedsRef() {
 		tr := time.Now()
-		if b.RefLogProb, _, _, err = Score(t.Ref, b, cfg.Actor.MicroBatchTokens); err != nil {
+		if b.RefLogProb, _, _, err = Forward(t.Ref, b, cfg.Actor.MicroBatchTokens); err != nil {
 			return nil, err
 		}
 		timed("ref", tr)
 	}
 	if cfg.NeedsCritic() {
 		tv := time.Now()
-		if _, _, b.OldValues, err = Score(t.Critic, b, cfg.Actor.MicroBatchTokens); err != nil {
+		if _, _, b.OldValues, err = Forward(t.Critic, b, cfg.Actor.MicroBatchTokens); err != nil {
 			return nil, err
 		}
 		timed("values", tv)
@@ -262,7 +262,7 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 
 	if cfg.NeedsCritic() {
 		tc := time.Now()
-		cm, err := t.update(b, t.Critic, t.CriticOpt, "critic")
+		cm, err := t.updateCritic(b)
 		if err != nil {
 			return nil, err
 		}
@@ -273,7 +273,7 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	}
 	if !cfg.NeedsCritic() || t.step >= cfg.Critic.Warmup {
 		tu := time.Now()
-		am, err := t.update(b, t.Policy, t.ActorOpt, "actor")
+		am, err := t.updateActor(b)
 		if err != nil {
 			return nil, err
 		}
@@ -303,16 +303,47 @@ func (t *Trainer) reuseOld(b *Batch) bool {
 // the mini-batch's; the rest are averaged.
 var sumMetrics = map[string]bool{"actor/pg_loss": true, "actor/entropy": true, "actor/kl_loss": true, "critic/vf_loss": true}
 
-// update runs ppo_epochs passes of mini-batch updates of the actor or the
-// critic, with gradient accumulation over micro-batches.
-func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, role string) (Metrics, error) {
+// lossStep is one micro-batch's loss and backward pass: it reads the
+// model's outputs res for mb, fills out with the loss against norm, and
+// back-propagates through mdl.
+type lossStep func(mdl *model.Model, mb *Batch, res *model.Output, norm Norm, out *Output) error
+
+// updateActor runs the policy's mini-batch updates with the actor loss.
+func (t *Trainer) updateActor(b *Batch) (Metrics, error) {
+	lc := &t.Cfg.Actor.LossConfig
+	return t.update(b, t.Policy, t.ActorOpt, "actor", func(mdl *model.Model, mb *Batch, res *model.Output, norm Norm, out *Output) error {
+		mb.LogProb = shiftIn(mb, nil, res.LogProb)
+		mb.Entropy = shiftIn(mb, nil, res.Entropy)
+		if b.OldLogProb == nil {
+			mb.OldLogProb = mb.LogProb
+		}
+		if err := ActorLoss(mb, lc, norm, out); err != nil {
+			return err
+		}
+		return mdl.Backward(shiftOut(mb, out.DLogProb), shiftOut(mb, out.DEntropy), nil)
+	})
+}
+
+// updateCritic runs the value model's mini-batch updates with the clipped
+// value loss.
+func (t *Trainer) updateCritic(b *Batch) (Metrics, error) {
+	clip := t.Cfg.Critic.CliprangeValue
+	return t.update(b, t.Critic, t.CriticOpt, "critic", func(mdl *model.Model, mb *Batch, res *model.Output, norm Norm, out *Output) error {
+		mb.Values = shiftIn(mb, nil, res.Values)
+		if err := CriticLoss(mb, clip, norm, out); err != nil {
+			return err
+		}
+		return mdl.Backward(nil, nil, shiftOut(mb, out.DValue))
+	})
+}
+
+// update runs ppo_epochs passes of mini-batch updates of mdl with gradient
+// accumulation over micro-batches, step computing each micro-batch's loss
+// and gradients; prefix names the optimizer's metrics (actor/grad_norm).
+func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix string, step lossStep) (Metrics, error) {
 	cfg := &t.Cfg
 	lc := &cfg.Actor.LossConfig
 	var all []Metrics
-	order := make([]int, b.NumSeqs())
-	for i := range order {
-		order[i] = i
-	}
 	for epoch := 0; epoch < cfg.Actor.PPOEpochs; epoch++ {
 		for lo := 0; lo < b.NumSeqs(); lo += cfg.Actor.MiniBatchSize {
 			hi := min(lo+cfg.Actor.MiniBatchSize, b.NumSeqs())
@@ -331,25 +362,7 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, role stri
 				if err != nil {
 					return nil, err
 				}
-				switch role {
-				case "actor":
-					mb.LogProb = shiftIn(mb, nil, res.LogProb)
-					mb.Entropy = shiftIn(mb, nil, res.Entropy)
-					if b.OldLogProb == nil {
-						mb.OldLogProb = mb.LogProb
-					}
-					if err := ActorLoss(mb, lc, norm, &out); err != nil {
-						return nil, err
-					}
-					err = mdl.Backward(shiftOut(mb, out.DLogProb), shiftOut(mb, out.DEntropy), nil)
-				case "critic":
-					mb.Values = shiftIn(mb, nil, res.Values)
-					if err := CriticLoss(mb, cfg.Critic.CliprangeValue, norm, &out); err != nil {
-						return nil, err
-					}
-					err = mdl.Backward(nil, nil, shiftOut(mb, out.DValue))
-				}
-				if err != nil {
+				if err := step(mdl, mb, res, norm, &out); err != nil {
 					return nil, err
 				}
 				for k, v := range out.Metrics {
@@ -361,10 +374,10 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, role stri
 				}
 			}
 			r := opt.Step(1)
-			mm[role+"/grad_norm"] = r.GradNorm
-			mm[role+"/lr"] = r.LR
+			mm[prefix+"/grad_norm"] = r.GradNorm
+			mm[prefix+"/lr"] = r.LR
 			if r.Skipped {
-				mm[role+"/skipped_steps"] = 1
+				mm[prefix+"/skipped_steps"] = 1
 			}
 			all = append(all, mm)
 		}
