@@ -15,7 +15,15 @@ import (
 // one registration, made here from outside the package, and each runs.
 
 // 1. A loss: plain REINFORCE, ℓ = −A·log π, gradient −A·w per token.
+// Like every loss it checks what it reads: a fork's entry runs under the
+// package's fuzzers too.
 func reinforce(b *rl.Batch, cfg *rl.LossConfig, w rl.Weights, out *rl.Output) error {
+	if err := b.Validate(rl.FieldActionMask, rl.FieldLogProb, rl.FieldAdvantages); err != nil {
+		return err
+	}
+	if len(w) != b.NumSeqs() {
+		return fmt.Errorf("reinforce: %d weights for %d sequences", len(w), b.NumSeqs())
+	}
 	g, add := out.Grad(rl.GradLogProb)
 	for i := range b.NumSeqs() {
 		s, e := b.Seq(i)
@@ -39,6 +47,9 @@ func reinforce(b *rl.Batch, cfg *rl.LossConfig, w rl.Weights, out *rl.Output) er
 // 2. An estimator: every action token of a sequence gets the sequence's
 // summed reward minus the batch's mean.
 func minusMean(b *rl.Batch, cfg *rl.AdvantageConfig) error {
+	if err := b.Validate(rl.FieldRewards, rl.FieldAdvantageMask); err != nil {
+		return err
+	}
 	n, S := b.NumTokens(), b.NumSeqs()
 	b.Advantages, b.Returns = make([]float64, n), make([]float64, n)
 	sums := make([]float64, S)

@@ -123,7 +123,7 @@ type Trajectory struct {
 	Turns          int // model turns
 	ToolCalls      int // executed tool calls
 	Finish         Finish
-	Scores         env.Scores // outcome reward and answer metrics
+	Outcome        env.Outcome // outcome reward and the task's metrics
 }
 
 // ResponseLen is the number of tokens after the prompt.
@@ -136,14 +136,14 @@ type Rollout struct {
 	Cfg    *RolloutConfig
 	Policy Policy
 	Tok    *tokenizer.Tokenizer
-	Env    *env.Env
+	Env    env.Environment
 	Stop   []int32 // token ids that end a model turn (e.g. </tool_call>, <|im_end|>)
 }
 
 // trajState is the engine's view of one trajectory.
 type trajState struct {
 	t       *Trajectory
-	ep      *env.ToolEnv
+	ep      env.Episode
 	rng     *rand.Rand
 	slot    int
 	pending []int32 // tokens to feed next
@@ -177,7 +177,7 @@ func (r *Rollout) Run(ctx context.Context, samples []data.Sample) ([]*Trajectory
 		var leader *trajState
 		var prompt []int32
 		for i := 0; i < n; i++ {
-			ep := r.Env.NewEpisode()
+			ep := r.Env.Episode()
 			msgs, tools := ep.Reset(smp)
 			if i == 0 {
 				var err error
@@ -217,7 +217,7 @@ func (r *Rollout) CheckPrompts(samples []data.Sample) error {
 	var bad []string
 	count := 0
 	for i, smp := range samples {
-		msgs, tools := r.Env.NewEpisode().Reset(smp)
+		msgs, tools := r.Env.Episode().Reset(smp)
 		ids, err := r.encodePrompt(msgs, tools)
 		if err != nil {
 			return fmt.Errorf("rl: sample %d (%s): %w", i, smp.ID, err)
@@ -448,6 +448,6 @@ func (r *Rollout) observe(s *trajState, res env.StepResult, free *[]int) {
 func (r *Rollout) finish(s *trajState, why Finish, free *[]int) {
 	s.done = true
 	s.t.Finish = why
-	s.t.Scores = s.ep.Score(r.Tok.Decode(toInts(s.t.Tokens)))
+	s.t.Outcome = s.ep.Outcome(r.Tok.Decode(toInts(s.t.Tokens)))
 	*free = append(*free, s.slot)
 }

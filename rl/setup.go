@@ -23,7 +23,7 @@ type Setup struct {
 	RefDir string
 
 	Tok         *tokenizer.Tokenizer
-	Env         *env.Env
+	Env         env.Environment
 	Stop        []int32 // token ids that end a model turn
 	ToolCallEnd int32   // token that ends a tool call (process rewards)
 

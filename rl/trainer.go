@@ -191,7 +191,7 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	b := FromTrajectories(trajs, cfg.Algorithm.AdvantageMask)
 	scores := make([]float64, len(trajs))
 	for i, tr := range trajs {
-		scores[i] = tr.Scores.Score
+		scores[i] = tr.Outcome.Reward
 	}
 	if err := AddOutcome(b, scores); err != nil {
 		return nil, err
@@ -385,26 +385,30 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix st
 	return MeanMetrics(all), nil
 }
 
-// RolloutMetrics summarises trajectories under verl's names plus the QA
-// metrics: num_turns/*, tool_call_counts/*, env/em, env/f1, env/cover_em,
-// env/format, and the share of each finish reason.
+// RolloutMetrics summarises trajectories under verl's names, num_turns/*
+// and tool_call_counts/*, the share of each finish reason env/finish_*, and
+// env/<name> for every metric the task's Outcome reports (the QA task's
+// env/em, env/f1, env/cover_em, env/format): a new task adds metrics
+// without touching this code.
 func RolloutMetrics(trajs []*Trajectory) Metrics {
 	m := Metrics{}
 	turns, calls := make([]float64, len(trajs)), make([]float64, len(trajs))
-	var em, f1, cover, format float64
+	sums, counts := map[string]float64{}, map[string]float64{}
 	finish := map[Finish]float64{}
 	for i, t := range trajs {
 		turns[i], calls[i] = float64(t.Turns), float64(t.ToolCalls)
-		em += t.Scores.EM
-		f1 += t.Scores.F1
-		cover += t.Scores.CoverEM
-		format += t.Scores.Format
+		for k, v := range t.Outcome.Metrics {
+			sums[k] += v
+			counts[k]++
+		}
 		finish[t.Finish]++
 	}
 	n := float64(max(len(trajs), 1))
 	m.putStats("num_turns", turns, nil)
 	m.putStats("tool_call_counts", calls, nil)
-	m["env/em"], m["env/f1"], m["env/cover_em"], m["env/format"] = em/n, f1/n, cover/n, format/n
+	for k, s := range sums {
+		m["env/"+k] = s / counts[k]
+	}
 	for _, f := range []Finish{FinishAnswer, FinishMaxTurns, FinishLength, FinishTurnLimit} {
 		m["env/finish_"+string(f)] = finish[f] / n
 	}

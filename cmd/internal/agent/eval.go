@@ -55,11 +55,11 @@ func Evaluate(ctx context.Context, s *Setup, m *model.Model, samples []data.Samp
 			res[key] = r
 		}
 		r.N++
-		r.EM += t.Scores.EM
-		r.F1 += t.Scores.F1
-		r.CoverEM += t.Scores.CoverEM
-		r.Format += t.Scores.Format
-		r.Score += t.Scores.Score
+		r.EM += t.Outcome.Metrics["em"]
+		r.F1 += t.Outcome.Metrics["f1"]
+		r.CoverEM += t.Outcome.Metrics["cover_em"]
+		r.Format += t.Outcome.Metrics["format"]
+		r.Score += t.Outcome.Reward
 		r.Turns += float64(t.Turns)
 		r.ToolCalls += float64(t.ToolCalls)
 	}
