@@ -125,7 +125,7 @@ func NaiveRAG(ctx context.Context, s *Setup, m *model.Model, samples []data.Samp
 	if err != nil {
 		return nil, err
 	}
-	ec := envConfig(s.EnvConfig)
+	ec := s.EnvConfig.Config
 	// One pass: a policy trained with the tool may still call it; the
 	// episode then ends on that turn (with the "no such tool" observation)
 	// instead of letting it try again.
