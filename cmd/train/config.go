@@ -1,10 +1,11 @@
 package main
 
 import (
+	_ "embed"
 	"fmt"
 
 	"github.com/r1go/r1go/cmd/internal/agent"
-	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/cmd/internal/config"
 	"github.com/r1go/r1go/optim"
 	"github.com/r1go/r1go/rl"
 )
@@ -48,7 +49,15 @@ type TrainerConfig struct {
 	StopAfter       int      `yaml:"stop_after" help:"stop after this many RL steps of this invocation (0: run to the end; tests use it to kill a run)"`
 }
 
-// DefaultConfig returns the embedded default run.
+// defaultProfile is the embedded run's departures from the library
+// defaults, with the reasons for each.
+//
+//go:embed default.yaml
+var defaultProfile []byte
+
+// DefaultConfig returns the embedded default run: the library defaults
+// (rl.DefaultTrainerConfig, agent's data and environment, optim's AdamW)
+// with default.yaml laid over them.
 func DefaultConfig() Config {
 	c := Config{
 		// A vocabulary of 2048 makes most entity names single tokens, which a
@@ -66,38 +75,15 @@ func DefaultConfig() Config {
 		// answering early, which the outcome reward then unlearns. 400 steps:
 		// the loss sits near 0.9 for 150-200 steps before the policy learns
 		// to copy names from the observations.
-		SFT: SFTConfig{Steps: 400, BatchSize: 16, Fraction: 1, EarlyAnswer: 0.6, Optim: tinyOptim(3e-3, 10)},
+		SFT: SFTConfig{Steps: 400, BatchSize: 16, Fraction: 1, EarlyAnswer: 0.6, Optim: optim.DefaultConfig()},
 		RL:  rl.DefaultTrainerConfig(),
 		Trainer: TrainerConfig{TotalSteps: 30, SaveFreq: 10, TestFreq: 10, Project: "r1go", Experiment: "synthetic-grpo",
 			Logger: []string{"console", "jsonl", "tensorboard"}, Device: "auto", RolloutSlots: 64, Seed: 1},
 	}
-	// Exact match alone: after the warm start the format is already right
-	// (0.98), and Agent-R1's format term then only adds noise to GRPO's
-	// groups. Measured from the same SFT checkpoint, 30 steps: em at lr 2e-4
-	// 0.080 -> 0.095; agent-r1 at 5e-4 0.080 -> 0.070.
-	c.Env.Reward = "em"
-	// lr 5e-4 drove the train EM of the tiny policy to 0 within ten steps.
-	c.RL.Actor.Optim = tinyOptim(2e-4, 0)
-	// The tiny default drops the KL loss: one forward pass less per step.
-	c.RL.Actor.UseKLLoss = false
-	c.RL.Actor.MiniBatchSize = 64
-	c.RL.Actor.MicroBatchTokens = 16384
-	c.RL.Rollout.N = 8
-	c.RL.Rollout.Sampling = model.Sampling{Temperature: 1, TopP: 1, TopK: -1}
-	c.RL.Rollout.MaxTurnTokens = 64
-	c.RL.Rollout.MaxResponseTokens = 640
-	c.RL.Rollout.MaxPromptTokens = 512
-	c.RL.Rollout.ToolConcurrency = 8
-	// The local BM25 tool answers in milliseconds, so waiting for it costs
-	// little and makes the run reproducible bit for bit.
-	c.RL.Rollout.Deterministic = true
+	if err := config.Apply(&c, "cmd/train/default.yaml", defaultProfile); err != nil {
+		panic(err) // the embedded file is wrong; TestDefaultProfile catches it
+	}
 	return c
-}
-
-func tinyOptim(lr float64, warmup int) optim.Config {
-	o := optim.DefaultConfig()
-	o.LR, o.WarmupSteps, o.WeightDecay, o.Beta2 = lr, warmup, 0.0, 0.99
-	return o
 }
 
 // Validate checks every setting before any work: each section's own
