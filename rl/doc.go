@@ -173,12 +173,14 @@
 // rollout's settings are Trainer.Cfg.Rollout, which Rollout points at. The
 // path of actor.clip_ratio from its YAML key to the loss crosses four
 // files: cmd/train/config.go (the run's Config inlines TrainerConfig),
-// trainer.go (ActorConfig embeds LossConfig; the update hands
+// trainer.go (ActorConfig embeds LossConfig; updateActor hands
 // &Cfg.Actor.LossConfig to ActorLoss), loss.go (LossConfig.ClipRatio, its
-// default and check) and ppo.go (the PPO kernel reads it); the config
+// default, Validate, clipLow/clipHigh and the kernels' guard checkClip) and
+// ppo.go (the PPO kernel reads it; GSPO's is policy.go instead); the config
 // loader in between is generic and names no key. NewTrainer(cfg, Setup)
 // validates the whole config and wires the rollout, the reference policy,
-// the critic and the optimizers.
+// the critic and the optimizers; cmd/train/default.yaml holds the embedded
+// run's departures from these library defaults (Agent-R1's).
 //
 // # Errors
 //

@@ -89,6 +89,19 @@ func (c *LossConfig) clipHigh() float64 {
 	return c.ClipRatio
 }
 
+// checkClip is each clipped loss's own guard on its ratios, for a
+// LossConfig that did not come through Validate.
+func checkClip(cfg *LossConfig, dual bool) error {
+	lo, hi := cfg.clipLow(), cfg.clipHigh()
+	if !(lo >= 0 && lo < 1 && hi >= 0) {
+		return fmt.Errorf("rl: clip ratios low %v and high %v must satisfy 0 ≤ low < 1, high ≥ 0", lo, hi)
+	}
+	if dual && !(cfg.ClipRatioC > 1) {
+		return fmt.Errorf("rl: dual-clip ratio c = %v must be greater than 1", cfg.ClipRatioC)
+	}
+	return nil
+}
+
 // Weights are the per-sequence aggregation weights w_i of a Norm
 // (Norm.SeqWeights): a loss returns Σ_i w_i Σ_t m_t·ℓ_t.
 type Weights []float64

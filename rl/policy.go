@@ -16,17 +16,6 @@ const logRatioClamp = 20
 // gspoLogRatioMax bounds GSPO's sequence log-ratio from above (verl).
 const gspoLogRatioMax = 10
 
-func checkClip(cfg *LossConfig, dual bool) error {
-	lo, hi := cfg.clipLow(), cfg.clipHigh()
-	if !(lo >= 0 && lo < 1 && hi >= 0) {
-		return fmt.Errorf("rl: clip ratios low %v and high %v must satisfy 0 ≤ low < 1, high ≥ 0", lo, hi)
-	}
-	if dual && !(cfg.ClipRatioC > 1) {
-		return fmt.Errorf("rl: dual-clip ratio c = %v must be greater than 1", cfg.ClipRatioC)
-	}
-	return nil
-}
-
 // PPOLoss is verl's "vanilla" policy loss: the PPO clipped surrogate with
 // separate low and high clip ranges and the dual clip. Per masked token, with
 // d = clamp(log π_θ − log π_old, ±20) and ρ = e^d:
