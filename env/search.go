@@ -123,11 +123,19 @@ func (s *SearchTool) Call(ctx context.Context, args json.RawMessage) (Result, er
 		return Result{}, fmt.Errorf("search: retriever answered %d of %d queries", len(hits), len(queries))
 	}
 	parts := make([]string, len(hits))
+	var passages []string
 	for i, h := range hits {
 		if len(h) > s.cfg.TopK {
 			h = h[:s.cfg.TopK]
 		}
 		parts[i] = FormatHits(h, s.cfg.Format)
+		for _, x := range h {
+			passages = append(passages, x.Passage.Contents)
+		}
+	}
+	// The episode's lookup tool reads what this search found.
+	if m := MemoryFrom(ctx); m != nil {
+		m.SetPassages(passages)
 	}
 	content := strings.Join(parts, "\n---\n")
 	if s.cfg.Format == FormatVerl {

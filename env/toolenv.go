@@ -26,41 +26,75 @@ const (
 	StyleVerl Style = "verl"
 )
 
-// Config configures an Env; DefaultConfig gives Agent-R1's behaviour.
+// Config configures an Env; DefaultConfig gives Agent-R1's behaviour. It is
+// the env section of a run's YAML file as it is (the train and eval
+// commands embed it), so each key is declared here once, with its check in
+// Validate.
 type Config struct {
-	Style Style
+	Style Style `yaml:"style" help:"agent-r1 (tool results in a user turn, <think> pre-fill) or verl (role tool)"`
 	// MaxParallelCalls is how many tool calls of one turn run; 1 means the
 	// first call only (Agent-R1 and verl's default).
-	MaxParallelCalls int
+	MaxParallelCalls int `yaml:"max_parallel_calls" help:"tool calls of one turn that run (1: the first only)"`
 	// MaxResponseChars cuts each tool response to this many characters
 	// (code points); 0 means no limit.
-	MaxResponseChars int
-	TruncateSide     TruncateSide
-	Markup           Markup
+	MaxResponseChars int          `yaml:"max_tool_response_length" help:"characters kept of each tool response (0: all)"`
+	TruncateSide     TruncateSide `yaml:"truncate_side" help:"how a long tool response is cut: agent-r1 (head and ...), left, right or middle"`
+	Markup           Markup       `yaml:"-"`
 	// Prefill is written at the start of the next assistant turn after an
 	// observation, e.g. "<think>\n"; it is environment text (mask 0).
-	Prefill string
+	Prefill string `yaml:"prefill" help:"text opening each assistant turn after an observation"`
 	// MaxTurns ends the episode after this many tool turns: the observation
 	// is still returned, with Done set. 0 means no limit.
-	MaxTurns int
+	MaxTurns int `yaml:"max_turns" help:"tool turns per episode (0: no limit)"`
 	// CallTimeout bounds one tool call; 0 means only the caller's context.
-	CallTimeout time.Duration
-	// RetrieverTimeout (env.retriever_timeout) bounds one request to an
-	// HTTP retriever, all attempts and back-off included; 0 leaves the
-	// client's default. RetrieverRetries (env.retriever_retries) is how
-	// many times a failed attempt is repeated within it. See
+	CallTimeout time.Duration `yaml:"call_timeout" help:"bound on one tool call (0: none)"`
+	// RetrieverTimeout bounds one request to an HTTP retriever, all attempts
+	// and back-off included; 0 leaves the client's default. RetrieverRetries
+	// is how many times a failed attempt is repeated within it. See
 	// RetrieverClientConfig.
-	RetrieverTimeout time.Duration
-	RetrieverRetries int
+	RetrieverTimeout time.Duration `yaml:"retriever_timeout" help:"bound on one retriever request, retries included (0: the client's 30 s)"`
+	RetrieverRetries int           `yaml:"retriever_retries" help:"attempts after a failed retriever request"`
 	// SystemPrompt, when not empty, becomes a system message before the
 	// question (samples that carry their own prompt keep it).
-	SystemPrompt string
+	SystemPrompt string `yaml:"system_prompt" help:"system message before the question (empty: none)"`
 	// Instruction follows the question in the user message, after a newline.
-	Instruction string
+	Instruction string `yaml:"instruction" help:"text after the question in the user turn"`
 	// Reward names the outcome reward (see RewardNames).
-	Reward string
+	Reward string `yaml:"reward" help:"outcome reward: agent-r1, paper, em, f1, cover-em, or a registered reward"`
 	// Process names the per-tool-call process reward (see ProcessNames).
-	Process ProcessConfig
+	Process ProcessConfig `yaml:"-"`
+}
+
+// Validate reports a setting New would refuse, or a negative limit, naming
+// its key.
+func (c *Config) Validate() error {
+	if c.Style != StyleAgentR1 && c.Style != StyleVerl {
+		return fmt.Errorf("style %q is neither %s nor %s", c.Style, StyleAgentR1, StyleVerl)
+	}
+	if c.MaxParallelCalls < 1 {
+		return fmt.Errorf("max_parallel_calls %d must be ≥ 1", c.MaxParallelCalls)
+	}
+	if c.MaxResponseChars < 0 {
+		return fmt.Errorf("max_tool_response_length %d must be ≥ 0 (0: no limit)", c.MaxResponseChars)
+	}
+	switch c.TruncateSide {
+	case TruncateAgentR1, TruncateLeft, TruncateRight, TruncateMiddle:
+	default:
+		return fmt.Errorf("truncate_side %q is not agent-r1, left, right or middle", c.TruncateSide)
+	}
+	if c.MaxTurns < 0 {
+		return fmt.Errorf("max_turns %d must be ≥ 0 (0: no limit)", c.MaxTurns)
+	}
+	if c.CallTimeout < 0 {
+		return fmt.Errorf("call_timeout %v must be ≥ 0", c.CallTimeout)
+	}
+	if c.RetrieverTimeout < 0 || c.RetrieverRetries < 0 {
+		return fmt.Errorf("retriever_timeout %v and retriever_retries %d must be ≥ 0", c.RetrieverTimeout, c.RetrieverRetries)
+	}
+	if _, err := Reward(c.Reward); err != nil {
+		return fmt.Errorf("reward: %w", err)
+	}
+	return nil
 }
 
 // AgentR1Instruction is the instruction Agent-R1's multi-hop preprocessing
@@ -170,6 +204,7 @@ type ToolEnv struct {
 	sample data.Sample
 	turns  int
 	done   bool
+	memory *Memory // what this episode's tools share (the last search's passages)
 }
 
 // CallInfo describes one executed (or rejected) tool call.
@@ -213,7 +248,7 @@ type StepResult struct {
 // Reset starts the episode for a sample and returns the initial chat
 // messages and the tool schemas in OpenAI form.
 func (t *ToolEnv) Reset(s data.Sample) ([]data.Message, []json.RawMessage) {
-	t.sample, t.turns, t.done = s, 0, false
+	t.sample, t.turns, t.done, t.memory = s, 0, false, nil
 	cfg := t.env.cfg
 	var msgs []data.Message
 	if len(s.Prompt) > 0 {
@@ -306,6 +341,10 @@ func (t *ToolEnv) run(ctx context.Context, c ToolCall) (content string, ci CallI
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
+	if t.memory == nil {
+		t.memory = &Memory{}
+	}
+	ctx = WithMemory(ctx, t.memory)
 	start := time.Now()
 	res, err := safeCall(ctx, tool, c.Arguments)
 	ci.Elapsed = time.Since(start)

@@ -5,18 +5,30 @@ import (
 	"math"
 )
 
-// AdvantageConfig holds the estimator's hyperparameters (verl's
-// algorithm.* keys).
+// AdvantageConfig holds the estimator's hyperparameters. Its yaml keys are
+// verl's algorithm.* keys: AlgorithmConfig embeds it.
 type AdvantageConfig struct {
-	Estimator    string  // registry name: gae, grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline, remax
-	Gamma        float64 // discount γ (gae, reinforce_plus_plus)
-	Lambda       float64 // GAE λ
-	NormAdvByStd bool    // grpo: divide by the group std (false = Dr.GRPO)
+	Estimator    string  `yaml:"adv_estimator" help:"gae (PPO with a critic), grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline, or a registered estimator"`
+	Gamma        float64 `yaml:"gamma" help:"discount"`
+	Lambda       float64 `yaml:"lam" help:"GAE lambda"`
+	NormAdvByStd bool    `yaml:"norm_adv_by_std_in_grpo" help:"GRPO divides by the group std (false: Dr.GRPO)"`
 }
 
-// DefaultAdvantageConfig returns verl's and Agent-R1's defaults.
+// DefaultAdvantageConfig returns verl's defaults (DefaultTrainerConfig
+// picks Agent-R1's GRPO).
 func DefaultAdvantageConfig() AdvantageConfig {
 	return AdvantageConfig{Estimator: "gae", Gamma: 1, Lambda: 1, NormAdvByStd: true}
+}
+
+// Validate reports an unknown estimator or a discount outside [0, 1].
+func (c *AdvantageConfig) Validate() error {
+	if _, err := LookupEstimator(c.Estimator); err != nil {
+		return fmt.Errorf("adv_estimator: %w", err)
+	}
+	if !(c.Gamma >= 0 && c.Gamma <= 1) || !(c.Lambda >= 0 && c.Lambda <= 1) {
+		return fmt.Errorf("gamma %v and lam %v must lie in [0, 1]", c.Gamma, c.Lambda)
+	}
+	return nil
 }
 
 // An Estimator reads a Batch (Rewards, AdvantageMask, and per estimator

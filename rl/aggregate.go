@@ -8,6 +8,20 @@ import "fmt"
 // so L = Σ_i w_i Σ_t m_t·ℓ_t and dL/dx_t = w_i·m_t·dℓ_t/dx_t.
 type AggMode string
 
+// UnmarshalText accepts only the four modes, so a bad loss_agg_mode fails
+// when the config is read.
+func (m *AggMode) UnmarshalText(b []byte) error {
+	v, err := ParseAggMode(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
+
+// MarshalText writes the mode's name.
+func (m AggMode) MarshalText() ([]byte, error) { return []byte(m), nil }
+
 // The aggregation modes, with verl's names.
 const (
 	// TokenMean: Σ m·ℓ / (masked tokens in the mini-batch).

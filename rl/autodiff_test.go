@@ -44,7 +44,7 @@ func ppoTwin(v *Vars) (*G.Node, error) {
 }
 
 func valueTwin(v *Vars) (*G.Node, error) {
-	eps := v.Config.CliprangeValue
+	eps := testCliprange
 	lo := G.Must(G.Sub(v.OldValues, v.Full(eps)))
 	hi := G.Must(G.Add(v.OldValues, v.Full(eps)))
 	vc := G.Must(G.MinBetween(G.Must(G.MaxBetween(v.Values, lo)), hi))
@@ -106,7 +106,7 @@ func TestAutodiffTwins(t *testing.T) {
 		}
 		checkGrad(t, string(mode)+" vanilla dlogprob vs gorgonia", hand.DLogProb, twin.DLogProb)
 
-		hv, err := namedLoss("value", cfg)(b)
+		hv, err := valueLoss(cfg)(b)
 		if err != nil {
 			t.Fatal(err)
 		}

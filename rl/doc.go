@@ -59,8 +59,10 @@
 // name in a registry (RegisterEstimator, RegisterLoss; registration happens
 // in init and panics on a duplicate name). Built-in estimators: gae, grpo
 // (Dr.GRPO with NormAdvByStd false), rloo, reinforce_plus_plus,
-// reinforce_plus_plus_baseline, remax. Built-in losses: vanilla (PPO clipped
-// surrogate, clip-higher, dual clip), gspo, value (clipped critic loss).
+// reinforce_plus_plus_baseline, remax. Built-in policy losses: vanilla (PPO
+// clipped surrogate, clip-higher, dual clip) and gspo. The critic's clipped
+// value loss (ValueLoss, CriticLoss) is not in the registry: the critic has
+// one loss, and its clip is critic.cliprange_value.
 // ActorLoss adds the entropy bonus and the KL loss (KL estimators k1, abs,
 // k2, k3/low_var_kl and their straight-through "+" forms) to the policy loss.
 // Aggregation (token-mean, seq-mean-token-sum, seq-mean-token-mean,
@@ -146,6 +148,39 @@
 // the next token (its LogProb[t] is log p(x[t+1] | x[..t])), a Batch's the
 // token itself, so values move one position right on the way in and
 // gradients one position left on the way out.
+//
+// # A fork's path
+//
+// Each of the things a fork changes is one file with one registration in its
+// init, enabled by a blank import; the config then names it
+// (fork_example_test.go does all four from outside the package and runs
+// each):
+//
+//   - a loss: rl.RegisterLoss("name", fn), fn a Loss (or AutodiffLoss);
+//     actor.policy_loss=name. It reads its settings from the LossConfig it
+//     is given, which is the actor section of the YAML file itself.
+//   - an estimator: rl.RegisterEstimator("name", fn), fn an Estimator;
+//     algorithm.adv_estimator=name.
+//   - a tool: env.RegisterTool("name", factory), the factory building an
+//     env.Tool from env.ToolDeps (the run's retriever); env.tools=[search,
+//     name]. Tools of one episode share env.Memory through the call's
+//     context (lookup reads what search found).
+//   - a reward: env.RegisterReward("name", fn); env.reward=name.
+//
+// Settings are declared once, on the library's own structs, with their
+// defaults and Validate beside them: LossConfig is embedded in ActorConfig
+// (verl's actor.* keys), AdvantageConfig in AlgorithmConfig, and the
+// rollout's settings are Trainer.Cfg.Rollout, which Rollout points at. The
+// path of actor.clip_ratio from its YAML key to the loss crosses four
+// files: cmd/train/config.go (the run's Config inlines TrainerConfig),
+// trainer.go (ActorConfig embeds LossConfig; updateActor hands
+// &Cfg.Actor.LossConfig to ActorLoss), loss.go (LossConfig.ClipRatio, its
+// default, Validate, clipLow/clipHigh and the kernels' guard checkClip) and
+// ppo.go (the PPO kernel reads it; GSPO's is policy.go instead); the config
+// loader in between is generic and names no key. NewTrainer(cfg, Setup)
+// validates the whole config and wires the rollout, the reference policy,
+// the critic and the optimizers; cmd/train/default.yaml holds the embedded
+// run's departures from these library defaults (Agent-R1's).
 //
 // # Errors
 //

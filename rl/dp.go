@@ -259,14 +259,14 @@ func (d *DP) ReduceMetrics(m Metrics, micro int) (Metrics, error) {
 type trajSummary struct {
 	Turns, ToolCalls int
 	Finish           Finish
-	Scores           env.Scores
+	Outcome          env.Outcome
 }
 
 // RolloutMetrics is RolloutMetrics over every rank's trajectories.
 func (d *DP) RolloutMetrics(trajs []*Trajectory) (Metrics, error) {
 	s := make([]trajSummary, len(trajs))
 	for i, t := range trajs {
-		s[i] = trajSummary{t.Turns, t.ToolCalls, t.Finish, t.Scores}
+		s[i] = trajSummary{t.Turns, t.ToolCalls, t.Finish, t.Outcome}
 	}
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(s); err != nil {
@@ -283,7 +283,7 @@ func (d *DP) RolloutMetrics(trajs []*Trajectory) (Metrics, error) {
 			return nil, fmt.Errorf("rl: dp: the trajectories of rank %d: %w", r, err)
 		}
 		for _, t := range part {
-			all = append(all, &Trajectory{Turns: t.Turns, ToolCalls: t.ToolCalls, Finish: t.Finish, Scores: t.Scores})
+			all = append(all, &Trajectory{Turns: t.Turns, ToolCalls: t.ToolCalls, Finish: t.Finish, Outcome: t.Outcome})
 		}
 	}
 	return RolloutMetrics(all), nil

@@ -54,8 +54,8 @@ func TestNonFiniteInputsAreErrors(t *testing.T) {
 		{"Advantages", func(b *Batch, t int) { b.Advantages[t] = math.NaN() }, func(b *Batch) error { _, err := actorLoss(cfg)(b); return err }},
 		{"RefLogProb", func(b *Batch, t int) { b.RefLogProb[t] = math.NaN() }, func(b *Batch) error { _, err := actorLoss(cfg)(b); return err }},
 		{"Entropy", func(b *Batch, t int) { b.Entropy[t] = math.Inf(1) }, func(b *Batch) error { _, err := actorLoss(cfg)(b); return err }},
-		{"Values", func(b *Batch, t int) { b.Values[t] = math.NaN() }, func(b *Batch) error { _, err := namedLoss("value", cfg)(b); return err }},
-		{"Returns", func(b *Batch, t int) { b.Returns[t] = math.Inf(1) }, func(b *Batch) error { _, err := namedLoss("value", cfg)(b); return err }},
+		{"Values", func(b *Batch, t int) { b.Values[t] = math.NaN() }, func(b *Batch) error { _, err := valueLoss(cfg)(b); return err }},
+		{"Returns", func(b *Batch, t int) { b.Returns[t] = math.Inf(1) }, func(b *Batch) error { _, err := valueLoss(cfg)(b); return err }},
 		{"LogProb", func(b *Batch, t int) { b.LogProb[t] = math.NaN() }, func(b *Batch) error {
 			c := cfg
 			c.PolicyLoss = "gspo"
@@ -201,10 +201,11 @@ func TestConfigErrors(t *testing.T) {
 	var stale Output
 	stale.Reset(3)
 	w := make(Weights, b.NumSeqs())
-	for _, name := range []string{"vanilla", "gspo", "value", "twin-vanilla"} {
+	for _, name := range []string{"vanilla", "gspo", "twin-vanilla"} {
 		l, _ := LookupLoss(name)
 		wantErr(t, l(b, &cfg, w, &stale), "Output was Reset for 3 tokens")
 	}
+	wantErr(t, ValueLoss(b, testCliprange, w, &stale), "Output was Reset for 3 tokens")
 }
 
 func TestRegistryDuplicatePanics(t *testing.T) {
@@ -330,9 +331,13 @@ func TestHelpers(t *testing.T) {
 	if got := EstimatorNames(); len(got) < 6 || got[0] != "gae" {
 		t.Errorf("EstimatorNames = %v", got)
 	}
-	for _, name := range []string{"vanilla", "gspo", "value"} {
+	for _, name := range []string{"vanilla", "gspo"} {
 		if _, err := LookupLoss(name); err != nil {
 			t.Error(err)
 		}
+	}
+	// The critic's value loss is no policy loss: actor.policy_loss=value fails.
+	if _, err := LookupLoss("value"); err == nil {
+		t.Error(`LookupLoss("value") found the critic's loss in the policy-loss registry`)
 	}
 }

@@ -112,7 +112,7 @@ func TestEngineLogprobsMatchForward(t *testing.T) {
 	}
 	seq := append(toInt32(ids), g.IDs()...)
 	b := &Batch{Tokens: seq, Offsets: []int{0, len(seq)}}
-	lp, _, _, err := Score(m, b, 4096)
+	lp, _, _, err := Forward(m, b, 4096)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ import (
 type External struct {
 	Cfg    *RolloutConfig // read at each Run: the trainer sets the seed per step
 	Tok    *tokenizer.Tokenizer
-	Env    *env.Env // the tasks' messages and tools, and the answer metrics
+	Env    env.Environment // the tasks' messages and tools, and the outcome
 	Engine *Engine
 	Stop   []int32 // ids that end a model turn, as for the built-in rollout
 
@@ -76,7 +76,7 @@ func (c *RolloutConfig) validateMode() error {
 // NewExternal tracks episodes for an engine over the trainer's policy. The
 // engine is paused until the first Run, so nothing decodes while the
 // trainer warms up or evaluates.
-func NewExternal(cfg *RolloutConfig, tok *tokenizer.Tokenizer, e *env.Env, eng *Engine, stop []int32) *External {
+func NewExternal(cfg *RolloutConfig, tok *tokenizer.Tokenizer, e env.Environment, eng *Engine, stop []int32) *External {
 	eng.Pause()
 	return &External{Cfg: cfg, Tok: tok, Env: e, Engine: eng, Stop: stop, paused: true, episodes: map[string]*extEpisode{}}
 }
@@ -97,7 +97,7 @@ type extEpisode struct {
 	step    int
 	index   int // trajectory index in the batch
 	task    string
-	ep      *env.ToolEnv
+	ep      env.Episode
 	msgs    []tokenizer.Message
 	tools   []json.RawMessage
 	t       *Trajectory
@@ -142,7 +142,7 @@ func (x *External) Run(ctx context.Context, samples []data.Sample) ([]*Trajector
 		}
 		for i := 0; i < n; i++ {
 			e := &extEpisode{id: fmt.Sprintf("ep-%d-%d-%d", x.step, g, i), step: x.step, index: len(batch), task: task,
-				ep: x.Env.NewEpisode(),
+				ep: x.Env.Episode(),
 				t:  &Trajectory{Sample: smp, Group: g}}
 			msgs, tools := e.ep.Reset(smp)
 			for _, m := range msgs {
@@ -382,9 +382,9 @@ func (x *External) Reward(id string, reward *float64, turnRewards []float64) (re
 	default:
 		t.Finish = FinishAnswer
 	}
-	t.Scores = e.ep.Score(x.Tok.Decode(toInts(t.Tokens)))
+	t.Outcome = e.ep.Outcome(x.Tok.Decode(toInts(t.Tokens)))
 	if reward != nil {
-		t.Scores.Score = *reward
+		t.Outcome.Reward = *reward
 	}
 	e.done = true
 	x.left--

@@ -311,7 +311,6 @@ func TestGoldenLosses(t *testing.T) {
 			cfg.AggMode = mode
 			cfg.ClipRatioLow, cfg.ClipRatioHigh, cfg.ClipRatioC = cf.ClipLow, cf.ClipHigh, cf.ClipC
 			cfg.EntropyCoeff = cf.Entropy
-			cfg.CliprangeValue = cf.Cliprange
 			if cf.KLType != "" {
 				cfg.UseKLLoss, cfg.KLLossType, cfg.KLLossCoef = true, cf.KLType, cf.KLCoef
 			}
@@ -322,7 +321,7 @@ func TestGoldenLosses(t *testing.T) {
 			var out Output
 			what := fmt.Sprintf("case %d %s", ci, name)
 			if cf.PolicyLoss == "" {
-				err = CriticLoss(b, &cfg, norm, &out)
+				err = CriticLoss(b, cf.Cliprange, norm, &out)
 			} else {
 				cfg.PolicyLoss = cf.PolicyLoss
 				if cf.Entropy == 0 {

@@ -33,14 +33,14 @@ func TestFiniteDifferences(t *testing.T) {
 		}
 		checkGrad(t, string(mode)+" vanilla dlogprob vs finite difference", out.DLogProb, finiteDiff(t, b, b.LogProb, f, fdStep))
 
-		v, err := namedLoss("value", cfg)(b)
+		v, err := valueLoss(cfg)(b)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if v.Metrics["critic/vf_clipfrac"] == 0 {
 			t.Fatalf("%s: the value clip is never active", mode)
 		}
-		checkGrad(t, string(mode)+" value dvalue vs finite difference", v.DValue, finiteDiff(t, b, b.Values, namedLoss("value", cfg), fdStep))
+		checkGrad(t, string(mode)+" value dvalue vs finite difference", v.DValue, finiteDiff(t, b, b.Values, valueLoss(cfg), fdStep))
 	}
 
 	cfg := base
@@ -112,7 +112,7 @@ func TestMicroBatchesSumToMiniBatch(t *testing.T) {
 		if err := ActorLoss(b, &cfg, norm, &whole); err != nil {
 			t.Fatal(err)
 		}
-		if err := CriticLoss(b, &cfg, norm, &critic); err != nil {
+		if err := CriticLoss(b, testCliprange, norm, &critic); err != nil {
 			t.Fatal(err)
 		}
 		var sum, csum float64
@@ -123,7 +123,7 @@ func TestMicroBatchesSumToMiniBatch(t *testing.T) {
 			if err := ActorLoss(micro, &cfg, norm, &out); err != nil {
 				t.Fatal(err)
 			}
-			if err := CriticLoss(micro, &cfg, norm, &cout); err != nil {
+			if err := CriticLoss(micro, testCliprange, norm, &cout); err != nil {
 				t.Fatal(err)
 			}
 			sum += out.Loss

@@ -113,6 +113,27 @@ func namedLoss(name string, cfg LossConfig) lossFunc {
 	}
 }
 
+// testCliprange is the value clip of the critic tests (verl's default).
+const testCliprange = 0.5
+
+// valueLoss returns a lossFunc for ValueLoss with the value clip
+// testCliprange and the aggregation of cfg.
+func valueLoss(cfg LossConfig) lossFunc {
+	return func(b *Batch) (*Output, error) {
+		norm, err := NewNorm(cfg.AggMode, b, cfg.LossScaleFactor)
+		if err != nil {
+			return nil, err
+		}
+		w, err := norm.SeqWeights(b, nil)
+		if err != nil {
+			return nil, err
+		}
+		out := &Output{}
+		out.Reset(b.NumTokens())
+		return out, ValueLoss(b, testCliprange, w, out)
+	}
+}
+
 // finiteDiff returns the central difference of the loss with respect to
 // every entry of x (a field of b), step h.
 func finiteDiff(t *testing.T, b *Batch, x []float64, f lossFunc, h float64) []float64 {

@@ -8,29 +8,71 @@ import (
 	"sync/atomic"
 )
 
-// LossConfig holds the actor's and critic's loss hyperparameters (verl's
-// actor.* and critic.* keys).
+// LossConfig holds the actor's loss hyperparameters. Its yaml keys are
+// verl's actor.* keys: ActorConfig embeds it, so a key set in the YAML file
+// reaches the loss with no copy in between. Defaults and checks sit here.
 type LossConfig struct {
-	PolicyLoss      string  // registry name: vanilla (PPO), gspo, or a registered user loss
-	ClipRatio       float64 // ε, the default for both sides
-	ClipRatioLow    float64 // ε_low; 0 means ClipRatio
-	ClipRatioHigh   float64 // ε_high; 0 means ClipRatio (DAPO clip-higher raises it)
-	ClipRatioC      float64 // dual-clip bound c for negative advantages, > 1
-	AggMode         AggMode // loss_agg_mode
-	LossScaleFactor float64 // L_norm of seq-mean-token-sum-norm; 0 = longest sequence
-	EntropyCoeff    float64 // actor loss −= EntropyCoeff·agg(H)
-	UseKLLoss       bool    // actor loss += KLLossCoef·agg(KL(π_θ ‖ π_ref))
-	KLLossCoef      float64
-	KLLossType      string  // KL estimator name, see ParseKL
-	CliprangeValue  float64 // critic value clip ε_v
+	PolicyLoss      string  `yaml:"policy_loss" help:"vanilla (PPO), gspo, or a registered loss"`
+	ClipRatio       float64 `yaml:"clip_ratio" help:"PPO clip epsilon"`
+	ClipRatioLow    float64 `yaml:"clip_ratio_low" help:"lower clip (0: clip_ratio)"`
+	ClipRatioHigh   float64 `yaml:"clip_ratio_high" help:"upper clip (0: clip_ratio; raise for DAPO clip-higher)"`
+	ClipRatioC      float64 `yaml:"clip_ratio_c" help:"dual-clip bound for negative advantages (> 1)"`
+	AggMode         AggMode `yaml:"loss_agg_mode" help:"token-mean, seq-mean-token-sum, seq-mean-token-mean, seq-mean-token-sum-norm"`
+	LossScaleFactor float64 `yaml:"loss_scale_factor" help:"L_norm of seq-mean-token-sum-norm (0: the longest sequence)"`
+	EntropyCoeff    float64 `yaml:"entropy_coeff" help:"entropy bonus"`
+	UseKLLoss       bool    `yaml:"use_kl_loss" help:"add KL(pi||ref) to the loss (GRPO style)"`
+	KLLossCoef      float64 `yaml:"kl_loss_coef" help:"weight of the KL loss"`
+	KLLossType      string  `yaml:"kl_loss_type" help:"k1, abs, k2, low_var_kl (k3), or a + straight-through variant"`
 }
 
-// DefaultLossConfig returns verl's and Agent-R1's defaults.
+// DefaultLossConfig returns verl's defaults: the policy loss alone, no KL
+// term (DefaultTrainerConfig turns on Agent-R1's KL loss).
 func DefaultLossConfig() LossConfig {
 	return LossConfig{
 		PolicyLoss: "vanilla", ClipRatio: 0.2, ClipRatioC: 3, AggMode: TokenMean,
-		KLLossCoef: 0.001, KLLossType: "low_var_kl", CliprangeValue: 0.5,
+		KLLossCoef: 0.001, KLLossType: "low_var_kl",
 	}
+}
+
+// Validate reports a loss setting that cannot work. The clip ratios are
+// checked whatever the loss (a registered loss may read them), with the
+// dual-clip bound c > 1 that verl asserts.
+func (c *LossConfig) Validate() error {
+	if _, err := LookupLoss(c.PolicyLoss); err != nil {
+		return fmt.Errorf("policy_loss: %w", err)
+	}
+	for _, r := range []struct {
+		key string
+		v   float64
+	}{{"clip_ratio", c.ClipRatio}, {"clip_ratio_low", c.ClipRatioLow}, {"clip_ratio_high", c.ClipRatioHigh}} {
+		if !(r.v >= 0 && r.v < math.Inf(1)) {
+			return fmt.Errorf("%s %v must be a finite number ≥ 0", r.key, r.v)
+		}
+	}
+	if lo := c.clipLow(); !(lo < 1) {
+		return fmt.Errorf("clip_ratio_low %v (or clip_ratio when it is 0) must be below 1", lo)
+	}
+	if !(c.ClipRatioC > 1) || math.IsInf(c.ClipRatioC, 0) {
+		return fmt.Errorf("clip_ratio_c %v must be a finite number greater than 1 (the dual clip bound)", c.ClipRatioC)
+	}
+	if _, err := ParseAggMode(string(c.AggMode)); err != nil {
+		return fmt.Errorf("loss_agg_mode: %w", err)
+	}
+	if !(c.LossScaleFactor >= 0) || math.IsInf(c.LossScaleFactor, 0) {
+		return fmt.Errorf("loss_scale_factor %v must be a finite number ≥ 0", c.LossScaleFactor)
+	}
+	for _, r := range []struct {
+		key string
+		v   float64
+	}{{"entropy_coeff", c.EntropyCoeff}, {"kl_loss_coef", c.KLLossCoef}} {
+		if math.IsNaN(r.v) || math.IsInf(r.v, 0) {
+			return fmt.Errorf("%s %v must be finite", r.key, r.v)
+		}
+	}
+	if _, err := ParseKL(c.KLLossType); err != nil {
+		return fmt.Errorf("kl_loss_type: %w", err)
+	}
+	return nil
 }
 
 func (c *LossConfig) clipLow() float64 {
@@ -45,6 +87,19 @@ func (c *LossConfig) clipHigh() float64 {
 		return c.ClipRatioHigh
 	}
 	return c.ClipRatio
+}
+
+// checkClip is each clipped loss's own guard on its ratios, for a
+// LossConfig that did not come through Validate.
+func checkClip(cfg *LossConfig, dual bool) error {
+	lo, hi := cfg.clipLow(), cfg.clipHigh()
+	if !(lo >= 0 && lo < 1 && hi >= 0) {
+		return fmt.Errorf("rl: clip ratios low %v and high %v must satisfy 0 ≤ low < 1, high ≥ 0", lo, hi)
+	}
+	if dual && !(cfg.ClipRatioC > 1) {
+		return fmt.Errorf("rl: dual-clip ratio c = %v must be greater than 1", cfg.ClipRatioC)
+	}
+	return nil
 }
 
 // Weights are the per-sequence aggregation weights w_i of a Norm
@@ -173,14 +228,15 @@ func ActorLoss(b *Batch, cfg *LossConfig, norm Norm, out *Output) error {
 }
 
 // CriticLoss computes the clipped value loss on a (micro-)batch (see
-// ValueLoss); out is reset first.
-func CriticLoss(b *Batch, cfg *LossConfig, norm Norm, out *Output) error {
+// ValueLoss) with the value clip cliprange (critic.cliprange_value); out is
+// reset first.
+func CriticLoss(b *Batch, cliprange float64, norm Norm, out *Output) error {
 	w, err := weightsFor(b, norm)
 	if err != nil {
 		return err
 	}
 	out.Reset(b.NumTokens())
-	return ValueLoss(b, cfg, w, out)
+	return ValueLoss(b, cliprange, w, out)
 }
 
 func weightsFor(b *Batch, norm Norm) (Weights, error) {

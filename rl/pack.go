@@ -6,7 +6,14 @@ import (
 	"github.com/r1go/r1go/model"
 )
 
-// The seam between the model and the loss code. The model's per-token
+// The one seam between the model's vocabulary and the RL code's; nothing
+// else in rl/ converts between them. Two conventions differ:
+//
+//   - Sequence bounds and ids: model.Batch holds int32 Seqs (the offsets) and
+//     int32 token ids, as the kernels and the KV cache want them; a Batch
+//     holds int Offsets (Go indexing) and the same int32 Tokens; the
+//     tokenizer speaks []int. modelBatch, toInt32 and toInts convert.
+//   - Positions: the model's per-token
 // outputs describe the *next* token: its LogProb[t] is log p(x[t+1] | x[..t]).
 // A Batch's describe the token itself: LogProb[t] is log π(x[t] | x[..t−1]),
 // the probability with which token t was sampled. So every value moves one
@@ -14,7 +21,9 @@ import (
 // a prompt token and never an action) and every gradient one position left
 // on the way out. Values follow the same rule: the critic's value for token
 // t is its output after x[..t−1], the state in which t was chosen (verl's
-// values[:, -response_length-1:-1]).
+// values[:, -response_length-1:-1]). shiftIn and shiftOut convert, and
+// Forward (the no-grad pass) and the trainer's updates are their only
+// callers.
 
 // FromTrajectories packs trajectories into a Batch with Tokens, Offsets,
 // PromptLen, Group, ActionMask, AdvantageMask and SampleLogProb. With
@@ -102,10 +111,10 @@ func shiftOut(b *Batch, g []float64) []float32 {
 	return out
 }
 
-// Score runs m over b in micro-batches of at most maxTokens tokens without
-// keeping activations and returns per-token log-probabilities and
-// entropies (a policy) or values (a critic) in the Batch convention.
-func Score(m *model.Model, b *Batch, maxTokens int) (logProb, entropy, values []float64, err error) {
+// Forward runs m over b in micro-batches of at most maxTokens tokens without
+// keeping activations (no gradient) and returns per-token log-probabilities
+// and entropies (a policy) or values (a critic) in the Batch convention.
+func Forward(m *model.Model, b *Batch, maxTokens int) (logProb, entropy, values []float64, err error) {
 	cuts := MicroBatches(b, maxTokens)
 	n := b.NumTokens()
 	switch m.Head {
@@ -118,7 +127,7 @@ func Score(m *model.Model, b *Batch, maxTokens int) (logProb, entropy, values []
 		mb := b.Slice(cuts[j], cuts[j+1])
 		out, err := m.Forward(modelBatch(mb), false)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("rl: scoring sequences %d..%d: %w", cuts[j], cuts[j+1]-1, err)
+			return nil, nil, nil, fmt.Errorf("rl: forward pass over sequences %d..%d: %w", cuts[j], cuts[j+1]-1, err)
 		}
 		// shiftIn writes into the micro-batch's own range of the result.
 		lo, hi := b.Offsets[cuts[j]], b.Offsets[cuts[j+1]]
@@ -131,4 +140,22 @@ func Score(m *model.Model, b *Batch, maxTokens int) (logProb, entropy, values []
 		}
 	}
 	return logProb, entropy, values, nil
+}
+
+// toInt32 converts tokenizer ids to the model's.
+func toInt32(ids []int) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}
+
+// toInts converts model ids to the tokenizer's.
+func toInts(ids []int32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
 }

@@ -8,7 +8,6 @@ import (
 func init() {
 	RegisterLoss("vanilla", PPOLoss)
 	RegisterLoss("gspo", GSPOLoss)
-	RegisterLoss("value", ValueLoss)
 }
 
 // logRatioClamp bounds log π_θ − log π_old before the exponential (verl).
@@ -16,17 +15,6 @@ const logRatioClamp = 20
 
 // gspoLogRatioMax bounds GSPO's sequence log-ratio from above (verl).
 const gspoLogRatioMax = 10
-
-func checkClip(cfg *LossConfig, dual bool) error {
-	lo, hi := cfg.clipLow(), cfg.clipHigh()
-	if !(lo >= 0 && lo < 1 && hi >= 0) {
-		return fmt.Errorf("rl: clip ratios low %v and high %v must satisfy 0 ≤ low < 1, high ≥ 0", lo, hi)
-	}
-	if dual && !(cfg.ClipRatioC > 1) {
-		return fmt.Errorf("rl: dual-clip ratio c = %v must be greater than 1", cfg.ClipRatioC)
-	}
-	return nil
-}
 
 // PPOLoss is verl's "vanilla" policy loss: the PPO clipped surrogate with
 // separate low and high clip ranges and the dual clip. Per masked token, with
@@ -170,17 +158,19 @@ func GSPOLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
 // Metrics: critic/vf_loss (aggregated), critic/vf_clipfrac (masked mean of
 // [(V_clip − R)² > (V − R)²]), critic/vpred_mean (masked mean of V).
 // Reads Values, OldValues, Returns, ActionMask.
-func ValueLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
+//
+// It is no policy loss and not in the loss registry: the critic has one loss.
+func ValueLoss(b *Batch, cliprange float64, w Weights, out *Output) error {
 	if err := b.require(FieldActionMask, FieldValues, FieldOldValues, FieldReturns); err != nil {
 		return err
 	}
 	if err := checkWeights(b, w, out); err != nil {
 		return err
 	}
-	if !(cfg.CliprangeValue >= 0) {
-		return fmt.Errorf("rl: value clip range %v must be ≥ 0", cfg.CliprangeValue)
+	if !(cliprange >= 0) {
+		return fmt.Errorf("rl: value clip range %v must be ≥ 0", cliprange)
 	}
-	eps := cfg.CliprangeValue
+	eps := cliprange
 	g, add := out.Grad(GradValue)
 	m, v, vold, ret := b.ActionMask, b.Values, b.OldValues, b.Returns
 	vec := useAVX2 && !add

@@ -141,12 +141,12 @@ func TestValueVectorMatchesScalar(t *testing.T) {
 	}
 	cfg := DefaultLossConfig()
 	cfg.AggMode = SeqMeanTokenMean
-	vec, err := namedLoss("value", cfg)(b)
+	vec, err := valueLoss(cfg)(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	useAVX2 = false
-	scalar, err := namedLoss("value", cfg)(b)
+	scalar, err := valueLoss(cfg)(b)
 	useAVX2 = true
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestValueVectorMatchesScalar(t *testing.T) {
 	checkGrad(t, "AVX2 dvalue", vec.DValue, scalar.DValue)
 	tk := firstAction(b, 50, 0)
 	b.Returns[tk] = math.Inf(-1)
-	_, err = namedLoss("value", cfg)(b)
+	_, err = valueLoss(cfg)(b)
 	wantErr(t, err, "Returns[", "(sequence 50, token")
 }
 

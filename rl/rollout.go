@@ -3,9 +3,11 @@ package rl
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/env"
@@ -129,18 +131,20 @@ type Trajectory struct {
 	Turns          int // model turns
 	ToolCalls      int // executed tool calls
 	Finish         Finish
-	Scores         env.Scores // outcome reward and answer metrics
+	Outcome        env.Outcome // outcome reward and the task's metrics
 }
 
 // ResponseLen is the number of tokens after the prompt.
 func (t *Trajectory) ResponseLen() int { return len(t.Tokens) - t.PromptLen }
 
 // Rollout samples N trajectories for each sample with the environment env.
+// Cfg points at the one copy of the settings (a Trainer's Cfg.Rollout), so a
+// change there (the per-step seed) is what the next Run uses.
 type Rollout struct {
-	Cfg    RolloutConfig
+	Cfg    *RolloutConfig
 	Policy Policy
 	Tok    *tokenizer.Tokenizer
-	Env    *env.Env
+	Env    env.Environment
 	Stop   []int32 // token ids that end a model turn (e.g. </tool_call>, <|im_end|>)
 	// StreamBase is the sampling stream of the first trajectory (a
 	// data-parallel rank's offset in the global batch; 0 in one process).
@@ -150,7 +154,7 @@ type Rollout struct {
 // trajState is the engine's view of one trajectory.
 type trajState struct {
 	t       *Trajectory
-	ep      *env.ToolEnv
+	ep      env.Episode
 	rng     *rand.Rand
 	slot    int
 	pending []int32 // tokens to feed next
@@ -169,6 +173,9 @@ type toolResult struct {
 // Run rolls out every sample N times and returns the trajectories grouped
 // by sample, in order: trajectory g·N+i is sample i of prompt g.
 func (r *Rollout) Run(ctx context.Context, samples []data.Sample) ([]*Trajectory, error) {
+	if r.Cfg == nil {
+		return nil, errors.New("rl: Rollout.Cfg is nil")
+	}
 	if err := r.Cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -181,7 +188,7 @@ func (r *Rollout) Run(ctx context.Context, samples []data.Sample) ([]*Trajectory
 		var leader *trajState
 		var prompt []int32
 		for i := 0; i < n; i++ {
-			ep := r.Env.NewEpisode()
+			ep := r.Env.Episode()
 			msgs, tools := ep.Reset(smp)
 			if i == 0 {
 				var err error
@@ -210,6 +217,37 @@ func (r *Rollout) Run(ctx context.Context, samples []data.Sample) ([]*Trajectory
 		}
 	}
 	return r.run(ctx, states)
+}
+
+// CheckPrompts renders every sample's prompt as Run would and reports, in
+// one error, how many are longer than Cfg.MaxPromptTokens, naming the first
+// few by index and id: a run learns this when its data is loaded, not at the
+// RL step that draws the long prompt. It needs Cfg, Tok and Env, no policy.
+func (r *Rollout) CheckPrompts(samples []data.Sample) error {
+	const named = 5
+	var bad []string
+	count := 0
+	for i, smp := range samples {
+		msgs, tools := r.Env.Episode().Reset(smp)
+		ids, err := r.encodePrompt(msgs, tools)
+		if err != nil {
+			return fmt.Errorf("rl: sample %d (%s): %w", i, smp.ID, err)
+		}
+		if len(ids) > r.Cfg.MaxPromptTokens {
+			if count++; count <= named {
+				bad = append(bad, fmt.Sprintf("#%d %s (%d tokens)", i, smp.ID, len(ids)))
+			}
+		}
+	}
+	if count == 0 {
+		return nil
+	}
+	more := ""
+	if count > named {
+		more = fmt.Sprintf(" and %d more", count-named)
+	}
+	return fmt.Errorf("rollout.max_prompt_tokens %d: %d of %d prompts are longer: %s%s",
+		r.Cfg.MaxPromptTokens, count, len(samples), strings.Join(bad, ", "), more)
 }
 
 // encodePrompt renders the episode's first messages with the chat template
@@ -421,22 +459,6 @@ func (r *Rollout) observe(s *trajState, res env.StepResult, free *[]int) {
 func (r *Rollout) finish(s *trajState, why Finish, free *[]int) {
 	s.done = true
 	s.t.Finish = why
-	s.t.Scores = s.ep.Score(r.Tok.Decode(toInts(s.t.Tokens)))
+	s.t.Outcome = s.ep.Outcome(r.Tok.Decode(toInts(s.t.Tokens)))
 	*free = append(*free, s.slot)
-}
-
-func toInt32(ids []int) []int32 {
-	out := make([]int32, len(ids))
-	for i, id := range ids {
-		out[i] = int32(id)
-	}
-	return out
-}
-
-func toInts(ids []int32) []int {
-	out := make([]int, len(ids))
-	for i, id := range ids {
-		out[i] = int(id)
-	}
-	return out
 }

@@ -19,7 +19,7 @@ import (
 // It is the supervised warm start's data (the synthetic world's gold
 // trajectories) and a way to score fixed answers.
 func (r *Rollout) Teacher(ctx context.Context, s data.Sample, turns []string, endOfTurn int32) (*Trajectory, error) {
-	ep := r.Env.NewEpisode()
+	ep := r.Env.Episode()
 	msgs, tools := ep.Reset(s)
 	prompt, err := r.encodePrompt(msgs, tools)
 	if err != nil {
@@ -58,7 +58,7 @@ func (r *Rollout) Teacher(ctx context.Context, s data.Sample, turns []string, en
 			break
 		}
 	}
-	t.Scores = ep.Score(r.Tok.Decode(toInts(t.Tokens)))
+	t.Outcome = ep.Outcome(r.Tok.Decode(toInts(t.Tokens)))
 	return t, nil
 }
 

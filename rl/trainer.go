@@ -3,6 +3,7 @@ package rl
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/r1go/r1go/data"
@@ -11,42 +12,61 @@ import (
 )
 
 // AlgorithmConfig selects the estimator and how rewards are shaped
-// (verl's algorithm.* keys, Agent-R1's masks).
+// (verl's algorithm.* keys, Agent-R1's masks). The estimator's own settings
+// are the embedded AdvantageConfig, read by the estimator as they are.
 type AlgorithmConfig struct {
-	AdvEstimator  string  `yaml:"adv_estimator" help:"gae (PPO with a critic), grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline, or a registered estimator"`
-	Gamma         float64 `yaml:"gamma" help:"discount"`
-	Lambda        float64 `yaml:"lam" help:"GAE lambda"`
-	NormAdvByStd  bool    `yaml:"norm_adv_by_std_in_grpo" help:"GRPO divides by the group std (false: Dr.GRPO)"`
-	AdvantageMask bool    `yaml:"advantage_mask" help:"credit only the model's own tokens (false: the paper's ablation)"`
-	UseKLInReward bool    `yaml:"use_kl_in_reward" help:"subtract beta*KL(old||ref) from the token rewards"`
-	KLPenalty     string  `yaml:"kl_penalty" help:"KL estimator for the in-reward penalty"`
-	KLCtrl        string  `yaml:"kl_ctrl" help:"fixed or adaptive"`
-	KLCoef        float64 `yaml:"kl_coef" help:"initial beta of the in-reward KL"`
-	KLTarget      float64 `yaml:"kl_target" help:"adaptive controller target KL"`
-	KLHorizon     float64 `yaml:"kl_horizon" help:"adaptive controller horizon"`
-	ProcessReward bool    `yaml:"use_process_rewards" help:"add the environment's per-tool-call rewards"`
-	PrimeNorm     bool    `yaml:"prime_norm" help:"PRIME-style normalisation of process rewards"`
+	AdvantageConfig `yaml:",inline"`
+	AdvantageMask   bool    `yaml:"advantage_mask" help:"credit only the model's own tokens (false: the paper's ablation)"`
+	UseKLInReward   bool    `yaml:"use_kl_in_reward" help:"subtract beta*KL(old||ref) from the token rewards"`
+	KLPenalty       string  `yaml:"kl_penalty" help:"KL estimator for the in-reward penalty"`
+	KLCtrl          string  `yaml:"kl_ctrl" help:"fixed or adaptive"`
+	KLCoef          float64 `yaml:"kl_coef" help:"initial beta of the in-reward KL"`
+	KLTarget        float64 `yaml:"kl_target" help:"adaptive controller target KL"`
+	KLHorizon       float64 `yaml:"kl_horizon" help:"adaptive controller horizon"`
+	ProcessReward   bool    `yaml:"use_process_rewards" help:"add the environment's per-tool-call rewards"`
+	PrimeNorm       bool    `yaml:"prime_norm" help:"PRIME-style normalisation of process rewards"`
 }
 
-// ActorConfig configures the policy update (verl's actor.* keys).
+// Validate reports an unknown KL estimator or controller. (The embedded
+// AdvantageConfig is checked by its own Validate.)
+func (c *AlgorithmConfig) Validate() error {
+	if err := c.AdvantageConfig.Validate(); err != nil {
+		return err
+	}
+	if _, err := ParseKL(c.KLPenalty); err != nil {
+		return fmt.Errorf("kl_penalty: %w", err)
+	}
+	if c.KLCtrl != "fixed" && c.KLCtrl != "adaptive" {
+		return fmt.Errorf("kl_ctrl %q is neither fixed nor adaptive", c.KLCtrl)
+	}
+	if !(c.KLCoef >= 0) || math.IsInf(c.KLCoef, 0) {
+		return fmt.Errorf("kl_coef %v must be a finite number ≥ 0", c.KLCoef)
+	}
+	return nil
+}
+
+// ActorConfig configures the policy update (verl's actor.* keys). The
+// loss's own settings are the embedded LossConfig, which ActorLoss reads as
+// it is: actor.clip_ratio goes from the YAML file to the loss through this
+// struct and nothing else.
 type ActorConfig struct {
 	Optim            optim.Config `yaml:"optim"`
 	PPOEpochs        int          `yaml:"ppo_epochs" help:"passes over each step's batch"`
 	MiniBatchSize    int          `yaml:"ppo_mini_batch_size" help:"trajectories per optimizer step"`
 	MicroBatchTokens int          `yaml:"micro_batch_tokens" help:"tokens per forward/backward (gradient accumulation)"`
-	PolicyLoss       string       `yaml:"policy_loss" help:"vanilla (PPO), gspo, or a registered loss"`
-	ClipRatio        float64      `yaml:"clip_ratio" help:"PPO clip epsilon"`
-	ClipRatioLow     float64      `yaml:"clip_ratio_low" help:"lower clip (0: clip_ratio)"`
-	ClipRatioHigh    float64      `yaml:"clip_ratio_high" help:"upper clip (0: clip_ratio; raise for DAPO clip-higher)"`
-	ClipRatioC       float64      `yaml:"clip_ratio_c" help:"dual-clip bound for negative advantages"`
-	LossAggMode      string       `yaml:"loss_agg_mode" help:"token-mean, seq-mean-token-sum, seq-mean-token-mean, seq-mean-token-sum-norm"`
-	EntropyCoeff     float64      `yaml:"entropy_coeff" help:"entropy bonus"`
-	UseKLLoss        bool         `yaml:"use_kl_loss" help:"add KL(pi||ref) to the loss (GRPO style)"`
-	KLLossCoef       float64      `yaml:"kl_loss_coef" help:"weight of the KL loss"`
-	KLLossType       string       `yaml:"kl_loss_type" help:"k1, abs, k2, low_var_kl (k3), or a + straight-through variant"`
+	LossConfig       `yaml:",inline"`
 
 	// LoRA adapters instead of full fine-tuning (wired in cmd/train/lora.go).
 	LoRA model.LoRAConfig `yaml:"lora"`
+}
+
+// Validate reports sizes below 1 and a bad loss setting.
+func (c *ActorConfig) Validate() error {
+	if c.PPOEpochs < 1 || c.MiniBatchSize < 1 || c.MicroBatchTokens < 1 {
+		return fmt.Errorf("ppo_epochs %d, ppo_mini_batch_size %d and micro_batch_tokens %d must be ≥ 1",
+			c.PPOEpochs, c.MiniBatchSize, c.MicroBatchTokens)
+	}
+	return c.LossConfig.Validate()
 }
 
 // CriticConfig configures the value model of PPO (verl's critic.* keys).
@@ -54,6 +74,17 @@ type CriticConfig struct {
 	Optim          optim.Config `yaml:"optim"`
 	Warmup         int          `yaml:"critic_warmup" help:"steps that update only the critic"`
 	CliprangeValue float64      `yaml:"cliprange_value" help:"value clip epsilon"`
+}
+
+// Validate reports a negative warm-up or value clip.
+func (c *CriticConfig) Validate() error {
+	if c.Warmup < 0 {
+		return fmt.Errorf("critic_warmup %d must be ≥ 0", c.Warmup)
+	}
+	if !(c.CliprangeValue >= 0) || math.IsInf(c.CliprangeValue, 0) {
+		return fmt.Errorf("cliprange_value %v must be a finite number ≥ 0", c.CliprangeValue)
+	}
+	return nil
 }
 
 // TrainerConfig is everything one RL step needs.
@@ -64,59 +95,41 @@ type TrainerConfig struct {
 	Rollout   RolloutConfig   `yaml:"rollout"`
 }
 
-// DefaultTrainerConfig is GRPO with Agent-R1's multi-hop script settings.
+// DefaultTrainerConfig is GRPO with Agent-R1's multi-hop script settings;
+// each part's defaults are its own (DefaultLossConfig, DefaultRolloutConfig,
+// optim.DefaultConfig), with Agent-R1's departures from them written here.
 func DefaultTrainerConfig() TrainerConfig {
 	a := optim.DefaultConfig()
 	c := optim.DefaultConfig()
 	c.LR = 1e-5
+	adv := DefaultAdvantageConfig()
+	adv.Estimator = "grpo"
+	loss := DefaultLossConfig()
+	loss.UseKLLoss = true // GRPO's KL loss
 	return TrainerConfig{
-		Algorithm: AlgorithmConfig{AdvEstimator: "grpo", Gamma: 1, Lambda: 1, NormAdvByStd: true, AdvantageMask: true,
+		Algorithm: AlgorithmConfig{AdvantageConfig: adv, AdvantageMask: true,
 			KLPenalty: "kl", KLCtrl: "fixed", KLCoef: 0.001, KLTarget: 0.1, KLHorizon: 10000},
-		Actor: ActorConfig{Optim: a, PPOEpochs: 1, MiniBatchSize: 64, MicroBatchTokens: 8192, PolicyLoss: "vanilla",
-			ClipRatio: 0.2, ClipRatioC: 3, LossAggMode: string(TokenMean), UseKLLoss: true, KLLossCoef: 0.001, KLLossType: "low_var_kl"},
+		Actor:   ActorConfig{Optim: a, PPOEpochs: 1, MiniBatchSize: 64, MicroBatchTokens: 8192, LossConfig: loss},
 		Critic:  CriticConfig{Optim: c, CliprangeValue: 0.5},
 		Rollout: DefaultRolloutConfig(),
 	}
 }
 
-// Validate reports a setting that cannot work, before any work starts.
+// Validate reports a setting that cannot work, before any work starts. The
+// config loader calls each section's Validate with the section's key; this
+// one runs them all for a caller that builds the config in Go, naming the
+// section.
 func (c *TrainerConfig) Validate() error {
-	if _, err := LookupEstimator(c.Algorithm.AdvEstimator); err != nil {
-		return err
+	for _, s := range []struct {
+		key string
+		v   interface{ Validate() error }
+	}{{"algorithm", &c.Algorithm}, {"actor", &c.Actor}, {"actor.optim", &c.Actor.Optim}, {"critic", &c.Critic},
+		{"critic.optim", &c.Critic.Optim}, {"rollout", &c.Rollout}} {
+		if err := s.v.Validate(); err != nil {
+			return fmt.Errorf("%s: %w", s.key, err)
+		}
 	}
-	if _, err := LookupLoss(c.Actor.PolicyLoss); err != nil {
-		return err
-	}
-	if _, err := ParseAggMode(c.Actor.LossAggMode); err != nil {
-		return err
-	}
-	if _, err := ParseKL(c.Actor.KLLossType); err != nil {
-		return err
-	}
-	if _, err := ParseKL(c.Algorithm.KLPenalty); err != nil {
-		return err
-	}
-	if c.Algorithm.KLCtrl != "fixed" && c.Algorithm.KLCtrl != "adaptive" {
-		return fmt.Errorf("rl: kl_ctrl %q is neither fixed nor adaptive", c.Algorithm.KLCtrl)
-	}
-	if c.Actor.PPOEpochs < 1 || c.Actor.MiniBatchSize < 1 || c.Actor.MicroBatchTokens < 1 {
-		return fmt.Errorf("rl: ppo_epochs %d, ppo_mini_batch_size %d and micro_batch_tokens %d must be ≥ 1",
-			c.Actor.PPOEpochs, c.Actor.MiniBatchSize, c.Actor.MicroBatchTokens)
-	}
-	if err := c.Actor.Optim.Validate(); err != nil {
-		return err
-	}
-	if err := c.Critic.Optim.Validate(); err != nil {
-		return err
-	}
-	return c.Rollout.Validate()
-}
-
-func (c *TrainerConfig) lossConfig() LossConfig {
-	a := c.Actor
-	return LossConfig{PolicyLoss: a.PolicyLoss, ClipRatio: a.ClipRatio, ClipRatioLow: a.ClipRatioLow, ClipRatioHigh: a.ClipRatioHigh,
-		ClipRatioC: a.ClipRatioC, AggMode: AggMode(a.LossAggMode), EntropyCoeff: a.EntropyCoeff, UseKLLoss: a.UseKLLoss,
-		KLLossCoef: a.KLLossCoef, KLLossType: a.KLLossType, CliprangeValue: c.Critic.CliprangeValue}
+	return nil
 }
 
 // Trainer runs RL steps: the policy samples trajectories with the rollout,
@@ -142,7 +155,7 @@ type Trainer struct {
 func (c *TrainerConfig) NeedsRef() bool { return c.Actor.UseKLLoss || c.Algorithm.UseKLInReward }
 
 // NeedsCritic says whether the estimator needs a value model.
-func (c *TrainerConfig) NeedsCritic() bool { return c.Algorithm.AdvEstimator == "gae" }
+func (c *TrainerConfig) NeedsCritic() bool { return c.Algorithm.Estimator == "gae" }
 
 // NewKLController builds the in-reward KL controller of the config.
 func (c *TrainerConfig) NewKLController() KLController {
@@ -192,7 +205,7 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	b := FromTrajectories(trajs, cfg.Algorithm.AdvantageMask)
 	scores := make([]float64, len(trajs))
 	for i, tr := range trajs {
-		scores[i] = tr.Scores.Score
+		scores[i] = tr.Outcome.Reward
 	}
 	if err := AddOutcome(b, scores); err != nil {
 		return nil, err
@@ -213,21 +226,21 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	// and one forward pass is saved. Otherwise π_old is recomputed here.
 	if !t.reuseOld(b) {
 		tl := time.Now()
-		if b.OldLogProb, _, _, err = Score(t.Policy, b, cfg.Actor.MicroBatchTokens); err != nil {
+		if b.OldLogProb, _, _, err = Forward(t.Policy, b, cfg.Actor.MicroBatchTokens); err != nil {
 			return nil, err
 		}
 		timed("old_log_prob", tl)
 	}
 	if cfg.NeedsRef() {
 		tr := time.Now()
-		if b.RefLogProb, _, _, err = Score(t.Ref, b, cfg.Actor.MicroBatchTokens); err != nil {
+		if b.RefLogProb, _, _, err = Forward(t.Ref, b, cfg.Actor.MicroBatchTokens); err != nil {
 			return nil, err
 		}
 		timed("ref", tr)
 	}
 	if cfg.NeedsCritic() {
 		tv := time.Now()
-		if _, _, b.OldValues, err = Score(t.Critic, b, cfg.Actor.MicroBatchTokens); err != nil {
+		if _, _, b.OldValues, err = Forward(t.Critic, b, cfg.Actor.MicroBatchTokens); err != nil {
 			return nil, err
 		}
 		timed("values", tv)
@@ -255,8 +268,7 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	} else if err := b.RewardsFromScores(); err != nil {
 		return nil, err
 	}
-	adv := AdvantageConfig{Estimator: cfg.Algorithm.AdvEstimator, Gamma: cfg.Algorithm.Gamma, Lambda: cfg.Algorithm.Lambda, NormAdvByStd: cfg.Algorithm.NormAdvByStd}
-	if err := Estimate(b, &adv); err != nil {
+	if err := Estimate(b, &cfg.Algorithm.AdvantageConfig); err != nil {
 		return nil, err
 	}
 	dm, err := DataMetrics(b)
@@ -270,7 +282,7 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 
 	if cfg.NeedsCritic() {
 		tc := time.Now()
-		cm, err := t.update(b, t.Critic, t.CriticOpt, "critic")
+		cm, err := t.updateCritic(b)
 		if err != nil {
 			return nil, err
 		}
@@ -281,7 +293,7 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	}
 	if !cfg.NeedsCritic() || t.step >= cfg.Critic.Warmup {
 		tu := time.Now()
-		am, err := t.update(b, t.Policy, t.ActorOpt, "actor")
+		am, err := t.updateActor(b)
 		if err != nil {
 			return nil, err
 		}
@@ -321,16 +333,47 @@ func (t *Trainer) reuseOld(b *Batch) bool {
 // the mini-batch's; the rest are averaged.
 var sumMetrics = map[string]bool{"actor/pg_loss": true, "actor/entropy": true, "actor/kl_loss": true, "critic/vf_loss": true}
 
-// update runs ppo_epochs passes of mini-batch updates of the actor or the
-// critic, with gradient accumulation over micro-batches.
-func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, role string) (Metrics, error) {
+// lossStep is one micro-batch's loss and backward pass: it reads the
+// model's outputs res for mb, fills out with the loss against norm, and
+// back-propagates through mdl.
+type lossStep func(mdl *model.Model, mb *Batch, res *model.Output, norm Norm, out *Output) error
+
+// updateActor runs the policy's mini-batch updates with the actor loss.
+func (t *Trainer) updateActor(b *Batch) (Metrics, error) {
+	lc := &t.Cfg.Actor.LossConfig
+	return t.update(b, t.Policy, t.ActorOpt, "actor", func(mdl *model.Model, mb *Batch, res *model.Output, norm Norm, out *Output) error {
+		mb.LogProb = shiftIn(mb, nil, res.LogProb)
+		mb.Entropy = shiftIn(mb, nil, res.Entropy)
+		if b.OldLogProb == nil {
+			mb.OldLogProb = mb.LogProb
+		}
+		if err := ActorLoss(mb, lc, norm, out); err != nil {
+			return err
+		}
+		return mdl.Backward(shiftOut(mb, out.DLogProb), shiftOut(mb, out.DEntropy), nil)
+	})
+}
+
+// updateCritic runs the value model's mini-batch updates with the clipped
+// value loss.
+func (t *Trainer) updateCritic(b *Batch) (Metrics, error) {
+	clip := t.Cfg.Critic.CliprangeValue
+	return t.update(b, t.Critic, t.CriticOpt, "critic", func(mdl *model.Model, mb *Batch, res *model.Output, norm Norm, out *Output) error {
+		mb.Values = shiftIn(mb, nil, res.Values)
+		if err := CriticLoss(mb, clip, norm, out); err != nil {
+			return err
+		}
+		return mdl.Backward(nil, nil, shiftOut(mb, out.DValue))
+	})
+}
+
+// update runs ppo_epochs passes of mini-batch updates of mdl with gradient
+// accumulation over micro-batches, step computing each micro-batch's loss
+// and gradients; prefix names the optimizer's metrics (actor/grad_norm).
+func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix string, step lossStep) (Metrics, error) {
 	cfg := &t.Cfg
-	lc := cfg.lossConfig()
+	lc := &cfg.Actor.LossConfig
 	var all []Metrics
-	order := make([]int, b.NumSeqs())
-	for i := range order {
-		order[i] = i
-	}
 	for epoch := 0; epoch < cfg.Actor.PPOEpochs; epoch++ {
 		for lo := 0; lo < b.NumSeqs(); lo += cfg.Actor.MiniBatchSize {
 			hi := min(lo+cfg.Actor.MiniBatchSize, b.NumSeqs())
@@ -353,25 +396,7 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, role stri
 				if err != nil {
 					return nil, err
 				}
-				switch role {
-				case "actor":
-					mb.LogProb = shiftIn(mb, nil, res.LogProb)
-					mb.Entropy = shiftIn(mb, nil, res.Entropy)
-					if b.OldLogProb == nil {
-						mb.OldLogProb = mb.LogProb
-					}
-					if err := ActorLoss(mb, &lc, norm, &out); err != nil {
-						return nil, err
-					}
-					err = mdl.Backward(shiftOut(mb, out.DLogProb), shiftOut(mb, out.DEntropy), nil)
-				case "critic":
-					mb.Values = shiftIn(mb, nil, res.Values)
-					if err := CriticLoss(mb, &lc, norm, &out); err != nil {
-						return nil, err
-					}
-					err = mdl.Backward(nil, nil, shiftOut(mb, out.DValue))
-				}
-				if err != nil {
+				if err := step(mdl, mb, res, norm, &out); err != nil {
 					return nil, err
 				}
 				for k, v := range out.Metrics {
@@ -391,10 +416,10 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, role stri
 			if err != nil {
 				return nil, err
 			}
-			mm[role+"/grad_norm"] = r.GradNorm
-			mm[role+"/lr"] = r.LR
+			mm[prefix+"/grad_norm"] = r.GradNorm
+			mm[prefix+"/lr"] = r.LR
 			if r.Skipped {
-				mm[role+"/skipped_steps"] = 1
+				mm[prefix+"/skipped_steps"] = 1
 			}
 			all = append(all, mm)
 		}
@@ -402,26 +427,30 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, role stri
 	return MeanMetrics(all), nil
 }
 
-// RolloutMetrics summarises trajectories under verl's names plus the QA
-// metrics: num_turns/*, tool_call_counts/*, env/em, env/f1, env/cover_em,
-// env/format, and the share of each finish reason.
+// RolloutMetrics summarises trajectories under verl's names, num_turns/*
+// and tool_call_counts/*, the share of each finish reason env/finish_*, and
+// env/<name> for every metric the task's Outcome reports (the QA task's
+// env/em, env/f1, env/cover_em, env/format): a new task adds metrics
+// without touching this code.
 func RolloutMetrics(trajs []*Trajectory) Metrics {
 	m := Metrics{}
 	turns, calls := make([]float64, len(trajs)), make([]float64, len(trajs))
-	var em, f1, cover, format float64
+	sums, counts := map[string]float64{}, map[string]float64{}
 	finish := map[Finish]float64{}
 	for i, t := range trajs {
 		turns[i], calls[i] = float64(t.Turns), float64(t.ToolCalls)
-		em += t.Scores.EM
-		f1 += t.Scores.F1
-		cover += t.Scores.CoverEM
-		format += t.Scores.Format
+		for k, v := range t.Outcome.Metrics {
+			sums[k] += v
+			counts[k]++
+		}
 		finish[t.Finish]++
 	}
 	n := float64(max(len(trajs), 1))
 	m.putStats("num_turns", turns, nil)
 	m.putStats("tool_call_counts", calls, nil)
-	m["env/em"], m["env/f1"], m["env/cover_em"], m["env/format"] = em/n, f1/n, cover/n, format/n
+	for k, s := range sums {
+		m["env/"+k] = s / counts[k]
+	}
 	for _, f := range []Finish{FinishAnswer, FinishMaxTurns, FinishLength, FinishTurnLimit} {
 		m["env/finish_"+string(f)] = finish[f] / n
 	}

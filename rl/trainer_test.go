@@ -49,7 +49,7 @@ func TestUpdateDirection(t *testing.T) {
 	}
 	tr := &Trainer{Cfg: c, Policy: m, ActorOpt: opt}
 	seqLogProb := func() (float64, float64) {
-		lp, _, _, err := Score(m, b, 1024)
+		lp, _, _, err := Forward(m, b, 1024)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +65,7 @@ func TestUpdateDirection(t *testing.T) {
 		return s[0], s[1]
 	}
 	good0, bad0 := seqLogProb()
-	if _, err := tr.update(b, m, opt, "actor"); err != nil {
+	if _, err := tr.updateActor(b); err != nil {
 		t.Fatal(err)
 	}
 	good1, bad1 := seqLogProb()

@@ -20,6 +20,7 @@
 // Usage:
 //
 //	go run ./benchmarks/rl [-seqs 256] [-len 4096] [-reps 7] [-threads 0] [-autodiff=true]
+//	go run ./benchmarks/rl -step -seqs 64 -len 700 -reps 3   # the loss's share of a step's update
 package main
 
 import (
@@ -43,12 +44,20 @@ func main() {
 	reps := flag.Int("reps", 7, "repetitions; the minimum time is reported")
 	threads := flag.Int("threads", 0, "GOMAXPROCS (0 = leave as is)")
 	autodiff := flag.Bool("autodiff", true, "also time the gorgonia autodiff twin of the PPO loss")
+	step := flag.Bool("step", false, "time the loss head against a whole RL step's actor update (-seqs 64 -len 700 fit the default run)")
 	flag.Parse()
 	if *threads > 0 {
 		runtime.GOMAXPROCS(*threads)
 	}
 	if runtime.GOMAXPROCS(0) == 1 {
 		runtime.LockOSThread()
+	}
+	if *step {
+		if err := stepShare(*seqs, *length, *reps); err != nil {
+			fmt.Fprintln(os.Stderr, "step:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	b := makeBatch(*seqs, *length)
 	fmt.Printf("batch: %d sequences × %d tokens = %d tokens, %.1f%% action tokens; GOMAXPROCS %d, %s/%s, NumCPU %d, loss kernels %s\n",
@@ -136,7 +145,7 @@ func cases(b *rl.Batch, autodiff bool) []caseDef {
 				cfg := rl.DefaultLossConfig()
 				norm, _ := rl.NewNorm(cfg.AggMode, b, 0)
 				out := &rl.Output{}
-				return func(b *rl.Batch) error { return rl.CriticLoss(b, &cfg, norm, out) }
+				return func(b *rl.Batch) error { return rl.CriticLoss(b, 0.5, norm, out) }
 			}()},
 		{name: "GAE (γ=1, λ=1) + whitening", floats: func(b *rl.Batch) [][]float64 { return [][]float64{b.Rewards, b.OldValues} }, masks: advMask,
 			run: estimator("gae")},

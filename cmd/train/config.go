@@ -1,9 +1,11 @@
 package main
 
 import (
+	_ "embed"
 	"fmt"
 
 	"github.com/r1go/r1go/cmd/internal/agent"
+	"github.com/r1go/r1go/cmd/internal/config"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/plan"
 	"github.com/r1go/r1go/optim"
@@ -55,7 +57,15 @@ type TrainerConfig struct {
 	SaveDType    string `yaml:"save_dtype" help:"checkpoint weights: auto (the source model's dtype), bfloat16, float32 or float16"`
 }
 
-// DefaultConfig returns the embedded default run.
+// defaultProfile is the embedded run's departures from the library
+// defaults, with the reasons for each.
+//
+//go:embed default.yaml
+var defaultProfile []byte
+
+// DefaultConfig returns the embedded default run: the library defaults
+// (rl.DefaultTrainerConfig, agent's data and environment, optim's AdamW)
+// with default.yaml laid over them.
 func DefaultConfig() Config {
 	c := Config{
 		// A vocabulary of 2048 makes most entity names single tokens, which a
@@ -73,54 +83,36 @@ func DefaultConfig() Config {
 		// answering early, which the outcome reward then unlearns. 400 steps:
 		// the loss sits near 0.9 for 150-200 steps before the policy learns
 		// to copy names from the observations.
-		SFT: SFTConfig{Steps: 400, BatchSize: 16, Fraction: 1, EarlyAnswer: 0.6, Optim: tinyOptim(3e-3, 10)},
+		SFT: SFTConfig{Steps: 400, BatchSize: 16, Fraction: 1, EarlyAnswer: 0.6, Optim: optim.DefaultConfig()},
 		RL:  rl.DefaultTrainerConfig(),
 		DP:  rl.DefaultDPConfig(),
 		Trainer: TrainerConfig{TotalSteps: 30, SaveFreq: 10, TestFreq: 10, Project: "r1go", Experiment: "synthetic-grpo",
 			Logger: []string{"console", "jsonl", "tensorboard"}, Device: "auto", RolloutSlots: 64, Seed: 1, SaveDType: "auto"},
 	}
-	// Exact match alone: after the warm start the format is already right
-	// (0.98), and Agent-R1's format term then only adds noise to GRPO's
-	// groups. Measured from the same SFT checkpoint, 30 steps: em at lr 2e-4
-	// 0.080 -> 0.095; agent-r1 at 5e-4 0.080 -> 0.070.
-	c.Env.Reward = "em"
-	// lr 5e-4 drove the train EM of the tiny policy to 0 within ten steps.
-	c.RL.Actor.Optim = tinyOptim(2e-4, 0)
-	// The tiny default drops the KL loss: one forward pass less per step.
-	c.RL.Actor.UseKLLoss = false
-	c.RL.Actor.MiniBatchSize = 64
-	c.RL.Actor.MicroBatchTokens = 16384
-	c.RL.Rollout.N = 8
-	c.RL.Rollout.Sampling = model.Sampling{Temperature: 1, TopP: 1, TopK: -1}
-	c.RL.Rollout.MaxTurnTokens = 64
-	c.RL.Rollout.MaxResponseTokens = 640
-	c.RL.Rollout.MaxPromptTokens = 512
-	c.RL.Rollout.ToolConcurrency = 8
-	// The local BM25 tool answers in milliseconds, so waiting for it costs
-	// little and makes the run reproducible bit for bit.
-	c.RL.Rollout.Deterministic = true
+	if err := config.Apply(&c, "cmd/train/default.yaml", defaultProfile); err != nil {
+		panic(err) // the embedded file is wrong; TestDefaultProfile catches it
+	}
 	return c
 }
 
-func tinyOptim(lr float64, warmup int) optim.Config {
-	o := optim.DefaultConfig()
-	o.LR, o.WarmupSteps, o.WeightDecay, o.Beta2 = lr, warmup, 0.0, 0.99
-	return o
-}
-
-// Validate checks the parts no section checks alone.
+// Validate checks every setting before any work: each section's own
+// Validate (the config loader also runs them one by one, naming the key),
+// then the parts no section checks alone. run calls it before it creates
+// the run folder, so a config built in Go is checked as a loaded one is.
 func (c *Config) Validate() error {
+	for _, s := range []struct {
+		key string
+		v   interface{ Validate() error }
+	}{{"data", &c.Data}, {"env", &c.Env}, {"sft", &c.SFT}, {"sft.optim", &c.SFT.Optim}, {"trainer", &c.Trainer}, {"dp", &c.DP}} {
+		if err := s.v.Validate(); err != nil {
+			return fmt.Errorf("%s: %w", s.key, err)
+		}
+	}
 	if err := c.RL.Validate(); err != nil {
 		return err
 	}
-	if c.Data.TrainBatchSize < 1 {
-		return fmt.Errorf("data.train_batch_size %d must be ≥ 1", c.Data.TrainBatchSize)
-	}
 	if c.Trainer.RolloutSlots < c.RL.Rollout.N {
 		return fmt.Errorf("trainer.rollout_slots %d is smaller than rollout.n %d", c.Trainer.RolloutSlots, c.RL.Rollout.N)
-	}
-	if c.Trainer.TotalSteps < 0 || c.SFT.Steps < 0 {
-		return fmt.Errorf("trainer.total_training_steps %d and sft.steps %d must be ≥ 0", c.Trainer.TotalSteps, c.SFT.Steps)
 	}
 	if c.Model.MaxContext < c.RL.Rollout.MaxPromptTokens+c.RL.Rollout.MaxResponseTokens {
 		return fmt.Errorf("model.max_context %d is below rollout.max_prompt_tokens + rollout.max_response_tokens (%d)",
@@ -129,17 +121,53 @@ func (c *Config) Validate() error {
 	if err := c.RL.Actor.LoRA.Validate(); err != nil {
 		return fmt.Errorf("actor.%w", err)
 	}
-	if _, err := model.SaveDTypeFor(&model.Config{}, c.Trainer.SaveDType); err != nil {
-		return fmt.Errorf("trainer.save_dtype: %w", err)
+	return nil
+}
+
+// Validate reports a warm start that cannot run.
+func (c *SFTConfig) Validate() error {
+	if c.Steps < 0 {
+		return fmt.Errorf("steps %d must be ≥ 0", c.Steps)
 	}
-	switch c.Trainer.Device {
+	if c.BatchSize < 1 {
+		return fmt.Errorf("batch_size %d must be ≥ 1", c.BatchSize)
+	}
+	if c.MaxHops < 0 {
+		return fmt.Errorf("max_hops %d must be ≥ 0", c.MaxHops)
+	}
+	if !(c.Fraction > 0 && c.Fraction <= 1) {
+		return fmt.Errorf("fraction %v must lie in (0, 1]", c.Fraction)
+	}
+	if !(c.EarlyAnswer >= 0 && c.EarlyAnswer <= 1) {
+		return fmt.Errorf("early_answer %v must lie in [0, 1]", c.EarlyAnswer)
+	}
+	return nil
+}
+
+// Validate reports negative counts, an unknown device, dtype or memory size.
+func (c *TrainerConfig) Validate() error {
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"total_training_steps", c.TotalSteps}, {"save_freq", c.SaveFreq}, {"test_freq", c.TestFreq}, {"stop_after", c.StopAfter}} {
+		if f.v < 0 {
+			return fmt.Errorf("%s %d must be ≥ 0", f.key, f.v)
+		}
+	}
+	if c.RolloutSlots < 1 {
+		return fmt.Errorf("rollout_slots %d must be ≥ 1", c.RolloutSlots)
+	}
+	if _, err := model.SaveDTypeFor(&model.Config{}, c.SaveDType); err != nil {
+		return fmt.Errorf("save_dtype: %w", err)
+	}
+	switch c.Device {
 	case "auto", "cpu", "cuda":
 	default:
-		return fmt.Errorf("trainer.device %q is not auto, cpu or cuda", c.Trainer.Device)
+		return fmt.Errorf("device %q is not auto, cpu or cuda", c.Device)
 	}
-	if c.Trainer.DeviceMemory != "" {
-		if _, err := plan.ParseSize(c.Trainer.DeviceMemory); err != nil {
-			return fmt.Errorf("trainer.device_memory: %w", err)
+	if c.DeviceMemory != "" {
+		if _, err := plan.ParseSize(c.DeviceMemory); err != nil {
+			return fmt.Errorf("device_memory: %w", err)
 		}
 	}
 	return nil

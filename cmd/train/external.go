@@ -23,7 +23,7 @@ func startExternal(cfg *Config, s *agent.Setup, tr *rl.Trainer, out io.Writer) (
 		return func() {}, nil
 	}
 	eng := rl.NewEngine(tr.Rollout.Policy)
-	ext := rl.NewExternal(&tr.Rollout.Cfg, s.Tok, s.Env, eng, s.Stop)
+	ext := rl.NewExternal(tr.Rollout.Cfg, s.Tok, s.Env, eng, s.Stop)
 	sc := serve.DefaultConfig()
 	sc.MaxTokens = max(sc.MaxTokens, cfg.RL.Rollout.MaxTurnTokens)
 	srv, err := serve.New(sc, eng, s.Tok)

@@ -27,6 +27,11 @@ import (
 // evaluate, RL steps with validation and checkpoints, evaluate, summarise.
 func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	t0 := time.Now()
+	// Every setting is checked before anything is created: a bad value
+	// costs nothing and leaves no run folder behind.
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	// dp hook A: the launcher's rank and card; only rank 0 prints and writes.
 	launch, lerr := dpLaunch(cfg)
 	if lerr != nil {
@@ -82,6 +87,11 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	}
 	fmt.Fprintf(out, "data: %d train, %d validation, %d test questions; policy %d parameters, vocabulary %d\n",
 		len(s.Train), len(s.Val), len(s.Test), s.Policy.NumParams(), s.Tok.VocabSize())
+	// Too long a prompt is found now, before the warm start, not at the RL
+	// step that happens to draw it.
+	if err := (&rl.Rollout{Cfg: &cfg.RL.Rollout, Tok: s.Tok, Env: s.Env}).CheckPrompts(s.Train); err != nil {
+		return fmt.Errorf("data.train_files: %w", err)
+	}
 
 	heldOut := s.Test
 	if len(heldOut) == 0 {
@@ -183,7 +193,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 			return nil
 		}
 		step := tr.Steps()
-		tr.Rollout.Cfg.Seed = cfg.Trainer.Seed*1_000_003 + uint64(step)
+		tr.Cfg.Rollout.Seed = cfg.Trainer.Seed*1_000_003 + uint64(step)
 		var prompts []data.Sample
 		for _, i := range sampler.Next() {
 			prompts = append(prompts, s.Train[i])
@@ -307,39 +317,17 @@ func warmStart(ctx context.Context, cfg *Config, s *agent.Setup, out io.Writer) 
 	return nil
 }
 
-// newTrainer wires the policy, the reference (the warm-started policy), a
-// critic when the estimator needs one, and the optimizers.
+// newTrainer wires the trainer: the reference policy and the critic come
+// from the warm-started policy in sftDir.
 func newTrainer(cfg *Config, s *agent.Setup, sftDir string) (*rl.Trainer, error) {
-	rc := cfg.RL
-	slots := min(cfg.Trainer.RolloutSlots, cfg.Data.TrainBatchSize*rc.Rollout.N)
-	tr := &rl.Trainer{Cfg: rc, Policy: s.Policy, ToolCallEnd: s.ToolCallEnd, KLCtrl: rc.NewKLController(),
-		Rollout: &rl.Rollout{Cfg: rc.Rollout, Policy: rl.NewModelPolicy(s.Policy, slots, cfg.Model.MaxContext),
-			Tok: s.Tok, Env: s.Env, Stop: s.Stop}}
-	var err error
-	if rc.NeedsRef() {
-		// A LoRA run's reference is its frozen base; otherwise the frozen
-		// warm start: no gradient arena, bf16 storage when the folder is bf16 (lossless).
-		if tr.Ref = loraRef(s); tr.Ref == nil {
-			if tr.Ref, err = model.LoadWith(sftDir, s.Policy.Dev, model.LMHeadOutput, model.LoadOptions{Frozen: true, DType: "auto"}); err != nil {
-				return nil, err
-			}
-		}
+	var ref *model.Model
+	if cfg.RL.NeedsRef() {
+		ref = loraRef(s) // a LoRA run's reference is its frozen base
 	}
-	if rc.NeedsCritic() {
-		if tr.Critic, err = model.Load(sftDir, s.Policy.Dev, model.ValueHeadOutput); err != nil {
-			return nil, err
-		}
-		tr.Critic.Recompute = cfg.Trainer.Recompute
-		if tr.CriticOpt, err = optim.New(tr.Critic.Dev, tr.Critic.Params, tr.Critic.Grads, rc.Critic.Optim, cfg.Trainer.TotalSteps); err != nil {
-			return nil, err
-		}
-	}
-	steps := cfg.Trainer.TotalSteps * rc.Actor.PPOEpochs * ((cfg.Data.TrainBatchSize*rc.Rollout.N + rc.Actor.MiniBatchSize - 1) / rc.Actor.MiniBatchSize)
-	params, grads := s.Policy.Trainable() // the adapters in a LoRA run
-	if tr.ActorOpt, err = optim.New(s.Policy.Dev, params, grads, rc.Actor.Optim, steps); err != nil {
-		return nil, err
-	}
-	return tr, nil
+	return rl.NewTrainer(cfg.RL, rl.Setup{Policy: s.Policy, RefDir: sftDir, Ref: ref, Recompute: cfg.Trainer.Recompute,
+		Tok: s.Tok, Env: s.Env, Stop: s.Stop, ToolCallEnd: s.ToolCallEnd,
+		Slots: min(cfg.Trainer.RolloutSlots, cfg.Data.TrainBatchSize*cfg.RL.Rollout.N),
+		MaxContext: cfg.Model.MaxContext, TotalSteps: cfg.Trainer.TotalSteps, PromptsPerStep: cfg.Data.TrainBatchSize})
 }
 
 func summarise(out io.Writer, cfg *Config, dir string, before, after agent.Results, took time.Duration) {

@@ -182,7 +182,7 @@ func TestAlgorithmsRun(t *testing.T) {
 			c := testConfig(t, dir)
 			c.SFT.Steps = 2
 			c.Trainer.TotalSteps, c.Trainer.SaveFreq = 1, 0
-			c.RL.Algorithm.AdvEstimator, c.RL.Algorithm.UseKLInReward = tc.est, tc.klReward
+			c.RL.Algorithm.Estimator, c.RL.Algorithm.UseKLInReward = tc.est, tc.klReward
 			var out bytes.Buffer
 			if err := run(context.Background(), &c, &out); err != nil {
 				t.Fatalf("%v\n%s", err, out.String())

@@ -146,7 +146,7 @@ func TestExternalTrainsOnServedTokens(t *testing.T) {
 		}
 		// What was appended between two turns is what the built-in
 		// rollout appends: the environment's observation, encoded once.
-		ep := f.ext.Env.NewEpisode()
+		ep := f.ext.Env.Episode()
 		ep.Reset(tr.Sample)
 		for j := 1; j < len(turns); j++ {
 			prev := turns[j-1]

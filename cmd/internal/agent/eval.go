@@ -40,7 +40,7 @@ func Evaluate(ctx context.Context, s *Setup, m *model.Model, samples []data.Samp
 	slots := min(cfg.Slots, len(samples))
 	p := rl.NewModelPolicy(m, slots, cfg.MaxContext)
 	defer p.Cache.Free(m.Dev)
-	ro := &rl.Rollout{Policy: p, Tok: s.Tok, Env: s.Env, Stop: s.Stop, Cfg: rl.RolloutConfig{
+	ro := &rl.Rollout{Policy: p, Tok: s.Tok, Env: s.Env, Stop: s.Stop, Cfg: &rl.RolloutConfig{
 		N: 1, Sampling: model.Greedy, MaxTurnTokens: cfg.MaxTurnTokens, MaxResponseTokens: cfg.MaxResponseTokens,
 		MaxPromptTokens: cfg.MaxContext, ToolConcurrency: 8}}
 	trajs, err := ro.Run(ctx, samples)
@@ -55,11 +55,11 @@ func Evaluate(ctx context.Context, s *Setup, m *model.Model, samples []data.Samp
 			res[key] = r
 		}
 		r.N++
-		r.EM += t.Scores.EM
-		r.F1 += t.Scores.F1
-		r.CoverEM += t.Scores.CoverEM
-		r.Format += t.Scores.Format
-		r.Score += t.Scores.Score
+		r.EM += t.Outcome.Metrics["em"]
+		r.F1 += t.Outcome.Metrics["f1"]
+		r.CoverEM += t.Outcome.Metrics["cover_em"]
+		r.Format += t.Outcome.Metrics["format"]
+		r.Score += t.Outcome.Reward
 		r.Turns += float64(t.Turns)
 		r.ToolCalls += float64(t.ToolCalls)
 	}
@@ -125,7 +125,7 @@ func NaiveRAG(ctx context.Context, s *Setup, m *model.Model, samples []data.Samp
 	if err != nil {
 		return nil, err
 	}
-	ec := envConfig(s.EnvConfig)
+	ec := s.EnvConfig.Config
 	// One pass: a policy trained with the tool may still call it; the
 	// episode then ends on that turn (with the "no such tool" observation)
 	// instead of letting it try again.

@@ -50,18 +50,16 @@ type DataConfig struct {
 	TemplateKwargs tokenizer.TemplateKwargs `yaml:"apply_chat_template_kwargs" help:"chat template keyword arguments, a JSON object (Qwen3: {\"enable_thinking\": false})"`
 }
 
-// EnvConfig configures the tool environment.
+// EnvConfig is the env section: the environment's own settings, which are
+// env.Config embedded as it is (its keys, defaults and checks live there),
+// and the tools the environment is built with.
 type EnvConfig struct {
-	Style            string `yaml:"style" help:"agent-r1 (tool results in a user turn, <think> pre-fill) or verl (role tool)"`
-	MaxTurns         int    `yaml:"max_turns" help:"tool turns per episode"`
-	MaxResponseChars int    `yaml:"max_tool_response_length" help:"characters kept of each tool response"`
-	TopK             int    `yaml:"topk" help:"passages per search"`
-	Format           string `yaml:"format" help:"search-r1 or agent-r1 passage formatting"`
-	Reward           string `yaml:"reward" help:"outcome reward: agent-r1, paper, em, f1, cover-em, ..."`
-	Retriever        string `yaml:"retriever_url" help:"Search-R1 /retrieve URL; empty: the local BM25 index"`
-	IndexPath        string `yaml:"index" help:"BM25 index file (built from the corpus when missing or stale)"`
-	Instruction      string `yaml:"instruction" help:"text after the question in the user turn"`
-	Prefill          string `yaml:"prefill" help:"text opening each assistant turn after an observation"`
+	env.Config `yaml:",inline"`
+	Tools      []string `yaml:"tools" help:"tools by name: search, lookup (ReAct's lookup[term] in the last search's passages), or a registered tool"`
+	TopK       int      `yaml:"topk" help:"passages per search"`
+	Format     string   `yaml:"format" help:"search-r1 or agent-r1 passage formatting"`
+	Retriever  string   `yaml:"retriever_url" help:"Search-R1 /retrieve URL; empty: the local BM25 index"`
+	IndexPath  string   `yaml:"index" help:"BM25 index file (built from the corpus when missing or stale)"`
 }
 
 // DefaultDataConfig is the synthetic world of the embedded default run;
@@ -77,8 +75,54 @@ func DefaultDataConfig() DataConfig {
 // halves the observations the tiny policy reads: with gold warm starts of
 // 300 steps, held-out EM 0.145 with one passage against 0.030 with two.
 func DefaultEnvConfig() EnvConfig {
-	return EnvConfig{Style: "agent-r1", MaxTurns: 5, MaxResponseChars: 512, TopK: 1, Format: "search-r1",
-		Reward: "agent-r1", Instruction: "Search for every fact you need, then answer in <answer></answer>."}
+	c := EnvConfig{Config: env.DefaultConfig(), Tools: []string{"search"}, TopK: 1, Format: "search-r1"}
+	// The tiny policy's departures from Agent-R1's environment: short tool
+	// responses, a plain instruction, no <think> pre-fill.
+	c.MaxResponseChars, c.Prefill = 512, ""
+	c.Instruction = "Search for every fact you need, then answer in <answer></answer>."
+	return c
+}
+
+// Validate reports negative sizes and a hop mix that is not three shares.
+func (c *DataConfig) Validate() error {
+	if c.TrainBatchSize < 1 {
+		return fmt.Errorf("train_batch_size %d must be ≥ 1", c.TrainBatchSize)
+	}
+	if c.ValSize < 0 {
+		return fmt.Errorf("val_size %d must be ≥ 0 (0: all)", c.ValSize)
+	}
+	if c.SynthTrain < 0 || c.SynthEval < 0 {
+		return fmt.Errorf("synth_train %d and synth_eval %d must be ≥ 0", c.SynthTrain, c.SynthEval)
+	}
+	if len(c.SynthHops) != 3 {
+		return fmt.Errorf("synth_hop_weights has %d entries, want 3 (2-, 3-, 4-hop)", len(c.SynthHops))
+	}
+	for _, w := range c.SynthHops {
+		if !(w >= 0) {
+			return fmt.Errorf("synth_hop_weights %v: each share must be ≥ 0", c.SynthHops)
+		}
+	}
+	return nil
+}
+
+// Validate checks the environment's settings (env.Config.Validate) and the
+// tools: registered names, a positive topk, a known passage format.
+func (c *EnvConfig) Validate() error {
+	if err := c.Config.Validate(); err != nil {
+		return err
+	}
+	if err := env.CheckToolNames(c.Tools); err != nil {
+		return fmt.Errorf("tools: %w", err)
+	}
+	if c.TopK < 1 {
+		return fmt.Errorf("topk %d must be ≥ 1", c.TopK)
+	}
+	switch env.SearchFormat(c.Format) {
+	case env.FormatAgentR1, env.FormatSearchR1, env.FormatVerl:
+	default:
+		return fmt.Errorf("format %q is not search-r1, agent-r1 or verl", c.Format)
+	}
+	return nil
 }
 
 // Setup is everything a run needs, assembled.
@@ -242,21 +286,13 @@ func buildEnv(ec EnvConfig, corpus, workDir string) (*env.Env, env.Retriever, *e
 		}
 		r = ix
 	}
-	tool, err := env.NewSearchTool(r, env.SearchToolConfig{Name: "search", TopK: ec.TopK, Format: env.SearchFormat(ec.Format)})
+	tools, err := env.NewTools(ec.Tools, env.ToolDeps{Retriever: r, Search: env.SearchToolConfig{TopK: ec.TopK, Format: env.SearchFormat(ec.Format)}})
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	e, err := env.New(envConfig(ec), tool)
+	e, err := env.New(ec.Config, tools...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	return e, r, ix, nil
-}
-
-func envConfig(ec EnvConfig) env.Config {
-	cfg := env.DefaultConfig()
-	cfg.Style = env.Style(ec.Style)
-	cfg.MaxTurns, cfg.MaxResponseChars, cfg.Reward = ec.MaxTurns, ec.MaxResponseChars, ec.Reward
-	cfg.Instruction, cfg.Prefill = ec.Instruction, ec.Prefill
-	return cfg
 }

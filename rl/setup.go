@@ -1,0 +1,94 @@
+package rl
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/r1go/r1go/env"
+	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/tokenizer"
+	"github.com/r1go/r1go/optim"
+)
+
+// Setup is what a Trainer is built from besides its config: the policy,
+// where the frozen copies come from, the tokenizer and environment of the
+// rollout, and the run's length. It is a struct, not a parameter list, so
+// that later parts (a data-parallel communicator, an external rollout
+// engine, LoRA adapters) are new fields with a zero value that means "off".
+type Setup struct {
+	Policy *model.Model
+	// RefDir is the folder the reference policy and the critic are loaded
+	// from (the warm-started policy). Needed when the config uses a
+	// reference (a KL term) or a critic (gae).
+	RefDir string
+	// Ref, when not nil, is the reference policy already built (a LoRA
+	// run's frozen base); otherwise it is loaded frozen from RefDir.
+	Ref *model.Model
+	// Recompute makes the critic recompute its activations in the
+	// backward, as the policy does when its own Recompute is set.
+	Recompute bool
+
+	Tok         *tokenizer.Tokenizer
+	Env         env.Environment
+	Stop        []int32 // token ids that end a model turn
+	ToolCallEnd int32   // token that ends a tool call (process rewards)
+
+	Slots      int // KV cache slots of the rollout (trajectories decoded together)
+	MaxContext int // positions per slot
+
+	// TotalSteps and PromptsPerStep size the optimizers' learning-rate
+	// schedules: the critic takes one optimizer step per mini-batch of
+	// each epoch, so does the actor.
+	TotalSteps     int
+	PromptsPerStep int
+}
+
+// NewTrainer validates cfg and wires a Trainer: the rollout over the policy
+// (its settings are cfg.Rollout, held once), the reference policy and the
+// critic loaded from s.RefDir when cfg needs them, the in-reward KL
+// controller, and the AdamW optimizers.
+func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if s.Policy == nil {
+		return nil, errors.New("rl: NewTrainer needs a policy")
+	}
+	if s.Slots < 1 || s.MaxContext < 1 || s.TotalSteps < 0 || s.PromptsPerStep < 1 {
+		return nil, fmt.Errorf("rl: NewTrainer: slots %d, max context %d and prompts per step %d must be ≥ 1, total steps %d ≥ 0",
+			s.Slots, s.MaxContext, s.PromptsPerStep, s.TotalSteps)
+	}
+	t := &Trainer{Cfg: cfg, Policy: s.Policy, ToolCallEnd: s.ToolCallEnd, KLCtrl: cfg.NewKLController()}
+	t.Rollout = &Rollout{Cfg: &t.Cfg.Rollout, Policy: NewModelPolicy(s.Policy, s.Slots, s.MaxContext),
+		Tok: s.Tok, Env: s.Env, Stop: s.Stop}
+	var err error
+	if cfg.NeedsRef() || cfg.NeedsCritic() {
+		if s.RefDir == "" {
+			return nil, errors.New("rl: the config uses a reference policy or a critic and Setup.RefDir is empty")
+		}
+	}
+	if t.Ref = s.Ref; cfg.NeedsRef() && t.Ref == nil {
+		// Frozen: no gradient arena, and bf16 storage when the folder is
+		// bf16 (lossless).
+		opts := model.LoadOptions{Frozen: true, DType: "auto"}
+		if t.Ref, err = model.LoadWith(s.RefDir, s.Policy.Dev, model.LMHeadOutput, opts); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.NeedsCritic() {
+		if t.Critic, err = model.Load(s.RefDir, s.Policy.Dev, model.ValueHeadOutput); err != nil {
+			return nil, err
+		}
+		t.Critic.Recompute = s.Recompute
+		if t.CriticOpt, err = optim.New(t.Critic.Dev, t.Critic.Params, t.Critic.Grads, cfg.Critic.Optim, s.TotalSteps); err != nil {
+			return nil, err
+		}
+	}
+	a := &cfg.Actor
+	steps := s.TotalSteps * a.PPOEpochs * ((s.PromptsPerStep*cfg.Rollout.N + a.MiniBatchSize - 1) / a.MiniBatchSize)
+	params, grads := s.Policy.Trainable() // the adapters in a LoRA run
+	if t.ActorOpt, err = optim.New(s.Policy.Dev, params, grads, a.Optim, steps); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
