@@ -326,7 +326,7 @@ func newTrainer(cfg *Config, s *agent.Setup, sftDir string) (*rl.Trainer, error)
 	}
 	return rl.NewTrainer(cfg.RL, rl.Setup{Policy: s.Policy, RefDir: sftDir, Ref: ref, Recompute: cfg.Trainer.Recompute,
 		Tok: s.Tok, Env: s.Env, Stop: s.Stop, ToolCallEnd: s.ToolCallEnd,
-		Slots: min(cfg.Trainer.RolloutSlots, cfg.Data.TrainBatchSize*cfg.RL.Rollout.N),
+		Slots:      min(cfg.Trainer.RolloutSlots, cfg.Data.TrainBatchSize*cfg.RL.Rollout.N),
 		MaxContext: cfg.Model.MaxContext, TotalSteps: cfg.Trainer.TotalSteps, PromptsPerStep: cfg.Data.TrainBatchSize})
 }
 
