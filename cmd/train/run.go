@@ -68,6 +68,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 	if err := setupLoRA(cfg, s); err != nil {
 		return err
 	}
+	useMixed(s.Policy)
 	fmt.Fprintf(out, "data: %d train, %d validation, %d test questions; policy %d parameters, vocabulary %d\n",
 		len(s.Train), len(s.Val), len(s.Test), s.Policy.NumParams(), s.Tok.VocabSize())
 
@@ -285,6 +286,7 @@ func newTrainer(cfg *Config, s *agent.Setup, sftDir string) (*rl.Trainer, error)
 			if tr.Ref, err = model.LoadWith(sftDir, s.Policy.Dev, model.LMHeadOutput, model.LoadOptions{Frozen: true, DType: "auto"}); err != nil {
 				return nil, err
 			}
+			useMixed(tr.Ref)
 		}
 	}
 	if rc.NeedsCritic() {
