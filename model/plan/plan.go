@@ -9,8 +9,9 @@
 // gradients only for a trainable model, bf16 storage for a frozen one;
 // AttachLoRA's adapters; NewKVCache; the activation arenas of Forward and
 // Step, with the automatic recomputation bound; optim.New's AdamW moments
-// in their state dtype); TestPlanMatchesCPUAllocations checks them against what the CPU
-// device really allocates. Errors: New rejects settings it cannot plan;
+// in their state dtype) and, for "bf16-mixed", the CUDA device's
+// Device.UseBF16 copies; TestPlanMatchesCPUAllocations checks them against
+// what the CPU device really allocates. Errors: New rejects settings it cannot plan;
 // Check returns an error naming the largest items and the settings that
 // would make the plan fit when it does not.
 //
@@ -90,8 +91,11 @@ type Plan struct {
 	Items    []Item
 }
 
-// Total is the sum of the items: everything is held at once (the KV cache
-// and the activation arenas live as long as their model).
+// Total is the sum of the items: everything is held at once. A training
+// Forward frees the policy's decode arena, but the training arena it keeps
+// lives through the next rollout, whose Step allocates the decode arena
+// again (Step frees only a scoring arena), so a trainer's steady state
+// holds both; the KV cache lives as long as the rollout policy.
 func (p *Plan) Total() int64 {
 	var n int64
 	for _, it := range p.Items {
