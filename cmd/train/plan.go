@@ -25,12 +25,24 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, err error
 	s := plan.Settings{Device: "cpu", Train: true, Reference: cfg.RL.NeedsRef(), Critic: cfg.RL.NeedsCritic(),
 		Recompute: cfg.Trainer.Recompute, MicroBatchTokens: cfg.RL.Actor.MicroBatchTokens,
 		RolloutSlots: min(cfg.Trainer.RolloutSlots, cfg.Data.TrainBatchSize*cfg.RL.Rollout.N), MaxContext: cfg.Model.MaxContext,
-		MaxPromptTokens: cfg.RL.Rollout.MaxPromptTokens, GroupSize: cfg.RL.Rollout.N, Threads: runtime.GOMAXPROCS(0)}
+		MaxPromptTokens: cfg.RL.Rollout.MaxPromptTokens, GroupSize: cfg.RL.Rollout.N, Threads: runtime.GOMAXPROCS(0),
+		StateBF16: cfg.RL.Actor.Optim.StateDType == "bfloat16", CriticStateBF16: cfg.RL.Critic.Optim.StateDType == "bfloat16"}
+	// The reference is the SFT folder, saved as float32 and so loaded as
+	// float32 (LoadOptions DType auto); a LoRA run's is the frozen base.
+	if lc := cfg.RL.Actor.LoRA; lc.Enabled() {
+		if err := lc.Validate(); err != nil {
+			return true, fmt.Errorf("actor.%w", err)
+		}
+		s.LoRARank, s.LoRATargets = lc.Rank, lc.TargetModules
+	}
 	switch {
 	case dev != nil:
 		s.Device, s.Capacity = cuda.Kind(dev), cuda.Capacity(dev)
+		if _, ok := dev.(model.MixedPrecision); ok {
+			s.Precision = "bf16-mixed"
+		}
 	case cfg.Trainer.Device == "cuda" || cfg.Trainer.Device == "auto" && cuda.AutoPicksGPU:
-		s.Device = "cuda"
+		s.Device, s.Precision = "cuda", "bf16-mixed" // the CUDA device is a MixedPrecision
 	}
 	if s.Device == "cpu" && s.Capacity == 0 {
 		s.Capacity = plan.HostMemory()
@@ -45,6 +57,17 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, err error
 		return true, err
 	}
 	return plan.Report(out, p, mc, cfg.Trainer.DryRun)
+}
+
+// useMixed switches m's device to bf16 mixed precision with a bf16 compute
+// copy of m's weights where the device offers it (CUDA: the policy, whose
+// fp32 arena stays the optimizer's master copy, and the frozen reference);
+// the CPU device does not, and its path is unchanged. planRun plans
+// "bf16-mixed" exactly when this applies.
+func useMixed(m *model.Model) {
+	if mp, ok := m.Dev.(model.MixedPrecision); ok {
+		mp.UseBF16(m.Params)
+	}
 }
 
 // planModelConfig reads model.path's config.json, or describes the tiny

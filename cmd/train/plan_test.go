@@ -13,7 +13,8 @@ import (
 
 // TestDryRunConfigOnly plans GPU runs for folders that hold nothing but the
 // real config.json of Qwen2.5-0.5B, 3B and 7B and Qwen3-4B, on a machine
-// without a GPU: the plan prints with its verdict, the command exits
+// without a GPU: the plan prints in bf16 mixed precision (what run turns on
+// for a CUDA device) with its verdict, the command exits
 // without error either way, and no run folder is written.
 func TestDryRunConfigOnly(t *testing.T) {
 	for _, want := range []struct {
@@ -47,7 +48,7 @@ func TestDryRunConfigOnly(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		text := out.String()
-		for _, s := range []string{"memory plan:", "on cuda", want.params, "KV cache", "reference policy", "of 80.000 GiB"} {
+		for _, s := range []string{"memory plan:", "on cuda (bf16-mixed)", want.params, "KV cache", "reference policy", "of 80.000 GiB"} {
 			if !strings.Contains(text, s) {
 				t.Errorf("%s: output lacks %q:\n%s", name, s, text)
 			}
@@ -87,8 +88,8 @@ func planStops(t *testing.T, mem string) {
 	if err == nil || !strings.Contains(err.Error(), "largest:") || !strings.Contains(err.Error(), "plan: the run needs") {
 		t.Fatalf("error %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "does NOT fit") {
-		t.Errorf("plan not printed:\n%s", out.String())
+	if !strings.Contains(out.String(), "does NOT fit") || !strings.Contains(out.String(), "on cpu (fp32)") {
+		t.Errorf("plan not printed, or not as an fp32 CPU plan:\n%s", out.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data")); !os.IsNotExist(err) {
 		t.Errorf("the run built its data before stopping (%v)", err)
@@ -108,6 +109,38 @@ func planStops(t *testing.T, mem string) {
 		out.Reset()
 		if err := run(context.Background(), &cfg2, &out); err != nil || !strings.Contains(out.String(), "dry run: the plan fits") {
 			t.Errorf("advice %v does not fit: %v\n%s", args, err, out.String())
+		}
+	}
+}
+
+// TestDryRunPlansLoRA: a LoRA run's plan holds the adapters, their AdamW
+// state and no gradient arena for the base, and its reference is the base
+// itself (no second copy of the weights); bf16 AdamW moments halve the
+// optimizer state.
+func TestDryRunPlansLoRA(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "model", "testdata", "config_qwen2.5-3b.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	if err := config.Load(&cfg, []string{"model.path=" + dir, "trainer.dry_run=true", "trainer.device=cpu",
+		"trainer.device_memory=64GiB", "model.max_context=2048", "actor.use_kl_loss=true",
+		"actor.lora.rank=16", "actor.lora.alpha=32", "actor.lora.target_modules=[all-linear]"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), &cfg, &out); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, s := range []string{"on cpu (fp32)", "LoRA adapters", "rank 16", "none: the base is frozen under LoRA adapters",
+		"the frozen base itself", "AdamW first and second moments of the adapters"} {
+		if !strings.Contains(text, s) {
+			t.Errorf("output lacks %q:\n%s", s, text)
 		}
 	}
 }

@@ -85,6 +85,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	if err := setupLoRA(cfg, s); err != nil {
 		return err
 	}
+	useMixed(s.Policy)
 	fmt.Fprintf(out, "data: %d train, %d validation, %d test questions; policy %d parameters, vocabulary %d\n",
 		len(s.Train), len(s.Val), len(s.Test), s.Policy.NumParams(), s.Tok.VocabSize())
 	// Too long a prompt is found now, before the warm start, not at the RL
@@ -324,10 +325,17 @@ func newTrainer(cfg *Config, s *agent.Setup, sftDir string) (*rl.Trainer, error)
 	if cfg.RL.NeedsRef() {
 		ref = loraRef(s) // a LoRA run's reference is its frozen base
 	}
-	return rl.NewTrainer(cfg.RL, rl.Setup{Policy: s.Policy, RefDir: sftDir, Ref: ref, Recompute: cfg.Trainer.Recompute,
+	tr, err := rl.NewTrainer(cfg.RL, rl.Setup{Policy: s.Policy, RefDir: sftDir, Ref: ref, Recompute: cfg.Trainer.Recompute,
 		Tok: s.Tok, Env: s.Env, Stop: s.Stop, ToolCallEnd: s.ToolCallEnd,
 		Slots:      min(cfg.Trainer.RolloutSlots, cfg.Data.TrainBatchSize*cfg.RL.Rollout.N),
 		MaxContext: cfg.Model.MaxContext, TotalSteps: cfg.Trainer.TotalSteps, PromptsPerStep: cfg.Data.TrainBatchSize})
+	if err != nil {
+		return nil, err
+	}
+	if tr.Ref != nil && tr.Ref != ref {
+		useMixed(tr.Ref) // the frozen warm start: bf16 on a device that computes in it
+	}
+	return tr, nil
 }
 
 func summarise(out io.Writer, cfg *Config, dir string, before, after agent.Results, took time.Duration) {

@@ -34,17 +34,18 @@ func (p *Plan) Advice(cfg *model.Config) []string {
 	if len(singles) > 0 {
 		return singles
 	}
-	// Together: recomputation, the smallest useful micro-batch, then the
-	// most slots that fit.
+	// Together: the smallest useful micro-batch, recomputation where the
+	// model would still save every layer at it (above the automatic bound
+	// it recomputes anyway), then the most slots that fit.
 	t := s
 	var parts []string
-	if t.Train && !t.Recompute && s.key("recompute") != "" {
-		t.Recompute = true
-		parts = append(parts, s.key("recompute")+"=true")
-	}
 	if t.MicroBatchTokens > max(t.MaxContext, 1) && s.key("micro_batch") != "" {
 		t.MicroBatchTokens = max(t.MaxContext, 1)
 		parts = append(parts, fmt.Sprintf("%s=%d", s.key("micro_batch"), t.MicroBatchTokens))
+	}
+	if t.Train && !t.Recompute && s.key("recompute") != "" && shapeOf(cfg).saves(max(t.MicroBatchTokens, t.MaxContext), false) {
+		t.Recompute = true
+		parts = append(parts, s.key("recompute")+"=true")
 	}
 	if fits(t) {
 		return []string{strings.Join(parts, " ")}

@@ -10,20 +10,25 @@ import (
 )
 
 // The plan of Agent-R1's Table 3 GRPO run with Qwen2.5-3B on one 80 GB
-// card: 128 prompts × 5 samples (640 rollout slots), responses ≤ 500
-// tokens, context ≤ 4096 (prompts ≤ 512), the KL loss's reference policy,
-// micro-batches of 16384 tokens. In fp32 (the CUDA device today) the
-// weights, gradients, AdamW and reference alone exceed the card; in bf16
-// mixed precision it fits once the rollout slots shrink.
+// card, as cmd/train plans it for the CUDA device: bf16 mixed precision
+// (Device.UseBF16 on the policy and the frozen reference: bf16 compute
+// copies beside the fp32 arenas, fp32 gradients and AdamW, activations and
+// KV cache in fp32), 128 prompts × 5 samples (640 rollout slots),
+// responses ≤ 500 tokens, context ≤ 4096 (prompts ≤ 512), the KL loss's
+// reference policy, micro-batches of 16384 tokens. The KV cache of 640
+// full-context slots alone is 180 GiB; with the advice applied
+// (micro-batches of one context, and as many slots as fit) it fits.
 func Example_table3() {
 	cfg, err := model.LoadConfig(filepath.Join("..", "testdata", "config_qwen2.5-3b.json"))
 	if err != nil {
 		panic(err)
 	}
-	for _, precision := range []string{"fp32", "bf16-mixed"} {
-		s := plan.Settings{Device: "cuda", Capacity: 80 << 30, Precision: precision, Train: true, Reference: true,
-			MicroBatchTokens: 16384, RolloutSlots: 640, MaxContext: 4096, MaxPromptTokens: 512, GroupSize: 5}
-		p, err := plan.New(cfg, s)
+	s := plan.Settings{Device: "cuda", Capacity: 80 << 30, Precision: "bf16-mixed", Train: true, Reference: true,
+		MicroBatchTokens: 16384, RolloutSlots: 640, MaxContext: 4096, MaxPromptTokens: 512, GroupSize: 5}
+	fitted := s
+	fitted.MicroBatchTokens, fitted.RolloutSlots = 4096, 20
+	for _, t := range []plan.Settings{s, fitted} {
+		p, err := plan.New(cfg, t)
 		if err != nil {
 			panic(err)
 		}
@@ -33,31 +38,30 @@ func Example_table3() {
 		fmt.Println()
 	}
 	// Output:
-	// memory plan: qwen2, 36 layers, hidden 2048, 3.09B parameters on cuda (fp32)
-	//   weights                       11.496 GiB  3085938688 parameters × 4 B
-	//   master weights                 0.000 GiB  none: the weights are fp32
-	//   gradients                     11.496 GiB  fp32, one arena (model.New allocates it for every model)
+	// memory plan: qwen2, 36 layers, hidden 2048, 3.09B parameters on cuda (bf16-mixed)
+	//   weights                        5.748 GiB  3085938688 parameters × 2 B, the bf16 compute copy (Device.UseBF16)
+	//   master weights                11.496 GiB  the fp32 arena the optimizer updates
+	//   gradients                     11.496 GiB  fp32, one arena
 	//   optimizer state               22.992 GiB  AdamW first and second moments, fp32
-	//   reference policy              33.087 GiB  weights and the gradient arena model.New allocates, plus scoring activations at 16384 tokens
-	//   KV cache                     180.000 GiB  640 slots × 4096 positions × 36 layers × K and V × 256
-	//   rollout step activations      41.138 GiB  66176 tokens per step (each group's leader prefills while the rest decode), logits of 640 rows
-	//   activations                  103.649 GiB  training micro-batch of 16384 tokens, every layer's activations saved
+	//   reference policy              20.417 GiB  frozen (no gradients): fp32 arena and its bf16 compute copy, plus scoring activations at 16384 tokens
+	//   KV cache                     180.000 GiB  640 slots × 4096 positions × 36 layers × K and V × 256, fp32
+	//   rollout step activations      13.179 GiB  66176 tokens per step (each group's leader prefills while the rest decode), logits of 640 rows
+	//   activations                   10.095 GiB  training micro-batch of 16384 tokens, recomputation (on by itself: saved layers would exceed 1 GiB)
 	//   workspace                      0.500 GiB  CUDA context, kernels and cuBLAS workspace (estimate)
-	//   total                        404.359 GiB  of 80.000 GiB on the device: does NOT fit
+	//   total                        275.924 GiB  of 80.000 GiB on the device: does NOT fit
 	// dry run: the plan does NOT fit
-	// to fit, set trainer.recompute=true actor.micro_batch_tokens=4096 trainer.rollout_slots=15
+	// to fit, set actor.micro_batch_tokens=4096 trainer.rollout_slots=20
 	//
 	// memory plan: qwen2, 36 layers, hidden 2048, 3.09B parameters on cuda (bf16-mixed)
-	//   weights                        5.748 GiB  3085938688 parameters × 2 B
-	//   master weights                11.496 GiB  fp32 copy for the optimizer
-	//   gradients                     11.496 GiB  fp32, one arena (model.New allocates it for every model)
+	//   weights                        5.748 GiB  3085938688 parameters × 2 B, the bf16 compute copy (Device.UseBF16)
+	//   master weights                11.496 GiB  the fp32 arena the optimizer updates
+	//   gradients                     11.496 GiB  fp32, one arena
 	//   optimizer state               22.992 GiB  AdamW first and second moments, fp32
-	//   reference policy              10.796 GiB  frozen weights, plus scoring activations at 16384 tokens
-	//   KV cache                      90.000 GiB  640 slots × 4096 positions × 36 layers × K and V × 256
-	//   rollout step activations      20.750 GiB  66176 tokens per step (each group's leader prefills while the rest decode), logits of 640 rows
-	//   activations                   51.825 GiB  training micro-batch of 16384 tokens, every layer's activations saved
+	//   reference policy              18.037 GiB  frozen (no gradients): fp32 arena and its bf16 compute copy, plus scoring activations at 4096 tokens
+	//   KV cache                       5.625 GiB  20 slots × 4096 positions × 36 layers × K and V × 256, fp32
+	//   rollout step activations       0.412 GiB  2068 tokens per step (each group's leader prefills while the rest decode), logits of 20 rows
+	//   activations                    2.524 GiB  training micro-batch of 4096 tokens, recomputation (on by itself: saved layers would exceed 1 GiB)
 	//   workspace                      0.500 GiB  CUDA context, kernels and cuBLAS workspace (estimate)
-	//   total                        225.603 GiB  of 80.000 GiB on the device: does NOT fit
-	// dry run: the plan does NOT fit
-	// to fit, set trainer.recompute=true actor.micro_batch_tokens=4096 trainer.rollout_slots=110
+	//   total                         78.830 GiB  of 80.000 GiB on the device: fits
+	// dry run: the plan fits
 }

@@ -5,10 +5,13 @@
 // run's settings alone, so a GPU run can be planned on a laptop.
 //
 // The central type is Plan, made by New from a model.Config and Settings.
-// Sizes follow the arenas the model package allocates (model.New,
-// NewKVCache, the activation arena of Forward and Step, optim.New's AdamW
-// moments); TestPlanMatchesCPUAllocations checks them against what the CPU
-// device really allocates. Errors: New rejects settings it cannot plan;
+// Sizes follow the arenas the model package allocates (model.NewWith:
+// gradients only for a trainable model, bf16 storage for a frozen one;
+// AttachLoRA's adapters; NewKVCache; the activation arenas of Forward and
+// Step, with the automatic recomputation bound; optim.New's AdamW moments
+// in their state dtype) and, for "bf16-mixed", the CUDA device's
+// Device.UseBF16 copies; TestPlanMatchesCPUAllocations checks them against
+// what the CPU device really allocates. Errors: New rejects settings it cannot plan;
 // Check returns an error naming the largest items and the settings that
 // would make the plan fit when it does not.
 //
@@ -33,13 +36,20 @@ const GiB = 1 << 30
 type Settings struct {
 	Device    string // "cpu" or "cuda"
 	Capacity  int64  // device memory in bytes; 0 when unknown
-	Precision string // "fp32" (every device today) or "bf16-mixed" (bf16 weights and activations, fp32 master and AdamW)
+	Precision string // "fp32", or "bf16-mixed" (CUDA Device.UseBF16: bf16 weight copies beside the fp32 masters and AdamW)
 
 	Train     bool // holds gradients used by an optimizer and training activations
 	Reference bool // a frozen reference policy (KL loss or KL in the reward)
 	Critic    bool // a value model with its own optimizer (GAE)
 	Recompute bool // activation recomputation in the backward
 	BaseModel bool // a second policy held beside the first (eval's base-tool-call baseline)
+	RefBF16   bool // the reference's frozen weights are stored as bf16 (a bf16 source folder on the CPU)
+
+	LoRARank    int      // > 0: the policy is a frozen base with rank-r adapters, and the reference is that base
+	LoRATargets []string // the adapted projections; empty or "all-linear": all seven
+
+	StateBF16       bool // the actor's AdamW moments are bf16 (optim state_dtype bfloat16)
+	CriticStateBF16 bool // the critic's likewise
 
 	MicroBatchTokens int // tokens per forward/backward (training and scoring)
 	RolloutSlots     int // KV cache slots decoded together; 0: no rollout
@@ -81,8 +91,11 @@ type Plan struct {
 	Items    []Item
 }
 
-// Total is the sum of the items: everything is held at once (the KV cache
-// and the activation arenas live as long as their model).
+// Total is the sum of the items: everything is held at once. A training
+// Forward frees the policy's decode arena, but the training arena it keeps
+// lives through the next rollout, whose Step allocates the decode arena
+// again (Step frees only a scoring arena), so a trainer's steady state
+// holds both; the KV cache lives as long as the rollout policy.
 func (p *Plan) Total() int64 {
 	var n int64
 	for _, it := range p.Items {
@@ -123,70 +136,101 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		p.Items = append(p.Items, Item{Name: name, Bytes: bytes, Detail: fmt.Sprintf(detail, args...)})
 	}
 	mixed := s.Precision == "bf16-mixed"
-	wb, ab := int64(4), int64(4) // weight and activation bytes
-	if mixed {
-		wb, ab = 2, 2
-	}
-	P := sh.arena(true, false)
-	add("weights", P*wb, "%d parameters × %d B", P, wb)
-	if mixed {
-		add("master weights", P*4, "fp32 copy for the optimizer")
-	} else {
-		add("master weights", 0, "none: the weights are fp32")
-	}
-	add("gradients", P*4, "fp32, one arena (model.New allocates it for every model)")
-	if s.Train {
-		add("optimizer state", 2*P*4, "AdamW first and second moments, fp32")
-	} else {
-		add("optimizer state", 0, "none: no training")
-	}
+	lora := s.LoRARank > 0
 	T := s.MicroBatchTokens
 	if s.MaxContext > T && T > 0 {
 		T = s.MaxContext // a sequence longer than the micro-batch is a micro-batch of its own
 	}
-	if s.Reference {
-		ref := P * wb
-		detail := "frozen weights"
-		if !mixed {
-			ref += P * 4
-			detail = "weights and the gradient arena model.New allocates"
+	P := sh.arena(true, false)
+	// Weights. Mixed precision (cuda Device.UseBF16) keeps the float32
+	// arena, which the optimizer updates, and adds a bf16 compute copy.
+	if mixed {
+		add("weights", P*2, "%d parameters × 2 B, the bf16 compute copy (Device.UseBF16)", P)
+		if lora {
+			add("master weights", P*4, "the frozen base's fp32 arena the bf16 copy is made from")
+		} else {
+			add("master weights", P*4, "the fp32 arena the optimizer updates")
 		}
-		ref += sh.acts(T, false) * ab
+	} else {
+		add("weights", P*4, "%d parameters × 4 B", P)
+		add("master weights", 0, "none: the weights are fp32")
+	}
+	switch {
+	case lora:
+		add("gradients", 0, "none: the base is frozen under LoRA adapters")
+	case s.Train:
+		add("gradients", P*4, "fp32, one arena")
+	default:
+		add("gradients", P*4, "fp32: the model is loaded trainable (model.Load), which allocates them")
+	}
+	sb, state := int64(4), "fp32"
+	if s.StateBF16 {
+		sb, state = 2, "bf16 (optim state_dtype bfloat16)"
+	}
+	if lora {
+		A := sh.loraParams(s.LoRARank, s.LoRATargets)
+		add("LoRA adapters", 2*A*4+2*int64(T*s.LoRARank)*4, "rank %d: %d fp32 parameters and their gradients, A·x scratch at %d tokens", s.LoRARank, A, T)
+		add("optimizer state", 2*A*sb, "AdamW first and second moments of the adapters, %s", state)
+	} else if s.Train {
+		add("optimizer state", 2*P*sb, "AdamW first and second moments, %s", state)
+	} else {
+		add("optimizer state", 0, "none: no training")
+	}
+	if s.Reference {
+		var ref int64
+		detail := ""
+		switch {
+		case lora:
+			detail = "the frozen base itself (no weights of its own)"
+		case mixed:
+			ref = P*4 + P*2
+			detail = "frozen (no gradients): fp32 arena and its bf16 compute copy"
+		case s.RefBF16:
+			ref = P * 2
+			detail = "frozen (no gradients), weights stored as bf16"
+		default:
+			ref = P * 4
+			detail = "frozen (no gradients), fp32 weights"
+		}
+		ref += sh.acts(T, false, false) * 4
 		add("reference policy", ref, "%s, plus scoring activations at %d tokens", detail, T)
 	}
 	if s.BaseModel {
-		add("base model", P*wb+P*4, "a second policy: weights and the gradient arena model.New allocates")
+		add("base model", P*4+P*4, "a second policy loaded trainable: weights and gradients")
 	}
 	if s.Critic {
 		C := sh.arena(false, true)
-		add("critic", C*wb+C*4+2*C*4+sh.acts(T, !s.Recompute)*ab+boolI(mixed)*C*4,
-			"value model: weights, gradients, AdamW, training activations at %d tokens", T)
+		csb := int64(4)
+		if s.CriticStateBF16 {
+			csb = 2
+		}
+		add("critic", C*4+C*4+2*C*csb+sh.acts(T, sh.saves(T, s.Recompute), true)*4,
+			"value model: fp32 weights, gradients, AdamW, training activations at %d tokens", T)
 	}
 	if s.RolloutSlots > 0 {
-		kv := 2 * int64(sh.L) * int64(s.RolloutSlots) * int64(s.MaxContext) * int64(sh.KV) * ab
-		add("KV cache", kv, "%d slots × %d positions × %d layers × K and V × %d", s.RolloutSlots, s.MaxContext, sh.L, sh.KV)
+		kv := 2 * int64(sh.L) * int64(s.RolloutSlots) * int64(s.MaxContext) * int64(sh.KV) * 4
+		add("KV cache", kv, "%d slots × %d positions × %d layers × K and V × %d, fp32", s.RolloutSlots, s.MaxContext, sh.L, sh.KV)
 		step := s.stepTokens()
-		add("rollout step activations", sh.acts(step, false)*ab+int64(s.RolloutSlots)*int64(sh.V)*4,
+		add("rollout step activations", sh.acts(step, false, false)*4+int64(s.RolloutSlots)*int64(sh.V)*4,
 			"%d tokens per step (each group's leader prefills while the rest decode), logits of %d rows", step, s.RolloutSlots)
 	}
+	// Activations are float32 on every device (the Device seam has no bf16
+	// activation buffers): mixed precision rounds them only on their way
+	// into a matmul.
 	if s.Train {
 		what := "every layer's activations saved"
-		if s.Recompute {
+		switch {
+		case s.Recompute:
 			what = "recomputation: residuals only"
+		case !sh.saves(T, false):
+			what = fmt.Sprintf("recomputation (on by itself: saved layers would exceed %d GiB)", autoRecomputeBytes/GiB)
 		}
-		add("activations", sh.acts(T, !s.Recompute)*ab, "training micro-batch of %d tokens, %s", T, what)
+		add("activations", sh.acts(T, sh.saves(T, s.Recompute), true)*4, "training micro-batch of %d tokens, %s", T, what)
 	} else if T > 0 {
-		add("activations", sh.acts(T, false)*ab, "scoring forward of %d tokens", T)
+		add("activations", sh.acts(T, false, false)*4, "scoring forward of %d tokens", T)
 	}
 	add("workspace", s.workspace(sh, T), "%s", s.workspaceDetail())
 	return p, nil
-}
-
-func boolI(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // stepTokens bounds the tokens of one rollout step: every group's leader

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -10,20 +11,35 @@ import (
 	"github.com/r1go/r1go/optim"
 )
 
-// counting wraps a device and tracks the bytes its arenas hold.
+// counting wraps a device and tracks the bytes its arenas hold: float32
+// buffers and, through AllocBF16, bfloat16 ones (frozen weights, AdamW
+// moments under state_dtype bfloat16).
 type counting struct {
 	model.Device
 	live, peak int64
 }
 
-func (c *counting) Alloc(n int) model.Buffer {
-	c.live += int64(n) * 4
+func (c *counting) add(n int64) {
+	c.live += n
 	c.peak = max(c.peak, c.live)
+}
+
+func (c *counting) Alloc(n int) model.Buffer {
+	c.add(int64(n) * 4)
 	return c.Device.Alloc(n)
 }
 
+func (c *counting) AllocBF16(n int) model.Buffer {
+	c.add(int64(n) * 2)
+	return c.Device.(model.BF16Allocator).AllocBF16(n)
+}
+
 func (c *counting) Free(b model.Buffer) {
-	c.live -= int64(b.Len()) * 4
+	if model.IsBF16(b) {
+		c.live -= int64(b.Len()) * 2
+	} else {
+		c.live -= int64(b.Len()) * 4
+	}
 	c.Device.Free(b)
 }
 
@@ -42,75 +58,115 @@ func tinyConfig(t *testing.T, modelType string) *model.Config {
 	return cfg
 }
 
-// TestPlanMatchesCPUAllocations runs what a GRPO/PPO step allocates (the
-// policy with AdamW, a reference, a critic, the rollout's KV cache and one
-// step of prefills and decodes, a training forward and backward at the
-// micro-batch) on a CPU device that counts its allocations, and compares the
-// peak with the plan's total less its workspace (which lives outside the
-// arenas): within 10%, with and without recomputation, Qwen2 and Qwen3.
+// TestPlanMatchesCPUAllocations runs what a GRPO/PPO step allocates, as
+// cmd/train sets it up (the policy with AdamW; the reference loaded frozen,
+// fp32 or bf16, or under LoRA the frozen base itself; a critic; the
+// rollout's KV cache and one step of prefills and decodes; a training
+// forward and backward at the micro-batch; then the next step's rollout,
+// which keeps the training arena) on a CPU device that counts its
+// allocations, and compares the peak with the plan's total less its
+// workspace (which lives outside the arenas): within 10%, with and without
+// recomputation, Qwen2 and Qwen3, a bf16 reference with bf16 AdamW
+// moments, and LoRA adapters on a frozen base.
 func TestPlanMatchesCPUAllocations(t *testing.T) {
+	type tc struct {
+		mt                            string
+		recompute, refBF16, stateBF16 bool
+		lora                          int
+	}
+	var cases []tc
 	for _, mt := range []string{"qwen2", "qwen3"} {
 		for _, recompute := range []bool{false, true} {
-			cfg := tinyConfig(t, mt)
-			s := Settings{Device: "cpu", Train: true, Reference: true, Critic: true, Recompute: recompute,
-				MicroBatchTokens: 48, RolloutSlots: 6, MaxContext: 40, MaxPromptTokens: 7, GroupSize: 3}
-			p, err := New(cfg, s)
-			if err != nil {
+			cases = append(cases, tc{mt: mt, recompute: recompute})
+		}
+		cases = append(cases, tc{mt: mt, refBF16: true, stateBF16: true}, tc{mt: mt, lora: 4})
+	}
+	for _, c := range cases {
+		name := fmt.Sprintf("%s recompute=%v refBF16=%v stateBF16=%v lora=%d", c.mt, c.recompute, c.refBF16, c.stateBF16, c.lora)
+		cfg := tinyConfig(t, c.mt)
+		s := Settings{Device: "cpu", Train: true, Reference: true, Critic: true, Recompute: c.recompute,
+			RefBF16: c.refBF16, StateBF16: c.stateBF16, LoRARank: c.lora,
+			MicroBatchTokens: 48, RolloutSlots: 6, MaxContext: 40, MaxPromptTokens: 7, GroupSize: 3}
+		p, err := New(cfg, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev := &counting{Device: model.NewCPU()}
+		oc := optim.DefaultConfig()
+		if c.stateBF16 {
+			oc.StateDType = "bfloat16"
+		}
+		policy, err := model.New(cfg, dev, model.LMHeadOutput)
+		if err != nil {
+			t.Fatal(err)
+		}
+		policy.Recompute = c.recompute
+		policy.InitRandom(1)
+		var ref *model.Model
+		if c.lora > 0 {
+			policy.Freeze()
+			if _, err := policy.AttachLoRA(model.LoRAConfig{Rank: c.lora, Alpha: 8, TargetModules: []string{"all-linear"}}, 1); err != nil {
 				t.Fatal(err)
 			}
-			dev := &counting{Device: model.NewCPU()}
-			policy, err := model.New(cfg, dev, model.LMHeadOutput)
-			if err != nil {
+			ref = policy.Base()
+		} else {
+			dtype := "float32"
+			if c.refBF16 {
+				dtype = "bfloat16"
+			}
+			if ref, err = policy.CloneWith(model.LoadOptions{Frozen: true, DType: dtype}); err != nil {
 				t.Fatal(err)
 			}
-			policy.Recompute = recompute
-			policy.InitRandom(1)
-			if _, err := optim.New(dev, policy.Params, policy.Grads, optim.DefaultConfig(), 10); err != nil {
+		}
+		params, grads := policy.Trainable()
+		if _, err := optim.New(dev, params, grads, oc, 10); err != nil {
+			t.Fatal(err)
+		}
+		critic, _ := model.New(cfg, dev, model.ValueHeadOutput)
+		critic.Recompute = c.recompute
+		if _, err := optim.New(dev, critic.Params, critic.Grads, optim.DefaultConfig(), 10); err != nil {
+			t.Fatal(err)
+		}
+		// One rollout step: two group leaders prefill 7-token prompts, the
+		// four other slots decode one token each.
+		cache := policy.NewKVCache(s.RolloutSlots, s.MaxContext)
+		var chunks []model.Chunk
+		for slot := 0; slot < s.RolloutSlots; slot++ {
+			n := 1
+			if slot%s.GroupSize == 0 {
+				n = s.MaxPromptTokens
+			}
+			chunks = append(chunks, model.Chunk{Slot: slot, Tokens: make([]int32, n)})
+		}
+		if _, err := policy.Step(cache, chunks); err != nil {
+			t.Fatal(err)
+		}
+		b := model.Batch{Tokens: make([]int32, s.MicroBatchTokens), Seqs: []int32{0, 20, 40, 48}}
+		if _, err := ref.Forward(b, false); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []*model.Model{policy, critic} {
+			if _, err := m.Forward(b, true); err != nil {
 				t.Fatal(err)
 			}
-			ref, _ := model.New(cfg, dev, model.LMHeadOutput)
-			critic, _ := model.New(cfg, dev, model.ValueHeadOutput)
-			critic.Recompute = recompute
-			if _, err := optim.New(dev, critic.Params, critic.Grads, optim.DefaultConfig(), 10); err != nil {
-				t.Fatal(err)
-			}
-			// One rollout step: two group leaders prefill 7-token prompts,
-			// the four other slots decode one token each.
-			cache := policy.NewKVCache(s.RolloutSlots, s.MaxContext)
-			var chunks []model.Chunk
-			for slot := 0; slot < s.RolloutSlots; slot++ {
-				n := 1
-				if slot%s.GroupSize == 0 {
-					n = s.MaxPromptTokens
-				}
-				chunks = append(chunks, model.Chunk{Slot: slot, Tokens: make([]int32, n)})
-			}
-			if _, err := policy.Step(cache, chunks); err != nil {
-				t.Fatal(err)
-			}
-			b := model.Batch{Tokens: make([]int32, s.MicroBatchTokens), Seqs: []int32{0, 20, 40, 48}}
-			if _, err := ref.Forward(b, false); err != nil {
-				t.Fatal(err)
-			}
-			for _, m := range []*model.Model{policy, critic} {
-				if _, err := m.Forward(b, true); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := policy.Backward(make([]float32, 48), nil, nil); err != nil {
-				t.Fatal(err)
-			}
-			want := p.Total() - p.Items[len(p.Items)-1].Bytes
-			if p.Items[len(p.Items)-1].Name != "workspace" {
-				t.Fatal("the last item is not the workspace")
-			}
-			r := float64(want) / float64(dev.peak)
-			t.Logf("%s recompute=%v: plan %d B, measured %d B, ratio %.4f", mt, recompute, want, dev.peak, r)
-			if math.Abs(r-1) > 0.10 || math.IsNaN(r) {
-				var sb strings.Builder
-				p.Print(&sb)
-				t.Errorf("%s recompute=%v: plan %d B (less workspace), measured peak %d B (ratio %.3f)\n%s", mt, recompute, want, dev.peak, r, sb.String())
-			}
+		}
+		if err := policy.Backward(make([]float32, 48), nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		// The next step's rollout: the policy keeps its training arena.
+		if _, err := policy.Step(cache, chunks); err != nil {
+			t.Fatal(err)
+		}
+		want := p.Total() - p.Items[len(p.Items)-1].Bytes
+		if p.Items[len(p.Items)-1].Name != "workspace" {
+			t.Fatal("the last item is not the workspace")
+		}
+		r := float64(want) / float64(dev.peak)
+		t.Logf("%s: plan %d B, measured %d B, ratio %.4f", name, want, dev.peak, r)
+		if math.Abs(r-1) > 0.10 || math.IsNaN(r) {
+			var sb strings.Builder
+			p.Print(&sb)
+			t.Errorf("%s: plan %d B (less workspace), measured peak %d B (ratio %.3f)\n%s", name, want, dev.peak, r, sb.String())
 		}
 	}
 }

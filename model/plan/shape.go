@@ -1,6 +1,10 @@
 package plan
 
-import "github.com/r1go/r1go/model"
+import (
+	"slices"
+
+	"github.com/r1go/r1go/model"
+)
 
 // shape holds the sizes the arena formulas need, as the model package
 // takes them from a config.
@@ -41,20 +45,77 @@ func (sh shape) arena(lmHead, valueHead bool) int64 {
 }
 
 // acts is the number of scalars in the activation arena of a forward over
-// T tokens: residuals of every layer, one layer's saved tensors (every
-// layer's when saved), the head's outputs and the backward's scratch.
-func (sh shape) acts(T int, saved bool) int64 {
+// T tokens, as model.ensureActivations cuts it: the residual stream (every
+// layer's input for a training forward, whose backward reads them; two
+// alternating buffers for a scoring or decoding forward), one layer's saved
+// tensors (every layer's when saved), the head's outputs, the backward's
+// scratch (a training forward only) and Qwen3's per-head norm scratch.
+func (sh shape) acts(T int, saved, train bool) int64 {
 	t, C, I := int64(T), int64(sh.C), int64(sh.I)
 	QKV, Q := int64(sh.QKV), int64(sh.Q)
-	layer := 3*t*C + 2*t + t*QKV + t*Q + int64(sh.NH)*t + 3*t*I
-	scratch := 2*t*C + t*QKV + t*Q + 3*t*I + 3*t
-	if sh.qkNorm {
-		layer += t*QKV + t*int64(sh.NH+sh.KVH)
-		scratch += 2 * t * QKV
+	nx, tb := int64(2), int64(0)
+	if train || sh.L+1 < 2 {
+		nx = int64(sh.L + 1)
+	}
+	if train {
+		tb = t
 	}
 	nl := int64(1)
 	if saved {
 		nl = int64(sh.L)
 	}
-	return int64(sh.L+1)*t*C + nl*layer + 2*t*C + t + 4*t + scratch
+	n := nx*t*C + nl*sh.layerActs(T) + 2*t*C + t + 4*t + tb*(2*C+QKV+Q+3*I+3)
+	if sh.qkNorm {
+		n += 2 * t * QKV
+	}
+	return n
+}
+
+// layerActs is the number of scalars one layer saves for its backward.
+func (sh shape) layerActs(T int) int64 {
+	t, C, I := int64(T), int64(sh.C), int64(sh.I)
+	n := 3*t*C + 2*t + t*int64(sh.QKV) + t*int64(sh.Q) + int64(sh.NH)*t + 3*t*I
+	if sh.qkNorm {
+		n += t*int64(sh.QKV) + t*int64(sh.NH+sh.KVH)
+	}
+	return n
+}
+
+// autoRecomputeBytes mirrors the model package's bound: a training forward
+// whose saved layers would take more float32 bytes than this recomputes
+// even when recomputation is off.
+const autoRecomputeBytes = 1 << 30
+
+// saves says whether a training forward of T tokens keeps every layer's
+// activations (Recompute off and under the automatic bound).
+func (sh shape) saves(T int, recompute bool) bool {
+	return !recompute && int64(sh.L)*sh.layerActs(T)*4 <= autoRecomputeBytes
+}
+
+// loraParams is the number of scalars of rank-r adapters on the named
+// projections (nil or "all-linear": all seven) of every layer: A [r, in]
+// and B [out, r] each.
+func (sh shape) loraParams(r int, targets []string) int64 {
+	all := len(targets) == 0
+	var per int64
+	for _, m := range []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"} {
+		if !all && !slices.Contains(targets, m) && !slices.Contains(targets, "all-linear") {
+			continue
+		}
+		var in, out int
+		switch m {
+		case "q_proj":
+			in, out = sh.C, sh.Q
+		case "k_proj", "v_proj":
+			in, out = sh.C, sh.KV
+		case "o_proj":
+			in, out = sh.Q, sh.C
+		case "gate_proj", "up_proj":
+			in, out = sh.C, sh.I
+		default:
+			in, out = sh.I, sh.C
+		}
+		per += int64(r) * int64(in+out)
+	}
+	return int64(sh.L) * per
 }
