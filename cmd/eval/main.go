@@ -32,6 +32,7 @@ import (
 
 	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/cmd/internal/config"
+	"github.com/r1go/r1go/cmd/internal/weights"
 	"github.com/r1go/r1go/model"
 )
 
@@ -100,6 +101,9 @@ func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out 
 		return err
 	}
 	defer os.RemoveAll(work)
+	if err := weights.CheckFinite(modelDir); err != nil {
+		return err
+	}
 	mc := agent.ModelConfig{Path: modelDir, MaxContext: cfg.MaxContext}
 	s, err := agent.Build(ctx, mc, cfg.Data, cfg.Env, model.NewCPU(), work)
 	if err != nil {
@@ -123,6 +127,9 @@ func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out 
 				continue
 			}
 			var bm *model.Model
+			if err := weights.CheckFinite(baseDir); err != nil {
+				return err
+			}
 			if bm, err = model.Load(baseDir, s.Policy.Dev, model.LMHeadOutput); err != nil {
 				return err
 			}

@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/r1go/r1go/cmd/internal/weights"
 	"github.com/r1go/r1go/model"
 )
 
@@ -62,6 +63,9 @@ func main() {
 }
 
 func run(modelDir, tokDir, input, output string, batchTokens int, skipBad bool) error {
+	if err := weights.CheckFinite(modelDir); err != nil {
+		return err
+	}
 	m, err := model.Load(modelDir, model.NewCPU(), model.LMHeadOutput)
 	if err != nil {
 		return err

@@ -45,15 +45,14 @@ func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.Sampler
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return err
 	}
-	opts := model.SaveOptions{DType: "float32", TokenizerDir: s.TokenizerDir}
-	if err := tr.Policy.Save(filepath.Join(tmp, "actor"), nil, opts); err != nil {
+	if err := savePolicy(tr.Policy, filepath.Join(tmp, "actor"), s.TokenizerDir); err != nil {
 		return err
 	}
 	if err := tr.ActorOpt.Save(filepath.Join(tmp, "actor_optim.safetensors")); err != nil {
 		return err
 	}
 	if tr.Critic != nil {
-		if err := tr.Critic.Save(filepath.Join(tmp, "critic"), nil, opts); err != nil {
+		if err := savePolicy(tr.Critic, filepath.Join(tmp, "critic"), s.TokenizerDir); err != nil {
 			return err
 		}
 		if err := tr.CriticOpt.Save(filepath.Join(tmp, "critic_optim.safetensors")); err != nil {

@@ -46,6 +46,7 @@ type TrainerConfig struct {
 	RolloutSlots    int      `yaml:"rollout_slots" help:"trajectories decoded together (KV cache slots)"`
 	Seed            uint64   `yaml:"seed" help:"rollout sampling seed"`
 	StopAfter       int      `yaml:"stop_after" help:"stop after this many RL steps of this invocation (0: run to the end; tests use it to kill a run)"`
+	GuardConfig     `yaml:",inline"` // run folder, checkpoint keeping, rollout dump, divergence (divergence.go)
 }
 
 // DefaultConfig returns the embedded default run.
@@ -91,6 +92,7 @@ func DefaultConfig() Config {
 	// The local BM25 tool answers in milliseconds, so waiting for it costs
 	// little and makes the run reproducible bit for bit.
 	c.RL.Rollout.Deterministic = true
+	c.Trainer.GuardConfig = defaultGuard()
 	return c
 }
 
