@@ -46,7 +46,9 @@ type TrainerConfig struct {
 	RolloutSlots    int      `yaml:"rollout_slots" help:"trajectories decoded together (KV cache slots)"`
 	Seed            uint64   `yaml:"seed" help:"rollout sampling seed"`
 	StopAfter       int      `yaml:"stop_after" help:"stop after this many RL steps of this invocation (0: run to the end; tests use it to kill a run)"`
-	GuardConfig     `yaml:",inline"` // run folder, checkpoint keeping, rollout dump, divergence (divergence.go)
+
+	// Run folder, checkpoint keeping, rollout dump, divergence (divergence.go).
+	GuardConfig `yaml:",inline"`
 }
 
 // DefaultConfig returns the embedded default run.
