@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/r1go/r1go/rl"
+)
+
+// copyWarmstart copies the warm-start fixture into a temporary folder with
+// a generation_config.json of Qwen2.5-Instruct's kind: sampling defaults
+// and a key r1go does not know.
+func copyWarmstart(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join("testdata", "warmstart")
+	dst := filepath.Join(t.TempDir(), "Qwen-like")
+	os.MkdirAll(dst, 0o755)
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		raw, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() == "generation_config.json" {
+			raw = []byte(`{"bos_token_id": null, "do_sample": true, "eos_token_id": [2050, 2048], "pad_token_id": 2048,` +
+				` "repetition_penalty": 1.05, "temperature": 0.7, "top_k": 20, "top_p": 0.8, "transformers_version": "4.37.0", "custom_key": "kept"}`)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+func jsonMap(t *testing.T, path string) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestCheckpointsLikeVerl trains a Hugging Face folder without SFT for
+// three steps, saving each, keeping two: no sft/ copy, the source
+// generation_config.json kept, the optimizer only in the newest
+// checkpoint, folders 0755, each step's rollouts dumped and the tiny-only
+// defaults warned about.
+func TestCheckpointsLikeVerl(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the trainer")
+	}
+	src := copyWarmstart(t)
+	dir := t.TempDir()
+	c := testConfig(t, dir)
+	c.Model.Path = src
+	c.SFT.Steps = 0
+	c.Trainer.TotalSteps, c.Trainer.SaveFreq, c.Trainer.TestFreq = 3, 1, 3
+	c.Trainer.MaxActorCkptToKeep = 2
+	c.Trainer.LogValGenerations = 3
+	var out bytes.Buffer
+	if err := run(context.Background(), &c, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	log := out.String()
+	if _, err := os.Stat(filepath.Join(dir, "sft")); err == nil {
+		t.Error("sft/ was written although sft.steps=0")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "initial_eval.json")); err != nil {
+		t.Error("no initial_eval.json:", err)
+	}
+	if strings.Contains(log, "after SFT") || !strings.Contains(log, "before RL: held-out EM") {
+		t.Errorf("the log labels the initial policy wrongly:\n%s", log)
+	}
+	steps, _ := checkpointSteps(dir)
+	if !slices.Equal(steps, []int{2, 3}) {
+		t.Fatalf("checkpoints %v, want [2 3] (max_actor_ckpt_to_keep=2)", steps)
+	}
+	for n, want := range map[int]bool{2: false, 3: true} {
+		_, err := os.Stat(filepath.Join(dir, "global_step_"+itoa(n), "actor_optim.safetensors"))
+		if (err == nil) != want {
+			t.Errorf("global_step_%d has optimizer state: %v, want %v", n, err == nil, want)
+		}
+	}
+	actor := filepath.Join(dir, "global_step_3", "actor")
+	if got, want := jsonMap(t, filepath.Join(actor, "generation_config.json")), jsonMap(t, filepath.Join(src, "generation_config.json")); !reflect.DeepEqual(got, want) {
+		t.Errorf("generation_config.json\n got %v\nwant %v", got, want)
+	}
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && p != dir {
+			if st, _ := d.Info(); st.Mode().Perm() != 0o755 {
+				t.Errorf("%s has mode %v, want 0755", p, st.Mode().Perm())
+			}
+		}
+		return nil
+	})
+	for _, name := range []string{"step_1.jsonl", "step_2.jsonl", "step_3.jsonl", "val_step_3.jsonl"} {
+		recs, err := rl.ReadDump(filepath.Join(dir, "rollouts", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := c.Data.TrainBatchSize * c.RL.Rollout.N
+		if strings.HasPrefix(name, "val") {
+			want = 3
+		}
+		if len(recs) != want {
+			t.Errorf("%s: %d records, want %d", name, len(recs), want)
+		}
+		if !strings.HasPrefix(name, "val") && recs[0].Advantage == nil {
+			t.Errorf("%s: training record without advantage", name)
+		}
+	}
+	for _, want := range []string{"warning: model.path is set but", "actor.optim.lr=0.0002", "env.topk=1", "rollout.max_turn_tokens=64",
+		"checkpoint: saving " + filepath.Join(dir, "global_step_3"), "checkpoint: saved global_step_3", "removed 1 older",
+		"held-out before RL: evaluating", "held-out after RL: 16/16 questions", "evaluate: go run ./cmd/eval -model " + actor + " data.val_size=8 data.synth_train=300 data.synth_eval=16"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q", want)
+		}
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
