@@ -48,6 +48,10 @@ func main() {
 	batchTokens := flag.Int("batch-tokens", 4096, "tokens per packed forward pass")
 	skipBad := flag.Bool("skip-bad", false, "report malformed lines on stderr and go on")
 	flag.Parse()
+	if err := applyConfigFile(flag.CommandLine, *configFile); err != nil {
+		fmt.Fprintln(os.Stderr, "score:", err)
+		os.Exit(2)
+	}
 	if *modelDir == "" {
 		fmt.Fprintln(os.Stderr, "score: -model is required")
 		flag.Usage()

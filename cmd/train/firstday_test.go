@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,7 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/rl"
+	"github.com/r1go/r1go/rl/metrics"
 )
 
 // copyWarmstart copies the warm-start fixture into a temporary folder with
@@ -126,7 +129,7 @@ func TestCheckpointsLikeVerl(t *testing.T) {
 	}
 	for _, want := range []string{"warning: model.path is set but", "actor.optim.lr=0.0002", "env.topk=1", "rollout.max_turn_tokens=64",
 		"checkpoint: saving " + filepath.Join(dir, "global_step_3"), "checkpoint: saved global_step_3", "removed 1 older",
-		"held-out before RL: evaluating", "held-out after RL: 16/16 questions", "evaluate: go run ./cmd/eval -model " + actor + " data.val_size=8 data.synth_train=300 data.synth_eval=16"} {
+		"held-out before RL: evaluating", "held-out after RL: 16/16 questions", "evaluate: go run ./cmd/eval -model " + actor + " data.synth_train=300 data.synth_eval=16"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q", want)
 		}
@@ -134,3 +137,58 @@ func TestCheckpointsLikeVerl(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// The summary's evaluate line carries the data and environment keys the
+// run used, so that eval scores the same questions the same way.
+func TestEvalCommandCarriesDataKeys(t *testing.T) {
+	c := DefaultConfig()
+	c.Data.TrainFiles = []string{"train.parquet"}
+	c.Data.ValFiles = []string{"hotpotqa.parquet", "musique.jsonl"}
+	c.Data.Corpus, c.Data.ValSize = "wiki18.jsonl", 500
+	c.Env.TopK, c.Env.Reward, c.Env.Instruction = 3, "f1", "Answer briefly."
+	c.Model.MaxContext = 8192
+	got := evalCommand(&c, "RUN/global_step_9/actor")
+	want := "go run ./cmd/eval -model RUN/global_step_9/actor data.val_files=[hotpotqa.parquet,musique.jsonl] data.val_size=500 " +
+		"data.corpus=wiki18.jsonl env.topk=3 env.reward=f1 env.instruction='Answer briefly.' max_context=8192"
+	if got != want {
+		t.Fatalf("evaluate line\n got %s\nwant %s", got, want)
+	}
+	if def := DefaultConfig(); def.Env.Reward != agent.DefaultEnvConfig().Reward {
+		t.Fatalf("train's default reward %q differs from eval's %q", def.Env.Reward, agent.DefaultEnvConfig().Reward)
+	}
+}
+
+// train -h prints its header once, then the key table with the guard keys.
+func TestHelpHeaderOnce(t *testing.T) {
+	var b bytes.Buffer
+	c := DefaultConfig()
+	printHelp(&b, &c)
+	h := b.String()
+	if n := strings.Count(h, "usage: train"); n != 1 || strings.Contains(h, "Keys, with their defaults") || strings.Count(h, "Config keys and defaults") != 1 {
+		t.Fatalf("help header:\n%s", h[:min(len(h), 600)])
+	}
+	for _, k := range []string{"trainer.overwrite", "trainer.max_actor_ckpt_to_keep", "trainer.rollout_data_dir", "trainer.log_val_generations",
+		"trainer.entropy_collapse_threshold", "trainer.entropy_collapse_steps"} {
+		if !strings.Contains(h, k) {
+			t.Errorf("help lacks %s", k)
+		}
+	}
+}
+
+// The plot names what it draws and has a validation legend only with
+// validation points.
+func TestTrainingChartLegend(t *testing.T) {
+	c := DefaultConfig()
+	pts := []metrics.Point{{Step: 1, Value: 0.5}}
+	ch := trainingChart(&c, map[string][]metrics.Point{"critic/score/mean": pts, "env/em": pts})
+	if len(ch.Series) != 2 || strings.Contains(ch.Title, "validation") || !strings.Contains(ch.Title, "per RL step") {
+		t.Fatalf("chart without validation: title %q, series %v", ch.Title, slices.Sorted(maps.Keys(ch.Series)))
+	}
+	if _, ok := ch.Series["train reward (critic/score/mean, env.em)"]; !ok {
+		t.Errorf("the reward legend does not name the reward: %v", slices.Sorted(maps.Keys(ch.Series)))
+	}
+	ch = trainingChart(&c, map[string][]metrics.Point{"critic/score/mean": pts, "env/em": pts, "val-core/all/em": pts})
+	if len(ch.Series) != 3 || !strings.Contains(ch.Title, "validation EM") {
+		t.Fatalf("chart with validation: title %q, %d series", ch.Title, len(ch.Series))
+	}
+}

@@ -108,8 +108,13 @@ func baseName(cfg *Config) string {
 func evalCommand(cfg *Config, actor string) string {
 	args := []string{"go run ./cmd/eval -model " + actor}
 	def := DefaultConfig()
+	// train's held-out set: the synthetic world's whole test split, or
+	// the first data.val_size questions of the validation files.
 	if len(cfg.Data.ValFiles) > 0 {
 		args = append(args, "data.val_files=["+strings.Join(cfg.Data.ValFiles, ",")+"]")
+		if cfg.Data.ValSize > 0 {
+			args = append(args, fmt.Sprintf("data.val_size=%d", cfg.Data.ValSize))
+		}
 	}
 	add := func(key, v, d string) {
 		if v != d {
@@ -117,7 +122,6 @@ func evalCommand(cfg *Config, actor string) string {
 		}
 	}
 	add("data.corpus", cfg.Data.Corpus, def.Data.Corpus)
-	add("data.val_size", fmt.Sprint(cfg.Data.ValSize), fmt.Sprint(def.Data.ValSize))
 	add("data.synth_seed", fmt.Sprint(cfg.Data.SynthSeed), fmt.Sprint(def.Data.SynthSeed))
 	add("data.synth_train", fmt.Sprint(cfg.Data.SynthTrain), fmt.Sprint(def.Data.SynthTrain))
 	add("data.synth_eval", fmt.Sprint(cfg.Data.SynthEval), fmt.Sprint(def.Data.SynthEval))

@@ -65,6 +65,9 @@ func run(ctx context.Context, cfg *Config, out io.Writer) error {
 		return err
 	}
 	defer s.Close()
+	if len(s.Train) == 0 {
+		return fmt.Errorf("data.train_files is empty: train needs training questions (data.val_files alone is for cmd/eval)")
+	}
 	fmt.Fprintf(out, "data: %d train, %d validation, %d test questions; policy %d parameters, vocabulary %d\n",
 		len(s.Train), len(s.Val), len(s.Test), s.Policy.NumParams(), s.Tok.VocabSize())
 
