@@ -192,3 +192,38 @@ func TestTrainingChartLegend(t *testing.T) {
 		t.Fatalf("chart with validation: title %q, %d series", ch.Title, len(ch.Series))
 	}
 }
+
+// A run killed after logging step 3 but checkpointed at step 2 logs step 3
+// again when resumed; metrics.jsonl is cut back first, so each step
+// appears once.
+func TestResumeCutsMetricsBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the trainer twice")
+	}
+	dir := t.TempDir()
+	c := testConfig(t, dir)
+	c.Model.Path, c.SFT.Steps = filepath.Join("testdata", "warmstart"), 0
+	c.Trainer.TotalSteps, c.Trainer.SaveFreq, c.Trainer.StopAfter = 4, 2, 3
+	var out bytes.Buffer
+	if err := run(context.Background(), &c, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	c.Trainer.StopAfter, c.Trainer.Resume = 0, true
+	if err := run(context.Background(), &c, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "resume: dropped 1 metrics.jsonl records after step 2") {
+		t.Errorf("no note of the cut:\n%s", out.String())
+	}
+	recs, err := metrics.ReadJSONL(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []int
+	for _, r := range recs {
+		steps = append(steps, r.Step)
+	}
+	if !slices.Equal(steps, []int{1, 2, 3, 4}) {
+		t.Fatalf("metrics.jsonl steps %v, want [1 2 3 4]", steps)
+	}
+}
