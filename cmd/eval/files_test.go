@@ -83,3 +83,23 @@ func TestEvalHelp(t *testing.T) {
 		}
 	}
 }
+
+// The base-tool-call baseline of a checkpoint defaults to the run's sft/,
+// or, for a run without SFT, to the model folder its config.yaml names.
+func TestDefaultBase(t *testing.T) {
+	run := t.TempDir()
+	actor := filepath.Join(run, "global_step_3", "actor")
+	os.MkdirAll(actor, 0o755)
+	if got := defaultBase(actor); got != "" {
+		t.Fatalf("no sft/, no config: %q", got)
+	}
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(run, "config.yaml"), []byte("model:\n  path: "+src+"\n  hidden_size: 8\nsft:\n  steps: 0\n"), 0o644)
+	if got := defaultBase(actor); got != src {
+		t.Fatalf("without SFT: %q, want model.path %q", got, src)
+	}
+	os.MkdirAll(filepath.Join(run, "sft"), 0o755)
+	if got := defaultBase(actor); got != filepath.Join(run, "sft") {
+		t.Fatalf("with sft/: %q", got)
+	}
+}

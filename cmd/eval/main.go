@@ -10,7 +10,8 @@
 //   - agent: the model with the tool, greedy, as trained (multi-turn);
 //   - base-tool-call: the same loop for the model before RL: -base DIR, or,
 //     for a checkpoint of a train run (RUN/global_step_N/actor), the run's
-//     warm-started policy RUN/sft;
+//     warm-started policy RUN/sft, or without SFT the model.path of its
+//     RUN/config.yaml;
 //   - naive-rag: one retrieval with the question itself, the passages put
 //     in the prompt, and one answer turn without tools.
 //
@@ -83,9 +84,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if *base == "" {
-		if sft := filepath.Join(filepath.Dir(filepath.Dir(filepath.Clean(*modelDir))), "sft"); isDir(sft) {
-			*base = sft
-		}
+		*base = defaultBase(*modelDir)
 	}
 	if err := run(ctx, cfg, *modelDir, *base, *output, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "eval:", err)
@@ -127,7 +126,7 @@ func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out 
 			r, _, err = agent.EvaluateProgress(ctx, s, s.Policy, samples, ec, progressChunk(cfg, len(samples)), out, b)
 		case "base-tool-call":
 			if baseDir == "" {
-				fmt.Fprintln(out, "base-tool-call: skipped (no -base folder and no sft/ beside the checkpoint)")
+				fmt.Fprintln(out, "base-tool-call: skipped (no -base folder, and neither sft/ nor config.yaml's model.path in the checkpoint's run folder)")
 				continue
 			}
 			var bm *model.Model

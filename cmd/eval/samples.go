@@ -2,7 +2,11 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/data"
@@ -35,4 +39,28 @@ func sourceName(cfg Config) string {
 // KV cache is used fully.
 func progressChunk(cfg Config, n int) int {
 	return max(cfg.Slots, (n+9)/10)
+}
+
+// defaultBase finds the policy before RL of a train checkpoint
+// (RUN/global_step_N/actor): the run's warm-started RUN/sft, or, for a run
+// without SFT, the model folder its RUN/config.yaml started from. "" when
+// neither is known.
+func defaultBase(modelDir string) string {
+	run := filepath.Dir(filepath.Dir(filepath.Clean(modelDir)))
+	if sft := filepath.Join(run, "sft"); isDir(sft) {
+		return sft
+	}
+	raw, err := os.ReadFile(filepath.Join(run, "config.yaml"))
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		Model struct {
+			Path string `yaml:"path"`
+		} `yaml:"model"`
+	}
+	if yaml.Unmarshal(raw, &c) != nil || c.Model.Path == "" || !isDir(c.Model.Path) {
+		return ""
+	}
+	return c.Model.Path
 }
