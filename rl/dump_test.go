@@ -114,3 +114,37 @@ func TestReadDumpBadLines(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadDump: any file either reads, with every record's spans tiling
+// its text, or fails with an error naming the file and line; never panics.
+func FuzzReadDump(f *testing.F) {
+	f.Add([]byte(`{"step":1,"text":"ab","spans":[{"kind":"prompt","start":0,"end":1},{"kind":"action","start":1,"end":2}]}` + "\n"))
+	f.Add([]byte(`{"step":1,"text":"","spans":[]}` + "\n\n{"))
+	f.Add([]byte(`{"text":"abc","spans":[{"kind":"observation","start":0,"end":9}]}`))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		path := filepath.Join(dir, "f.jsonl")
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := ReadDump(path)
+		if err != nil {
+			if !strings.Contains(err.Error(), path) {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		for _, r := range recs {
+			at := 0
+			for _, s := range r.Spans {
+				if s.Start != at || s.End < s.Start || s.End > len(r.Text) {
+					t.Fatalf("accepted spans %+v for a %d-byte text", r.Spans, len(r.Text))
+				}
+				at = s.End
+			}
+			if at != len(r.Text) {
+				t.Fatalf("accepted spans ending at %d of %d", at, len(r.Text))
+			}
+		}
+	})
+}

@@ -193,9 +193,10 @@ func TestTrainingChartLegend(t *testing.T) {
 	}
 }
 
-// A run killed after logging step 3 but checkpointed at step 2 logs step 3
-// again when resumed; metrics.jsonl is cut back first, so each step
-// appears once.
+// A run that crashed after logging step 3 but before checkpointing it
+// (here: stopped after the step-2 checkpoint, with step 3's record
+// appended as the crash would have left it) logs step 3 again when
+// resumed; metrics.jsonl is cut back first, so each step appears once.
 func TestResumeCutsMetricsBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the trainer twice")
@@ -203,11 +204,18 @@ func TestResumeCutsMetricsBack(t *testing.T) {
 	dir := t.TempDir()
 	c := testConfig(t, dir)
 	c.Model.Path, c.SFT.Steps = filepath.Join("testdata", "warmstart"), 0
-	c.Trainer.TotalSteps, c.Trainer.SaveFreq, c.Trainer.StopAfter = 4, 2, 3
+	c.Trainer.TotalSteps, c.Trainer.SaveFreq, c.Trainer.StopAfter = 3, 2, 2
 	var out bytes.Buffer
 	if err := run(context.Background(), &c, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
+	path := filepath.Join(dir, "metrics.jsonl")
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"step":3,"data":{"critic/score/mean":-7}}` + "\n")
+	f.Close()
 	c.Trainer.StopAfter, c.Trainer.Resume = 0, true
 	if err := run(context.Background(), &c, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
@@ -215,7 +223,7 @@ func TestResumeCutsMetricsBack(t *testing.T) {
 	if !strings.Contains(out.String(), "resume: dropped 1 metrics.jsonl records after step 2") {
 		t.Errorf("no note of the cut:\n%s", out.String())
 	}
-	recs, err := metrics.ReadJSONL(filepath.Join(dir, "metrics.jsonl"))
+	recs, err := metrics.ReadJSONL(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +231,7 @@ func TestResumeCutsMetricsBack(t *testing.T) {
 	for _, r := range recs {
 		steps = append(steps, r.Step)
 	}
-	if !slices.Equal(steps, []int{1, 2, 3, 4}) {
-		t.Fatalf("metrics.jsonl steps %v, want [1 2 3 4]", steps)
+	if !slices.Equal(steps, []int{1, 2, 3}) || recs[2].Data["critic/score/mean"] == -7 {
+		t.Fatalf("metrics.jsonl steps %v (step 3: %v), want [1 2 3] with the resumed step 3", steps, recs[len(recs)-1].Data["critic/score/mean"])
 	}
 }

@@ -258,3 +258,38 @@ func TestEntropyCollapseWarning(t *testing.T) {
 		t.Errorf("stepEntropy %v, want 1", got)
 	}
 }
+
+// FuzzTruncateMetrics: whatever the file holds, the cut keeps only whole
+// records of steps up to the checkpoint, in their order, and never panics.
+func FuzzTruncateMetrics(f *testing.F) {
+	f.Add([]byte("{\"step\":1,\"data\":{}}\n{\"step\":3,\"data\":{}}\n{\"step\":2,\"data\":{\"x\":1}}\n"), 2)
+	f.Add([]byte("{\"step\":1}\n{\"ste"), 5)
+	f.Add([]byte("\n\n{\"data\":{}}\n"), 0)
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, body []byte, upTo int) {
+		path := filepath.Join(dir, "metrics.jsonl")
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := truncateMetrics(path, upTo); err != nil {
+			return
+		}
+		raw, _ := os.ReadFile(path)
+		for _, line := range strings.Split(strings.TrimRight(string(raw), "\n"), "\n") {
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			var rec struct {
+				Step *int `json:"step"`
+			}
+			if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Step == nil || *rec.Step > upTo {
+				if string(raw) == string(body) {
+					// Nothing was dropped: the file is left as it was only
+					// when every record already passes.
+					t.Fatalf("kept line %q of an untouched file (upTo %d)", line, upTo)
+				}
+				t.Fatalf("kept line %q (upTo %d)", line, upTo)
+			}
+		}
+	})
+}
