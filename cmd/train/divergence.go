@@ -58,6 +58,9 @@ var divergedKeys = []string{"actor/pg_loss", "actor/kl_loss", "actor/entropy", "
 // checkStep returns an error wrapping ErrDiverged when a loss or gradient
 // norm of the step, or a weight of any of the models, is not finite. The
 // error names what was found, the step, and the last good checkpoint.
+// models may be nil: the weights are scanned only before a checkpoint (a
+// non-finite update shows in the gradient norm or, a step later, in the
+// loss, which are checked every step for free).
 func checkStep(step int, m rl.Metrics, runDir string, models map[string]*model.Model) error {
 	var what string
 	for _, k := range divergedKeys {
@@ -85,11 +88,14 @@ func checkStep(step int, m rl.Metrics, runDir string, models map[string]*model.M
 	return fmt.Errorf("%w at step %d: %s; the step was not checkpointed. %s", ErrDiverged, step, what, lastGood(runDir))
 }
 
+// scanChunk is how many weights nonFiniteWeight copies to the host at a
+// time: 16 MB, so that a 7B policy on a GPU needs no 28 GB host copy.
+const scanChunk = 1 << 22
+
 // nonFiniteWeight names the first tensor of m holding NaN or Inf, with
 // the count, or returns "".
 func nonFiniteWeight(m *model.Model) string {
-	host := make([]float32, m.NumParams())
-	m.Dev.Download(host, m.Params)
+	host := make([]float32, min(scanChunk, m.NumParams()))
 	off := 0
 	for _, t := range m.Tensors() {
 		n := 1
@@ -97,16 +103,21 @@ func nonFiniteWeight(m *model.Model) string {
 			n *= d
 		}
 		bad, first := 0, -1
-		for i, v := range host[off : off+n] {
-			if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
-				if first < 0 {
-					first = i
+		var firstV float32
+		for lo := 0; lo < n; lo += scanChunk {
+			k := min(scanChunk, n-lo)
+			m.Dev.Download(host[:k], m.Params.Slice(off+lo, k))
+			for i, v := range host[:k] {
+				if v-v != 0 { // NaN or ±Inf: x-x is 0 for every finite x
+					if first < 0 {
+						first, firstV = lo+i, v
+					}
+					bad++
 				}
-				bad++
 			}
 		}
 		if bad > 0 {
-			return fmt.Sprintf("weight %s holds %d non-finite values (first at flat index %d: %v)", t.Name, bad, first, host[off+first])
+			return fmt.Sprintf("weight %s holds %d non-finite values (first at flat index %d: %v)", t.Name, bad, first, firstV)
 		}
 		off += n
 	}

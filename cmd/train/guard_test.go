@@ -293,3 +293,30 @@ func FuzzTruncateMetrics(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkNonFiniteWeight scans the warm-start policy's weights; the
+// denominator, BenchmarkDownloadWeights, only copies them to the host.
+func BenchmarkNonFiniteWeight(b *testing.B) {
+	m, err := model.Load("testdata/warmstart", model.NewCPU(), model.LMHeadOutput)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(4 * m.NumParams()))
+	for b.Loop() {
+		if msg := nonFiniteWeight(m); msg != "" {
+			b.Fatal(msg)
+		}
+	}
+}
+
+func BenchmarkDownloadWeights(b *testing.B) {
+	m, err := model.Load("testdata/warmstart", model.NewCPU(), model.LMHeadOutput)
+	if err != nil {
+		b.Fatal(err)
+	}
+	host := make([]float32, m.NumParams())
+	b.SetBytes(int64(4 * m.NumParams()))
+	for b.Loop() {
+		m.Dev.Download(host, m.Params)
+	}
+}

@@ -43,9 +43,12 @@ func (g *runGuard) dumpDir() string {
 // trajectories. An error wraps ErrDiverged when the step must not be saved.
 func (g *runGuard) afterStep(tr *rl.Trainer, res *rl.StepResult) error {
 	step := tr.Steps()
-	models := map[string]*model.Model{"actor": tr.Policy}
-	if tr.Critic != nil {
-		models["critic"] = tr.Critic
+	var models map[string]*model.Model
+	if g.savesAt(step) {
+		models = map[string]*model.Model{"actor": tr.Policy}
+		if tr.Critic != nil {
+			models["critic"] = tr.Critic
+		}
 	}
 	if err := checkStep(step, res.Metrics, g.dir, models); err != nil {
 		return err
@@ -60,6 +63,12 @@ func (g *runGuard) afterStep(tr *rl.Trainer, res *rl.StepResult) error {
 		}
 	}
 	return nil
+}
+
+// savesAt says whether run checkpoints after step (the same rule).
+func (g *runGuard) savesAt(step int) bool {
+	f := g.cfg.Trainer.SaveFreq
+	return (f > 0 && step%f == 0) || step == g.cfg.Trainer.TotalSteps
 }
 
 // validation dumps the first trainer.log_val_generations validation

@@ -6,7 +6,6 @@ package weights
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/r1go/r1go/model"
 )
@@ -35,14 +34,13 @@ func CheckFinite(dir string) error {
 		}
 		nan, inf, first := 0, 0, -1
 		for i, v := range buf {
-			f := float64(v)
-			switch {
-			case math.IsNaN(f):
-				nan++
-			case math.IsInf(f, 0):
-				inf++
-			default:
+			if v-v == 0 { // finite: x-x is NaN only for NaN and ±Inf
 				continue
+			}
+			if v != v {
+				nan++
+			} else {
+				inf++
 			}
 			if first < 0 {
 				first = i
