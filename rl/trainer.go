@@ -175,7 +175,8 @@ func (t *Trainer) SetSteps(n int) { t.step = n }
 type StepResult struct {
 	Trajectories []*Trajectory
 	Metrics      Metrics
-	Tokens       int // prompt + response tokens of the step
+	Tokens       int    // prompt + response tokens of the step
+	Batch        *Batch // the packed step, advantages included (for the rollout dump)
 }
 
 // Step runs one RL step on a batch of prompts: rollout, rewards, old and
@@ -316,7 +317,7 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	m["perf/total_num_tokens"] = float64(b.NumTokens())
 	m["perf/throughput"] = float64(b.NumTokens()) / m["timing_s/step"]
 	m["training/global_step"] = float64(t.step)
-	return &StepResult{Trajectories: trajs, Metrics: m, Tokens: b.NumTokens()}, nil
+	return &StepResult{Trajectories: trajs, Metrics: m, Tokens: b.NumTokens(), Batch: b}, nil
 }
 
 // reuseOld says whether π_old is taken from the update's forward.

@@ -10,7 +10,8 @@
 //   - agent: the model with the tool, greedy, as trained (multi-turn);
 //   - base-tool-call: the same loop for the model before RL: -base DIR, or,
 //     for a checkpoint of a train run (RUN/global_step_N/actor), the run's
-//     warm-started policy RUN/sft;
+//     warm-started policy RUN/sft, or without SFT the model.path of its
+//     RUN/config.yaml;
 //   - naive-rag: one retrieval with the question itself, the passages put
 //     in the prompt, and one answer turn without tools.
 //
@@ -33,6 +34,7 @@ import (
 
 	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/cmd/internal/config"
+	"github.com/r1go/r1go/cmd/internal/weights"
 	"github.com/r1go/r1go/model"
 )
 
@@ -42,7 +44,7 @@ type Config struct {
 	Data       agent.DataConfig `yaml:"data"`
 	Env        agent.EnvConfig  `yaml:"env"`
 	Split      string           `yaml:"split" help:"synthetic world split: test or validation"`
-	Baselines  []string         `yaml:"baselines" help:"any of agent, naive-rag"`
+	Baselines  []string         `yaml:"baselines" help:"any of agent, base-tool-call, naive-rag"`
 	MaxTurn    int              `yaml:"max_turn_tokens" help:"model tokens per turn"`
 	MaxResp    int              `yaml:"max_response_tokens" help:"tokens after the prompt"`
 	MaxContext int              `yaml:"max_context" help:"tokens per trajectory"`
@@ -51,12 +53,16 @@ type Config struct {
 }
 
 func defaultConfig() Config {
-	return Config{
+	c := Config{
 		Data:  agent.DefaultDataConfig(),
 		Env:   agent.DefaultEnvConfig(),
 		Split: "test", Baselines: []string{"agent", "base-tool-call", "naive-rag"}, MaxTurn: 64, MaxResp: 640, MaxContext: 1280, Slots: 64,
 		Device: DeviceConfig{Device: "auto"},
 	}
+	// eval scores a whole set unless told otherwise; train's 50 is the
+	// size of its periodic validation.
+	c.Data.ValSize = 0
+	return c
 }
 
 func main() {
@@ -68,8 +74,7 @@ func main() {
 	base := fs.String("base", "", "model folder for the base-tool-call baseline (default: the run's sft/ folder)")
 	switch err := config.Load(&cfg, os.Args[1:], fs); {
 	case errors.Is(err, config.ErrHelp):
-		fmt.Println("usage: eval -model DIR [-output FILE.json] [-config FILE.yaml] [key=value ...]\n\nKeys, with their defaults:")
-		config.Help(os.Stdout, &cfg)
+		printHelp(os.Stdout, fs, &cfg)
 		return
 	case err != nil:
 		fmt.Fprintln(os.Stderr, err)
@@ -82,9 +87,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if *base == "" {
-		if sft := filepath.Join(filepath.Dir(filepath.Dir(filepath.Clean(*modelDir))), "sft"); isDir(sft) {
-			*base = sft
-		}
+		*base = defaultBase(*modelDir)
 	}
 	if err := run(ctx, cfg, *modelDir, *base, *output, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "eval:", err)
@@ -103,6 +106,9 @@ func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out 
 		return err
 	}
 	defer os.RemoveAll(work)
+	if err := weights.CheckFinite(modelDir); err != nil {
+		return err
+	}
 	mc := agent.ModelConfig{Path: modelDir, MaxContext: cfg.MaxContext}
 	dev, stop, err := cfg.Device.open(cfg, baseDir != "" && slices.Contains(cfg.Baselines, "base-tool-call"), modelDir, out)
 	if stop || err != nil {
@@ -113,28 +119,33 @@ func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out 
 		return err
 	}
 	defer s.Close()
-	samples := s.Val
-	if s.World != nil && cfg.Split == "test" {
-		samples = s.Test
+	samples := evalSamples(cfg, s)
+	if len(samples) == 0 {
+		return fmt.Errorf("no questions to evaluate (data.val_files %v)", cfg.Data.ValFiles)
 	}
+	fmt.Fprintf(out, "eval: %d questions from %s; reward %s\n", len(samples), sourceName(cfg), cfg.Env.Reward)
 	ec := agent.EvalConfig{Slots: cfg.Slots, MaxTurnTokens: cfg.MaxTurn, MaxResponseTokens: cfg.MaxResp, MaxContext: cfg.MaxContext}
 	all := map[string]agent.Results{}
 	for _, b := range cfg.Baselines {
 		var r agent.Results
 		switch b {
 		case "agent":
-			r, _, err = agent.Evaluate(ctx, s, s.Policy, samples, ec)
+			r, _, err = agent.EvaluateProgress(ctx, s, s.Policy, samples, ec, progressChunk(cfg, len(samples)), out, b)
 		case "base-tool-call":
 			if baseDir == "" {
-				fmt.Fprintln(out, "base-tool-call: skipped (no -base folder and no sft/ beside the checkpoint)")
+				fmt.Fprintln(out, "base-tool-call: skipped (no -base folder, and neither sft/ nor config.yaml's model.path in the checkpoint's run folder)")
 				continue
 			}
 			var bm *model.Model
+			if err := weights.CheckFinite(baseDir); err != nil {
+				return err
+			}
 			if bm, err = model.Load(baseDir, s.Policy.Dev, model.LMHeadOutput); err != nil {
 				return err
 			}
-			r, _, err = agent.Evaluate(ctx, s, bm, samples, ec)
+			r, _, err = agent.EvaluateProgress(ctx, s, bm, samples, ec, progressChunk(cfg, len(samples)), out, b)
 		case "naive-rag":
+			fmt.Fprintf(out, "%s: evaluating %d questions (one retrieval, one answer turn)\n", b, len(samples))
 			r, err = agent.NaiveRAG(ctx, s, s.Policy, samples, ec)
 		default:
 			return fmt.Errorf("baselines: unknown %q (want agent, base-tool-call or naive-rag)", b)

@@ -30,6 +30,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/r1go/r1go/cmd/internal/weights"
 	"github.com/r1go/r1go/model"
 )
 
@@ -60,6 +61,10 @@ func main() {
 	deviceMemory := flag.String("device-memory", "", "device memory to plan for, e.g. 80GiB (default: the device's own)")
 	dryRun := flag.Bool("dry-run", false, "print the memory plan from config.json and exit")
 	flag.Parse()
+	if err := applyConfigFile(flag.CommandLine, *configFile); err != nil {
+		fmt.Fprintln(os.Stderr, "score:", err)
+		os.Exit(2)
+	}
 	if *modelDir == "" {
 		fmt.Fprintln(os.Stderr, "score: -model is required")
 		flag.Usage()
@@ -81,6 +86,9 @@ func run(modelDir, tokDir, input, output string, batchTokens int, skipBad bool) 
 }
 
 func runOn(o devOptions, modelDir, tokDir, input, output string, batchTokens int, skipBad bool) error {
+	if err := weights.CheckFinite(modelDir); err != nil {
+		return err
+	}
 	dev, stop, err := o.open(modelDir, batchTokens)
 	if stop || err != nil {
 		return err

@@ -49,8 +49,7 @@ func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.Sampler
 	if err != nil {
 		return err
 	}
-	opts := model.SaveOptions{DType: dtype, TokenizerDir: s.TokenizerDir}
-	if err := tr.Policy.Save(filepath.Join(tmp, "actor"), nil, opts); err != nil {
+	if err := savePolicy(tr.Policy, filepath.Join(tmp, "actor"), s.TokenizerDir, dtype); err != nil {
 		return err
 	}
 	if err := tr.SaveOptimizer(tr.Policy, tr.ActorOpt, filepath.Join(tmp, "actor_optim.safetensors")); err != nil {
@@ -60,7 +59,7 @@ func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.Sampler
 		return err
 	}
 	if tr.Critic != nil {
-		if err := tr.Critic.Save(filepath.Join(tmp, "critic"), nil, opts); err != nil {
+		if err := savePolicy(tr.Critic, filepath.Join(tmp, "critic"), s.TokenizerDir, dtype); err != nil {
 			return err
 		}
 		if err := tr.SaveOptimizer(tr.Critic, tr.CriticOpt, filepath.Join(tmp, "critic_optim.safetensors")); err != nil {

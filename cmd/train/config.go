@@ -55,6 +55,9 @@ type TrainerConfig struct {
 	DeviceMemory string `yaml:"device_memory" help:"device memory to plan for, e.g. 80GiB or 80GB (empty: the device's own; plans a device that is not present)"`
 	Recompute    bool   `yaml:"recompute" help:"recompute activations in the backward (activation checkpointing): less memory, one more forward"`
 	SaveDType    string `yaml:"save_dtype" help:"checkpoint weights: auto (the source model's dtype), bfloat16, float32 or float16"`
+
+	// Run folder, checkpoint keeping, rollout dump, divergence (divergence.go).
+	GuardConfig `yaml:",inline"`
 }
 
 // defaultProfile is the embedded run's departures from the library
@@ -92,6 +95,7 @@ func DefaultConfig() Config {
 	if err := config.Apply(&c, "cmd/train/default.yaml", defaultProfile); err != nil {
 		panic(err) // the embedded file is wrong; TestDefaultProfile catches it
 	}
+	c.Trainer.GuardConfig = defaultGuard()
 	return c
 }
 

@@ -39,8 +39,7 @@ func main() {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	switch err := config.Load(&cfg, os.Args[1:], fs); {
 	case errors.Is(err, config.ErrHelp):
-		fmt.Println("usage: train [-config FILE.yaml] [-cpuprofile FILE] [key=value ...]\n\nKeys, with their defaults:")
-		config.Help(os.Stdout, &cfg)
+		printHelp(os.Stdout, &cfg)
 		return
 	case err != nil:
 		fmt.Fprintln(os.Stderr, err)

@@ -46,9 +46,13 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	if dir == "" {
 		dir = filepath.Join("runs", cfg.Trainer.Project, cfg.Trainer.Experiment)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	release := func() {}
+	if launch.Rank == 0 { // rank 0 owns the run folder; the other ranks write nothing there
+		if release, err = claimRunFolder(dir, cfg.Trainer.Resume, cfg.Trainer.Overwrite, func(s string) { fmt.Fprintln(out, s) }); err != nil {
+			return err
+		}
 	}
+	defer release()
 	if launch.Rank == 0 {
 		if err := saveConfig(cfg, filepath.Join(dir, "config.yaml")); err != nil {
 			return err
@@ -58,6 +62,11 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	if cfg.Trainer.Resume {
 		if resume, err = latestCheckpoint(dir); err != nil {
 			return err
+		}
+		if n, err := truncateMetrics(filepath.Join(dir, "metrics.jsonl"), resume.Step); err != nil {
+			return err
+		} else if n > 0 {
+			fmt.Fprintf(out, "resume: dropped %d metrics.jsonl records after step %d (logged after the checkpoint)\n", n, resume.Step)
 		}
 	}
 	dev, note, err := pickDevice(cfg.Trainer.Device)
@@ -73,6 +82,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	if note != "" {
 		fmt.Fprintln(out, note)
 	}
+	warnTinyDefaults(cfg, out)
 	if stop, err := planRun(cfg, dev, out); stop || err != nil {
 		return err
 	}
@@ -86,6 +96,9 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		return err
 	}
 	useMixed(s.Policy)
+	if len(s.Train) == 0 {
+		return fmt.Errorf("data.train_files is empty: train needs training questions (data.val_files alone is for cmd/eval)")
+	}
 	fmt.Fprintf(out, "data: %d train, %d validation, %d test questions; policy %d parameters, vocabulary %d\n",
 		len(s.Train), len(s.Val), len(s.Test), s.Policy.NumParams(), s.Tok.VocabSize())
 	// Too long a prompt is found now, before the warm start, not at the RL
@@ -100,7 +113,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	}
 	evalCfg := agent.EvalConfig{Slots: cfg.Trainer.RolloutSlots, MaxTurnTokens: cfg.RL.Rollout.MaxTurnTokens,
 		MaxResponseTokens: cfg.RL.Rollout.MaxResponseTokens, MaxContext: cfg.Model.MaxContext}
-	sftDir := filepath.Join(dir, "sft")
+	sftDir, initEval := initialPolicy(cfg, dir)
 
 	// 1. Supervised warm start on gold trajectories, then the held-out
 	// score that RL has to beat. A resumed run skips both: its policy is in
@@ -113,16 +126,16 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		if err := syncWarmStart(dp, s.Policy); err != nil { // dp hook B
 			return err
 		}
-		if dp.Rank0() {
-			if err := s.Policy.Save(sftDir, nil, model.SaveOptions{DType: "float32", TokenizerDir: s.TokenizerDir}); err != nil {
+		if dp.Rank0() && sftDir == filepath.Join(dir, "sft") {
+			if err := savePolicy(s.Policy, sftDir, s.TokenizerDir, "float32"); err != nil {
 				return err
 			}
 		}
-		if before, _, err = agent.Evaluate(ctx, s, s.Policy, heldOut, evalCfg); err != nil {
+		if before, _, err = agent.EvaluateProgress(ctx, s, s.Policy, heldOut, evalCfg, 0, out, "held-out "+baseName(cfg)); err != nil {
 			return err
 		}
 		if dp.Rank0() {
-			if err := writeJSON(filepath.Join(sftDir, "eval.json"), before); err != nil {
+			if err := writeJSON(initEval, before); err != nil {
 				return err
 			}
 		}
@@ -131,10 +144,10 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 				return err
 			}
 		}
-		fmt.Fprintf(out, "after SFT: held-out EM %.3f (cover EM %.3f, %.2f tool calls per question)\n",
-			before["all"].EM, before["all"].CoverEM, before["all"].ToolCalls)
+		fmt.Fprintf(out, "%s: held-out EM %.3f (cover EM %.3f, %.2f tool calls per question)\n",
+			baseName(cfg), before["all"].EM, before["all"].CoverEM, before["all"].ToolCalls)
 	} else {
-		if err := readJSON(filepath.Join(sftDir, "eval.json"), &before); err != nil {
+		if err := readJSON(initEval, &before); err != nil {
 			return err
 		}
 		if err := restorePolicy(s.Policy, resume.dir); err != nil {
@@ -187,6 +200,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		}
 	}
 	valCfg := evalCfg
+	guard := newRunGuard(cfg, dir, out, s)
 	done := 0
 	for tr.Steps() < cfg.Trainer.TotalSteps {
 		if cfg.Trainer.StopAfter > 0 && done == cfg.Trainer.StopAfter {
@@ -201,13 +215,20 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		}
 		res, err := tr.Step(ctx, prompts)
 		if err != nil {
-			return fmt.Errorf("step %d: %w", step+1, err)
+			return fmt.Errorf("step %d: %w (%s)", step+1, err, lastGood(dir))
+		}
+		if err := guard.afterStep(tr, res); err != nil {
+			log.Log(tr.Steps(), res.Metrics) // the diverged step's numbers, for the post-mortem
+			return err
 		}
 		m := map[string]float64(res.Metrics)
 		if f := cfg.Trainer.TestFreq; f > 0 && tr.Steps()%f == 0 && len(s.Val) > 0 {
 			tv := time.Now()
-			vr, _, err := agent.Evaluate(ctx, s, s.Policy, s.Val, valCfg)
+			vr, vtrajs, err := agent.Evaluate(ctx, s, s.Policy, s.Val, valCfg)
 			if err != nil {
+				return err
+			}
+			if err := guard.validation(tr.Steps(), vtrajs); err != nil {
 				return err
 			}
 			for k, v := range vr.Metrics() {
@@ -220,7 +241,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		}
 		hist.Log(tr.Steps(), m)
 		if f := cfg.Trainer.SaveFreq; (f > 0 && tr.Steps()%f == 0) || tr.Steps() == cfg.Trainer.TotalSteps {
-			save := func() error { return saveCheckpoint(dir, tr, s, sampler.State(), cfg.Trainer.SaveDType) }
+			save := func() error { return guard.save(tr, sampler.State()) }
 			if err := checkpointAll(dp, save, tr); err != nil { // dp hook E
 				return err
 			}
@@ -229,7 +250,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	}
 
 	// 3. Held-out evaluation of the trained policy and the summary.
-	after, _, err := agent.Evaluate(ctx, s, s.Policy, heldOut, evalCfg)
+	after, _, err := agent.EvaluateProgress(ctx, s, s.Policy, heldOut, evalCfg, 0, out, "held-out after RL")
 	if err != nil {
 		return err
 	}
@@ -241,8 +262,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	}
 	plot := filepath.Join(dir, "training.png")
 	series := hist.Series()
-	chart := metrics.Chart{Title: "r1go: training score and validation EM", Series: map[string][]metrics.Point{
-		"train score (critic/score/mean)": series["critic/score/mean"], "train EM": series["env/em"], "validation EM": series["val-core/all/em"]}}
+	chart := trainingChart(cfg, series)
 	if tr.Steps() > 0 {
 		if err := metrics.Plot(plot, chart); err != nil {
 			fmt.Fprintln(out, "plot:", err)
@@ -340,7 +360,11 @@ func newTrainer(cfg *Config, s *agent.Setup, sftDir string) (*rl.Trainer, error)
 
 func summarise(out io.Writer, cfg *Config, dir string, before, after agent.Results, took time.Duration) {
 	fmt.Fprintf(out, "\n== r1go train: done in %s\n", took.Round(time.Second))
-	fmt.Fprintf(out, "%-22s %8s %8s %8s\n", "held-out", "SFT", "RL", "gain")
+	baseCol := "SFT"
+	if cfg.SFT.Steps == 0 {
+		baseCol = "before"
+	}
+	fmt.Fprintf(out, "%-22s %8s %8s %8s\n", "held-out", baseCol, "RL", "gain")
 	for _, src := range after.Sources() {
 		b, a := before[src], after[src]
 		if b == nil || a == nil {
@@ -354,7 +378,7 @@ func summarise(out io.Writer, cfg *Config, dir string, before, after agent.Resul
 	}
 	fmt.Fprintf(out, "\nsaved: %s (policy: %s, metrics: %s, plot: %s)\n", dir,
 		filepath.Join(dir, fmt.Sprintf("global_step_%d", cfg.Trainer.TotalSteps), "actor"), filepath.Join(dir, "metrics.jsonl"), filepath.Join(dir, "training.png"))
-	fmt.Fprintf(out, "evaluate: go run ./cmd/eval -model %s\n", filepath.Join(dir, fmt.Sprintf("global_step_%d", cfg.Trainer.TotalSteps), "actor"))
+	fmt.Fprintf(out, "evaluate: %s\n", evalCommand(cfg, filepath.Join(dir, fmt.Sprintf("global_step_%d", cfg.Trainer.TotalSteps), "actor")))
 	fmt.Fprintf(out, "continue: go run ./cmd/train -config %s trainer.resume=true trainer.total_training_steps=%d\n",
 		filepath.Join(dir, "config.yaml"), cfg.Trainer.TotalSteps*2)
 }

@@ -233,7 +233,10 @@ func TestRLRaisesHeldOutEM(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	var before, after agent.Results
-	if err := readJSON(filepath.Join(dir, "sft", "eval.json"), &before); err != nil {
+	// Without SFT the starting policy is model.path itself, not copied to
+	// sft/; its held-out results sit in the run folder's initial_eval.json.
+	_, initEval := initialPolicy(&c, dir)
+	if err := readJSON(initEval, &before); err != nil {
 		t.Fatal(err)
 	}
 	if err := readJSON(filepath.Join(dir, "eval.json"), &after); err != nil {

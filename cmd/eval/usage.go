@@ -1,0 +1,49 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/r1go/r1go/cmd/internal/agent"
+	"github.com/r1go/r1go/cmd/internal/config"
+)
+
+// helpData is the part of the data section eval reads: the training-only
+// keys of agent.DataConfig (train_files, train_batch_size, seed) are left
+// out of eval -h, though a config file may still hold them.
+type helpData struct {
+	ValFiles   []string  `yaml:"val_files" help:"question sets to evaluate (JSON, JSONL, parquet); empty: the synthetic world"`
+	Corpus     string    `yaml:"corpus" help:"retrieval corpus JSONL (wiki-18 or KILT); empty: the synthetic world's"`
+	ValSize    int       `yaml:"val_size" help:"questions evaluated, the first N (0: all)"`
+	SynthSeed  uint64    `yaml:"synth_seed" help:"synthetic world seed (the train run's)"`
+	SynthTrain int       `yaml:"synth_train" help:"synthetic training questions (the world depends on it)"`
+	SynthEval  int       `yaml:"synth_eval" help:"synthetic validation and test questions, each"`
+	SynthHops  []float64 `yaml:"synth_hop_weights" help:"shares of 2-, 3- and 4-hop synthetic questions"`
+}
+
+type helpConfig struct {
+	Data       helpData        `yaml:"data"`
+	Env        agent.EnvConfig `yaml:"env"`
+	Split      string          `yaml:"split" help:"synthetic world split: test or validation"`
+	Baselines  []string        `yaml:"baselines" help:"any of agent, base-tool-call, naive-rag"`
+	MaxTurn    int             `yaml:"max_turn_tokens" help:"model tokens per turn"`
+	MaxResp    int             `yaml:"max_response_tokens" help:"tokens after the prompt"`
+	MaxContext int             `yaml:"max_context" help:"tokens per trajectory"`
+	Slots      int             `yaml:"slots" help:"questions decoded together"`
+}
+
+// printHelp is eval -h: usage, the flags, and the keys eval uses with the
+// defaults it runs with.
+func printHelp(w io.Writer, fs *flag.FlagSet, cfg *Config) {
+	fmt.Fprintln(w, "usage: eval -model DIR [-base DIR] [-output FILE.json] [-config FILE.yaml] [key=value ...]")
+	fmt.Fprintln(w, "\nFlags:")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprintln(w)
+	d := cfg.Data
+	h := helpConfig{Data: helpData{ValFiles: d.ValFiles, Corpus: d.Corpus, ValSize: d.ValSize, SynthSeed: d.SynthSeed,
+		SynthTrain: d.SynthTrain, SynthEval: d.SynthEval, SynthHops: d.SynthHops},
+		Env: cfg.Env, Split: cfg.Split, Baselines: cfg.Baselines, MaxTurn: cfg.MaxTurn, MaxResp: cfg.MaxResp, MaxContext: cfg.MaxContext, Slots: cfg.Slots}
+	config.Help(w, &h)
+}
