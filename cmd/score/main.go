@@ -86,11 +86,11 @@ func run(modelDir, tokDir, input, output string, batchTokens int, skipBad bool) 
 }
 
 func runOn(o devOptions, modelDir, tokDir, input, output string, batchTokens int, skipBad bool) error {
-	if err := weights.CheckFinite(modelDir); err != nil {
+	dev, stop, err := o.open(modelDir, batchTokens) // the plan reads config.json only
+	if stop || err != nil {
 		return err
 	}
-	dev, stop, err := o.open(modelDir, batchTokens)
-	if stop || err != nil {
+	if err := weights.CheckFinite(modelDir); err != nil {
 		return err
 	}
 	m, err := model.Load(modelDir, dev, model.LMHeadOutput)
