@@ -106,12 +106,13 @@ func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out 
 		return err
 	}
 	defer os.RemoveAll(work)
-	if err := weights.CheckFinite(modelDir); err != nil {
-		return err
-	}
 	mc := agent.ModelConfig{Path: modelDir, MaxContext: cfg.MaxContext}
 	dev, stop, err := cfg.Device.open(cfg, baseDir != "" && slices.Contains(cfg.Baselines, "base-tool-call"), modelDir, out)
 	if stop || err != nil {
+		return err
+	}
+	// After the plan: a dry run needs config.json alone.
+	if err := weights.CheckFinite(modelDir); err != nil {
 		return err
 	}
 	s, err := agent.Build(ctx, mc, cfg.Data, cfg.Env, dev, work)
