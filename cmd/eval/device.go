@@ -3,7 +3,7 @@ package main
 import (
 	"io"
 
-	"github.com/r1go/r1go/cmd/internal/devsel"
+	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/plan"
 )

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/r1go/r1go/cmd/internal/devsel"
+	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/plan"
 )

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/r1go/r1go/cmd/internal/config"
-	"github.com/r1go/r1go/cmd/internal/devsel"
+	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/tokenizer"
 	"github.com/r1go/r1go/rl"

@@ -1,4 +1,4 @@
-// Package devsel opens the device a command names (auto, cpu or cuda,
+// Package devsel opens the device a command or benchmark names (auto, cpu or cuda,
 // through cuda.Pick) and, for commands that load a model, prints the
 // memory plan first and stops before any work when it does not fit. The
 // central type is Options. Errors are returned, never printed; they name
