@@ -49,6 +49,7 @@ type Policy interface {
 type ModelPolicy struct {
 	M     *model.Model
 	Cache *model.KVCache
+	dec   *model.Decoder // FeedSample's, made on first use (devicesample.go)
 }
 
 // NewModelPolicy allocates a cache of slots sequences of maxLen positions.
@@ -338,9 +339,20 @@ func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, 
 			}
 			continue
 		}
-		logits, err := r.Policy.Feed(chunks)
-		if err != nil {
-			return nil, fmt.Errorf("rl: policy forward: %w", err)
+		if dp, ok := r.devicePolicy(); ok {
+			// The device draws every owner's token (devicesample.go).
+			after := func(s *trajState) { r.afterSample(ctx, s, sem, results, &running, &free) }
+			if err := r.feedOnDevice(dp, chunks, owners, active, after, &scratch); err != nil {
+				return nil, err
+			}
+			owners = owners[:0] // sampled: the host loop below has nothing to do
+		}
+		var logits []float32
+		if len(owners) > 0 {
+			var err error
+			if logits, err = r.Policy.Feed(chunks); err != nil {
+				return nil, fmt.Errorf("rl: policy forward: %w", err)
+			}
 		}
 		for j, s := range owners {
 			s.pending = s.pending[:0]

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -23,6 +24,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/r1go/r1go/cuda"
+	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/mpi"
 	"github.com/r1go/r1go/optim"
@@ -45,9 +48,10 @@ func main() {
 	reps := flag.Int("reps", 5, "timed repetitions (the best is kept)")
 	bucket := flag.Float64("bucket_mb", 25, "all-reduce bucket, MB")
 	child := flag.Bool("child", false, "a rank (started by mpirun)")
+	device := devsel.Flag(flag.CommandLine)
 	flag.Parse()
 	if *child {
-		if err := rank(*reps, *bucket); err != nil {
+		if err := rank(*device, *reps, *bucket); err != nil {
 			fmt.Fprintln(os.Stderr, "dp:", err)
 			os.Exit(1)
 		}
@@ -60,7 +64,7 @@ func main() {
 	var rs []result
 	for _, n := range []int{1, *np} {
 		cmd := exec.Command("mpirun", "--oversubscribe", "--allow-run-as-root", "--bind-to", "core", "-np", strconv.Itoa(n),
-			self, "-child", "-reps", strconv.Itoa(*reps), "-bucket_mb", fmt.Sprint(*bucket))
+			self, "-child", "-device", *device, "-reps", strconv.Itoa(*reps), "-bucket_mb", fmt.Sprint(*bucket))
 		cmd.Stderr = os.Stderr
 		out, err := cmd.Output()
 		if err != nil {
@@ -97,7 +101,7 @@ func fail(err error) {
 }
 
 // rank is one process of a run.
-func rank(reps int, bucketMB float64) error {
+func rank(device string, reps int, bucketMB float64) error {
 	c, err := mpi.Open()
 	if err != nil {
 		return err
@@ -112,7 +116,20 @@ func rank(reps int, bucketMB float64) error {
 	if err != nil {
 		return err
 	}
-	m, err := model.New(cfg, model.NewCPU(), model.LMHeadOutput)
+	log := io.Discard
+	if c.Rank() == 0 {
+		log = os.Stderr
+	}
+	dev, err := devsel.Pick(device, log)
+	if err != nil {
+		return err
+	}
+	if cuda.Kind(dev) != "cpu" {
+		// model/mpi all-reduces host memory; GPU gradients need the NCCL
+		// communicator (cuda/nccl), which this benchmark does not open.
+		return fmt.Errorf("device %s: the MPI communicator reduces host memory only", dev.Name())
+	}
+	m, err := model.New(cfg, dev, model.LMHeadOutput)
 	if err != nil {
 		return err
 	}

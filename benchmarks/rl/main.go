@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/r1go/r1go/benchmarks/internal/probe"
+	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/rl"
 )
 
@@ -45,6 +46,7 @@ func main() {
 	threads := flag.Int("threads", 0, "GOMAXPROCS (0 = leave as is)")
 	autodiff := flag.Bool("autodiff", true, "also time the gorgonia autodiff twin of the PPO loss")
 	step := flag.Bool("step", false, "time the loss head against a whole RL step's actor update (-seqs 64 -len 700 fit the default run)")
+	device := devsel.Flag(flag.CommandLine)
 	flag.Parse()
 	if *threads > 0 {
 		runtime.GOMAXPROCS(*threads)
@@ -53,7 +55,7 @@ func main() {
 		runtime.LockOSThread()
 	}
 	if *step {
-		if err := stepShare(*seqs, *length, *reps); err != nil {
+		if err := stepShare(*device, *seqs, *length, *reps); err != nil {
 			fmt.Fprintln(os.Stderr, "step:", err)
 			os.Exit(1)
 		}

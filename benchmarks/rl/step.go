@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"time"
 
+	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/rl"
 )
@@ -19,7 +21,7 @@ import (
 // Each figure is the minimum of reps runs. Run it twice, the second time
 // with GODEBUG=cpu.avx2=off, to see the share of the scalar fallback that
 // replacing the vector loops would leave.
-func stepShare(seqs, length, reps int) error {
+func stepShare(device string, seqs, length, reps int) error {
 	const vocab = 2070
 	raw := fmt.Sprintf(`{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 192,
 		"intermediate_size": 512, "num_hidden_layers": 3, "num_attention_heads": 6,
@@ -30,7 +32,11 @@ func stepShare(seqs, length, reps int) error {
 	if err != nil {
 		return err
 	}
-	m, err := model.New(cfg, model.NewCPU(), model.LMHeadOutput)
+	dev, err := devsel.Pick(device, os.Stderr)
+	if err != nil {
+		return err
+	}
+	m, err := model.New(cfg, dev, model.LMHeadOutput)
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/tokenizer"
 	"github.com/r1go/r1go/rl"
@@ -44,8 +45,11 @@ func main() {
 	dir := flag.String("model", "cmd/train/testdata/warmstart", "model folder (default: the tiny default policy's warm start)")
 	maxTokens := flag.Int("tokens", 32, "completion tokens per request at most")
 	rounds := flag.Int("rounds", 3, "alternating rounds of both paths; the median is reported")
+	device := devsel.Flag(flag.CommandLine)
 	flag.Parse()
-	m, err := model.Load(*dir, model.NewCPU(), model.LMHeadOutput)
+	dev, err := devsel.Pick(*device, os.Stderr)
+	check(err)
+	m, err := model.Load(*dir, dev, model.LMHeadOutput)
 	check(err)
 	tok, err := tokenizer.Load(*dir)
 	check(err)

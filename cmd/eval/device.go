@@ -1,12 +1,9 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"path/filepath"
-	"runtime"
 
-	"github.com/r1go/r1go/cuda"
+	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/plan"
 )
@@ -23,41 +20,9 @@ type DeviceConfig struct {
 // a decode step's activations) and opens the device; a dry run opens
 // nothing and stops after the plan.
 func (d DeviceConfig) open(cfg Config, base bool, modelDir string, out io.Writer) (dev model.Device, stop bool, err error) {
-	mc, err := model.LoadConfig(filepath.Join(modelDir, "config.json"))
-	if err != nil {
-		return nil, true, err
-	}
-	s := plan.Settings{Device: "cpu", BaseModel: base, RolloutSlots: cfg.Slots, MaxContext: cfg.MaxContext,
-		MaxPromptTokens: max(cfg.MaxContext-cfg.MaxResp, 1), GroupSize: 1, Threads: runtime.GOMAXPROCS(0),
+	s := plan.Settings{BaseModel: base, RolloutSlots: cfg.Slots, MaxContext: cfg.MaxContext,
+		MaxPromptTokens: max(cfg.MaxContext-cfg.MaxResp, 1), GroupSize: 1,
 		Keys: map[string]string{"slots": "slots", "micro_batch": "", "recompute": ""}}
-	mode := d.Device
-	if mode == "" {
-		mode = "auto"
-	}
-	if d.DryRun {
-		if mode == "cuda" || mode == "auto" && cuda.AutoPicksGPU {
-			s.Device = "cuda"
-		}
-	} else {
-		var note string
-		if dev, note, err = cuda.Pick(mode); err != nil {
-			return nil, true, err
-		}
-		fmt.Fprintln(out, note)
-		s.Device, s.Capacity = cuda.Kind(dev), cuda.Capacity(dev)
-	}
-	if s.Device == "cpu" {
-		s.Capacity = plan.HostMemory()
-	}
-	if d.DeviceMemory != "" {
-		if s.Capacity, err = plan.ParseSize(d.DeviceMemory); err != nil {
-			return nil, true, fmt.Errorf("device_memory: %w", err)
-		}
-	}
-	p, err := plan.New(mc, s)
-	if err != nil {
-		return nil, true, err
-	}
-	stop, err = plan.Report(out, p, mc, d.DryRun)
-	return dev, stop, err
+	o := devsel.Options{Device: d.Device, Memory: d.DeviceMemory, DryRun: d.DryRun, MemoryKey: "device_memory", Log: out}
+	return o.Open(modelDir, s)
 }

@@ -107,12 +107,11 @@ func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out 
 	}
 	defer os.RemoveAll(work)
 	mc := agent.ModelConfig{Path: modelDir, MaxContext: cfg.MaxContext}
-	// The plan needs only config.json (a dry run may have no weights), so
-	// it comes before the weights are read and checked.
 	dev, stop, err := cfg.Device.open(cfg, baseDir != "" && slices.Contains(cfg.Baselines, "base-tool-call"), modelDir, out)
 	if stop || err != nil {
 		return err
 	}
+	// After the plan: a dry run needs config.json alone.
 	if err := weights.CheckFinite(modelDir); err != nil {
 		return err
 	}

@@ -86,10 +86,11 @@ func run(modelDir, tokDir, input, output string, batchTokens int, skipBad bool) 
 }
 
 func runOn(o devOptions, modelDir, tokDir, input, output string, batchTokens int, skipBad bool) error {
-	dev, stop, err := o.open(modelDir, batchTokens) // the plan reads config.json only
+	dev, stop, err := o.open(modelDir, batchTokens)
 	if stop || err != nil {
 		return err
 	}
+	// After the plan: a dry run needs config.json alone.
 	if err := weights.CheckFinite(modelDir); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@
 //
 //	go run ./cmd/serve -model runs/r1go/synthetic-grpo/global_step_60/actor
 //	go run ./cmd/serve -model DIR -addr 127.0.0.1:8000 serve.max_concurrent=64
+//	go run ./cmd/serve -model DIR device=cuda
 //
 // Any OpenAI client then works against base_url http://127.0.0.1:8000/v1:
 // POST /v1/chat/completions (tools, streaming, logprobs) and GET
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/r1go/r1go/cmd/internal/config"
+	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/tokenizer"
 	"github.com/r1go/r1go/rl"
@@ -35,10 +37,11 @@ type Config struct {
 	Serve      serve.Config `yaml:"serve"`
 	Slots      int          `yaml:"slots" help:"requests decoded together (KV cache slots)"`
 	MaxContext int          `yaml:"max_context" help:"tokens per request, prompt and completion"`
+	Device     string       `yaml:"device" help:"auto, cpu or cuda"`
 }
 
 func defaultConfig() Config {
-	return Config{Serve: serve.DefaultConfig(), Slots: 16, MaxContext: 2048}
+	return Config{Serve: serve.DefaultConfig(), Slots: 16, MaxContext: 2048, Device: "auto"}
 }
 
 func main() {
@@ -73,7 +76,11 @@ func run(ctx context.Context, cfg Config, dir, addr string, out io.Writer) error
 	if cfg.Slots < 1 || cfg.MaxContext < 2 {
 		return fmt.Errorf("slots %d must be ≥ 1 and max_context %d ≥ 2", cfg.Slots, cfg.MaxContext)
 	}
-	m, err := model.Load(dir, model.NewCPU(), model.LMHeadOutput)
+	dev, err := devsel.Pick(cfg.Device, os.Stderr)
+	if err != nil {
+		return err
+	}
+	m, err := model.Load(dir, dev, model.LMHeadOutput)
 	if err != nil {
 		return err
 	}

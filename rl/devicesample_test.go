@@ -1,0 +1,95 @@
+package rl
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/r1go/r1go/data"
+	"github.com/r1go/r1go/env"
+	"github.com/r1go/r1go/model"
+)
+
+// hostSampler is a CPU ModelPolicy that claims to sample on its device:
+// FeedSample is model.StepSample's host fallback, so the rollout's device
+// path (per-trajectory seeds, kept rows, followers drawing from their
+// leader's row) runs without a GPU. cuda/rollout_test.go runs the real one.
+type hostSampler struct {
+	*ModelPolicy
+	rows, kept int
+}
+
+func (h *hostSampler) SamplesOnDevice() bool { return true }
+func (h *hostSampler) FeedSample(chunks []model.Chunk, s model.Sampling, seeds []uint64, keep []int) (model.Decoded, error) {
+	h.rows += len(chunks)
+	h.kept += len(keep)
+	return h.M.StepSample(h.Cache, chunks, s, seeds, keep)
+}
+
+// TestRolloutDeviceSamplingPath: with greedy decoding the device path
+// gives the host path's trajectories token for token; every drawn token
+// but each follower's first goes through FeedSample, and each group's
+// prefill keeps exactly its leader's row. With temperature 1 the device
+// path is reproducible: the same seed gives the same trajectories.
+func TestRolloutDeviceSamplingPath(t *testing.T) {
+	m, tok := loadWarmstart(t)
+	var stop []int32
+	for _, s := range []string{"</tool_call>", "<|im_end|>"} {
+		id, _ := tok.TokenID(s)
+		stop = append(stop, int32(id))
+	}
+	const groups, n = 2, 3
+	samples := []data.Sample{{ID: "a", Question: "what is alpha?", Answers: []string{"gamma"}},
+		{ID: "b", Question: "who founded beta?", Answers: []string{"delta"}}}
+	run := func(p Policy, s model.Sampling) []*Trajectory {
+		t.Helper()
+		cfg := testRolloutConfig()
+		cfg.N, cfg.MaxTurnTokens, cfg.MaxResponseTokens, cfg.Deterministic, cfg.Sampling, cfg.Seed = n, 12, 30, true, s, 3
+		e, err := env.New(env.DefaultConfig(), echoTool{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &Rollout{Cfg: &cfg, Policy: p, Tok: tok, Env: e, Stop: stop}
+		trajs, err := r.Run(context.Background(), samples)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return trajs
+	}
+	same := func(a, b []*Trajectory) bool {
+		for i := range a {
+			if !slices.Equal(a[i].Tokens, b[i].Tokens) || !slices.Equal(a[i].Action, b[i].Action) ||
+				!slices.Equal(a[i].LogProb, b[i].LogProb) || a[i].Finish != b[i].Finish {
+				return false
+			}
+		}
+		return len(a) == len(b)
+	}
+	host := run(NewModelPolicy(m, groups*n, 1024), model.Greedy)
+	dp := &hostSampler{ModelPolicy: NewModelPolicy(m, groups*n, 1024)}
+	dev := run(dp, model.Greedy)
+	if !same(host, dev) {
+		t.Fatal("greedy trajectories differ between the host and the device sampling paths")
+	}
+	drawn := 0
+	for _, tr := range dev {
+		for _, a := range tr.Action {
+			if a {
+				drawn++
+			}
+		}
+	}
+	t.Logf("%d tokens drawn, %d rows through FeedSample, %d kept", drawn, dp.rows, dp.kept)
+	if dp.rows != drawn-groups*(n-1) || dp.kept != groups {
+		t.Errorf("%d rows through FeedSample and %d kept, want %d and %d", dp.rows, dp.kept, drawn-groups*(n-1), groups)
+	}
+	hot := model.Sampling{Temperature: 1, TopP: 1, TopK: -1}
+	a := run(&hostSampler{ModelPolicy: NewModelPolicy(m, groups*n, 1024)}, hot)
+	b := run(&hostSampler{ModelPolicy: NewModelPolicy(m, groups*n, 1024)}, hot)
+	if !same(a, b) {
+		t.Error("the device path is not reproducible under one seed")
+	}
+	if slices.Equal(a[0].Tokens, a[1].Tokens) && slices.Equal(a[1].Tokens, a[2].Tokens) {
+		t.Error("the three samples of one prompt drew the same tokens at temperature 1")
+	}
+}
