@@ -75,8 +75,9 @@ type AdamW struct {
 
 	dev           model.Device
 	params, grads model.Buffer
-	// spans are the runs of params this optimizer updates, packed back to
-	// back in grads, m and v: the whole arena, or a ZeRO-1 rank's shard.
+	// spans are the runs of params (and grads) this optimizer updates,
+	// packed back to back in m and v: the whole arena, or a ZeRO-1 rank's
+	// shard.
 	spans []Span
 	m, v  model.Buffer // first and second moments of the spans
 	step  int          // updates done so far
@@ -123,10 +124,14 @@ func (o *AdamW) Step(scale float64) StepResult {
 // GradSumSquares is Σ g² over the gradients this optimizer reads (a
 // shard's part of the global norm).
 func (o *AdamW) GradSumSquares() float64 {
-	if o.grads.Len() == 0 {
-		return 0
+	if o.whole() {
+		return o.dev.SumSquares(o.grads)
 	}
-	return o.dev.SumSquares(o.grads)
+	s := 0.0
+	for _, sp := range o.spans {
+		s += o.dev.SumSquares(o.grads.Slice(sp.Off, sp.N))
+	}
+	return s
 }
 
 // StepNorm is Step with the global gradient norm (after scale) given: a
@@ -150,7 +155,7 @@ func (o *AdamW) StepNorm(scale, norm float64) StepResult {
 	}
 	k := 0
 	for _, s := range o.spans {
-		o.dev.AdamW(o.params.Slice(s.Off, s.N), o.grads.Slice(k, s.N), o.m.Slice(k, s.N), o.v.Slice(k, s.N), hp)
+		o.dev.AdamW(o.params.Slice(s.Off, s.N), o.grads.Slice(s.Off, s.N), o.m.Slice(k, s.N), o.v.Slice(k, s.N), hp)
 		k += s.N
 	}
 	return r

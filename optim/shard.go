@@ -9,8 +9,9 @@ import (
 )
 
 // Sharded state (ZeRO-1). An AdamW may update only some runs (Spans) of a
-// parameter arena: its gradients and moments hold just those values, packed
-// back to back, so a rank of N keeps about 1/N of the moments. The update
+// parameter arena: it reads those runs of the gradient arena and its
+// moments hold just those values, packed back to back, so a rank of N
+// keeps about 1/N of the moments. The update
 // is Step's own, span by span (AdamW is elementwise, so a shard's values
 // are those of the whole-arena update bit for bit); the gradient norm is
 // the caller's (StepNorm), since it spans every rank. The optimizer-state
@@ -22,9 +23,8 @@ import (
 type Span struct{ Off, N int }
 
 // NewShard returns an optimizer that updates the spans of params (in
-// place, in increasing order, not overlapping) from grads, which holds
-// their gradients packed back to back; only the spans' moments are
-// allocated.
+// place, in increasing order, not overlapping) from the same spans of
+// grads, laid out as params; only the spans' moments are allocated.
 func NewShard(dev model.Device, params, grads model.Buffer, spans []Span, cfg Config, totalSteps int) (*AdamW, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -37,8 +37,8 @@ func NewShard(dev model.Device, params, grads model.Buffer, spans []Span, cfg Co
 		end = s.Off + s.N
 		own += s.N
 	}
-	if grads.Len() != own {
-		return nil, fmt.Errorf("optim: the spans hold %d parameters but there are %d gradients", own, grads.Len())
+	if grads.Len() != params.Len() {
+		return nil, fmt.Errorf("optim: %d parameters but %d gradients", params.Len(), grads.Len())
 	}
 	o := &AdamW{Config: cfg, TotalSteps: totalSteps, dev: dev, params: params, grads: grads, spans: spans}
 	var err error
@@ -55,8 +55,7 @@ func (o *AdamW) whole() bool {
 	return len(o.spans) == 1 && o.spans[0] == Span{0, o.params.Len()}
 }
 
-// Grads is the gradient buffer the optimizer reads: the arena's, or the
-// shard's packed gradients.
+// Grads is the gradient arena the optimizer reads (its spans of it).
 func (o *AdamW) Grads() model.Buffer { return o.grads }
 
 // Spans are the runs of the arena this optimizer updates.

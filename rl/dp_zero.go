@@ -13,12 +13,12 @@ import (
 // chunks, and rank r owns chunk r of every bucket (the last bucket is
 // padded to a multiple of Size). The rank's optimizer is an optim.NewShard
 // over its chunks, so only 1/Size of the moments is ever allocated. A step
-// reduce-scatters each bucket's gradients into the shard's gradient
-// buffer, steps the shard with the global norm (the root of the ranks'
-// summed partial sums), and all-gathers the parameters. Beside its moments
-// a rank keeps the shard's reduced gradients (1/Size of the arena), one
-// chunk of receive scratch and, when the last bucket is padded, one padded
-// bucket. Checkpoints stay the unsharded optimizer file (optim's
+// reduce-scatters each bucket's gradients and puts the rank's summed chunk
+// back in its place in the gradient arena (the rest of the arena is then
+// stale and unread), steps the shard with the global norm (the root of the
+// ranks' summed partial sums), and all-gathers the parameters. Beside its
+// moments a rank keeps one chunk of receive scratch and, when the last
+// bucket is padded, one padded bucket. Checkpoints stay the unsharded optimizer file (optim's
 // SaveShards and Load), so a run resumes on any number of ranks.
 
 // zeroState is a sharded optimizer's data-parallel side.
@@ -26,8 +26,7 @@ type zeroState struct {
 	n, b, size    int
 	params, grads model.Buffer // the whole arenas
 	spans         []optim.Span // this rank's chunks
-	g             model.Buffer // [own] the reduced gradients of the spans (the optimizer's)
-	recv          model.Buffer // [chunk] scratch of the padded last bucket
+	recv          model.Buffer // [chunk] the reduce-scatter's and all-gather's
 	pad           model.Buffer // [size·last chunk] the padded last bucket; nil when none
 }
 
@@ -63,10 +62,8 @@ func (d *DP) NewOptimizer(dev model.Device, params, grads model.Buffer, cfg opti
 	}
 	n, size := params.Len(), d.Comm.Size()
 	z := &zeroState{n: n, b: zeroBucket(n, d.bucket(), size), size: size, params: params, grads: grads}
-	var own int
-	z.spans, own = zeroLayout(n, z.b, size, d.Comm.Rank())
-	z.g = dev.Alloc(max(own, 1)).Slice(0, own)
-	opt, err := optim.NewShard(dev, params, z.g, z.spans, cfg, totalSteps)
+	z.spans, _ = zeroLayout(n, z.b, size, d.Comm.Rank())
+	opt, err := optim.NewShard(dev, params, grads, z.spans, cfg, totalSteps)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +96,6 @@ func (z *zeroState) buckets(f func(off, L, c int) error) error {
 
 func (z *zeroState) step(d *DP, dev model.Device, opt *optim.AdamW) (optim.StepResult, error) {
 	r := d.Comm.Rank()
-	k := 0 // next shard offset
 	err := z.buckets(func(off, L, c int) error {
 		src := z.grads.Slice(off, L)
 		if L != z.size*c {
@@ -107,17 +103,13 @@ func (z *zeroState) step(d *DP, dev model.Device, opt *optim.AdamW) (optim.StepR
 			dev.Zero(src)
 			dev.Copy(z.pad.Slice(0, L), z.grads.Slice(off, L))
 		}
-		n := min(off+(r+1)*c, off+L) - (off + r*c)
-		if n == c { // a whole chunk: straight into the shard's gradients
-			k += n
-			return d.Comm.ReduceScatter(z.g.Slice(k-n, n), src)
-		}
+		// MPI forbids the destination inside the source: the chunk comes
+		// back through recv.
 		if err := d.Comm.ReduceScatter(z.recv.Slice(0, c), src); err != nil {
 			return err
 		}
-		if n > 0 {
-			dev.Copy(z.g.Slice(k, n), z.recv.Slice(0, n))
-			k += n
+		if lo, hi := off+r*c, min(off+(r+1)*c, off+L); hi > lo {
+			dev.Copy(z.grads.Slice(lo, hi-lo), z.recv.Slice(0, hi-lo))
 		}
 		return nil
 	})
