@@ -13,6 +13,7 @@ import (
 
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/mpi"
+	"github.com/r1go/r1go/model/plan"
 	"github.com/r1go/r1go/optim"
 )
 
@@ -126,6 +127,10 @@ func TestZeroOneChild(t *testing.T) {
 	if want := 4 * (2*int64(own) + int64(b) + pad); zeroBytes != want {
 		t.Fatalf("rank %d: zero1 allocated %d bytes, want moments 2×%d + receive %d + pad %d values × 4 = %d",
 			rank, zeroBytes, own, b, pad, want)
+	}
+	// The memory plan counts rank 0's share the same way.
+	if pown, psc := plan.ZeroShard(n, zdp.bucket(), size); rank == 0 && zeroBytes != 4*(2*pown+psc) {
+		t.Fatalf("zero1 allocated %d bytes on rank 0, the plan says 2×%d + %d values × 4", zeroBytes, pown, psc)
 	}
 	// Each rank holds at most one value per bucket more than 1/size.
 	if own > n/size+len(zdp.zero[shard].spans) || int64(size)*zeroBytes > fullBytes+int64(size)*4*(int64(b)+pad+int64(size)) {
