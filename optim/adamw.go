@@ -75,29 +75,32 @@ type AdamW struct {
 
 	dev           model.Device
 	params, grads model.Buffer
-	m, v          model.Buffer // first and second moments, laid out as params
-	step          int          // updates done so far
+	// spans are the runs of params (and grads) this optimizer updates,
+	// packed back to back in m and v: the whole arena, or a ZeRO-1 rank's
+	// shard.
+	spans []Span
+	m, v  model.Buffer // first and second moments of the spans
+	step  int          // updates done so far
 }
 
 // New returns an optimizer for params (updated in place) reading grads.
 func New(dev model.Device, params, grads model.Buffer, cfg Config, totalSteps int) (*AdamW, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	if params.Len() != grads.Len() {
 		return nil, fmt.Errorf("optim: %d parameters but %d gradients", params.Len(), grads.Len())
 	}
-	o := &AdamW{Config: cfg, TotalSteps: totalSteps, dev: dev, params: params, grads: grads}
-	if cfg.StateDType == "bfloat16" {
-		ha, ok := dev.(model.BF16Allocator)
-		if !ok {
-			return nil, fmt.Errorf("optim: state_dtype bfloat16: device %s has no bfloat16 storage", dev.Name())
-		}
-		o.m, o.v = ha.AllocBF16(params.Len()), ha.AllocBF16(params.Len())
-	} else {
-		o.m, o.v = dev.Alloc(params.Len()), dev.Alloc(params.Len())
+	return NewShard(dev, params, grads, []Span{{0, params.Len()}}, cfg, totalSteps)
+}
+
+// alloc returns a moment buffer of n values in the state dtype.
+func (o *AdamW) alloc(n int) (model.Buffer, error) {
+	if o.StateDType != "bfloat16" {
+		return o.dev.Alloc(n), nil
 	}
-	return o, nil
+	ha, ok := o.dev.(model.BF16Allocator)
+	if !ok {
+		return nil, fmt.Errorf("optim: state_dtype bfloat16: device %s has no bfloat16 storage", o.dev.Name())
+	}
+	return ha.AllocBF16(n), nil
 }
 
 // Steps is the number of updates done.
@@ -115,7 +118,26 @@ type StepResult struct {
 // global norm is then clipped to GradClip. A non-finite norm skips the
 // update and leaves weights and moments untouched, as verl does.
 func (o *AdamW) Step(scale float64) StepResult {
-	norm := math.Sqrt(o.dev.SumSquares(o.grads)) * math.Abs(scale)
+	return o.StepNorm(scale, math.Sqrt(o.GradSumSquares())*math.Abs(scale))
+}
+
+// GradSumSquares is Σ g² over the gradients this optimizer reads (a
+// shard's part of the global norm).
+func (o *AdamW) GradSumSquares() float64 {
+	if o.whole() {
+		return o.dev.SumSquares(o.grads)
+	}
+	s := 0.0
+	for _, sp := range o.spans {
+		s += o.dev.SumSquares(o.grads.Slice(sp.Off, sp.N))
+	}
+	return s
+}
+
+// StepNorm is Step with the global gradient norm (after scale) given: a
+// ZeRO-1 rank holds only its shard of the gradients, and the norm is the
+// root of the ranks' summed GradSumSquares.
+func (o *AdamW) StepNorm(scale, norm float64) StepResult {
 	r := StepResult{GradNorm: norm, LR: o.LRAt(o.step, o.TotalSteps)}
 	if math.IsNaN(norm) || math.IsInf(norm, 0) {
 		r.Skipped = true
@@ -125,9 +147,17 @@ func (o *AdamW) Step(scale float64) StepResult {
 		scale *= o.GradClip / norm
 	}
 	o.step++
-	o.dev.AdamW(o.params, o.grads, o.m, o.v, model.AdamWParams{
-		LR: float32(r.LR), Beta1: float32(o.Beta1), Beta2: float32(o.Beta2), Eps: float32(o.Eps),
-		WeightDecay: float32(o.WeightDecay), Step: o.step, GradScale: float32(scale)})
+	hp := model.AdamWParams{LR: float32(r.LR), Beta1: float32(o.Beta1), Beta2: float32(o.Beta2), Eps: float32(o.Eps),
+		WeightDecay: float32(o.WeightDecay), Step: o.step, GradScale: float32(scale)}
+	if o.whole() { // one fused call over the arena, the buffers as given
+		o.dev.AdamW(o.params, o.grads, o.m, o.v, hp)
+		return r
+	}
+	k := 0
+	for _, s := range o.spans {
+		o.dev.AdamW(o.params.Slice(s.Off, s.N), o.grads.Slice(s.Off, s.N), o.m.Slice(k, s.N), o.v.Slice(k, s.N), hp)
+		k += s.N
+	}
 	return r
 }
 
@@ -135,6 +165,9 @@ func (o *AdamW) Step(scale float64) StepResult {
 // Moments held in host memory are written in place, bfloat16 ones as BF16
 // tensors; others go through one host copy.
 func (o *AdamW) Save(path string) error {
+	if !o.whole() {
+		return fmt.Errorf("optim: %s: this optimizer holds a shard of %d of %d values; its file is written by SaveShards", path, o.m.Len(), o.params.Len())
+	}
 	n := o.m.Len()
 	tensor := func(name string, b model.Buffer) safetensors.Tensor {
 		if h, ok := model.HostBF16(b); ok {
@@ -151,7 +184,8 @@ func (o *AdamW) Save(path string) error {
 		map[string]string{"step": strconv.Itoa(o.step), "format": "r1go-adamw"})
 }
 
-// Load restores what Save wrote; the file must match the parameter count.
+// Load restores what Save (or SaveShards) wrote; the file must match the
+// parameter count. A shard keeps its spans of the file's moments.
 func (o *AdamW) Load(path string) error {
 	f, err := safetensors.Open(path)
 	if err != nil {
@@ -170,10 +204,10 @@ func (o *AdamW) Load(path string) error {
 		if !ok {
 			return fmt.Errorf("optim: %s: tensor %s is missing", path, t.name)
 		}
-		if int(info.NumElements()) != t.dst.Len() {
-			return fmt.Errorf("optim: %s: tensor %s has %d values, the model has %d parameters", path, t.name, info.NumElements(), t.dst.Len())
+		if int(info.NumElements()) != o.params.Len() {
+			return fmt.Errorf("optim: %s: tensor %s has %d values, the model has %d parameters", path, t.name, info.NumElements(), o.params.Len())
 		}
-		if err := readInto(o.dev, f, t.name, t.dst); err != nil {
+		if err := o.readSpans(f, t.name, t.dst); err != nil {
 			return err
 		}
 	}

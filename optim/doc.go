@@ -7,6 +7,10 @@
 // updates every weight; on a GPU the device keeps float32 master weights
 // beside its bfloat16 compute copy. Step reads the gradient arena and never
 // clears it: the trainer zeroes gradients before accumulating the next
-// mini-batch. Errors concern only the optimizer-state files (Save, Load),
-// which name the file and what disagreed.
+// mini-batch. NewShard builds an AdamW over some spans of the arena with
+// only their moments (a ZeRO-1 rank's shard, shard.go); StepNorm steps it
+// with a gradient norm summed over the ranks, and SaveShards and Load keep
+// the one unsharded state file. Errors concern only construction (a bad
+// config, spans outside the arena) and the optimizer-state files (Save,
+// SaveShards, Load), which name the file and what disagreed.
 package optim

@@ -2,6 +2,7 @@ package optim
 
 import (
 	"encoding/binary"
+	"fmt"
 	"unsafe"
 
 	"github.com/r1go/r1go/model"
@@ -26,28 +27,49 @@ func bf16Bytes(h []uint16) []byte {
 
 var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()
 
-// readInto restores one moment tensor into dst: in place when dst is host
-// memory (a stored BF16 tensor into a bfloat16 buffer bit for bit),
-// through a host copy otherwise.
-func readInto(dev model.Device, f *safetensors.File, name string, dst model.Buffer) error {
+// readSpans restores one moment tensor, of the whole arena, into dst,
+// which holds the optimizer's spans of it: in place when dst is host memory
+// (a stored BF16 tensor into a bfloat16 buffer bit for bit), through a host
+// copy otherwise.
+func (o *AdamW) readSpans(f *safetensors.File, name string, dst model.Buffer) error {
 	info, _ := f.Info(name)
+	raw, err := f.Bytes(name)
+	if err != nil {
+		return err
+	}
+	es := info.DType.Size()
 	if h, ok := model.HostBF16(dst); ok && info.DType == safetensors.BF16 {
-		raw, err := f.Bytes(name)
-		if err != nil {
-			return err
-		}
-		for i := range h {
-			h[i] = binary.LittleEndian.Uint16(raw[2*i:])
+		k := 0
+		for _, s := range o.spans {
+			for i := range s.N {
+				h[k+i] = binary.LittleEndian.Uint16(raw[2*(s.Off+i):])
+			}
+			k += s.N
 		}
 		return nil
 	}
-	if host, ok := model.HostF32(dst); ok {
-		return f.ReadF32(name, host)
+	host, inPlace := model.HostF32(dst)
+	if !inPlace {
+		host = make([]float32, dst.Len())
 	}
-	host := make([]float32, dst.Len())
-	if err := f.ReadF32(name, host); err != nil {
-		return err
+	if o.whole() { // the parallel conversion of a large arena
+		if err := f.ReadF32(name, host); err != nil {
+			return err
+		}
+		if !inPlace {
+			o.dev.Upload(dst, host)
+		}
+		return nil
 	}
-	dev.Upload(dst, host)
+	k := 0
+	for _, s := range o.spans {
+		if err := safetensors.DecodeF32(host[k:k+s.N], raw[es*s.Off:es*(s.Off+s.N)], info.DType); err != nil {
+			return fmt.Errorf("optim: %s: tensor %s: %w", f.Path, name, err)
+		}
+		k += s.N
+	}
+	if !inPlace {
+		o.dev.Upload(dst, host)
+	}
 	return nil
 }

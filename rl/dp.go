@@ -296,9 +296,13 @@ func (d *DP) bucket() int { return max(1, int(d.Cfg.BucketMB*(1<<20)/4)) }
 // update on every rank; with ZeRO-1 each rank updates its shard.
 func (d *DP) Step(mdl *model.Model, opt *optim.AdamW) (optim.StepResult, error) {
 	if d.Cfg.Zero1 {
-		return d.zeroFor(mdl, opt).step(d, mdl, opt)
+		z, err := d.zeroOf(opt)
+		if err != nil {
+			return optim.StepResult{}, err
+		}
+		return z.step(d, mdl.Dev, opt)
 	}
-	if err := d.AllReduce(mdl.Grads); err != nil {
+	if err := d.AllReduce(opt.Grads()); err != nil { // the adapters' in a LoRA run
 		return optim.StepResult{}, err
 	}
 	return opt.Step(1), nil
@@ -360,15 +364,17 @@ func (t *Trainer) SaveOptimizer(mdl *model.Model, opt *optim.AdamW, path string)
 		}
 		return nil
 	}
-	return d.zeroFor(mdl, opt).save(d, mdl, path)
+	z, err := d.zeroOf(opt)
+	if err != nil {
+		return err
+	}
+	return z.save(d, opt, path)
 }
 
-// LoadOptimizer restores what SaveOptimizer wrote (every rank reads it).
+// LoadOptimizer restores what SaveOptimizer wrote (every rank reads it;
+// a ZeRO-1 shard keeps its spans).
 func (t *Trainer) LoadOptimizer(mdl *model.Model, opt *optim.AdamW, path string) error {
-	if t.DP == nil || !t.DP.Cfg.Zero1 {
-		return opt.Load(path)
-	}
-	return t.DP.zeroFor(mdl, opt).load(mdl, path)
+	return opt.Load(path)
 }
 
 // FollowCheckpoint is a rank other than 0's part of saving a checkpoint:

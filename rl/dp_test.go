@@ -14,19 +14,20 @@ func TestZeroLayoutPartitions(t *testing.T) {
 	for _, c := range []struct{ n, b, size int }{{10, 3, 2}, {17, 4, 3}, {5, 8, 4}, {3, 1, 4}, {64, 8, 2}} {
 		seen := make([]int, c.n)
 		for r := 0; r < c.size; r++ {
-			segs, own := zeroLayout(c.n, c.b, c.size, r)
-			k := 0
-			for _, s := range segs {
-				if s.shard != k {
-					t.Fatalf("%+v rank %d: shard offsets not contiguous", c, r)
+			spans, own := zeroLayout(c.n, c.b, c.size, r)
+			k, end := 0, 0
+			for _, s := range spans {
+				if s.Off < end || s.N < 1 {
+					t.Fatalf("%+v rank %d: spans out of order or empty: %v", c, r, spans)
 				}
-				k += s.n
-				for i := s.param; i < s.param+s.n; i++ {
+				end = s.Off + s.N
+				k += s.N
+				for i := s.Off; i < s.Off+s.N; i++ {
 					seen[i]++
 				}
 			}
 			if k != own {
-				t.Fatalf("%+v rank %d: segments hold %d, own %d", c, r, k, own)
+				t.Fatalf("%+v rank %d: spans hold %d, own %d", c, r, k, own)
 			}
 		}
 		for i, v := range seen {

@@ -1,64 +1,86 @@
 package rl
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/r1go/r1go/model"
-	"github.com/r1go/r1go/model/safetensors"
 	"github.com/r1go/r1go/optim"
 )
 
 // ZeRO-1 shards the AdamW moments: the parameter arena is cut into buckets
 // of Size·B values (B the all-reduce bucket), each bucket into Size equal
 // chunks, and rank r owns chunk r of every bucket (the last bucket is
-// padded to a multiple of Size). A step reduce-scatters each bucket's
-// gradients, updates the owned chunks with the optimizer's own
-// hyperparameters, schedule and clipping (the global norm is a sum of the
-// ranks' partial sums), and all-gathers the parameters. Each rank keeps
-// 2/Size of the moments plus one bucket of scratch.
+// padded to a multiple of Size). The rank's optimizer is an optim.NewShard
+// over its chunks, so only 1/Size of the moments is ever allocated. A step
+// reduce-scatters each bucket's gradients and puts the rank's summed chunk
+// back in its place in the gradient arena (the rest of the arena is then
+// stale and unread), steps the shard with the global norm (the root of the
+// ranks' summed partial sums), and all-gathers the parameters. Beside its
+// moments a rank keeps one chunk of receive scratch and, when the last
+// bucket is padded, one padded bucket. Checkpoints stay the unsharded optimizer file (optim's
+// SaveShards and Load), so a run resumes on any number of ranks.
 
-type zeroSeg struct{ param, shard, n int } // arena offset, shard offset, length
-
+// zeroState is a sharded optimizer's data-parallel side.
 type zeroState struct {
-	n, b, size int
-	segs       []zeroSeg
-	own        int          // values owned
-	g, m, v    model.Buffer // [own] reduced gradients and moments of the owned chunks
-	pad, recv  model.Buffer // [size·chunk], [chunk] scratch of the padded last bucket
-	steps      int
+	n, b, size    int
+	params, grads model.Buffer // the whole arenas
+	spans         []optim.Span // this rank's chunks
+	recv          model.Buffer // [chunk] the reduce-scatter's and all-gather's
+	pad           model.Buffer // [size·last chunk] the padded last bucket; nil when none
 }
 
-// zeroLayout is rank r's segments of an arena of n values, buckets of
+// zeroLayout is rank r's spans of an arena of n values, buckets of
 // size·b.
-func zeroLayout(n, b, size, r int) (segs []zeroSeg, own int) {
+func zeroLayout(n, b, size, r int) (spans []optim.Span, own int) {
 	for off := 0; off < n; off += size * b {
 		L := min(size*b, n-off)
 		c := (L + size - 1) / size
 		lo, hi := off+r*c, min(off+(r+1)*c, off+L)
 		if hi > lo {
-			segs = append(segs, zeroSeg{param: lo, shard: own, n: hi - lo})
+			spans = append(spans, optim.Span{Off: lo, N: hi - lo})
 			own += hi - lo
 		}
 	}
-	return segs, own
+	return spans, own
 }
 
-func (d *DP) zeroFor(mdl *model.Model, opt *optim.AdamW) *zeroState {
-	if z := d.zero[opt]; z != nil {
-		return z
+// zeroBucket is the bucket, in values, of an arena of n values over size
+// ranks with an all-reduce bucket of b values: no larger than one rank's
+// share, so small arenas still spread over every rank.
+func zeroBucket(n, b, size int) int { return max(1, min(b, (n+size-1)/size)) }
+
+// NewOptimizer returns the AdamW of params from grads: with dp.zero1 this
+// rank's shard (optim.NewShard, 1/Size of the moments), otherwise, and in
+// a run of one process (d nil), the whole arena's (optim.New).
+func (d *DP) NewOptimizer(dev model.Device, params, grads model.Buffer, cfg optim.Config, totalSteps int) (*optim.AdamW, error) {
+	if d == nil || !d.Cfg.Zero1 {
+		return optim.New(dev, params, grads, cfg, totalSteps)
 	}
-	n, size := mdl.Params.Len(), d.Comm.Size()
-	b := min(d.bucket(), (n+size-1)/size)
-	z := &zeroState{n: n, b: b, size: size}
-	z.segs, z.own = zeroLayout(n, b, size, d.Comm.Rank())
-	dev := mdl.Dev
-	z.g, z.m, z.v = dev.Alloc(max(z.own, 1)), dev.Alloc(max(z.own, 1)), dev.Alloc(max(z.own, 1))
-	z.pad, z.recv = dev.Alloc(size*b), dev.Alloc(b)
+	if params.Len() != grads.Len() {
+		return nil, fmt.Errorf("rl: zero1: %d parameters but %d gradients", params.Len(), grads.Len())
+	}
+	n, size := params.Len(), d.Comm.Size()
+	z := &zeroState{n: n, b: zeroBucket(n, d.bucket(), size), size: size, params: params, grads: grads}
+	z.spans, _ = zeroLayout(n, z.b, size, d.Comm.Rank())
+	opt, err := optim.NewShard(dev, params, grads, z.spans, cfg, totalSteps)
+	if err != nil {
+		return nil, err
+	}
+	z.recv = dev.Alloc(z.b)
+	if last := n % (size * z.b); last != 0 && last%size != 0 {
+		z.pad = dev.Alloc(size * ((last + size - 1) / size))
+	}
 	d.zero[opt] = z
-	return z
+	return opt, nil
+}
+
+// zeroOf returns opt's sharded state; opt must come from NewOptimizer.
+func (d *DP) zeroOf(opt *optim.AdamW) (*zeroState, error) {
+	if z := d.zero[opt]; z != nil {
+		return z, nil
+	}
+	return nil, fmt.Errorf("rl: dp.zero1: the optimizer was not built by DP.NewOptimizer (it holds the whole state)")
 }
 
 // buckets calls f for every bucket: its offset, length and chunk.
@@ -72,143 +94,72 @@ func (z *zeroState) buckets(f func(off, L, c int) error) error {
 	return nil
 }
 
-func (z *zeroState) step(d *DP, mdl *model.Model, opt *optim.AdamW) (optim.StepResult, error) {
-	dev, r := mdl.Dev, d.Comm.Rank()
-	k := 0 // next shard offset
+func (z *zeroState) step(d *DP, dev model.Device, opt *optim.AdamW) (optim.StepResult, error) {
+	r := d.Comm.Rank()
 	err := z.buckets(func(off, L, c int) error {
-		src := mdl.Grads.Slice(off, L)
+		src := z.grads.Slice(off, L)
 		if L != z.size*c {
 			src = z.pad.Slice(0, z.size*c)
 			dev.Zero(src)
-			dev.Copy(z.pad.Slice(0, L), mdl.Grads.Slice(off, L))
+			dev.Copy(z.pad.Slice(0, L), z.grads.Slice(off, L))
 		}
+		// MPI forbids the destination inside the source: the chunk comes
+		// back through recv.
 		if err := d.Comm.ReduceScatter(z.recv.Slice(0, c), src); err != nil {
 			return err
 		}
-		if n := min(off+(r+1)*c, off+L) - (off + r*c); n > 0 {
-			dev.Copy(z.g.Slice(k, n), z.recv.Slice(0, n))
-			k += n
+		if lo, hi := off+r*c, min(off+(r+1)*c, off+L); hi > lo {
+			dev.Copy(z.grads.Slice(lo, hi-lo), z.recv.Slice(0, hi-lo))
 		}
 		return nil
 	})
 	if err != nil {
 		return optim.StepResult{}, err
 	}
-	var part float64
-	if z.own > 0 {
-		part = dev.SumSquares(z.g.Slice(0, z.own))
-	}
-	sum, err := model.SumFloat64s(d.Comm, []float64{part})
+	sum, err := model.SumFloat64s(d.Comm, []float64{opt.GradSumSquares()})
 	if err != nil {
 		return optim.StepResult{}, err
 	}
-	// As optim.AdamW.Step: the norm before clipping, a non-finite norm
-	// skips the update on every rank alike.
-	norm := math.Sqrt(sum[0])
-	res := optim.StepResult{GradNorm: norm, LR: opt.LRAt(z.steps, opt.TotalSteps)}
-	if !finite(norm) {
-		res.Skipped = true
+	// The same update on every rank: a non-finite norm skips it on all.
+	res := opt.StepNorm(1, math.Sqrt(sum[0]))
+	if res.Skipped {
 		return res, nil
-	}
-	scale := 1.0
-	if opt.GradClip > 0 && norm > opt.GradClip {
-		scale *= opt.GradClip / norm
-	}
-	z.steps++
-	hp := model.AdamWParams{LR: float32(res.LR), Beta1: float32(opt.Beta1), Beta2: float32(opt.Beta2), Eps: float32(opt.Eps),
-		WeightDecay: float32(opt.WeightDecay), Step: z.steps, GradScale: float32(scale)}
-	for _, s := range z.segs {
-		dev.AdamW(mdl.Params.Slice(s.param, s.n), z.g.Slice(s.shard, s.n), z.m.Slice(s.shard, s.n), z.v.Slice(s.shard, s.n), hp)
 	}
 	err = z.buckets(func(off, L, c int) error {
 		lo, hi := off+r*c, min(off+(r+1)*c, off+L)
 		if hi > lo {
-			dev.Copy(z.recv.Slice(0, hi-lo), mdl.Params.Slice(lo, hi-lo))
+			dev.Copy(z.recv.Slice(0, hi-lo), z.params.Slice(lo, hi-lo))
 		}
 		if L == z.size*c {
-			return d.Comm.AllGather(mdl.Params.Slice(off, L), z.recv.Slice(0, c))
+			return d.Comm.AllGather(z.params.Slice(off, L), z.recv.Slice(0, c))
 		}
 		if err := d.Comm.AllGather(z.pad.Slice(0, z.size*c), z.recv.Slice(0, c)); err != nil {
 			return err
 		}
-		dev.Copy(mdl.Params.Slice(off, L), z.pad.Slice(0, L))
+		dev.Copy(z.params.Slice(off, L), z.pad.Slice(0, L))
 		return nil
 	})
 	return res, err
 }
 
-// save gathers the moments on rank 0 and writes them in optim.AdamW's
-// format.
-func (z *zeroState) save(d *DP, mdl *model.Model, path string) error {
-	full := [2][]float32{}
-	for i, buf := range []model.Buffer{z.m, z.v} {
-		host := make([]float32, buf.Len())
-		mdl.Dev.Download(host, buf)
-		raw := make([]byte, 4*z.own)
-		for j := 0; j < z.own; j++ {
-			binary.LittleEndian.PutUint32(raw[4*j:], math.Float32bits(host[j]))
-		}
-		parts, err := model.GatherVar(d.Comm, raw)
-		if err != nil {
-			return err
-		}
-		if !d.Rank0() {
-			continue
-		}
-		full[i] = make([]float32, z.n)
-		for r, p := range parts {
-			segs, own := zeroLayout(z.n, z.b, z.size, r)
-			if len(p) != 4*own {
-				return fmt.Errorf("rl: zero1: rank %d sent %d bytes of moments, want %d", r, len(p), 4*own)
-			}
-			for _, s := range segs {
-				for j := 0; j < s.n; j++ {
-					full[i][s.param+j] = math.Float32frombits(binary.LittleEndian.Uint32(p[4*(s.shard+j):]))
-				}
-			}
-		}
+// save gathers the moments on rank 0, which writes the unsharded file.
+func (z *zeroState) save(d *DP, opt *optim.AdamW, path string) error {
+	own := opt.Shard()
+	ms, err := model.GatherVar(d.Comm, own.M)
+	if err != nil {
+		return err
+	}
+	vs, err := model.GatherVar(d.Comm, own.V)
+	if err != nil {
+		return err
 	}
 	if !d.Rank0() {
 		return nil
 	}
-	return safetensors.WriteFile(path, []safetensors.Tensor{
-		{Name: "exp_avg", DType: safetensors.F32, Shape: []int{z.n}, F32: full[0]},
-		{Name: "exp_avg_sq", DType: safetensors.F32, Shape: []int{z.n}, F32: full[1]},
-	}, map[string]string{"step": strconv.Itoa(z.steps), "format": "r1go-adamw"})
-}
-
-// load reads an unsharded optimizer file and keeps this rank's chunks.
-func (z *zeroState) load(mdl *model.Model, path string) error {
-	f, err := safetensors.Open(path)
-	if err != nil {
-		return err
+	shards := make([]optim.Shard, z.size)
+	for r := range shards {
+		spans, _ := zeroLayout(z.n, z.b, z.size, r)
+		shards[r] = optim.Shard{Spans: spans, DType: own.DType, M: ms[r], V: vs[r]}
 	}
-	defer f.Close()
-	step, err := strconv.Atoi(f.Metadata()["step"])
-	if err != nil || step < 0 {
-		return fmt.Errorf("rl: zero1: %s: metadata step %q is not a step count", path, f.Metadata()["step"])
-	}
-	for _, t := range []struct {
-		name string
-		dst  model.Buffer
-	}{{"exp_avg", z.m}, {"exp_avg_sq", z.v}} {
-		info, ok := f.Info(t.name)
-		if !ok {
-			return fmt.Errorf("rl: zero1: %s: tensor %s is missing", path, t.name)
-		}
-		if int(info.NumElements()) != z.n {
-			return fmt.Errorf("rl: zero1: %s: tensor %s has %d values, the model has %d parameters", path, t.name, info.NumElements(), z.n)
-		}
-		full := make([]float32, z.n)
-		if err := f.ReadF32(t.name, full); err != nil {
-			return err
-		}
-		own := make([]float32, t.dst.Len())
-		for _, s := range z.segs {
-			copy(own[s.shard:s.shard+s.n], full[s.param:s.param+s.n])
-		}
-		mdl.Dev.Upload(t.dst, own)
-	}
-	z.steps = step
-	return nil
+	return opt.SaveShards(path, shards)
 }

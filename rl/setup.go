@@ -7,7 +7,6 @@ import (
 	"github.com/r1go/r1go/env"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/tokenizer"
-	"github.com/r1go/r1go/optim"
 )
 
 // Setup is what a Trainer is built from besides its config: the policy,
@@ -41,6 +40,11 @@ type Setup struct {
 	// each epoch, so does the actor.
 	TotalSteps     int
 	PromptsPerStep int
+
+	// DP is the data-parallel part (nil: one process). It is known before
+	// the optimizers are built because with dp.zero1 each rank allocates
+	// only its shard of their moments (DP.NewOptimizer).
+	DP *DP
 }
 
 // NewTrainer validates cfg and wires a Trainer: the rollout over the policy
@@ -58,7 +62,7 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 		return nil, fmt.Errorf("rl: NewTrainer: slots %d, max context %d and prompts per step %d must be ≥ 1, total steps %d ≥ 0",
 			s.Slots, s.MaxContext, s.PromptsPerStep, s.TotalSteps)
 	}
-	t := &Trainer{Cfg: cfg, Policy: s.Policy, ToolCallEnd: s.ToolCallEnd, KLCtrl: cfg.NewKLController()}
+	t := &Trainer{Cfg: cfg, Policy: s.Policy, ToolCallEnd: s.ToolCallEnd, KLCtrl: cfg.NewKLController(), DP: s.DP}
 	t.Rollout = &Rollout{Cfg: &t.Cfg.Rollout, Policy: NewModelPolicy(s.Policy, s.Slots, s.MaxContext),
 		Tok: s.Tok, Env: s.Env, Stop: s.Stop}
 	var err error
@@ -80,14 +84,14 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 			return nil, err
 		}
 		t.Critic.Recompute = s.Recompute
-		if t.CriticOpt, err = optim.New(t.Critic.Dev, t.Critic.Params, t.Critic.Grads, cfg.Critic.Optim, s.TotalSteps); err != nil {
+		if t.CriticOpt, err = s.DP.NewOptimizer(t.Critic.Dev, t.Critic.Params, t.Critic.Grads, cfg.Critic.Optim, s.TotalSteps); err != nil {
 			return nil, err
 		}
 	}
 	a := &cfg.Actor
 	steps := s.TotalSteps * a.PPOEpochs * ((s.PromptsPerStep*cfg.Rollout.N + a.MiniBatchSize - 1) / a.MiniBatchSize)
 	params, grads := s.Policy.Trainable() // the adapters in a LoRA run
-	if t.ActorOpt, err = optim.New(s.Policy.Dev, params, grads, a.Optim, steps); err != nil {
+	if t.ActorOpt, err = s.DP.NewOptimizer(s.Policy.Dev, params, grads, a.Optim, steps); err != nil {
 		return nil, err
 	}
 	return t, nil

@@ -30,9 +30,13 @@ func newRunGuard(cfg *Config, dir string, out io.Writer, s *agent.Setup) *runGua
 		ent: entropyWatch{threshold: cfg.Trainer.EntropyCollapseThreshold, steps: cfg.Trainer.EntropyCollapseSteps}}
 }
 
-// dumpDir is where the rollout JSONL files go, or "".
+// dumpDir is where the rollout JSONL files go, or "": rank 0 of a
+// data-parallel run writes them, so that no two processes write one file.
 func (g *runGuard) dumpDir() string {
 	d := g.cfg.Trainer.RolloutDataDir
+	if l, err := model.LaunchFromEnv(); err == nil && l.Rank != 0 {
+		return ""
+	}
 	if d == "" || filepath.IsAbs(d) {
 		return d
 	}

@@ -27,6 +27,13 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, err error
 		RolloutSlots: min(cfg.Trainer.RolloutSlots, cfg.Data.TrainBatchSize*cfg.RL.Rollout.N), MaxContext: cfg.Model.MaxContext,
 		MaxPromptTokens: cfg.RL.Rollout.MaxPromptTokens, GroupSize: cfg.RL.Rollout.N, Threads: runtime.GOMAXPROCS(0),
 		StateBF16: cfg.RL.Actor.Optim.StateDType == "bfloat16", CriticStateBF16: cfg.RL.Critic.Optim.StateDType == "bfloat16"}
+	// A data-parallel run plans one rank: the launcher's world size (a dry
+	// run can be planned for N ranks with WORLD_SIZE=N RANK=0).
+	if l, err := model.LaunchFromEnv(); err != nil {
+		return true, err
+	} else if l.Size > 1 {
+		s.Ranks, s.Zero1, s.BucketMB = l.Size, cfg.DP.Zero1, cfg.DP.BucketMB
+	}
 	// The reference is the SFT folder, saved as float32 and so loaded as
 	// float32 (LoadOptions DType auto); a LoRA run's is the frozen base.
 	if lc := cfg.RL.Actor.LoRA; lc.Enabled() {

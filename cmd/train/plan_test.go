@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -142,5 +143,45 @@ func TestDryRunPlansLoRA(t *testing.T) {
 		if !strings.Contains(text, s) {
 			t.Errorf("output lacks %q:\n%s", s, text)
 		}
+	}
+}
+
+// TestDryRunZeroOne plans Qwen2.5-7B for rank 0 of 8 (torchrun's
+// variables) on 80 GB cards with and without dp.zero1: the plan is per
+// rank, says ZeRO-1, and its optimizer line shrinks to the shard.
+func TestDryRunZeroOne(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "model", "testdata", "config_qwen2.5-7b.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("RANK", "0")
+	t.Setenv("WORLD_SIZE", "8")
+	plans := map[bool]string{}
+	for _, zero := range []bool{false, true} {
+		cfg := DefaultConfig()
+		if err := config.Load(&cfg, []string{"model.path=" + dir, "trainer.dry_run=true", "trainer.device=cuda",
+			"trainer.device_memory=80GB", "model.max_context=4096", "trainer.default_local_dir=" + filepath.Join(dir, "run"),
+			"actor.use_kl_loss=true", "data.train_batch_size=128", "rollout.n=5", "trainer.rollout_slots=20",
+			"dp.zero1=" + strconv.FormatBool(zero)}, nil); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := run(context.Background(), &cfg, &out); err != nil {
+			t.Fatal(err)
+		}
+		plans[zero] = out.String()
+	}
+	t.Logf("Qwen2.5-7B, rank 0 of 8, dp.zero1:\n%s", plans[true])
+	for _, s := range []string{"per rank of 8 with ZeRO-1", "ZeRO-1 shard: 951952064 of 7615616512 values", "data-parallel scratch"} {
+		if !strings.Contains(plans[true], s) {
+			t.Errorf("the zero1 plan lacks %q:\n%s", s, plans[true])
+		}
+	}
+	if !strings.Contains(plans[false], "per rank of 8\n") || !strings.Contains(plans[false], "all-reduce the fp32 gradients in place") {
+		t.Errorf("the all-reduce plan:\n%s", plans[false])
 	}
 }

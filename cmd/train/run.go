@@ -157,7 +157,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	}
 
 	// 2. Reinforcement learning.
-	tr, err := newTrainer(cfg, s, sftDir)
+	tr, err := newTrainer(cfg, s, sftDir, dp)
 	if err != nil {
 		return err
 	}
@@ -340,7 +340,7 @@ func warmStart(ctx context.Context, cfg *Config, s *agent.Setup, out io.Writer) 
 
 // newTrainer wires the trainer: the reference policy and the critic come
 // from the warm-started policy in sftDir.
-func newTrainer(cfg *Config, s *agent.Setup, sftDir string) (*rl.Trainer, error) {
+func newTrainer(cfg *Config, s *agent.Setup, sftDir string, dp *rl.DP) (*rl.Trainer, error) {
 	var ref *model.Model
 	if cfg.RL.NeedsRef() {
 		ref = loraRef(s) // a LoRA run's reference is its frozen base
@@ -348,7 +348,8 @@ func newTrainer(cfg *Config, s *agent.Setup, sftDir string) (*rl.Trainer, error)
 	tr, err := rl.NewTrainer(cfg.RL, rl.Setup{Policy: s.Policy, RefDir: sftDir, Ref: ref, Recompute: cfg.Trainer.Recompute,
 		Tok: s.Tok, Env: s.Env, Stop: s.Stop, ToolCallEnd: s.ToolCallEnd,
 		Slots:      min(cfg.Trainer.RolloutSlots, cfg.Data.TrainBatchSize*cfg.RL.Rollout.N),
-		MaxContext: cfg.Model.MaxContext, TotalSteps: cfg.Trainer.TotalSteps, PromptsPerStep: cfg.Data.TrainBatchSize})
+		MaxContext: cfg.Model.MaxContext, TotalSteps: cfg.Trainer.TotalSteps, PromptsPerStep: cfg.Data.TrainBatchSize,
+		DP: dp}) // dp hook C: before the optimizers, which zero1 shards
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,8 @@ import (
 
 // Advice lists the settings that would make a plan that does not fit fit:
 // each single change that is enough on its own (recomputation, the largest
-// micro-batch, rollout slot count or context that fits), or, when none is,
+// micro-batch, rollout slot count or context that fits, ZeRO-1 in a
+// data-parallel run), or, when none is,
 // one combination of them. Only settings the run really has are named.
 func (p *Plan) Advice(cfg *model.Config) []string {
 	s := p.Settings
@@ -18,6 +19,13 @@ func (p *Plan) Advice(cfg *model.Config) []string {
 		return err == nil && q.Fits()
 	}
 	var singles []string
+	if s.Train && s.Ranks > 1 && !s.Zero1 && s.key("zero1") != "" {
+		t := s
+		t.Zero1 = true
+		if fits(t) {
+			singles = append(singles, s.key("zero1")+"=true")
+		}
+	}
 	if s.Train && !s.Recompute && s.key("recompute") != "" {
 		t := s
 		t.Recompute = true

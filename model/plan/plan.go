@@ -51,6 +51,11 @@ type Settings struct {
 	StateBF16       bool // the actor's AdamW moments are bf16 (optim state_dtype bfloat16)
 	CriticStateBF16 bool // the critic's likewise
 
+	// Data parallel (rl.DPConfig): the plan is one rank's.
+	Ranks    int     // world size; 0 or 1: one process
+	Zero1    bool    // dp.zero1: the AdamW moments are sharded over the ranks
+	BucketMB float64 // dp.bucket_mb; 0: 25
+
 	MicroBatchTokens int // tokens per forward/backward (training and scoring)
 	RolloutSlots     int // KV cache slots decoded together; 0: no rollout
 	MaxContext       int // KV cache length per slot and the longest sequence
@@ -59,7 +64,7 @@ type Settings struct {
 	Threads          int // CPU worker threads (workspace); 0 counts one
 
 	// Keys name the settings in advice, by knob: "micro_batch", "recompute",
-	// "slots". Missing names take train's keys; a knob named "" is not
+	// "slots", "zero1". Missing names take train's keys; a knob named "" is not
 	// offered (the command has no such setting).
 	Keys map[string]string
 }
@@ -68,6 +73,7 @@ var defaultKeys = map[string]string{
 	"micro_batch": "actor.micro_batch_tokens",
 	"recompute":   "trainer.recompute",
 	"slots":       "trainer.rollout_slots",
+	"zero1":       "dp.zero1",
 }
 
 func (s Settings) key(knob string) string {
@@ -167,12 +173,17 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 	if s.StateBF16 {
 		sb, state = 2, "bf16 (optim state_dtype bfloat16)"
 	}
+	var dpScratch int64 // ZeRO-1's, of every optimizer
 	if lora {
 		A := sh.loraParams(s.LoRARank, s.LoRATargets)
 		add("LoRA adapters", 2*A*4+2*int64(T*s.LoRARank)*4, "rank %d: %d fp32 parameters and their gradients, A·x scratch at %d tokens", s.LoRARank, A, T)
-		add("optimizer state", 2*A*sb, "AdamW first and second moments of the adapters, %s", state)
+		st, sc, how := s.moments(A, sb)
+		dpScratch += sc
+		add("optimizer state", st, "AdamW first and second moments of the adapters, %s%s", state, how)
 	} else if s.Train {
-		add("optimizer state", 2*P*sb, "AdamW first and second moments, %s", state)
+		st, sc, how := s.moments(P, sb)
+		dpScratch += sc
+		add("optimizer state", st, "AdamW first and second moments, %s%s", state, how)
 	} else {
 		add("optimizer state", 0, "none: no training")
 	}
@@ -204,8 +215,10 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		if s.CriticStateBF16 {
 			csb = 2
 		}
-		add("critic", C*4+C*4+2*C*csb+sh.acts(T, sh.saves(T, s.Recompute), true)*4,
-			"value model: fp32 weights, gradients, AdamW, training activations at %d tokens", T)
+		st, sc, how := s.moments(C, csb)
+		dpScratch += sc
+		add("critic", C*4+C*4+st+sh.acts(T, sh.saves(T, s.Recompute), true)*4,
+			"value model: fp32 weights, gradients, AdamW%s, training activations at %d tokens", how, T)
 	}
 	if s.RolloutSlots > 0 {
 		kv := 2 * int64(sh.L) * int64(s.RolloutSlots) * int64(s.MaxContext) * int64(sh.KV) * 4
@@ -228,6 +241,9 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		add("activations", sh.acts(T, sh.saves(T, s.Recompute), true)*4, "training micro-batch of %d tokens, %s", T, what)
 	} else if T > 0 {
 		add("activations", sh.acts(T, false, false)*4, "scoring forward of %d tokens", T)
+	}
+	if it, ok := s.dpItem(dpScratch); ok && s.Train {
+		p.Items = append(p.Items, it)
 	}
 	add("workspace", s.workspace(sh, T), "%s", s.workspaceDetail())
 	return p, nil
@@ -267,7 +283,14 @@ func (s Settings) workspaceDetail() string {
 // the capacity and whether it fits.
 func (p *Plan) Print(w io.Writer) {
 	s := p.Settings
-	fmt.Fprintf(w, "memory plan: %s on %s (%s)\n", p.Model, s.Device, s.Precision)
+	per := ""
+	if s.Ranks > 1 {
+		per = fmt.Sprintf(", per rank of %d", s.Ranks)
+		if s.zero1() {
+			per += " with ZeRO-1 (optimizer state sharded)"
+		}
+	}
+	fmt.Fprintf(w, "memory plan: %s on %s (%s)%s\n", p.Model, s.Device, s.Precision, per)
 	for _, it := range p.Items {
 		fmt.Fprintf(w, "  %-26s %9.3f GiB  %s\n", it.Name, float64(it.Bytes)/GiB, it.Detail)
 	}

@@ -1,0 +1,110 @@
+package plan
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/r1go/r1go/model"
+)
+
+// TestPlanZeroOne plans Qwen2.5-7B's GRPO step per rank of 8 with and
+// without dp.zero1: only the optimizer state and the data-parallel scratch
+// change, the state to rank 0's shard (1/8 of the moments, plus at most
+// one value per bucket), and the plan line says so.
+func TestPlanZeroOne(t *testing.T) {
+	cfg, err := model.LoadConfig(filepath.Join("..", "testdata", "config_qwen2.5-7b.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Settings{Device: "cuda", Capacity: 80e9, Precision: "bf16-mixed", Train: true, Reference: true, Critic: true,
+		MicroBatchTokens: 4096, RolloutSlots: 20, MaxContext: 4096, MaxPromptTokens: 512, GroupSize: 5, Ranks: 8}
+	z := s
+	z.Zero1 = true
+	off, err := New(cfg, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	on, err := New(cfg, z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := func(p *Plan, name string) Item {
+		for _, it := range p.Items {
+			if it.Name == name {
+				return it
+			}
+		}
+		t.Fatalf("the plan has no %q line", name)
+		return Item{}
+	}
+	P := shapeOf(cfg).arena(true, false)
+	bucket := 25 << 20 / 4
+	own, scratch := ZeroShard(int(P), bucket, 8)
+	buckets := (P + 8*int64(bucket) - 1) / (8 * int64(bucket))
+	if own < (P+7)/8 || own > P/8+buckets {
+		t.Fatalf("rank 0 owns %d of %d values over %d buckets", own, P, buckets)
+	}
+	if got := item(off, "optimizer state").Bytes; got != 2*P*4 {
+		t.Fatalf("unsharded optimizer state %d, want %d", got, 2*P*4)
+	}
+	if got := item(on, "optimizer state"); got.Bytes != 2*own*4 || !strings.Contains(got.Detail, "ZeRO-1 shard") {
+		t.Fatalf("zero1 optimizer state %+v, want %d bytes", got, 2*own*4)
+	}
+	C := shapeOf(cfg).arena(false, true)
+	cown, cscratch := ZeroShard(int(C), bucket, 8)
+	if d := item(off, "critic").Bytes - item(on, "critic").Bytes; d != 2*(C-cown)*4 {
+		t.Fatalf("zero1 saves %d bytes of the critic, want its moments' 7/8: %d", d, 2*(C-cown)*4)
+	}
+	if got := item(on, "data-parallel scratch").Bytes; got != 4*(scratch+cscratch) || got == 0 {
+		t.Fatalf("zero1 scratch %d, want %d", got, 4*(scratch+cscratch))
+	}
+	if got := item(off, "data-parallel scratch"); got.Bytes != 0 || !strings.Contains(got.Detail, "in place") {
+		t.Fatalf("all-reduce scratch %+v", got)
+	}
+	for i, it := range off.Items {
+		if n := it.Name; n != "optimizer state" && n != "critic" && n != "data-parallel scratch" && on.Items[i] != it {
+			t.Fatalf("zero1 changed %q: %+v → %+v", n, it, on.Items[i])
+		}
+	}
+	var b strings.Builder
+	on.Print(&b)
+	if !strings.Contains(b.String(), "per rank of 8 with ZeRO-1") {
+		t.Fatalf("the plan does not say it is ZeRO-1's:\n%s", b.String())
+	}
+	// One process: dp.zero1 changes nothing and no line is added.
+	one, z1 := s, z
+	one.Ranks, z1.Ranks = 1, 1
+	a, _ := New(cfg, one)
+	c, _ := New(cfg, z1)
+	if !slices.Equal(a.Items, c.Items) || slices.ContainsFunc(a.Items, func(it Item) bool { return it.Name == "data-parallel scratch" }) {
+		t.Fatalf("one process: zero1 changed the plan or added a data-parallel line")
+	}
+	// The advice offers dp.zero1 where it is enough: a capacity between
+	// the two totals.
+	s.Capacity = (off.Total() + on.Total()) / 2
+	p, _ := New(cfg, s)
+	if adv := p.Advice(cfg); !slices.Contains(adv, "dp.zero1=true") {
+		t.Fatalf("advice %q lacks dp.zero1=true", adv)
+	}
+}
+
+// TestZeroShardLayout: rank 0's share sums the first chunk of every bucket,
+// and the padded last bucket is counted only when it does not divide.
+func TestZeroShardLayout(t *testing.T) {
+	for _, c := range []struct {
+		n, b, ranks  int
+		own, scratch int64
+	}{
+		{10, 3, 2, 5, 3},     // buckets of 6: chunks 3 and 2; 4 divides by 2
+		{17, 4, 3, 6, 4 + 6}, // buckets of 12: chunks 4 and 2; 5 pads to 6
+		{5, 8, 4, 2, 2 + 8},  // one bucket of 8 (b=2): chunk 2; 5 pads to 8
+		{9, 8, 1, 9, 0},
+	} {
+		own, scratch := ZeroShard(c.n, c.b, c.ranks)
+		if own != c.own || scratch != c.scratch {
+			t.Errorf("ZeroShard(%d, %d, %d) = %d, %d; want %d, %d", c.n, c.b, c.ranks, own, scratch, c.own, c.scratch)
+		}
+	}
+}
