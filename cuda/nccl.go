@@ -144,14 +144,22 @@ func (c *NCCL) AllGather(dst, src model.Buffer) error {
 	d, s := c.buf(dst), c.buf(src)
 	model.CheckCollective("AllGather", s.n, d.n, c.size)
 	defer c.dev.enter()()
-	return c.l.check(call(c.l.allGather, s.ptr, d.ptr, uintptr(s.n), ncclType(s), c.comm, c.dev.stream), "ncclAllGather")
+	if err := c.l.check(call(c.l.allGather, s.ptr, d.ptr, uintptr(s.n), ncclType(s), c.comm, c.dev.stream), "ncclAllGather"); err != nil {
+		return err
+	}
+	c.dev.refresh(d.ptr, d.n) // gathered master weights (ZeRO-1): their bf16 compute copy follows
+	return nil
 }
 
 // Broadcast copies root's buf to every rank.
 func (c *NCCL) Broadcast(buf model.Buffer, root int) error {
 	b := c.buf(buf)
 	defer c.dev.enter()()
-	return c.l.check(call(c.l.broadcast, b.ptr, b.ptr, uintptr(b.n), ncclType(b), uintptr(root), c.comm, c.dev.stream), "ncclBroadcast")
+	if err := c.l.check(call(c.l.broadcast, b.ptr, b.ptr, uintptr(b.n), ncclType(b), uintptr(root), c.comm, c.dev.stream), "ncclBroadcast"); err != nil {
+		return err
+	}
+	c.dev.refresh(b.ptr, b.n) // broadcast master weights: their bf16 compute copy follows
+	return nil
 }
 
 // Barrier all-reduces one value and waits for it.
