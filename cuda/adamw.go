@@ -27,8 +27,8 @@ func (d *Device) AdamW(pb, g, m, v model.Buffer, hp model.AdamWParams) {
 	if d.adamwMixed(pp, pg, pm, pv, n, hp, c1, c2) {
 		return
 	}
-	d.launch(kAdamW, d.elementwiseGrid(n), grid1(256), 0, p(pp), p(pg), p(pm), p(pv), i64(n),
-		f(hp.LR), f(hp.Beta1), f(hp.Beta2), f(hp.Eps), f(hp.WeightDecay), f(float32(c1)), f(float32(c2)), f(hp.GradScale))
+	d.launch(kAdamW, d.elementwiseGrid(n), grid1(256), 0, argPtr(pp), argPtr(pg), argPtr(pm), argPtr(pv), argInt64(n),
+		argFloat(hp.LR), argFloat(hp.Beta1), argFloat(hp.Beta2), argFloat(hp.Eps), argFloat(hp.WeightDecay), argFloat(float32(c1)), argFloat(float32(c2)), argFloat(hp.GradScale))
 }
 
 // SumSquares returns Σ x², accumulated in float64, and waits for it.
@@ -38,7 +38,7 @@ func (d *Device) SumSquares(x model.Buffer) float64 {
 	defer d.enter()()
 	out := d.scratchBuf("sumsq", 2, F32) // one float64
 	d.memset(out.ptr, 0, 2)
-	d.launch(kSumSquares, d.elementwiseGrid(n), grid1(256), 0, p(out.ptr), p(px), i64(n))
+	d.launch(kSumSquares, d.elementwiseGrid(n), grid1(256), 0, argPtr(out.ptr), argPtr(px), argInt64(n))
 	var s float64
 	d.download(unsafe.Pointer(&s), out.ptr, 8)
 	return s

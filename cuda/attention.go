@@ -91,8 +91,8 @@ func (d *Device) Attention(out, lse, qkv model.Buffer, seqs []int32, NH, KVH, HS
 	defer d.enter()()
 	pt := d.ints("attn-query-tiles", tiles)
 	d.launch(kAttentionForward, dim3{len(tiles) / 4, NH, 1}, grid1(32*attnRows), attnForwardSmem(HS),
-		p(po), p(pl), p(px), p(px+uintptr(4*a.kOff)), p(px+uintptr(4*a.vOff)), p(pt),
-		i(a.W), i(a.W), i(NH*HS), i(T), i(NH), i(KVH), i(HS), f(scale))
+		argPtr(po), argPtr(pl), argPtr(px), argPtr(px+uintptr(4*a.kOff)), argPtr(px+uintptr(4*a.vOff)), argPtr(pt),
+		argInt(a.W), argInt(a.W), argInt(NH*HS), argInt(T), argInt(NH), argInt(KVH), argInt(HS), argFloat(scale))
 }
 
 // AttentionBackward sets dqkv (every element) from dout: one kernel for
@@ -110,9 +110,9 @@ func (d *Device) AttentionBackward(dqkv, dout, out, lse, qkv model.Buffer, seqs 
 	D := d.scratchBuf("attn-D", NH*T, F32)
 	pk, pv := px+uintptr(4*a.kOff), px+uintptr(4*a.vOff)
 	d.launch(kAttentionBackwardDQ, dim3{len(qt) / 4, NH, 1}, grid1(32*attnRows), attnDQSmem(HS),
-		p(pdx), p(D.ptr), p(pdy), p(po), p(pl), p(px), p(pk), p(pv), p(d.ints("attn-query-tiles", qt)),
-		i(a.W), i(a.W), i(NH*HS), i(a.W), i(T), i(NH), i(KVH), i(HS), f(scale))
+		argPtr(pdx), argPtr(D.ptr), argPtr(pdy), argPtr(po), argPtr(pl), argPtr(px), argPtr(pk), argPtr(pv), argPtr(d.ints("attn-query-tiles", qt)),
+		argInt(a.W), argInt(a.W), argInt(NH*HS), argInt(a.W), argInt(T), argInt(NH), argInt(KVH), argInt(HS), argFloat(scale))
 	d.launch(kAttentionBackwardDKV, dim3{len(kt) / 4, KVH, 1}, grid1(32*attnRows), attnDKVSmem(HS),
-		p(pdx+uintptr(4*a.kOff)), p(pdx+uintptr(4*a.vOff)), p(pdy), p(D.ptr), p(pl), p(px), p(pk), p(pv),
-		p(d.ints("attn-key-tiles", kt)), i(a.W), i(a.W), i(NH*HS), i(a.W), i(T), i(NH), i(KVH), i(HS), f(scale))
+		argPtr(pdx+uintptr(4*a.kOff)), argPtr(pdx+uintptr(4*a.vOff)), argPtr(pdy), argPtr(D.ptr), argPtr(pl), argPtr(px), argPtr(pk), argPtr(pv),
+		argPtr(d.ints("attn-key-tiles", kt)), argInt(a.W), argInt(a.W), argInt(NH*HS), argInt(a.W), argInt(T), argInt(NH), argInt(KVH), argInt(HS), argFloat(scale))
 }

@@ -76,13 +76,13 @@ func (d *Device) AttentionCached(out, qkv, kc, vc model.Buffer, slots, pos0, len
 	scale := float32(1 / math.Sqrt(float64(HS)))
 	defer d.enter()()
 	d.launch(kKVCacheWrite, d.elementwiseGrid(T*kvw), grid1(256), 0,
-		p(pk), p(pv), p(px+uintptr(4*a.kOff)), p(px+uintptr(4*a.vOff)), p(d.ints("cache-rows", pl.dst)), i(T), i(a.W), i(kvw))
+		argPtr(pk), argPtr(pv), argPtr(px+uintptr(4*a.kOff)), argPtr(px+uintptr(4*a.vOff)), argPtr(d.ints("cache-rows", pl.dst)), argInt(T), argInt(a.W), argInt(kvw))
 	if group := NH / KVH; pl.decode && group <= decodeMaxGroup {
 		d.launch(kAttentionDecode, dim3{T, KVH, 1}, grid1(32*group), attnDecodeSmem(HS, group),
-			p(po), p(px), p(pk), p(pv), p(d.ints("cache-decode-rows", pl.rows)), i(a.W), i(kvw), i(NH*HS), i(NH), i(KVH), i(HS), f(scale))
+			argPtr(po), argPtr(px), argPtr(pk), argPtr(pv), argPtr(d.ints("cache-decode-rows", pl.rows)), argInt(a.W), argInt(kvw), argInt(NH*HS), argInt(NH), argInt(KVH), argInt(HS), argFloat(scale))
 		return
 	}
 	d.launch(kAttentionForward, dim3{len(pl.tiles) / 4, NH, 1}, grid1(32*attnRows), attnForwardSmem(HS),
-		p(po), p(0), p(px), p(pk), p(pv), p(d.ints("cache-tiles", pl.tiles)),
-		i(a.W), i(kvw), i(NH*HS), i(T), i(NH), i(KVH), i(HS), f(scale))
+		argPtr(po), argPtr(0), argPtr(px), argPtr(pk), argPtr(pv), argPtr(d.ints("cache-tiles", pl.tiles)),
+		argInt(a.W), argInt(kvw), argInt(NH*HS), argInt(T), argInt(NH), argInt(KVH), argInt(HS), argFloat(scale))
 }

@@ -44,9 +44,9 @@ func (d *Device) Convert(dst, src Buffer) {
 	defer d.enter()()
 	switch {
 	case dst.dtype == BF16 && src.dtype == F32:
-		d.launch(kToBF16, d.elementwiseGrid(dst.n), grid1(256), 0, p(dst.ptr), p(src.ptr), i64(dst.n))
+		d.launch(kToBF16, d.elementwiseGrid(dst.n), grid1(256), 0, argPtr(dst.ptr), argPtr(src.ptr), argInt64(dst.n))
 	case dst.dtype == F32 && src.dtype == BF16:
-		d.launch(kToF32, d.elementwiseGrid(dst.n), grid1(256), 0, p(dst.ptr), p(src.ptr), i64(dst.n))
+		d.launch(kToF32, d.elementwiseGrid(dst.n), grid1(256), 0, argPtr(dst.ptr), argPtr(src.ptr), argInt64(dst.n))
 	default:
 		panic(fmt.Sprintf("cuda: Convert from %s to %s", src.dtype, dst.dtype))
 	}

@@ -12,7 +12,7 @@ func (d *Device) AddBias(out model.Buffer, ldo int, bias model.Buffer, rows, col
 	po := f32(out, (rows-1)*ldo+cols, "AddBias out")
 	pb := f32(bias, cols, "AddBias bias")
 	defer d.enter()()
-	d.launch(kBiasForward, d.elementwiseGrid(rows*cols), grid1(256), 0, p(po), i(ldo), p(pb), i(rows), i(cols))
+	d.launch(kBiasForward, d.elementwiseGrid(rows*cols), grid1(256), 0, argPtr(po), argInt(ldo), argPtr(pb), argInt(rows), argInt(cols))
 }
 
 // BiasBackward accumulates dbias[cols] += column sums of dout[rows, ldo].
@@ -20,5 +20,5 @@ func (d *Device) BiasBackward(dbias model.Buffer, dout model.Buffer, ldo int, ro
 	pd := f32(dbias, cols, "BiasBackward dbias")
 	pg := f32(dout, (rows-1)*ldo+cols, "BiasBackward dout")
 	defer d.enter()()
-	d.launch(kBiasBackward, grid1(ceilDiv(cols, 32)), dim3{32, 8, 1}, 0, p(pd), p(pg), i(ldo), i(rows), i(cols))
+	d.launch(kBiasBackward, grid1(ceilDiv(cols, 32)), dim3{32, 8, 1}, 0, argPtr(pd), argPtr(pg), argInt(ldo), argInt(rows), argInt(cols))
 }

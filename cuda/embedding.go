@@ -16,7 +16,7 @@ func (d *Device) Embedding(out model.Buffer, ids []int32, table model.Buffer, C 
 	checkIDs(ids, table.Len()/C, "token id")
 	po, pt := f32(out, len(ids)*C, "Embedding out"), f32(table, -1, "Embedding table")
 	defer d.enter()()
-	d.launch(kEmbeddingForward, grid1(len(ids)), grid1(min(256, roundUp(C, 32))), 0, p(po), p(d.ints("ids", ids)), p(pt), i(C))
+	d.launch(kEmbeddingForward, grid1(len(ids)), grid1(min(256, roundUp(C, 32))), 0, argPtr(po), argPtr(d.ints("ids", ids)), argPtr(pt), argInt(C))
 	if _, ok := d.copyOf(pt, table.Len()); ok {
 		d.roundBF16(po, len(ids)*C) // the rows of the bf16 table
 	}
@@ -27,7 +27,7 @@ func (d *Device) EmbeddingBackward(dtable model.Buffer, dout model.Buffer, ids [
 	checkIDs(ids, dtable.Len()/C, "token id")
 	pt, pg := f32(dtable, -1, "EmbeddingBackward dtable"), f32(dout, len(ids)*C, "EmbeddingBackward dout")
 	defer d.enter()()
-	d.launch(kEmbeddingBackward, grid1(len(ids)), grid1(min(256, roundUp(C, 32))), 0, p(pt), p(pg), p(d.ints("ids", ids)), i(C))
+	d.launch(kEmbeddingBackward, grid1(len(ids)), grid1(min(256, roundUp(C, 32))), 0, argPtr(pt), argPtr(pg), argPtr(d.ints("ids", ids)), argInt(C))
 }
 
 // checkIDs panics on an index outside [0, n): on the GPU it would read or

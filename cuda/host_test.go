@@ -17,7 +17,7 @@ import (
 
 func TestArgPacking(t *testing.T) {
 	var a argPack
-	args := []uint64{p(0xdeadbeef00), i(-3), i64(-5), f(1.5), i(7)}
+	args := []uint64{argPtr(0xdeadbeef00), argInt(-3), argInt64(-5), argFloat(1.5), argInt(7)}
 	ptrs := a.pack(args)
 	if len(ptrs) != len(args) {
 		t.Fatalf("%d pointers for %d args", len(ptrs), len(args))
@@ -43,16 +43,16 @@ func TestArgPacking(t *testing.T) {
 		t.Errorf("float slot reads %v, want 1.5", got)
 	}
 	// Packing again reuses the slots without leaking the old values.
-	ptrs = a.pack([]uint64{i(9)})
+	ptrs = a.pack([]uint64{argInt(9)})
 	if len(ptrs) != 1 || int32(binary.LittleEndian.Uint32(slot(0))) != 9 {
 		t.Errorf("repacked slot reads %d", int32(binary.LittleEndian.Uint32(slot(0))))
 	}
 	defer func() {
 		if recover() == nil {
-			t.Error("i(1<<40) did not panic: a C int cannot hold it")
+			t.Error("argInt(1<<40) did not panic: a C int cannot hold it")
 		}
 	}()
-	i(1 << 40)
+	argInt(1 << 40)
 }
 
 // colMajorGemm is the BLAS definition of GEMM for column-major matrices:

@@ -110,16 +110,16 @@ func (a *argPack) pack(args []uint64) []uintptr {
 }
 
 // Parameter packing: a device address, an int, a long long, a float.
-func p(addr uintptr) uint64 { return uint64(addr) }
-func i(v int) uint64 {
+func argPtr(addr uintptr) uint64 { return uint64(addr) }
+func argInt(v int) uint64 {
 	if v != int(int32(v)) {
 		panic(fmt.Sprintf("cuda: kernel argument %d overflows a C int", v))
 	}
 	return uint64(uint32(int32(v)))
 }
-func i64(v int) uint64     { return uint64(int64(v)) }
-func f(v float32) uint64   { return uint64(math.Float32bits(v)) }
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
+func argInt64(v int) uint64     { return uint64(int64(v)) }
+func argFloat(v float32) uint64 { return uint64(math.Float32bits(v)) }
+func ceilDiv(a, b int) int      { return (a + b - 1) / b }
 
 // elementwiseGrid is the grid of a grid-stride kernel over n elements with
 // 256 threads a block: enough blocks to fill the GPU a few times over, no

@@ -65,11 +65,11 @@ func (d *Device) LMHead(logprob, entropy, lse, h, w model.Buffer, targets []int3
 				first = 1
 			}
 			o := uintptr(8 * t0)
-			d.launch(kLMHeadStats, grid1(n), grid1(256), 0, p(z.ptr), i(m), i(v0), p(pt+uintptr(4*t0)),
-				p(mx+o), p(se+o), p(sz+o), p(zy+o), i(first))
+			d.launch(kLMHeadStats, grid1(n), grid1(256), 0, argPtr(z.ptr), argInt(m), argInt(v0), argPtr(pt+uintptr(4*t0)),
+				argPtr(mx+o), argPtr(se+o), argPtr(sz+o), argPtr(zy+o), argInt(first))
 		}
 	}
-	d.launch(kLMHeadFinish, grid1(ceilDiv(T, 256)), grid1(256), 0, p(plp), p(pent), p(plse), p(mx), p(se), p(sz), p(zy), p(pt), i(T))
+	d.launch(kLMHeadFinish, grid1(ceilDiv(T, 256)), grid1(256), 0, argPtr(plp), argPtr(pent), argPtr(plse), argPtr(mx), argPtr(se), argPtr(sz), argPtr(zy), argPtr(pt), argInt(T))
 }
 
 // LMHeadBackward sets dh and accumulates dw from d/dlogprob and d/dentropy,
@@ -94,8 +94,8 @@ func (d *Device) LMHeadBackward(dh, dw, dlogprob, dentropy, h, w, lse, entropy m
 			m := min(chunk, V-v0)
 			wc := pw + uintptr(4*v0*C)
 			d.gemm(false, true, n, m, C, 1, ph+uintptr(4*t0*C), C, wc, C, 0, z.ptr, m)
-			d.launch(kLMHeadGrad, d.elementwiseGrid(n*m), grid1(256), 0, p(z.ptr), i(n), i(m), i(v0), p(pt+o),
-				p(plse+o), p(pent+o), p(pglp+o), p(pgent+o))
+			d.launch(kLMHeadGrad, d.elementwiseGrid(n*m), grid1(256), 0, argPtr(z.ptr), argInt(n), argInt(m), argInt(v0), argPtr(pt+o),
+				argPtr(plse+o), argPtr(pent+o), argPtr(pglp+o), argPtr(pgent+o))
 			beta := float32(1)
 			if v0 == 0 {
 				beta = 0
@@ -116,6 +116,6 @@ func (d *Device) Logits(logits, h, w model.Buffer, rows []int32, C, V int) {
 	}
 	defer d.enter()()
 	g := d.scratchBuf("logits-rows", len(rows)*C, F32)
-	d.launch(kEmbeddingForward, grid1(len(rows)), grid1(min(256, roundUp(C, 32))), 0, p(g.ptr), p(d.ints("rows", rows)), p(ph), i(C))
+	d.launch(kEmbeddingForward, grid1(len(rows)), grid1(min(256, roundUp(C, 32))), 0, argPtr(g.ptr), argPtr(d.ints("rows", rows)), argPtr(ph), argInt(C))
 	d.gemm(false, true, len(rows), V, C, 1, g.ptr, C, pw, C, 0, pl, V)
 }

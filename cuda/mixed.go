@@ -58,7 +58,7 @@ func (d *Device) UseBF16(w model.Buffer) {
 		}
 	}
 	c := weightCopy{base: pw, n: w.Len(), bf: d.alloc(w.Len(), BF16)}
-	d.launch(kToBF16, d.elementwiseGrid(c.n), grid1(256), 0, p(c.bf.ptr), p(pw), i64(c.n))
+	d.launch(kToBF16, d.elementwiseGrid(c.n), grid1(256), 0, argPtr(c.bf.ptr), argPtr(pw), argInt64(c.n))
 	d.weights = append(d.weights, c)
 }
 
@@ -97,7 +97,7 @@ func (d *Device) refresh(ptr uintptr, n int) {
 			continue
 		}
 		k := int(hi-lo) / 4
-		d.launch(kToBF16, d.elementwiseGrid(k), grid1(256), 0, p(c.bf.ptr+(lo-c.base)/2), p(lo), i64(k))
+		d.launch(kToBF16, d.elementwiseGrid(k), grid1(256), 0, argPtr(c.bf.ptr+(lo-c.base)/2), argPtr(lo), argInt64(k))
 	}
 }
 
@@ -117,7 +117,7 @@ func (d *Device) bf16Operand(ptr uintptr, n int, slot string) uintptr {
 		return q
 	}
 	s := d.scratchBuf(slot, n, BF16)
-	d.launch(kToBF16, d.elementwiseGrid(n), grid1(256), 0, p(s.ptr), p(ptr), i64(n))
+	d.launch(kToBF16, d.elementwiseGrid(n), grid1(256), 0, argPtr(s.ptr), argPtr(ptr), argInt64(n))
 	return s.ptr
 }
 
@@ -141,7 +141,7 @@ func (d *Device) gemmMixed(transA, transB bool, m, n, k int, alpha float32, a ui
 // roundBF16 rounds n float32 values at ptr to bf16 in place.
 func (d *Device) roundBF16(ptr uintptr, n int) {
 	if n > 0 {
-		d.launch(kRoundBF16, d.elementwiseGrid(n), grid1(256), 0, p(ptr), i64(n))
+		d.launch(kRoundBF16, d.elementwiseGrid(n), grid1(256), 0, argPtr(ptr), argInt64(n))
 	}
 }
 
@@ -152,8 +152,8 @@ func (d *Device) adamwMixed(pp, pg, pm, pv uintptr, n int, hp model.AdamWParams,
 	if !ok {
 		return false
 	}
-	d.launch(kAdamWBF16, d.elementwiseGrid(n), grid1(256), 0, p(pp), p(pb), p(pg), p(pm), p(pv), i64(n),
-		f(hp.LR), f(hp.Beta1), f(hp.Beta2), f(hp.Eps), f(hp.WeightDecay), f(float32(c1)), f(float32(c2)), f(hp.GradScale))
+	d.launch(kAdamWBF16, d.elementwiseGrid(n), grid1(256), 0, argPtr(pp), argPtr(pb), argPtr(pg), argPtr(pm), argPtr(pv), argInt64(n),
+		argFloat(hp.LR), argFloat(hp.Beta1), argFloat(hp.Beta2), argFloat(hp.Eps), argFloat(hp.WeightDecay), argFloat(float32(c1)), argFloat(float32(c2)), argFloat(hp.GradScale))
 	return true
 }
 

@@ -12,5 +12,5 @@ func (d *Device) Add(out, a, b model.Buffer) {
 	}
 	po, pa, pb := f32(out, n, "Add out"), f32(a, n, "Add a"), f32(b, n, "Add b")
 	defer d.enter()()
-	d.launch(kResidual, d.elementwiseGrid(n), grid1(256), 0, p(po), p(pa), p(pb), i64(n))
+	d.launch(kResidual, d.elementwiseGrid(n), grid1(256), 0, argPtr(po), argPtr(pa), argPtr(pb), argInt64(n))
 }

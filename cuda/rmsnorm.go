@@ -20,7 +20,7 @@ func (d *Device) RMSNorm(out, rstd, inp, w model.Buffer, rows, C int, eps float3
 	po, pr := f32(out, rows*C, "RMSNorm out"), f32(rstd, rows, "RMSNorm rstd")
 	px, pw := f32(inp, rows*C, "RMSNorm inp"), f32(w, C, "RMSNorm w")
 	defer d.enter()()
-	d.launch(kRMSNormForward, grid1(rows), grid1(rmsnormThreads(C)), 0, p(po), p(pr), p(px), p(pw), i(rows), i(C), f(eps))
+	d.launch(kRMSNormForward, grid1(rows), grid1(rmsnormThreads(C)), 0, argPtr(po), argPtr(pr), argPtr(px), argPtr(pw), argInt(rows), argInt(C), argFloat(eps))
 }
 
 // RMSNormBackward sets dinp and accumulates dw.
@@ -34,5 +34,5 @@ func (d *Device) RMSNormBackward(dinp, dw, dout, inp, w, rstd model.Buffer, rows
 		panic(fmt.Sprintf("cuda: RMSNormBackward keeps a row of %d floats in shared memory; the GPU allows %d bytes", C, d.smemOptin))
 	}
 	blocks := min(rows, 2*max(d.sms, 1))
-	d.launch(kRMSNormBackward, grid1(blocks), grid1(rmsnormThreads(C)), smem, p(pdx), p(pdw), p(pdy), p(px), p(pw), p(pr), i(rows), i(C))
+	d.launch(kRMSNormBackward, grid1(blocks), grid1(rmsnormThreads(C)), smem, argPtr(pdx), argPtr(pdw), argPtr(pdy), argPtr(px), argPtr(pw), argPtr(pr), argInt(rows), argInt(C))
 }

@@ -50,5 +50,5 @@ func (d *Device) rope(x model.Buffer, ld, off int, pos []int32, nHeads, HS int, 
 		d.invFreq[key] = fb
 	}
 	n := T * nHeads * (HS / 2)
-	d.launch(kRoPE, d.elementwiseGrid(n), grid1(256), 0, p(px), i(ld), i(off), p(d.ints("pos", pos)), p(fb.ptr), i(T), i(nHeads), i(HS), f(sign))
+	d.launch(kRoPE, d.elementwiseGrid(n), grid1(256), 0, argPtr(px), argInt(ld), argInt(off), argPtr(d.ints("pos", pos)), argPtr(fb.ptr), argInt(T), argInt(nHeads), argInt(HS), argFloat(sign))
 }

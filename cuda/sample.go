@@ -63,10 +63,10 @@ func (d *Device) sample(tokens []int32, logprobs []float32, logits model.Buffer,
 		k = s.TopK
 	}
 	if invT > 0 && (k < V || s.TopP < 1) {
-		d.launch(kSampleTruncated, grid1(rows), grid1(min(1024, roundUp(V, 32))), 0, p(out.ptr), p(out.ptr+uintptr(4*rows)), p(pl), i(V),
-			f(invT), i(k), math.Float64bits(s.TopP), seed, p(ps)) // top_p as a double, as the host compares it
+		d.launch(kSampleTruncated, grid1(rows), grid1(min(1024, roundUp(V, 32))), 0, argPtr(out.ptr), argPtr(out.ptr+uintptr(4*rows)), argPtr(pl), argInt(V),
+			argFloat(invT), argInt(k), math.Float64bits(s.TopP), seed, argPtr(ps)) // top_p as a double, as the host compares it
 	} else {
-		d.launch(kSample, grid1(rows), grid1(min(1024, roundUp(V, 32))), 0, p(out.ptr), p(out.ptr+uintptr(4*rows)), p(pl), i(V), f(invT), seed, p(ps))
+		d.launch(kSample, grid1(rows), grid1(min(1024, roundUp(V, 32))), 0, argPtr(out.ptr), argPtr(out.ptr+uintptr(4*rows)), argPtr(pl), argInt(V), argFloat(invT), seed, argPtr(ps))
 	}
 	d.download(unsafe.Pointer(&tokens[0]), out.ptr, 4*rows)
 	d.download(unsafe.Pointer(&logprobs[0]), out.ptr+uintptr(4*rows), 4*rows)

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// BenchmarkActorLoss times the fused PPO actor loss on 64 sequences of 4096
+// BenchmarkActorLoss times the vanilla PPO actor loss on 64 sequences of 4096
 // tokens; benchmarks/rl reports the same against a same-run bandwidth probe.
 func BenchmarkActorLoss(bm *testing.B) {
 	rng := rand.New(rand.NewPCG(41, 42))

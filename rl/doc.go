@@ -69,17 +69,12 @@
 // seq-mean-token-sum-norm) is an AggMode, kept apart from the loss math: a
 // loss computes ℓ_t and dℓ_t/dx_t and multiplies by its sequence's weight.
 //
-// Speed: the loss kernels make one pass over their inputs, split into chunks
-// of whole sequences that run in parallel (the split depends only on the
-// layout, so results do not depend on the thread count). On amd64 the PPO
-// actor loss (alone, or with the entropy bonus and the k3 KL loss fused in)
-// and GSPO run AVX-512 loops where the CPU has AVX-512F and AVX2/FMA loops
-// otherwise, as does the clipped value loss (ppovec_amd64.s, chosen at run
-// time and checked against the scalar loops in ppovec_test.go); elsewhere,
-// and for the other KL estimators, a scalar loop with a blocked,
-// table-driven exp. Vector and scalar loops agree to rounding (1e-6
-// relative in the tests), not bit for bit. benchmarks/rl measures them
-// against a same-run memory pass over the same inputs.
+// Speed: the losses are plain scalar Go loops, one pass over their inputs,
+// split into chunks of whole sequences that run in parallel (the split
+// depends only on the layout, so results do not depend on the thread count).
+// The vanilla PPO loss is an ordinary registry entry like any other: the
+// whole loss head is about 6.5e-7 of an actor update (benchmarks/rl -step),
+// so the fused and vector PPO paths it once had are gone.
 //
 // Output gradients: DLogProb = dL/dLogProb, DEntropy = dL/dEntropy, DValue =
 // dL/dValues, one entry per packed token (0 where the mask is false); a

@@ -195,18 +195,6 @@ func ActorLoss(b *Batch, cfg *LossConfig, norm Norm, out *Output) error {
 		return err
 	}
 	out.Reset(b.NumTokens())
-	if cfg.PolicyLoss == "vanilla" {
-		// The built-in PPO loss reads each input once with the other terms fused in.
-		x := actorTerms{entropy: b.Entropy != nil || cfg.EntropyCoeff != 0, entCoef: cfg.EntropyCoeff}
-		if cfg.UseKLLoss {
-			kind, err := ParseKL(cfg.KLLossType)
-			if err != nil {
-				return err
-			}
-			x.kl, x.klKind, x.klCoef = true, kind, cfg.KLLossCoef
-		}
-		return ppoFused(b, cfg, w, out, x)
-	}
 	if err := pg(b, cfg, w, out); err != nil {
 		return err
 	}

@@ -6,32 +6,11 @@ import (
 )
 
 func init() {
-	RegisterLoss("vanilla", PPOLoss)
 	RegisterLoss("gspo", GSPOLoss)
 }
 
-// logRatioClamp bounds log π_θ − log π_old before the exponential (verl).
-const logRatioClamp = 20
-
 // gspoLogRatioMax bounds GSPO's sequence log-ratio from above (verl).
 const gspoLogRatioMax = 10
-
-// PPOLoss is verl's "vanilla" policy loss: the PPO clipped surrogate with
-// separate low and high clip ranges and the dual clip. Per masked token, with
-// d = clamp(log π_θ − log π_old, ±20) and ρ = e^d:
-//
-//	ℓ1 = −A·ρ, ℓ2 = −A·clip(ρ, 1−ε_low, 1+ε_high), ℓc = max(ℓ1, ℓ2)
-//	ℓ  = min(ℓc, −A·c) if A < 0, else ℓc
-//
-// dℓ/d log π_θ = −A·ρ where the unclipped branch is the active one and 0
-// where the clip or the dual clip wins or |d| > 20.
-// Metrics (masked means over this batch): actor/pg_clipfrac = [ℓ2 > ℓ1],
-// actor/pg_clipfrac_lower = [ℓc > −A·c, A < 0], actor/ppo_kl = −d;
-// actor/pg_loss = the aggregated loss.
-// Reads LogProb, OldLogProb, Advantages, ActionMask.
-func PPOLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
-	return ppoFused(b, cfg, w, out, actorTerms{})
-}
 
 // GSPOLoss is the GSPO policy loss (sequence-level importance ratio, verl's
 // "gspo"). For sequence i with n_i masked tokens, s_i = exp(min(Σ_t m·(log π_θ
@@ -60,31 +39,9 @@ func GSPOLoss(b *Batch, cfg *LossConfig, w Weights, out *Output) error {
 	lo, hi := 1-cfg.clipLow(), 1+cfg.clipHigh()
 	g, add := out.Grad(GradLogProb)
 	m, lp, old, adv := b.ActionMask, b.LogProb, b.OldLogProb, b.Advantages
-	vec := useAVX2 && !add
 	acc := forChunks(b, 5, func(slo, shi int, acc []float64) {
 		var loss, negKL, bad float64
 		var clipped, n int
-		if vec {
-			k := &gspoVecConsts{one: splat(1)}
-			for i := slo; i < shi; i++ {
-				s, e := b.Seq(i)
-				sum, chk, cnt := gspoSeqSum(m, lp, old, adv, s, e)
-				bad += chk
-				negKL -= sum
-				n += cnt
-				logRatio := sum / float64(max(cnt, 1))
-				gw := w[i]
-				if logRatio > gspoLogRatioMax {
-					logRatio, gw = gspoLogRatioMax, 0
-				}
-				ratio := math.Exp(logRatio)
-				seq, clips := gspoSeqLoss(k, m, adv, g, s, e, ratio, clampf(ratio, lo, hi), gw)
-				loss += w[i] * seq
-				clipped += clips
-			}
-			acc[0], acc[1], acc[2], acc[3], acc[4] = loss, float64(clipped), negKL, float64(n), bad
-			return
-		}
 		for i := slo; i < shi; i++ {
 			s, e := b.Seq(i)
 			var sum float64
@@ -173,19 +130,8 @@ func ValueLoss(b *Batch, cliprange float64, w Weights, out *Output) error {
 	eps := cliprange
 	g, add := out.Grad(GradValue)
 	m, v, vold, ret := b.ActionMask, b.Values, b.OldValues, b.Returns
-	vec := useAVX2 && !add
 	acc := forChunks(b, 5, func(slo, shi int, acc []float64) {
 		var loss, clipped, vsum, n, bad float64
-		if vec {
-			k := &valueVecConsts{eps: splat(eps), one: splat(1)}
-			for i := slo; i < shi; i++ {
-				s, e := b.Seq(i)
-				loss += w[i] * 0.5 * valueSeqVec(k, m, v, vold, ret, g, s, e, w[i], &clipped, &vsum, &n, &bad)
-			}
-			bad += loss - loss // the vector loop folds its finiteness check into the loss
-			acc[0], acc[1], acc[2], acc[3], acc[4] = loss, clipped, vsum, n, bad
-			return
-		}
 		for i := slo; i < shi; i++ {
 			s, e := b.Seq(i)
 			wi := w[i]
@@ -224,4 +170,16 @@ func ValueLoss(b *Batch, cliprange float64, w Weights, out *Output) error {
 	out.Metrics["critic/vf_clipfrac"] = acc[1] / n
 	out.Metrics["critic/vpred_mean"] = acc[2] / n
 	return nil
+}
+
+// valueToken is the clipped value loss of one token before the ½: value v,
+// old value vold, return r, clip range eps; grad is d(½ℓ)/dv.
+func valueToken(v, vold, r, eps float64) (l, grad float64, clipped bool) {
+	vc := clampf(v, vold-eps, vold+eps)
+	d1, d2 := v-r, vc-r
+	l1, l2 := d1*d1, d2*d2
+	if l2 > l1 {
+		return l2, 0, true
+	}
+	return l1, d1, false
 }

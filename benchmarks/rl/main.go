@@ -62,8 +62,8 @@ func main() {
 		return
 	}
 	b := makeBatch(*seqs, *length)
-	fmt.Printf("batch: %d sequences × %d tokens = %d tokens, %.1f%% action tokens; GOMAXPROCS %d, %s/%s, NumCPU %d, loss kernels %s\n",
-		*seqs, *length, b.NumTokens(), 100*actionFraction(b), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), rl.KernelISA())
+	fmt.Printf("batch: %d sequences × %d tokens = %d tokens, %.1f%% action tokens; GOMAXPROCS %d, %s/%s, NumCPU %d\n",
+		*seqs, *length, b.NumTokens(), 100*actionFraction(b), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 
 	if *autodiff {
 		rl.RegisterLoss("autodiff-vanilla", rl.AutodiffLoss(ppoGraph))

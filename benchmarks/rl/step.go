@@ -18,9 +18,8 @@ import (
 // of 16384 tokens). The update's model work is the training forward pass
 // and the backward pass over every micro-batch; the loss head is ActorLoss
 // with the default run's settings and with GRPO's entropy and KL terms.
-// Each figure is the minimum of reps runs. Run it twice, the second time
-// with GODEBUG=cpu.avx2=off, to see the share of the scalar fallback that
-// replacing the vector loops would leave.
+// Each figure is the minimum of reps runs. The measurement (6.5e-7 of the
+// update, benchmarks/rl.md) is why the vanilla loss has no fast path.
 func stepShare(device string, seqs, length, reps int) error {
 	const vocab = 2070
 	raw := fmt.Sprintf(`{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 192,
@@ -94,8 +93,8 @@ func stepShare(device string, seqs, length, reps int) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("step batch: %d sequences × %d tokens = %d tokens in %d micro-batches; loss kernels %s\n",
-		seqs, length, b.NumTokens(), len(cuts)-1, rl.KernelISA())
+	fmt.Printf("step batch: %d sequences × %d tokens = %d tokens in %d micro-batches\n",
+		seqs, length, b.NumTokens(), len(cuts)-1)
 	fmt.Printf("actor update, model forward+backward: %.1f ms\n", float64(upd.Microseconds())/1e3)
 	for _, c := range []struct {
 		name string
