@@ -101,10 +101,9 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	}
 	fmt.Fprintf(out, "data: %d train, %d validation, %d test questions; policy %d parameters, vocabulary %d\n",
 		len(s.Train), len(s.Val), len(s.Test), s.Policy.NumParams(), s.Tok.VocabSize())
-	// Too long a prompt is found now, before the warm start, not at the RL
-	// step that happens to draw it.
-	if err := (&rl.Rollout{Cfg: &cfg.RL.Rollout, Tok: s.Tok, Env: s.Env}).CheckPrompts(s.Train); err != nil {
-		return fmt.Errorf("data.train_files: %w", err)
+	skipped, err := checkData(cfg, s, out)
+	if err != nil {
+		return err
 	}
 
 	heldOut := s.Test
@@ -213,9 +212,23 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		for _, i := range sampler.Next() {
 			prompts = append(prompts, s.Train[i])
 		}
+		s.ToolStats().Take() // calls outside the step's rollouts (validation, warm start) are not its
 		res, err := tr.Step(ctx, prompts)
 		if err != nil {
 			return fmt.Errorf("step %d: %w (%s)", step+1, err, lastGood(dir))
+		}
+		// The step's tool faults: counted in its metrics, warned about when
+		// most calls failed, fatal above trainer.max_tool_error_rate.
+		tools := s.ToolStats().Take()
+		maps.Copy(res.Metrics, tools.Metrics())
+		res.Metrics["data/skipped_records"] = float64(skipped)
+		warn, ferr := rl.CheckToolFaults(tr.Steps(), tools, cfg.Trainer.MaxToolErrorRate)
+		if warn != "" {
+			fmt.Fprintln(out, warn)
+		}
+		if ferr != nil {
+			log.Log(tr.Steps(), res.Metrics)
+			return ferr
 		}
 		if err := guard.afterStep(tr, res); err != nil {
 			log.Log(tr.Steps(), res.Metrics) // the diverged step's numbers, for the post-mortem
