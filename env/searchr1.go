@@ -158,6 +158,15 @@ func (e *SearchR1Env) ToolStats() *ToolStats { return &e.stats }
 // NewEpisode starts a fresh per-trajectory state.
 func (e *SearchR1Env) NewEpisode() *SearchR1Episode { return &SearchR1Episode{env: e} }
 
+// Episode starts an episode (Environment), so the rollout, the trainer and
+// evaluation run Search-R1 episodes as they run the tool-call ones.
+func (e *SearchR1Env) Episode() Episode { return e.NewEpisode() }
+
+// Outcome is the episode's result (Episode): the configured reward
+// (search-r1-em in SearchR1Config) and em, f1, cover_em and format of the
+// extracted answer as metrics, the names the QA task logs.
+func (ep *SearchR1Episode) Outcome(text string) Outcome { return ep.Score(text).Outcome() }
+
 // SearchR1Episode is one Search-R1 trajectory: Reset, then Step once per
 // model turn until Done. Not safe for concurrent use.
 type SearchR1Episode struct {

@@ -303,8 +303,10 @@ func writeFile(path string, write func(w io.Writer) error) error {
 	return os.Rename(tmp, path)
 }
 
-// buildEnv makes the search tool (local BM25 or an HTTP retriever) and the env.
-func buildEnv(ec EnvConfig, corpus, workDir string) (*env.Env, env.Retriever, *env.Index, error) {
+// buildEnv makes the search tool (local BM25 or an HTTP retriever) and the
+// environment: an *env.Env with the tools, or with env.style=search-r1 an
+// *env.SearchR1Env.
+func buildEnv(ec EnvConfig, corpus, workDir string) (env.Environment, env.Retriever, *env.Index, error) {
 	var r env.Retriever
 	var ix *env.Index
 	if ec.Retriever != "" {
@@ -328,6 +330,15 @@ func buildEnv(ec EnvConfig, corpus, workDir string) (*env.Env, env.Retriever, *e
 			return nil, nil, nil, err
 		}
 		r = ix
+	}
+	if ec.Style == env.StyleSearchR1 {
+		// Search-R1's protocol: <search> tags, no tool schema; env.tools
+		// does not apply, the retriever is searched directly.
+		e, err := env.NewSearchR1(r, ec.Config, ec.TopK)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return e, r, ix, nil
 	}
 	tools, err := env.NewTools(ec.Tools, env.ToolDeps{Retriever: r, Search: env.SearchToolConfig{TopK: ec.TopK, Format: env.SearchFormat(ec.Format)}})
 	if err != nil {
