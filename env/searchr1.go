@@ -338,3 +338,16 @@ func styleWants(s Style) string {
 	}
 	return "<tool_call> JSON"
 }
+
+// SearchR1Turns renders a gold trajectory (the synthetic world's) in
+// Search-R1's protocol, the assistant turns a warm start under
+// env.style=search-r1 imitates: "<think>…</think>\n<search> query
+// </search>" per search, then "<think>…</think>\n<answer> answer
+// </answer>".
+func SearchR1Turns(g *data.Trajectory) []string {
+	turns := make([]string, 0, len(g.Steps)+1)
+	for _, s := range g.Steps {
+		turns = append(turns, "<think>"+s.Thought+"</think>\n<search> "+s.Query+" </search>")
+	}
+	return append(turns, "<think>"+g.FinalThought+"</think>\n<answer> "+g.Answer+" </answer>")
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/r1go/r1go/cmd/internal/config"
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/data/synth"
+	"github.com/r1go/r1go/env"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/optim"
 	"github.com/r1go/r1go/rl"
@@ -335,7 +336,11 @@ func warmStart(ctx context.Context, cfg *Config, s *agent.Setup, out io.Writer) 
 		batch := make([]*rl.Trajectory, cfg.SFT.BatchSize)
 		for i := range batch {
 			smp := pool[rng.IntN(len(pool))]
-			if batch[i], err = ro.Teacher(ctx, smp, smp.Gold.Turns(), s.EndOfTurn); err != nil {
+			turns := smp.Gold.Turns()
+			if cfg.Env.Style == env.StyleSearchR1 { // the demonstrations speak the environment's protocol
+				turns = env.SearchR1Turns(smp.Gold)
+			}
+			if batch[i], err = ro.Teacher(ctx, smp, turns, s.EndOfTurn); err != nil {
 				return err
 			}
 		}

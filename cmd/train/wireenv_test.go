@@ -10,6 +10,7 @@ import (
 
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/data/synth"
+	"github.com/r1go/r1go/env"
 	"github.com/r1go/r1go/rl/metrics"
 )
 
@@ -136,5 +137,69 @@ func TestDeadRetrieverStopsTheRun(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "step 1:") || !strings.Contains(err.Error(), "connection") ||
 		!strings.Contains(err.Error(), "127.0.0.1:1") || !strings.Contains(err.Error(), "max_tool_error_rate") {
 		t.Fatalf("error %v, want step 1 stopped naming connection, the URL and trainer.max_tool_error_rate\n%s", err, out)
+	}
+}
+
+// searchR1Env is env.style=search-r1 with Search-R1's settings
+// (env.SearchR1Config) and the default run's one passage per search.
+func searchR1Env(c *Config) {
+	c.Env.Config = env.SearchR1Config()
+	c.Env.TopK = 1
+}
+
+// TestSearchR1StyleTrains: env.style=search-r1 end to end. A warm start of
+// the fixture on the synthetic world's gold trajectories rendered in
+// Search-R1's protocol, then GRPO on the world exported in Search-R1's
+// parquet layout: the policy's <search> turns end at the stop string and
+// run real searches (tool/calls > 0, none failed), and its <answer> turns
+// are scored by search-r1-em (env/em and env/format logged, formats seen).
+// The same files under env.style=agent-r1 are refused at load, naming the
+// files and the setting.
+func TestSearchR1StyleTrains(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the trainer")
+	}
+	files := t.TempDir()
+	if err := synth.Default().Export(files, data.ParquetLayout{Style: data.StyleSearchR1}); err != nil {
+		t.Fatal(err)
+	}
+	warm := t.TempDir()
+	c := testConfig(t, warm)
+	c.Model.Path = filepath.Join("testdata", "warmstart")
+	searchR1Env(&c)
+	c.SFT.Steps, c.SFT.BatchSize, c.SFT.EarlyAnswer = 60, 8, 0
+	c.Trainer.TotalSteps, c.Trainer.SaveFreq = 0, 0
+	out, err := runConfig(t, &c)
+	if err != nil {
+		t.Fatalf("warm start: %v\n%s", err, out)
+	}
+
+	c = userFilesConfig(t)
+	c.Model.Path = filepath.Join(warm, "sft")
+	c.Data.TrainFiles, c.Data.DataSources = []string{filepath.Join(files, "train.parquet")}, nil
+	c.Data.ValFiles = []string{filepath.Join(files, "validation.parquet")}
+	c.Data.Corpus = filepath.Join(files, "corpus.jsonl")
+	bad := c
+	bad.Trainer.DefaultLocalDir = t.TempDir()
+	if _, err := runConfig(t, &bad); err == nil || !strings.Contains(err.Error(), "train.parquet") || !strings.Contains(err.Error(), "env.style=search-r1") {
+		t.Errorf("Search-R1 prompts under env.style=agent-r1: error %v, want a refusal naming the file and env.style=search-r1", err)
+	}
+	searchR1Env(&c)
+	out, err = runConfig(t, &c)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	recs, err := metrics.ReadJSONL(filepath.Join(c.Trainer.DefaultLocalDir, "metrics.jsonl"))
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("%d records (%v), want 1", len(recs), err)
+	}
+	m := recs[0].Data
+	t.Logf("tool/calls %v, tool/invalid %v, tool/errors %v, env/format %v, env/em %v, critic/score/mean %v",
+		m["tool/calls"], m["tool/invalid"], m["tool/errors"], m["env/format"], m["env/em"], m["critic/score/mean"])
+	if !(m["tool/calls"]-m["tool/invalid"] > 0) || m["tool/errors"] != 0 {
+		t.Errorf("tool/calls %v, tool/invalid %v, tool/errors %v: want searches run without error", m["tool/calls"], m["tool/invalid"], m["tool/errors"])
+	}
+	if _, ok := m["env/em"]; !ok || !(m["env/format"] > 0) {
+		t.Errorf("env/em %v, env/format %v: want answers extracted and scored", m["env/em"], m["env/format"])
 	}
 }
