@@ -167,7 +167,8 @@ func TestSearchR1StyleTrains(t *testing.T) {
 	c := testConfig(t, warm)
 	c.Model.Path = filepath.Join("testdata", "warmstart")
 	searchR1Env(&c)
-	c.SFT.Steps, c.SFT.BatchSize, c.SFT.EarlyAnswer = 60, 8, 0
+	c.SFT.Steps, c.SFT.BatchSize, c.SFT.EarlyAnswer = 20, 4, 0
+	c.Data.SynthEval, c.Data.ValSize = 4, 4
 	c.Trainer.TotalSteps, c.Trainer.SaveFreq = 0, 0
 	out, err := runConfig(t, &c)
 	if err != nil {
