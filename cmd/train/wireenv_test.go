@@ -16,7 +16,8 @@ import (
 
 // userFilesConfig is a one-step run of the warm-start fixture on the
 // synthetic world exported in Agent-R1's parquet layout, plus a FlashRAG
-// JSONL file (extra.jsonl) whose third record has no gold answer.
+// JSONL file (extra.jsonl) whose second record's prompt is longer than
+// rollout.max_prompt_tokens and whose third record has no gold answer.
 func userFilesConfig(t *testing.T) Config {
 	t.Helper()
 	files := t.TempDir()
@@ -25,7 +26,7 @@ func userFilesConfig(t *testing.T) Config {
 		t.Fatal(err)
 	}
 	extra := `{"id": "extra-1", "question": "who wrote the first book?", "golden_answers": ["someone"]}
-{"id": "extra-2", "question": "where is the river?", "golden_answers": ["north"]}
+{"id": "extra-2", "question": "where is the river` + strings.Repeat(" river", 1000) + `?", "golden_answers": ["north"]}
 {"id": "extra-3", "question": "what has no answer?", "golden_answers": []}
 `
 	if err := os.WriteFile(filepath.Join(files, "extra.jsonl"), []byte(extra), 0o644); err != nil {
@@ -57,8 +58,8 @@ func runConfig(t *testing.T, c *Config) (string, error) {
 
 // TestBadRecordSettingFromConfig: data.on_bad_record and data.data_sources
 // reach the loader. By default the answerless record stops the run naming
-// the file; with skip it is skipped, printed and logged as
-// data/skipped_records.
+// the file; with skip it is skipped and the long prompt dropped, both
+// printed and counted in data/skipped_records.
 func TestBadRecordSettingFromConfig(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the trainer")
@@ -79,12 +80,15 @@ func TestBadRecordSettingFromConfig(t *testing.T) {
 	if !strings.Contains(out, "data: 3002 train") {
 		t.Errorf("want the synthetic world's 3000 questions and extra.jsonl's 2 good ones:\n%s", out)
 	}
+	if !strings.Contains(out, "data: skipped 1 of 3002 training prompts longer than rollout.max_prompt_tokens 512") {
+		t.Errorf("the long prompt was not dropped and counted:\n%s", out)
+	}
 	recs, err := metrics.ReadJSONL(filepath.Join(c.Trainer.DefaultLocalDir, "metrics.jsonl"))
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("%d records (%v), want 1", len(recs), err)
 	}
-	if got := recs[0].Data["data/skipped_records"]; got != 1 {
-		t.Errorf("data/skipped_records %v, want 1", got)
+	if got := recs[0].Data["data/skipped_records"]; got != 2 {
+		t.Errorf("data/skipped_records %v, want 2 (the bad record and the long prompt)", got)
 	}
 	if recs[0].Data["tool/calls"] == 0 || recs[0].Data["tool/errors"] != 0 {
 		// The warm start learned the synthetic world's prompt, not these
