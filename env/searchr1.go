@@ -28,11 +28,12 @@ const SearchR1InvalidAction = "\nMy previous action is invalid. If I want to sea
 // them to vLLM as stop strings and cuts the text after the first).
 var SearchR1StopStrings = []string{"</search>", "</answer>"}
 
-// StopHit reports whether a turn decoded so far holds one of stops. A
-// rollout sampling token by token checks it after each token (a token may
-// carry text past the tag, so it looks for the tag anywhere, not only at
-// the end) and then keeps CutSearchR1Turn of the text, re-encoded, as
-// Search-R1 does.
+// StopHit reports whether a turn decoded so far holds one of stops (a
+// token may carry text past the tag, so it looks for the tag anywhere, not
+// only at the end). r1go's rollout (rl/stopstrings.go) checks the newest
+// token's text incrementally instead and, unlike Search-R1, never
+// re-encodes: the sampled tokens stay whole and only the text handed to
+// Step is cut at the stop string.
 func StopHit(turn string, stops []string) bool {
 	for _, s := range stops {
 		if strings.Contains(turn, s) {
