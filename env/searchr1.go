@@ -28,11 +28,12 @@ const SearchR1InvalidAction = "\nMy previous action is invalid. If I want to sea
 // them to vLLM as stop strings and cuts the text after the first).
 var SearchR1StopStrings = []string{"</search>", "</answer>"}
 
-// StopHit reports whether a turn decoded so far holds one of stops. A
-// rollout sampling token by token checks it after each token (a token may
-// carry text past the tag, so it looks for the tag anywhere, not only at
-// the end) and then keeps CutSearchR1Turn of the text, re-encoded, as
-// Search-R1 does.
+// StopHit reports whether a turn decoded so far holds one of stops (a
+// token may carry text past the tag, so it looks for the tag anywhere, not
+// only at the end). r1go's rollout (rl/stopstrings.go) checks the newest
+// token's text incrementally instead and, unlike Search-R1, never
+// re-encodes: the sampled tokens stay whole and only the text handed to
+// Step is cut at the stop string.
 func StopHit(turn string, stops []string) bool {
 	for _, s := range stops {
 		if strings.Contains(turn, s) {
@@ -157,6 +158,15 @@ func (e *SearchR1Env) ToolStats() *ToolStats { return &e.stats }
 
 // NewEpisode starts a fresh per-trajectory state.
 func (e *SearchR1Env) NewEpisode() *SearchR1Episode { return &SearchR1Episode{env: e} }
+
+// Episode starts an episode (Environment), so the rollout, the trainer and
+// evaluation run Search-R1 episodes as they run the tool-call ones.
+func (e *SearchR1Env) Episode() Episode { return e.NewEpisode() }
+
+// Outcome is the episode's result (Episode): the configured reward
+// (search-r1-em in SearchR1Config) and em, f1, cover_em and format of the
+// extracted answer as metrics, the names the QA task logs.
+func (ep *SearchR1Episode) Outcome(text string) Outcome { return ep.Score(text).Outcome() }
 
 // SearchR1Episode is one Search-R1 trajectory: Reset, then Step once per
 // model turn until Done. Not safe for concurrent use.
@@ -328,4 +338,17 @@ func styleWants(s Style) string {
 		return "<search> tags"
 	}
 	return "<tool_call> JSON"
+}
+
+// SearchR1Turns renders a gold trajectory (the synthetic world's) in
+// Search-R1's protocol, the assistant turns a warm start under
+// env.style=search-r1 imitates: "<think>…</think>\n<search> query
+// </search>" per search, then "<think>…</think>\n<answer> answer
+// </answer>".
+func SearchR1Turns(g *data.Trajectory) []string {
+	turns := make([]string, 0, len(g.Steps)+1)
+	for _, s := range g.Steps {
+		turns = append(turns, "<think>"+s.Thought+"</think>\n<search> "+s.Query+" </search>")
+	}
+	return append(turns, "<think>"+g.FinalThought+"</think>\n<answer> "+g.Answer+" </answer>")
 }

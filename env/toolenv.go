@@ -31,7 +31,7 @@ const (
 // commands embed it), so each key is declared here once, with its check in
 // Validate.
 type Config struct {
-	Style Style `yaml:"style" help:"agent-r1 (tool results in a user turn, <think> pre-fill) or verl (role tool)"`
+	Style Style `yaml:"style" help:"agent-r1 (tool results in a user turn, <think> pre-fill), verl (role tool) or search-r1 (<search> tags, <information> in the assistant turn)"`
 	// MaxParallelCalls is how many tool calls of one turn run; 1 means the
 	// first call only (Agent-R1 and verl's default).
 	MaxParallelCalls int `yaml:"max_parallel_calls" help:"tool calls of one turn that run (1: the first only)"`
@@ -68,8 +68,8 @@ type Config struct {
 // Validate reports a setting New would refuse, or a negative limit, naming
 // its key.
 func (c *Config) Validate() error {
-	if c.Style != StyleAgentR1 && c.Style != StyleVerl {
-		return fmt.Errorf("style %q is neither %s nor %s", c.Style, StyleAgentR1, StyleVerl)
+	if c.Style != StyleAgentR1 && c.Style != StyleVerl && c.Style != StyleSearchR1 {
+		return fmt.Errorf("style %q is not %s, %s or %s", c.Style, StyleAgentR1, StyleVerl, StyleSearchR1)
 	}
 	if c.MaxParallelCalls < 1 {
 		return fmt.Errorf("max_parallel_calls %d must be ≥ 1", c.MaxParallelCalls)

@@ -160,6 +160,7 @@ type trajState struct {
 	slot    int
 	pending []int32 // tokens to feed next
 	turn    []int   // ids of the current model turn
+	text    []byte  // the current turn decoded so far, with stop strings only (stopstrings.go)
 	leader  *trajState
 	cut     bool // the current turn ended at max_turn_tokens, not a stop token
 	waiting bool // a tool call is running
@@ -403,6 +404,11 @@ func (r *Rollout) afterSample(ctx context.Context, s *trajState, sem chan struct
 	t := s.t
 	last := t.Tokens[len(t.Tokens)-1]
 	stop := slices.Contains(r.Stop, last)
+	textEnd := -1 // where a stop string ends in the turn's text
+	if stops := r.stopStrings(); len(stops) > 0 && !stop {
+		textEnd = r.stopStringEnd(s, stops, last)
+		stop = textEnd >= 0
+	}
 	full := t.ResponseLen() >= r.responseLimit(t)
 	if !stop && !full && len(s.turn) < r.Cfg.MaxTurnTokens {
 		s.pending = append(s.pending[:0], last)
@@ -411,7 +417,10 @@ func (r *Rollout) afterSample(ctx context.Context, s *trajState, sem chan struct
 	t.Turns++
 	s.cut = !stop
 	text := r.Tok.Decode(s.turn)
-	s.turn = s.turn[:0]
+	if textEnd >= 0 {
+		text = text[:textEnd] // the tokens stay whole; the environment reads up to the stop string
+	}
+	s.turn, s.text = s.turn[:0], s.text[:0]
 	if full && !stop {
 		r.finish(s, FinishLength, free)
 		return

@@ -50,6 +50,9 @@ type TrainerConfig struct {
 	RolloutSlots    int      `yaml:"rollout_slots" help:"trajectories decoded together (KV cache slots)"`
 	Seed            uint64   `yaml:"seed" help:"rollout sampling seed"`
 	StopAfter       int      `yaml:"stop_after" help:"stop after this many RL steps of this invocation (0: run to the end; tests use it to kill a run)"`
+	// MaxToolErrorRate stops the run when more of a step's executed tool
+	// calls fail (rl.CheckToolFaults); 0 only warns.
+	MaxToolErrorRate float64 `yaml:"max_tool_error_rate" help:"stop when a step's share of failed tool calls is above this (0: off, only a warning past one half)"`
 	// The memory plan (cmd/train/plan.go).
 	DryRun       bool   `yaml:"dry_run" help:"print the memory plan (from config.json alone) and exit, saying whether it fits"`
 	DeviceMemory string `yaml:"device_memory" help:"device memory to plan for, e.g. 80GiB or 80GB (empty: the device's own; plans a device that is not present)"`
@@ -160,6 +163,9 @@ func (c *TrainerConfig) Validate() error {
 	}
 	if c.RolloutSlots < 1 {
 		return fmt.Errorf("rollout_slots %d must be ≥ 1", c.RolloutSlots)
+	}
+	if !(c.MaxToolErrorRate >= 0 && c.MaxToolErrorRate <= 1) {
+		return fmt.Errorf("max_tool_error_rate %v must lie in [0, 1] (0: off)", c.MaxToolErrorRate)
 	}
 	if _, err := model.SaveDTypeFor(&model.Config{}, c.SaveDType); err != nil {
 		return fmt.Errorf("save_dtype: %w", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/r1go/r1go/cmd/internal/config"
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/data/synth"
+	"github.com/r1go/r1go/env"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/optim"
 	"github.com/r1go/r1go/rl"
@@ -101,10 +102,9 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	}
 	fmt.Fprintf(out, "data: %d train, %d validation, %d test questions; policy %d parameters, vocabulary %d\n",
 		len(s.Train), len(s.Val), len(s.Test), s.Policy.NumParams(), s.Tok.VocabSize())
-	// Too long a prompt is found now, before the warm start, not at the RL
-	// step that happens to draw it.
-	if err := (&rl.Rollout{Cfg: &cfg.RL.Rollout, Tok: s.Tok, Env: s.Env}).CheckPrompts(s.Train); err != nil {
-		return fmt.Errorf("data.train_files: %w", err)
+	skipped, err := checkData(cfg, s, out)
+	if err != nil {
+		return err
 	}
 
 	heldOut := s.Test
@@ -213,9 +213,23 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		for _, i := range sampler.Next() {
 			prompts = append(prompts, s.Train[i])
 		}
+		s.ToolStats().Take() // calls outside the step's rollouts (validation, warm start) are not its
 		res, err := tr.Step(ctx, prompts)
 		if err != nil {
 			return fmt.Errorf("step %d: %w (%s)", step+1, err, lastGood(dir))
+		}
+		// The step's tool faults: counted in its metrics, warned about when
+		// most calls failed, fatal above trainer.max_tool_error_rate.
+		tools := s.ToolStats().Take()
+		maps.Copy(res.Metrics, tools.Metrics())
+		res.Metrics["data/skipped_records"] = float64(skipped)
+		warn, ferr := rl.CheckToolFaults(tr.Steps(), tools, cfg.Trainer.MaxToolErrorRate)
+		if warn != "" {
+			fmt.Fprintln(out, warn)
+		}
+		if ferr != nil {
+			log.Log(tr.Steps(), res.Metrics)
+			return ferr
 		}
 		if err := guard.afterStep(tr, res); err != nil {
 			log.Log(tr.Steps(), res.Metrics) // the diverged step's numbers, for the post-mortem
@@ -322,7 +336,11 @@ func warmStart(ctx context.Context, cfg *Config, s *agent.Setup, out io.Writer) 
 		batch := make([]*rl.Trajectory, cfg.SFT.BatchSize)
 		for i := range batch {
 			smp := pool[rng.IntN(len(pool))]
-			if batch[i], err = ro.Teacher(ctx, smp, smp.Gold.Turns(), s.EndOfTurn); err != nil {
+			turns := smp.Gold.Turns()
+			if cfg.Env.Style == env.StyleSearchR1 { // the demonstrations speak the environment's protocol
+				turns = env.SearchR1Turns(smp.Gold)
+			}
+			if batch[i], err = ro.Teacher(ctx, smp, turns, s.EndOfTurn); err != nil {
 				return err
 			}
 		}

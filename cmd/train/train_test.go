@@ -297,7 +297,7 @@ func TestTrainsOnUserFiles(t *testing.T) {
 	}
 	files, dir := t.TempDir(), t.TempDir()
 	w := synth.Default()
-	if err := w.Export(files, data.ParquetLayout{Style: data.StyleSearchR1}); err != nil {
+	if err := w.Export(files, data.ParquetLayout{Style: data.StyleAgentR1}); err != nil {
 		t.Fatal(err)
 	}
 	c := DefaultConfig()

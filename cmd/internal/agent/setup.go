@@ -34,8 +34,11 @@ type ModelConfig struct {
 	MaxContext     int    `yaml:"max_context" help:"tokens per trajectory (KV cache length)"`
 }
 
-// DataConfig chooses the datasets.
+// DataConfig chooses the datasets. data.Settings (data_source,
+// data_sources, prompt_json, answer_column, on_bad_record) is inlined: its
+// keys sit in the data section and shape how the files are read.
 type DataConfig struct {
+	data.Settings  `yaml:",inline"`
 	TrainFiles     []string  `yaml:"train_files" help:"training sets (JSON, JSONL, parquet); empty: the synthetic world"`
 	ValFiles       []string  `yaml:"val_files" help:"validation sets; empty: the synthetic world"`
 	Corpus         string    `yaml:"corpus" help:"retrieval corpus JSONL (wiki-18 or KILT); empty: the synthetic world's"`
@@ -97,6 +100,9 @@ func (c *DataConfig) Validate() error {
 	if c.SynthTrain < 0 || c.SynthEval < 0 {
 		return fmt.Errorf("synth_train %d and synth_eval %d must be ≥ 0", c.SynthTrain, c.SynthEval)
 	}
+	if _, err := c.LoadOptions(); err != nil {
+		return err
+	}
 	if len(c.SynthHops) != 3 {
 		return fmt.Errorf("synth_hop_weights has %d entries, want 3 (2-, 3-, 4-hop)", len(c.SynthHops))
 	}
@@ -134,14 +140,27 @@ type Setup struct {
 	Train, Val, Test []data.Sample
 	Tok              *tokenizer.Tokenizer
 	Policy           *model.Model
-	Env              *env.Env
-	Stop             []int32 // </tool_call>, <|im_end|>, <|endoftext|>
-	EndOfTurn        int32   // <|im_end|>
-	ToolCallEnd      int32   // </tool_call>
-	TokenizerDir     string  // folder the tokenizer files were read from or written to
+	Env              env.Environment // *env.Env, or *env.SearchR1Env for env.style=search-r1
+	Stop             []int32         // </tool_call>, <|im_end|>, <|endoftext|>
+	EndOfTurn        int32           // <|im_end|>
+	ToolCallEnd      int32           // </tool_call>
+	TokenizerDir     string          // folder the tokenizer files were read from or written to
 	Retriever        env.Retriever
 	EnvConfig        EnvConfig
-	index            *env.Index
+	// DataReports are the loader's reports of the user's files (nil for
+	// the synthetic world): data.SkipSummary and data.SkippedCount read
+	// them in skip mode (data.on_bad_record=skip).
+	DataReports []data.Report
+	index       *env.Index
+}
+
+// ToolStats is the environment's tool-call counter (env.ToolStats): the
+// trainer takes it once per step.
+func (s *Setup) ToolStats() *env.ToolStats {
+	if e, ok := s.Env.(interface{ ToolStats() *env.ToolStats }); ok {
+		return e.ToolStats()
+	}
+	return &env.ToolStats{} // an environment that counts nothing
 }
 
 // Close releases the index file.
@@ -182,11 +201,26 @@ func Build(ctx context.Context, mc ModelConfig, dc DataConfig, ec EnvConfig, dev
 			}
 		}
 	} else {
-		var err error
-		if s.Train, err = loadAll(dc.TrainFiles); err != nil {
+		opt, err := dc.LoadOptions()
+		if err != nil {
 			return nil, err
 		}
-		if s.Val, err = loadAll(dc.ValFiles); err != nil {
+		var rep []data.Report
+		if s.Train, rep, err = loadAll(dc.TrainFiles, opt); err != nil {
+			return nil, err
+		}
+		s.DataReports = append(s.DataReports, rep...)
+		if s.Val, rep, err = loadAll(dc.ValFiles, opt); err != nil {
+			return nil, err
+		}
+		s.DataReports = append(s.DataReports, rep...)
+		// Prompts written for another tool protocol than env.style would
+		// end every episode without a call: refused here, for train and
+		// eval alike, naming the files and the setting.
+		if err := env.CheckPromptStyle(ec.Style, fmt.Sprintf("data.train_files %v", dc.TrainFiles), s.Train); err != nil {
+			return nil, err
+		}
+		if err := env.CheckPromptStyle(ec.Style, fmt.Sprintf("data.val_files %v", dc.ValFiles), s.Val); err != nil {
 			return nil, err
 		}
 	}
@@ -246,9 +280,11 @@ func tokenIDs(tok *tokenizer.Tokenizer, names ...string) ([]int32, error) {
 	return ids, nil
 }
 
-func loadAll(files []string) ([]data.Sample, error) {
-	out, _, err := data.LoadFiles(files, data.LoadOptions{})
-	return out, err
+func loadAll(files []string, opt data.LoadOptions) ([]data.Sample, []data.Report, error) {
+	if len(files) == 0 {
+		return nil, nil, nil
+	}
+	return data.LoadFiles(files, opt)
 }
 
 func writeFile(path string, write func(w io.Writer) error) error {
@@ -267,12 +303,16 @@ func writeFile(path string, write func(w io.Writer) error) error {
 	return os.Rename(tmp, path)
 }
 
-// buildEnv makes the search tool (local BM25 or an HTTP retriever) and the env.
-func buildEnv(ec EnvConfig, corpus, workDir string) (*env.Env, env.Retriever, *env.Index, error) {
+// buildEnv makes the search tool (local BM25 or an HTTP retriever) and the
+// environment: an *env.Env with the tools, or with env.style=search-r1 an
+// *env.SearchR1Env.
+func buildEnv(ec EnvConfig, corpus, workDir string) (env.Environment, env.Retriever, *env.Index, error) {
 	var r env.Retriever
 	var ix *env.Index
 	if ec.Retriever != "" {
-		c, err := env.NewSearchR1Client(env.DefaultClientConfig(ec.Retriever))
+		// env.retriever_timeout and env.retriever_retries bound what a
+		// hanging or failing retriever costs per call.
+		c, err := env.NewSearchR1Client(ec.RetrieverClientConfig(ec.Retriever))
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -290,6 +330,15 @@ func buildEnv(ec EnvConfig, corpus, workDir string) (*env.Env, env.Retriever, *e
 			return nil, nil, nil, err
 		}
 		r = ix
+	}
+	if ec.Style == env.StyleSearchR1 {
+		// Search-R1's protocol: <search> tags, no tool schema; env.tools
+		// does not apply, the retriever is searched directly.
+		e, err := env.NewSearchR1(r, ec.Config, ec.TopK)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return e, r, ix, nil
 	}
 	tools, err := env.NewTools(ec.Tools, env.ToolDeps{Retriever: r, Search: env.SearchToolConfig{TopK: ec.TopK, Format: env.SearchFormat(ec.Format)}})
 	if err != nil {

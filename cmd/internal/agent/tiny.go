@@ -43,7 +43,7 @@ func trainTokenizer(ctx context.Context, s *Setup, vocab int, dir string) (*toke
 // renderGold renders a sample's gold conversation as text: the prompt the
 // rollout sends and each gold turn followed by the environment's answer.
 func renderGold(ctx context.Context, tok *tokenizer.Tokenizer, s *Setup, smp data.Sample) (string, error) {
-	ep := s.Env.NewEpisode()
+	ep := s.Env.Episode()
 	msgs, tools := ep.Reset(smp)
 	tm := make([]tokenizer.Message, len(msgs))
 	for i, m := range msgs {
