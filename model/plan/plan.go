@@ -11,9 +11,12 @@
 // Step, with the automatic recomputation bound; optim.New's AdamW moments
 // in their state dtype) and, for "bf16-mixed", the CUDA device's
 // Device.UseBF16 copies; TestPlanMatchesCPUAllocations checks them against
-// what the CPU device really allocates. Errors: New rejects settings it cannot plan;
-// Check returns an error naming the largest items and the settings that
-// would make the plan fit when it does not.
+// what the CPU device really allocates, and cuda's
+// TestGPUPlanMatchesEmuAllocLog checks a "bf16-mixed" plan, with the CUDA
+// device's own scratch, against the emulator's allocation log. Errors:
+// New rejects settings it cannot plan; Check returns an error naming the
+// largest items and the settings that would make the plan fit when it
+// does not.
 //
 // It lives beside model, not in rl or cmd, because every command (train,
 // eval, score, the benchmarks) needs it before anything else exists and
