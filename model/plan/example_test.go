@@ -47,8 +47,9 @@ func Example_table3() {
 	//   KV cache                     180.000 GiB  640 slots × 4096 positions × 36 layers × K and V × 256, fp32
 	//   rollout step activations      13.179 GiB  66176 tokens per step (each group's leader prefills while the rest decode), logits of 640 rows
 	//   activations                   10.095 GiB  training micro-batch of 16384 tokens, recomputation (on by itself: saved layers would exceed 1 GiB)
+	//   device scratch                 2.845 GiB  the CUDA device's own buffers at 66176 tokens: LM-head logit chunks, bf16-rounded matmul operands
 	//   workspace                      0.500 GiB  CUDA context, kernels and cuBLAS workspace (estimate)
-	//   total                        275.924 GiB  of 80.000 GiB on the device: does NOT fit
+	//   total                        278.769 GiB  of 80.000 GiB on the device: does NOT fit
 	// dry run: the plan does NOT fit
 	// to fit, set actor.micro_batch_tokens=4096 trainer.rollout_slots=20
 	//
@@ -61,7 +62,8 @@ func Example_table3() {
 	//   KV cache                       5.625 GiB  20 slots × 4096 positions × 36 layers × K and V × 256, fp32
 	//   rollout step activations       0.412 GiB  2068 tokens per step (each group's leader prefills while the rest decode), logits of 20 rows
 	//   activations                    2.524 GiB  training micro-batch of 4096 tokens, recomputation (on by itself: saved layers would exceed 1 GiB)
+	//   device scratch                 0.293 GiB  the CUDA device's own buffers at 4096 tokens: LM-head logit chunks, bf16-rounded matmul operands
 	//   workspace                      0.500 GiB  CUDA context, kernels and cuBLAS workspace (estimate)
-	//   total                         78.830 GiB  of 80.000 GiB on the device: fits
+	//   total                         79.123 GiB  of 80.000 GiB on the device: fits
 	// dry run: the plan fits
 }

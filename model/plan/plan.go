@@ -11,9 +11,12 @@
 // Step, with the automatic recomputation bound; optim.New's AdamW moments
 // in their state dtype) and, for "bf16-mixed", the CUDA device's
 // Device.UseBF16 copies; TestPlanMatchesCPUAllocations checks them against
-// what the CPU device really allocates. Errors: New rejects settings it cannot plan;
-// Check returns an error naming the largest items and the settings that
-// would make the plan fit when it does not.
+// what the CPU device really allocates, and cuda's
+// TestGPUPlanMatchesEmuAllocLog checks a "bf16-mixed" plan, with the CUDA
+// device's own scratch, against the emulator's allocation log. Errors:
+// New rejects settings it cannot plan; Check returns an error naming the
+// largest items and the settings that would make the plan fit when it
+// does not.
 //
 // It lives beside model, not in rl or cmd, because every command (train,
 // eval, score, the benchmarks) needs it before anything else exists and
@@ -245,6 +248,10 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 	if it, ok := s.dpItem(dpScratch); ok && s.Train {
 		p.Items = append(p.Items, it)
 	}
+	if s.Device == "cuda" {
+		tt := max(T, s.stepTokens())
+		add("device scratch", s.cudaScratch(sh, tt), "the CUDA device's own buffers at %d tokens: LM-head logit chunks, bf16-rounded matmul operands", tt)
+	}
 	add("workspace", s.workspace(sh, T), "%s", s.workspaceDetail())
 	return p, nil
 }
@@ -270,6 +277,30 @@ func (s Settings) workspace(sh shape, T int) int64 {
 	const headRows, headChunk, attnBlock = 256, 4096, 64
 	threads := int64(max(s.Threads, 1))
 	return int64(headRows*headChunk)*4*2 + threads*2*attnBlock*int64(T)*4
+}
+
+// CUDA's fused LM head computes logits in blocks of at most headMaxRows
+// rows and a vocabulary chunk of at most headLogitBudget values (cuda's
+// lmhead.go headGeometry).
+const headMaxRows, headLogitBudget = 2048, 32 << 20
+
+// cudaScratch is what the CUDA device allocates for itself beside the
+// arenas (cuMemAlloc'd, so in the emulator's allocation log), sized for an
+// op over T tokens: the LM head's float32 logit chunk and its per-token
+// statistics, attention's backward row sums, and in mixed precision the
+// two bf16 operand buffers every matmul rounds its non-weight inputs into
+// (the larger of the head's logit chunk and a layer's widest activation,
+// and a layer input for the weight gradients).
+func (s Settings) cudaScratch(sh shape, T int) int64 {
+	t := int64(T)
+	rows := int64(max(1, min(T, headMaxRows)))
+	chunk := min(int64(sh.V), max(128, headLogitBudget/rows/128*128))
+	n := rows*chunk*4 + 8*t*4 + int64(sh.NH)*t*4
+	if s.Precision == "bf16-mixed" {
+		wide := int64(max(sh.C, sh.QKV, sh.Q, sh.I))
+		n += max(rows*chunk, t*wide)*2 + t*int64(max(sh.C, sh.Q, sh.I))*2
+	}
+	return n
 }
 
 func (s Settings) workspaceDetail() string {
