@@ -161,7 +161,6 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	tr.DP = dp // dp hook C
 	stopExternal, err := startExternal(cfg, s, tr, out)
 	if err != nil {
 		return err
