@@ -188,7 +188,7 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	timed := func(name string, start time.Time) { m["timing_s/"+name] = time.Since(start).Seconds() }
 	t0 := time.Now()
 
-	// dp hook 1: this rank rolls out its share of the global prompt batch.
+	// data parallel: this rank rolls out its share of the global prompt batch.
 	if t.DP != nil {
 		prompts = t.DP.Shard(prompts, cfg.Rollout.N)
 		t.Rollout.StreamBase = t.DP.StreamBase()
@@ -248,7 +248,7 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	}
 
 	ta := time.Now()
-	// dp hook 2: rewards, advantages and data metrics over the global batch.
+	// data parallel: rewards, advantages and data metrics over the global batch.
 	if t.DP != nil {
 		if b, err = t.DP.GatherBatch(b); err != nil {
 			return nil, err
@@ -305,7 +305,7 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	}
 	t.step++
 	rm := RolloutMetrics(trajs)
-	if t.DP != nil { // dp hook 3: rollout metrics over every rank's trajectories
+	if t.DP != nil { // data parallel: rollout metrics over every rank's trajectories
 		if rm, err = t.DP.RolloutMetrics(trajs); err != nil {
 			return nil, err
 		}
@@ -324,7 +324,7 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 func (t *Trainer) reuseOld(b *Batch) bool {
 	c := &t.Cfg
 	n := b.NumSeqs()
-	if t.DP != nil { // dp hook 4: the global batch decides
+	if t.DP != nil { // data parallel: the global batch decides
 		n = t.DP.GlobalSeqs()
 	}
 	return c.Actor.PPOEpochs == 1 && c.Actor.MiniBatchSize >= n && !c.Algorithm.UseKLInReward
@@ -386,7 +386,7 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix st
 			mdl.ZeroGrads()
 			mm := Metrics{}
 			own := mini
-			if t.DP != nil { // dp hook 5: this rank's part of the global mini-batch
+			if t.DP != nil { // data parallel: this rank's part of the global mini-batch
 				own = t.DP.Own(mini, lo, hi)
 			}
 			cuts := MicroBatches(own, cfg.Actor.MicroBatchTokens)
@@ -408,12 +408,12 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix st
 					}
 				}
 			}
-			if t.DP != nil { // dp hook 6: metrics over the ranks' micro-batches
+			if t.DP != nil { // data parallel: metrics over the ranks' micro-batches
 				if mm, err = t.DP.ReduceMetrics(mm, len(cuts)-1); err != nil {
 					return nil, err
 				}
 			}
-			r, err := t.optStep(mdl, opt) // dp hook 7: gradients summed over the ranks
+			r, err := t.optStep(mdl, opt) // data parallel: gradients summed over the ranks
 			if err != nil {
 				return nil, err
 			}

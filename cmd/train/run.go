@@ -33,7 +33,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	// dp hook A: the launcher's rank and card; only rank 0 prints and writes.
+	// data parallel: the launcher's rank and card; only rank 0 prints and writes.
 	launch, lerr := dpLaunch(cfg)
 	if lerr != nil {
 		return lerr
@@ -74,7 +74,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	dp, stopDP, err := startDP(cfg, launch, dev) // dp hook A2: join the ranks (nil: one process)
+	dp, stopDP, err := startDP(cfg, launch, dev) // data parallel: join the ranks (nil: one process)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	if stop, err := planRun(cfg, dev, out); stop || err != nil {
 		return err
 	}
-	s, err := agent.Build(ctx, cfg.Model, cfg.Data, cfg.Env, dev, rankDataDir(dp, filepath.Join(dir, "data"))) // dp hook: a work folder per rank
+	s, err := agent.Build(ctx, cfg.Model, cfg.Data, cfg.Env, dev, rankDataDir(dp, filepath.Join(dir, "data"))) // data parallel: a work folder per rank
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		if err := warmStart(ctx, cfg, s, out); err != nil {
 			return err
 		}
-		if err := syncWarmStart(dp, s.Policy); err != nil { // dp hook B
+		if err := syncWarmStart(dp, s.Policy); err != nil { // data parallel
 			return err
 		}
 		if dp.Rank0() && sftDir == filepath.Join(dir, "sft") {
@@ -172,7 +172,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		}
 	}
 	sinks := cfg.Trainer.Logger
-	if !dp.Rank0() { // dp hook D: rank 0 logs
+	if !dp.Rank0() { // data parallel: rank 0 logs
 		sinks = nil
 	}
 	log, err := metrics.Open(metrics.Config{Sinks: sinks, Dir: dir, Console: out, TotalSteps: cfg.Trainer.TotalSteps,
@@ -255,7 +255,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		hist.Log(tr.Steps(), m)
 		if f := cfg.Trainer.SaveFreq; (f > 0 && tr.Steps()%f == 0) || tr.Steps() == cfg.Trainer.TotalSteps {
 			save := func() error { return guard.save(tr, sampler.State()) }
-			if err := checkpointAll(dp, save, tr); err != nil { // dp hook E
+			if err := checkpointAll(dp, save, tr); err != nil { // data parallel
 				return err
 			}
 		}
@@ -267,7 +267,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	if !dp.Rank0() { // dp hook F: rank 0 writes the results
+	if !dp.Rank0() { // data parallel: rank 0 writes the results
 		return nil
 	}
 	if err := writeJSON(filepath.Join(dir, "eval.json"), after); err != nil {
@@ -366,7 +366,7 @@ func newTrainer(cfg *Config, s *agent.Setup, sftDir string, dp *rl.DP) (*rl.Trai
 		Tok: s.Tok, Env: s.Env, Stop: s.Stop, ToolCallEnd: s.ToolCallEnd,
 		Slots:      min(cfg.Trainer.RolloutSlots, cfg.Data.TrainBatchSize*cfg.RL.Rollout.N),
 		MaxContext: cfg.Model.MaxContext, TotalSteps: cfg.Trainer.TotalSteps, PromptsPerStep: cfg.Data.TrainBatchSize,
-		DP: dp}) // dp hook C: before the optimizers, which zero1 shards
+		DP: dp}) // data parallel: before the optimizers, which zero1 shards
 	if err != nil {
 		return nil, err
 	}
