@@ -23,7 +23,9 @@ func TestEvalUsesValFiles(t *testing.T) {
 		t.Skip("runs rollouts")
 	}
 	files := t.TempDir()
-	if err := synth.Default().Export(files, data.ParquetLayout{Style: data.StyleSearchR1}); err != nil {
+	// Agent-R1's layout: its prompts ask for <tool_call>, the protocol of the
+	// warm-started policy and of env.style=agent-r1 (a Search-R1 file is refused).
+	if err := synth.Default().Export(files, data.ParquetLayout{Style: data.StyleAgentR1}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := defaultConfig()
