@@ -226,30 +226,37 @@ func (r *Rollout) Run(ctx context.Context, samples []data.Sample) ([]*Trajectory
 // few by index and id: a run learns this when its data is loaded, not at the
 // RL step that draws the long prompt. It needs Cfg, Tok and Env, no policy.
 func (r *Rollout) CheckPrompts(samples []data.Sample) error {
+	long, lens, err := r.longPrompts(samples)
+	if err != nil || len(long) == 0 {
+		return err
+	}
 	const named = 5
 	var bad []string
-	count := 0
+	for k, i := range long[:min(named, len(long))] {
+		bad = append(bad, fmt.Sprintf("#%d %s (%d tokens)", i, samples[i].ID, lens[k]))
+	}
+	more := ""
+	if len(long) > named {
+		more = fmt.Sprintf(" and %d more", len(long)-named)
+	}
+	return fmt.Errorf("rollout.max_prompt_tokens %d: %d of %d prompts are longer: %s%s",
+		r.Cfg.MaxPromptTokens, len(long), len(samples), strings.Join(bad, ", "), more)
+}
+
+// longPrompts renders every sample's prompt and returns the indices of
+// those longer than Cfg.MaxPromptTokens, with their lengths.
+func (r *Rollout) longPrompts(samples []data.Sample) (long, lens []int, err error) {
 	for i, smp := range samples {
 		msgs, tools := r.Env.Episode().Reset(smp)
 		ids, err := r.encodePrompt(msgs, tools)
 		if err != nil {
-			return fmt.Errorf("rl: sample %d (%s): %w", i, smp.ID, err)
+			return nil, nil, fmt.Errorf("rl: sample %d (%s): %w", i, smp.ID, err)
 		}
 		if len(ids) > r.Cfg.MaxPromptTokens {
-			if count++; count <= named {
-				bad = append(bad, fmt.Sprintf("#%d %s (%d tokens)", i, smp.ID, len(ids)))
-			}
+			long, lens = append(long, i), append(lens, len(ids))
 		}
 	}
-	if count == 0 {
-		return nil
-	}
-	more := ""
-	if count > named {
-		more = fmt.Sprintf(" and %d more", count-named)
-	}
-	return fmt.Errorf("rollout.max_prompt_tokens %d: %d of %d prompts are longer: %s%s",
-		r.Cfg.MaxPromptTokens, count, len(samples), strings.Join(bad, ", "), more)
+	return long, lens, nil
 }
 
 // encodePrompt renders the episode's first messages with the chat template
