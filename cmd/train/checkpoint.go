@@ -19,6 +19,7 @@ import (
 //
 //	global_step_N/actor/            the policy, a Hugging Face folder
 //	global_step_N/actor_optim.safetensors
+//	global_step_N/actor_master/     float32 weights, when actor/ is saved in less
 //	global_step_N/critic/, critic_optim.safetensors   (PPO only)
 //	global_step_N/trainer_state.json                  step, KL coefficient, data position
 //	latest_checkpointed_iteration.txt                 N
@@ -52,6 +53,9 @@ func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.Sampler
 	if err := savePolicy(tr.Policy, filepath.Join(tmp, "actor"), s.TokenizerDir, dtype); err != nil {
 		return err
 	}
+	if err := saveMaster(tr.Policy, filepath.Join(tmp, "actor_master"), dtype); err != nil {
+		return err
+	}
 	if err := tr.SaveOptimizer(tr.Policy, tr.ActorOpt, filepath.Join(tmp, "actor_optim.safetensors")); err != nil {
 		return err
 	}
@@ -60,6 +64,9 @@ func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.Sampler
 	}
 	if tr.Critic != nil {
 		if err := savePolicy(tr.Critic, filepath.Join(tmp, "critic"), s.TokenizerDir, dtype); err != nil {
+			return err
+		}
+		if err := saveMaster(tr.Critic, filepath.Join(tmp, "critic_master"), dtype); err != nil {
 			return err
 		}
 		if err := tr.SaveOptimizer(tr.Critic, tr.CriticOpt, filepath.Join(tmp, "critic_optim.safetensors")); err != nil {
@@ -109,7 +116,7 @@ func (s *trainerState) restore(tr *rl.Trainer) error {
 		return err
 	}
 	if tr.Critic != nil {
-		if err := loadWeights(tr.Critic, filepath.Join(s.dir, "critic")); err != nil {
+		if err := loadWeights(tr.Critic, masterOr(s.dir, "critic")); err != nil {
 			return err
 		}
 		if err := tr.LoadOptimizer(tr.Critic, tr.CriticOpt, filepath.Join(s.dir, "critic_optim.safetensors")); err != nil {
@@ -124,6 +131,31 @@ func (s *trainerState) restore(tr *rl.Trainer) error {
 		c.Coef = s.KLCoef
 	}
 	return nil
+}
+
+// saveMaster writes m's float32 weights beside a checkpoint whose model
+// folder was saved as dtype, when that loses bits: the trainer's weights are
+// float32 masters, and a bf16 actor/ (trainer.save_dtype=auto on a bf16
+// model) rounds away every update smaller than bf16's spacing, about 1e-4 of a
+// 0.02 weight, more than a whole step at lr 1e-6. Resume reads the master
+// copy, so a resumed run continues from the exact weights; like the
+// optimizer state it is kept only in the newest checkpoint. A LoRA policy's
+// trained weights are its adapters, which saveAdapter keeps in float32.
+func saveMaster(m *model.Model, dir, dtype string) error {
+	if dtype == "float32" || m.Adapters() != nil {
+		return nil
+	}
+	return savePolicy(m, dir, "", "float32")
+}
+
+// masterOr names the folder resume loads a model's weights from: its
+// float32 master copy when the checkpoint has one, else the model folder.
+func masterOr(ckpt, name string) string {
+	master := filepath.Join(ckpt, name+"_master")
+	if _, err := os.Stat(filepath.Join(master, "model.safetensors")); err == nil {
+		return master
+	}
+	return filepath.Join(ckpt, name)
 }
 
 // loadWeights copies the weights of a saved folder into m.

@@ -13,16 +13,18 @@ import (
 // Checkpoint housekeeping, as verl does it:
 //
 //   - trainer.max_actor_ckpt_to_keep keeps the newest N checkpoints;
-//   - the optimizer state (twice the policy's size for AdamW) is kept only
-//     in the newest checkpoint, the one trainer.resume reads; older ones
-//     keep the policy, which is what evaluation and comparison need;
+//   - the optimizer state (twice the policy's size for AdamW) and the
+//     float32 masters of a bf16 checkpoint are kept only in the newest
+//     checkpoint, the one trainer.resume reads; older ones keep the policy,
+//     which is what evaluation and comparison need;
 //   - a policy from a Hugging Face folder keeps that folder's
 //     generation_config.json (its EOS list and sampling defaults);
 //   - every folder is 0755: model.SaveFolder writes through a private
 //     temporary folder (0700), which would otherwise be what lands.
 
-// optimizerFiles are the parts of a checkpoint only resume reads.
-var optimizerFiles = []string{"actor_optim.safetensors", "critic_optim.safetensors"}
+// resumeOnly are the parts of a checkpoint only resume reads: the
+// optimizer state and the float32 masters of a checkpoint saved in bf16.
+var resumeOnly = []string{"actor_optim.safetensors", "critic_optim.safetensors", "actor_master", "critic_master"}
 
 // pruneCheckpoints applies the keep policy after the checkpoint of step
 // newest has been written and named the latest. It returns the folders it
@@ -48,8 +50,8 @@ func pruneCheckpoints(run string, keep, newest int) ([]string, error) {
 			removed = append(removed, dir)
 			continue
 		}
-		for _, f := range optimizerFiles {
-			if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		for _, f := range resumeOnly {
+			if err := os.RemoveAll(filepath.Join(dir, f)); err != nil {
 				return removed, err
 			}
 		}

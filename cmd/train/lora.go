@@ -57,5 +57,5 @@ func restorePolicy(m *model.Model, ckpt string) error {
 	if m.Adapters() != nil {
 		return m.RestoreAdapter(filepath.Join(ckpt, adapterDir))
 	}
-	return loadWeights(m, filepath.Join(ckpt, "actor"))
+	return loadWeights(m, masterOr(ckpt, "actor"))
 }

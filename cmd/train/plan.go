@@ -34,8 +34,14 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, err error
 	} else if l.Size > 1 {
 		s.Ranks, s.Zero1, s.BucketMB = l.Size, cfg.DP.Zero1, cfg.DP.BucketMB
 	}
-	// The reference is the SFT folder, saved as float32 and so loaded as
-	// float32 (LoadOptions DType auto); a LoRA run's is the frozen base.
+	// The reference is the warm start that initialPolicy names, loaded
+	// frozen with LoadOptions DType auto: the SFT folder is saved as float32
+	// and so loaded as float32, but with no SFT it is model.path itself, and
+	// a bf16 folder (torch_dtype, the config's word for the stored dtype)
+	// stays bf16 on the CPU. A LoRA run's reference is the frozen base.
+	if refDir, _ := initialPolicy(cfg, ""); cfg.Model.Path != "" && refDir == cfg.Model.Path {
+		s.RefBF16 = mc.DType == "bfloat16"
+	}
 	if lc := cfg.RL.Actor.LoRA; lc.Enabled() {
 		if err := lc.Validate(); err != nil {
 			return true, fmt.Errorf("actor.%w", err)

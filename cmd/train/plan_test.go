@@ -185,3 +185,35 @@ func TestDryRunZeroOne(t *testing.T) {
 		t.Errorf("the all-reduce plan:\n%s", plans[false])
 	}
 }
+
+// TestDryRunPlansTheReferenceAsLoaded: with no SFT the reference policy is
+// model.path itself, loaded frozen, and a bf16 folder stays bf16 on the CPU,
+// so the plan counts 2 bytes a parameter; after SFT the reference is the
+// float32 sft/ folder and the plan counts 4.
+func TestDryRunPlansTheReferenceAsLoaded(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "model", "testdata", "config_qwen2.5-0.5b.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ sft, want string }{
+		{"0", "frozen (no gradients), weights stored as bf16"},
+		{"5", "frozen (no gradients), fp32 weights"},
+	} {
+		cfg := DefaultConfig()
+		if err := config.Load(&cfg, []string{"model.path=" + dir, "trainer.dry_run=true", "trainer.device=cpu",
+			"trainer.device_memory=64GiB", "actor.use_kl_loss=true", "sft.steps=" + c.sft}, nil); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := run(context.Background(), &cfg, &out); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), c.want) {
+			t.Errorf("sft.steps=%s: the reference line is not %q:\n%s", c.sft, c.want, out.String())
+		}
+	}
+}

@@ -40,6 +40,13 @@ func testConfig(t *testing.T, dir string) Config {
 	return c
 }
 
+// bf16Round rounds to the nearest bfloat16, ties to even, as a bf16 save does.
+func bf16Round(x float32) float32 {
+	b := math.Float32bits(x)
+	b += 0x7fff + (b>>16)&1
+	return math.Float32frombits(b &^ 0xffff)
+}
+
 func params(t *testing.T, dir string) []float32 {
 	t.Helper()
 	m, err := model.Load(dir, model.NewCPU(), model.LMHeadOutput)
@@ -52,7 +59,10 @@ func params(t *testing.T, dir string) []float32 {
 }
 
 // TestResumeIsBitExact stops a run after its step-2 checkpoint, resumes it,
-// and compares the final policy with an uninterrupted run bit for bit.
+// and compares the final policy with an uninterrupted run bit for bit. The
+// interrupted run saves its policy as bf16 (trainer.save_dtype=bfloat16, what
+// auto does for a bf16 model): resume must read the float32 masters kept
+// beside it, not the rounded weights.
 func TestResumeIsBitExact(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the trainer three times")
@@ -65,7 +75,7 @@ func TestResumeIsBitExact(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	c = testConfig(t, split)
-	c.Trainer.StopAfter = 2
+	c.Trainer.StopAfter, c.Trainer.SaveDType = 2, "bfloat16"
 	if err := run(ctx, &c, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -73,16 +83,29 @@ func TestResumeIsBitExact(t *testing.T) {
 		t.Fatal("the stopped run went past step 2")
 	}
 	c = testConfig(t, split)
-	c.Trainer.Resume = true
+	c.Trainer.Resume, c.Trainer.SaveDType = true, "bfloat16"
 	if err := run(ctx, &c, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	a := params(t, filepath.Join(whole, "global_step_4", "actor"))
-	b := params(t, filepath.Join(split, "global_step_4", "actor"))
+	b := params(t, filepath.Join(split, "global_step_4", "actor_master"))
+	rounded := params(t, filepath.Join(split, "global_step_4", "actor"))
 	for i := range a {
 		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
 			t.Fatalf("parameter %d: %v uninterrupted, %v resumed", i, a[i], b[i])
 		}
+		if want := bf16Round(a[i]); rounded[i] != want {
+			t.Fatalf("parameter %d: the bf16 checkpoint holds %v, want %v (%v rounded)", i, rounded[i], want, a[i])
+		}
+	}
+	for n, want := range map[int]bool{2: false, 4: true} {
+		_, err := os.Stat(filepath.Join(split, "global_step_"+itoa(n), "actor_master"))
+		if (err == nil) != want {
+			t.Errorf("global_step_%d has float32 masters: %v, want %v (only the newest)", n, err == nil, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(whole, "global_step_4", "actor_master")); err == nil {
+		t.Error("a float32 checkpoint has a second, master copy")
 	}
 	// The two runs logged the same metrics for steps 3 and 4.
 	ra, err := metrics.ReadJSONL(filepath.Join(whole, "metrics.jsonl"))
