@@ -106,7 +106,7 @@ func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out 
 		return err
 	}
 	defer os.RemoveAll(work)
-	mc := agent.ModelConfig{Path: modelDir, MaxContext: cfg.MaxContext}
+	mc := agent.ModelConfig{Path: modelDir, MaxContext: cfg.MaxContext, Frozen: true}
 	dev, stop, err := cfg.Device.open(cfg, baseDir != "" && slices.Contains(cfg.Baselines, "base-tool-call"), modelDir, out)
 	if stop || err != nil {
 		return err
@@ -141,7 +141,7 @@ func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out 
 			if err := weights.CheckFinite(baseDir); err != nil {
 				return err
 			}
-			if bm, err = model.Load(baseDir, s.Policy.Dev, model.LMHeadOutput); err != nil {
+			if bm, err = model.LoadWith(baseDir, s.Policy.Dev, model.LMHeadOutput, model.LoadOptions{Frozen: true, DType: "auto"}); err != nil {
 				return err
 			}
 			r, _, err = agent.EvaluateProgress(ctx, s, bm, samples, ec, progressChunk(cfg, len(samples)), out, b)

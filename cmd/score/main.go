@@ -94,7 +94,7 @@ func runOn(o devOptions, modelDir, tokDir, input, output string, batchTokens int
 	if err := weights.CheckFinite(modelDir); err != nil {
 		return err
 	}
-	m, err := model.Load(modelDir, dev, model.LMHeadOutput)
+	m, err := model.LoadWith(modelDir, dev, model.LMHeadOutput, model.LoadOptions{Frozen: true, DType: "auto"})
 	if err != nil {
 		return err
 	}

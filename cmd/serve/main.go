@@ -80,7 +80,7 @@ func run(ctx context.Context, cfg Config, dir, addr string, out io.Writer) error
 	if err != nil {
 		return err
 	}
-	m, err := model.Load(dir, dev, model.LMHeadOutput)
+	m, err := model.LoadWith(dir, dev, model.LMHeadOutput, model.LoadOptions{Frozen: true, DType: "auto"})
 	if err != nil {
 		return err
 	}

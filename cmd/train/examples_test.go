@@ -58,3 +58,28 @@ func TestExampleConfigs(t *testing.T) {
 		}
 	}
 }
+
+// The Search-R1 example loads, speaks Search-R1's protocol and carries its
+// GRPO script's settings, with no tiny-only default left in place.
+func TestSearchR1ExampleConfig(t *testing.T) {
+	c := DefaultConfig()
+	if err := config.Load(&c, []string{"-config", filepath.Join("..", "..", "examples", "search-r1", "nq-hotpotqa-grpo.yaml")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if left := tinyDefaults(&c); len(left) > 0 {
+		t.Errorf("leaves tiny defaults: %v", left)
+	}
+	if c.Env.Style != "search-r1" || c.Env.Reward != "em" || c.Env.TopK != 3 || c.Env.MaxTurns != 2 || c.Model.MaxContext != 4096 ||
+		c.RL.Rollout.MaxTurnTokens != 500 || c.RL.Rollout.MaxPromptTokens != 2048 || c.RL.Rollout.N != 5 {
+		t.Errorf("not Search-R1's protocol and lengths: env %+v, rollout %+v", c.Env, c.RL.Rollout)
+	}
+	if c.Data.TrainBatchSize != 512 || c.RL.Actor.MiniBatchSize != 256 || c.RL.Actor.Optim.LR != 1e-6 || !c.RL.Actor.UseKLLoss ||
+		c.RL.Actor.KLLossCoef != 0.001 || c.RL.Algorithm.Estimator != "grpo" || c.Trainer.TotalSteps != 1005 {
+		t.Errorf("not Search-R1's GRPO settings: %+v", c.RL.Actor)
+	}
+	// Warm-up: 0.285 of the RL steps, in optimizer steps (10 mini-batches a step).
+	perStep := c.Data.TrainBatchSize * c.RL.Rollout.N / c.RL.Actor.MiniBatchSize
+	if got, want := c.RL.Actor.Optim.WarmupSteps, int(0.285*float64(c.Trainer.TotalSteps))*perStep; got != want {
+		t.Errorf("warmup_steps %d, want %d", got, want)
+	}
+}

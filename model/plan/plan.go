@@ -47,6 +47,9 @@ type Settings struct {
 	Recompute bool // activation recomputation in the backward
 	BaseModel bool // a second policy held beside the first (eval's base-tool-call baseline)
 	RefBF16   bool // the reference's frozen weights are stored as bf16 (a bf16 source folder on the CPU)
+	// FrozenBF16: a run that does not train (eval, score, serve) loads its
+	// models frozen, and they keep the folder's bf16 (on the CPU).
+	FrozenBF16 bool
 
 	LoRARank    int      // > 0: the policy is a frozen base with rank-r adapters, and the reference is that base
 	LoRATargets []string // the adapted projections; empty or "all-linear": all seven
@@ -160,6 +163,9 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		} else {
 			add("master weights", P*4, "the fp32 arena the optimizer updates")
 		}
+	} else if !s.Train && s.FrozenBF16 {
+		add("weights", P*2, "%d parameters × 2 B, frozen, bf16 as in the folder", P)
+		add("master weights", 0, "none: nothing is trained")
 	} else {
 		add("weights", P*4, "%d parameters × 4 B", P)
 		add("master weights", 0, "none: the weights are fp32")
@@ -170,7 +176,7 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 	case s.Train:
 		add("gradients", P*4, "fp32, one arena")
 	default:
-		add("gradients", P*4, "fp32: the model is loaded trainable (model.Load), which allocates them")
+		add("gradients", 0, "none: the model is loaded frozen")
 	}
 	sb, state := int64(4), "fp32"
 	if s.StateBF16 {
@@ -210,7 +216,13 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		add("reference policy", ref, "%s, plus scoring activations at %d tokens", detail, T)
 	}
 	if s.BaseModel {
-		add("base model", P*4+P*4, "a second policy loaded trainable: weights and gradients")
+		// Evaluated after the policy: the KV cache is freed between the
+		// two, the base model's step activations are its own.
+		w, what := P*4, "fp32"
+		if s.FrozenBF16 {
+			w, what = P*2, "bf16 (when its folder is bf16)"
+		}
+		add("base model", w+s.stepBytes(sh), "a second policy, frozen, %s, and its rollout step activations", what)
 	}
 	if s.Critic {
 		C := sh.arena(false, true)
@@ -226,9 +238,8 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 	if s.RolloutSlots > 0 {
 		kv := 2 * int64(sh.L) * int64(s.RolloutSlots) * int64(s.MaxContext) * int64(sh.KV) * 4
 		add("KV cache", kv, "%d slots × %d positions × %d layers × K and V × %d, fp32", s.RolloutSlots, s.MaxContext, sh.L, sh.KV)
-		step := s.stepTokens()
-		add("rollout step activations", sh.acts(step, false, false)*4+int64(s.RolloutSlots)*int64(sh.V)*4,
-			"%d tokens per step (each group's leader prefills while the rest decode), logits of %d rows", step, s.RolloutSlots)
+		add("rollout step activations", s.stepBytes(sh),
+			"%d tokens per step (each group's leader prefills while the rest decode), logits of %d rows", s.stepTokens(), s.RolloutSlots)
 	}
 	// Activations are float32 on every device (the Device seam has no bf16
 	// activation buffers): mixed precision rounds them only on their way
@@ -258,6 +269,15 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 
 // stepTokens bounds the tokens of one rollout step: every group's leader
 // prefills its prompt while every other slot decodes one token.
+// stepBytes is what one rollout step's forward holds: the activations of
+// its tokens and the logits of its rows.
+func (s Settings) stepBytes(sh shape) int64 {
+	if s.RolloutSlots == 0 {
+		return 0
+	}
+	return sh.acts(s.stepTokens(), false, false)*4 + int64(s.RolloutSlots)*int64(sh.V)*4
+}
+
 func (s Settings) stepTokens() int {
 	if s.RolloutSlots == 0 {
 		return 0

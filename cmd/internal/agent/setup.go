@@ -32,6 +32,10 @@ type ModelConfig struct {
 	TokenizerVocab int    `yaml:"tokenizer_vocab" help:"tiny model: BPE vocabulary trained on the synthetic corpus"`
 	Seed           uint64 `yaml:"seed" help:"tiny model: weight initialisation seed"`
 	MaxContext     int    `yaml:"max_context" help:"tokens per trajectory (KV cache length)"`
+	// Frozen loads model.Path without gradients, keeping a bf16 folder's
+	// bf16 where the device stores it: what evaluation needs, a quarter of
+	// a trainable copy's memory.
+	Frozen bool `yaml:"-"`
 }
 
 // DataConfig chooses the datasets. data.Settings (data_source,
@@ -237,7 +241,8 @@ func Build(ctx context.Context, mc ModelConfig, dc DataConfig, ec EnvConfig, dev
 	}
 	s.EnvConfig = ec
 	if mc.Path != "" {
-		if s.Policy, err = model.Load(mc.Path, dev, model.LMHeadOutput); err != nil {
+		opt := model.LoadOptions{Frozen: mc.Frozen, DType: "auto"}
+		if s.Policy, err = model.LoadWith(mc.Path, dev, model.LMHeadOutput, opt); err != nil {
 			return nil, err
 		}
 		if s.Tok, err = tokenizer.Load(mc.Path); err != nil {
