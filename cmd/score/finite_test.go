@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"flag"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -35,32 +37,31 @@ func TestScoreRefusesNonFiniteWeights(t *testing.T) {
 	}
 }
 
-// -config sets the flags the command line leaves unset; an unknown key or
-// a bad value names the file and line.
+// -config sets the keys, a later argument wins over the file, an unknown
+// key or a bad value names the file and the key, and -model is required.
 func TestScoreConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "score.yaml")
-	os.WriteFile(path, []byte("model: /models/qwen\nbatch_tokens: 1024\nskip-bad: true\n"), 0o644)
-	fs := flag.NewFlagSet("score", flag.ContinueOnError)
-	m := fs.String("model", "", "")
-	bt := fs.Int("batch-tokens", 4096, "")
-	sb := fs.Bool("skip-bad", false, "")
-	fs.String("config", "", "")
-	if err := fs.Parse([]string{"-model", "/mine"}); err != nil {
+	os.WriteFile(path, []byte("model: /models/qwen\nbatch-tokens: 1024\nskip-bad: true\n"), 0o644)
+	c, err := parseArgs([]string{"-config", path, "-model", "/mine"}, io.Discard)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := applyConfigFile(fs, path); err != nil {
-		t.Fatal(err)
+	if c.Model != "/mine" || c.Tokenizer != "/mine" || c.BatchTokens != 1024 || !c.SkipBad || c.Input != "-" {
+		t.Fatalf("%+v: want model /mine (the argument wins), tokenizer from it, batch-tokens 1024, skip-bad", c)
 	}
-	if *m != "/mine" || *bt != 1024 || !*sb {
-		t.Fatalf("model %q batch-tokens %d skip-bad %v, want /mine (command line wins), 1024, true", *m, *bt, *sb)
+	if c, err = parseArgs([]string{"-config", path, "batch-tokens=7", "tokenizer=/tok"}, io.Discard); err != nil || c.BatchTokens != 7 || c.Tokenizer != "/tok" {
+		t.Errorf("%+v %v", c, err)
 	}
-	for body, want := range map[string]string{"batch_tokens: many\n": ":1: batch_tokens", "modle: x\n": `:1: unknown key "modle"`, "- a\n": "want a mapping"} {
+	for body, want := range map[string]string{"model: x\nbatch-tokens: many\n": "batch-tokens", "modle: x\n": "modle", "batch-tokens: 5\n": "model is required",
+		"model: x\nbatch-tokens: 0\n": "batch-tokens 0"} {
 		os.WriteFile(path, []byte(body), 0o644)
-		fs := flag.NewFlagSet("score", flag.ContinueOnError)
-		fs.Int("batch-tokens", 4096, "")
-		if err := applyConfigFile(fs, path); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := parseArgs([]string{"-config", path}, io.Discard); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "score") {
 			t.Errorf("%q: %v, want %q", body, err, want)
 		}
+	}
+	var help strings.Builder
+	if _, err := parseArgs([]string{"-h"}, &help); !errors.Is(err, flag.ErrHelp) || !strings.Contains(help.String(), "batch-tokens") {
+		t.Errorf("-h: %v\n%s", err, help.String())
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"io"
 	"os"
 
+	cfgpkg "github.com/r1go/r1go/cmd/internal/config"
 	"github.com/r1go/r1go/cmd/internal/weights"
 	"github.com/r1go/r1go/model"
 )
@@ -50,31 +51,66 @@ type outputLine struct {
 	NextEntropy float32 `json:"next_entropy"`
 }
 
+// Config is the command's settings: -config FILE.yaml, key=value and
+// -key value set them as for the other commands (cmd/internal/config); the
+// keys keep the names the flags always had.
+type Config struct {
+	Model        string `yaml:"model" help:"Hugging Face model folder (config.json + safetensors; required)"`
+	Input        string `yaml:"input" help:"input JSONL file (- for standard input)"`
+	Output       string `yaml:"output" help:"output JSONL file (- for standard output)"`
+	Tokenizer    string `yaml:"tokenizer" help:"folder with tokenizer.json for {\"text\": ...} lines (default: the model folder)"`
+	BatchTokens  int    `yaml:"batch-tokens" help:"tokens per packed forward pass"`
+	SkipBad      bool   `yaml:"skip-bad" help:"report malformed lines on stderr and go on"`
+	Device       string `yaml:"device" help:"auto, cpu or cuda"`
+	DeviceMemory string `yaml:"device-memory" help:"device memory to plan for, e.g. 80GiB (default: the device's own)"`
+	DryRun       bool   `yaml:"dry-run" help:"print the memory plan from config.json and exit"`
+}
+
+// DefaultConfig reads standard input and writes standard output.
+func DefaultConfig() Config {
+	return Config{Input: "-", Output: "-", BatchTokens: 4096, Device: "auto"}
+}
+
+// Validate checks what no single key can.
+func (c *Config) Validate() error {
+	if c.Model == "" {
+		return errors.New("model is required (-model DIR, model=DIR or model: in -config)")
+	}
+	if c.BatchTokens < 1 {
+		return fmt.Errorf("batch-tokens %d must be ≥ 1", c.BatchTokens)
+	}
+	return nil
+}
+
+// parseArgs reads the settings; flag.ErrHelp after printing the usage for
+// -h.
+func parseArgs(args []string, usage io.Writer) (Config, error) {
+	cfg := DefaultConfig()
+	if err := cfgpkg.Load(&cfg, args, nil); err != nil {
+		if errors.Is(err, cfgpkg.ErrHelp) {
+			fmt.Fprintln(usage, "usage: score -model DIR [-input FILE.jsonl] [-output OUT.jsonl] [-config FILE.yaml] [key=value | -key value]...")
+			cfgpkg.Help(usage, &cfg)
+			return cfg, flag.ErrHelp
+		}
+		return cfg, fmt.Errorf("score: %w", err)
+	}
+	if cfg.Tokenizer == "" {
+		cfg.Tokenizer = cfg.Model
+	}
+	return cfg, nil
+}
+
 func main() {
-	modelDir := flag.String("model", "", "Hugging Face model folder (config.json + safetensors)")
-	input := flag.String("input", "-", "input JSONL file (- for standard input)")
-	output := flag.String("output", "-", "output JSONL file (- for standard output)")
-	tokDir := flag.String("tokenizer", "", "folder with tokenizer.json for {\"text\": ...} lines (default: the model folder)")
-	batchTokens := flag.Int("batch-tokens", 4096, "tokens per packed forward pass")
-	skipBad := flag.Bool("skip-bad", false, "report malformed lines on stderr and go on")
-	device := flag.String("device", "auto", "auto, cpu or cuda")
-	deviceMemory := flag.String("device-memory", "", "device memory to plan for, e.g. 80GiB (default: the device's own)")
-	dryRun := flag.Bool("dry-run", false, "print the memory plan from config.json and exit")
-	flag.Parse()
-	if err := applyConfigFile(flag.CommandLine, *configFile); err != nil {
-		fmt.Fprintln(os.Stderr, "score:", err)
+	cfg, err := parseArgs(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	if *modelDir == "" {
-		fmt.Fprintln(os.Stderr, "score: -model is required")
-		flag.Usage()
-		os.Exit(2)
-	}
-	if *tokDir == "" {
-		*tokDir = *modelDir
-	}
-	o := devOptions{device: *device, memory: *deviceMemory, dryRun: *dryRun, log: os.Stderr}
-	if err := runOn(o, *modelDir, *tokDir, *input, *output, *batchTokens, *skipBad); err != nil {
+	o := devOptions{device: cfg.Device, memory: cfg.DeviceMemory, dryRun: cfg.DryRun, log: os.Stderr}
+	if err := runOn(o, cfg.Model, cfg.Tokenizer, cfg.Input, cfg.Output, cfg.BatchTokens, cfg.SkipBad); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
