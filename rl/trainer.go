@@ -148,7 +148,12 @@ type Trainer struct {
 
 	ToolCallEnd int32 // token that ends a tool call (process rewards)
 	DP          *DP   // data parallel (rl/dp.go); nil in a run of one process
-	step        int   // RL steps done
+	// Phase, when set, is told each phase of a step as it ends (the names
+	// of the timing_s metrics: gen, old_log_prob, ref, values, adv,
+	// update_critic, update_actor), so that a caller can show progress
+	// inside a step that takes minutes.
+	Phase func(name string, took time.Duration)
+	step  int // RL steps done
 }
 
 // NeedsRef says whether the configuration uses a reference policy.
@@ -185,7 +190,13 @@ type StepResult struct {
 func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult, error) {
 	cfg := &t.Cfg
 	m := Metrics{}
-	timed := func(name string, start time.Time) { m["timing_s/"+name] = time.Since(start).Seconds() }
+	timed := func(name string, start time.Time) {
+		took := time.Since(start)
+		m["timing_s/"+name] = took.Seconds()
+		if t.Phase != nil && name != "step" {
+			t.Phase(name, took)
+		}
+	}
 	t0 := time.Now()
 
 	// data parallel: this rank rolls out its share of the global prompt batch.

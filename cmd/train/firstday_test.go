@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/rl"
@@ -61,8 +62,9 @@ func jsonMap(t *testing.T, path string) map[string]any {
 // TestCheckpointsLikeVerl trains a Hugging Face folder without SFT for
 // three steps, saving each, keeping two: no sft/ copy, the source
 // generation_config.json kept, the optimizer only in the newest
-// checkpoint, folders 0755, each step's rollouts dumped and the tiny-only
-// defaults warned about.
+// checkpoint, folders 0755, each step's rollouts dumped, the tiny-only
+// defaults warned about, and (with the threshold at 0) each phase of each
+// step announced as it ends.
 func TestCheckpointsLikeVerl(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the trainer")
@@ -76,10 +78,17 @@ func TestCheckpointsLikeVerl(t *testing.T) {
 	c.Trainer.MaxActorCkptToKeep = 2
 	c.Trainer.LogValGenerations = 3
 	var out bytes.Buffer
+	defer func(d time.Duration) { slowPhase = d }(slowPhase)
+	slowPhase = 0 // every phase of every step is printed
 	if err := run(context.Background(), &c, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	log := out.String()
+	for _, want := range []string{"step 1: gen done in", "step 1: adv done in", "step 1: update_actor done in", "step 3: update_actor done in"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks the phase line %q", want)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(dir, "sft")); err == nil {
 		t.Error("sft/ was written although sft.steps=0")
 	}

@@ -226,3 +226,17 @@ func trainingChart(cfg *Config, series map[string][]metrics.Point) metrics.Chart
 	c.Title = title
 	return c
 }
+
+// slowPhase is how long a phase of an RL step runs before its end is
+// printed: a real model's step takes minutes on the CPU, and the step's
+// metrics line comes only at its end; the tiny default's phases stay quiet.
+var slowPhase = 10 * time.Second // a variable for the test that sees every phase
+
+// slowPhases prints a line as each slow phase of a step ends.
+func slowPhases(out io.Writer, tr *rl.Trainer) func(string, time.Duration) {
+	return func(name string, took time.Duration) {
+		if took >= slowPhase {
+			fmt.Fprintf(out, "step %d: %s done in %s\n", tr.Steps()+1, name, took.Round(100*time.Millisecond))
+		}
+	}
+}

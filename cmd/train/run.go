@@ -161,6 +161,9 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	if dp.Rank0() {
+		tr.Phase = slowPhases(out, tr)
+	}
 	stopExternal, err := startExternal(cfg, s, tr, out)
 	if err != nil {
 		return err
