@@ -20,7 +20,11 @@ type DeviceConfig struct {
 // a decode step's activations) and opens the device; a dry run opens
 // nothing and stops after the plan.
 func (d DeviceConfig) open(cfg Config, base bool, modelDir string, out io.Writer) (dev model.Device, stop bool, err error) {
-	s := plan.Settings{BaseModel: base, RolloutSlots: cfg.Slots, MaxContext: cfg.MaxContext,
+	slots := cfg.Slots
+	if n := cfg.Data.ValSize; n > 0 {
+		slots = min(slots, n) // Evaluate decodes at most the questions it has
+	}
+	s := plan.Settings{BaseModel: base, RolloutSlots: slots, MaxContext: cfg.MaxContext,
 		MaxPromptTokens: max(cfg.MaxContext-cfg.MaxResp, 1), GroupSize: 1,
 		Keys: map[string]string{"slots": "slots", "micro_batch": "", "recompute": ""}}
 	o := devsel.Options{Device: d.Device, Memory: d.DeviceMemory, DryRun: d.DryRun, MemoryKey: "device_memory", Log: out}

@@ -88,4 +88,17 @@ func TestEvalDryRun(t *testing.T) {
 			t.Errorf("plan lacks %q:\n%s", s, out.String())
 		}
 	}
+	// Fewer questions than slots: the plan holds a slot per question; on the
+	// CPU a bf16 folder is planned frozen in bf16, without gradients.
+	cfg.Data.ValSize = 8
+	cfg.Device = DeviceConfig{Device: "cpu", DeviceMemory: "64GiB", DryRun: true}
+	out.Reset()
+	if err := run(context.Background(), cfg, dir, dir, "", &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"8 slots × 4096 positions", "× 2 B, frozen, bf16 as in the folder", "none: the model is loaded frozen"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("plan lacks %q:\n%s", s, out.String())
+		}
+	}
 }
