@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/env"
@@ -51,6 +52,11 @@ type External struct {
 	left     int
 	complete chan struct{}
 	paused   bool
+	active   time.Time // the open batch's last agent contact: a claim (even of nothing), request or reward
+	// Released counts the episodes handed out again after
+	// rollout.external_timeout of silence; Log, when set, is told of each.
+	Released int
+	Log      func(string)
 }
 
 // TrajectorySource is where a trainer step's trajectories come from: the
@@ -59,14 +65,19 @@ type TrajectorySource interface {
 	Run(ctx context.Context, samples []data.Sample) ([]*Trajectory, error)
 }
 
-// validateMode checks rollout.mode and rollout.external_addr.
+// validateMode checks rollout.mode, rollout.external_addr and
+// rollout.external_timeout.
 func (c *RolloutConfig) validateMode() error {
+	if c.ExternalTimeout < 0 {
+		return fmt.Errorf("rl: rollout.external_timeout %v must be ≥ 0 (0: wait forever)", c.ExternalTimeout)
+	}
 	switch c.Mode {
 	case "", "builtin":
 	case "external":
 		if c.ExternalAddr == "" {
 			return fmt.Errorf("rl: rollout.mode external needs rollout.external_addr, the address to serve the API on")
 		}
+
 	default:
 		return fmt.Errorf("rl: rollout.mode %q is neither builtin nor external", c.Mode)
 	}
@@ -103,6 +114,7 @@ type extEpisode struct {
 	t       *Trajectory
 	turns   int
 	claimed bool
+	seen    time.Time // last claim, request or reward
 	busy    bool
 	done    bool
 	cut     bool // the last turn ended without a stop id
@@ -141,14 +153,8 @@ func (x *External) Run(ctx context.Context, samples []data.Sample) ([]*Trajector
 			task = fmt.Sprintf("task-%d-%d", x.step, g)
 		}
 		for i := 0; i < n; i++ {
-			e := &extEpisode{id: fmt.Sprintf("ep-%d-%d-%d", x.step, g, i), step: x.step, index: len(batch), task: task,
-				ep: x.Env.Episode(),
-				t:  &Trajectory{Sample: smp, Group: g}}
-			msgs, tools := e.ep.Reset(smp)
-			for _, m := range msgs {
-				e.msgs = append(e.msgs, tokenizer.Message{Role: m.Role, Content: m.Content})
-			}
-			e.tools = tools
+			e := &extEpisode{id: fmt.Sprintf("ep-%d-%d-%d", x.step, g, i), step: x.step, index: len(batch), task: task}
+			x.start(e, smp, g)
 			batch = append(batch, e)
 			x.episodes[e.id] = e
 		}
@@ -156,6 +162,7 @@ func (x *External) Run(ctx context.Context, samples []data.Sample) ([]*Trajector
 	x.unclaim = slices.Clone(batch)
 	x.left = len(batch)
 	x.open = true
+	x.active = time.Now()
 	done := make(chan struct{})
 	x.complete = done
 	if x.left == 0 {
@@ -163,13 +170,11 @@ func (x *External) Run(ctx context.Context, samples []data.Sample) ([]*Trajector
 	}
 	x.mu.Unlock()
 
-	select {
-	case <-done:
-	case <-ctx.Done():
+	if err := x.wait(ctx, done, batch); err != nil {
 		x.mu.Lock()
 		x.open = false
 		x.mu.Unlock()
-		return nil, ctx.Err()
+		return nil, err
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -183,6 +188,81 @@ func (x *External) Run(ctx context.Context, samples []data.Sample) ([]*Trajector
 		delete(x.episodes, e.id)
 	}
 	return out, nil
+}
+
+// start (re)opens episode e on sample smp of group g: a fresh environment
+// episode and an empty trajectory.
+func (x *External) start(e *extEpisode, smp data.Sample, g int) {
+	e.ep = x.Env.Episode()
+	e.t = &Trajectory{Sample: smp, Group: g}
+	e.msgs, e.turns, e.cut, e.claimed = nil, 0, false, false
+	msgs, tools := e.ep.Reset(smp)
+	for _, m := range msgs {
+		e.msgs = append(e.msgs, tokenizer.Message{Role: m.Role, Content: m.Content})
+	}
+	e.tools = tools
+}
+
+// wait returns when the batch is complete, or with the context's error, or
+// with an error when no agent made contact for rollout.external_timeout. While
+// it waits, a claimed episode silent for that long (its agent died or
+// forgot it) is started afresh under a new id and handed out again: its
+// group stays whole, and the old id's requests are refused as stale.
+func (x *External) wait(ctx context.Context, done chan struct{}, batch []*extEpisode) error {
+	limit := x.Cfg.ExternalTimeout
+	var tick <-chan time.Time
+	if limit > 0 {
+		t := time.NewTicker(min(max(limit/8, time.Millisecond), time.Second))
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case now := <-tick:
+			if err := x.watch(now, limit, batch); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// watch is one look of wait's watchdog at the open batch.
+func (x *External) watch(now time.Time, limit time.Duration, batch []*extEpisode) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var missing []string
+	busy := false // a request in flight is progress, however long it decodes
+	for _, e := range batch {
+		if e.done {
+			continue
+		}
+		missing = append(missing, e.id)
+		busy = busy || e.busy
+		if !e.claimed || e.busy || now.Sub(e.seen) < limit {
+			continue
+		}
+		old, idle := e.id, now.Sub(e.seen)
+		delete(x.episodes, old)
+		x.Released++
+		e.id = fmt.Sprintf("%s-r%d", strings.SplitN(old, "-r", 2)[0], x.Released)
+		x.start(e, e.t.Sample, e.t.Group)
+		x.episodes[e.id] = e
+		x.unclaim = append(x.unclaim, e)
+		if x.Log != nil {
+			x.Log(fmt.Sprintf("external rollouts: episode %s claimed but silent for %s (rollout.external_timeout %s): handed out again as %s",
+				old, idle.Round(time.Second), limit, e.id))
+		}
+	}
+	if x.left > 0 && !busy && now.Sub(x.active) >= limit {
+		shown := missing[:min(len(missing), 5)]
+		return fmt.Errorf("rl: external rollout: no agent claim, request or reward for %s (rollout.external_timeout): %d of %d episodes of batch %d have no reward (%s); is an agent running against the served API?",
+			limit, x.left, len(batch), x.step, strings.Join(shown, ", "))
+	}
+	return nil
 }
 
 // Close ends training: claims are answered 410 from now on.
@@ -255,6 +335,7 @@ func (x *External) Begin(id string, msgs []tokenizer.Message, tools []json.RawMe
 			id, len(turn.Prompt)-promptLen, limit)
 	}
 	e.busy = true
+	e.seen, x.active = time.Now(), time.Now()
 	return turn, nil
 }
 
@@ -313,6 +394,7 @@ func (x *External) End(id string, turn *ExternalTurn, gen *Generation, genErr er
 		return refuse(409, "episode %q closed while its request ran", id)
 	}
 	e.busy = false
+	e.seen, x.active = time.Now(), time.Now()
 	if genErr != nil {
 		return nil
 	}
@@ -387,6 +469,7 @@ func (x *External) Reward(id string, reward *float64, turnRewards []float64) (re
 		t.Outcome.Reward = *reward
 	}
 	e.done = true
+	x.active = time.Now()
 	x.left--
 	if x.left == 0 {
 		close(x.complete)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/r1go/r1go/data"
 )
@@ -47,12 +48,16 @@ func (x *External) Claim() (task ExternalTask, ok bool, err error) {
 	if x.closed {
 		return task, false, refuse(410, "training has ended: there are no more episodes")
 	}
+	if x.open {
+		x.active = time.Now() // a polling agent is alive, even with nothing to claim
+	}
 	if !x.open || len(x.unclaim) == 0 {
 		return task, false, nil
 	}
 	e := x.unclaim[0]
 	x.unclaim = x.unclaim[1:]
 	e.claimed = true
+	e.seen = time.Now()
 	msgs := make([]data.Message, len(e.msgs))
 	for i, m := range e.msgs {
 		msgs[i] = data.Message{Role: m.Role, Content: m.Content}

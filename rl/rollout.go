@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/env"
@@ -85,13 +86,16 @@ type RolloutConfig struct {
 	// OpenAI-compatible API from the live policy and trains on its episodes.
 	Mode         string `yaml:"mode" help:"builtin (the rollout drives the environment) or external (an agent program calls the served API)"`
 	ExternalAddr string `yaml:"external_addr" help:"external mode: listen address of the OpenAI-compatible API"`
+	// ExternalTimeout bounds silence in external mode: an agent that
+	// claimed an episode and died must not hold the step forever.
+	ExternalTimeout time.Duration `yaml:"external_timeout" help:"external mode: a claimed episode silent this long (no request, no reward) is handed out again, and a batch no agent contacts (claim, request, reward) this long fails the step (0: wait forever)"`
 }
 
 // DefaultRolloutConfig is Agent-R1's multi-hop script setting.
 func DefaultRolloutConfig() RolloutConfig {
 	return RolloutConfig{N: 5, Sampling: model.Sampling{Temperature: 1, TopP: 1, TopK: -1},
 		MaxTurnTokens: 1024, MaxResponseTokens: 8192, MaxPromptTokens: 8192, ToolConcurrency: 16,
-		Mode: "builtin", ExternalAddr: "127.0.0.1:8000"}
+		Mode: "builtin", ExternalAddr: "127.0.0.1:8000", ExternalTimeout: 10 * time.Minute}
 }
 
 // Validate reports settings outside their range.

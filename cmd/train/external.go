@@ -24,6 +24,7 @@ func startExternal(cfg *Config, s *agent.Setup, tr *rl.Trainer, out io.Writer) (
 	}
 	eng := rl.NewEngine(tr.Rollout.Policy)
 	ext := rl.NewExternal(tr.Rollout.Cfg, s.Tok, s.Env, eng, s.Stop)
+	ext.Log = func(line string) { fmt.Fprintln(out, line) }
 	sc := serve.DefaultConfig()
 	sc.MaxTokens = max(sc.MaxTokens, cfg.RL.Rollout.MaxTurnTokens)
 	srv, err := serve.New(sc, eng, s.Tok)

@@ -75,6 +75,7 @@ func TestEveryBadSettingFailsBeforeWork(t *testing.T) {
 		{"data.data_sources=[popqa_test.jsonl]", "data: data: data.data_sources"},
 		{"data.answer_column=gold", "data: data: data.answer_column"},
 		{"rollout.n=0", "rollout: rl: rollout n 0"},
+		{"rollout.external_timeout=-1s", "rollout: rl: rollout.external_timeout -1s"},
 		{"rollout.sampling.temperature=-1", "rollout"},
 		{"actor.optim.lr=-1", "actor.optim"},
 		{"sft.optim.schedule=linear", "sft.optim"},

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/r1go/r1go/data/synth"
 	"github.com/r1go/r1go/env"
@@ -318,5 +319,88 @@ func TestExternalRefusals(t *testing.T) {
 	f.ext.Close()
 	if _, _, err := f.agent.Claim(ctx); !errors.Is(err, goagent.ErrDone) {
 		t.Fatalf("a claim after Close: %v", err)
+	}
+}
+
+// TestExternalSilentEpisodes: with rollout.external_timeout set, an episode
+// claimed by an agent that then falls silent is handed out again under a
+// new id (the old one is refused as stale) and a live agent completes the
+// batch; with no agent at all, the step fails naming the setting and the
+// episodes that have no reward, instead of waiting forever.
+func TestExternalSilentEpisodes(t *testing.T) {
+	f := newExternalFixture(t)
+	f.ext.Cfg.ExternalTimeout = 400 * time.Millisecond
+	var logged []string
+	f.ext.Log = func(s string) { logged = append(logged, s) }
+	ctx := context.Background()
+	w := synth.Default()
+	type result struct {
+		trajs []*rl.Trajectory
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() { tr, err := f.ext.Run(ctx, w.Train[:1]); done <- result{tr, err} }()
+	var dead *goagent.Task // claimed, never touched
+	for dead == nil {
+		var err error
+		if dead, _, err = f.agent.Claim(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var res result
+	var released []string
+live:
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		select {
+		case res = <-done:
+			break live
+		default:
+		}
+		task, ok, err := f.agent.Claim(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if strings.Contains(task.EpisodeID, "-r") {
+			released = append(released, task.EpisodeID)
+		}
+		if err := f.agent.Episode(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res.err != nil || len(res.trajs) != 3 {
+		t.Fatalf("the batch did not complete: %v, %d trajectories", res.err, len(res.trajs))
+	}
+	if f.ext.Released != 1 || len(released) != 1 || released[0] != dead.EpisodeID+"-r1" || len(logged) != 1 || !strings.Contains(logged[0], dead.EpisodeID) {
+		t.Fatalf("released %d (%v), logged %q; want %s handed out again once", f.ext.Released, released, logged, dead.EpisodeID)
+	}
+	for _, tr := range res.trajs {
+		if tr.Turns == 0 || tr.Outcome.Metrics == nil {
+			t.Errorf("an unfinished trajectory in the batch: %d turns", tr.Turns)
+		}
+	}
+	body, _ := json.Marshal(map[string]any{"messages": dead.Messages, "tools": dead.Tools})
+	req, _ := http.NewRequest("POST", f.url+"/v1/chat/completions", strings.NewReader(string(body)))
+	req.Header.Set(EpisodeHeader, dead.EpisodeID)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 409 {
+		t.Errorf("a request of the released episode's old id: status %d, want 409", resp.StatusCode)
+	}
+
+	// No agent at all: the next step fails within a few timeouts.
+	t0 := time.Now()
+	_, err = f.ext.Run(ctx, w.Train[1:2])
+	if err == nil || !strings.Contains(err.Error(), "rollout.external_timeout") || !strings.Contains(err.Error(), "3 of 3 episodes") {
+		t.Fatalf("no agent: %v", err)
+	}
+	if took := time.Since(t0); took > 10*time.Second {
+		t.Errorf("no agent: the step failed only after %s", took)
 	}
 }
