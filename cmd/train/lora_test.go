@@ -92,3 +92,53 @@ func readTensor(t *testing.T, path, name string) []float32 {
 	}
 	return v
 }
+
+// TestLoRAOnABF16Folder: the base of a LoRA run loads frozen, so a bf16
+// folder stays bf16 (half the memory of a float32 base, and no gradient
+// arena at any point): the plan says so, SFT and a GRPO step train the
+// adapters through the bf16 base, and the merged folder is saved as bf16.
+func TestLoRAOnABF16Folder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the trainer")
+	}
+	src := filepath.Join("testdata", "warmstart")
+	m, err := model.Load(src, model.NewCPU(), model.LMHeadOutput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder := filepath.Join(t.TempDir(), "bf16")
+	if err := m.Save(folder, nil, model.SaveOptions{DType: "bfloat16", TokenizerDir: src}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	c := testConfig(t, dir)
+	c.Model.Path, c.SFT.Steps = folder, 2 // SFT moves lora_B off zero even where RL's advantages are all 0
+	c.Trainer.TotalSteps, c.Trainer.SaveFreq, c.Trainer.TestFreq = 1, 1, 1
+	c.RL.Actor.LoRA = model.LoRAConfig{Rank: 4, Alpha: 8, TargetModules: []string{"all-linear"}}
+	c.RL.Actor.UseKLLoss = true
+	c.RL.Actor.Optim.LR = 1e-3
+	var out bytes.Buffer
+	if err := run(context.Background(), &c, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !bytes.Contains(out.Bytes(), []byte("× 2 B, frozen, bf16 as in the folder")) {
+		t.Errorf("the plan does not hold a bf16 base:\n%s", out.String())
+	}
+	b := readTensor(t, filepath.Join(dir, "global_step_1", adapterDir, "adapter_model.safetensors"), "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight")
+	nonzero := 0
+	for _, v := range b {
+		if v != 0 {
+			nonzero++
+		}
+	}
+	if nonzero == 0 {
+		t.Error("lora_B is still zero after SFT and a GRPO step on the bf16 base")
+	}
+	cfg, err := model.LoadConfig(filepath.Join(dir, "global_step_1", "actor", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DType != "bfloat16" {
+		t.Errorf("merged folder saved as %q, want bfloat16 (the source's)", cfg.DType)
+	}
+}

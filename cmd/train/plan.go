@@ -47,6 +47,7 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, err error
 			return true, fmt.Errorf("actor.%w", err)
 		}
 		s.LoRARank, s.LoRATargets = lc.Rank, lc.TargetModules
+		s.FrozenBF16 = cfg.Model.Path != "" && mc.DType == "bfloat16" // the base loads frozen (run)
 	}
 	switch {
 	case dev != nil:

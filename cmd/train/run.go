@@ -87,7 +87,9 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	if stop, err := planRun(cfg, dev, out); stop || err != nil {
 		return err
 	}
-	s, err := agent.Build(ctx, cfg.Model, cfg.Data, cfg.Env, dev, rankDataDir(dp, filepath.Join(dir, "data"))) // data parallel: a work folder per rank
+	mc := cfg.Model
+	mc.Frozen = cfg.RL.Actor.LoRA.Enabled() // a LoRA base: no gradients, and a bf16 folder stays bf16
+	s, err := agent.Build(ctx, mc, cfg.Data, cfg.Env, dev, rankDataDir(dp, filepath.Join(dir, "data"))) // data parallel: a work folder per rank
 	if err != nil {
 		return err
 	}

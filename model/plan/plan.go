@@ -47,8 +47,9 @@ type Settings struct {
 	Recompute bool // activation recomputation in the backward
 	BaseModel bool // a second policy held beside the first (eval's base-tool-call baseline)
 	RefBF16   bool // the reference's frozen weights are stored as bf16 (a bf16 source folder on the CPU)
-	// FrozenBF16: a run that does not train (eval, score, serve) loads its
-	// models frozen, and they keep the folder's bf16 (on the CPU).
+	// FrozenBF16: a run that does not train (eval, score, serve), or the
+	// base of a LoRA run, loads its models frozen, and they keep the
+	// folder's bf16 (on the CPU).
 	FrozenBF16 bool
 
 	LoRARank    int      // > 0: the policy is a frozen base with rank-r adapters, and the reference is that base
@@ -163,9 +164,9 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		} else {
 			add("master weights", P*4, "the fp32 arena the optimizer updates")
 		}
-	} else if !s.Train && s.FrozenBF16 {
+	} else if (!s.Train || lora) && s.FrozenBF16 {
 		add("weights", P*2, "%d parameters × 2 B, frozen, bf16 as in the folder", P)
-		add("master weights", 0, "none: nothing is trained")
+		add("master weights", 0, "none: the weights are not trained")
 	} else {
 		add("weights", P*4, "%d parameters × 4 B", P)
 		add("master weights", 0, "none: the weights are fp32")
