@@ -88,7 +88,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		return err
 	}
 	mc := cfg.Model
-	mc.Frozen = cfg.RL.Actor.LoRA.Enabled() // a LoRA base: no gradients, and a bf16 folder stays bf16
+	mc.Frozen = cfg.RL.Actor.LoRA.Enabled()                                                             // a LoRA base: no gradients, and a bf16 folder stays bf16
 	s, err := agent.Build(ctx, mc, cfg.Data, cfg.Env, dev, rankDataDir(dp, filepath.Join(dir, "data"))) // data parallel: a work folder per rank
 	if err != nil {
 		return err
