@@ -44,13 +44,7 @@ func TestLoRARunTrainsAdapters(t *testing.T) {
 		return readTensor(t, filepath.Join(ad, "adapter_model.safetensors"), "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight")
 	}
 	b2 := adapterB(2)
-	nonzero := 0
-	for _, v := range b2 {
-		if v != 0 {
-			nonzero++
-		}
-	}
-	if nonzero == 0 {
+	if nonzero(b2) == 0 {
 		t.Fatal("lora_B is still zero after SFT and two RL steps")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "global_step_2", "actor", "config.json")); err != nil {
@@ -72,6 +66,17 @@ func TestLoRARunTrainsAdapters(t *testing.T) {
 	if same {
 		t.Fatal("the resumed run did not change the adapters")
 	}
+}
+
+// nonzero counts the values that are not zero.
+func nonzero(v []float32) int {
+	n := 0
+	for _, x := range v {
+		if x != 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // readTensor reads one tensor of a safetensors file as float32.
@@ -125,13 +130,7 @@ func TestLoRAOnABF16Folder(t *testing.T) {
 		t.Errorf("the plan does not hold a bf16 base:\n%s", out.String())
 	}
 	b := readTensor(t, filepath.Join(dir, "global_step_1", adapterDir, "adapter_model.safetensors"), "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight")
-	nonzero := 0
-	for _, v := range b {
-		if v != 0 {
-			nonzero++
-		}
-	}
-	if nonzero == 0 {
+	if nonzero(b) == 0 {
 		t.Error("lora_B is still zero after SFT and a GRPO step on the bf16 base")
 	}
 	cfg, err := model.LoadConfig(filepath.Join(dir, "global_step_1", "actor", "config.json"))
