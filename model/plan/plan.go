@@ -56,7 +56,12 @@ type Settings struct {
 
 	// Data parallel (rl.DPConfig): the plan is one rank's.
 	Ranks    int     // world size; 0 or 1: one process
-	Zero1    bool    // dp.zero1: the AdamW moments are sharded over the ranks
+	Zero1    bool    // dp.zero1: the AdamW moments are sharded over the ranks (stage 1)
+	Zero     int     // dp.zero: the ZeRO stage, 0, 1 or 2 (dp.go); Zero1 means at least 1
+	// CUDAPaging plans a CUDA device that gives back parts of its fp32
+	// arenas (sharded masters, released gradients), which the CUDA device
+	// does not do yet; the CPU device does for gradients (dp.go).
+	CUDAPaging bool
 	BucketMB float64 // dp.bucket_mb; 0: 25
 
 	MicroBatchTokens int // tokens per forward/backward (training and scoring)
@@ -158,7 +163,8 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		if lora {
 			add("master weights", P*4, "the frozen base's fp32 arena the bf16 copy is made from")
 		} else {
-			add("master weights", P*4, "the fp32 arena the optimizer updates")
+			b, how := s.masters(P)
+			add("master weights", b, "%s", how)
 		}
 	} else {
 		add("weights", P*4, "%d parameters × 4 B", P)
@@ -168,7 +174,8 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 	case lora:
 		add("gradients", 0, "none: the base is frozen under LoRA adapters")
 	case s.Train:
-		add("gradients", P*4, "fp32, one arena")
+		b, how := s.grads(sh, P, true, false)
+		add("gradients", b, "%s", how)
 	default:
 		add("gradients", P*4, "fp32: the model is loaded trainable (model.Load), which allocates them")
 	}
@@ -220,7 +227,8 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		}
 		st, sc, how := s.moments(C, csb)
 		dpScratch += sc
-		add("critic", C*4+C*4+st+sh.acts(T, sh.saves(T, s.Recompute), true)*4,
+		cg, _ := s.grads(sh, C, false, true)
+		add("critic", C*4+cg+st+sh.acts(T, sh.saves(T, s.Recompute), true)*4,
 			"value model: fp32 weights, gradients, AdamW%s, training activations at %d tokens", how, T)
 	}
 	if s.RolloutSlots > 0 {
@@ -317,8 +325,11 @@ func (p *Plan) Print(w io.Writer) {
 	per := ""
 	if s.Ranks > 1 {
 		per = fmt.Sprintf(", per rank of %d", s.Ranks)
-		if s.zero1() {
+		switch s.stage() {
+		case 1:
 			per += " with ZeRO-1 (optimizer state sharded)"
+		case 2:
+			per += " with ZeRO-2 (optimizer state and gradients sharded)"
 		}
 	}
 	fmt.Fprintf(w, "memory plan: %s on %s (%s)%s\n", p.Model, s.Device, s.Precision, per)
