@@ -28,9 +28,9 @@ type Model struct {
 	// decreases, the last call has lo = 0. Data parallel (ZeRO-2) sends
 	// those gradients on while the rest of the backward runs (comm_grads.go).
 	GradsDone func(lo int)
-	specs  []tensorSpec
-	d      dims
-	p, g   params
+	specs     []tensorSpec
+	d         dims
+	p, g      params
 
 	lora     *LoRA        // adapters, or nil
 	acts     *activations // of the last Forward

@@ -83,7 +83,7 @@ type AdamW struct {
 	// moments (a ZeRO-2 rank's gradient shard), not the arena's layout.
 	packed bool
 	m, v   model.Buffer // first and second moments of the spans
-	step  int          // updates done so far
+	step   int          // updates done so far
 }
 
 // New returns an optimizer for params (updated in place) reading grads.

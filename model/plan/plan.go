@@ -55,14 +55,14 @@ type Settings struct {
 	CriticStateBF16 bool // the critic's likewise
 
 	// Data parallel (rl.DPConfig): the plan is one rank's.
-	Ranks    int     // world size; 0 or 1: one process
-	Zero1    bool    // dp.zero1: the AdamW moments are sharded over the ranks (stage 1)
-	Zero     int     // dp.zero: the ZeRO stage, 0, 1 or 2 (dp.go); Zero1 means at least 1
+	Ranks int  // world size; 0 or 1: one process
+	Zero1 bool // dp.zero1: the AdamW moments are sharded over the ranks (stage 1)
+	Zero  int  // dp.zero: the ZeRO stage, 0, 1 or 2 (dp.go); Zero1 means at least 1
 	// CUDAPaging plans a CUDA device that gives back parts of its fp32
 	// arenas (sharded masters, released gradients), which the CUDA device
 	// does not do yet; the CPU device does for gradients (dp.go).
 	CUDAPaging bool
-	BucketMB float64 // dp.bucket_mb; 0: 25
+	BucketMB   float64 // dp.bucket_mb; 0: 25
 
 	MicroBatchTokens int // tokens per forward/backward (training and scoring)
 	RolloutSlots     int // KV cache slots decoded together; 0: no rollout
