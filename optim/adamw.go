@@ -132,11 +132,11 @@ func (o *AdamW) GradSumSquares() float64 {
 	}
 	s, k := 0.0, 0
 	for _, sp := range o.spans { // span by span, packed or not: the same sum
-		g := o.grads.Slice(sp.Off, sp.N)
+		off := sp.Off
 		if o.packed {
-			g = o.grads.Slice(k, sp.N)
+			off = k
 		}
-		s += o.dev.SumSquares(g)
+		s += o.dev.SumSquares(o.grads.Slice(off, sp.N))
 		k += sp.N
 	}
 	return s
@@ -163,11 +163,11 @@ func (o *AdamW) StepNorm(scale, norm float64) StepResult {
 	}
 	k := 0
 	for _, s := range o.spans {
-		g := o.grads.Slice(s.Off, s.N)
-		if o.packed {
-			g = o.grads.Slice(k, s.N)
+		g := k // the packed shard's offset
+		if !o.packed {
+			g = s.Off
 		}
-		o.dev.AdamW(o.params.Slice(s.Off, s.N), g, o.m.Slice(k, s.N), o.v.Slice(k, s.N), hp)
+		o.dev.AdamW(o.params.Slice(s.Off, s.N), o.grads.Slice(g, s.N), o.m.Slice(k, s.N), o.v.Slice(k, s.N), hp)
 		k += s.N
 	}
 	return r
