@@ -193,9 +193,13 @@ func (t *zeroTwo) step(d *DP, dev model.Device, opt *optim.AdamW) (optim.StepRes
 // arena is already zero (every bucket was given back after its
 // reduce-scatter) and clearing it would bring all its memory back, so it
 // only hooks the model's backward to opt's buckets.
-func (t *Trainer) zeroGrads(mdl *model.Model, opt *optim.AdamW) {
-	if t.DP != nil && t.DP.Cfg.Stage() == 2 {
-		if z := t.DP.zero[opt]; z != nil && z.two != nil && mdl.Adapters() == nil {
+func (t *Trainer) zeroGrads(mdl *model.Model, opt *optim.AdamW) { t.DP.ZeroGrads(mdl, opt) }
+
+// ZeroGrads is the trainer's zeroGrads for callers outside rl (the
+// benchmarks); on a nil DP it is mdl.ZeroGrads.
+func (d *DP) ZeroGrads(mdl *model.Model, opt *optim.AdamW) {
+	if d != nil && d.Cfg.Stage() == 2 {
+		if z := d.zero[opt]; z != nil && z.two != nil && mdl.Adapters() == nil {
 			mdl.GradsDone = z.two.ready
 			return
 		}
