@@ -44,7 +44,7 @@ type result struct {
 	// runs) and ZeRO-2 without the overlap (every bucket sent after the
 	// backward), timed in the same run on the same ranks.
 	Zero1S, Zero2S, Zero2SyncS float64
-	Load             string `json:"load"`
+	Load                       string `json:"load"`
 }
 
 func main() {
