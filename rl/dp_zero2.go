@@ -22,8 +22,12 @@ import (
 // backward is writing, never the whole arena. The trainer therefore does not
 // clear the arena between mini-batches (zeroGrads).
 //
-// Overlap: the reduce-scatters run on one goroutine of their own, in launch
-// order, while the backward goes on computing the layers below; the MPI
+// Overlap: where the communicator queues collectives on a stream of its
+// own (model.AsyncComm: NCCL's second stream, cuda/nccl_stream.go), each
+// bucket is queued there behind the backward's kernels so far, and its
+// completion is waited for by the device's stream, not the host.
+// Otherwise (MPI) the reduce-scatters run on one goroutine of their own, in
+// launch order, while the backward goes on computing the layers below; the MPI
 // calls themselves are blocking (MPI_Reduce_scatter_block on the
 // communicator's locked OS thread), which with Open MPI's funneled
 // threading gives the overlap that MPI_Ireduce_scatter would without
@@ -49,8 +53,9 @@ type zeroTwo struct {
 	ring  []model.Buffer // [inflight][chunk] receive chunks
 	queue []*zeroJob     // in flight, oldest first
 	jobs  chan *zeroJob
-	sent  bool  // a bucket was sent since the last step
-	err   error // the first failed reduce-scatter, reported at the step
+	async model.AsyncComm // the communicator's own queue (NCCL's second stream), or nil: the goroutine
+	sent  bool            // a bucket was sent since the last step
+	err   error           // the first failed reduce-scatter, reported at the step
 
 	// Launched counts buckets sent; Overlapped those sent before the
 	// backward's last callback (while layers were still being computed).
@@ -69,11 +74,13 @@ type zeroBucketRef struct {
 	fresh     bool
 }
 
-// zeroJob is a bucket's reduce-scatter on the communication goroutine.
+// zeroJob is a bucket's reduce-scatter on the communication goroutine
+// (done), or queued on an AsyncComm's own stream (wait).
 type zeroJob struct {
 	b         *zeroBucketRef
 	src, recv model.Buffer
 	done      chan error
+	wait      func() error
 }
 
 func newZeroTwo(d *DP, dev model.Device, z *zeroState, own int) *zeroTwo {
@@ -93,6 +100,10 @@ func newZeroTwo(d *DP, dev model.Device, z *zeroState, own int) *zeroTwo {
 	t.next = len(t.bkts)
 	// The arena is zero and stays so between Backwards: give its pages back.
 	model.ReleaseGrads(dev, z.grads)
+	if ac, ok := d.Comm.(model.AsyncComm); ok {
+		t.async = ac
+		return t
+	}
 	go func() {
 		for j := range t.jobs {
 			j.done <- d.Comm.ReduceScatter(j.recv, j.src)
@@ -131,7 +142,14 @@ func (t *zeroTwo) launch(b *zeroBucketRef, during bool) {
 	}
 	j := &zeroJob{b: b, src: src, recv: t.ring[t.Launched%zeroInflight].Slice(0, b.c), done: make(chan error, 1)}
 	t.queue = append(t.queue, j)
-	t.jobs <- j
+	if t.async != nil {
+		var err error
+		if j.wait, err = t.async.ReduceScatterAsync(j.recv, j.src); err != nil {
+			j.wait = func() error { return err }
+		}
+	} else {
+		t.jobs <- j
+	}
 	t.Launched++
 	if during {
 		t.Overlapped++
@@ -144,7 +162,13 @@ func (t *zeroTwo) launch(b *zeroBucketRef, during bool) {
 func (t *zeroTwo) complete() {
 	j := t.queue[0]
 	t.queue = t.queue[1:]
-	if err := <-j.done; err != nil {
+	var err error
+	if j.wait != nil {
+		err = j.wait()
+	} else {
+		err = <-j.done
+	}
+	if err != nil {
 		if t.err == nil {
 			t.err = err
 		}
