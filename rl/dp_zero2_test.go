@@ -84,7 +84,7 @@ func TestZeroTwoChild(t *testing.T) {
 	}
 	for _, nMicro := range []int{1, 3} {
 		bucketMB := 8000.5 / (1 << 20) // 2000 values: buckets of 4000, a padded last one
-		mk := func(stage int) (*model.Model, *DP, *optim.AdamW) {
+		mk := func(stage int, comm model.Comm) (*model.Model, *DP, *optim.AdamW) {
 			m, err := model.New(cfg, dev, model.LMHeadOutput)
 			if err != nil {
 				t.Fatal(err)
@@ -92,7 +92,7 @@ func TestZeroTwoChild(t *testing.T) {
 			m.InitRandom(3)
 			dc := DefaultDPConfig()
 			dc.BucketMB, dc.Zero = bucketMB, stage
-			d, err := NewDP(c, dc)
+			d, err := NewDP(comm, dc)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,13 +102,15 @@ func TestZeroTwoChild(t *testing.T) {
 			}
 			return m, d, o
 		}
-		m1, d1, o1 := mk(1)
-		m2, d2, o2 := mk(2)
-		tr1, tr2 := &Trainer{DP: d1}, &Trainer{DP: d2}
+		m1, d1, o1 := mk(1, c)
+		m2, d2, o2 := mk(2, c)
+		ac := &queuedComm{Comm: c}
+		m3, d3, o3 := mk(2, ac) // the AsyncComm path (NCCL's, on its second stream)
+		tr1, tr2, tr3 := &Trainer{DP: d1}, &Trainer{DP: d2}, &Trainer{DP: d3}
 		n := m1.Params.Len()
 		for step := range 2 {
-			for k, tr := range []*Trainer{tr1, tr2} {
-				m, o := []*model.Model{m1, m2}[k], []*optim.AdamW{o1, o2}[k]
+			for k, tr := range []*Trainer{tr1, tr2, tr3} {
+				m, o := []*model.Model{m1, m2, m3}[k], []*optim.AdamW{o1, o2, o3}[k]
 				tr.zeroGrads(m, o)
 				// Rank 1 runs one micro-batch fewer: ZeRO-2's ranks agree
 				// on the rounds, and rank 1 sends a round of zeros.
@@ -132,9 +134,15 @@ func TestZeroTwoChild(t *testing.T) {
 					t.Fatalf("stage %d step %d: %+v %v", k+1, step, res, err)
 				}
 			}
-			a, z := make([]float32, n), make([]float32, n)
+			a, z, q := make([]float32, n), make([]float32, n), make([]float32, n)
 			dev.Download(a, m1.Params)
 			dev.Download(z, m2.Params)
+			dev.Download(q, m3.Params)
+			for i := range z {
+				if z[i] != q[i] {
+					t.Fatalf("rank %d step %d: weight %d is %v through the goroutine, %v through AsyncComm", rank, step, i, z[i], q[i])
+				}
+			}
 			d, exact := 0.0, true
 			for i := range a {
 				d = max(d, math.Abs(float64(a[i]-z[i])))
@@ -149,6 +157,9 @@ func TestZeroTwoChild(t *testing.T) {
 				t.Fatalf("rank %d, %d micro-batches, step %d: ZeRO-2 weights differ from ZeRO-1's by %.3g (bit-exact %v)", rank, nMicro, step, d, exact)
 			}
 			fmt.Printf("rank %d: %d micro-batches, step %d: max |ZeRO-2 − ZeRO-1| %.3g (bit-exact %v)\n", rank, nMicro, step, d, exact)
+		}
+		if l3, o3n, _, _ := d3.ZeroTwoStats(o3); ac.queued != l3 || o3n == 0 {
+			t.Fatalf("rank %d: AsyncComm queued %d reduce-scatters, ZeRO-2 sent %d buckets (%d during the backward)", rank, ac.queued, l3, o3n)
 		}
 		launched, overlapped, peak, ok := d2.ZeroTwoStats(o2)
 		z := d2.zero[o2]
@@ -181,4 +192,27 @@ func TestZeroTwoChild(t *testing.T) {
 			rank, nMicro, launched, overlapped, 4*n, peak, 4*tr, 4*z.two.shard.Len(), now)
 	}
 	fmt.Printf("zero2 child ok (rank %d)\n", rank)
+}
+
+// queuedComm is a model.AsyncComm over MPI: its reduce-scatters run in
+// order on a goroutine of its own, as NCCL's run on its second stream.
+type queuedComm struct {
+	model.Comm
+	queued int
+	jobs   chan func()
+}
+
+func (q *queuedComm) ReduceScatterAsync(dst, src model.Buffer) (func() error, error) {
+	if q.jobs == nil {
+		q.jobs = make(chan func(), 16)
+		go func() {
+			for f := range q.jobs {
+				f()
+			}
+		}()
+	}
+	q.queued++
+	done := make(chan error, 1)
+	q.jobs <- func() { done <- q.Comm.ReduceScatter(dst, src) }
+	return func() error { return <-done }, nil
 }
