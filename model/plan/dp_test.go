@@ -179,6 +179,15 @@ func TestPlanZeroTwo(t *testing.T) {
 	if got := item(q, "master weights"); got.Bytes != 4*P {
 		t.Fatalf("ZeRO-2 master weights without paging %+v", got)
 	}
+	// The advice offers dp.zero=2 where stage 1 is not enough and stage 2 is.
+	one := paged
+	one.Zero = 1
+	p1, _ := New(cfg, one)
+	one.Capacity = (p1.Total() + p.Total()) / 2
+	p1, _ = New(cfg, one)
+	if adv := p1.Advice(cfg); !slices.Contains(adv, "dp.zero=2") {
+		t.Fatalf("advice %q lacks dp.zero=2 (stage 1 needs %.2f GiB, stage 2 %.2f)", adv, float64(p1.Total())/GiB, float64(p.Total())/GiB)
+	}
 	// dp.zero1 is stage 1 unless dp.zero says more.
 	for _, c := range []struct {
 		zero  int

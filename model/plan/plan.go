@@ -72,7 +72,7 @@ type Settings struct {
 	Threads          int // CPU worker threads (workspace); 0 counts one
 
 	// Keys name the settings in advice, by knob: "micro_batch", "recompute",
-	// "slots", "zero1". Missing names take train's keys; a knob named "" is not
+	// "slots", "zero1", "zero". Missing names take train's keys; a knob named "" is not
 	// offered (the command has no such setting).
 	Keys map[string]string
 }
@@ -82,6 +82,7 @@ var defaultKeys = map[string]string{
 	"recompute":   "trainer.recompute",
 	"slots":       "trainer.rollout_slots",
 	"zero1":       "dp.zero1",
+	"zero":        "dp.zero",
 }
 
 func (s Settings) key(knob string) string {
