@@ -315,6 +315,9 @@ func (d *DP) Step(mdl *model.Model, opt *optim.AdamW) (optim.StepResult, error) 
 		if err != nil {
 			return optim.StepResult{}, err
 		}
+		// ZeRO-2's callback sends collectives: it is hooked for one
+		// mini-batch (ZeroGrads), never for a backward outside the update.
+		mdl.GradsDone = nil
 		return z.step(d, mdl.Dev, opt)
 	}
 	if err := d.AllReduce(opt.Grads()); err != nil { // the adapters' in a LoRA run

@@ -39,8 +39,12 @@ import (
 // The sum differs from ZeRO-1's only by the order of the float32 additions
 // across micro-batches (Σ_j reduce(g_j) rather than reduce(Σ_j g_j)): with
 // one micro-batch per rank and mini-batch the steps are ZeRO-1's bit for bit.
+// Every rank must send every bucket equally often, so before a mini-batch
+// the ranks agree on the most micro-batches any of them runs, and a rank
+// with fewer sends rounds of its zero arena (zeroRounds, zeroIdle).
 
-// zeroInflight is how many buckets may be in flight at once.
+// zeroInflight is how many buckets may be in flight at once (the memory
+// plan's plan.ZeroInflight).
 const zeroInflight = 2
 
 // zeroTwo is a ZeRO-2 optimizer's gradient side.
@@ -49,7 +53,7 @@ type zeroTwo struct {
 	z     *zeroState
 	shard model.Buffer // [own] this rank's summed gradients, packed in span order
 	bkts  []zeroBucketRef
-	next  int            // buckets[next:] are yet to be sent this Backward (sent from the top down)
+	next  int            // bkts[:next] are yet to be sent this Backward (sent from the top down)
 	ring  []model.Buffer // [inflight][chunk] receive chunks
 	queue []*zeroJob     // in flight, oldest first
 	jobs  chan *zeroJob
