@@ -77,6 +77,11 @@ type DP struct {
 	promptLo, promptHi   int
 	seqLo, seqHi, global int
 	zero                 map[*optim.AdamW]*zeroState
+
+	// MeasureGrads has ZeRO-2 optimizers built after it is set count the
+	// resident bytes of their gradient arena (ZeroTwoStats), for tests
+	// and benchmarks.
+	MeasureGrads bool
 }
 
 // NewDP returns the data-parallel part for comm.

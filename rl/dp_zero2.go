@@ -65,8 +65,10 @@ type zeroTwo struct {
 	// backward's last callback (while layers were still being computed).
 	Launched, Overlapped int
 	// PeakResident is the most bytes of the gradient arena found resident
-	// at a launch (CPU only, -1 unknown): the measure of what ZeRO-2 holds.
+	// (CPU only, -1 unknown or not measured): what ZeRO-2 holds. measure
+	// turns the count on (DP.MeasureGrads; mincore reads a byte per page).
 	PeakResident int64
+	measure      bool
 }
 
 // zeroBucketRef is one bucket: its arena offset and length, its chunk,
@@ -88,7 +90,7 @@ type zeroJob struct {
 }
 
 func newZeroTwo(d *DP, dev model.Device, z *zeroState, own int) *zeroTwo {
-	t := &zeroTwo{dev: dev, z: z, shard: dev.Alloc(max(own, 1)).Slice(0, own), jobs: make(chan *zeroJob, zeroInflight), PeakResident: -1}
+	t := &zeroTwo{dev: dev, z: z, measure: d.MeasureGrads, shard: dev.Alloc(max(own, 1)).Slice(0, own), jobs: make(chan *zeroJob, zeroInflight), PeakResident: -1}
 	r, k := d.Comm.Rank(), 0
 	z.buckets(func(off, L, c int) error {
 		lo, hi := off+r*c, min(off+(r+1)*c, off+L)
@@ -116,8 +118,16 @@ func newZeroTwo(d *DP, dev model.Device, z *zeroState, own int) *zeroTwo {
 	return t
 }
 
-// ready is the model's callback: gradients [lo, n) are final.
+// ready is the model's callback: gradients [lo, n) are final. The arena's
+// residency only grows between two callbacks (the backward writes) and
+// only shrinks inside one (buckets given back), so its peak is measured
+// on entry.
 func (t *zeroTwo) ready(lo int) {
+	if t.measure {
+		if n, ok := model.ResidentBytes(t.z.grads); ok {
+			t.PeakResident = max(t.PeakResident, n)
+		}
+	}
 	for t.next > 0 && t.bkts[t.next-1].off >= lo {
 		t.next--
 		t.launch(&t.bkts[t.next], lo > 0)
@@ -134,9 +144,6 @@ func (t *zeroTwo) ready(lo int) {
 func (t *zeroTwo) launch(b *zeroBucketRef, during bool) {
 	if len(t.queue) == zeroInflight {
 		t.complete()
-	}
-	if n, ok := model.ResidentBytes(t.z.grads); ok {
-		t.PeakResident = max(t.PeakResident, n)
 	}
 	src := t.z.grads.Slice(b.off, b.L)
 	if b.L != t.z.size*b.c { // the padded last bucket

@@ -99,6 +99,7 @@ func TestZeroTwoChild(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			d.MeasureGrads = true
 			o, err := d.NewOptimizer(dev, m.Params, m.Grads, oc, 10)
 			if err != nil {
 				t.Fatal(err)
