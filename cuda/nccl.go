@@ -85,6 +85,7 @@ type NCCL struct {
 	l          *ncclLib
 	comm       uintptr
 	rank, size int
+	ss         *sideStream // the second stream of ReduceScatterAsync (nccl_stream.go); nil until used
 }
 
 // OpenNCCL joins the communicator of size ranks named by id as rank, on
@@ -205,6 +206,12 @@ func (c *NCCL) GatherBytes(src []byte) ([]byte, error) {
 func (c *NCCL) Close() error {
 	if err := c.dev.Sync(); err != nil {
 		return err
+	}
+	if c.ss != nil { // the second stream: its work was waited for by the device's stream
+		func() {
+			defer c.dev.enter()()
+			call(c.dev.drv.cuStreamDestroy, c.ss.stream)
+		}()
 	}
 	return c.l.check(call(c.l.commDestroy, c.comm), "ncclCommDestroy")
 }

@@ -167,3 +167,14 @@ func HostFloat32(b Buffer) (x []float32, ok bool) {
 	s, ok := b.(cpuBuf[float32])
 	return s, ok
 }
+
+// AsyncComm is a Comm that can queue a reduce-scatter behind the device's
+// work and return at once (NCCL on a second stream): ZeRO-2 uses it to
+// overlap gradient buckets with the backward without a goroutine. wait
+// orders what the device does next (and, through the device's Sync or a
+// download, the host) after the collective; it must be called before dst
+// is read or src written again.
+type AsyncComm interface {
+	Comm
+	ReduceScatterAsync(dst, src Buffer) (wait func() error, err error)
+}

@@ -23,9 +23,14 @@ type Model struct {
 
 	Params Buffer // every parameter, in layout order
 	Grads  Buffer // same layout as Params; accumulates over Backward calls; nil when frozen
-	specs  []tensorSpec
-	d      dims
-	p, g   params
+	// GradsDone, when set, is called during Backward each time the
+	// gradients [lo, Grads.Len()) are final for this Backward: lo
+	// decreases, the last call has lo = 0. Data parallel (ZeRO-2) sends
+	// those gradients on while the rest of the backward runs (comm_grads.go).
+	GradsDone func(lo int)
+	specs     []tensorSpec
+	d         dims
+	p, g      params
 
 	lora     *LoRA        // adapters, or nil
 	acts     *activations // of the last Forward
@@ -295,15 +300,18 @@ func (m *Model) Backward(dLogProb, dEntropy, dValues []float32) error {
 		dev.BiasBackward(m.g.vb, a.dvalues, 1, T, 1)
 	}
 	dev.RMSNormBackward(a.dx, m.g.lnf, a.dln, a.x(d.L), m.p.lnf, a.rstdf, T, d.C)
+	m.gradsDone(m.layerOff(d.L))
 	for l := d.L - 1; l >= 0; l-- {
 		if !a.saved {
 			m.layerForward(a, l, m.attend) // recompute the layer's activations from its residual input
 		}
 		m.layerBackward(l)
+		m.gradsDone(m.layerOff(l))
 	}
 	if m.Grads != nil {
 		dev.EmbeddingBackward(m.g.wte, a.dx, m.batch.Tokens, d.C)
 	}
+	m.gradsDone(0)
 	return dev.Sync()
 }
 

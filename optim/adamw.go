@@ -79,8 +79,11 @@ type AdamW struct {
 	// packed back to back in m and v: the whole arena, or a ZeRO-1 rank's
 	// shard.
 	spans []Span
-	m, v  model.Buffer // first and second moments of the spans
-	step  int          // updates done so far
+	// packed: grads holds just the spans' gradients, back to back like the
+	// moments (a ZeRO-2 rank's gradient shard), not the arena's layout.
+	packed bool
+	m, v   model.Buffer // first and second moments of the spans
+	step   int          // updates done so far
 }
 
 // New returns an optimizer for params (updated in place) reading grads.
@@ -127,9 +130,14 @@ func (o *AdamW) GradSumSquares() float64 {
 	if o.whole() {
 		return o.dev.SumSquares(o.grads)
 	}
-	s := 0.0
-	for _, sp := range o.spans {
-		s += o.dev.SumSquares(o.grads.Slice(sp.Off, sp.N))
+	s, k := 0.0, 0
+	for _, sp := range o.spans { // span by span, packed or not: the same sum
+		off := sp.Off
+		if o.packed {
+			off = k
+		}
+		s += o.dev.SumSquares(o.grads.Slice(off, sp.N))
+		k += sp.N
 	}
 	return s
 }
@@ -155,7 +163,11 @@ func (o *AdamW) StepNorm(scale, norm float64) StepResult {
 	}
 	k := 0
 	for _, s := range o.spans {
-		o.dev.AdamW(o.params.Slice(s.Off, s.N), o.grads.Slice(s.Off, s.N), o.m.Slice(k, s.N), o.v.Slice(k, s.N), hp)
+		g := k // the packed shard's offset
+		if !o.packed {
+			g = s.Off
+		}
+		o.dev.AdamW(o.params.Slice(s.Off, s.N), o.grads.Slice(g, s.N), o.m.Slice(k, s.N), o.v.Slice(k, s.N), hp)
 		k += s.N
 	}
 	return r

@@ -8,7 +8,9 @@
 // beside its bfloat16 compute copy. Step reads the gradient arena and never
 // clears it: the trainer zeroes gradients before accumulating the next
 // mini-batch. NewShard builds an AdamW over some spans of the arena with
-// only their moments (a ZeRO-1 rank's shard, shard.go); StepNorm steps it
+// only their moments (a ZeRO-1 rank's shard, shard.go), and NewShardPacked
+// one that reads a packed gradient shard instead of the arena (ZeRO-2);
+// StepNorm steps it
 // with a gradient norm summed over the ranks, and SaveShards and Load keep
 // the one unsharded state file. Errors concern only construction (a bad
 // config, spans outside the arena) and the optimizer-state files (Save,

@@ -50,12 +50,34 @@ func NewShard(dev model.Device, params, grads model.Buffer, spans []Span, cfg Co
 	return o, nil
 }
 
-// whole says whether the optimizer updates the whole arena.
-func (o *AdamW) whole() bool {
-	return len(o.spans) == 1 && o.spans[0] == Span{0, o.params.Len()}
+// NewShardPacked is NewShard for a rank that holds only its shard of the
+// gradients (ZeRO-2): grads has one value per value of the spans, packed in
+// their order as the moments are, and the arena's gradients are never read.
+func NewShardPacked(dev model.Device, params, grads model.Buffer, spans []Span, cfg Config, totalSteps int) (*AdamW, error) {
+	own := 0
+	for _, s := range spans {
+		own += s.N
+	}
+	if grads.Len() != own {
+		return nil, fmt.Errorf("optim: a packed gradient shard of %d values for spans of %d", grads.Len(), own)
+	}
+	// NewShard checks the spans against a gradient arena laid out as
+	// params; the packed buffer replaces it once they pass.
+	o, err := NewShard(dev, params, params, spans, cfg, totalSteps)
+	if err != nil {
+		return nil, err
+	}
+	o.grads, o.packed = grads, true
+	return o, nil
 }
 
-// Grads is the gradient arena the optimizer reads (its spans of it).
+// whole says whether the optimizer updates the whole arena.
+func (o *AdamW) whole() bool {
+	return !o.packed && len(o.spans) == 1 && o.spans[0] == Span{0, o.params.Len()}
+}
+
+// Grads is the gradient arena the optimizer reads (its spans of it), or
+// its packed gradient shard (NewShardPacked).
 func (o *AdamW) Grads() model.Buffer { return o.grads }
 
 // Spans are the runs of the arena this optimizer updates.

@@ -32,7 +32,11 @@ import (
 
 // DPConfig configures data-parallel training (the dp.* keys).
 type DPConfig struct {
-	Zero1    bool    `yaml:"zero1" help:"ZeRO-1: shard the optimizer state over the ranks (reduce-scatter gradients, all-gather parameters)"`
+	// Zero is the ZeRO stage: 0 all-reduces the gradients, 1 shards the
+	// optimizer state, 2 also the gradients (dp_zero2.go). Zero1 is the
+	// older switch for stage 1 and still works.
+	Zero     int     `yaml:"zero" help:"ZeRO stage: 0 all-reduce, 1 shard the optimizer state, 2 also shard the gradients (reduce-scattered while the backward runs)"`
+	Zero1    bool    `yaml:"zero1" help:"ZeRO-1: shard the optimizer state over the ranks (the same as dp.zero=1)"`
 	BucketMB float64 `yaml:"bucket_mb" help:"gradient all-reduce bucket, MB of fp32"`
 	// HeartbeatS bounds how long a rank waits for a silent peer before the
 	// run stops with an error naming it.
@@ -46,10 +50,21 @@ func DefaultDPConfig() DPConfig { return DPConfig{BucketMB: 25, HeartbeatS: 60} 
 
 // Validate reports a setting that cannot work.
 func (c *DPConfig) Validate() error {
+	if c.Zero < 0 || c.Zero > 2 {
+		return fmt.Errorf("rl: dp.zero %d is not a ZeRO stage: 0, 1 or 2", c.Zero)
+	}
 	if !(c.BucketMB > 0) || !(c.HeartbeatS > 0) {
 		return fmt.Errorf("rl: dp.bucket_mb %v and dp.heartbeat_timeout_s %v must be > 0", c.BucketMB, c.HeartbeatS)
 	}
 	return nil
+}
+
+// Stage is the ZeRO stage in force: dp.zero, or 1 under dp.zero1.
+func (c *DPConfig) Stage() int {
+	if c.Zero1 && c.Zero < 1 {
+		return 1
+	}
+	return c.Zero
 }
 
 // DP is a Trainer's data-parallel part; a nil *DP is a run of one process.
@@ -62,6 +77,11 @@ type DP struct {
 	promptLo, promptHi   int
 	seqLo, seqHi, global int
 	zero                 map[*optim.AdamW]*zeroState
+
+	// MeasureGrads has ZeRO-2 optimizers built after it is set count the
+	// resident bytes of their gradient arena (ZeroTwoStats), for tests
+	// and benchmarks.
+	MeasureGrads bool
 }
 
 // NewDP returns the data-parallel part for comm.
@@ -293,13 +313,16 @@ func (d *DP) RolloutMetrics(trajs []*Trajectory) (Metrics, error) {
 func (d *DP) bucket() int { return max(1, int(d.Cfg.BucketMB*(1<<20)/4)) }
 
 // Step sums the gradients of mdl over the ranks and steps opt, the same
-// update on every rank; with ZeRO-1 each rank updates its shard.
+// update on every rank; with ZeRO-1 and 2 each rank updates its shard.
 func (d *DP) Step(mdl *model.Model, opt *optim.AdamW) (optim.StepResult, error) {
-	if d.Cfg.Zero1 {
+	if d.Cfg.Stage() > 0 {
 		z, err := d.zeroOf(opt)
 		if err != nil {
 			return optim.StepResult{}, err
 		}
+		// ZeRO-2's callback sends collectives: it is hooked for one
+		// mini-batch (ZeroGrads), never for a backward outside the update.
+		mdl.GradsDone = nil
 		return z.step(d, mdl.Dev, opt)
 	}
 	if err := d.AllReduce(opt.Grads()); err != nil { // the adapters' in a LoRA run
@@ -358,7 +381,7 @@ func (t *Trainer) SaveOptimizer(mdl *model.Model, opt *optim.AdamW, path string)
 	if d == nil {
 		return opt.Save(path)
 	}
-	if !d.Cfg.Zero1 {
+	if d.Cfg.Stage() == 0 {
 		if d.Rank0() {
 			return opt.Save(path)
 		}

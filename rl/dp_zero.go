@@ -28,6 +28,7 @@ type zeroState struct {
 	spans         []optim.Span // this rank's chunks
 	recv          model.Buffer // [chunk] the reduce-scatter's and all-gather's
 	pad           model.Buffer // [size·last chunk] the padded last bucket; nil when none
+	two           *zeroTwo     // ZeRO-2's gradient shard and buckets in flight; nil at stage 1
 }
 
 // zeroLayout is rank r's spans of an arena of n values, buckets of
@@ -54,20 +55,30 @@ func zeroBucket(n, b, size int) int { return max(1, min(b, (n+size-1)/size)) }
 // rank's shard (optim.NewShard, 1/Size of the moments), otherwise, and in
 // a run of one process (d nil), the whole arena's (optim.New).
 func (d *DP) NewOptimizer(dev model.Device, params, grads model.Buffer, cfg optim.Config, totalSteps int) (*optim.AdamW, error) {
-	if d == nil || !d.Cfg.Zero1 {
+	if d == nil || d.Cfg.Stage() == 0 {
 		return optim.New(dev, params, grads, cfg, totalSteps)
 	}
 	if params.Len() != grads.Len() {
-		return nil, fmt.Errorf("rl: zero1: %d parameters but %d gradients", params.Len(), grads.Len())
+		return nil, fmt.Errorf("rl: dp.zero %d: %d parameters but %d gradients", d.Cfg.Stage(), params.Len(), grads.Len())
 	}
 	n, size := params.Len(), d.Comm.Size()
 	z := &zeroState{n: n, b: zeroBucket(n, d.bucket(), size), size: size, params: params, grads: grads}
-	z.spans, _ = zeroLayout(n, z.b, size, d.Comm.Rank())
-	opt, err := optim.NewShard(dev, params, grads, z.spans, cfg, totalSteps)
+	var own int
+	z.spans, own = zeroLayout(n, z.b, size, d.Comm.Rank())
+	var opt *optim.AdamW
+	var err error
+	if d.Cfg.Stage() == 2 {
+		z.two = newZeroTwo(d, dev, z, own)
+		opt, err = optim.NewShardPacked(dev, params, z.two.shard, z.spans, cfg, totalSteps)
+	} else {
+		opt, err = optim.NewShard(dev, params, grads, z.spans, cfg, totalSteps)
+	}
 	if err != nil {
 		return nil, err
 	}
-	z.recv = dev.Alloc(z.b)
+	if z.two == nil {
+		z.recv = dev.Alloc(z.b)
+	}
 	if last := n % (size * z.b); last != 0 && last%size != 0 {
 		z.pad = dev.Alloc(size * ((last + size - 1) / size))
 	}
@@ -80,7 +91,7 @@ func (d *DP) zeroOf(opt *optim.AdamW) (*zeroState, error) {
 	if z := d.zero[opt]; z != nil {
 		return z, nil
 	}
-	return nil, fmt.Errorf("rl: dp.zero1: the optimizer was not built by DP.NewOptimizer (it holds the whole state)")
+	return nil, fmt.Errorf("rl: dp.zero %d: the optimizer was not built by DP.NewOptimizer (it holds the whole state)", d.Cfg.Stage())
 }
 
 // buckets calls f for every bucket: its offset, length and chunk.
@@ -95,6 +106,9 @@ func (z *zeroState) buckets(f func(off, L, c int) error) error {
 }
 
 func (z *zeroState) step(d *DP, dev model.Device, opt *optim.AdamW) (optim.StepResult, error) {
+	if z.two != nil {
+		return z.two.step(d, dev, opt)
+	}
 	r := d.Comm.Rank()
 	err := z.buckets(func(off, L, c int) error {
 		src := z.grads.Slice(off, L)
@@ -125,7 +139,14 @@ func (z *zeroState) step(d *DP, dev model.Device, opt *optim.AdamW) (optim.StepR
 	if res.Skipped {
 		return res, nil
 	}
-	err = z.buckets(func(off, L, c int) error {
+	return res, z.gather(d, dev)
+}
+
+// gather all-gathers the updated parameters: every rank's chunks of every
+// bucket, through the receive chunk (and the padded last bucket).
+func (z *zeroState) gather(d *DP, dev model.Device) error {
+	r := d.Comm.Rank()
+	return z.buckets(func(off, L, c int) error {
 		lo, hi := off+r*c, min(off+(r+1)*c, off+L)
 		if hi > lo {
 			dev.Copy(z.recv.Slice(0, hi-lo), z.params.Slice(lo, hi-lo))
@@ -139,7 +160,6 @@ func (z *zeroState) step(d *DP, dev model.Device, opt *optim.AdamW) (optim.StepR
 		dev.Copy(z.params.Slice(off, L), z.pad.Slice(0, L))
 		return nil
 	})
-	return res, err
 }
 
 // save gathers the moments on rank 0, which writes the unsharded file.

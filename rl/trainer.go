@@ -394,13 +394,17 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix st
 			if err != nil {
 				return nil, err
 			}
-			mdl.ZeroGrads()
+			t.zeroGrads(mdl, opt) // ZeRO-2: the arena is kept zero, and the backward sends its buckets
 			mm := Metrics{}
 			own := mini
 			if t.DP != nil { // data parallel: this rank's part of the global mini-batch
 				own = t.DP.Own(mini, lo, hi)
 			}
 			cuts := MicroBatches(own, cfg.Actor.MicroBatchTokens)
+			idle, err := t.zeroRounds(mdl, opt, len(cuts)-1) // ZeRO-2: micro-batches short of the busiest rank's
+			if err != nil {
+				return nil, err
+			}
 			var out Output
 			for j := 0; j+1 < len(cuts); j++ {
 				mb := own.Slice(cuts[j], cuts[j+1])
@@ -419,6 +423,7 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix st
 					}
 				}
 			}
+			t.zeroIdle(opt, idle)
 			if t.DP != nil { // data parallel: metrics over the ranks' micro-batches
 				if mm, err = t.DP.ReduceMetrics(mm, len(cuts)-1); err != nil {
 					return nil, err

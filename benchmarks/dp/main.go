@@ -40,7 +40,11 @@ type result struct {
 	AllReduceS       float64 `json:"allreduce_s"`       // best bucketed all-reduce of the gradient arena
 	PlainS           float64 `json:"plain_allreduce_s"` // best single MPI all-reduce of the same values
 	BusGBs, PlainGBs float64
-	Load             string `json:"load"`
+	// The same step with ZeRO-1, ZeRO-2 (buckets sent while the backward
+	// runs) and ZeRO-2 without the overlap (every bucket sent after the
+	// backward), timed in the same run on the same ranks.
+	Zero1S, Zero2S, Zero2SyncS float64
+	Load                       string `json:"load"`
 }
 
 func main() {
@@ -92,6 +96,16 @@ func main() {
 		}
 		fmt.Printf("| %d | %d | %.3f | %.2f × | %.2f | %.4f | %.2f | %.4f | %.2f | %s |\n", r.Ranks, r.Threads, r.StepS, sp, sp/float64(r.Ranks),
 			r.AllReduceS, r.BusGBs, r.PlainS, r.PlainGBs, ratio)
+	}
+	fmt.Printf("\n%d ranks, the same step by ZeRO stage (same run, same ranks; ratio to the all-reduce step):\n\n", many.Ranks)
+	fmt.Println("| dp.zero | step s | / all-reduce step |")
+	fmt.Println("|---|---|---|")
+	for _, z := range []struct {
+		name string
+		s    float64
+	}{{"0 (bucketed all-reduce after the backward)", many.StepS}, {"1 (reduce-scatter after the backward, all-gather)", many.Zero1S},
+		{"2 (reduce-scatter during the backward)", many.Zero2S}, {"2 without the overlap (every bucket after the backward)", many.Zero2SyncS}} {
+		fmt.Printf("| %s | %.3f | %.2f |\n", z.name, z.s, z.s/many.StepS)
 	}
 }
 
@@ -188,6 +202,44 @@ func rank(device string, reps int, bucketMB float64) error {
 			return 4 * float64(m.NumParams()) / s * 2 * (n - 1) / n / 1e9
 		}
 		r.BusGBs, r.PlainGBs = bus(r.AllReduceS), bus(r.PlainS)
+		for _, z := range []struct {
+			stage   int
+			overlap bool
+			dst     *float64
+		}{{1, false, &r.Zero1S}, {2, true, &r.Zero2S}, {2, false, &r.Zero2SyncS}} {
+			zc := dpc
+			zc.Zero = z.stage
+			zdp, err := rl.NewDP(c, zc)
+			if err != nil {
+				return err
+			}
+			zm, err := model.New(cfg, dev, model.LMHeadOutput)
+			if err != nil {
+				return err
+			}
+			zm.InitRandom(1)
+			zopt, err := zdp.NewOptimizer(zm.Dev, zm.Params, zm.Grads, optim.DefaultConfig(), 100)
+			if err != nil {
+				return err
+			}
+			if *z.dst, err = best(c, reps, func() error {
+				if z.overlap {
+					zdp.ZeroGrads(zm, zopt) // ZeRO-2: the backward sends its buckets
+				} else {
+					zm.ZeroGrads()
+				}
+				if _, err := zm.Forward(b, true); err != nil {
+					return err
+				}
+				if err := zm.Backward(g, nil, nil); err != nil {
+					return err
+				}
+				_, err := zdp.Step(zm, zopt)
+				return err
+			}); err != nil {
+				return err
+			}
+		}
 	}
 	if c.Rank() == 0 {
 		out, _ := json.Marshal(r)

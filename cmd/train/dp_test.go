@@ -132,8 +132,8 @@ const (
 func close(a, b float64) bool { return math.Abs(a-b) <= metricTol*max(1, math.Abs(a), math.Abs(b)) }
 
 // TestDataParallel runs the short default on one process and on two MPI
-// ranks (with and without ZeRO-1), resumes a two-rank checkpoint on one
-// process, and kills a rank of a third run.
+// ranks (without ZeRO, with ZeRO-1 and with ZeRO-2), resumes the two-rank
+// checkpoints on one process, and kills a rank of a further run.
 func TestDataParallel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the trainer five times")
@@ -158,6 +158,14 @@ func TestDataParallel(t *testing.T) {
 	z.DP.BucketMB = 0.1 // several buckets, a padded last one
 	if o, err := mpiRun(t, 2, z, nil); err != nil {
 		t.Fatalf("mpirun with dp.zero1: %v\n%s", err, o)
+	}
+	// The ZeRO-2 run likewise, with the same buckets: its step-2
+	// checkpoint is resumed on one process too.
+	zero2 := t.TempDir()
+	z2 := dpConfig(t, zero2)
+	z2.Trainer.TotalSteps, z2.DP.Zero, z2.DP.BucketMB = 2, 2, 0.1
+	if o, err := mpiRun(t, 2, z2, nil); err != nil {
+		t.Fatalf("mpirun with dp.zero=2: %v\n%s", err, o)
 	}
 	at := func(dir string, step int) []float32 {
 		return params(t, filepath.Join(dir, fmt.Sprintf("global_step_%d", step), "actor"))
@@ -189,6 +197,45 @@ func TestDataParallel(t *testing.T) {
 		t.Logf("step-2 weights: max |Δ| %.3g between ZeRO-1 and all-reduce (bit-exact: %v)", d, exact)
 		if d > weightTol {
 			t.Errorf("ZeRO-1 weights differ from the unsharded run's by %.3g", d)
+		}
+	})
+	t.Run("Zero2EqualsZero1", func(t *testing.T) {
+		// Each rank's half of a mini-batch is one micro-batch here, so
+		// ZeRO-2 adds the same values in the same order as ZeRO-1.
+		for step := 1; step <= 2; step++ {
+			d, exact := maxDiff(t, at(zero, step), at(zero2, step))
+			t.Logf("step-%d weights: max |Δ| %.3g between ZeRO-2 and ZeRO-1 (bit-exact: %v)", step, d, exact)
+			if !exact {
+				t.Errorf("step %d: ZeRO-2 weights differ from ZeRO-1's by %.3g", step, d)
+			}
+		}
+		ra, rb := records(t, zero), records(t, zero2)
+		for i := range ra {
+			for _, k := range []string{"actor/pg_loss", "actor/grad_norm", "critic/score/mean"} {
+				if ra[i].Data[k] != rb[i].Data[k] {
+					t.Errorf("step %d %s: %v with ZeRO-1, %v with ZeRO-2", i+1, k, ra[i].Data[k], rb[i].Data[k])
+				}
+			}
+		}
+	})
+	t.Run("Zero2ResumeOn1Rank", func(t *testing.T) {
+		res := t.TempDir()
+		if err := os.CopyFS(res, os.DirFS(zero2)); err != nil {
+			t.Fatal(err)
+		}
+		c := dpConfig(t, res)
+		c.Trainer.Resume = true
+		var out bytes.Buffer
+		if err := run(context.Background(), &c, &out); err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+		if !strings.Contains(out.String(), "at step 2") {
+			t.Fatalf("the run did not resume from step 2:\n%s", out.String())
+		}
+		d, exact := maxDiff(t, final(one), final(res))
+		t.Logf("final weights: max |Δ| %.3g between one process and a ZeRO-2 run of 2 ranks resumed on 1 (bit-exact: %v)", d, exact)
+		if d > weightTol {
+			t.Errorf("resumed weights differ by %.3g", d)
 		}
 	})
 	t.Run("ResumeOn1Rank", func(t *testing.T) {

@@ -32,7 +32,7 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, err error
 	if l, err := model.LaunchFromEnv(); err != nil {
 		return true, err
 	} else if l.Size > 1 {
-		s.Ranks, s.Zero1, s.BucketMB = l.Size, cfg.DP.Zero1, cfg.DP.BucketMB
+		s.Ranks, s.Zero1, s.Zero, s.BucketMB = l.Size, cfg.DP.Zero1, cfg.DP.Zero, cfg.DP.BucketMB
 	}
 	// The reference is the warm start that initialPolicy names, loaded
 	// frozen with LoadOptions DType auto: the SFT folder is saved as float32

@@ -19,11 +19,18 @@ func (p *Plan) Advice(cfg *model.Config) []string {
 		return err == nil && q.Fits()
 	}
 	var singles []string
-	if s.Train && s.Ranks > 1 && !s.Zero1 && s.key("zero1") != "" {
+	if s.Train && s.Ranks > 1 && !s.Zero1 && s.Zero < 1 && s.key("zero1") != "" {
 		t := s
 		t.Zero1 = true
 		if fits(t) {
 			singles = append(singles, s.key("zero1")+"=true")
+		}
+	}
+	if s.Train && s.Ranks > 1 && s.stage() < 2 && s.key("zero") != "" {
+		t, one := s, s
+		t.Zero, one.Zero1 = 2, true
+		if fits(t) && !fits(one) { // where stage 1 is enough, dp.zero1 is named
+			singles = append(singles, s.key("zero")+"=2")
 		}
 	}
 	if s.Train && !s.Recompute && s.key("recompute") != "" {

@@ -2,15 +2,31 @@ package plan
 
 import "fmt"
 
-// Data parallel. Every rank holds the whole model, so a plan is per rank:
-// the gradients are summed in place, bucket by bucket (no scratch of
-// ours; the transport's own buffers are not counted), and with ZeRO-1 the
-// AdamW moments are sharded. rl's ZeRO-1 layout cuts the arena into
-// buckets of Ranks·B values (B = min(bucket, ⌈n/Ranks⌉)), each bucket into
-// Ranks equal chunks, rank r owning chunk r of each; rank 0 owns a whole
-// chunk of every bucket, so it holds the most. Beside its moments a rank
-// keeps a chunk of receive scratch and, when the last bucket does not
+// Data parallel. Every rank holds the whole model, so a plan is per rank.
+// Stage 0 sums the gradients in place, bucket by bucket (no scratch of
+// ours; the transport's own buffers are not counted). rl's ZeRO layout
+// cuts an arena into buckets of Ranks·B values (B = min(bucket,
+// ⌈n/Ranks⌉)), each bucket into Ranks equal chunks, rank r owning chunk r
+// of each; rank 0 owns a whole chunk of every bucket, so it holds the most.
+//
+//   - ZeRO-1 shards the optimizer state: the AdamW moments and, under
+//     mixed precision, the fp32 master weights, which are optimizer state
+//     there (the device trains from the bf16 copy; DeepSpeed's ZeRO-1
+//     shards them with the moments, and each rank all-gathers the bf16
+//     copy after its step). In fp32 training (the CPU device) the weights
+//     are the compute copy itself, and nothing of them is sharded.
+//   - ZeRO-2 also shards the fp32 gradients: a rank keeps its summed
+//     chunk of each bucket, and of the arena only what the backward is
+//     writing and the buckets in flight (rl/dp_zero2.go gives the rest
+//     back as soon as it is sent): zeroTwoTransient.
+//
+// Beside its shards a rank keeps receive scratch (one chunk at stage 1,
+// one per bucket in flight at stage 2) and, when the last bucket does not
 // divide by Ranks, the padded last bucket.
+
+// ZeroInflight is how many gradient buckets a ZeRO-2 rank has in flight
+// at once (rl's zeroInflight).
+const ZeroInflight = 2
 
 // ZeroShard is what rank 0 of ranks holds of an arena of n values under
 // ZeRO-1 with an all-reduce bucket of bucket values: own values of the
@@ -31,6 +47,44 @@ func ZeroShard(n, bucket, ranks int) (own, scratch int64) {
 	return own, scratch
 }
 
+// ZeroTwoScratch is ZeroShard's scratch at stage 2: a receive chunk per
+// bucket in flight, and the padded last bucket.
+func ZeroTwoScratch(n, bucket, ranks int) int64 {
+	_, sc := ZeroShard(n, bucket, ranks)
+	b := int64(max(1, min(bucket, (n+ranks-1)/ranks)))
+	return sc + (ZeroInflight-1)*b
+}
+
+// ZeroTwoTransient bounds, in float32 values, what a ZeRO-2 rank holds of
+// a gradient arena of n values at once beside its shard: the largest run
+// of gradients the backward writes between two sends (a decoder layer,
+// seg; the LM head or the embedding table), the bucket that straddles its
+// top, the buckets in flight, and one page (1024 values) per bucket edge
+// that a bucket not starting on a page leaves zeroed but resident.
+func ZeroTwoTransient(n int64, seg, bucket int64, ranks int) int64 {
+	b := max(1, min(bucket, (n+int64(ranks)-1)/int64(ranks)))
+	B := int64(ranks) * b
+	edges := (n+B-1)/B + 1
+	return min(n, seg+(ZeroInflight+1)*B+edges*1024)
+}
+
+// layer is the number of values of one decoder layer.
+func (sh shape) layer() int64 {
+	return (sh.arena(false, false) - int64(sh.V)*int64(sh.C) - int64(sh.C)) / int64(max(sh.L, 1))
+}
+
+// segment is the largest run of gradients the backward writes between two
+// of its callbacks: a layer, or the vocabulary table. A tied table is
+// written by the LM head first and by the embedding last, so it is held
+// the whole backward, beside each layer.
+func (sh shape) segment(lmHead bool) int64 {
+	VC := int64(sh.V) * int64(sh.C)
+	if lmHead && sh.tied {
+		return VC + sh.layer()
+	}
+	return max(sh.layer(), VC)
+}
+
 // bucketValues is the all-reduce bucket in float32 values (rl.DP.bucket).
 func (s Settings) bucketValues() int {
 	mb := s.BucketMB
@@ -40,17 +94,68 @@ func (s Settings) bucketValues() int {
 	return max(1, int(mb*(1<<20)/4))
 }
 
-// zero1 says whether the optimizer state is sharded.
-func (s Settings) zero1() bool { return s.Zero1 && s.Ranks > 1 }
+// stage is the ZeRO stage in force: 0 in a run of one process.
+func (s Settings) stage() int {
+	if s.Ranks < 2 {
+		return 0
+	}
+	if s.Zero1 && s.Zero < 1 {
+		return 1
+	}
+	return min(max(s.Zero, 0), 2)
+}
+
+// zero1 says whether the optimizer state is sharded (stage 1 or 2).
+func (s Settings) zero1() bool { return s.stage() >= 1 }
 
 // moments is the bytes of an AdamW's two moments over an arena of n
-// values at sb bytes each, and the ZeRO-1 scratch, per rank; what says how.
+// values at sb bytes each, and the ZeRO scratch, per rank; what says how.
 func (s Settings) moments(n, sb int64) (state, scratch int64, what string) {
 	if !s.zero1() {
 		return 2 * n * sb, 0, ""
 	}
 	own, sc := ZeroShard(int(n), s.bucketValues(), s.Ranks)
-	return 2 * own * sb, sc * 4, fmt.Sprintf(", ZeRO-1 shard: %d of %d values on rank 0 of %d", own, n, s.Ranks)
+	if s.stage() == 2 {
+		sc = ZeroTwoScratch(int(n), s.bucketValues(), s.Ranks)
+	}
+	return 2 * own * sb, sc * 4, fmt.Sprintf(", ZeRO-%d shard: %d of %d values on rank 0 of %d", s.stage(), own, n, s.Ranks)
+}
+
+// pages says whether the device gives back the parts of an fp32 arena a
+// rank does not hold under ZeRO: the CPU device does (madvise; its
+// weights are fp32 and never sharded, its gradients are released), the
+// CUDA device allocates whole arenas with cuMemAlloc and does not, until
+// it maps them piecewise (cuMemCreate/cuMemMap: not done).
+func (s Settings) pages() bool { return s.Device != "cuda" || s.CUDAPaging }
+
+// masters is the fp32 master weights of a mixed-precision policy of P
+// values: the whole arena, or under ZeRO rank 0's shard of it.
+func (s Settings) masters(P int64) (int64, string) {
+	if !s.zero1() {
+		return P * 4, "the fp32 arena the optimizer updates"
+	}
+	own, _ := ZeroShard(int(P), s.bucketValues(), s.Ranks)
+	if !s.pages() {
+		return P * 4, fmt.Sprintf("the fp32 arena the optimizer updates, whole: ZeRO-%d updates a shard of %d values (%.2f GiB), but the CUDA device does not give back the rest of the arena yet",
+			s.stage(), own, float64(own*4)/GiB)
+	}
+	return own * 4, fmt.Sprintf("fp32, optimizer state: ZeRO-%d shard of %d values on rank 0 of %d (the bf16 copy is all-gathered after the step)", s.stage(), own, s.Ranks)
+}
+
+// grads is the fp32 gradients of an arena of n values: the whole arena,
+// or under ZeRO-2 rank 0's shard and the arena's transient part.
+func (s Settings) grads(sh shape, n int64, lmHead, valueHead bool) (int64, string) {
+	if s.stage() < 2 {
+		return n * 4, "fp32, one arena"
+	}
+	own, _ := ZeroShard(int(n), s.bucketValues(), s.Ranks)
+	tr := ZeroTwoTransient(n, sh.segment(lmHead && !valueHead), int64(s.bucketValues()), s.Ranks)
+	if !s.pages() {
+		return (n + own) * 4, fmt.Sprintf("fp32, one arena and the ZeRO-2 shard of %d values: the CUDA device does not give back the arena's sent buckets yet (it would hold %.2f GiB)",
+			own, float64((own+tr)*4)/GiB)
+	}
+	return (own + tr) * 4, fmt.Sprintf("fp32, ZeRO-2: a shard of %d values on rank 0 of %d, and at most %d of the arena's %d at once (the largest run the backward writes between two sends, %d buckets in flight, the bucket above)",
+		own, s.Ranks, tr, n, ZeroInflight)
 }
 
 // dpItem is the plan line of the data-parallel communication scratch.
@@ -59,9 +164,13 @@ func (s Settings) dpItem(scratch int64) (Item, bool) {
 		return Item{}, false
 	}
 	mb := float64(s.bucketValues()) * 4 / (1 << 20)
-	if !s.zero1() {
+	switch s.stage() {
+	case 0:
 		return Item{Name: "data-parallel scratch", Detail: fmt.Sprintf("none: %d ranks all-reduce the fp32 gradients in place, %.4g MB buckets", s.Ranks, mb)}, true
+	case 1:
+		return Item{Name: "data-parallel scratch", Bytes: scratch,
+			Detail: fmt.Sprintf("ZeRO-1 over %d ranks: a reduce-scatter/all-gather chunk of each %.4g MB bucket (and the padded last bucket) per optimizer", s.Ranks, mb)}, true
 	}
 	return Item{Name: "data-parallel scratch", Bytes: scratch,
-		Detail: fmt.Sprintf("ZeRO-1 over %d ranks: a reduce-scatter/all-gather chunk of each %.4g MB bucket (and the padded last bucket) per optimizer", s.Ranks, mb)}, true
+		Detail: fmt.Sprintf("ZeRO-2 over %d ranks: a receive chunk per bucket in flight (%d, %.4g MB buckets) and the padded last bucket, per optimizer", s.Ranks, ZeroInflight, mb)}, true
 }

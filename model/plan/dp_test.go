@@ -64,9 +64,14 @@ func TestPlanZeroOne(t *testing.T) {
 		t.Fatalf("all-reduce scratch %+v", got)
 	}
 	for i, it := range off.Items {
-		if n := it.Name; n != "optimizer state" && n != "critic" && n != "data-parallel scratch" && on.Items[i] != it {
+		if n := it.Name; n != "optimizer state" && n != "critic" && n != "data-parallel scratch" && n != "master weights" && on.Items[i] != it {
 			t.Fatalf("zero1 changed %q: %+v → %+v", n, it, on.Items[i])
 		}
+	}
+	// The CUDA device keeps its whole master arena: the bytes stay, the
+	// line says what ZeRO-1 would give back.
+	if a, b := item(off, "master weights"), item(on, "master weights"); a.Bytes != b.Bytes || !strings.Contains(b.Detail, "does not give back") {
+		t.Fatalf("zero1 master weights on the CUDA device: %+v → %+v", a, b)
 	}
 	var b strings.Builder
 	on.Print(&b)
@@ -105,6 +110,93 @@ func TestZeroShardLayout(t *testing.T) {
 		own, scratch := ZeroShard(c.n, c.b, c.ranks)
 		if own != c.own || scratch != c.scratch {
 			t.Errorf("ZeroShard(%d, %d, %d) = %d, %d; want %d, %d", c.n, c.b, c.ranks, own, scratch, c.own, c.scratch)
+		}
+	}
+}
+
+// TestPlanZeroTwo plans the same 7B step at ZeRO stage 2 with a device
+// that gives arena memory back (CUDAPaging, and the CPU device's fp32
+// gradients): the master weights and the gradients become rank 0's shard
+// (plus, for the gradients, the arena's transient part: a vocabulary
+// table, three buckets and the bucket edges), and the scratch holds a
+// receive chunk per bucket in flight. Without paging the CUDA plan keeps
+// the whole arenas and adds the shard.
+func TestPlanZeroTwo(t *testing.T) {
+	cfg, err := model.LoadConfig(filepath.Join("..", "testdata", "config_qwen2.5-7b.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Settings{Device: "cuda", Capacity: 80 << 30, Precision: "bf16-mixed", Train: true, Reference: true,
+		MicroBatchTokens: 4096, RolloutSlots: 5, MaxContext: 4096, MaxPromptTokens: 512, GroupSize: 5, Ranks: 8, Zero: 2}
+	item := func(p *Plan, name string) Item {
+		for _, it := range p.Items {
+			if it.Name == name {
+				return it
+			}
+		}
+		t.Fatalf("the plan has no %q line", name)
+		return Item{}
+	}
+	sh := shapeOf(cfg)
+	P := sh.arena(true, false)
+	bucket := int64(25 << 20 / 4)
+	own, _ := ZeroShard(int(P), int(bucket), 8)
+	VC := int64(sh.V) * int64(sh.C)
+	if sh.tied || sh.segment(true) != VC || sh.layer() >= VC {
+		t.Fatalf("7B: untied %v, its vocabulary table (%d) is the largest run: segment %d, layer %d", !sh.tied, VC, sh.segment(true), sh.layer())
+	}
+	tr := ZeroTwoTransient(P, VC, bucket, 8)
+	edges := (P+8*bucket-1)/(8*bucket) + 1
+	if tr != VC+3*8*bucket+edges*1024 {
+		t.Fatalf("transient %d", tr)
+	}
+	paged := s
+	paged.CUDAPaging = true
+	p, err := New(cfg, paged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := item(p, "gradients"); got.Bytes != 4*(own+tr) || !strings.Contains(got.Detail, "ZeRO-2") {
+		t.Fatalf("ZeRO-2 gradients %+v, want 4×(%d+%d)", got, own, tr)
+	}
+	if got := item(p, "master weights"); got.Bytes != 4*own {
+		t.Fatalf("ZeRO-2 master weights %+v, want 4×%d", got, own)
+	}
+	if got := item(p, "data-parallel scratch"); got.Bytes != 4*ZeroTwoScratch(int(P), int(bucket), 8) || got.Bytes != 4*(2*bucket) {
+		t.Fatalf("ZeRO-2 scratch %+v", got)
+	}
+	var b strings.Builder
+	p.Print(&b)
+	t.Logf("\n%s", b.String())
+	if !strings.Contains(b.String(), "with ZeRO-2") {
+		t.Fatalf("the plan does not say it is ZeRO-2's:\n%s", b.String())
+	}
+	// As the CUDA device is: whole arenas, and the gradient shard beside.
+	q, _ := New(cfg, s)
+	if got := item(q, "gradients"); got.Bytes != 4*(P+own) || !strings.Contains(got.Detail, "does not give back") {
+		t.Fatalf("ZeRO-2 gradients without paging %+v", got)
+	}
+	if got := item(q, "master weights"); got.Bytes != 4*P {
+		t.Fatalf("ZeRO-2 master weights without paging %+v", got)
+	}
+	// The advice offers dp.zero=2 where stage 1 is not enough and stage 2 is.
+	one := paged
+	one.Zero = 1
+	p1, _ := New(cfg, one)
+	one.Capacity = (p1.Total() + p.Total()) / 2
+	p1, _ = New(cfg, one)
+	if adv := p1.Advice(cfg); !slices.Contains(adv, "dp.zero=2") {
+		t.Fatalf("advice %q lacks dp.zero=2 (stage 1 needs %.2f GiB, stage 2 %.2f)", adv, float64(p1.Total())/GiB, float64(p.Total())/GiB)
+	}
+	// dp.zero1 is stage 1 unless dp.zero says more.
+	for _, c := range []struct {
+		zero  int
+		zero1 bool
+		ranks int
+		want  int
+	}{{0, true, 8, 1}, {2, true, 8, 2}, {1, false, 8, 1}, {2, false, 1, 0}, {0, false, 8, 0}} {
+		if got := (Settings{Zero: c.zero, Zero1: c.zero1, Ranks: c.ranks}).stage(); got != c.want {
+			t.Errorf("zero %d zero1 %v ranks %d: stage %d, want %d", c.zero, c.zero1, c.ranks, got, c.want)
 		}
 	}
 }

@@ -59,9 +59,14 @@ type Settings struct {
 	CriticStateBF16 bool // the critic's likewise
 
 	// Data parallel (rl.DPConfig): the plan is one rank's.
-	Ranks    int     // world size; 0 or 1: one process
-	Zero1    bool    // dp.zero1: the AdamW moments are sharded over the ranks
-	BucketMB float64 // dp.bucket_mb; 0: 25
+	Ranks int  // world size; 0 or 1: one process
+	Zero1 bool // dp.zero1: the AdamW moments are sharded over the ranks (stage 1)
+	Zero  int  // dp.zero: the ZeRO stage, 0, 1 or 2 (dp.go); Zero1 means at least 1
+	// CUDAPaging plans a CUDA device that gives back parts of its fp32
+	// arenas (sharded masters, released gradients), which the CUDA device
+	// does not do yet; the CPU device does for gradients (dp.go).
+	CUDAPaging bool
+	BucketMB   float64 // dp.bucket_mb; 0: 25
 
 	MicroBatchTokens int // tokens per forward/backward (training and scoring)
 	RolloutSlots     int // KV cache slots decoded together; 0: no rollout
@@ -71,7 +76,7 @@ type Settings struct {
 	Threads          int // CPU worker threads (workspace); 0 counts one
 
 	// Keys name the settings in advice, by knob: "micro_batch", "recompute",
-	// "slots", "zero1". Missing names take train's keys; a knob named "" is not
+	// "slots", "zero1", "zero". Missing names take train's keys; a knob named "" is not
 	// offered (the command has no such setting).
 	Keys map[string]string
 }
@@ -81,6 +86,7 @@ var defaultKeys = map[string]string{
 	"recompute":   "trainer.recompute",
 	"slots":       "trainer.rollout_slots",
 	"zero1":       "dp.zero1",
+	"zero":        "dp.zero",
 }
 
 func (s Settings) key(knob string) string {
@@ -162,7 +168,8 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		if lora {
 			add("master weights", P*4, "the frozen base's fp32 arena the bf16 copy is made from")
 		} else {
-			add("master weights", P*4, "the fp32 arena the optimizer updates")
+			b, how := s.masters(P)
+			add("master weights", b, "%s", how)
 		}
 	} else if (!s.Train || lora) && s.FrozenBF16 {
 		add("weights", P*2, "%d parameters × 2 B, frozen, bf16 as in the folder", P)
@@ -175,7 +182,8 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 	case lora:
 		add("gradients", 0, "none: the base is frozen under LoRA adapters")
 	case s.Train:
-		add("gradients", P*4, "fp32, one arena")
+		b, how := s.grads(sh, P, true, false)
+		add("gradients", b, "%s", how)
 	default:
 		add("gradients", 0, "none: the model is loaded frozen")
 	}
@@ -233,7 +241,8 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		}
 		st, sc, how := s.moments(C, csb)
 		dpScratch += sc
-		add("critic", C*4+C*4+st+sh.acts(T, sh.saves(T, s.Recompute), true)*4,
+		cg, _ := s.grads(sh, C, false, true)
+		add("critic", C*4+cg+st+sh.acts(T, sh.saves(T, s.Recompute), true)*4,
 			"value model: fp32 weights, gradients, AdamW%s, training activations at %d tokens", how, T)
 	}
 	if s.RolloutSlots > 0 {
@@ -338,8 +347,11 @@ func (p *Plan) Print(w io.Writer) {
 	per := ""
 	if s.Ranks > 1 {
 		per = fmt.Sprintf(", per rank of %d", s.Ranks)
-		if s.zero1() {
+		switch s.stage() {
+		case 1:
 			per += " with ZeRO-1 (optimizer state sharded)"
+		case 2:
+			per += " with ZeRO-2 (optimizer state and gradients sharded)"
 		}
 	}
 	fmt.Fprintf(w, "memory plan: %s on %s (%s)%s\n", p.Model, s.Device, s.Precision, per)
