@@ -62,6 +62,17 @@ func (d *Device) UseBF16(w model.Buffer) {
 	d.weights = append(d.weights, c)
 }
 
+// AllocCompute returns n zeroed values in the Device's compute storage:
+// bf16 once UseBF16 has switched it to mixed precision, float32 before.
+// It satisfies model.ComputeStorage; NewKVCache stores its keys and
+// values in it, which AttentionCached reads and writes in either type.
+func (d *Device) AllocCompute(n int) model.Buffer {
+	if d.Mixed() {
+		return d.AllocType(n, BF16)
+	}
+	return d.Alloc(n)
+}
+
 // Mixed reports whether UseBF16 has switched the Device to mixed precision.
 func (d *Device) Mixed() bool { return d.mixed }
 
@@ -159,4 +170,7 @@ func (d *Device) adamwMixed(pp, pg, pm, pv uintptr, n int, hp model.AdamWParams,
 
 func (c weightCopy) String() string { return fmt.Sprintf("%d weights at %#x", c.n, c.base) }
 
-var _ model.MixedPrecision = (*Device)(nil)
+var (
+	_ model.MixedPrecision = (*Device)(nil)
+	_ model.ComputeStorage = (*Device)(nil)
+)

@@ -12,12 +12,17 @@ type KVCache struct {
 	kvw           int
 }
 
-// NewKVCache allocates a cache of slots sequences of up to maxLen tokens.
+// NewKVCache allocates a cache of slots sequences of up to maxLen tokens,
+// in the device's compute storage where it has one (ComputeStorage).
 func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
 	c := &KVCache{Slots: slots, MaxLen: maxLen, Lens: make([]int32, slots), kvw: m.d.KV}
+	alloc := m.Dev.Alloc
+	if cs, ok := m.Dev.(ComputeStorage); ok {
+		alloc = cs.AllocCompute // bf16 under mixed precision
+	}
 	for l := 0; l < m.d.L; l++ {
-		c.K = append(c.K, m.Dev.Alloc(slots*maxLen*m.d.KV))
-		c.V = append(c.V, m.Dev.Alloc(slots*maxLen*m.d.KV))
+		c.K = append(c.K, alloc(slots*maxLen*m.d.KV))
+		c.V = append(c.V, alloc(slots*maxLen*m.d.KV))
 	}
 	return c
 }

@@ -12,6 +12,16 @@ type MixedPrecision interface {
 	UseBF16(weights Buffer)
 }
 
+// ComputeStorage is a device that can store values in the precision it
+// computes in: AllocCompute returns n zeroed values stored as bf16 on a
+// CUDA device in mixed precision (half the memory), and float32 otherwise.
+// Such a buffer goes only where an op documents it (AttentionCached's kc
+// and vc) and to Copy and Free. NewKVCache uses it, so a mixed-precision
+// rollout keeps its KV cache in bf16, as it computes.
+type ComputeStorage interface {
+	AllocCompute(n int) Buffer
+}
+
 // DeviceSampler is a device that draws tokens from logits it holds, so a
 // decode step moves a token id and its log-probability per row instead of
 // a row of V logits. SampleRows draws row r of logits[rows, V] from the

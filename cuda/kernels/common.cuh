@@ -20,6 +20,15 @@ __device__ __forceinline__ bf16 float_to_bf16(float f) {
     return (bf16)(u >> 16);
 }
 
+// load_f widens element i of a float or bf16 array: kernels templated on
+// their storage type read both with one body.
+__device__ __forceinline__ float load_f(const float* p, long long i) { return p[i]; }
+__device__ __forceinline__ float load_f(const bf16* p, long long i) { return bf16_to_float(p[i]); }
+
+// store_f writes a float into a float array, or rounds it into a bf16 one.
+__device__ __forceinline__ void store_f(float* p, long long i, float x) { p[i] = x; }
+__device__ __forceinline__ void store_f(bf16* p, long long i, float x) { p[i] = float_to_bf16(x); }
+
 #define NEG_INF (__int_as_float(0xff800000))
 
 __device__ __forceinline__ float warp_sum(float v) {
