@@ -14,8 +14,13 @@ var (
 // Embedding copies row ids[t] of table[V, C] into out[t, :].
 func (d *Device) Embedding(out model.Buffer, ids []int32, table model.Buffer, C int) {
 	checkIDs(ids, table.Len()/C, "token id")
-	po, pt := f32(out, len(ids)*C, "Embedding out"), f32(table, -1, "Embedding table")
+	po := f32(out, len(ids)*C, "Embedding out")
+	pt, bf, _ := weightArg(table, -1, "Embedding table")
 	defer d.enter()()
+	if bf { // a frozen bf16 model's table (frozen.go): its rows widen exactly
+		d.launch(kEmbeddingForwardBF16, grid1(len(ids)), grid1(min(256, roundUp(C, 32))), 0, argPtr(po), argPtr(d.ints("ids", ids)), argPtr(pt), argInt(C))
+		return
+	}
 	d.launch(kEmbeddingForward, grid1(len(ids)), grid1(min(256, roundUp(C, 32))), 0, argPtr(po), argPtr(d.ints("ids", ids)), argPtr(pt), argInt(C))
 	if _, ok := d.copyOf(pt, table.Len()); ok {
 		d.roundBF16(po, len(ids)*C) // the rows of the bf16 table

@@ -46,8 +46,13 @@ var kAdamWBF16 = kernel("adamw.cu", "adamw_update_bf16", 256)
 
 // UseBF16 gives the float32 weights w a bf16 compute copy and switches the
 // Device to mixed precision (see above). Registering the same buffer again
-// refreshes its copy. It satisfies model.MixedPrecision.
+// refreshes its copy; bf16 weights (AllocBF16) need no copy. It satisfies
+// model.MixedPrecision.
 func (d *Device) UseBF16(w model.Buffer) {
+	if x, ok := w.(Buffer); ok && x.dtype == BF16 {
+		d.mixed = true // a frozen bf16 model (frozen.go): its weights are the compute copy
+		return
+	}
 	pw := f32(w, -1, "UseBF16 weights")
 	defer d.enter()()
 	d.mixed = true

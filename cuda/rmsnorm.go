@@ -18,9 +18,14 @@ func rmsnormThreads(C int) int { return min(1024, max(32, roundUp(min(C, 1024), 
 // RMSNorm: out = inp·rsqrt(mean(inp²)+eps)·w per row; rstd[rows] saved.
 func (d *Device) RMSNorm(out, rstd, inp, w model.Buffer, rows, C int, eps float32) {
 	po, pr := f32(out, rows*C, "RMSNorm out"), f32(rstd, rows, "RMSNorm rstd")
-	px, pw := f32(inp, rows*C, "RMSNorm inp"), f32(w, C, "RMSNorm w")
+	px := f32(inp, rows*C, "RMSNorm inp")
+	pw, wbf, _ := weightArg(w, C, "RMSNorm w")
+	k := kRMSNormForward
+	if wbf {
+		k = kRMSNormForwardWBF16 // a frozen bf16 model's weight (frozen.go)
+	}
 	defer d.enter()()
-	d.launch(kRMSNormForward, grid1(rows), grid1(rmsnormThreads(C)), 0, argPtr(po), argPtr(pr), argPtr(px), argPtr(pw), argInt(rows), argInt(C), argFloat(eps))
+	d.launch(k, grid1(rows), grid1(rmsnormThreads(C)), 0, argPtr(po), argPtr(pr), argPtr(px), argPtr(pw), argInt(rows), argInt(C), argFloat(eps))
 }
 
 // RMSNormBackward sets dinp and accumulates dw.

@@ -3,8 +3,10 @@
 // Backward: dx = r·(w⊙dy − n·mean(n⊙w⊙dy)), dw += Σ_rows dy⊙n.
 #include "common.cuh"
 
-// One block per row.
-extern "C" __global__ void __launch_bounds__(1024) rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int rows, int C, float eps) {
+// One block per row. W is the weight's storage: float, or bf16 for a frozen
+// model stored in bf16 (rmsnorm_forward_wbf16, widened exactly as read).
+template <typename W>
+__device__ __forceinline__ void rmsnorm_forward_t(float* out, float* rstd, const float* inp, const W* w, int rows, int C, float eps) {
     __shared__ float scratch[32];
     int t = blockIdx.x;
     const float* x = inp + (long long)t * C;
@@ -14,7 +16,16 @@ extern "C" __global__ void __launch_bounds__(1024) rmsnorm_forward(float* out, f
     float r = 1.0f / sqrtf(ss / (float)C + eps);
     if (threadIdx.x == 0) rstd[t] = r;
     float* y = out + (long long)t * C;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) y[c] = (x[c] * r) * w[c];
+    for (int c = threadIdx.x; c < C; c += blockDim.x) y[c] = (x[c] * r) * load_f(w, c);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int rows, int C, float eps) {
+    rmsnorm_forward_t(out, rstd, inp, w, rows, C, eps);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_forward_wbf16(float* out, float* rstd, const float* inp, const bf16* w, int rows, int C,
+                                                                         float eps) {
+    rmsnorm_forward_t(out, rstd, inp, w, rows, C, eps);
 }
 
 // A grid of G blocks strides over the rows; each block keeps its share of

@@ -10,7 +10,8 @@
 // AttachLoRA's adapters; NewKVCache; the activation arenas of Forward and
 // Step, with the automatic recomputation bound; optim.New's AdamW moments
 // in their state dtype) and, for "bf16-mixed", the CUDA device's
-// Device.UseBF16 copies; TestPlanMatchesCPUAllocations checks them against
+// Device.UseBF16 copies, its bf16 KV cache (AllocCompute) and its frozen
+// bf16 reference (AllocBF16: no fp32 arena); TestPlanMatchesCPUAllocations checks them against
 // what the CPU device really allocates, and cuda's
 // TestGPUPlanMatchesEmuAllocLog checks a "bf16-mixed" plan, with the CUDA
 // device's own scratch, against the emulator's allocation log. Errors:
@@ -197,8 +198,8 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		case lora:
 			detail = "the frozen base itself (no weights of its own)"
 		case mixed:
-			ref = P*4 + P*2
-			detail = "frozen (no gradients): fp32 arena and its bf16 compute copy"
+			ref = P * 2
+			detail = "frozen (no gradients), bf16 weights only (cuda AllocBF16: fp32 sources rounded once at load)"
 		case s.RefBF16:
 			ref = P * 2
 			detail = "frozen (no gradients), weights stored as bf16"
@@ -224,15 +225,21 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 			"value model: fp32 weights, gradients, AdamW%s, training activations at %d tokens", how, T)
 	}
 	if s.RolloutSlots > 0 {
-		kv := 2 * int64(sh.L) * int64(s.RolloutSlots) * int64(s.MaxContext) * int64(sh.KV) * 4
-		add("KV cache", kv, "%d slots × %d positions × %d layers × K and V × %d, fp32", s.RolloutSlots, s.MaxContext, sh.L, sh.KV)
+		// Mixed precision stores the cache in bf16 (cuda AllocCompute, which
+		// model.NewKVCache uses); attention widens it and accumulates in fp32.
+		kvb, kvt := int64(4), "fp32"
+		if mixed {
+			kvb, kvt = 2, "bf16"
+		}
+		kv := 2 * int64(sh.L) * int64(s.RolloutSlots) * int64(s.MaxContext) * int64(sh.KV) * kvb
+		add("KV cache", kv, "%d slots × %d positions × %d layers × K and V × %d, %s", s.RolloutSlots, s.MaxContext, sh.L, sh.KV, kvt)
 		step := s.stepTokens()
 		add("rollout step activations", sh.acts(step, false, false)*4+int64(s.RolloutSlots)*int64(sh.V)*4,
 			"%d tokens per step (each group's leader prefills while the rest decode), logits of %d rows", step, s.RolloutSlots)
 	}
 	// Activations are float32 on every device (the Device seam has no bf16
 	// activation buffers): mixed precision rounds them only on their way
-	// into a matmul.
+	// into a matmul. The KV cache and a frozen reference are bf16 under it.
 	if s.Train {
 		what := "every layer's activations saved"
 		switch {
