@@ -26,8 +26,11 @@ import (
 
 var (
 	kEmbeddingForwardBF16 = kernel("embedding.cu", "embedding_forward_bf16", 256)
-	kRMSNormForwardWBF16  = kernel("rmsnorm.cu", "rmsnorm_forward_wbf16", 1024)
-	kBiasForwardBF16      = kernel("bias.cu", "bias_forward_bf16", 256)
+
+	kEmbeddingForwardOBF16     = kernel("embedding.cu", "embedding_forward_obf16", 256)
+	kEmbeddingForwardBF16OBF16 = kernel("embedding.cu", "embedding_forward_bf16_obf16", 256)
+	kRMSNormForwardWBF16       = kernel("rmsnorm.cu", "rmsnorm_forward_wbf16", 1024)
+	kBiasForwardBF16           = kernel("bias.cu", "bias_forward_bf16", 256)
 )
 
 // AllocBF16 returns n zeroed bf16 values: the weights of a frozen model

@@ -117,7 +117,7 @@ func (m *Model) stepInto(c *KVCache, chunks []Chunk, logits Buffer, run func(key
 	a := ensureActivations(m.stepActs, dev, d, T, false, false)
 	m.stepActs = a
 	if !m.train && m.acts != nil {
-		dev.Free(m.acts.arena) // decoding: a scoring arena is not needed again before the next Forward
+		m.acts.free(dev) // decoding: a scoring arena is not needed again before the next Forward
 		m.acts = nil
 	}
 	a.pos = make([]int32, 0, T)
@@ -138,7 +138,7 @@ func (m *Model) stepInto(c *KVCache, chunks []Chunk, logits Buffer, run func(key
 	}
 	if run == nil {
 		work()
-	} else if err := run(fmt.Sprintf("step T=%d acts=%v logits=%v cache=%v", T, a.arena, logits, c.K[0]), work); err != nil {
+	} else if err := run(fmt.Sprintf("step T=%d acts=%v %v logits=%v cache=%v", T, a.arena, a.resid, logits, c.K[0]), work); err != nil {
 		return err
 	}
 	for j := range chunks {

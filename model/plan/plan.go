@@ -207,7 +207,7 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 			ref = P * 4
 			detail = "frozen (no gradients), fp32 weights"
 		}
-		ref += sh.acts(T, false, false) * 4
+		ref += s.actBytes(sh, T, false, false)
 		add("reference policy", ref, "%s, plus scoring activations at %d tokens", detail, T)
 	}
 	if s.BaseModel {
@@ -221,7 +221,7 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		}
 		st, sc, how := s.moments(C, csb)
 		dpScratch += sc
-		add("critic", C*4+C*4+st+sh.acts(T, sh.saves(T, s.Recompute), true)*4,
+		add("critic", C*4+C*4+st+s.actBytes(sh, T, sh.saves(T, s.Recompute), true),
 			"value model: fp32 weights, gradients, AdamW%s, training activations at %d tokens", how, T)
 	}
 	if s.RolloutSlots > 0 {
@@ -234,12 +234,12 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		kv := 2 * int64(sh.L) * int64(s.RolloutSlots) * int64(s.MaxContext) * int64(sh.KV) * kvb
 		add("KV cache", kv, "%d slots × %d positions × %d layers × K and V × %d, %s", s.RolloutSlots, s.MaxContext, sh.L, sh.KV, kvt)
 		step := s.stepTokens()
-		add("rollout step activations", sh.acts(step, false, false)*4+int64(s.RolloutSlots)*int64(sh.V)*4,
+		add("rollout step activations", s.actBytes(sh, step, false, false)+int64(s.RolloutSlots)*int64(sh.V)*4,
 			"%d tokens per step (each group's leader prefills while the rest decode), logits of %d rows", step, s.RolloutSlots)
 	}
-	// Activations are float32 on every device (the Device seam has no bf16
-	// activation buffers): mixed precision rounds them only on their way
-	// into a matmul. The KV cache and a frozen reference are bf16 under it.
+	// Activations are float32, except the residual stream under mixed
+	// precision (actBytes). The KV cache and a frozen reference are bf16
+	// under it too.
 	if s.Train {
 		what := "every layer's activations saved"
 		switch {
@@ -248,9 +248,9 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		case !sh.saves(T, false):
 			what = fmt.Sprintf("recomputation (on by itself: saved layers would exceed %d GiB)", autoRecomputeBytes/GiB)
 		}
-		add("activations", sh.acts(T, sh.saves(T, s.Recompute), true)*4, "training micro-batch of %d tokens, %s", T, what)
+		add("activations", s.actBytes(sh, T, sh.saves(T, s.Recompute), true), "training micro-batch of %d tokens, %s%s", T, what, s.residDetail())
 	} else if T > 0 {
-		add("activations", sh.acts(T, false, false)*4, "scoring forward of %d tokens", T)
+		add("activations", s.actBytes(sh, T, false, false), "scoring forward of %d tokens%s", T, s.residDetail())
 	}
 	if it, ok := s.dpItem(dpScratch); ok && s.Train {
 		p.Items = append(p.Items, it)
@@ -261,6 +261,34 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 	}
 	add("workspace", s.workspace(sh, T), "%s", s.workspaceDetail())
 	return p, nil
+}
+
+// actBytes is the bytes of an activation arena (shape.acts) of T tokens.
+// Under mixed precision the residual stream, every residual kept (L+1, or
+// two alternating without a backward) and each saved layer's xmid, is a
+// second arena in the CUDA device's compute storage, bf16
+// (model.ComputeStorage, activations.go): 2 bytes a value, 4 for the rest.
+func (s Settings) actBytes(sh shape, T int, saved, train bool) int64 {
+	n := sh.acts(T, saved, train)
+	if s.Precision != "bf16-mixed" {
+		return n * 4
+	}
+	nx, nl := int64(2), int64(1)
+	if train || sh.L+1 < 2 {
+		nx = int64(sh.L + 1)
+	}
+	if saved {
+		nl = int64(sh.L)
+	}
+	r := (nx + nl) * int64(T) * int64(sh.C)
+	return (n-r)*4 + r*2
+}
+
+func (s Settings) residDetail() string {
+	if s.Precision != "bf16-mixed" {
+		return ""
+	}
+	return " (residual stream in bf16)"
 }
 
 // stepTokens bounds the tokens of one rollout step: every group's leader
