@@ -29,6 +29,15 @@ __device__ __forceinline__ float load_f(const bf16* p, long long i) { return bf1
 __device__ __forceinline__ void store_f(float* p, long long i, float x) { p[i] = x; }
 __device__ __forceinline__ void store_f(bf16* p, long long i, float x) { p[i] = float_to_bf16(x); }
 
+// mix64 is splitmix64's finaliser: a well-spread hash of x (the samplers'
+// random numbers, the stochastic rounding of bf16 AdamW moments).
+__device__ __forceinline__ unsigned long long mix64(unsigned long long x) {
+    x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27; x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+}
+
 #define NEG_INF (__int_as_float(0xff800000))
 
 __device__ __forceinline__ float warp_sum(float v) {
