@@ -24,13 +24,13 @@ import (
 //   - Upload and Copy into registered weights refresh their bf16 copy.
 //
 // RMSNorm, RoPE, attention (its softmax), SwiGLU, the residual adds and
-// the loss head (logprob, entropy, their backward) compute in float32 from
-// float32 storage, with the sums in float32 or double as before. A frozen
-// reference policy is a second model whose arena is registered too and
-// never stepped: it computes from its bf16 copy. Activations are bf16
-// where they enter a matmul but are kept as float32 between ops; storing
-// them as bf16 (half the activation memory) needs bf16 buffers through
-// model.Device, which the seam does not have.
+// the loss head (logprob, entropy, their backward) compute in float32,
+// with the sums in float32 or double as before. Storage is bf16 where the
+// model asks for compute storage (AllocCompute: the KV cache and the
+// residual stream) and for a frozen model's weights (AllocBF16,
+// frozen.go: the reference policy holds bf16 weights only, no float32
+// arena); other activations are float32 and rounded to bf16 where they
+// enter a matmul.
 //
 // Tolerances against the CPU device in float32 are in the package doc.
 

@@ -15,9 +15,12 @@ type MixedPrecision interface {
 // ComputeStorage is a device that can store values in the precision it
 // computes in: AllocCompute returns n zeroed values stored as bf16 on a
 // CUDA device in mixed precision (half the memory), and float32 otherwise.
-// Such a buffer goes only where an op documents it (AttentionCached's kc
-// and vc) and to Copy and Free. NewKVCache uses it, so a mixed-precision
-// rollout keeps its KV cache in bf16, as it computes.
+// The model stores its KV cache (NewKVCache) and its residual stream (the
+// activation arena's x and xmid views) there, so a mixed-precision run
+// keeps them in bf16, as it computes; such a buffer goes only to the ops
+// that read or write those (AttentionCached's kc and vc; Add's out and a,
+// RMSNorm's and RMSNormBackward's inp, Embedding's out) and to Copy and
+// Free. The CPU device does not implement it: its path is unchanged.
 type ComputeStorage interface {
 	AllocCompute(n int) Buffer
 }
