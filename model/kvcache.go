@@ -138,7 +138,7 @@ func (m *Model) stepInto(c *KVCache, chunks []Chunk, logits Buffer, run func(key
 	}
 	if run == nil {
 		work()
-	} else if err := run(fmt.Sprintf("step T=%d acts=%v %v logits=%v cache=%v", T, a.arena, a.resid, logits, c.K[0]), work); err != nil {
+	} else if err := run(fmt.Sprintf("step T=%d weights=%v acts=%v %v logits=%v cache=%v %v", T, m.Params, a.arena, a.resid, logits, c.K[0], c.V[len(c.V)-1]), work); err != nil {
 		return err
 	}
 	for j := range chunks {
