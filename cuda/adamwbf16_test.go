@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/optim"
 )
 
 // TestGPUAdamWMomentsBF16 runs five AdamW steps with both moments stored as
@@ -61,5 +62,39 @@ func TestGPUAdamWMomentsBF16(t *testing.T) {
 				t.Fatalf("step %d: bf16 copy[%d] = %g, want bf16(%g)", step, i, copyVals[i], masters[i])
 			}
 		}
+	}
+}
+
+// TestGPUOptimStateBF16 is optim.AdamW with state_dtype bfloat16 on both
+// devices (its moments from AllocBF16, the gradient-norm clipping, the
+// schedule): three steps from the same weights and gradients must leave
+// the GPU's weights within 1e-6 relative of the CPU's (the bound of
+// TestGPUAdamWMomentsBF16, whose kernel this runs).
+func TestGPUOptimStateBF16(t *testing.T) {
+	e := newOpEnv(t)
+	n := 30011
+	cp, gp := e.pair(e.randn(n, 1))
+	cfg := optim.DefaultConfig()
+	cfg.StateDType, cfg.GradClip = "bfloat16", 1
+	var opts [2]*optim.AdamW
+	var grads [2]model.Buffer
+	grads[0], grads[1] = e.pair(make([]float32, n))
+	for k, d := range []model.Device{e.cpu, e.gpu} {
+		p := []model.Buffer{cp, gp}[k]
+		o, err := optim.New(d, p, grads[k], cfg, 10)
+		if err != nil {
+			t.Fatalf("%s: %v", d.Name(), err)
+		}
+		opts[k] = o
+	}
+	for step := 0; step < 3; step++ {
+		g := e.randn(n, 0.1)
+		e.cpu.Upload(grads[0], g)
+		e.gpu.Upload(grads[1], g)
+		r0, r1 := opts[0].Step(1), opts[1].Step(1)
+		if r0.Skipped || r1.Skipped {
+			t.Fatalf("step %d skipped (CPU %v, GPU %v)", step, r0.Skipped, r1.Skipped)
+		}
+		e.check("optim bf16 state: weights", cp, gp, 1e-6)
 	}
 }
