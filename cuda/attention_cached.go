@@ -10,6 +10,14 @@ import (
 var (
 	kKVCacheWrite    = kernel("attention_cached.cu", "kv_cache_write", 256)
 	kAttentionDecode = kernel("attention_cached.cu", "attention_decode", 512)
+
+	// The same over a KV cache stored in bf16 (AllocCompute under mixed
+	// precision): keys and values are rounded once as they are written and
+	// widened exactly as they are read; scores, softmax and the output
+	// accumulate in float32.
+	kKVCacheWriteBF16       = kernel("attention_cached.cu", "kv_cache_write_bf16", 256)
+	kAttentionDecodeKVBF16  = kernel("attention_cached.cu", "attention_decode_kvbf16", 512)
+	kAttentionForwardKVBF16 = kernel("attention.cu", "attention_forward_kvbf16", 256)
 )
 
 // decodeMaxGroup is the most query heads per key-value head the decode
@@ -72,17 +80,40 @@ func (d *Device) AttentionCached(out, qkv, kc, vc model.Buffer, slots, pos0, len
 	}
 	pl := planCached(slots, pos0, lens, maxLen, T)
 	px, po := f32(qkv, T*a.W, "AttentionCached qkv"), f32(out, T*NH*HS, "AttentionCached out")
-	pk, pv := f32(kc, -1, "AttentionCached kc"), f32(vc, kc.Len(), "AttentionCached vc")
+	pk, pv := cacheBuf(kc, -1, "AttentionCached kc"), cacheBuf(vc, kc.Len(), "AttentionCached vc")
+	write, decode, forward := kKVCacheWrite, kAttentionDecode, kAttentionForward
+	if kc.(Buffer).dtype != vc.(Buffer).dtype {
+		panic(fmt.Sprintf("cuda: AttentionCached keys in %s, values in %s", kc.(Buffer).dtype, vc.(Buffer).dtype))
+	}
+	if kc.(Buffer).dtype == BF16 {
+		write, decode, forward = kKVCacheWriteBF16, kAttentionDecodeKVBF16, kAttentionForwardKVBF16
+	}
 	scale := float32(1 / math.Sqrt(float64(HS)))
 	defer d.enter()()
-	d.launch(kKVCacheWrite, d.elementwiseGrid(T*kvw), grid1(256), 0,
+	d.launch(write, d.elementwiseGrid(T*kvw), grid1(256), 0,
 		argPtr(pk), argPtr(pv), argPtr(px+uintptr(4*a.kOff)), argPtr(px+uintptr(4*a.vOff)), argPtr(d.ints("cache-rows", pl.dst)), argInt(T), argInt(a.W), argInt(kvw))
 	if group := NH / KVH; pl.decode && group <= decodeMaxGroup {
-		d.launch(kAttentionDecode, dim3{T, KVH, 1}, grid1(32*group), attnDecodeSmem(HS, group),
+		d.launch(decode, dim3{T, KVH, 1}, grid1(32*group), attnDecodeSmem(HS, group),
 			argPtr(po), argPtr(px), argPtr(pk), argPtr(pv), argPtr(d.ints("cache-decode-rows", pl.rows)), argInt(a.W), argInt(kvw), argInt(NH*HS), argInt(NH), argInt(KVH), argInt(HS), argFloat(scale))
 		return
 	}
-	d.launch(kAttentionForward, dim3{len(pl.tiles) / 4, NH, 1}, grid1(32*attnRows), attnForwardSmem(HS),
+	d.launch(forward, dim3{len(pl.tiles) / 4, NH, 1}, grid1(32*attnRows), attnForwardSmem(HS),
 		argPtr(po), argPtr(0), argPtr(px), argPtr(pk), argPtr(pv), argPtr(d.ints("cache-tiles", pl.tiles)),
 		argInt(a.W), argInt(kvw), argInt(NH*HS), argInt(T), argInt(NH), argInt(KVH), argInt(HS), argFloat(scale))
+}
+
+// cacheBuf unwraps a KV cache buffer: float32, or bf16 from AllocCompute
+// under mixed precision. It checks the length when want ≥ 0.
+func cacheBuf(b model.Buffer, want int, what string) uintptr {
+	x, ok := b.(Buffer)
+	if !ok {
+		panic(fmt.Sprintf("cuda: %s is a %T, not a CUDA buffer", what, b))
+	}
+	if x.dtype != F32 && x.dtype != BF16 {
+		panic(fmt.Sprintf("cuda: %s holds %s, want f32 or bf16", what, x.dtype))
+	}
+	if want >= 0 && x.n < want {
+		panic(fmt.Sprintf("cuda: %s holds %d values, the op needs %d", what, x.n, want))
+	}
+	return x.ptr
 }

@@ -10,9 +10,13 @@ var (
 // AddBias adds bias[cols] to every row of out[rows, ldo].
 func (d *Device) AddBias(out model.Buffer, ldo int, bias model.Buffer, rows, cols int) {
 	po := f32(out, (rows-1)*ldo+cols, "AddBias out")
-	pb := f32(bias, cols, "AddBias bias")
+	pb, bf, _ := weightArg(bias, cols, "AddBias bias")
+	k := kBiasForward
+	if bf {
+		k = kBiasForwardBF16 // a frozen bf16 model's bias (frozen.go)
+	}
 	defer d.enter()()
-	d.launch(kBiasForward, d.elementwiseGrid(rows*cols), grid1(256), 0, argPtr(po), argInt(ldo), argPtr(pb), argInt(rows), argInt(cols))
+	d.launch(k, d.elementwiseGrid(rows*cols), grid1(256), 0, argPtr(po), argInt(ldo), argPtr(pb), argInt(rows), argInt(cols))
 }
 
 // BiasBackward accumulates dbias[cols] += column sums of dout[rows, ldo].

@@ -306,7 +306,7 @@ func (d *Device) memset(p uintptr, v uint32, words int) {
 // Upload copies src into dst. The copy is queued on the stream; the driver
 // stages pageable host memory before returning, so src may be reused at once.
 func (d *Device) Upload(dst model.Buffer, src []float32) {
-	p := f32(dst, -1, "Upload destination")
+	p, bf, _ := weightArg(dst, -1, "Upload destination")
 	if len(src) != dst.Len() {
 		panic(fmt.Sprintf("cuda: Upload of %d values into a buffer of %d", len(src), dst.Len()))
 	}
@@ -314,13 +314,17 @@ func (d *Device) Upload(dst model.Buffer, src []float32) {
 		return
 	}
 	defer d.enter()()
+	if bf { // a frozen bf16 model's weights (frozen.go)
+		d.uploadBF16(p, src)
+		return
+	}
 	d.upload(p, unsafe.Pointer(&src[0]), 4*len(src))
 	d.refresh(p, len(src))
 }
 
 // Download copies src into dst and waits for it (and all queued work).
 func (d *Device) Download(dst []float32, src model.Buffer) {
-	p := f32(src, -1, "Download source")
+	p, bf, _ := weightArg(src, -1, "Download source")
 	if len(dst) != src.Len() {
 		panic(fmt.Sprintf("cuda: Download of a buffer of %d values into %d", src.Len(), len(dst)))
 	}
@@ -328,6 +332,10 @@ func (d *Device) Download(dst []float32, src model.Buffer) {
 		return
 	}
 	defer d.enter()()
+	if bf {
+		d.downloadBF16(dst, p)
+		return
+	}
 	d.download(unsafe.Pointer(&dst[0]), p, 4*len(dst))
 }
 
@@ -379,7 +387,8 @@ func goString(b []byte) string {
 
 func (d *Device) Copy(dst, src model.Buffer) {
 	x, y := dst.(Buffer), src.(Buffer)
-	if x.n != y.n || x.dtype != y.dtype {
+	conv := x.dtype != y.dtype && (x.dtype == F32 && y.dtype == BF16 || x.dtype == BF16 && y.dtype == F32)
+	if x.n != y.n || x.dtype != y.dtype && !conv {
 		panic(fmt.Sprintf("cuda: Copy of %d %s values into %d %s", y.n, y.dtype, x.n, x.dtype))
 	}
 	if x.n == 0 {
@@ -387,6 +396,10 @@ func (d *Device) Copy(dst, src model.Buffer) {
 	}
 	defer d.enter()()
 	if d.rb.on {
+		return
+	}
+	if conv { // float32 weights into a frozen bf16 model, rounded (frozen.go)
+		d.convertCopy(x, y)
 		return
 	}
 	d.fail(d.drv.check(call(d.drv.cuMemcpyDtoDAsync, x.ptr, y.ptr, uintptr(x.n*x.dtype.Size()), d.stream), "cuMemcpyDtoDAsync_v2"))

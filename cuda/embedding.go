@@ -14,8 +14,23 @@ var (
 // Embedding copies row ids[t] of table[V, C] into out[t, :].
 func (d *Device) Embedding(out model.Buffer, ids []int32, table model.Buffer, C int) {
 	checkIDs(ids, table.Len()/C, "token id")
-	po, pt := f32(out, len(ids)*C, "Embedding out"), f32(table, -1, "Embedding table")
+	po, obf, _ := weightArg(out, len(ids)*C, "Embedding out")
+	pt, bf, _ := weightArg(table, -1, "Embedding table")
 	defer d.enter()()
+	if bf || obf {
+		// A frozen bf16 model's table (frozen.go): its rows widen exactly;
+		// or an output on the bf16 residual stream: the rows are rounded,
+		// which for registered weights gives their bf16 copy's rows.
+		k := kEmbeddingForwardBF16
+		switch {
+		case bf && obf:
+			k = kEmbeddingForwardBF16OBF16
+		case obf:
+			k = kEmbeddingForwardOBF16
+		}
+		d.launch(k, grid1(len(ids)), grid1(min(256, roundUp(C, 32))), 0, argPtr(po), argPtr(d.ints("ids", ids)), argPtr(pt), argInt(C))
+		return
+	}
 	d.launch(kEmbeddingForward, grid1(len(ids)), grid1(min(256, roundUp(C, 32))), 0, argPtr(po), argPtr(d.ints("ids", ids)), argPtr(pt), argInt(C))
 	if _, ok := d.copyOf(pt, table.Len()); ok {
 		d.roundBF16(po, len(ids)*C) // the rows of the bf16 table

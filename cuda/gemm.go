@@ -9,7 +9,8 @@ import (
 // Gemm computes c = alpha·op(a)·op(b) + beta·c for row-major matrices
 // through cublasGemmEx, always accumulating in float32. a and b are both
 // float32 (TF32 tensor-core inputs when the Device was opened with TF32)
-// or both bf16 (tensor cores); c is float32 or bf16. beta = 0 never reads
+// or both bf16 (tensor cores); c is float32 or bf16. A float32 a with a
+// bf16 b (a frozen bf16 model's weights) and a float32 c rounds a to bf16. beta = 0 never reads
 // c, as cuBLAS documents.
 func (d *Device) Gemm(transA, transB bool, m, n, k int, alpha float32, a model.Buffer, lda int, b model.Buffer, ldb int, beta float32, c model.Buffer, ldc int) {
 	if m == 0 || n == 0 {
@@ -17,6 +18,11 @@ func (d *Device) Gemm(transA, transB bool, m, n, k int, alpha float32, a model.B
 	}
 	checkGemm(transA, transB, m, n, k, a.Len(), lda, b.Len(), ldb, c.Len(), ldc)
 	A, B, C := gemmOperand(a, "a"), gemmOperand(b, "b"), gemmOperand(c, "c")
+	if A.dtype == F32 && B.dtype == BF16 && C.dtype == F32 { // the weights of a frozen bf16 model (frozen.go)
+		defer d.enter()()
+		d.gemmW(transA, transB, m, n, k, alpha, A.ptr, lda, B.ptr, true, ldb, beta, C.ptr, ldc)
+		return
+	}
 	if A.dtype != B.dtype {
 		panic(fmt.Sprintf("cuda: Gemm of a %s a and a %s b; both must have one type", A.dtype, B.dtype))
 	}

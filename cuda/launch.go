@@ -169,7 +169,12 @@ func (d *Device) ints(kind string, vals []int32) uintptr {
 		return 0
 	}
 	if len(c.entries) >= intCacheSize {
-		for j, e := range c.entries { // evict the least recently used unpinned entry
+		// Evict the least recently used unpinned entry, but never one of the
+		// intCacheSize/2 most recent: the step being run or recorded may have
+		// just uploaded it, and when recorded step graphs pin every older
+		// entry the newest would otherwise go, and its capture fail. With
+		// none to evict the cache grows past intCacheSize.
+		for j, e := range c.entries[:len(c.entries)-intCacheSize/2] {
 			if e.pins == 0 {
 				d.free(e.buf.ptr)
 				c.entries = append(c.entries[:j:j], c.entries[j+1:]...)

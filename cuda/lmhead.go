@@ -45,7 +45,8 @@ func checkTargets(targets []int32, T, V int) {
 func (d *Device) LMHead(logprob, entropy, lse, h, w model.Buffer, targets []int32, T, C, V int) {
 	checkTargets(targets, T, V)
 	plp, pent, plse := f32(logprob, T, "LMHead logprob"), f32(entropy, T, "LMHead entropy"), f32(lse, T, "LMHead lse")
-	ph, pw := f32(h, T*C, "LMHead h"), f32(w, V*C, "LMHead w")
+	ph := f32(h, T*C, "LMHead h")
+	pw, wbf, es := weightArg(w, V*C, "LMHead w")
 	if T == 0 {
 		return
 	}
@@ -59,7 +60,7 @@ func (d *Device) LMHead(logprob, entropy, lse, h, w model.Buffer, targets []int3
 		n := min(rows, T-t0)
 		for v0 := 0; v0 < V; v0 += chunk {
 			m := min(chunk, V-v0)
-			d.gemm(false, true, n, m, C, 1, ph+uintptr(4*t0*C), C, pw+uintptr(4*v0*C), C, 0, z.ptr, m)
+			d.gemmW(false, true, n, m, C, 1, ph+uintptr(4*t0*C), C, pw+uintptr(es*v0*C), wbf, C, 0, z.ptr, m)
 			first := 0
 			if v0 == 0 {
 				first = 1
@@ -110,12 +111,13 @@ func (d *Device) LMHeadBackward(dh, dw, dlogprob, dentropy, h, w, lse, entropy m
 // rows are gathered (the embedding kernel, with h as the table), then one GEMM.
 func (d *Device) Logits(logits, h, w model.Buffer, rows []int32, C, V int) {
 	checkIDs(rows, h.Len()/C, "row")
-	pl, ph, pw := f32(logits, len(rows)*V, "Logits logits"), f32(h, -1, "Logits h"), f32(w, V*C, "Logits w")
+	pl, ph := f32(logits, len(rows)*V, "Logits logits"), f32(h, -1, "Logits h")
+	pw, wbf, _ := weightArg(w, V*C, "Logits w")
 	if len(rows) == 0 {
 		return
 	}
 	defer d.enter()()
 	g := d.scratchBuf("logits-rows", len(rows)*C, F32)
 	d.launch(kEmbeddingForward, grid1(len(rows)), grid1(min(256, roundUp(C, 32))), 0, argPtr(g.ptr), argPtr(d.ints("rows", rows)), argPtr(ph), argInt(C))
-	d.gemm(false, true, len(rows), V, C, 1, g.ptr, C, pw, C, 0, pl, V)
+	d.gemmW(false, true, len(rows), V, C, 1, g.ptr, C, pw, wbf, C, 0, pl, V)
 }

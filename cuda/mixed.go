@@ -24,13 +24,13 @@ import (
 //   - Upload and Copy into registered weights refresh their bf16 copy.
 //
 // RMSNorm, RoPE, attention (its softmax), SwiGLU, the residual adds and
-// the loss head (logprob, entropy, their backward) compute in float32 from
-// float32 storage, with the sums in float32 or double as before. A frozen
-// reference policy is a second model whose arena is registered too and
-// never stepped: it computes from its bf16 copy. Activations are bf16
-// where they enter a matmul but are kept as float32 between ops; storing
-// them as bf16 (half the activation memory) needs bf16 buffers through
-// model.Device, which the seam does not have.
+// the loss head (logprob, entropy, their backward) compute in float32,
+// with the sums in float32 or double as before. Storage is bf16 where the
+// model asks for compute storage (AllocCompute: the KV cache and the
+// residual stream) and for a frozen model's weights (AllocBF16,
+// frozen.go: the reference policy holds bf16 weights only, no float32
+// arena); other activations are float32 and rounded to bf16 where they
+// enter a matmul.
 //
 // Tolerances against the CPU device in float32 are in the package doc.
 
@@ -46,8 +46,13 @@ var kAdamWBF16 = kernel("adamw.cu", "adamw_update_bf16", 256)
 
 // UseBF16 gives the float32 weights w a bf16 compute copy and switches the
 // Device to mixed precision (see above). Registering the same buffer again
-// refreshes its copy. It satisfies model.MixedPrecision.
+// refreshes its copy; bf16 weights (AllocBF16) need no copy. It satisfies
+// model.MixedPrecision.
 func (d *Device) UseBF16(w model.Buffer) {
+	if x, ok := w.(Buffer); ok && x.dtype == BF16 {
+		d.mixed = true // a frozen bf16 model (frozen.go): its weights are the compute copy
+		return
+	}
 	pw := f32(w, -1, "UseBF16 weights")
 	defer d.enter()()
 	d.mixed = true
@@ -60,6 +65,17 @@ func (d *Device) UseBF16(w model.Buffer) {
 	c := weightCopy{base: pw, n: w.Len(), bf: d.alloc(w.Len(), BF16)}
 	d.launch(kToBF16, d.elementwiseGrid(c.n), grid1(256), 0, argPtr(c.bf.ptr), argPtr(pw), argInt64(c.n))
 	d.weights = append(d.weights, c)
+}
+
+// AllocCompute returns n zeroed values in the Device's compute storage:
+// bf16 once UseBF16 has switched it to mixed precision, float32 before.
+// It satisfies model.ComputeStorage; NewKVCache stores its keys and
+// values in it, which AttentionCached reads and writes in either type.
+func (d *Device) AllocCompute(n int) model.Buffer {
+	if d.Mixed() {
+		return d.AllocType(n, BF16)
+	}
+	return d.Alloc(n)
 }
 
 // Mixed reports whether UseBF16 has switched the Device to mixed precision.
@@ -159,4 +175,7 @@ func (d *Device) adamwMixed(pp, pg, pm, pv uintptr, n int, hp model.AdamWParams,
 
 func (c weightCopy) String() string { return fmt.Sprintf("%d weights at %#x", c.n, c.base) }
 
-var _ model.MixedPrecision = (*Device)(nil)
+var (
+	_ model.MixedPrecision = (*Device)(nil)
+	_ model.ComputeStorage = (*Device)(nil)
+)

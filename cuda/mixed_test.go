@@ -255,12 +255,12 @@ func TestGPUMixedTrainingTracksCPU(t *testing.T) {
 		moments = append(moments, [2]model.Buffer{d.Alloc(m.NumParams()), d.Alloc(m.NumParams())})
 	}
 	models[1].Dev.(model.MixedPrecision).UseBF16(models[1].Params)
-	ref, err := model.New(cfg, gpu, model.LMHeadOutput)
+	// The reference as rl.NewTrainer loads it on a mixed-precision device:
+	// frozen, bf16 weights only (frozen.go), rounded once from float32.
+	ref, err := models[1].CloneWith(model.LoadOptions{Frozen: true, DType: "bfloat16"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref.InitRandom(11)
-	gpu.UseBF16(ref.Params)
 	seqs := []int32{0, 40, 41, 97, 160}
 	tokens := make([]int32, 160)
 	for i := range tokens {

@@ -49,7 +49,7 @@ func allocPeak(t *testing.T, path string, from int64) (peak int64) {
 // allocation log (every cuMemAlloc and cuMemFree). On a Device of its own
 // it builds what cmd/train builds for GRPO: the policy with its bf16 copy
 // (useMixed: Device.UseBF16 on the fp32 arena the optimizer updates), AdamW,
-// and the frozen reference (fp32 arena, no gradients, and its bf16 copy).
+// and the frozen reference (bf16 weights only, no gradients).
 // Then a rollout as rl's device sampler runs it (model.Decoder: a prefill
 // step of the group leaders' prompts beside one-token decodes, then a
 // decode-only step through the step graph and device sampling), the
@@ -110,11 +110,13 @@ func TestGPUPlanMatchesEmuAllocLog(t *testing.T) {
 		}
 		policy.InitRandom(1)
 		d.UseBF16(policy.Params)
-		ref, err := policy.CloneWith(model.LoadOptions{Frozen: true, DType: "float32"})
+		// The reference as rl.NewTrainer loads it on a mixed-precision
+		// device: frozen, bf16 weights only (frozen.go).
+		ref, err := policy.CloneWith(model.LoadOptions{Frozen: true, DType: "bfloat16"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.UseBF16(ref.Params)
+		d.UseBF16(ref.Params) // what cmd/train's useMixed does: nothing more for bf16 weights
 		opt, err := optim.New(d, policy.Params, policy.Grads, optim.DefaultConfig(), 10)
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,12 @@ import (
 var (
 	kRMSNormForward  = kernel("rmsnorm.cu", "rmsnorm_forward", 1024)
 	kRMSNormBackward = kernel("rmsnorm.cu", "rmsnorm_backward", 1024)
+
+	// A bf16 input: the residual stream in compute storage under mixed
+	// precision (widened exactly as read; sums in float32).
+	kRMSNormForwardXBF16      = kernel("rmsnorm.cu", "rmsnorm_forward_xbf16", 1024)
+	kRMSNormForwardXBF16WBF16 = kernel("rmsnorm.cu", "rmsnorm_forward_xbf16_wbf16", 1024)
+	kRMSNormBackwardXBF16     = kernel("rmsnorm.cu", "rmsnorm_backward_xbf16", 1024)
 )
 
 // rmsnormThreads is the block size for a row of C values: one pass of
@@ -18,15 +24,30 @@ func rmsnormThreads(C int) int { return min(1024, max(32, roundUp(min(C, 1024), 
 // RMSNorm: out = inp·rsqrt(mean(inp²)+eps)·w per row; rstd[rows] saved.
 func (d *Device) RMSNorm(out, rstd, inp, w model.Buffer, rows, C int, eps float32) {
 	po, pr := f32(out, rows*C, "RMSNorm out"), f32(rstd, rows, "RMSNorm rstd")
-	px, pw := f32(inp, rows*C, "RMSNorm inp"), f32(w, C, "RMSNorm w")
+	px, xbf, _ := weightArg(inp, rows*C, "RMSNorm inp")
+	pw, wbf, _ := weightArg(w, C, "RMSNorm w")
+	k := kRMSNormForward
+	switch {
+	case xbf && wbf:
+		k = kRMSNormForwardXBF16WBF16
+	case xbf: // the residual stream in bf16
+		k = kRMSNormForwardXBF16
+	case wbf:
+		k = kRMSNormForwardWBF16 // a frozen bf16 model's weight (frozen.go)
+	}
 	defer d.enter()()
-	d.launch(kRMSNormForward, grid1(rows), grid1(rmsnormThreads(C)), 0, argPtr(po), argPtr(pr), argPtr(px), argPtr(pw), argInt(rows), argInt(C), argFloat(eps))
+	d.launch(k, grid1(rows), grid1(rmsnormThreads(C)), 0, argPtr(po), argPtr(pr), argPtr(px), argPtr(pw), argInt(rows), argInt(C), argFloat(eps))
 }
 
 // RMSNormBackward sets dinp and accumulates dw.
 func (d *Device) RMSNormBackward(dinp, dw, dout, inp, w, rstd model.Buffer, rows, C int) {
 	pdx, pdw := f32(dinp, rows*C, "RMSNormBackward dinp"), f32(dw, C, "RMSNormBackward dw")
-	pdy, px := f32(dout, rows*C, "RMSNormBackward dout"), f32(inp, rows*C, "RMSNormBackward inp")
+	pdy := f32(dout, rows*C, "RMSNormBackward dout")
+	px, xbf, _ := weightArg(inp, rows*C, "RMSNormBackward inp")
+	k := kRMSNormBackward
+	if xbf {
+		k = kRMSNormBackwardXBF16 // the residual stream in bf16
+	}
 	pw, pr := f32(w, C, "RMSNormBackward w"), f32(rstd, rows, "RMSNormBackward rstd")
 	defer d.enter()()
 	smem := 4 * C
@@ -34,5 +55,5 @@ func (d *Device) RMSNormBackward(dinp, dw, dout, inp, w, rstd model.Buffer, rows
 		panic(fmt.Sprintf("cuda: RMSNormBackward keeps a row of %d floats in shared memory; the GPU allows %d bytes", C, d.smemOptin))
 	}
 	blocks := min(rows, 2*max(d.sms, 1))
-	d.launch(kRMSNormBackward, grid1(blocks), grid1(rmsnormThreads(C)), smem, argPtr(pdx), argPtr(pdw), argPtr(pdy), argPtr(px), argPtr(pw), argPtr(pr), argInt(rows), argInt(C))
+	d.launch(k, grid1(blocks), grid1(rmsnormThreads(C)), smem, argPtr(pdx), argPtr(pdw), argPtr(pdy), argPtr(px), argPtr(pw), argPtr(pr), argInt(rows), argInt(C))
 }

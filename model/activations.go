@@ -9,6 +9,14 @@ type activations struct {
 	saved  bool
 	arena  Buffer
 
+	// On a device with compute storage (ComputeStorage: bf16 on CUDA under
+	// mixed precision) the residual stream, xs and each layer's xmid, is a
+	// second arena in it, as PyTorch autocast keeps the hidden states in
+	// bf16; the ops reading it widen it and accumulate in float32. resid
+	// is nil on other devices (the CPU), whose layout is unchanged.
+	resid Buffer
+	rcap  int
+
 	xs     []Buffer // [L+1][T, C] residual stream: input of layer l, x(L) the last output
 	layers []layerActs
 	tmp    Buffer // [T, C] branch output before the residual add; scratch in the backward
@@ -131,25 +139,38 @@ func ensureActivations(old *activations, dev Device, d dims, T int, saved, resid
 		4*T + // head outputs
 		tb*d.C*2 + tb*d.QKV + tb*d.Q + tb*2*d.I + tb*d.I + 3*tb + // backward scratch
 		qkNormScratch(d, T)
+	cs, split := dev.(ComputeStorage)
+	rsize := 0
+	if split {
+		rsize = nx*T*d.C + nl*T*d.C // xs and each layer's xmid
+		size -= rsize
+	}
 	a := old
-	if a == nil || a.cap < size {
+	if a == nil || a.cap < size || a.rcap < rsize {
 		if a != nil {
-			dev.Free(a.arena)
+			a.free(dev)
 		}
 		a = &activations{arena: dev.Alloc(size), cap: size}
+		if split {
+			a.resid, a.rcap = cs.AllocCompute(rsize), rsize
+		}
 	}
 	a.T, a.saved = T, saved
-	off := 0
+	off, roff := 0, 0
 	take := func(n int) Buffer { b := a.arena.Slice(off, n); off += n; return b }
+	takeR := take
+	if split {
+		takeR = func(n int) Buffer { b := a.resid.Slice(roff, n); roff += n; return b }
+	}
 	a.xs = a.xs[:0]
 	for l := 0; l < nx; l++ {
-		a.xs = append(a.xs, take(T*d.C))
+		a.xs = append(a.xs, takeR(T*d.C))
 	}
 	a.layers = a.layers[:0]
 	for l := 0; l < nl; l++ {
 		a.layers = append(a.layers, layerActs{
 			ln1: take(T * d.C), rstd1: take(T), qkv: take(T * d.QKV), att: take(T * d.Q),
-			lse: take(d.NH * T), xmid: take(T * d.C), ln2: take(T * d.C), rstd2: take(T),
+			lse: take(d.NH * T), xmid: takeR(T * d.C), ln2: take(T * d.C), rstd2: take(T),
 			gu: take(T * 2 * d.I), act: take(T * d.I),
 		})
 		if d.qkNorm {
@@ -168,8 +189,16 @@ func ensureActivations(old *activations, dev Device, d dims, T int, saved, resid
 			a.toBlocked, a.toInter = headPermutations(d, T)
 		}
 	}
-	if off != size {
+	if off != size || roff != rsize {
 		panic("model: activation arena size and views disagree")
 	}
 	return a
+}
+
+// free releases the arena and the residual arena beside it.
+func (a *activations) free(dev Device) {
+	dev.Free(a.arena)
+	if a.resid != nil {
+		dev.Free(a.resid)
+	}
 }

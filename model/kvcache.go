@@ -12,12 +12,17 @@ type KVCache struct {
 	kvw           int
 }
 
-// NewKVCache allocates a cache of slots sequences of up to maxLen tokens.
+// NewKVCache allocates a cache of slots sequences of up to maxLen tokens,
+// in the device's compute storage where it has one (ComputeStorage).
 func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
 	c := &KVCache{Slots: slots, MaxLen: maxLen, Lens: make([]int32, slots), kvw: m.d.KV}
+	alloc := m.Dev.Alloc
+	if cs, ok := m.Dev.(ComputeStorage); ok {
+		alloc = cs.AllocCompute // bf16 under mixed precision
+	}
 	for l := 0; l < m.d.L; l++ {
-		c.K = append(c.K, m.Dev.Alloc(slots*maxLen*m.d.KV))
-		c.V = append(c.V, m.Dev.Alloc(slots*maxLen*m.d.KV))
+		c.K = append(c.K, alloc(slots*maxLen*m.d.KV))
+		c.V = append(c.V, alloc(slots*maxLen*m.d.KV))
 	}
 	return c
 }
@@ -112,7 +117,7 @@ func (m *Model) stepInto(c *KVCache, chunks []Chunk, logits Buffer, run func(key
 	a := ensureActivations(m.stepActs, dev, d, T, false, false)
 	m.stepActs = a
 	if !m.train && m.acts != nil {
-		dev.Free(m.acts.arena) // decoding: a scoring arena is not needed again before the next Forward
+		m.acts.free(dev) // decoding: a scoring arena is not needed again before the next Forward
 		m.acts = nil
 	}
 	a.pos = make([]int32, 0, T)
@@ -133,7 +138,7 @@ func (m *Model) stepInto(c *KVCache, chunks []Chunk, logits Buffer, run func(key
 	}
 	if run == nil {
 		work()
-	} else if err := run(fmt.Sprintf("step T=%d acts=%v logits=%v cache=%v", T, a.arena, logits, c.K[0]), work); err != nil {
+	} else if err := run(fmt.Sprintf("step T=%d weights=%v acts=%v %v logits=%v cache=%v %v", T, m.Params, a.arena, a.resid, logits, c.K[0], c.V[len(c.V)-1]), work); err != nil {
 		return err
 	}
 	for j := range chunks {

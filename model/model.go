@@ -415,7 +415,7 @@ func (m *Model) headNormBackward(a *activations, s layerActs, w, g layerParams) 
 // not just dropped).
 func (m *Model) dropStepScratch() {
 	if m.stepActs != nil {
-		m.Dev.Free(m.stepActs.arena)
+		m.stepActs.free(m.Dev)
 	}
 	m.stepActs = nil
 }

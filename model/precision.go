@@ -12,6 +12,19 @@ type MixedPrecision interface {
 	UseBF16(weights Buffer)
 }
 
+// ComputeStorage is a device that can store values in the precision it
+// computes in: AllocCompute returns n zeroed values stored as bf16 on a
+// CUDA device in mixed precision (half the memory), and float32 otherwise.
+// The model stores its KV cache (NewKVCache) and its residual stream (the
+// activation arena's x and xmid views) there, so a mixed-precision run
+// keeps them in bf16, as it computes; such a buffer goes only to the ops
+// that read or write those (AttentionCached's kc and vc; Add's out and a,
+// RMSNorm's and RMSNormBackward's inp, Embedding's out) and to Copy and
+// Free. The CPU device does not implement it: its path is unchanged.
+type ComputeStorage interface {
+	AllocCompute(n int) Buffer
+}
+
 // DeviceSampler is a device that draws tokens from logits it holds, so a
 // decode step moves a token id and its log-probability per row instead of
 // a row of V logits. SampleRows draws row r of logits[rows, V] from the

@@ -228,16 +228,16 @@ func (e *Engine) loop() {
 			chunks = append(chunks, model.Chunk{Slot: j.slot, Tokens: j.pending})
 		}
 		e.hold.Lock()
-		logits, err := e.policy.Feed(chunks)
+		toks, err := e.feed(active, chunks, V, &scratch)
 		e.hold.Unlock()
 		if err != nil {
 			fail(fmt.Errorf("rl: policy forward: %w", err))
 			return
 		}
+		k := 0
 		active = slices.DeleteFunc(active, func(j *genJob) bool {
-			row := logits[0:V]
-			logits = logits[V:]
-			tok := sampleGen(row, &j.req, j.rng, &scratch)
+			tok := toks[k]
+			k++
 			j.gen.Tokens = append(j.gen.Tokens, tok)
 			halt := j.onToken != nil && j.onToken(tok)
 			switch {
@@ -254,6 +254,25 @@ func (e *Engine) loop() {
 			return true
 		})
 	}
+}
+
+// feed runs one step of the active requests' chunks and draws each one's
+// next token: on the device when the policy samples there (enginedevice.go),
+// otherwise from the logits brought to the host, with each request's own
+// random stream.
+func (e *Engine) feed(active []*genJob, chunks []model.Chunk, V int, scratch *[]int32) ([]GenToken, error) {
+	if dp, ok := e.policy.(DeviceSamplingPolicy); ok && dp.SamplesOnDevice() {
+		return sampleOnDevice(dp, active, chunks, V)
+	}
+	logits, err := e.policy.Feed(chunks)
+	if err != nil {
+		return nil, err
+	}
+	toks := make([]GenToken, len(active))
+	for i, j := range active {
+		toks[i] = sampleGen(logits[i*V:(i+1)*V], &j.req, j.rng, scratch)
+	}
+	return toks, nil
 }
 
 // sampleGen draws one token and, when asked, its model log-probabilities.

@@ -73,8 +73,13 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 	}
 	if t.Ref = s.Ref; cfg.NeedsRef() && t.Ref == nil {
 		// Frozen: no gradient arena, and bf16 storage when the folder is
-		// bf16 (lossless).
+		// bf16 (lossless), or always on a device computing in mixed
+		// precision, which would read only a bf16 copy of float32 weights
+		// (the CUDA device: float32 sources are rounded once, at load).
 		opts := model.LoadOptions{Frozen: true, DType: "auto"}
+		if mp, ok := s.Policy.Dev.(interface{ Mixed() bool }); ok && mp.Mixed() {
+			opts.DType = "bfloat16"
+		}
 		if t.Ref, err = model.LoadWith(s.RefDir, s.Policy.Dev, model.LMHeadOutput, opts); err != nil {
 			return nil, err
 		}

@@ -58,3 +58,38 @@ extern "C" __global__ void __launch_bounds__(256) adamw_update_bf16(float* p, bf
         pb[i] = float_to_bf16(np);
     }
 }
+
+// float_to_bf16_stochastic rounds f to one of its two bf16 neighbours with
+// the probability that makes the result unbiased; r supplies 16 random
+// bits. Moments stored as bf16 need it: with round-to-nearest an update
+// smaller than half a bf16 step would never change the stored value.
+__device__ __forceinline__ bf16 float_to_bf16_stochastic(float f, unsigned int r) {
+    unsigned int b = __float_as_uint(f);
+    if ((b & 0x7fffffffu) >= 0x7f800000u) return float_to_bf16(f);
+    b += r & 0xffffu;
+    return (bf16)(b >> 16);
+}
+
+// adamw_update with both moments stored as bf16 (optim state_dtype
+// bfloat16), the CPU device's adamWBF16 step for step: the update in double
+// from the widened moments, each moment rounded stochastically with random
+// bits that hash the step's seed and the element index (so a run is
+// reproducible and every element draws independently), the master weight
+// rounded to float. pb, when not null, is the weights' bf16 compute copy,
+// written in the same pass as adamw_update_bf16 does.
+extern "C" __global__ void __launch_bounds__(256) adamw_update_mbf16(float* p, bf16* pb, const float* g, bf16* m, bf16* v, long long n,
+                                                                     double lr, double beta1, double beta2, double eps, double wd,
+                                                                     double c1, double c2, double gscale, unsigned long long seed) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        double gi = (double)g[i] * gscale;
+        double mi = beta1 * (double)bf16_to_float(m[i]) + (1.0 - beta1) * gi;
+        double vi = beta2 * (double)bf16_to_float(v[i]) + (1.0 - beta2) * gi * gi;
+        unsigned long long r = mix64(seed ^ (unsigned long long)i);
+        m[i] = float_to_bf16_stochastic((float)mi, (unsigned int)r);
+        v[i] = float_to_bf16_stochastic((float)vi, (unsigned int)(r >> 32));
+        double pi = (double)p[i];
+        float np = (float)(pi - lr * ((mi / c1) / (sqrt(vi / c2) + eps) + wd * pi));
+        p[i] = np;
+        if (pb != 0) pb[i] = float_to_bf16(np);
+    }
+}

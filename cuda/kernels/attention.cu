@@ -18,9 +18,13 @@
 #define BK 32
 #define MAXD 8  // head size ≤ 32·MAXD = 256
 
-extern "C" __global__ void __launch_bounds__(256) attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
-                                             const int4* tiles, int ldq, int ldkv, int ldo, int T, int NH, int KVH,
-                                             int HS, float scale) {
+// KV is the storage of k and v: float, or bf16 for a KV cache stored in
+// bf16 under mixed precision (attention_forward_kvbf16); scores, softmax
+// and the output accumulate in float either way.
+template <typename KV>
+__device__ __forceinline__ void attention_forward_t(float* out, float* lse, const float* q, const KV* k, const KV* v,
+                                                    const int4* tiles, int ldq, int ldkv, int ldo, int T, int NH, int KVH,
+                                                    int HS, float scale) {
     extern __shared__ float smem[];
     int HSP = HS + 1;  // padded rows: lane j reading row j hits distinct banks
     float* Ks = smem;
@@ -45,8 +49,8 @@ extern "C" __global__ void __launch_bounds__(256) attention_forward(float* out, 
         for (int e = threadIdx.x; e < nt * HS; e += blockDim.x) {
             int r = e / HS, d = e - r * HS;
             long long src = (long long)(tile.z + j0 + r) * ldkv + kvh * HS + d;
-            Ks[r * HSP + d] = k[src];
-            Vs[r * HSP + d] = v[src];
+            Ks[r * HSP + d] = load_f(k, src);
+            Vs[r * HSP + d] = load_f(v, src);
         }
         __syncthreads();
         if (!active || j0 >= nk) continue;
@@ -82,6 +86,18 @@ extern "C" __global__ void __launch_bounds__(256) attention_forward(float* out, 
         }
         if (lse != 0 && lane == 0) lse[(long long)h * T + tq] = m + logf(l);
     }
+}
+
+extern "C" __global__ void __launch_bounds__(256) attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
+                                             const int4* tiles, int ldq, int ldkv, int ldo, int T, int NH, int KVH,
+                                             int HS, float scale) {
+    attention_forward_t(out, lse, q, k, v, tiles, ldq, ldkv, ldo, T, NH, KVH, HS, scale);
+}
+
+extern "C" __global__ void __launch_bounds__(256) attention_forward_kvbf16(float* out, float* lse, const float* q, const bf16* k,
+                                                    const bf16* v, const int4* tiles, int ldq, int ldkv, int ldo, int T,
+                                                    int NH, int KVH, int HS, float scale) {
+    attention_forward_t(out, lse, q, k, v, tiles, ldq, ldkv, ldo, T, NH, KVH, HS, scale);
 }
 
 // dQ = dS·K with dS = P ⊙ (dO·Vᵀ − D)·scale, P = e^(S − lse) and

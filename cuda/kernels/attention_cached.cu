@@ -4,16 +4,29 @@
 #include "common.cuh"
 
 // One thread per (row, column < kvw). dst[t] is the cache row of packed row t.
-extern "C" __global__ void __launch_bounds__(256) kv_cache_write(float* kc, float* vc, const float* k, const float* v, const int* dst,
-                                          int T, int ldkv, int kvw) {
+// KV is the cache's storage: float, or bf16 (rounded to nearest even) for
+// a cache stored in bf16 under mixed precision.
+template <typename KV>
+__device__ __forceinline__ void kv_cache_write_t(KV* kc, KV* vc, const float* k, const float* v, const int* dst, int T, int ldkv,
+                                                 int kvw) {
     long long n = (long long)T * kvw;
     for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < n; e += (long long)gridDim.x * blockDim.x) {
         long long t = e / kvw;
         int c = (int)(e - t * kvw);
         long long d = (long long)dst[t] * kvw + c;
-        kc[d] = k[t * ldkv + c];
-        vc[d] = v[t * ldkv + c];
+        store_f(kc, d, k[t * ldkv + c]);
+        store_f(vc, d, v[t * ldkv + c]);
     }
+}
+
+extern "C" __global__ void __launch_bounds__(256) kv_cache_write(float* kc, float* vc, const float* k, const float* v, const int* dst,
+                                          int T, int ldkv, int kvw) {
+    kv_cache_write_t(kc, vc, k, v, dst, T, ldkv, kvw);
+}
+
+extern "C" __global__ void __launch_bounds__(256) kv_cache_write_bf16(bf16* kc, bf16* vc, const float* k, const float* v,
+                                                                      const int* dst, int T, int ldkv, int kvw) {
+    kv_cache_write_t(kc, vc, k, v, dst, T, ldkv, kvw);
 }
 
 #define DBK 32   // keys per shared-memory tile
@@ -25,9 +38,9 @@ extern "C" __global__ void __launch_bounds__(256) kv_cache_write(float* kc, floa
 // by reading the cache; the generic kernel would read it once per query
 // head). Row t sees cache rows base[t] .. base[t] + nkeys[t] − 1; rows is an
 // int2 per packed row: (first cache row of its slot, keys it sees).
-extern "C" __global__ void __launch_bounds__(512) attention_decode(float* out, const float* q, const float* kc, const float* vc,
-                                                                   const int2* rows, int ldq, int kvw, int ldo, int NH,
-                                                                   int KVH, int HS, float scale) {
+template <typename KV>
+__device__ __forceinline__ void attention_decode_t(float* out, const float* q, const KV* kc, const KV* vc, const int2* rows, int ldq,
+                                                   int kvw, int ldo, int NH, int KVH, int HS, float scale) {
     extern __shared__ float smem[];
     int HSP = HS + 1;
     float* Ks = smem;
@@ -48,8 +61,8 @@ extern "C" __global__ void __launch_bounds__(512) attention_decode(float* out, c
         for (int e = threadIdx.x; e < nt * HS; e += blockDim.x) {
             int rr = e / HS, d = e - rr * HS;
             long long src = (long long)(r.x + j0 + rr) * kvw + kvh * HS + d;
-            Ks[rr * HSP + d] = kc[src];
-            Vs[rr * HSP + d] = vc[src];
+            Ks[rr * HSP + d] = load_f(kc, src);
+            Vs[rr * HSP + d] = load_f(vc, src);
         }
         __syncthreads();
         float s = NEG_INF;
@@ -80,4 +93,18 @@ extern "C" __global__ void __launch_bounds__(512) attention_decode(float* out, c
         int d = lane + 32 * i;
         if (d < HS) out[(long long)t * ldo + h * HS + d] = acc[i] * inv;
     }
+}
+
+extern "C" __global__ void __launch_bounds__(512) attention_decode(float* out, const float* q, const float* kc, const float* vc,
+                                                                   const int2* rows, int ldq, int kvw, int ldo, int NH,
+                                                                   int KVH, int HS, float scale) {
+    attention_decode_t(out, q, kc, vc, rows, ldq, kvw, ldo, NH, KVH, HS, scale);
+}
+
+// The same over a bf16 cache: keys and values widen exactly as they are
+// read; scores, softmax and the output accumulate in float.
+extern "C" __global__ void __launch_bounds__(512) attention_decode_kvbf16(float* out, const float* q, const bf16* kc, const bf16* vc,
+                                                                          const int2* rows, int ldq, int kvw, int ldo, int NH,
+                                                                          int KVH, int HS, float scale) {
+    attention_decode_t(out, q, kc, vc, rows, ldq, kvw, ldo, NH, KVH, HS, scale);
 }

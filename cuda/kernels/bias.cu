@@ -2,13 +2,23 @@
 // its backward, the column sums of the gradient (accumulated, +=).
 #include "common.cuh"
 
-extern "C" __global__ void __launch_bounds__(256) bias_forward(float* out, int ldo, const float* bias, int rows, int cols) {
+// B is the bias's storage: float, or bf16 for a frozen model stored in bf16.
+template <typename B>
+__device__ __forceinline__ void bias_forward_t(float* out, int ldo, const B* bias, int rows, int cols) {
     long long n = (long long)rows * cols;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
         long long r = i / cols;
         int c = (int)(i - r * cols);
-        out[r * ldo + c] += bias[c];
+        out[r * ldo + c] += load_f(bias, c);
     }
+}
+
+extern "C" __global__ void __launch_bounds__(256) bias_forward(float* out, int ldo, const float* bias, int rows, int cols) {
+    bias_forward_t(out, ldo, bias, rows, cols);
+}
+
+extern "C" __global__ void __launch_bounds__(256) bias_forward_bf16(float* out, int ldo, const bf16* bias, int rows, int cols) {
+    bias_forward_t(out, ldo, bias, rows, cols);
 }
 
 // Block (32, 8): threadIdx.x picks a column of a 32-column strip (so a warp

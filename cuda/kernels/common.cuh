@@ -20,6 +20,24 @@ __device__ __forceinline__ bf16 float_to_bf16(float f) {
     return (bf16)(u >> 16);
 }
 
+// load_f widens element i of a float or bf16 array: kernels templated on
+// their storage type read both with one body.
+__device__ __forceinline__ float load_f(const float* p, long long i) { return p[i]; }
+__device__ __forceinline__ float load_f(const bf16* p, long long i) { return bf16_to_float(p[i]); }
+
+// store_f writes a float into a float array, or rounds it into a bf16 one.
+__device__ __forceinline__ void store_f(float* p, long long i, float x) { p[i] = x; }
+__device__ __forceinline__ void store_f(bf16* p, long long i, float x) { p[i] = float_to_bf16(x); }
+
+// mix64 is splitmix64's finaliser: a well-spread hash of x (the samplers'
+// random numbers, the stochastic rounding of bf16 AdamW moments).
+__device__ __forceinline__ unsigned long long mix64(unsigned long long x) {
+    x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27; x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+}
+
 #define NEG_INF (__int_as_float(0xff800000))
 
 __device__ __forceinline__ float warp_sum(float v) {

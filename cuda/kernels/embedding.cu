@@ -2,12 +2,32 @@
 // dtable[ids[t]] += dout[t] (atomic: a token may repeat in a batch).
 #include "common.cuh"
 
-// One block per token.
-extern "C" __global__ void __launch_bounds__(256) embedding_forward(float* out, const int* ids, const float* table, int C) {
+// One block per token. T is the table's storage and O the output's: float,
+// or bf16 for a frozen model's table stored in bf16 (widened exactly) and
+// for an output on the residual stream stored in bf16 under mixed
+// precision (rounded to nearest even).
+template <typename T, typename O>
+__device__ __forceinline__ void embedding_forward_t(O* out, const int* ids, const T* table, int C) {
     int t = blockIdx.x;
-    const float* src = table + (long long)ids[t] * C;
-    float* dst = out + (long long)t * C;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) dst[c] = src[c];
+    const T* src = table + (long long)ids[t] * C;
+    O* dst = out + (long long)t * C;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) store_f(dst, c, load_f(src, c));
+}
+
+extern "C" __global__ void __launch_bounds__(256) embedding_forward(float* out, const int* ids, const float* table, int C) {
+    embedding_forward_t(out, ids, table, C);
+}
+
+extern "C" __global__ void __launch_bounds__(256) embedding_forward_bf16(float* out, const int* ids, const bf16* table, int C) {
+    embedding_forward_t(out, ids, table, C);
+}
+
+extern "C" __global__ void __launch_bounds__(256) embedding_forward_obf16(bf16* out, const int* ids, const float* table, int C) {
+    embedding_forward_t(out, ids, table, C);
+}
+
+extern "C" __global__ void __launch_bounds__(256) embedding_forward_bf16_obf16(bf16* out, const int* ids, const bf16* table, int C) {
+    embedding_forward_t(out, ids, table, C);
 }
 
 extern "C" __global__ void __launch_bounds__(256) embedding_backward(float* dtable, const float* dout, const int* ids, int C) {

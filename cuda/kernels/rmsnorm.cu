@@ -3,44 +3,80 @@
 // Backward: dx = r·(w⊙dy − n·mean(n⊙w⊙dy)), dw += Σ_rows dy⊙n.
 #include "common.cuh"
 
-// One block per row.
-extern "C" __global__ void __launch_bounds__(1024) rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int rows, int C, float eps) {
+// One block per row. X is the input's storage and W the weight's: float,
+// or bf16 for an input on the residual stream stored in bf16 under mixed
+// precision (AllocCompute) and for a frozen model's weight stored in bf16;
+// bf16 values widen exactly as read, and the sum of squares accumulates in
+// float either way.
+template <typename X, typename W>
+__device__ __forceinline__ void rmsnorm_forward_t(float* out, float* rstd, const X* inp, const W* w, int rows, int C, float eps) {
     __shared__ float scratch[32];
     int t = blockIdx.x;
-    const float* x = inp + (long long)t * C;
+    const X* x = inp + (long long)t * C;
     float ss = 0.0f;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) ss += x[c] * x[c];
+    for (int c = threadIdx.x; c < C; c += blockDim.x) ss += load_f(x, c) * load_f(x, c);
     ss = block_sum(ss, scratch);
     float r = 1.0f / sqrtf(ss / (float)C + eps);
     if (threadIdx.x == 0) rstd[t] = r;
     float* y = out + (long long)t * C;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) y[c] = (x[c] * r) * w[c];
+    for (int c = threadIdx.x; c < C; c += blockDim.x) y[c] = (load_f(x, c) * r) * load_f(w, c);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int rows, int C, float eps) {
+    rmsnorm_forward_t(out, rstd, inp, w, rows, C, eps);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_forward_wbf16(float* out, float* rstd, const float* inp, const bf16* w, int rows, int C,
+                                                                         float eps) {
+    rmsnorm_forward_t(out, rstd, inp, w, rows, C, eps);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_forward_xbf16(float* out, float* rstd, const bf16* inp, const float* w, int rows, int C,
+                                                                         float eps) {
+    rmsnorm_forward_t(out, rstd, inp, w, rows, C, eps);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_forward_xbf16_wbf16(float* out, float* rstd, const bf16* inp, const bf16* w, int rows,
+                                                                               int C, float eps) {
+    rmsnorm_forward_t(out, rstd, inp, w, rows, C, eps);
 }
 
 // A grid of G blocks strides over the rows; each block keeps its share of
 // dw in shared memory (C floats, dynamic) and adds it to dw once at the
-// end, so dw sees G·C atomic adds instead of rows·C.
-extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, const float* rstd, int rows, int C) {
+// end, so dw sees G·C atomic adds instead of rows·C. X is the input's
+// storage, as in the forward (rmsnorm_backward_xbf16).
+template <typename X>
+__device__ __forceinline__ void rmsnorm_backward_t(float* dinp, float* dw, const float* dout, const X* inp, const float* w, const float* rstd,
+                                                   int rows, int C) {
     extern __shared__ float acc[];
     __shared__ float scratch[32];
     for (int c = threadIdx.x; c < C; c += blockDim.x) acc[c] = 0.0f;
     for (int t = blockIdx.x; t < rows; t += gridDim.x) {
-        const float* x = inp + (long long)t * C;
+        const X* x = inp + (long long)t * C;
         const float* dy = dout + (long long)t * C;
         float r = rstd[t];
         float dot = 0.0f;
         for (int c = threadIdx.x; c < C; c += blockDim.x) {
-            float n = x[c] * r;
+            float n = load_f(x, c) * r;
             dot += n * (w[c] * dy[c]);
             acc[c] += dy[c] * n;
         }
         dot = block_sum(dot, scratch) / (float)C;
         float* dx = dinp + (long long)t * C;
         for (int c = threadIdx.x; c < C; c += blockDim.x) {
-            float n = x[c] * r;
+            float n = load_f(x, c) * r;
             dx[c] = r * (w[c] * dy[c] - n * dot);
         }
     }
     __syncthreads();
     for (int c = threadIdx.x; c < C; c += blockDim.x) atomicAdd(dw + c, acc[c]);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, const float* rstd, int rows, int C) {
+    rmsnorm_backward_t(dinp, dw, dout, inp, w, rstd, rows, C);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_xbf16(float* dinp, float* dw, const float* dout, const bf16* inp, const float* w,
+                                                                          const float* rstd, int rows, int C) {
+    rmsnorm_backward_t(dinp, dw, dout, inp, w, rstd, rows, C);
 }

@@ -8,13 +8,6 @@
 // to the lowest id, with logprob 0, as model.SampleToken does.
 #include "common.cuh"
 
-__device__ __forceinline__ unsigned long long mix64(unsigned long long x) {
-    x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27; x *= 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    return x;
-}
-
 // uniform in (0, 1), never 0 or 1: 24 random bits, offset by half a step.
 __device__ __forceinline__ float uniform01(unsigned long long seed, int row, int v) {
     unsigned long long h = mix64(seed ^ mix64(((unsigned long long)row << 32) | (unsigned int)v));

@@ -10,7 +10,8 @@
 // AttachLoRA's adapters; NewKVCache; the activation arenas of Forward and
 // Step, with the automatic recomputation bound; optim.New's AdamW moments
 // in their state dtype) and, for "bf16-mixed", the CUDA device's
-// Device.UseBF16 copies; TestPlanMatchesCPUAllocations checks them against
+// Device.UseBF16 copies, its bf16 KV cache (AllocCompute) and its frozen
+// bf16 reference (AllocBF16: no fp32 arena); TestPlanMatchesCPUAllocations checks them against
 // what the CPU device really allocates, and cuda's
 // TestGPUPlanMatchesEmuAllocLog checks a "bf16-mixed" plan, with the CUDA
 // device's own scratch, against the emulator's allocation log. Errors:
@@ -212,8 +213,8 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		case lora:
 			detail = "the frozen base itself (no weights of its own)"
 		case mixed:
-			ref = P*4 + P*2
-			detail = "frozen (no gradients): fp32 arena and its bf16 compute copy"
+			ref = P * 2
+			detail = "frozen (no gradients), bf16 weights only (cuda AllocBF16: fp32 sources rounded once at load)"
 		case s.RefBF16:
 			ref = P * 2
 			detail = "frozen (no gradients), weights stored as bf16"
@@ -221,7 +222,7 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 			ref = P * 4
 			detail = "frozen (no gradients), fp32 weights"
 		}
-		ref += sh.acts(T, false, false) * 4
+		ref += s.actBytes(sh, T, false, false)
 		add("reference policy", ref, "%s, plus scoring activations at %d tokens", detail, T)
 	}
 	if s.BaseModel {
@@ -242,18 +243,24 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		st, sc, how := s.moments(C, csb)
 		dpScratch += sc
 		cg, _ := s.grads(sh, C, false, true)
-		add("critic", C*4+cg+st+sh.acts(T, sh.saves(T, s.Recompute), true)*4,
+		add("critic", C*4+cg+st+s.actBytes(sh, T, sh.saves(T, s.Recompute), true),
 			"value model: fp32 weights, gradients, AdamW%s, training activations at %d tokens", how, T)
 	}
 	if s.RolloutSlots > 0 {
-		kv := 2 * int64(sh.L) * int64(s.RolloutSlots) * int64(s.MaxContext) * int64(sh.KV) * 4
-		add("KV cache", kv, "%d slots × %d positions × %d layers × K and V × %d, fp32", s.RolloutSlots, s.MaxContext, sh.L, sh.KV)
+		// Mixed precision stores the cache in bf16 (cuda AllocCompute, which
+		// model.NewKVCache uses); attention widens it and accumulates in fp32.
+		kvb, kvt := int64(4), "fp32"
+		if mixed {
+			kvb, kvt = 2, "bf16"
+		}
+		kv := 2 * int64(sh.L) * int64(s.RolloutSlots) * int64(s.MaxContext) * int64(sh.KV) * kvb
+		add("KV cache", kv, "%d slots × %d positions × %d layers × K and V × %d, %s", s.RolloutSlots, s.MaxContext, sh.L, sh.KV, kvt)
 		add("rollout step activations", s.stepBytes(sh),
 			"%d tokens per step (each group's leader prefills while the rest decode), logits of %d rows", s.stepTokens(), s.RolloutSlots)
 	}
-	// Activations are float32 on every device (the Device seam has no bf16
-	// activation buffers): mixed precision rounds them only on their way
-	// into a matmul.
+	// Activations are float32, except the residual stream under mixed
+	// precision (actBytes). The KV cache and a frozen reference are bf16
+	// under it too.
 	if s.Train {
 		what := "every layer's activations saved"
 		switch {
@@ -262,9 +269,9 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		case !sh.saves(T, false):
 			what = fmt.Sprintf("recomputation (on by itself: saved layers would exceed %d GiB)", autoRecomputeBytes/GiB)
 		}
-		add("activations", sh.acts(T, sh.saves(T, s.Recompute), true)*4, "training micro-batch of %d tokens, %s", T, what)
+		add("activations", s.actBytes(sh, T, sh.saves(T, s.Recompute), true), "training micro-batch of %d tokens, %s%s", T, what, s.residDetail())
 	} else if T > 0 {
-		add("activations", sh.acts(T, false, false)*4, "scoring forward of %d tokens", T)
+		add("activations", s.actBytes(sh, T, false, false), "scoring forward of %d tokens%s", T, s.residDetail())
 	}
 	if it, ok := s.dpItem(dpScratch); ok && s.Train {
 		p.Items = append(p.Items, it)
@@ -277,6 +284,34 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 	return p, nil
 }
 
+// actBytes is the bytes of an activation arena (shape.acts) of T tokens.
+// Under mixed precision the residual stream, every residual kept (L+1, or
+// two alternating without a backward) and each saved layer's xmid, is a
+// second arena in the CUDA device's compute storage, bf16
+// (model.ComputeStorage, activations.go): 2 bytes a value, 4 for the rest.
+func (s Settings) actBytes(sh shape, T int, saved, train bool) int64 {
+	n := sh.acts(T, saved, train)
+	if s.Precision != "bf16-mixed" {
+		return n * 4
+	}
+	nx, nl := int64(2), int64(1)
+	if train || sh.L+1 < 2 {
+		nx = int64(sh.L + 1)
+	}
+	if saved {
+		nl = int64(sh.L)
+	}
+	r := (nx + nl) * int64(T) * int64(sh.C)
+	return (n-r)*4 + r*2
+}
+
+func (s Settings) residDetail() string {
+	if s.Precision != "bf16-mixed" {
+		return ""
+	}
+	return " (residual stream in bf16)"
+}
+
 // stepTokens bounds the tokens of one rollout step: every group's leader
 // prefills its prompt while every other slot decodes one token.
 // stepBytes is what one rollout step's forward holds: the activations of
@@ -285,7 +320,7 @@ func (s Settings) stepBytes(sh shape) int64 {
 	if s.RolloutSlots == 0 {
 		return 0
 	}
-	return sh.acts(s.stepTokens(), false, false)*4 + int64(s.RolloutSlots)*int64(sh.V)*4
+	return s.actBytes(sh, s.stepTokens(), false, false) + int64(s.RolloutSlots)*int64(sh.V)*4
 }
 
 func (s Settings) stepTokens() int {
