@@ -62,11 +62,11 @@ func (o Options) Open(modelDir string, s plan.Settings) (dev model.Device, stop 
 	}
 	if s.Device == "cpu" {
 		s.Capacity = plan.HostMemory()
-		// What does not train loads its models frozen (LoadOptions Frozen,
-		// DType auto): no gradients, and a bf16 folder
-		// stays bf16 on the CPU; torch_dtype names the stored dtype.
-		s.FrozenBF16 = !s.Train && cfg.DType == "bfloat16"
 	}
+	// What does not train loads its models frozen (LoadOptions Frozen,
+	// DType auto): no gradients, and a bf16 folder stays bf16 on both
+	// devices (each stores bf16); torch_dtype names the stored dtype.
+	s.FrozenBF16 = !s.Train && cfg.DType == "bfloat16"
 	if o.Memory != "" {
 		if s.Capacity, err = plan.ParseSize(o.Memory); err != nil {
 			return nil, true, fmt.Errorf("%s: %w", o.key(), err)

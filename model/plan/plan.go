@@ -50,7 +50,7 @@ type Settings struct {
 	RefBF16   bool // the reference's frozen weights are stored as bf16 (a bf16 source folder on the CPU)
 	// FrozenBF16: a run that does not train (eval, score, serve), or the
 	// base of a LoRA run, loads its models frozen, and they keep the
-	// folder's bf16 (on the CPU).
+	// folder's bf16 (each device stores bf16).
 	FrozenBF16 bool
 
 	LoRARank    int      // > 0: the policy is a frozen base with rank-r adapters, and the reference is that base
