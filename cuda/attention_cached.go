@@ -105,15 +105,6 @@ func (d *Device) AttentionCached(out, qkv, kc, vc model.Buffer, slots, pos0, len
 // cacheBuf unwraps a KV cache buffer: float32, or bf16 from AllocCompute
 // under mixed precision. It checks the length when want ≥ 0.
 func cacheBuf(b model.Buffer, want int, what string) uintptr {
-	x, ok := b.(Buffer)
-	if !ok {
-		panic(fmt.Sprintf("cuda: %s is a %T, not a CUDA buffer", what, b))
-	}
-	if x.dtype != F32 && x.dtype != BF16 {
-		panic(fmt.Sprintf("cuda: %s holds %s, want f32 or bf16", what, x.dtype))
-	}
-	if want >= 0 && x.n < want {
-		panic(fmt.Sprintf("cuda: %s holds %d values, the op needs %d", what, x.n, want))
-	}
-	return x.ptr
+	p, _, _ := weightArg(b, want, what) // the same two storages as a weight
+	return p
 }

@@ -130,11 +130,17 @@ func (z *zeroState) step(d *DP, dev model.Device, opt *optim.AdamW) (optim.StepR
 	if err != nil {
 		return optim.StepResult{}, err
 	}
+	return z.update(d, dev, opt)
+}
+
+// update steps the rank's shard, its gradients reduced, with the global
+// gradient norm (the same update on every rank: a non-finite norm skips it
+// on all), then gathers the parameters.
+func (z *zeroState) update(d *DP, dev model.Device, opt *optim.AdamW) (optim.StepResult, error) {
 	sum, err := model.SumFloat64s(d.Comm, []float64{opt.GradSumSquares()})
 	if err != nil {
 		return optim.StepResult{}, err
 	}
-	// The same update on every rank: a non-finite norm skips it on all.
 	res := opt.StepNorm(1, math.Sqrt(sum[0]))
 	if res.Skipped {
 		return res, nil

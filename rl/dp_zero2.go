@@ -2,7 +2,6 @@ package rl
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/optim"
@@ -213,15 +212,7 @@ func (t *zeroTwo) step(d *DP, dev model.Device, opt *optim.AdamW) (optim.StepRes
 		t.err = nil
 		return optim.StepResult{}, fmt.Errorf("rl: dp.zero 2: a gradient bucket's reduce-scatter: %w", err)
 	}
-	sum, err := model.SumFloat64s(d.Comm, []float64{opt.GradSumSquares()})
-	if err != nil {
-		return optim.StepResult{}, err
-	}
-	res := opt.StepNorm(1, math.Sqrt(sum[0]))
-	if res.Skipped {
-		return res, nil
-	}
-	return res, t.z.gather(d, dev)
+	return t.z.update(d, dev, opt)
 }
 
 // zeroGrads clears mdl's gradients before a mini-batch. Under ZeRO-2 the

@@ -219,46 +219,12 @@ func TestDataParallel(t *testing.T) {
 		}
 	})
 	t.Run("Zero2ResumeOn1Rank", func(t *testing.T) {
-		res := t.TempDir()
-		if err := os.CopyFS(res, os.DirFS(zero2)); err != nil {
-			t.Fatal(err)
-		}
-		c := dpConfig(t, res)
-		c.Trainer.Resume = true
-		var out bytes.Buffer
-		if err := run(context.Background(), &c, &out); err != nil {
-			t.Fatalf("%v\n%s", err, out.String())
-		}
-		if !strings.Contains(out.String(), "at step 2") {
-			t.Fatalf("the run did not resume from step 2:\n%s", out.String())
-		}
-		d, exact := maxDiff(t, final(one), final(res))
-		t.Logf("final weights: max |Δ| %.3g between one process and a ZeRO-2 run of 2 ranks resumed on 1 (bit-exact: %v)", d, exact)
-		if d > weightTol {
-			t.Errorf("resumed weights differ by %.3g", d)
-		}
+		resumeOnOne(t, zero2, final(one), "a ZeRO-2 run of 2 ranks")
 	})
 	t.Run("ResumeOn1Rank", func(t *testing.T) {
 		// The ZeRO-1 run's step-2 checkpoint (its optimizer state gathered
 		// from the shards), resumed on one process for the third step.
-		res := t.TempDir()
-		if err := os.CopyFS(res, os.DirFS(zero)); err != nil {
-			t.Fatal(err)
-		}
-		c := dpConfig(t, res)
-		c.Trainer.Resume = true
-		var out bytes.Buffer
-		if err := run(context.Background(), &c, &out); err != nil {
-			t.Fatalf("%v\n%s", err, out.String())
-		}
-		if !strings.Contains(out.String(), "at step 2") {
-			t.Fatalf("the run did not resume from step 2:\n%s", out.String())
-		}
-		d, exact := maxDiff(t, final(one), final(res))
-		t.Logf("final weights: max |Δ| %.3g between one process and 2 ranks resumed on 1 (bit-exact: %v)", d, exact)
-		if d > weightTol {
-			t.Errorf("resumed weights differ by %.3g", d)
-		}
+		resumeOnOne(t, zero, final(one), "2 ranks")
 	})
 	t.Run("RankDeath", func(t *testing.T) {
 		dir := t.TempDir()
@@ -330,4 +296,30 @@ func isDescendant(pid, root int) bool {
 		pid, _ = strconv.Atoi(f[1])
 	}
 	return false
+}
+
+// resumeOnOne copies the run folder of a data-parallel run stopped after
+// its step-2 checkpoint, resumes it in one process for the third step, and
+// compares the final weights with the one-process run's (want) within
+// weightTol.
+func resumeOnOne(t *testing.T, src string, want []float32, what string) {
+	t.Helper()
+	res := t.TempDir()
+	if err := os.CopyFS(res, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	c := dpConfig(t, res)
+	c.Trainer.Resume = true
+	var out bytes.Buffer
+	if err := run(context.Background(), &c, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "at step 2") {
+		t.Fatalf("the run did not resume from step 2:\n%s", out.String())
+	}
+	d, exact := maxDiff(t, want, params(t, filepath.Join(res, "global_step_3", "actor")))
+	t.Logf("final weights: max |Δ| %.3g between one process and %s resumed on 1 (bit-exact: %v)", d, what, exact)
+	if d > weightTol {
+		t.Errorf("resumed weights differ by %.3g", d)
+	}
 }
