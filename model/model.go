@@ -32,6 +32,7 @@ type Model struct {
 	stepActs *activations // of the last KV-cache Step
 	batch    Batch        // the batch of the last Forward
 	train    bool
+	drop     bool // the last Forward applied LoRA dropout (a training one)
 }
 
 // autoRecomputeBytes bounds the saved layer activations of one training
@@ -189,6 +190,7 @@ func (m *Model) forwardHidden(b Batch, train bool) (*activations, error) {
 	save := train && !m.Recompute && int64(d.L)*int64(layerActSize(d, len(b.Tokens)))*4 <= autoRecomputeBytes
 	a := ensureActivations(m.acts, dev, d, len(b.Tokens), save, train)
 	m.acts, m.batch, m.train = a, b, train
+	m.drop = m.lora.beginForward(train)
 	m.dropStepScratch() // decode scratch: rebuilt by the next Step
 	a.pos, a.targets = b.positions()
 	dev.Embedding(a.x(0), b.Tokens, m.p.wte, d.C)
@@ -216,6 +218,7 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 	dev.RMSNorm(s.ln1, s.rstd1, a.x(l), w.ln1, T, d.C, d.eps)
 	dev.Gemm(false, true, T, d.QKV, d.C, 1, s.ln1, d.C, w.wqkv, d.C, 0, s.qkv, d.QKV)
 	lo := m.lora
+	drop := m.drop && a == m.acts // never in a KV-cache Step
 	if lo != nil {
 		lo.ensureScratch(dev, T)
 		for _, t := range []struct {
@@ -223,7 +226,7 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 			off int
 		}{{"q_proj", 0}, {"k_proj", d.Q}, {"v_proj", d.Q + d.KV}} {
 			if ad := lo.adapter(l, t.mod); ad != nil {
-				lo.forward(dev, ad, s.ln1, colSlice(s.qkv, t.off, d.QKV, T, ad.out), d.QKV, T)
+				lo.forward(dev, ad, s.ln1, colSlice(s.qkv, t.off, d.QKV, T, ad.out), d.QKV, T, drop)
 			}
 		}
 	}
@@ -238,7 +241,7 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 	attend(a, l, s)
 	dev.Gemm(false, true, T, d.C, d.Q, 1, s.att, d.Q, w.wo, d.Q, 0, a.tmp, d.C)
 	if ad := lo.adapterOrNil(l, "o_proj"); ad != nil {
-		lo.forward(dev, ad, s.att, a.tmp, d.C, T)
+		lo.forward(dev, ad, s.att, a.tmp, d.C, T, drop)
 	}
 	dev.Add(s.xmid, a.x(l), a.tmp)
 	dev.RMSNorm(s.ln2, s.rstd2, s.xmid, w.ln2, T, d.C, d.eps)
@@ -248,13 +251,13 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 		off int
 	}{{"gate_proj", 0}, {"up_proj", d.I}} {
 		if ad := lo.adapterOrNil(l, t.mod); ad != nil {
-			lo.forward(dev, ad, s.ln2, colSlice(s.gu, t.off, 2*d.I, T, ad.out), 2*d.I, T)
+			lo.forward(dev, ad, s.ln2, colSlice(s.gu, t.off, 2*d.I, T, ad.out), 2*d.I, T, drop)
 		}
 	}
 	dev.SwiGLU(s.act, s.gu, T, d.I)
 	dev.Gemm(false, true, T, d.C, d.I, 1, s.act, d.I, w.wd, d.I, 0, a.tmp, d.C)
 	if ad := lo.adapterOrNil(l, "down_proj"); ad != nil {
-		lo.forward(dev, ad, s.act, a.tmp, d.C, T)
+		lo.forward(dev, ad, s.act, a.tmp, d.C, T, drop)
 	}
 	dev.Add(a.x(l+1), s.xmid, a.tmp)
 }
@@ -324,7 +327,7 @@ func (m *Model) layerBackward(l int) {
 		dev.Gemm(true, false, d.C, d.I, T, 1, a.dx, d.C, s.act, d.I, 1, g.wd, d.I)
 	}
 	if ad := lo.adapterOrNil(l, "down_proj"); ad != nil {
-		lo.backward(dev, ad, s.act, a.dx, d.C, a.dact, T)
+		lo.backward(dev, ad, s.act, a.dx, d.C, a.dact, T, m.drop)
 	}
 	dev.SwiGLUBackward(a.dgu, a.dact, s.gu, T, d.I)
 	dev.Gemm(false, false, T, d.C, 2*d.I, 1, a.dgu, 2*d.I, w.wgu, d.C, 0, a.dln, d.C)
@@ -336,7 +339,7 @@ func (m *Model) layerBackward(l int) {
 		off int
 	}{{"gate_proj", 0}, {"up_proj", d.I}} {
 		if ad := lo.adapterOrNil(l, t.mod); ad != nil {
-			lo.backward(dev, ad, s.ln2, colSlice(a.dgu, t.off, 2*d.I, T, ad.out), 2*d.I, a.dln, T)
+			lo.backward(dev, ad, s.ln2, colSlice(a.dgu, t.off, 2*d.I, T, ad.out), 2*d.I, a.dln, T, m.drop)
 		}
 	}
 	dev.RMSNormBackward(a.tmp, g.ln2, a.dln, s.xmid, w.ln2, s.rstd2, T, d.C)
@@ -347,7 +350,7 @@ func (m *Model) layerBackward(l int) {
 		dev.Gemm(true, false, d.C, d.Q, T, 1, a.dx, d.C, s.att, d.Q, 1, g.wo, d.Q)
 	}
 	if ad := lo.adapterOrNil(l, "o_proj"); ad != nil {
-		lo.backward(dev, ad, s.att, a.dx, d.C, a.datt, T)
+		lo.backward(dev, ad, s.att, a.dx, d.C, a.datt, T, m.drop)
 	}
 	dev.AttentionBackward(a.dqkv, a.datt, s.att, s.lse, s.qkv, m.batch.Seqs, d.NH, d.KVH, d.HS)
 	dev.RoPEBackward(a.dqkv, d.QKV, 0, a.pos, d.NH, d.HS, d.theta)
@@ -367,7 +370,7 @@ func (m *Model) layerBackward(l int) {
 		off int
 	}{{"q_proj", 0}, {"k_proj", d.Q}, {"v_proj", d.Q + d.KV}} {
 		if ad := lo.adapterOrNil(l, t.mod); ad != nil {
-			lo.backward(dev, ad, s.ln1, colSlice(a.dqkv, t.off, d.QKV, T, ad.out), d.QKV, a.dln, T)
+			lo.backward(dev, ad, s.ln1, colSlice(a.dqkv, t.off, d.QKV, T, ad.out), d.QKV, a.dln, T, m.drop)
 		}
 	}
 	dev.RMSNormBackward(a.tmp, g.ln1, a.dln, a.x(l), w.ln1, s.rstd1, T, d.C)
