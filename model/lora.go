@@ -222,6 +222,16 @@ func (m *Model) Trainable() (params, grads Buffer) {
 	return m.Params, m.Grads
 }
 
+// Tensors lists the adapters' PEFT names (without the base_model.model.
+// prefix) and shapes in arena order.
+func (lo *LoRA) Tensors() []NamedShape {
+	out := make([]NamedShape, len(lo.specs))
+	for i, s := range lo.specs {
+		out[i] = NamedShape{Name: s.Name, Shape: append([]int(nil), s.Shape...)}
+	}
+	return out
+}
+
 // ZeroGrads clears the adapters' gradients.
 func (lo *LoRA) ZeroGrads(dev Device) { dev.Zero(lo.Grads) }
 

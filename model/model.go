@@ -33,6 +33,7 @@ type Model struct {
 	batch    Batch        // the batch of the last Forward
 	train    bool
 	drop     bool // the last Forward applied LoRA dropout (a training one)
+	sinks    sinks
 }
 
 // autoRecomputeBytes bounds the saved layer activations of one training
@@ -290,14 +291,14 @@ func (m *Model) Backward(dLogProb, dEntropy, dValues []float32) error {
 	case LMHeadOutput:
 		upload(a.dlogprob, dLogProb)
 		upload(a.dentropy, dEntropy)
-		dev.LMHeadBackward(a.dln, m.g.lmHead, a.dlogprob, a.dentropy, a.lnf, m.p.lmHead, a.lseV, a.entropy, a.targets, T, d.C, d.V)
+		dev.LMHeadBackward(a.dln, m.weightGrads().lmHead, a.dlogprob, a.dentropy, a.lnf, m.p.lmHead, a.lseV, a.entropy, a.targets, T, d.C, d.V)
 	case ValueHeadOutput:
 		upload(a.dvalues, dValues)
 		dev.Gemm(false, false, T, d.C, 1, 1, a.dvalues, 1, m.p.vw, d.C, 0, a.dln, d.C)
 		dev.Gemm(true, false, 1, d.C, T, 1, a.dvalues, 1, a.lnf, d.C, 1, m.g.vw, d.C)
 		dev.BiasBackward(m.g.vb, a.dvalues, 1, T, 1)
 	}
-	dev.RMSNormBackward(a.dx, m.g.lnf, a.dln, a.x(d.L), m.p.lnf, a.rstdf, T, d.C)
+	dev.RMSNormBackward(a.dx, m.weightGrads().lnf, a.dln, a.x(d.L), m.p.lnf, a.rstdf, T, d.C)
 	for l := d.L - 1; l >= 0; l-- {
 		if !a.saved {
 			m.layerForward(a, l, m.attend) // recompute the layer's activations from its residual input
@@ -314,9 +315,12 @@ func (m *Model) Backward(dLogProb, dEntropy, dValues []float32) error {
 // the layer's output residual on entry and of its input residual on exit.
 func (m *Model) layerBackward(l int) {
 	a, d, dev, w := m.acts, m.d, m.Dev, m.p.layers[l]
-	var g layerParams // zero (nil views) for a frozen base under adapters
+	var g layerParams // nil views (or sinks) for a frozen base under adapters
 	if m.Grads != nil {
 		g = m.g.layers[l]
+	} else {
+		s := m.frozenSinks()
+		g.ln1, g.ln2, g.qn, g.kn = s.norm, s.norm, s.headNorm, s.headNorm
 	}
 	lo := m.lora
 	s := a.layer(l)
@@ -375,6 +379,37 @@ func (m *Model) layerBackward(l int) {
 	}
 	dev.RMSNormBackward(a.tmp, g.ln1, a.dln, a.x(l), w.ln1, s.rstd1, T, d.C)
 	dev.Add(a.dx, a.dx, a.tmp)
+}
+
+// weightGrads are the model's gradient views, or for a frozen model the
+// sinks of the ops that always write a weight gradient.
+func (m *Model) weightGrads() params {
+	if m.Grads != nil {
+		return m.g
+	}
+	s := m.frozenSinks()
+	return params{lmHead: s.head, lnf: s.norm}
+}
+
+// sinks receive the weight gradients that a frozen model's backward
+// (adapters on a frozen base) has no use for, on a device whose LMHead and
+// RMSNorm backward always write one: the CPU skips a nil weight gradient
+// (no sinks, no work), other devices get throwaway buffers, allocated once
+// (the LM head's is [V, C]).
+type sinks struct{ head, norm, headNorm Buffer }
+
+// nilWeightGrads marks a device whose LMHeadBackward and RMSNormBackward
+// take a nil weight gradient and skip computing it.
+type nilWeightGrads interface{ skipsNilWeightGrads() }
+
+func (m *Model) frozenSinks() sinks {
+	if _, ok := m.Dev.(nilWeightGrads); ok {
+		return sinks{}
+	}
+	if m.sinks.norm == nil {
+		m.sinks = sinks{head: m.Dev.Alloc(m.d.V * m.d.C), norm: m.Dev.Alloc(m.d.C), headNorm: m.Dev.Alloc(m.d.HS)}
+	}
+	return m.sinks
 }
 
 // headNorm is Qwen3's RMSNorm over each head's query and key (weights
