@@ -112,7 +112,7 @@ func (m *Model) stepInto(c *KVCache, chunks []Chunk, logits Buffer, run func(key
 	a := ensureActivations(m.stepActs, dev, d, T, false, false)
 	m.stepActs = a
 	if !m.train && m.acts != nil {
-		dev.Free(m.acts.arena) // decoding: a scoring arena is not needed again before the next Forward
+		m.acts.free(dev) // decoding: a scoring arena is not needed again before the next Forward
 		m.acts = nil
 	}
 	a.pos = make([]int32, 0, T)

@@ -263,10 +263,10 @@ func (lo *LoRA) adapterOrNil(l int, module string) *loraAdapter {
 
 // forward adds scale·(drop(x) Aᵀ) Bᵀ to out[T, ldo] (its first ad.out
 // columns from out's start), x being [T, ad.in]; drop applies dropout.
-func (lo *LoRA) forward(dev Device, ad *loraAdapter, x Buffer, out Buffer, ldo, T int, drop bool) {
+func (lo *LoRA) forward(dev Device, ad *loraAdapter, x Buffer, out Buffer, ldo, T, row0 int, drop bool) {
 	r := lo.Config.Rank
 	u := lo.u.Slice(0, T*r)
-	xin, keep := lo.input(dev, ad, x, T, drop)
+	xin, keep := lo.input(dev, ad, x, T, row0, drop)
 	dev.Gemm(false, true, T, r, ad.in, keep, xin, ad.in, ad.a, ad.in, 0, u, r)
 	dev.Gemm(false, true, T, ad.out, r, lo.Scale, u, r, ad.b, r, 1, out, ldo)
 }
@@ -275,10 +275,10 @@ func (lo *LoRA) forward(dev Device, ad *loraAdapter, x Buffer, out Buffer, ldo, 
 // ad.out columns), accumulates dA and dB, and adds the adapter's part of
 // the input gradient to dx[T, ad.in]. drop must be what the forward used:
 // the mask is drawn again, the same.
-func (lo *LoRA) backward(dev Device, ad *loraAdapter, x, dy Buffer, ldy int, dx Buffer, T int, drop bool) {
+func (lo *LoRA) backward(dev Device, ad *loraAdapter, x, dy Buffer, ldy int, dx Buffer, T, row0 int, drop bool) {
 	r := lo.Config.Rank
 	u, du := lo.u.Slice(0, T*r), lo.du.Slice(0, T*r)
-	xin, keep := lo.input(dev, ad, x, T, drop)
+	xin, keep := lo.input(dev, ad, x, T, row0, drop)
 	dev.Gemm(false, true, T, r, ad.in, keep, xin, ad.in, ad.a, ad.in, 0, u, r) // recompute u = drop(x) Aᵀ
 	dev.Gemm(true, false, ad.out, r, T, lo.Scale, dy, ldy, u, r, 1, ad.gb, r)
 	dev.Gemm(false, false, T, r, ad.out, lo.Scale, dy, ldy, ad.b, r, 0, du, r)
@@ -298,7 +298,9 @@ func (lo *LoRA) backward(dev Device, ad *loraAdapter, x, dy Buffer, ldy int, dx 
 
 // input returns what A multiplies and its scale: x and 1 without dropout;
 // x ⊙ mask (in lo.dst) and 1/(1−p) with it, the scale going into the Gemm.
-func (lo *LoRA) input(dev Device, ad *loraAdapter, x Buffer, T int, drop bool) (Buffer, float32) {
+// x holds rows row0.. of the batch (a group's): the mask elements are
+// numbered within the whole batch's [T, in] input.
+func (lo *LoRA) input(dev Device, ad *loraAdapter, x Buffer, T, row0 int, drop bool) (Buffer, float32) {
 	if !drop {
 		return x, 1
 	}
@@ -318,7 +320,7 @@ func (lo *LoRA) input(dev Device, ad *loraAdapter, x Buffer, T int, drop bool) (
 	ids := lo.ids[:n]
 	for i := range ids {
 		ids[i] = int32(i)
-		if !DropoutKeep(k, i, p) {
+		if !DropoutKeep(k, row0*ad.in+i, p) {
 			ids[i] = int32(n) // the zero after the input
 		}
 	}
