@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/r1go/r1go/benchmarks/internal/probe"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/optim"
 )
@@ -25,6 +26,7 @@ type stepOptions struct {
 	microSeqs          int    // sequences per micro-batch of the update compared with PyTorch
 	trainerMicro       int    // tokens per micro-batch of the trainer's default (0: skip that row)
 	state              string // AdamW moment dtype
+	peer               bool   // run the PyTorch peer
 }
 
 // stepSection is one GRPO step of a Qwen2.5-0.5B-shaped model (random
@@ -60,7 +62,10 @@ func stepSection(e *env) []row {
 	bw := e.readBandwidth()
 
 	// The PyTorch peer first, alone in memory.
-	peer, perr := torchUpdate(o, e)
+	peer, perr := peerUpdate{}, fmt.Errorf("not run (-step_peer=false)")
+	if o.peer {
+		peer, perr = torchUpdate(o, e)
+	}
 	if perr != nil {
 		fmt.Printf("step     PyTorch peer: %v\n", perr)
 	} else {
@@ -174,9 +179,9 @@ func stepSection(e *env) []row {
 		rows = append(rows, r)
 	}
 
-	update := func(mbs []model.Batch) (float64, error) {
+	update := func(mbs []model.Batch) (wall, cpu float64, err error) {
 		pol.ZeroGrads()
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuSeconds()
 		off := 0
 		for _, mb := range mbs {
 			g := make([]float32, len(mb.Tokens))
@@ -185,25 +190,25 @@ func stepSection(e *env) []row {
 			}
 			off += len(mb.Tokens)
 			if _, err := pol.Forward(mb, true); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			if err := pol.Backward(g, nil, nil); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 		opt.Step(1)
-		return time.Since(t0).Seconds(), nil
+		return time.Since(t0).Seconds(), cpuSeconds() - c0, nil
 	}
 	same := microBatches(b, 0, o.microSeqs)
-	sec, err := update(same)
+	sec, cpu, err := update(same)
 	if err != nil {
 		return fail("update", err)
 	}
 	r = stepRow(fmt.Sprintf("update fwd+bwd+AdamW, %d micro-batches of %d × %d", len(same), o.microSeqs, T),
-		float64(len(b.Tokens))/sec, "tok/s", fmt.Sprintf("r1go %.1f s", sec))
+		float64(len(b.Tokens))/sec, "tok/s", fmt.Sprintf("r1go %.1f s (%.1f CPU s)", sec, cpu))
 	if perr == nil {
-		r.ratios = []ratio{{"PyTorch time (goal ≤ 0.7)", sec / peer.Seconds}}
-		r.note += fmt.Sprintf(", PyTorch %.1f s", peer.Seconds)
+		r.ratios = []ratio{{"PyTorch time (goal ≤ 0.7)", sec / peer.Seconds}, {"PyTorch CPU time", cpu / peer.CPU}}
+		r.note += fmt.Sprintf(", PyTorch %.1f s (%.1f CPU s)", peer.Seconds, peer.CPU)
 	} else {
 		r.note += ", PyTorch peer: " + perr.Error()
 	}
@@ -211,14 +216,14 @@ func stepSection(e *env) []row {
 	rows = append(rows, r)
 	if o.trainerMicro > 0 {
 		def := microBatches(b, o.trainerMicro, 0)
-		sec2, err := update(def)
+		sec2, cpu2, err := update(def)
 		if err != nil {
 			return fail("update", err)
 		}
 		r := stepRow(fmt.Sprintf("update fwd+bwd+AdamW, %d-token micro-batches (trainer default)", o.trainerMicro),
-			float64(len(b.Tokens))/sec2, "tok/s", fmt.Sprintf("r1go %.1f s", sec2))
+			float64(len(b.Tokens))/sec2, "tok/s", fmt.Sprintf("r1go %.1f s (%.1f CPU s)", sec2, cpu2))
 		if perr == nil {
-			r.ratios = []ratio{{"PyTorch time", sec2 / peer.Seconds}}
+			r.ratios = []ratio{{"PyTorch time", sec2 / peer.Seconds}, {"PyTorch CPU time", cpu2 / peer.CPU}}
 		}
 		fmt.Println(r)
 		rows = append(rows, r)
@@ -231,6 +236,12 @@ func stepSection(e *env) []row {
 	}
 	fmt.Println(r)
 	return append(rows, r)
+}
+
+// cpuSeconds is this process's CPU time (0 where unknown).
+func cpuSeconds() float64 {
+	d, _ := probe.ProcessCPUTime()
+	return d.Seconds()
 }
 
 func stepRow(name string, v float64, unit, note string) row {
@@ -285,6 +296,7 @@ func ensureFolder(dir string) error {
 // peerUpdate is train_step.py's answer in mode "update".
 type peerUpdate struct {
 	Seconds float64 // forward+backward of every micro-batch and the AdamW step
+	CPU     float64 // CPU seconds of the same (all threads)
 	MaxRSS  float64 // bytes
 }
 
@@ -308,13 +320,14 @@ func torchUpdate(o stepOptions, e *env) (peerUpdate, error) {
 		return peerUpdate{}, err
 	}
 	var res struct {
-		Seconds   float64
-		MaxRSSKiB float64 `json:"max_rss_kib"`
+		Seconds    float64
+		CPUSeconds float64 `json:"cpu_seconds"`
+		MaxRSSKiB  float64 `json:"max_rss_kib"`
 	}
 	if err := json.Unmarshal([]byte(lastLine(string(out))), &res); err != nil {
 		return peerUpdate{}, fmt.Errorf("unreadable output %q: %v", out, err)
 	}
-	return peerUpdate{Seconds: res.Seconds, MaxRSS: res.MaxRSSKiB * 1024}, nil
+	return peerUpdate{Seconds: res.Seconds, CPU: res.CPUSeconds, MaxRSS: res.MaxRSSKiB * 1024}, nil
 }
 
 // resetPeakRSS sets VmHWM back to the current RSS (Linux ≥ 4.0).

@@ -14,7 +14,7 @@ Mode "update" (section "step"): the update phase of one GRPO step, timed
 once: for each micro-batch of `micro_seqs` sequences, forward, the policy
 loss -sum(A * logprob) / N over materialised logits, backward (gradients
 accumulate), then one torch.optim.AdamW step over every parameter. Prints
-{"seconds": ..., "max_rss_kib": peak RSS of this process}.
+{"seconds": ..., "cpu_seconds": CPU time of all threads, "max_rss_kib": peak RSS}.
 """
 import json, resource, sys, time
 import torch
@@ -93,7 +93,7 @@ def update():
     params = [W["emb"], W["norm"]] + [t for w in W["layers"] for t in w.values()]
     opt = torch.optim.AdamW(params, lr=1e-6, weight_decay=0.01)
     opt.zero_grad()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for i in range(0, N, args["micro_seqs"]):
         mb = ids[i:i + args["micro_seqs"]]
         logp = forward_logp(mb)
@@ -103,12 +103,12 @@ def update():
         del logp, lp, loss
     torch.nn.utils.clip_grad_norm_(params, 1.0)
     opt.step()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 if args.get("mode") == "update":
-    sec = update()
-    print(json.dumps({"seconds": sec, "max_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+    sec, cpu = update()
+    print(json.dumps({"seconds": sec, "cpu_seconds": cpu, "max_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
     sys.exit(0)
 
 ids = torch.randint(0, V, (B, T))
