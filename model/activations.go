@@ -274,6 +274,13 @@ func groupTokens(d dims, T int, train bool) int {
 	return max(1, groupBytes/(per*4))
 }
 
+// minGroupRows is the fewest rows a group has (unless the batch has
+// fewer): the matrix products of fewer rows take other kernels (dot
+// products without packing, in package gemm), whose sums round
+// differently; from this many rows on, a row's results do not depend on
+// the rows beside it, so grouping a scoring forward changes no bit.
+const minGroupRows = 16
+
 // span is a group: rows [t0, t1) of the batch, whole sequences, with
 // their offsets counted from t0.
 type span struct {
@@ -282,14 +289,19 @@ type span struct {
 }
 
 // groupSpans cuts the batch's sequences into groups of at most maxT
-// tokens (a longer sequence forms a group alone).
+// tokens (a longer sequence forms a group alone) and at least minGroupRows
+// (short sequences join their neighbours; a short last group joins the one
+// before it).
 func groupSpans(seqs []int32, maxT int) []span {
 	var out []span
 	n := len(seqs) - 1
 	for i := 0; i < n; {
 		j := i + 1
-		for j < n && int(seqs[j+1]-seqs[i]) <= maxT {
+		for j < n && (int(seqs[j+1]-seqs[i]) <= maxT || int(seqs[j]-seqs[i]) < minGroupRows) {
 			j++
+		}
+		if j < n && int(seqs[n]-seqs[j]) < minGroupRows {
+			j = n
 		}
 		g := span{t0: int(seqs[i]), t1: int(seqs[j])}
 		for k := i; k <= j; k++ {

@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// TestGroupedMatchesWhole runs the golden models' batch with groups of one
-// sequence (groupBytes lowered so that every batch is grouped) and whole,
+// TestGroupedMatchesWhole runs the golden models' batch with groups of a
+// few sequences (groupBytes lowered so that every batch is grouped; each
+// group at least minGroupRows) and whole,
 // with recomputation: the training forward's logprobs and entropies, every
 // parameter gradient (adapters with dropout too: their masks must not
 // depend on the grouping) and a scoring forward must agree to float32
@@ -22,10 +23,12 @@ func TestGroupedMatchesWhole(t *testing.T) {
 			}
 			t.Run(fmt.Sprintf("%s lora=%v", name, lora), func(t *testing.T) {
 				gc := loadGoldenCase(t, name)
-				// Three copies of the batch's sequences: several groups.
+				// Eight copies of the batch's sequences (128 tokens, more
+				// than the products of up to 96 rows that take the narrower
+				// kernel): groups of one copy each.
 				b := Batch{Seqs: []int32{0}}
 				var ga, gb []float32
-				for range 3 {
+				for range 8 {
 					for s := 0; s+1 < len(gc.seqs); s++ {
 						b.Tokens = append(b.Tokens, gc.tokens[gc.seqs[s]:gc.seqs[s+1]]...)
 						b.Seqs = append(b.Seqs, int32(len(b.Tokens)))
@@ -65,8 +68,8 @@ func TestGroupedMatchesWhole(t *testing.T) {
 					if want := m.ActivationValues(b, true); got != want {
 						t.Errorf("arenas hold %d values, ActivationValues says %d", got, want)
 					}
-					if grouped && len(m.acts.spans) != len(b.Seqs)-1 {
-						t.Fatalf("%d groups for %d sequences", len(m.acts.spans), len(b.Seqs)-1)
+					if grouped && len(m.acts.spans) != 8 {
+						t.Fatalf("%d groups of the 8 copies", len(m.acts.spans))
 					}
 					m.ZeroGrads()
 					if err := m.Backward(ga, gb, nil); err != nil {
@@ -88,6 +91,14 @@ func TestGroupedMatchesWhole(t *testing.T) {
 				}{{"logprob", lp1, lp0}, {"entropy", ent1, ent0}, {"scoring logprob", sc1, sc0}, {"gradients", g1, g0}} {
 					if e := relErr(c.got, c.want); !(e <= 1e-5) {
 						t.Errorf("grouped %s differs from whole by %.3g relative", c.what, e)
+					}
+				}
+				// Scoring runs the same per-row operations grouped or not:
+				// bit for bit (what keeps the default run's old and reference
+				// log-probs identical when its micro-batches are grouped).
+				for i := range sc0 {
+					if math.Float32bits(sc0[i]) != math.Float32bits(sc1[i]) {
+						t.Fatalf("grouped scoring logprob %d is %v, whole %v: not bit for bit", i, sc1[i], sc0[i])
 					}
 				}
 				if math.IsNaN(float64(g0[0])) {
