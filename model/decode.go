@@ -43,11 +43,20 @@ func (m *Model) StepSample(c *KVCache, chunks []Chunk, s Sampling, seeds []uint6
 	out := Decoded{Tokens: make([]int32, len(chunks)), LogProbs: make([]float32, len(chunks)), Logits: make([]float32, len(keep)*V)}
 	ds, onDevice := m.Dev.(DeviceSampler)
 	if !onDevice {
-		lb, err := m.stepLogits(c, chunks)
-		if err != nil {
+		// One logits buffer, kept between steps: a batch-32 step of a
+		// 151,936-token vocabulary writes 19 MB, which as fresh garbage
+		// every step would pile up gigabytes before the collector runs.
+		n := len(chunks) * V
+		if m.sampleLogits == nil || m.sampleLogits.Len() < n {
+			if m.sampleLogits != nil {
+				m.Dev.Free(m.sampleLogits)
+			}
+			m.sampleLogits = m.Dev.Alloc(n)
+		}
+		lb := m.sampleLogits.Slice(0, n)
+		if err := m.stepInto(c, chunks, lb, nil); err != nil {
 			return Decoded{}, err
 		}
-		defer m.Dev.Free(lb)
 		logits, host := HostF32(lb) // the CPU's logits are host memory already
 		if !host {
 			logits = make([]float32, lb.Len())

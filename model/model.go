@@ -34,6 +34,8 @@ type Model struct {
 	train    bool
 	drop     bool // the last Forward applied LoRA dropout (a training one)
 	sinks    sinks
+
+	sampleLogits Buffer // StepSample's logits on a device without DeviceSampler, reused
 }
 
 // autoRecomputeBytes bounds the saved layer activations of one training
