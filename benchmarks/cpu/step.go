@@ -24,7 +24,7 @@ type stepOptions struct {
 	prompts, n         int    // prompts × samples per prompt
 	promptLen, respLen int    // tokens per prompt, per response
 	microSeqs          int    // sequences per micro-batch of the update compared with PyTorch
-	trainerMicro       int    // tokens per micro-batch of the trainer's default (0: skip that row)
+	trainerMicro       int    // tokens per micro-batch of a second update row (0: skip it); scoring uses it too (0: 8,192)
 	state              string // AdamW moment dtype
 	peer               bool   // run the PyTorch peer
 }
@@ -44,7 +44,8 @@ type stepOptions struct {
 //     same shapes (train_step.py, mode "update"), which runs first, in a
 //     child process, so that the two never share memory; a PyTorch user
 //     must micro-batch too, since [32, 320, 151936] float32 logits take
-//     6.2 GB; and once more at the trainer's default micro_batch_tokens;
+//     6.2 GB; and, with -step_trainer_micro, once more at that
+//     micro_batch_tokens (the trainer's default is 8,192);
 //   - the peak RSS of the Go step (VmHWM, reset before it starts).
 //
 // The policy keeps float32 master weights, the reference is the frozen
