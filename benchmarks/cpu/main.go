@@ -141,6 +141,7 @@ func main() {
 	flag.IntVar(&so.respLen, "step_response_len", 256, "step: response tokens (decode steps)")
 	flag.IntVar(&so.microSeqs, "step_micro_seqs", 2, "step: sequences per micro-batch of the update, for r1go and PyTorch")
 	flag.IntVar(&so.trainerMicro, "step_trainer_micro", 0, "step: also time the update at this micro_batch_tokens, e.g. the trainer's 8192 (0: skip)")
+	flag.BoolVar(&so.score, "step_score", true, "step: time the old and reference log-probs (false: skip them)")
 	flag.BoolVar(&so.peer, "step_peer", true, "step: run the PyTorch peer (false: r1go's phases only)")
 	flag.StringVar(&so.state, "step_state", "bfloat16", "step: AdamW moment dtype (float32 or bfloat16)")
 	flag.Parse()

@@ -27,6 +27,7 @@ type stepOptions struct {
 	trainerMicro       int    // tokens per micro-batch of a second update row (0: skip it); scoring uses it too (0: 8,192)
 	state              string // AdamW moment dtype
 	peer               bool   // run the PyTorch peer
+	score              bool   // time the old and reference log-probs
 }
 
 // stepSection is one GRPO step of a Qwen2.5-0.5B-shaped model (random
@@ -163,10 +164,14 @@ func stepSection(e *env) []row {
 	if trainerMicro <= 0 {
 		trainerMicro = 8192
 	}
-	for _, sc := range []struct {
+	scorers := []struct {
 		name string
 		m    *model.Model
-	}{{"old log-probs", pol}, {"reference log-probs", ref}} {
+	}{{"old log-probs", pol}, {"reference log-probs", ref}}
+	if !o.score {
+		scorers = nil
+	}
+	for _, sc := range scorers {
 		t0 = time.Now()
 		for _, mb := range microBatches(b, trainerMicro, 0) {
 			if _, err := sc.m.Forward(mb, false); err != nil {
