@@ -26,7 +26,9 @@ import (
 // recomputation sees the same mask and a run is reproducible; see
 // DropoutKeep. The mask is applied with the Device's own ops (a gather of
 // the input with the dropped elements pointing at a zero), so every
-// device runs it.
+// device runs it. The count restarts at 0 in a new process (a resumed run
+// draws other masks than an uninterrupted one would), and data-parallel
+// ranks with the same Seed draw the same masks for their own micro-batches.
 
 // LoRAConfig is the actor.lora section: PEFT's LoraConfig fields.
 type LoRAConfig struct {
