@@ -13,7 +13,8 @@ type activations struct {
 	// mixed precision) the residual stream, xs and each layer's xmid, is a
 	// second arena in it, as PyTorch autocast keeps the hidden states in
 	// bf16; the ops reading it widen it and accumulate in float32. resid
-	// is nil on other devices (the CPU), whose layout is unchanged.
+	// is nil on other devices (the CPU), whose layout is unchanged. A
+	// grouped arena (long batches) keeps its residuals in float32.
 	resid Buffer
 	rcap  int
 
@@ -38,6 +39,17 @@ type activations struct {
 	dvalues  Buffer // [T]
 
 	pos, targets []int32 // [T] host-side positions and next-token targets
+	seqs         []int32 // sequence offsets of these rows, from 0 (the attention's)
+	row0         int     // first row within the batch (keys LoRA dropout masks)
+
+	// A grouped arena (a long batch of a large model: see groupTokens)
+	// holds only what spans the whole batch (the residuals of a training
+	// forward, the final norm, the head's outputs, the residual gradient);
+	// grp is the arena of one group of sequences at a time, whose views
+	// reach into this one's rows.
+	grouped bool
+	grp     *activations
+	spans   []span // the groups of a grouped arena
 
 	// Per-head q/k norm (Qwen3) only: two [T, QKV] scratch buffers and the
 	// row permutations between qkv's interleaved head rows (per token:
@@ -123,10 +135,6 @@ func (a *activations) layer(l int) layerActs {
 // Every residual is kept when residuals is set (a training forward, whose
 // backward reads them); otherwise two alternate.
 func ensureActivations(old *activations, dev Device, d dims, T int, saved, residuals bool) *activations {
-	nl := 1
-	if saved {
-		nl = d.L
-	}
 	nx, tb := 2, 0 // tb: rows of backward scratch, none without a backward
 	if residuals || d.L+1 < 2 {
 		nx = d.L + 1
@@ -134,19 +142,28 @@ func ensureActivations(old *activations, dev Device, d dims, T int, saved, resid
 	if residuals {
 		tb = T
 	}
-	size := nx*T*d.C + nl*layerActSize(d, T) + // residuals and layers
-		T*d.C*2 + T + // tmp, lnf, rstdf
-		4*T + // head outputs
-		tb*d.C*2 + tb*d.QKV + tb*d.Q + tb*2*d.I + tb*d.I + 3*tb + // backward scratch
-		qkNormScratch(d, T)
+	return cutActivations(old, dev, d, T, saved, nx, tb)
+}
+
+// cutActivations lays out an arena of T rows with nx residual buffers and
+// tb rows of backward scratch, reusing old when it is large enough.
+func cutActivations(old *activations, dev Device, d dims, T int, saved bool, nx, tb int) *activations {
+	nl := 1
+	if saved {
+		nl = d.L
+	}
+	size := arenaSize(d, T, saved, nx, tb)
+	// Under mixed precision (ComputeStorage) the residual stream, every
+	// residual and each layer's xmid, lives in an arena of its own in the
+	// device's compute dtype.
 	cs, split := dev.(ComputeStorage)
 	rsize := 0
 	if split {
-		rsize = nx*T*d.C + nl*T*d.C // xs and each layer's xmid
+		rsize = nx*T*d.C + nl*T*d.C
 		size -= rsize
 	}
 	a := old
-	if a == nil || a.cap < size || a.rcap < rsize {
+	if a == nil || a.cap < size || a.rcap < rsize || a.grouped {
 		if a != nil {
 			a.free(dev)
 		}
@@ -195,10 +212,200 @@ func ensureActivations(old *activations, dev Device, d dims, T int, saved, resid
 	return a
 }
 
-// free releases the arena and the residual arena beside it.
+// arenaSize is the float count of cutActivations' arena.
+func arenaSize(d dims, T int, saved bool, nx, tb int) int {
+	nl := 1
+	if saved {
+		nl = d.L
+	}
+	return nx*T*d.C + nl*layerActSize(d, T) + // residuals and layers
+		T*d.C*2 + T + // tmp, lnf, rstdf
+		4*T + // head outputs
+		tb*d.C*2 + tb*d.QKV + tb*d.Q + tb*2*d.I + tb*d.I + 3*tb + // backward scratch
+		qkNormScratch(d, T)
+}
+
+// groupedSize is the float count of cutGrouped's arena (without its group
+// arena).
+func groupedSize(d dims, T int, train bool) int {
+	nx, tb := 0, 0
+	if train {
+		nx, tb = d.L+1, T
+	}
+	return nx*T*d.C + T*d.C + T + 4*T + tb*d.C + 3*tb
+}
+
+// ActivationValues is how many float values the activation arenas of a
+// Forward of b hold (train: a training forward, with its backward's
+// scratch), by the same rules as Forward: every layer saved when it fits
+// autoRecomputeBytes and Recompute is off; otherwise the residuals, and
+// one group of sequences' layer and scratch at a time for a long batch.
+// Times 4 it is the bytes on the CPU; the memory plan of a run adds it.
+func (m *Model) ActivationValues(b Batch, train bool) int {
+	d, T := m.d, len(b.Tokens)
+	save := train && !m.Recompute && int64(d.L)*int64(layerActSize(d, T))*4 <= autoRecomputeBytes
+	if maxT := groupTokens(d, T, train); !save && len(b.Seqs) > 2 && maxT > 0 {
+		big := 0
+		for _, g := range groupSpans(b.Seqs, maxT) {
+			big = max(big, g.t1-g.t0)
+		}
+		nx, tb := 2, 0
+		if train {
+			nx, tb = 0, big
+		}
+		return groupedSize(d, T, train) + arenaSize(d, big, false, nx, tb)
+	}
+	nx, tb := 2, 0
+	if train || d.L+1 < 2 {
+		nx = d.L + 1
+	}
+	if train {
+		tb = T
+	}
+	return arenaSize(d, T, save, nx, tb)
+}
+
+// free releases the arena, its group arena and the residual arena beside
+// it.
 func (a *activations) free(dev Device) {
+	if a.grp != nil {
+		a.grp.free(dev)
+		a.grp = nil
+	}
 	dev.Free(a.arena)
 	if a.resid != nil {
 		dev.Free(a.resid)
+		a.resid = nil
 	}
+}
+
+// groupBytes bounds the float32 bytes of one group's layer activations and
+// backward scratch in a grouped forward or backward (see groupTokens).
+var groupBytes = 64 << 20 // a variable for the tests
+
+// groupTokens is how many rows one group may hold when a forward of T
+// tokens does not save every layer (scoring, or training with
+// recomputation): the layer activations and the backward scratch exist
+// for one group of whole sequences at a time, the layers run group by
+// group, and only the residual stream of the whole batch is kept (for a
+// training forward). 0 means the batch runs whole. A 0.5B model's layer
+// and backward scratch take 150 KiB per token, so an 8,192-token
+// micro-batch runs in groups of ≤ 430 tokens, keeping 1.2 GiB of scratch
+// down to 64 MiB. Small models and short batches stay whole, as before
+// (the same operations on the same rows).
+func groupTokens(d dims, T int, train bool) int {
+	per := layerActSize(d, 1) + 2*d.C + qkNormScratch(d, 1)
+	if train {
+		per += 2*d.C + d.QKV + d.Q + 3*d.I
+	}
+	if T*per*4 <= groupBytes {
+		return 0
+	}
+	return max(1, groupBytes/(per*4))
+}
+
+// minGroupRows is the fewest rows a group has (unless the batch has
+// fewer): the matrix products of fewer rows take other kernels (dot
+// products without packing, in package gemm), whose sums round
+// differently; from this many rows on, a row's results do not depend on
+// the rows beside it, so grouping a scoring forward changes no bit.
+const minGroupRows = 16
+
+// span is a group: rows [t0, t1) of the batch, whole sequences, with
+// their offsets counted from t0.
+type span struct {
+	t0, t1 int
+	seqs   []int32
+}
+
+// groupSpans cuts the batch's sequences into groups of at most maxT
+// tokens (a longer sequence forms a group alone) and at least minGroupRows
+// (short sequences join their neighbours; a short last group joins the one
+// before it).
+func groupSpans(seqs []int32, maxT int) []span {
+	var out []span
+	n := len(seqs) - 1
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && (int(seqs[j+1]-seqs[i]) <= maxT || int(seqs[j]-seqs[i]) < minGroupRows) {
+			j++
+		}
+		if j < n && int(seqs[n]-seqs[j]) < minGroupRows {
+			j = n
+		}
+		g := span{t0: int(seqs[i]), t1: int(seqs[j])}
+		for k := i; k <= j; k++ {
+			g.seqs = append(g.seqs, seqs[k]-seqs[i])
+		}
+		out = append(out, g)
+		i = j
+	}
+	return out
+}
+
+// cutGrouped lays out a grouped arena of T rows: with train, the L+1
+// residuals, the residual gradient and the per-token head gradients;
+// always the final norm and the head's outputs. Its group arena is cut
+// for the largest group.
+func cutGrouped(old *activations, dev Device, d dims, T int, train bool, spans []span) *activations {
+	nx, tb := 0, 0
+	if train {
+		nx, tb = d.L+1, T
+	}
+	size := groupedSize(d, T, train)
+	a := old
+	if a != nil && (!a.grouped || a.cap < size) {
+		a.free(dev)
+		a = nil
+	}
+	if a == nil {
+		a = &activations{arena: dev.Alloc(size), cap: size, grouped: true}
+	}
+	a.T, a.saved = T, false
+	off := 0
+	take := func(n int) Buffer { b := a.arena.Slice(off, n); off += n; return b }
+	a.xs = a.xs[:0]
+	for l := 0; l < nx; l++ {
+		a.xs = append(a.xs, take(T*d.C))
+	}
+	a.layers = a.layers[:0]
+	a.lnf, a.rstdf = take(T*d.C), take(T)
+	a.logprob, a.entropy, a.lseV, a.values = take(T), take(T), take(T), take(T)
+	a.dx = take(tb * d.C)
+	a.dlogprob, a.dentropy, a.dvalues = take(tb), take(tb), take(tb)
+	a.tmp, a.dln, a.dqkv, a.datt, a.dgu, a.dact = nil, nil, nil, nil, nil, nil
+	if off != size {
+		panic("model: grouped activation arena size and views disagree")
+	}
+	big := 0
+	for _, g := range spans {
+		big = max(big, g.t1-g.t0)
+	}
+	nxg, tbg := 2, 0
+	if train {
+		nxg, tbg = 0, big
+	}
+	a.grp = cutActivations(a.grp, dev, d, big, false, nxg, tbg)
+	return a
+}
+
+// group returns the group arena re-cut for span g of the grouped arena a:
+// its residuals (training) and residual gradient are a's rows.
+func (a *activations) group(dev Device, d dims, g span, train bool) *activations {
+	n := g.t1 - g.t0
+	nx, tb := 2, 0
+	if train {
+		nx, tb = 0, n
+	}
+	ga := cutActivations(a.grp, dev, d, n, false, nx, tb)
+	a.grp = ga
+	if train {
+		for l := 0; l <= d.L; l++ {
+			ga.xs = append(ga.xs, a.xs[l].Slice(g.t0*d.C, n*d.C))
+		}
+		ga.dx = a.dx.Slice(g.t0*d.C, n*d.C)
+	}
+	ga.pos, ga.targets = a.pos[g.t0:g.t1], a.targets[g.t0:g.t1]
+	ga.seqs, ga.row0 = g.seqs, g.t0
+	return ga
 }

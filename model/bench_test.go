@@ -75,3 +75,76 @@ func BenchmarkDecodeStep(b *testing.B) {
 		}
 	}
 }
+
+// qwen05B returns a random-weight model of Qwen2.5-0.5B's shapes (hidden
+// 896, 24 layers, 14 heads, 2 KV heads, MLP 4864, vocabulary 151,936).
+func qwen05B(b *testing.B, frozen bool) *Model {
+	m, err := NewWith(benchConfig(b, 896, 24, 14, 2, 4864, 151936), NewCPU(), LMHeadOutput, LoadOptions{Frozen: frozen})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.InitRandom(1)
+	return m
+}
+
+// BenchmarkTrainStep05B times forward + backward of Qwen2.5-0.5B's shapes
+// on 2 sequences of 320 tokens with recomputation, the update's
+// micro-batch in benchmarks/cpu's step section (the profiling entry point:
+// go test -run XXX -bench TrainStep05B -benchtime 1x -cpuprofile cpu.prof ./model).
+func BenchmarkTrainStep05B(b *testing.B) {
+	m := qwen05B(b, false)
+	m.Recompute = true
+	batch := Batch{Seqs: []int32{0}}
+	for s := 0; s < 2; s++ {
+		for i := 0; i < 320; i++ {
+			batch.Tokens = append(batch.Tokens, int32((s*131+i*7919)%151936))
+		}
+		batch.Seqs = append(batch.Seqs, int32(len(batch.Tokens)))
+	}
+	g := make([]float32, len(batch.Tokens))
+	for i := range g {
+		g[i] = 1
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := m.Forward(batch, true); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Backward(g, nil, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(batch.Tokens)*b.N)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// BenchmarkDecodeBatch05B times decode steps of 32 sequences at once
+// through the KV cache on Qwen2.5-0.5B's shapes, sampling at temperature
+// 1 (the rollout of benchmarks/cpu's step section).
+func BenchmarkDecodeBatch05B(b *testing.B) {
+	m := qwen05B(b, true) // decoding needs no gradients
+	const slots = 32
+	c := m.NewKVCache(slots, 320)
+	chunks := make([]Chunk, slots)
+	for s := range chunks {
+		chunks[s] = Chunk{Slot: s, Tokens: make([]int32, 8)} // short: a profile shows decoding, not the prefill
+	}
+	if _, err := m.Step(c, chunks); err != nil {
+		b.Fatal(err)
+	}
+	samp := Sampling{Temperature: 1, TopP: 1, TopK: -1}
+	seeds := make([]uint64, slots)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		for s := range chunks {
+			seeds[s] = uint64(i*slots + s)
+			if c.Lens[s] >= 319 {
+				c.Lens[s] = 8
+			}
+			chunks[s].Tokens = []int32{int32((i*31 + s) % 151936)}
+		}
+		if _, err := m.StepSample(c, chunks, samp, seeds, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(slots*b.N)/b.Elapsed().Seconds(), "tokens/s")
+}

@@ -22,6 +22,7 @@ func (b cpuBuf[F]) Slice(off, n int) Buffer { return b[off : off+n : off+n] }
 // parallel over all cores. It is the oracle every GPU op is tested against.
 type CPU[F Float] struct {
 	threads int
+	freed   atomic.Int64 // values of large buffers freed since the last collection
 }
 
 // NewCPU returns the float32 CPU device using every core.
@@ -29,6 +30,9 @@ func NewCPU() Device { return &CPU[float32]{threads: runtime.GOMAXPROCS(0)} }
 
 // newCPU64 returns the float64 CPU device of the gradient checks.
 func newCPU64() *CPU[float64] { return &CPU[float64]{threads: runtime.GOMAXPROCS(0)} }
+
+// skipsNilWeightGrads: LMHeadBackward and RMSNormBackward skip a nil dw.
+func (d *CPU[F]) skipsNilWeightGrads() {}
 
 func (d *CPU[F]) Name() string {
 	var z F
@@ -47,9 +51,35 @@ func buf[F Float](b Buffer) []F {
 	return s
 }
 
-func (d *CPU[F]) Alloc(n int) Buffer { return cpuBuf[F](make([]F, n)) }
-func (d *CPU[F]) Free(Buffer)        {}
-func (d *CPU[F]) Sync() error        { return nil }
+func (d *CPU[F]) Alloc(n int) Buffer {
+	d.collectFreed(n)
+	return cpuBuf[F](make([]F, n))
+}
+
+// Free notes a large buffer's length: the next large Alloc runs the
+// collector first, so that the freed memory is reused instead of the heap
+// growing (with a live heap of several GiB of weights, the collector would
+// otherwise wait for as much garbage again). Buffers still referenced
+// stay, as always; by the next Alloc the caller has dropped the freed one.
+func (d *CPU[F]) Free(b Buffer) {
+	if b != nil && b.Len() >= freeCollectLen {
+		d.freed.Add(int64(b.Len()))
+	}
+}
+
+// freeCollectLen is the length from which Free and Alloc care (16 Mi
+// values).
+const freeCollectLen = 16 << 20
+
+// collectFreed runs the collector before a large allocation when large
+// buffers were freed since the last one.
+func (d *CPU[F]) collectFreed(n int) {
+	if n >= freeCollectLen && d.freed.Swap(0) > 0 {
+		runtime.GC()
+	}
+}
+
+func (d *CPU[F]) Sync() error { return nil }
 
 func (d *CPU[F]) Upload(dst Buffer, src []float32) {
 	if h, ok := dst.(bf16Buf); ok {

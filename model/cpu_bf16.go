@@ -28,7 +28,10 @@ type BF16Allocator interface {
 }
 
 // AllocBF16 returns a zero-filled bfloat16 buffer.
-func (d *CPU[F]) AllocBF16(n int) Buffer { return bf16Buf(make([]uint16, n)) }
+func (d *CPU[F]) AllocBF16(n int) Buffer {
+	d.collectFreed(n)
+	return bf16Buf(make([]uint16, n))
+}
 
 // IsBF16 says whether b holds bfloat16 values.
 func IsBF16(b Buffer) bool { _, ok := b.(bf16Buf); return ok }

@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 )
 
 // Decoded is the result of one decode step: for each chunk the sampled
@@ -41,15 +43,44 @@ func (m *Model) StepSample(c *KVCache, chunks []Chunk, s Sampling, seeds []uint6
 	out := Decoded{Tokens: make([]int32, len(chunks)), LogProbs: make([]float32, len(chunks)), Logits: make([]float32, len(keep)*V)}
 	ds, onDevice := m.Dev.(DeviceSampler)
 	if !onDevice {
-		logits, err := m.Step(c, chunks)
-		if err != nil {
+		// One logits buffer, kept between steps: a batch-32 step of a
+		// 151,936-token vocabulary writes 19 MB, which as fresh garbage
+		// every step would pile up gigabytes before the collector runs.
+		n := len(chunks) * V
+		if m.sampleLogits == nil || m.sampleLogits.Len() < n {
+			if m.sampleLogits != nil {
+				m.Dev.Free(m.sampleLogits)
+			}
+			m.sampleLogits = m.Dev.Alloc(n)
+		}
+		lb := m.sampleLogits.Slice(0, n)
+		if err := m.stepInto(c, chunks, lb, nil); err != nil {
 			return Decoded{}, err
 		}
-		var scratch []int32
-		for j := range chunks {
-			rng := rand.New(rand.NewPCG(seeds[j], 0x5eed))
-			out.Tokens[j], out.LogProbs[j] = SampleToken(logits[j*V:(j+1)*V], s, rng, &scratch)
+		logits, host := HostF32(lb) // the CPU's logits are host memory already
+		if !host {
+			logits = make([]float32, lb.Len())
+			m.Dev.Download(logits, lb)
+			if err := m.Dev.Sync(); err != nil {
+				return Decoded{}, err
+			}
 		}
+		// Rows are independent (each its own stream): split them among
+		// the cores; a 151,936-token row costs two passes of exp.
+		workers := min(len(chunks), runtime.GOMAXPROCS(0))
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var scratch []int32
+				for j := w; j < len(chunks); j += workers {
+					rng := rand.New(rand.NewPCG(seeds[j], 0x5eed))
+					out.Tokens[j], out.LogProbs[j] = SampleToken(logits[j*V:(j+1)*V], s, rng, &scratch)
+				}
+			}()
+		}
+		wg.Wait()
 		for i, j := range keep {
 			copy(out.Logits[i*V:(i+1)*V], logits[j*V:(j+1)*V])
 		}

@@ -10,7 +10,10 @@
 //	        adjacent and gate/up adjacent, so each pair runs as one matmul
 //	Grads   the same layout as Params
 //	acts    the activations of the last Forward ([T, C] residuals per layer
-//	        and, unless Recompute is set, each layer's saved intermediates)
+//	        and, unless Recompute is set, each layer's saved intermediates;
+//	        a long batch of a large model that does not save its layers
+//	        runs in groups of sequences, one group's layer scratch at a
+//	        time: see groupTokens)
 //
 // A training step is Forward(batch, true), then Backward with per-token
 // gradients of the outputs (d/dlogprob and d/dentropy for a policy,

@@ -17,12 +17,24 @@ import (
 //
 // The adapter's product is recomputed in the backward (u = A x costs
 // T·r·in), so adapters add no saved activations.
+//
+// Dropout (lora_dropout = p > 0) is PEFT's: W x + (alpha/r)·B A drop(x),
+// drop(x) = x ⊙ mask / (1−p), in a training Forward only (scoring, decode
+// and the reference see no dropout, as PEFT in eval mode). Each adapter of
+// each training Forward draws its own mask from a hash of (Seed, the
+// training forward's count, layer, module, element), so the backward's
+// recomputation sees the same mask and a run is reproducible; see
+// DropoutKeep. The mask is applied with the Device's own ops (a gather of
+// the input with the dropped elements pointing at a zero), so every
+// device runs it. The count restarts at 0 in a new process (a resumed run
+// draws other masks than an uninterrupted one would), and data-parallel
+// ranks with the same Seed draw the same masks for their own micro-batches.
 
 // LoRAConfig is the actor.lora section: PEFT's LoraConfig fields.
 type LoRAConfig struct {
 	Rank          int      `yaml:"rank" help:"LoRA rank r (0: full fine-tuning)"`
 	Alpha         float64  `yaml:"alpha" help:"LoRA alpha; the adapter output is scaled by alpha/rank"`
-	Dropout       float64  `yaml:"dropout" help:"dropout on the adapter input (only 0 is implemented)"`
+	Dropout       float64  `yaml:"dropout" help:"dropout probability on the adapter input, in training forwards only (PEFT's lora_dropout)"`
 	TargetModules []string `yaml:"target_modules" help:"projections to adapt: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj, or all-linear"`
 }
 
@@ -43,8 +55,8 @@ func (c *LoRAConfig) Validate() error {
 	if !(c.Alpha > 0) || math.IsInf(c.Alpha, 0) {
 		return fmt.Errorf("lora: alpha %v must be a finite number > 0", c.Alpha)
 	}
-	if c.Dropout != 0 {
-		return fmt.Errorf("lora: dropout %v: only 0 is implemented", c.Dropout)
+	if !(c.Dropout >= 0 && c.Dropout < 1) {
+		return fmt.Errorf("lora: dropout %v must lie in [0, 1)", c.Dropout)
 	}
 	if len(c.TargetModules) == 0 {
 		return fmt.Errorf("lora: target_modules is empty")
@@ -68,6 +80,7 @@ func (c *LoRAConfig) Validate() error {
 // loraAdapter is one projection's A and B views.
 type loraAdapter struct {
 	module  string
+	layer   int
 	in, out int
 	a, b    Buffer // A [r, in], B [out, r]
 	ga, gb  Buffer // their gradients
@@ -82,6 +95,13 @@ type LoRA struct {
 	specs  []tensorSpec // PEFT names (without the base_model.model. prefix) in arena order
 	layers [][]loraAdapter
 	u, du  Buffer // [T, r] scratch: A x and its gradient
+
+	// Seed keys the dropout masks (AttachLoRA's seed).
+	Seed  uint64
+	draws uint64  // training forwards so far: the current one's mask key
+	src   Buffer  // [T·in + 1] dropout scratch: the input, then a zero
+	dst   Buffer  // [T·in] the dropped input
+	ids   []int32 // [T·in] gather indices: i where kept, T·in where dropped
 }
 
 // moduleDims are a projection's input and output widths.
@@ -119,7 +139,7 @@ func (m *Model) AttachLoRA(cfg LoRAConfig, seed uint64) (*LoRA, error) {
 		return nil, fmt.Errorf("lora: the model already has adapters")
 	}
 	d, r := m.d, cfg.Rank
-	lo := &LoRA{Config: cfg, Scale: float32(cfg.Alpha / float64(r))}
+	lo := &LoRA{Config: cfg, Scale: float32(cfg.Alpha / float64(r)), Seed: seed}
 	off := 0
 	for l := 0; l < d.L; l++ {
 		for _, mod := range loraModules {
@@ -145,7 +165,7 @@ func (m *Model) AttachLoRA(cfg LoRAConfig, seed uint64) (*LoRA, error) {
 			in, out := d.moduleDims(mod)
 			sa, sb := lo.specs[k], lo.specs[k+1]
 			k += 2
-			ads = append(ads, loraAdapter{module: mod, in: in, out: out,
+			ads = append(ads, loraAdapter{module: mod, layer: l, in: in, out: out,
 				a: lo.Params.Slice(sa.Off, sa.size()), b: lo.Params.Slice(sb.Off, sb.size()),
 				ga: lo.Grads.Slice(sa.Off, sa.size()), gb: lo.Grads.Slice(sb.Off, sb.size())})
 		}
@@ -204,6 +224,16 @@ func (m *Model) Trainable() (params, grads Buffer) {
 	return m.Params, m.Grads
 }
 
+// Tensors lists the adapters' PEFT names (without the base_model.model.
+// prefix) and shapes in arena order.
+func (lo *LoRA) Tensors() []NamedShape {
+	out := make([]NamedShape, len(lo.specs))
+	for i, s := range lo.specs {
+		out[i] = NamedShape{Name: s.Name, Shape: append([]int(nil), s.Shape...)}
+	}
+	return out
+}
+
 // ZeroGrads clears the adapters' gradients.
 func (lo *LoRA) ZeroGrads(dev Device) { dev.Zero(lo.Grads) }
 
@@ -233,26 +263,111 @@ func (lo *LoRA) adapterOrNil(l int, module string) *loraAdapter {
 	return lo.adapter(l, module)
 }
 
-// forward adds scale·(x Aᵀ) Bᵀ to out[T, ldo] (its first ad.out columns
-// from out's start), x being [T, ad.in].
-func (lo *LoRA) forward(dev Device, ad *loraAdapter, x Buffer, out Buffer, ldo, T int) {
+// forward adds scale·(drop(x) Aᵀ) Bᵀ to out[T, ldo] (its first ad.out
+// columns from out's start), x being [T, ad.in]; drop applies dropout.
+func (lo *LoRA) forward(dev Device, ad *loraAdapter, x Buffer, out Buffer, ldo, T, row0 int, drop bool) {
 	r := lo.Config.Rank
 	u := lo.u.Slice(0, T*r)
-	dev.Gemm(false, true, T, r, ad.in, 1, x, ad.in, ad.a, ad.in, 0, u, r)
+	xin, keep := lo.input(dev, ad, x, T, row0, drop)
+	dev.Gemm(false, true, T, r, ad.in, keep, xin, ad.in, ad.a, ad.in, 0, u, r)
 	dev.Gemm(false, true, T, ad.out, r, lo.Scale, u, r, ad.b, r, 1, out, ldo)
 }
 
 // backward takes dy[T, ldy] (the gradient of the adapted output, first
 // ad.out columns), accumulates dA and dB, and adds the adapter's part of
-// the input gradient to dx[T, ad.in].
-func (lo *LoRA) backward(dev Device, ad *loraAdapter, x, dy Buffer, ldy int, dx Buffer, T int) {
+// the input gradient to dx[T, ad.in]. drop must be what the forward used:
+// the mask is drawn again, the same.
+func (lo *LoRA) backward(dev Device, ad *loraAdapter, x, dy Buffer, ldy int, dx Buffer, T, row0 int, drop bool) {
 	r := lo.Config.Rank
 	u, du := lo.u.Slice(0, T*r), lo.du.Slice(0, T*r)
-	dev.Gemm(false, true, T, r, ad.in, 1, x, ad.in, ad.a, ad.in, 0, u, r) // recompute u = x Aᵀ
+	xin, keep := lo.input(dev, ad, x, T, row0, drop)
+	dev.Gemm(false, true, T, r, ad.in, keep, xin, ad.in, ad.a, ad.in, 0, u, r) // recompute u = drop(x) Aᵀ
 	dev.Gemm(true, false, ad.out, r, T, lo.Scale, dy, ldy, u, r, 1, ad.gb, r)
 	dev.Gemm(false, false, T, r, ad.out, lo.Scale, dy, ldy, ad.b, r, 0, du, r)
-	dev.Gemm(true, false, r, ad.in, T, 1, du, r, x, ad.in, 1, ad.ga, ad.in)
-	dev.Gemm(false, false, T, ad.in, r, 1, du, r, ad.a, ad.in, 1, dx, ad.in)
+	dev.Gemm(true, false, r, ad.in, T, keep, du, r, xin, ad.in, 1, ad.ga, ad.in)
+	if !drop {
+		dev.Gemm(false, false, T, ad.in, r, 1, du, r, ad.a, ad.in, 1, dx, ad.in)
+		return
+	}
+	// dx += mask ⊙ (du A)/(1−p): the product into src, gathered through
+	// the same mask into dst.
+	n := T * ad.in
+	dev.Gemm(false, false, T, ad.in, r, keep, du, r, ad.a, ad.in, 0, lo.src, ad.in)
+	dev.Zero(lo.src.Slice(n, 1))
+	dev.Embedding(lo.dst.Slice(0, n), lo.ids[:n], lo.src.Slice(0, n+1), 1)
+	dev.Add(dx.Slice(0, n), dx.Slice(0, n), lo.dst.Slice(0, n))
+}
+
+// input returns what A multiplies and its scale: x and 1 without dropout;
+// x ⊙ mask (in lo.dst) and 1/(1−p) with it, the scale going into the Gemm.
+// x holds rows row0.. of the batch (a group's): the mask elements are
+// numbered within the whole batch's [T, in] input.
+func (lo *LoRA) input(dev Device, ad *loraAdapter, x Buffer, T, row0 int, drop bool) (Buffer, float32) {
+	if !drop {
+		return x, 1
+	}
+	n := T * ad.in
+	if lo.dst == nil || lo.dst.Len() < n {
+		if lo.dst != nil {
+			dev.Free(lo.src)
+			dev.Free(lo.dst)
+		}
+		lo.src, lo.dst = dev.Alloc(n+1), dev.Alloc(n)
+	}
+	if cap(lo.ids) < n {
+		lo.ids = make([]int32, n)
+	}
+	p := lo.Config.Dropout
+	k := lo.maskKey(ad)
+	ids := lo.ids[:n]
+	for i := range ids {
+		ids[i] = int32(i)
+		if !DropoutKeep(k, row0*ad.in+i, p) {
+			ids[i] = int32(n) // the zero after the input
+		}
+	}
+	dev.Copy(lo.src.Slice(0, n), x.Slice(0, n))
+	dev.Zero(lo.src.Slice(n, 1))
+	dev.Embedding(lo.dst.Slice(0, n), ids, lo.src.Slice(0, n+1), 1)
+	return lo.dst.Slice(0, n), float32(1 / (1 - p))
+}
+
+// beginForward starts a Forward: a training one with dropout draws new
+// masks. It reports whether this Forward drops.
+func (lo *LoRA) beginForward(train bool) bool {
+	if lo == nil || !train || lo.Config.Dropout == 0 {
+		return false
+	}
+	lo.draws++
+	return true
+}
+
+// maskKey is the hash key of ad's mask in the current training forward.
+func (lo *LoRA) maskKey(ad *loraAdapter) uint64 {
+	return DropoutMaskKey(lo.Seed, lo.draws, ad.layer, slices.Index(loraModules, ad.module))
+}
+
+// DropoutMaskKey keys one adapter's dropout mask: seed, the 1-based count
+// of training forwards, the layer and the module's index in q_proj, k_proj,
+// v_proj, o_proj, gate_proj, up_proj, down_proj order:
+// mix(mix(seed + draw·φ) + 16·layer + module), φ = 0x9E3779B97F4A7C15 and
+// mix SplitMix64's finaliser (arithmetic mod 2⁶⁴).
+func DropoutMaskKey(seed, draw uint64, layer, module int) uint64 {
+	return splitmix(splitmix(seed+draw*0x9E3779B97F4A7C15) + uint64(16*layer+module))
+}
+
+// DropoutKeep says whether element i (row-major in the adapter's [T, in]
+// input) survives dropout p under key: u = mix(key + i·φ) >> 11 as a
+// fraction of 2⁵³ is kept when u ≥ p.
+func DropoutKeep(key uint64, i int, p float64) bool {
+	u := splitmix(key+uint64(i)*0x9E3779B97F4A7C15) >> 11
+	return float64(u)*(1.0/(1<<53)) >= p
+}
+
+func splitmix(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }
 
 // colSlice is the part of a [T, ld] buffer that starts at column off.

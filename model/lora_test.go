@@ -140,7 +140,7 @@ func TestLoRASaveLoadMerge(t *testing.T) {
 		t.Fatal("adapters on a trainable (not frozen) base were accepted")
 	}
 	for _, bad := range []LoRAConfig{{Rank: 2, Alpha: 4, TargetModules: []string{"qproj"}}, {Rank: 2, Alpha: 0, TargetModules: []string{"q_proj"}},
-		{Rank: 2, Alpha: 4, Dropout: 0.1, TargetModules: []string{"q_proj"}}, {Rank: -1}} {
+		{Rank: 2, Alpha: 4, Dropout: 1, TargetModules: []string{"q_proj"}}, {Rank: -1}} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("LoRA config %+v was accepted", bad)
 		}

@@ -37,6 +37,10 @@ type Model struct {
 	stepActs *activations // of the last KV-cache Step
 	batch    Batch        // the batch of the last Forward
 	train    bool
+	drop     bool // the last Forward applied LoRA dropout (a training one)
+	sinks    sinks
+
+	sampleLogits Buffer // StepSample's logits on a device without DeviceSampler, reused
 }
 
 // autoRecomputeBytes bounds the saved layer activations of one training
@@ -182,20 +186,55 @@ func (m *Model) Forward(b Batch, train bool) (*Output, error) {
 		out.Values = make([]float32, T)
 		dev.Download(out.Values, a.values)
 	}
+	if a.grouped && !train {
+		// A long scoring batch's arenas are not needed again: they go
+		// now, not when this model next runs (a reference policy would
+		// hold them through the whole update).
+		err := dev.Sync()
+		a.free(dev)
+		m.acts = nil
+		return out, err
+	}
 	return out, dev.Sync()
 }
 
-// forwardHidden runs the decoder up to the final RMSNorm (a.lnf).
+// forwardHidden runs the decoder up to the final RMSNorm (a.lnf). A long
+// batch of a large model that does not save every layer runs in groups of
+// sequences (groupTokens).
 func (m *Model) forwardHidden(b Batch, train bool) (*activations, error) {
 	if err := b.Validate(m.d.V); err != nil {
 		return nil, err
 	}
-	d, dev := m.d, m.Dev
-	save := train && !m.Recompute && int64(d.L)*int64(layerActSize(d, len(b.Tokens)))*4 <= autoRecomputeBytes
-	a := ensureActivations(m.acts, dev, d, len(b.Tokens), save, train)
-	m.acts, m.batch, m.train = a, b, train
+	d, dev, T := m.d, m.Dev, len(b.Tokens)
+	save := train && !m.Recompute && int64(d.L)*int64(layerActSize(d, T))*4 <= autoRecomputeBytes
+	maxT := 0
+	if !save && len(b.Seqs) > 2 {
+		maxT = groupTokens(d, T, train)
+	}
 	m.dropStepScratch() // decode scratch: rebuilt by the next Step
+	m.batch, m.train = b, train
+	m.drop = m.lora.beginForward(train)
+	if maxT > 0 {
+		spans := groupSpans(b.Seqs, maxT)
+		a := cutGrouped(m.acts, dev, d, T, train, spans)
+		m.acts = a
+		a.pos, a.targets = b.positions()
+		a.seqs, a.row0, a.spans = b.Seqs, 0, spans
+		for _, g := range spans {
+			ga := a.group(dev, d, g, train)
+			n := g.t1 - g.t0
+			dev.Embedding(ga.x(0), b.Tokens[g.t0:g.t1], m.p.wte, d.C)
+			for l := 0; l < d.L; l++ {
+				m.layerForward(ga, l, m.attend)
+			}
+			dev.RMSNorm(a.lnf.Slice(g.t0*d.C, n*d.C), a.rstdf.Slice(g.t0, n), ga.x(d.L), m.p.lnf, n, d.C, d.eps)
+		}
+		return a, nil
+	}
+	a := ensureActivations(m.acts, dev, d, T, save, train)
+	m.acts = a
 	a.pos, a.targets = b.positions()
+	a.seqs, a.row0 = b.Seqs, 0
 	dev.Embedding(a.x(0), b.Tokens, m.p.wte, d.C)
 	for l := 0; l < d.L; l++ {
 		m.layerForward(a, l, m.attend)
@@ -208,7 +247,7 @@ func (m *Model) forwardHidden(b Batch, train bool) (*activations, error) {
 // sequences, saving the log-normalisers for the backward.
 func (m *Model) attend(a *activations, l int, s layerActs) {
 	d := m.d
-	m.Dev.Attention(s.att, s.lse, s.qkv, m.batch.Seqs, d.NH, d.KVH, d.HS)
+	m.Dev.Attention(s.att, s.lse, s.qkv, a.seqs, d.NH, d.KVH, d.HS)
 }
 
 // layerForward computes layer l from its residual input a.x(l) into
@@ -221,6 +260,7 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 	dev.RMSNorm(s.ln1, s.rstd1, a.x(l), w.ln1, T, d.C, d.eps)
 	dev.Gemm(false, true, T, d.QKV, d.C, 1, s.ln1, d.C, w.wqkv, d.C, 0, s.qkv, d.QKV)
 	lo := m.lora
+	drop := m.drop && a != m.stepActs // never in a KV-cache Step
 	if lo != nil {
 		lo.ensureScratch(dev, T)
 		for _, t := range []struct {
@@ -228,7 +268,7 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 			off int
 		}{{"q_proj", 0}, {"k_proj", d.Q}, {"v_proj", d.Q + d.KV}} {
 			if ad := lo.adapter(l, t.mod); ad != nil {
-				lo.forward(dev, ad, s.ln1, colSlice(s.qkv, t.off, d.QKV, T, ad.out), d.QKV, T)
+				lo.forward(dev, ad, s.ln1, colSlice(s.qkv, t.off, d.QKV, T, ad.out), d.QKV, T, a.row0, drop)
 			}
 		}
 	}
@@ -243,7 +283,7 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 	attend(a, l, s)
 	dev.Gemm(false, true, T, d.C, d.Q, 1, s.att, d.Q, w.wo, d.Q, 0, a.tmp, d.C)
 	if ad := lo.adapterOrNil(l, "o_proj"); ad != nil {
-		lo.forward(dev, ad, s.att, a.tmp, d.C, T)
+		lo.forward(dev, ad, s.att, a.tmp, d.C, T, a.row0, drop)
 	}
 	dev.Add(s.xmid, a.x(l), a.tmp)
 	dev.RMSNorm(s.ln2, s.rstd2, s.xmid, w.ln2, T, d.C, d.eps)
@@ -253,13 +293,13 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 		off int
 	}{{"gate_proj", 0}, {"up_proj", d.I}} {
 		if ad := lo.adapterOrNil(l, t.mod); ad != nil {
-			lo.forward(dev, ad, s.ln2, colSlice(s.gu, t.off, 2*d.I, T, ad.out), 2*d.I, T)
+			lo.forward(dev, ad, s.ln2, colSlice(s.gu, t.off, 2*d.I, T, ad.out), 2*d.I, T, a.row0, drop)
 		}
 	}
 	dev.SwiGLU(s.act, s.gu, T, d.I)
 	dev.Gemm(false, true, T, d.C, d.I, 1, s.act, d.I, w.wd, d.I, 0, a.tmp, d.C)
 	if ad := lo.adapterOrNil(l, "down_proj"); ad != nil {
-		lo.forward(dev, ad, s.act, a.tmp, d.C, T)
+		lo.forward(dev, ad, s.act, a.tmp, d.C, T, a.row0, drop)
 	}
 	dev.Add(a.x(l+1), s.xmid, a.tmp)
 }
@@ -292,21 +332,68 @@ func (m *Model) Backward(dLogProb, dEntropy, dValues []float32) error {
 	case LMHeadOutput:
 		upload(a.dlogprob, dLogProb)
 		upload(a.dentropy, dEntropy)
-		dev.LMHeadBackward(a.dln, m.g.lmHead, a.dlogprob, a.dentropy, a.lnf, m.p.lmHead, a.lseV, a.entropy, a.targets, T, d.C, d.V)
 	case ValueHeadOutput:
 		upload(a.dvalues, dValues)
-		dev.Gemm(false, false, T, d.C, 1, 1, a.dvalues, 1, m.p.vw, d.C, 0, a.dln, d.C)
-		dev.Gemm(true, false, 1, d.C, T, 1, a.dvalues, 1, a.lnf, d.C, 1, m.g.vw, d.C)
-		dev.BiasBackward(m.g.vb, a.dvalues, 1, T, 1)
 	}
-	dev.RMSNormBackward(a.dx, m.g.lnf, a.dln, a.x(d.L), m.p.lnf, a.rstdf, T, d.C)
+	if a.grouped {
+		return m.backwardGrouped(a)
+	}
+	m.headBackward(a, a, 0, T)
 	m.gradsDone(m.layerOff(d.L))
 	for l := d.L - 1; l >= 0; l-- {
 		if !a.saved {
 			m.layerForward(a, l, m.attend) // recompute the layer's activations from its residual input
 		}
-		m.layerBackward(l)
+		m.layerBackward(a, l)
 		m.gradsDone(m.layerOff(l))
+	}
+	if m.Grads != nil {
+		dev.EmbeddingBackward(m.g.wte, a.dx, m.batch.Tokens, d.C)
+	}
+	m.gradsDone(0)
+	return dev.Sync()
+}
+
+// headBackward takes rows [t0, t0+n) of the per-token gradients in a (the
+// whole batch's arena) back through the head and the final RMSNorm into
+// s.dx (the arena of those rows: a itself, or a group's), using s.dln as
+// scratch.
+func (m *Model) headBackward(a, s *activations, t0, n int) {
+	d, dev := m.d, m.Dev
+	rows := func(b Buffer, w int) Buffer { return b.Slice(t0*w, n*w) }
+	wg := m.weightGrads()
+	lnf := rows(a.lnf, d.C)
+	switch m.Head {
+	case LMHeadOutput:
+		dev.LMHeadBackward(s.dln, wg.lmHead, rows(a.dlogprob, 1), rows(a.dentropy, 1), lnf, m.p.lmHead,
+			rows(a.lseV, 1), rows(a.entropy, 1), a.targets[t0:t0+n], n, d.C, d.V)
+	case ValueHeadOutput:
+		dv := rows(a.dvalues, 1)
+		dev.Gemm(false, false, n, d.C, 1, 1, dv, 1, m.p.vw, d.C, 0, s.dln, d.C)
+		dev.Gemm(true, false, 1, d.C, n, 1, dv, 1, lnf, d.C, 1, m.g.vw, d.C)
+		dev.BiasBackward(m.g.vb, dv, 1, n, 1)
+	}
+	dev.RMSNormBackward(s.dx, wg.lnf, s.dln, s.x(d.L), m.p.lnf, rows(a.rstdf, 1), n, d.C)
+}
+
+// backwardGrouped is Backward over a grouped arena: the head group by
+// group, then each layer group by group (recomputing the group's layer
+// activations from its saved residual input), so that one group's scratch
+// exists at a time. Weight gradients accumulate over the groups.
+func (m *Model) backwardGrouped(a *activations) error {
+	d, dev := m.d, m.Dev
+	for _, g := range a.spans {
+		ga := a.group(dev, d, g, true)
+		m.headBackward(a, ga, g.t0, g.t1-g.t0)
+	}
+	m.gradsDone(m.layerOff(d.L))
+	for l := d.L - 1; l >= 0; l-- {
+		for _, g := range a.spans {
+			ga := a.group(dev, d, g, true)
+			m.layerForward(ga, l, m.attend)
+			m.layerBackward(ga, l)
+		}
+		m.gradsDone(m.layerOff(l)) // final once every group has passed the layer
 	}
 	if m.Grads != nil {
 		dev.EmbeddingBackward(m.g.wte, a.dx, m.batch.Tokens, d.C)
@@ -317,11 +404,14 @@ func (m *Model) Backward(dLogProb, dEntropy, dValues []float32) error {
 
 // layerBackward is layerForward read in reverse. a.dx holds the gradient of
 // the layer's output residual on entry and of its input residual on exit.
-func (m *Model) layerBackward(l int) {
-	a, d, dev, w := m.acts, m.d, m.Dev, m.p.layers[l]
-	var g layerParams // zero (nil views) for a frozen base under adapters
+func (m *Model) layerBackward(a *activations, l int) {
+	d, dev, w := m.d, m.Dev, m.p.layers[l]
+	var g layerParams // nil views (or sinks) for a frozen base under adapters
 	if m.Grads != nil {
 		g = m.g.layers[l]
+	} else {
+		s := m.frozenSinks()
+		g.ln1, g.ln2, g.qn, g.kn = s.norm, s.norm, s.headNorm, s.headNorm
 	}
 	lo := m.lora
 	s := a.layer(l)
@@ -332,7 +422,7 @@ func (m *Model) layerBackward(l int) {
 		dev.Gemm(true, false, d.C, d.I, T, 1, a.dx, d.C, s.act, d.I, 1, g.wd, d.I)
 	}
 	if ad := lo.adapterOrNil(l, "down_proj"); ad != nil {
-		lo.backward(dev, ad, s.act, a.dx, d.C, a.dact, T)
+		lo.backward(dev, ad, s.act, a.dx, d.C, a.dact, T, a.row0, m.drop)
 	}
 	dev.SwiGLUBackward(a.dgu, a.dact, s.gu, T, d.I)
 	dev.Gemm(false, false, T, d.C, 2*d.I, 1, a.dgu, 2*d.I, w.wgu, d.C, 0, a.dln, d.C)
@@ -344,7 +434,7 @@ func (m *Model) layerBackward(l int) {
 		off int
 	}{{"gate_proj", 0}, {"up_proj", d.I}} {
 		if ad := lo.adapterOrNil(l, t.mod); ad != nil {
-			lo.backward(dev, ad, s.ln2, colSlice(a.dgu, t.off, 2*d.I, T, ad.out), 2*d.I, a.dln, T)
+			lo.backward(dev, ad, s.ln2, colSlice(a.dgu, t.off, 2*d.I, T, ad.out), 2*d.I, a.dln, T, a.row0, m.drop)
 		}
 	}
 	dev.RMSNormBackward(a.tmp, g.ln2, a.dln, s.xmid, w.ln2, s.rstd2, T, d.C)
@@ -355,9 +445,9 @@ func (m *Model) layerBackward(l int) {
 		dev.Gemm(true, false, d.C, d.Q, T, 1, a.dx, d.C, s.att, d.Q, 1, g.wo, d.Q)
 	}
 	if ad := lo.adapterOrNil(l, "o_proj"); ad != nil {
-		lo.backward(dev, ad, s.att, a.dx, d.C, a.datt, T)
+		lo.backward(dev, ad, s.att, a.dx, d.C, a.datt, T, a.row0, m.drop)
 	}
-	dev.AttentionBackward(a.dqkv, a.datt, s.att, s.lse, s.qkv, m.batch.Seqs, d.NH, d.KVH, d.HS)
+	dev.AttentionBackward(a.dqkv, a.datt, s.att, s.lse, s.qkv, a.seqs, d.NH, d.KVH, d.HS)
 	dev.RoPEBackward(a.dqkv, d.QKV, 0, a.pos, d.NH, d.HS, d.theta)
 	dev.RoPEBackward(a.dqkv, d.QKV, d.Q, a.pos, d.KVH, d.HS, d.theta)
 	if d.qkNorm {
@@ -375,11 +465,42 @@ func (m *Model) layerBackward(l int) {
 		off int
 	}{{"q_proj", 0}, {"k_proj", d.Q}, {"v_proj", d.Q + d.KV}} {
 		if ad := lo.adapterOrNil(l, t.mod); ad != nil {
-			lo.backward(dev, ad, s.ln1, colSlice(a.dqkv, t.off, d.QKV, T, ad.out), d.QKV, a.dln, T)
+			lo.backward(dev, ad, s.ln1, colSlice(a.dqkv, t.off, d.QKV, T, ad.out), d.QKV, a.dln, T, a.row0, m.drop)
 		}
 	}
 	dev.RMSNormBackward(a.tmp, g.ln1, a.dln, a.x(l), w.ln1, s.rstd1, T, d.C)
 	dev.Add(a.dx, a.dx, a.tmp)
+}
+
+// weightGrads are the model's gradient views, or for a frozen model the
+// sinks of the ops that always write a weight gradient.
+func (m *Model) weightGrads() params {
+	if m.Grads != nil {
+		return m.g
+	}
+	s := m.frozenSinks()
+	return params{lmHead: s.head, lnf: s.norm}
+}
+
+// sinks receive the weight gradients that a frozen model's backward
+// (adapters on a frozen base) has no use for, on a device whose LMHead and
+// RMSNorm backward always write one: the CPU skips a nil weight gradient
+// (no sinks, no work), other devices get throwaway buffers, allocated once
+// (the LM head's is [V, C]).
+type sinks struct{ head, norm, headNorm Buffer }
+
+// nilWeightGrads marks a device whose LMHeadBackward and RMSNormBackward
+// take a nil weight gradient and skip computing it.
+type nilWeightGrads interface{ skipsNilWeightGrads() }
+
+func (m *Model) frozenSinks() sinks {
+	if _, ok := m.Dev.(nilWeightGrads); ok {
+		return sinks{}
+	}
+	if m.sinks.norm == nil {
+		m.sinks = sinks{head: m.Dev.Alloc(m.d.V * m.d.C), norm: m.Dev.Alloc(m.d.C), headNorm: m.Dev.Alloc(m.d.HS)}
+	}
+	return m.sinks
 }
 
 // headNorm is Qwen3's RMSNorm over each head's query and key (weights

@@ -7,6 +7,7 @@
 // and returns them, and a table of every row is printed last. Usage:
 //
 //	go run ./benchmarks/cpu [-threads 2] [-sections matmul] [-reps 3]
+//	go run ./benchmarks/cpu -sections step   # one GRPO step of a 0.5B-shaped model
 //
 // A missing peer is reported as a row ("OpenBLAS not found"), never as a
 // failure.
@@ -18,6 +19,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -28,14 +30,16 @@ import (
 
 // section is one part of the suite.
 type section struct {
-	name string
-	run  func(env *env) []row
+	name  string
+	run   func(env *env) []row
+	named bool // runs only when -sections names it (a long one)
 }
 
 var sections = []section{
-	{"matmul", matmulSection},
-	{"train", trainSection},
-	{"decode", decodeSection},
+	{"matmul", matmulSection, false},
+	{"train", trainSection, false},
+	{"decode", decodeSection, false},
+	{"step", stepSection, true},
 }
 
 // row is one measured figure with its same-run ratios.
@@ -74,6 +78,7 @@ type env struct {
 	peak    map[string]probe.Peak // best FMA peak seen so far on env.threads, by ISA
 	readBW  probe.Bandwidth       // zero until measured
 	match   *regexp.Regexp        // sections run only the cases whose names match
+	step    stepOptions
 }
 
 // readBandwidth measures (once) the read bandwidth of env.threads threads
@@ -127,6 +132,18 @@ func main() {
 	only := flag.String("sections", "", "comma-separated sections to run (default all: "+sectionNames()+")")
 	match := flag.String("match", "", "regular expression: run only the cases (matmul shapes, ...) whose names match")
 	reps := flag.Int("reps", 5, "timed repetitions per figure, interleaved with the peers and probes; the best is kept")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here (go tool pprof)")
+	var so stepOptions
+	flag.StringVar(&so.dir, "step_dir", "/tmp/r1go-qwen2.5-0.5b-random", "step: the Qwen2.5-0.5B-shaped bf16 folder (made by memstep -gen when missing)")
+	flag.IntVar(&so.prompts, "step_prompts", 8, "step: prompts")
+	flag.IntVar(&so.n, "step_n", 4, "step: samples per prompt")
+	flag.IntVar(&so.promptLen, "step_prompt_len", 64, "step: prompt tokens")
+	flag.IntVar(&so.respLen, "step_response_len", 256, "step: response tokens (decode steps)")
+	flag.IntVar(&so.microSeqs, "step_micro_seqs", 2, "step: sequences per micro-batch of the update, for r1go and PyTorch")
+	flag.IntVar(&so.trainerMicro, "step_trainer_micro", 0, "step: also time the update at this micro_batch_tokens, e.g. the trainer's 8192 (0: skip)")
+	flag.BoolVar(&so.score, "step_score", true, "step: time the old and reference log-probs (false: skip them)")
+	flag.BoolVar(&so.peer, "step_peer", true, "step: run the PyTorch peer (false: r1go's phases only)")
+	flag.StringVar(&so.state, "step_state", "bfloat16", "step: AdamW moment dtype (float32 or bfloat16)")
 	flag.Parse()
 	if *threads < 1 || *reps < 1 {
 		fmt.Fprintln(os.Stderr, "cpu: -threads and -reps must be ≥ 1")
@@ -143,6 +160,17 @@ func main() {
 		}
 	}
 	runtime.GOMAXPROCS(*threads)
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "cpu: -cpuprofile:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	printMachine(*threads)
 
 	re, err := regexp.Compile(*match)
@@ -150,10 +178,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "cpu: -match: %v\n", err)
 		os.Exit(2)
 	}
-	e := &env{threads: *threads, reps: *reps, peak: map[string]probe.Peak{}, match: re}
+	e := &env{threads: *threads, reps: *reps, peak: map[string]probe.Peak{}, match: re, step: so}
 	var rows []row
 	for _, s := range sections {
-		if want != nil && !slices.Contains(want, s.name) {
+		if want != nil && !slices.Contains(want, s.name) || want == nil && s.named {
 			continue
 		}
 		fmt.Printf("== %s\n", s.name)

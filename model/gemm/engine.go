@@ -16,6 +16,9 @@ type Engine struct {
 	// alwaysParallel skips the small-product serial shortcut, so tests
 	// reach the parallel path with small shapes.
 	alwaysParallel bool
+	// noSwap turns off the swapped few-rows path (swap.go), so tests can
+	// compare it with the direct one.
+	noSwap bool
 }
 
 // NewEngine returns an engine using the named micro-kernel ("" for the
@@ -70,6 +73,10 @@ func (e *Engine) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc}
 	if e.useSmall(&j) {
 		e.small(&j, e.smallThreads(m, n, k))
+		return
+	}
+	if e.useSwap(&j) {
+		e.swapped(&j)
 		return
 	}
 	e.run(&j, e.threadsFor(m, n, k))
@@ -195,6 +202,10 @@ type job struct {
 	ldb            int
 	c              []float32
 	ldc            int
+	// directA: the micro-kernel reads full micro-panels of a
+	// non-transposed A in place (row pitch lda) instead of packed copies;
+	// only a last partial panel is packed (swap.go).
+	directA bool
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
@@ -274,6 +285,9 @@ func (e *Engine) run(j *job, threads int) {
 				}
 				forEach(threads, panelsM+packsB, func(q int) {
 					if q < panelsM {
+						if j.directA && (q+1)*mr <= mcur {
+							return // read in place by tile
+						}
 						packA(j.transA, mr, j.a, j.lda, i0+q*mr, min(mr, mcur-q*mr), p0, kc, kcs, ablock.data[q*lay.panelA:(q+1)*lay.panelA])
 						return
 					}
@@ -286,7 +300,7 @@ func (e *Engine) run(j *job, threads int) {
 				forEach(threads, groups*chunks, func(t int) {
 					g, c := t%groups, t/groups
 					tile(kn, j, lay, ablock.data, bblock.data, i0, j0, g*panelsM/groups, (g+1)*panelsM/groups,
-						c*chunk, min(panelsN, (c+1)*chunk), ncur, kc, sp, sr, beta)
+						c*chunk, min(panelsN, (c+1)*chunk), ncur, p0, kc, sp, sr, beta)
 				})
 			}
 		}
@@ -303,7 +317,7 @@ type layout struct {
 // tile multiplies, with kernel kn, packed A micro-panels [qa0, qa1) (C rows from i0) by
 // packed B micro-panels [qb0, qb1) (C columns from j0; the block is ncur
 // wide), one MR×NR tile per micro-kernel call.
-func tile(kn *kernel, j *job, lay layout, apack, bpack []float32, i0, j0, qa0, qa1, qb0, qb1, ncur, kc int, sp, sr uintptr, beta float32) {
+func tile(kn *kernel, j *job, lay layout, apack, bpack []float32, i0, j0, qa0, qa1, qb0, qb1, ncur, p0, kc int, sp, sr uintptr, beta float32) {
 	mr, nr := kn.mr, kn.nr
 	// Scratch tile for partial tiles (≥ mr·nr of every kernel), from a pool:
 	// a local array would move to the heap on every call (the kernel is
@@ -320,19 +334,22 @@ func tile(kn *kernel, j *job, lay layout, apack, bpack []float32, i0, j0, qa0, q
 	for qa := qa0; qa < qa1; qa++ {
 		row := i0 + qa*mr
 		rows := min(mr, j.m-row)
-		ap := &apack[qa*lay.panelA]
+		ap, asp, asr := &apack[qa*lay.panelA], sp, sr
+		if j.directA && rows == mr {
+			ap, asp, asr = &j.a[row*j.lda+p0], 4, uintptr(j.lda)*4
+		}
 		for qb := qb0; qb < qb1; qb++ {
 			col := j0 + qb*nr
 			cols := min(nr, j0+ncur-col)
 			bp := &bpack[qb*lay.panelB]
 			if rows == mr && cols == nr {
-				kn.micro(kc, ap, sp, sr, bp, &j.c[row*j.ldc+col], ldc, j.alpha, beta)
+				kn.micro(kc, ap, asp, asr, bp, &j.c[row*j.ldc+col], ldc, j.alpha, beta)
 				continue
 			}
 			if edge == nil {
 				edge = edgePool.Get().(*[16 * 64]float32)
 			}
-			kn.micro(kc, ap, sp, sr, bp, &edge[0], uintptr(nr)*4, 1, 0)
+			kn.micro(kc, ap, asp, asr, bp, &edge[0], uintptr(nr)*4, 1, 0)
 			mergeEdge(edge[:mr*nr], nr, rows, cols, j.alpha, beta, j.c[row*j.ldc+col:], j.ldc)
 		}
 	}

@@ -108,7 +108,7 @@ func main() {
 	promptLen := flag.Int("prompt_len", 64, "prompt tokens")
 	respLen := flag.Int("response_len", 256, "response tokens (the KV cache is sized for them)")
 	decodeSteps := flag.Int("decode_steps", 8, "decode steps actually run (memory does not grow with them past the cache)")
-	micro := flag.Int("micro_tokens", 1024, "tokens of the one training micro-batch")
+	micro := flag.Int("micro_tokens", 8192, "tokens of the one training micro-batch (the trainer's default micro_batch_tokens)")
 	save := flag.Bool("save", true, "write a checkpoint (bf16 weights + optimizer state) into a temporary folder")
 	memprofile := flag.String("memprofile", "", "write a heap profile (go tool pprof -sample_index=alloc_space) here at the end")
 	flag.Parse()
@@ -298,6 +298,10 @@ func run(dir, state, refMode string, loraRank, seqs, promptLen, respLen, decodeS
 	cfg := pol.Config
 	maxLen := promptLen + respLen
 	cache := pol.NewKVCache(seqs, maxLen)
+	for l := range cache.K { // touch every page, as a full rollout would
+		dev.Zero(cache.K[l])
+		dev.Zero(cache.V[l])
+	}
 	kv := float64(cfg.NumHiddenLayers) * float64(seqs) * float64(maxLen) * float64(cfg.NumKeyValueHeads*cfg.HeadDim()) * 2 * 4
 	account(fmt.Sprintf("KV cache (%d slots × %d positions)", seqs, maxLen), kv)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -352,17 +356,10 @@ func run(dir, state, refMode string, loraRank, seqs, promptLen, respLen, decodeS
 	if err != nil {
 		return err
 	}
-	C, I, L := cfg.HiddenSize, cfg.IntermediateSize, cfg.NumHiddenLayers
-	Q, KV := cfg.NumAttentionHeads*cfg.HeadDim(), cfg.NumKeyValueHeads*cfg.HeadDim()
-	QKV := Q + 2*KV
-	layer := 3*C + 2 + QKV + Q + cfg.NumAttentionHeads + 3*I
-	acts := float64(T) * float64((L+1)*C+layer+2*C+1+4+2*C+QKV+Q+3*I+3) * 4
-	// The scoring and decode arenas are freed when training starts; the
-	// reference's scoring arena (two residuals and one layer) stays.
-	if refM != nil {
-		acts += float64(T) * float64(2*C+layer+2*C+1+4) * 4
-	}
-	account(fmt.Sprintf("activations (%d tokens: training with recompute, reference scoring)", T), acts)
+	// The scoring arenas of a long batch are freed after scoring (grouped
+	// forward); the training arena is what the model says it allocates.
+	acts := 4 * float64(pol.ActivationValues(b, true))
+	account(fmt.Sprintf("activations (%d-token training micro-batch, recompute, grouped)", T), acts)
 	phase("train forward (recompute)")
 	g := make([]float32, T)
 	for i := range g {

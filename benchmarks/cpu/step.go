@@ -1,0 +1,358 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/r1go/r1go/benchmarks/internal/probe"
+	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/optim"
+)
+
+// stepOptions are the step section's settings (flags -step_*).
+type stepOptions struct {
+	dir                string // the random-weight Qwen2.5-0.5B-shaped bf16 folder
+	prompts, n         int    // prompts × samples per prompt
+	promptLen, respLen int    // tokens per prompt, per response
+	microSeqs          int    // sequences per micro-batch of the update compared with PyTorch
+	trainerMicro       int    // tokens per micro-batch of a second update row (0: skip it); scoring uses it too (0: 8,192)
+	state              string // AdamW moment dtype
+	peer               bool   // run the PyTorch peer
+	score              bool   // time the old and reference log-probs
+}
+
+// stepSection is one GRPO step of a Qwen2.5-0.5B-shaped model (random
+// weights, the folder of benchmarks/cpu/memstep) with its phases timed
+// apart, 8 prompts × 4 samples, 64-token prompts and 256-token responses:
+//
+//   - rollout: a prefill of every prompt, then one decode step per
+//     response token for all 32 sequences at once, sampling at
+//     temperature 1 on the host; decode tokens/s ÷ the batch's weight-read
+//     bound (batch × read bandwidth ÷ the policy's float32 weight bytes,
+//     which each step reads once; bandwidth from the same run's probe);
+//   - old and reference log-probs (trainer's micro-batches, no gradient);
+//   - the update: forward + backward of every micro-batch, then AdamW, on
+//     the same micro-batches as PyTorch's forward+backward+AdamW of the
+//     same shapes (train_step.py, mode "update"), which runs first, in a
+//     child process, so that the two never share memory; a PyTorch user
+//     must micro-batch too, since [32, 320, 151936] float32 logits take
+//     6.2 GB; and, with -step_trainer_micro, once more at that
+//     micro_batch_tokens (the trainer's default is 8,192);
+//   - the peak RSS of the Go step (VmHWM, reset before it starts).
+//
+// The policy keeps float32 master weights, the reference is the frozen
+// bf16 copy of the same folder, AdamW's moments are -step_state.
+func stepSection(e *env) []row {
+	o := e.step
+	var rows []row
+	fail := func(what string, err error) []row {
+		return append(rows, row{section: "step", name: what, note: err.Error()})
+	}
+	if err := ensureFolder(o.dir); err != nil {
+		return fail("0.5B-shaped folder", err)
+	}
+	seqs, T := o.prompts*o.n, o.promptLen+o.respLen
+	bw := e.readBandwidth()
+
+	// The PyTorch peer first, alone in memory.
+	peer, perr := peerUpdate{}, fmt.Errorf("not run (-step_peer=false)")
+	if o.peer {
+		peer, perr = torchUpdate(o, e)
+	}
+	if perr != nil {
+		fmt.Printf("step     PyTorch peer: %v\n", perr)
+	} else {
+		fmt.Printf("step     PyTorch update %.1f s (%d micro-batches of %d × %d), peak RSS %.2f GB\n",
+			peer.Seconds, (seqs+o.microSeqs-1)/o.microSeqs, o.microSeqs, T, peer.MaxRSS/1e9)
+	}
+	runtime.GC()
+	debug.FreeOSMemory()
+	resetPeakRSS()
+
+	dev := model.NewCPU()
+	t0 := time.Now()
+	pol, err := model.Load(o.dir, dev, model.LMHeadOutput)
+	if err != nil {
+		return fail("load policy", err)
+	}
+	ref, err := model.LoadWith(o.dir, dev, model.LMHeadOutput, model.LoadOptions{Frozen: true, DType: "auto"})
+	if err != nil {
+		return fail("load reference", err)
+	}
+	ocfg := optim.DefaultConfig()
+	ocfg.StateDType = o.state
+	opt, err := optim.New(dev, pol.Params, pol.Grads, ocfg, 1)
+	if err != nil {
+		return fail("optimizer", err)
+	}
+	fmt.Printf("step     loaded policy (float32) and reference (%s) in %.1f s\n", dtypeOf(ref), time.Since(t0).Seconds())
+	cfg := pol.Config
+
+	// Rollout.
+	rng := rand.New(rand.NewPCG(3, 4))
+	cache := pol.NewKVCache(seqs, T)
+	chunks := make([]model.Chunk, seqs)
+	seqTokens := make([][]int32, seqs)
+	for s := range chunks {
+		p := make([]int32, o.promptLen)
+		for i := range p {
+			p[i] = int32(rng.IntN(cfg.VocabSize))
+		}
+		chunks[s] = model.Chunk{Slot: s, Tokens: p}
+		seqTokens[s] = p
+	}
+	samp := model.Sampling{Temperature: 1, TopP: 1, TopK: -1}
+	seeds := make([]uint64, seqs)
+	t0 = time.Now()
+	if _, err := pol.Step(cache, chunks); err != nil {
+		return fail("prefill", err)
+	}
+	prefill := time.Since(t0).Seconds()
+	rows = append(rows, stepRow("rollout prefill", float64(seqs*o.promptLen)/prefill, "tok/s",
+		fmt.Sprintf("%d × %d tokens in %.1f s", seqs, o.promptLen, prefill)))
+	for s := range chunks {
+		chunks[s].Tokens = []int32{int32(rng.IntN(cfg.VocabSize))}
+	}
+	t0 = time.Now()
+	for step := 0; step < o.respLen; step++ {
+		for s := range seeds {
+			seeds[s] = rng.Uint64()
+			seqTokens[s] = append(seqTokens[s], chunks[s].Tokens[0])
+		}
+		out, err := pol.StepSample(cache, chunks, samp, seeds, nil)
+		if err != nil {
+			return fail("decode", err)
+		}
+		for s := range chunks {
+			chunks[s].Tokens[0] = out.Tokens[s]
+		}
+	}
+	decode := time.Since(t0).Seconds()
+	weightBytes := 4 * float64(pol.NumParams()) // every float32 weight once per step (tied head: once)
+	kvw := float64(cfg.NumKeyValueHeads * cfg.HeadDim())
+	kvBytes := float64(cfg.NumHiddenLayers) * 2 * kvw * 4 * float64(seqs) * float64(o.promptLen+o.respLen/2)
+	bound := float64(seqs) * bw.Wall * 1e9 / weightBytes
+	tps := float64(seqs*o.respLen) / decode
+	r := stepRow(fmt.Sprintf("rollout decode, batch %d, %d steps", seqs, o.respLen), tps, "tok/s",
+		fmt.Sprintf("%.0f tok/s bound: %.2f GB of weights per step at %.1f GB/s; with the KV cache read too %.2f×",
+			bound, weightBytes/1e9, bw.Wall, tps*(weightBytes+kvBytes)/float64(seqs)/(bw.Wall*1e9)))
+	r.ratios = []ratio{{"weight-read bound (goal ≥ 0.6)", tps / bound}}
+	fmt.Println(r)
+	rows = append(rows, r)
+	cache.Free(dev)
+
+	// The batch: every sequence prompt + response, random advantages.
+	b := model.Batch{Seqs: []int32{0}}
+	for _, s := range seqTokens {
+		b.Tokens = append(b.Tokens, s...)
+		b.Seqs = append(b.Seqs, int32(len(b.Tokens)))
+	}
+	adv := make([]float32, len(b.Tokens))
+	for i := range adv {
+		adv[i] = float32(rng.NormFloat64())
+	}
+	trainerMicro := o.trainerMicro
+	if trainerMicro <= 0 {
+		trainerMicro = 8192
+	}
+	scorers := []struct {
+		name string
+		m    *model.Model
+	}{{"old log-probs", pol}, {"reference log-probs", ref}}
+	if !o.score {
+		scorers = nil
+	}
+	for _, sc := range scorers {
+		t0 = time.Now()
+		for _, mb := range microBatches(b, trainerMicro, 0) {
+			if _, err := sc.m.Forward(mb, false); err != nil {
+				return fail(sc.name, err)
+			}
+		}
+		sec := time.Since(t0).Seconds()
+		r := stepRow(fmt.Sprintf("%s, %d-token micro-batches", sc.name, trainerMicro), float64(len(b.Tokens))/sec, "tok/s",
+			fmt.Sprintf("%.1f s", sec))
+		fmt.Println(r)
+		rows = append(rows, r)
+	}
+
+	update := func(mbs []model.Batch) (wall, cpu float64, err error) {
+		pol.ZeroGrads()
+		t0, c0 := time.Now(), cpuSeconds()
+		off := 0
+		for _, mb := range mbs {
+			g := make([]float32, len(mb.Tokens))
+			for i := range g {
+				g[i] = -adv[off+i] / float32(len(b.Tokens)) // d/dlogprob of −Σ A·logprob / N
+			}
+			off += len(mb.Tokens)
+			if _, err := pol.Forward(mb, true); err != nil {
+				return 0, 0, err
+			}
+			if err := pol.Backward(g, nil, nil); err != nil {
+				return 0, 0, err
+			}
+		}
+		opt.Step(1)
+		return time.Since(t0).Seconds(), cpuSeconds() - c0, nil
+	}
+	same := microBatches(b, 0, o.microSeqs)
+	sec, cpu, err := update(same)
+	if err != nil {
+		return fail("update", err)
+	}
+	r = stepRow(fmt.Sprintf("update fwd+bwd+AdamW, %d micro-batches of %d × %d", len(same), o.microSeqs, T),
+		float64(len(b.Tokens))/sec, "tok/s", fmt.Sprintf("r1go %.1f s (%.1f CPU s)", sec, cpu))
+	if perr == nil {
+		r.ratios = []ratio{{"PyTorch time (goal ≤ 0.7)", sec / peer.Seconds}, {"PyTorch CPU time", cpu / peer.CPU}}
+		r.note += fmt.Sprintf(", PyTorch %.1f s (%.1f CPU s)", peer.Seconds, peer.CPU)
+	} else {
+		r.note += ", PyTorch peer: " + perr.Error()
+	}
+	fmt.Println(r)
+	rows = append(rows, r)
+	if o.trainerMicro > 0 {
+		def := microBatches(b, o.trainerMicro, 0)
+		sec2, cpu2, err := update(def)
+		if err != nil {
+			return fail("update", err)
+		}
+		r := stepRow(fmt.Sprintf("update fwd+bwd+AdamW, %d-token micro-batches (trainer default)", o.trainerMicro),
+			float64(len(b.Tokens))/sec2, "tok/s", fmt.Sprintf("r1go %.1f s (%.1f CPU s)", sec2, cpu2))
+		if perr == nil {
+			r.ratios = []ratio{{"PyTorch time", sec2 / peer.Seconds}, {"PyTorch CPU time", cpu2 / peer.CPU}}
+		}
+		fmt.Println(r)
+		rows = append(rows, r)
+	}
+	hwm := peakRSS()
+	r = stepRow("peak RSS of the Go step (VmHWM)", hwm/1e9, "GB", fmt.Sprintf("AdamW moments %s, reference %s", o.state, dtypeOf(ref)))
+	r.ratios = []ratio{{"8 GB goal", hwm / 8e9}}
+	if perr == nil {
+		r.ratios = append(r.ratios, ratio{"PyTorch peak RSS", hwm / peer.MaxRSS})
+	}
+	fmt.Println(r)
+	return append(rows, r)
+}
+
+// cpuSeconds is this process's CPU time (0 where unknown).
+func cpuSeconds() float64 {
+	d, _ := probe.ProcessCPUTime()
+	return d.Seconds()
+}
+
+func stepRow(name string, v float64, unit, note string) row {
+	return row{section: "step", name: name, value: v, unit: unit, note: note}
+}
+
+func dtypeOf(m *model.Model) string {
+	if model.IsBF16(m.Params) {
+		return "bfloat16"
+	}
+	return "float32"
+}
+
+// microBatches cuts b at sequence boundaries, as rl.MicroBatches does: at
+// most maxTokens tokens (a sequence longer than that alone), or exactly
+// seqs sequences when seqs > 0.
+func microBatches(b model.Batch, maxTokens, seqs int) []model.Batch {
+	var out []model.Batch
+	n := len(b.Seqs) - 1
+	for i := 0; i < n; {
+		j := i + 1
+		if seqs > 0 {
+			j = min(i+seqs, n)
+		} else {
+			for j < n && b.Seqs[j+1]-b.Seqs[i] <= int32(maxTokens) {
+				j++
+			}
+		}
+		mb := model.Batch{Tokens: b.Tokens[b.Seqs[i]:b.Seqs[j]]}
+		for k := i; k <= j; k++ {
+			mb.Seqs = append(mb.Seqs, b.Seqs[k]-b.Seqs[i])
+		}
+		out = append(out, mb)
+		i = j
+	}
+	return out
+}
+
+// ensureFolder generates the random-weight folder with memstep when it is
+// missing (a child process, so this one's peak does not count it).
+func ensureFolder(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err == nil {
+		return nil
+	}
+	fmt.Printf("step     generating %s (go run ./benchmarks/cpu/memstep -gen)\n", dir)
+	cmd := exec.Command("go", "run", "./memstep", "-gen", "-dir", dir)
+	cmd.Dir = benchDir()
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	return cmd.Run()
+}
+
+// peerUpdate is train_step.py's answer in mode "update".
+type peerUpdate struct {
+	Seconds float64 // forward+backward of every micro-batch and the AdamW step
+	CPU     float64 // CPU seconds of the same (all threads)
+	MaxRSS  float64 // bytes
+}
+
+// torchUpdate runs train_step.py in mode "update" with the step's shapes.
+func torchUpdate(o stepOptions, e *env) (peerUpdate, error) {
+	raw, err := os.ReadFile(filepath.Join(o.dir, "config.json"))
+	if err != nil {
+		return peerUpdate{}, err
+	}
+	cfg, err := model.ParseConfig(raw, "config.json")
+	if err != nil {
+		return peerUpdate{}, err
+	}
+	args, _ := json.Marshal(map[string]any{"mode": "update", "C": cfg.HiddenSize, "L": cfg.NumHiddenLayers,
+		"NH": cfg.NumAttentionHeads, "KVH": cfg.NumKeyValueHeads, "I": cfg.IntermediateSize, "V": cfg.VocabSize,
+		"seqs": o.prompts * o.n, "seqlen": o.promptLen + o.respLen, "micro_seqs": o.microSeqs, "threads": e.threads})
+	cmd := exec.Command(pythonWithTorch(), filepath.Join(benchDir(), "train_step.py"), string(args))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return peerUpdate{}, err
+	}
+	var res struct {
+		Seconds    float64
+		CPUSeconds float64 `json:"cpu_seconds"`
+		MaxRSSKiB  float64 `json:"max_rss_kib"`
+	}
+	if err := json.Unmarshal([]byte(lastLine(string(out))), &res); err != nil {
+		return peerUpdate{}, fmt.Errorf("unreadable output %q: %v", out, err)
+	}
+	return peerUpdate{Seconds: res.Seconds, CPU: res.CPUSeconds, MaxRSS: res.MaxRSSKiB * 1024}, nil
+}
+
+// resetPeakRSS sets VmHWM back to the current RSS (Linux ≥ 4.0).
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSS is VmHWM in bytes (0 where /proc is missing).
+func peakRSS() float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			var kb float64
+			fmt.Sscanf(v, "%f", &kb)
+			return kb * 1024
+		}
+	}
+	return 0
+}
