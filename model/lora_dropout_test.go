@@ -21,14 +21,7 @@ func TestLoRADropoutPyTorchParity(t *testing.T) {
 	for _, name := range []string{"qwen2_tied", "qwen2_untied"} {
 		for _, recompute := range []bool{false, true} {
 			gc := loadGoldenCase(t, name)
-			m, err := LoadWith(filepath.Join("testdata", "golden", name), NewCPU(), LMHeadOutput, LoadOptions{Frozen: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			lo, err := m.LoadAdapter(filepath.Join("testdata", "lora", name+"_adapter"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, lo := adaptedGolden(t, name)
 			lo.Config.Dropout, lo.Seed = 0.3, 7
 			m.Recompute = recompute
 			gf, err := safetensors.Open(filepath.Join("testdata", "lora", name+".lora_dropout_golden.safetensors"))

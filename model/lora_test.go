@@ -11,6 +11,21 @@ import (
 	"github.com/r1go/r1go/model/safetensors"
 )
 
+// adaptedGolden loads the golden tiny model name frozen, with the PEFT
+// adapter folder testdata/lora/make_lora.py wrote for it.
+func adaptedGolden(t *testing.T, name string) (*Model, *LoRA) {
+	t.Helper()
+	m, err := LoadWith(filepath.Join("testdata", "golden", name), NewCPU(), LMHeadOutput, LoadOptions{Frozen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, err := m.LoadAdapter(filepath.Join("testdata", "lora", name+"_adapter"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, lo
+}
+
 // TestLoRAPyTorchParity loads PEFT adapter folders written by
 // testdata/lora/make_lora.py onto the golden tiny models (frozen; float32
 // and bf16-free) and checks the adapted logprobs, entropies and every
@@ -20,14 +35,7 @@ func TestLoRAPyTorchParity(t *testing.T) {
 	for _, name := range []string{"qwen2_tied", "qwen2_untied"} {
 		for _, recompute := range []bool{false, true} {
 			gc := loadGoldenCase(t, name)
-			m, err := LoadWith(filepath.Join("testdata", "golden", name), NewCPU(), LMHeadOutput, LoadOptions{Frozen: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			lo, err := m.LoadAdapter(filepath.Join("testdata", "lora", name+"_adapter"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, lo := adaptedGolden(t, name)
 			m.Recompute = recompute
 			gf, err := safetensors.Open(filepath.Join("testdata", "lora", name+".lora_golden.safetensors"))
 			if err != nil {
