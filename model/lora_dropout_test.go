@@ -47,21 +47,7 @@ func TestLoRADropoutPyTorchParity(t *testing.T) {
 					}
 				}
 			}
-			b := Batch{Tokens: gc.tokens, Seqs: gc.seqs}
-			out, err := m.Forward(b, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			check("logprob", out.LogProb, readGolden(t, gf, "logprob"))
-			check("entropy", out.Entropy, readGolden(t, gf, "entropy"))
-			lo.ZeroGrads(m.Dev)
-			if err := m.Backward(gc.a, gc.b, nil); err != nil {
-				t.Fatal(err)
-			}
-			grads, _ := HostF32(lo.Grads)
-			for _, s := range lo.specs {
-				check("grad "+s.Name, grads[s.Off:s.Off+s.size()], readGolden(t, gf, "grad."+s.Name))
-			}
+			b, out := checkAdaptedStep(t, m, lo, gc, gf, check)
 			gf.Close()
 			// Scoring: no dropout.
 			ef, err := safetensors.Open(filepath.Join("testdata", "lora", name+".lora_golden.safetensors"))

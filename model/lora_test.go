@@ -26,6 +26,30 @@ func adaptedGolden(t *testing.T, name string) (*Model, *LoRA) {
 	return m, lo
 }
 
+// checkAdaptedStep runs one training forward and backward of the golden
+// case through the adapted model and checks its logprobs, entropies and
+// every adapter gradient against the golden file gf; it returns the batch
+// and the forward's outputs.
+func checkAdaptedStep(t *testing.T, m *Model, lo *LoRA, gc goldenCase, gf *safetensors.File, check func(what string, got, want []float32)) (Batch, *Output) {
+	t.Helper()
+	b := Batch{Tokens: gc.tokens, Seqs: gc.seqs}
+	out, err := m.Forward(b, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("logprob", out.LogProb, readGolden(t, gf, "logprob"))
+	check("entropy", out.Entropy, readGolden(t, gf, "entropy"))
+	lo.ZeroGrads(m.Dev)
+	if err := m.Backward(gc.a, gc.b, nil); err != nil {
+		t.Fatal(err)
+	}
+	grads, _ := HostF32(lo.Grads)
+	for _, s := range lo.specs {
+		check("grad "+s.Name, grads[s.Off:s.Off+s.size()], readGolden(t, gf, "grad."+s.Name))
+	}
+	return b, out
+}
+
 // TestLoRAPyTorchParity loads PEFT adapter folders written by
 // testdata/lora/make_lora.py onto the golden tiny models (frozen; float32
 // and bf16-free) and checks the adapted logprobs, entropies and every
@@ -47,21 +71,7 @@ func TestLoRAPyTorchParity(t *testing.T) {
 					t.Errorf("%s %s (recompute=%v): relative error %.3g > 1e-4", name, what, recompute, e)
 				}
 			}
-			b := Batch{Tokens: gc.tokens, Seqs: gc.seqs}
-			out, err := m.Forward(b, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			check("logprob", out.LogProb, readGolden(t, gf, "logprob"))
-			check("entropy", out.Entropy, readGolden(t, gf, "entropy"))
-			lo.ZeroGrads(m.Dev)
-			if err := m.Backward(gc.a, gc.b, nil); err != nil {
-				t.Fatal(err)
-			}
-			grads, _ := HostF32(lo.Grads)
-			for _, s := range lo.specs {
-				check("grad "+s.Name, grads[s.Off:s.Off+s.size()], readGolden(t, gf, "grad."+s.Name))
-			}
+			b, _ := checkAdaptedStep(t, m, lo, gc, gf, check)
 			// The base view computes the model without adapters: the golden logprobs.
 			bout, err := m.Base().Forward(b, false)
 			if err != nil {
