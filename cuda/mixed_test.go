@@ -237,8 +237,27 @@ func TestGPUMixedLMHead(t *testing.T) {
 // the stated tolerance is 1e-2 relative to the CPU's float32 loss at every
 // step, and the reference model's loss (frozen weights: it must not move)
 // within the same bound of the CPU's step-1 loss.
+//
+// The grouped run repeats it with recomputation and every batch cut into
+// groups of sequences (model.GroupBytes lowered), as a long micro-batch of
+// a real model runs: the training residuals are bf16 there too, and every
+// op of a group must accept them (the first H200 run stopped on an Add of
+// a float32 residual into a bf16 xmid).
 func TestGPUMixedTrainingTracksCPU(t *testing.T) {
 	gpuOrSkip(t)
+	for _, grouped := range []bool{false, true} {
+		t.Run(map[bool]string{false: "whole", true: "grouped"}[grouped], func(t *testing.T) {
+			if grouped {
+				old := model.GroupBytes
+				model.GroupBytes = 1
+				defer func() { model.GroupBytes = old }()
+			}
+			checkMixedTraining(t, grouped)
+		})
+	}
+}
+
+func checkMixedTraining(t *testing.T, grouped bool) {
 	e := newMixedEnv(t)
 	gpu := e.gpu
 	cfg := tinyQwen(t)
@@ -253,6 +272,9 @@ func TestGPUMixedTrainingTracksCPU(t *testing.T) {
 		m.InitRandom(11)
 		models = append(models, m)
 		moments = append(moments, [2]model.Buffer{d.Alloc(m.NumParams()), d.Alloc(m.NumParams())})
+	}
+	for _, m := range models {
+		m.Recompute = grouped
 	}
 	models[1].Dev.(model.MixedPrecision).UseBF16(models[1].Params)
 	// The reference as rl.NewTrainer loads it on a mixed-precision device:

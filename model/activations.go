@@ -279,9 +279,10 @@ func (a *activations) free(dev Device) {
 	}
 }
 
-// groupBytes bounds the float32 bytes of one group's layer activations and
+// GroupBytes bounds the float32 bytes of one group's layer activations and
 // backward scratch in a grouped forward or backward (see groupTokens).
-var groupBytes = 64 << 20 // a variable for the tests
+// Tests lower it so that small batches run grouped (package cuda's too).
+var GroupBytes = 64 << 20
 
 // groupTokens is how many rows one group may hold when a forward of T
 // tokens does not save every layer (scoring, or training with
@@ -298,10 +299,10 @@ func groupTokens(d dims, T int, train bool) int {
 	if train {
 		per += 2*d.C + d.QKV + d.Q + 3*d.I
 	}
-	if T*per*4 <= groupBytes {
+	if T*per*4 <= GroupBytes {
 		return 0
 	}
-	return max(1, groupBytes/(per*4))
+	return max(1, GroupBytes/(per*4))
 }
 
 // minGroupRows is the fewest rows a group has (unless the batch has
@@ -353,20 +354,36 @@ func cutGrouped(old *activations, dev Device, d dims, T int, train bool, spans [
 		nx, tb = d.L+1, T
 	}
 	size := groupedSize(d, T, train)
+	// Under mixed precision the training residuals live in the compute
+	// dtype, as in cutActivations: the group arenas' xmid is bf16 there,
+	// and a layer's residual add keeps its input and output in one dtype.
+	cs, split := dev.(ComputeStorage)
+	rsize := 0
+	if split {
+		rsize = nx * T * d.C
+		size -= rsize
+	}
 	a := old
-	if a != nil && (!a.grouped || a.cap < size) {
+	if a != nil && (!a.grouped || a.cap < size || a.rcap < rsize) {
 		a.free(dev)
 		a = nil
 	}
 	if a == nil {
 		a = &activations{arena: dev.Alloc(size), cap: size, grouped: true}
+		if split && rsize > 0 {
+			a.resid, a.rcap = cs.AllocCompute(rsize), rsize
+		}
 	}
 	a.T, a.saved = T, false
-	off := 0
+	off, roff := 0, 0
 	take := func(n int) Buffer { b := a.arena.Slice(off, n); off += n; return b }
+	takeR := take
+	if split {
+		takeR = func(n int) Buffer { b := a.resid.Slice(roff, n); roff += n; return b }
+	}
 	a.xs = a.xs[:0]
 	for l := 0; l < nx; l++ {
-		a.xs = append(a.xs, take(T*d.C))
+		a.xs = append(a.xs, takeR(T*d.C))
 	}
 	a.layers = a.layers[:0]
 	a.lnf, a.rstdf = take(T*d.C), take(T)
@@ -374,7 +391,7 @@ func cutGrouped(old *activations, dev Device, d dims, T int, train bool, spans [
 	a.dx = take(tb * d.C)
 	a.dlogprob, a.dentropy, a.dvalues = take(tb), take(tb), take(tb)
 	a.tmp, a.dln, a.dqkv, a.datt, a.dgu, a.dact = nil, nil, nil, nil, nil, nil
-	if off != size {
+	if off != size || roff != rsize {
 		panic("model: grouped activation arena size and views disagree")
 	}
 	big := 0

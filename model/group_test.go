@@ -8,7 +8,7 @@ import (
 )
 
 // TestGroupedMatchesWhole runs the golden models' batch with groups of a
-// few sequences (groupBytes lowered so that every batch is grouped; each
+// few sequences (GroupBytes lowered so that every batch is grouped; each
 // group at least minGroupRows) and whole,
 // with recomputation: the training forward's logprobs and entropies, every
 // parameter gradient (adapters with dropout too: their masks must not
@@ -36,11 +36,11 @@ func TestGroupedMatchesWhole(t *testing.T) {
 					ga, gb = append(ga, gc.a...), append(gb, gc.b...)
 				}
 				run := func(grouped bool) (lp, ent, score, grads []float32) {
-					old := groupBytes
+					old := GroupBytes
 					if grouped {
-						groupBytes = 1
+						GroupBytes = 1
 					}
-					defer func() { groupBytes = old }()
+					defer func() { GroupBytes = old }()
 					opt := LoadOptions{Frozen: lora}
 					m, err := LoadWith(filepath.Join("testdata", "golden", name), NewCPU(), LMHeadOutput, opt)
 					if err != nil {

@@ -8,6 +8,16 @@
 #   bash benchmarks/gpu/run_on_gpu.sh parity   fixtures, Go tests, read-backs (~2 min)
 #   bash benchmarks/gpu/run_on_gpu.sh bench    the speed table (~5 min)
 #   bash benchmarks/gpu/run_on_gpu.sh all      both (may not fit one 10-minute call)
+#   bash benchmarks/gpu/run_on_gpu.sh first    a first call within a 15-minute device
+#                                              budget: cuda, e2e, parity, then bench
+#                                              with what is left of DEADLINE_S (420)
+#
+# Stages of "first": cuda (package cuda's tests, .gpu/cuda.test), e2e (a
+# random-weight Qwen2.5-0.5B folder from .gpu/memstep with the real Qwen
+# tokenizer in .gpu/, then three GRPO steps of .gpu/train on the GPU with
+# nvidia-smi sampling the memory). When .gpub/bundle.tar.gz (or .xz) is carried
+# (the binaries compressed to fit the 64 MiB carry limit) it is unpacked
+# into .gpu/ first.
 #
 # Everything goes to $OUT (default /tmp/gpu-out): parity.log, bench.log,
 # fixtures.tar.gz (the new fixture folders, to unpack at the repository root
@@ -21,11 +31,19 @@ ROOT=$PWD
 BIN=$ROOT/.gpu/parity
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 declare -a STATUS
+T0=$SECONDS
+DEADLINE_S=${DEADLINE_S:-420}
+left() { echo $((DEADLINE_S - (SECONDS - T0))); }
+for f in "$ROOT"/.gpub/bundle.tar.*; do
+	[ -f "$f" ] && mkdir -p "$ROOT/.gpu" && tar -xf "$f" -C "$ROOT/.gpu"
+done
+# One kernel cache for every stage, so that NVRTC compiles each file once.
+export R1GO_CUDA_CACHE=${R1GO_CUDA_CACHE:-/tmp/r1go-kernels}
 
 # Package cuda compiles its kernels with NVRTC at run time, or reads them
 # from a carried cache (go run ./benchmarks/cuda -precompile .gpu/kernels).
-if [ -z "${R1GO_CUDA_CACHE:-}" ] && [ -d "$ROOT/.gpu/kernels" ]; then
-	export R1GO_CUDA_CACHE=$ROOT/.gpu/kernels
+if [ -d "$ROOT/.gpu/kernels" ]; then
+	mkdir -p "$R1GO_CUDA_CACHE" && cp "$ROOT"/.gpu/kernels/* "$R1GO_CUDA_CACHE"/ 2>/dev/null
 fi
 # NVRTC and cuBLAS: the loader's, else the toolkit's or PyTorch's wheels'.
 findlib() { # findlib VAR GLOB: sets VAR to a library matching GLOB unless the loader knows one
@@ -42,8 +60,13 @@ step() { # step NAME LOG COMMAND...: runs the command, appends to LOG, records P
 	local name=$1 log=$2
 	shift 2
 	echo "=== $name: $*" | tee -a "$log"
-	local t0=$SECONDS
-	"$@" 2>&1 | tee -a "$log"
+	local t0=$SECONDS lim
+	lim=$(left)
+	if [ "$lim" -lt 10 ]; then
+		STATUS+=("$(printf '%-44s %s' "$name" "SKIPPED (deadline)")")
+		return
+	fi
+	timeout -k 5 "$lim" "$@" 2>&1 | tee -a "$log"
 	local rc=${PIPESTATUS[0]}
 	STATUS+=("$(printf '%-44s %s (%ds)' "$name" "$([ "$rc" = 0 ] && echo PASS || echo "FAIL rc=$rc")" $((SECONDS - t0)))")
 }
@@ -62,9 +85,41 @@ parity() {
 		bash -c "cd '$ROOT/benchmarks/gpu' && '$test' -test.v"
 	step "transformers loads r1go's saves" "$log" python3 benchmarks/gpu/check_r1go_save.py /tmp/r1go_saved
 	step "tensorboard reads r1go's events" "$log" python3 benchmarks/gpu/tb_readback.py /tmp/r1go_tbrun
-	if [ -x "$ROOT/.gpu/cuda.test" ]; then # package cuda's own tests, built by its owner
-		step "cuda package tests" "$log" bash -c "cd '$ROOT/cuda' && '$ROOT/.gpu/cuda.test' -test.v"
+	if [ "${PARITY_CUDA_TESTS:-1}" = 1 ] && [ -x "$ROOT/.gpu/cuda.test" ]; then # package cuda's own tests
+		cudatests
 	fi
+}
+
+info() {
+	local log=$OUT/info.log
+	{
+		nvidia-smi
+		nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv
+		uname -a
+		python3 -c 'import torch, transformers, tokenizers; print("torch", torch.__version__, "transformers", transformers.__version__, "tokenizers", tokenizers.__version__)'
+		ldconfig -p | grep -E 'libcuda.so|libcublas.so|libnvrtc.so|libnccl.so'
+		echo "R1GO_NVRTC=${R1GO_NVRTC:-} R1GO_CUBLAS=${R1GO_CUBLAS:-}"
+	} >"$log" 2>&1
+	cat "$log"
+}
+
+cudatests() {
+	local log=$OUT/cuda.log
+	step "cuda package tests" "$log" bash -c "cd '$ROOT/cuda' && '$ROOT/.gpu/cuda.test' -test.v -test.timeout=${CUDA_TEST_TIMEOUT:-170s}"
+	grep -E '^(--- FAIL|FAIL|ok|PASS|panic)' "$log" | head -40
+}
+
+e2e() {
+	local log=$OUT/e2e.log dir=/tmp/r1go-qwen2.5-0.5b-random run=/tmp/r1go-e2e
+	step "random Qwen2.5-0.5B folder" "$log" "$ROOT/.gpu/memstep" -gen -dir "$dir"
+	cp "$ROOT"/.gpu/tokenizer.json "$ROOT"/.gpu/tokenizer_config.json "$dir"/
+	nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv,noheader -lms 250 >"$OUT/e2e_gpumem.csv" 2>&1 &
+	local smi=$!
+	rm -rf "$run"
+	step "GRPO on the GPU (${E2E_STEPS:-3} steps)" "$log" "$ROOT/.gpu/train" model.path="$dir" sft.steps=0 		trainer.device=cuda trainer.total_training_steps="${E2E_STEPS:-3}" trainer.test_freq=0 trainer.save_freq=0 		data.val_size=16 trainer.default_local_dir="$run" "trainer.logger=[console,jsonl]" ${E2E_ARGS:-}
+	kill $smi 2>/dev/null
+	cp "$run"/metrics.jsonl "$OUT"/e2e_metrics.jsonl 2>/dev/null
+	echo "peak GPU memory (nvidia-smi, MiB): $(awk -F', ' '{gsub(/ MiB/,"",$2); if ($2+0>m) m=$2+0} END {print m}' "$OUT/e2e_gpumem.csv")" | tee -a "$log"
 }
 
 bench() {
@@ -75,8 +130,10 @@ bench() {
 		step "r1go GPU benchmark" "$log" "$ROOT/.gpu/r1go-gpu-bench" -json "$OUT/r1go_bench.json"
 		[ -s "$OUT/r1go_bench.json" ] && r1go=(--r1go "$OUT/r1go_bench.json")
 	fi
+	local budget=${BENCH_BUDGET_S:-480}
+	[ "$budget" -gt "$(($(left) - 20))" ] && budget=$(($(left) - 20))
 	step "transformers benchmark" "$log" python3 benchmarks/gpu/transformers_bench.py \
-		--json "$OUT/transformers_bench.json" --budget-s "${BENCH_BUDGET_S:-480}" "${r1go[@]}"
+		--json "$OUT/transformers_bench.json" --budget-s "$budget" "${r1go[@]}"
 }
 
 case $stage in
@@ -86,8 +143,23 @@ all)
 	parity
 	bench
 	;;
+again) # after a fix: package cuda's tests and the end-to-end run
+	info
+	cudatests
+	e2e
+	;;
+first)
+	export PARITY_CUDA_TESTS=0
+	info
+	cudatests
+	e2e
+	parity
+	bench
+	;;
+cuda) cudatests ;;
+e2e) e2e ;;
 *)
-	echo "usage: run_on_gpu.sh parity|bench|all" >&2
+	echo "usage: run_on_gpu.sh parity|bench|all|first|cuda|e2e" >&2
 	exit 2
 	;;
 esac
