@@ -118,8 +118,13 @@ e2e() {
 	rm -rf "$run"
 	step "GRPO on the GPU (${E2E_STEPS:-3} steps)" "$log" "$ROOT/.gpu/train" model.path="$dir" sft.steps=0 		trainer.device=cuda trainer.total_training_steps="${E2E_STEPS:-3}" trainer.test_freq=0 trainer.save_freq=0 		data.val_size=16 trainer.default_local_dir="$run" "trainer.logger=[console,jsonl]" ${E2E_ARGS:-}
 	kill $smi 2>/dev/null
-	cp "$run"/metrics.jsonl "$OUT"/e2e_metrics.jsonl 2>/dev/null
 	echo "peak GPU memory (nvidia-smi, MiB): $(awk -F', ' '{gsub(/ MiB/,"",$2); if ($2+0>m) m=$2+0} END {print m}' "$OUT/e2e_gpumem.csv")" | tee -a "$log"
+	rm -f "$OUT/e2e_gpumem.csv" # $OUT brings back at most 8 files
+}
+
+cudalab() { # package cuda's kernels one by one, float32 (benchmarks/cuda), for the profile
+	[ -x "$ROOT/.gpu/cudabench" ] || return 0
+	step "cuda kernel lab (benchmarks/cuda)" "$OUT/cudalab.log" "$ROOT/.gpu/cudabench" -cpu=false -reps 10
 }
 
 bench() {
@@ -155,6 +160,13 @@ first)
 	e2e
 	parity
 	bench
+	;;
+final) # the speed table with r1go's column, auto choosing the GPU, the kernel lab
+	info
+	cudatests
+	bench
+	E2E_DEVICE=auto e2e
+	cudalab
 	;;
 cuda) cudatests ;;
 e2e) e2e ;;

@@ -172,7 +172,7 @@ func loadWeights(m *model.Model, dir string) error {
 }
 
 // pickDevice returns the device trainer.device names (cuda.Pick: auto
-// uses the GPU only behind cuda.AutoPicksGPU) and the line that says which.
+// uses a working GPU when there is one) and the line that says which.
 func pickDevice(name string) (model.Device, string, error) { return cuda.Pick(name) }
 
 func writeJSON(path string, v any) error {

@@ -15,8 +15,9 @@ import (
 // model's settings) and the run's settings alone, and says whether the run
 // stops: always under trainer.dry_run, with an error when the plan does not
 // fit the device. dev is nil in a dry run, which opens no device: it plans
-// for trainer.device (auto meaning what cuda.Pick would choose, read from
-// cuda.AutoPicksGPU without opening a GPU) and trainer.device_memory.
+// for trainer.device (auto meaning what cuda.Pick would choose:
+// cuda.AutoFindsGPU opens a context, allocates nothing) and
+// trainer.device_memory.
 func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, err error) {
 	mc, err := planModelConfig(cfg)
 	if err != nil {
@@ -55,7 +56,7 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, err error
 		if _, ok := dev.(model.MixedPrecision); ok {
 			s.Precision = "bf16-mixed"
 		}
-	case cfg.Trainer.Device == "cuda" || cfg.Trainer.Device == "auto" && cuda.AutoPicksGPU:
+	case cfg.Trainer.Device == "cuda" || cfg.Trainer.Device == "auto" && cuda.AutoFindsGPU():
 		s.Device, s.Precision = "cuda", "bf16-mixed" // the CUDA device is a MixedPrecision
 	}
 	if s.Device == "cpu" && s.Capacity == 0 {

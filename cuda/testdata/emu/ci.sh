@@ -56,7 +56,7 @@ py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 "$py" cuda/testdata/emu/build.py "$work/emu"
 
-echo "== go test ./cuda on the emulator"
+echo "== go test ./cuda ./benchmarks/gpubench on the emulator"
 export R1GO_LIBCUDA="$work/emu/libcuda_emu.so" R1GO_CUBLAS="$work/emu/libcuda_emu.so" R1GO_NVRTC="$nvrtc"
 export R1GO_CUDA_CACHE="$work/cache" R1GO_EMU_STRICT=1 R1GO_EMU_ALLOC_LOG="$work/alloc.log"
-go test -count=1 -timeout 20m "$@" ./cuda
+go test -count=1 -timeout 20m "$@" ./cuda ./benchmarks/gpubench
