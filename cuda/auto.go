@@ -13,19 +13,24 @@ import (
 // (benchmarks/gpu.md). Setting it false again is the whole switch back.
 const AutoPicksGPU = true
 
-// AutoFindsGPU reports whether "auto" would choose a GPU here, for a dry
-// run's plan, which loads nothing: AutoPicksGPU and a device that opens
-// (a driver, a GPU and a context; no allocation).
-func AutoFindsGPU() bool {
-	if !AutoPicksGPU {
-		return false
+// DryRunDevice is what a dry run plans for under a device setting
+// ("auto", "cuda", "cpu") without loading anything: "cuda" when the
+// setting is cuda, or auto with AutoPicksGPU and a GPU that opens; and
+// that GPU's memory in bytes when one opens (a context only, no
+// allocation), 0 when none does (a plan for a device not present).
+func DryRunDevice(mode string) (kind string, capacity int64) {
+	if mode != "cuda" && (mode != "auto" || !AutoPicksGPU) {
+		return "cpu", 0
 	}
 	g, err := Open()
 	if err != nil {
-		return false
+		if mode == "cuda" {
+			return "cuda", 0
+		}
+		return "cpu", 0
 	}
-	g.Close() //nolint:errcheck // nothing was queued
-	return true
+	defer g.Close() //nolint:errcheck // nothing was queued
+	return "cuda", Capacity(g)
 }
 
 // Pick returns the device for a command's device setting:

@@ -15,9 +15,9 @@ import (
 // model's settings) and the run's settings alone, and says whether the run
 // stops: always under trainer.dry_run, with an error when the plan does not
 // fit the device. dev is nil in a dry run, which opens no device: it plans
-// for trainer.device (auto meaning what cuda.Pick would choose:
-// cuda.AutoFindsGPU opens a context, allocates nothing) and
-// trainer.device_memory.
+// for trainer.device (auto meaning what cuda.Pick would choose, and a
+// present GPU's memory: cuda.DryRunDevice opens a context, allocates
+// nothing) and trainer.device_memory.
 func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, err error) {
 	mc, err := planModelConfig(cfg)
 	if err != nil {
@@ -56,8 +56,10 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, err error
 		if _, ok := dev.(model.MixedPrecision); ok {
 			s.Precision = "bf16-mixed"
 		}
-	case cfg.Trainer.Device == "cuda" || cfg.Trainer.Device == "auto" && cuda.AutoFindsGPU():
-		s.Device, s.Precision = "cuda", "bf16-mixed" // the CUDA device is a MixedPrecision
+	default: // a dry run: the device Pick would choose, its memory when present
+		if kind, capacity := cuda.DryRunDevice(cfg.Trainer.Device); kind == "cuda" {
+			s.Device, s.Precision, s.Capacity = "cuda", "bf16-mixed", capacity // the CUDA device is a MixedPrecision
+		}
 	}
 	if s.Device == "cpu" && s.Capacity == 0 {
 		s.Capacity = plan.HostMemory()

@@ -51,9 +51,7 @@ func (o Options) Open(modelDir string, s plan.Settings) (dev model.Device, stop 
 		s.Threads = runtime.GOMAXPROCS(0)
 	}
 	if o.DryRun {
-		if m := o.mode(); m == "cuda" || m == "auto" && cuda.AutoFindsGPU() {
-			s.Device = "cuda"
-		}
+		s.Device, s.Capacity = cuda.DryRunDevice(o.mode())
 	} else {
 		if dev, err = Pick(o.mode(), o.Log); err != nil {
 			return nil, true, err
