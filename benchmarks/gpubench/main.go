@@ -253,7 +253,24 @@ func trainStep(m *model.Model, reps int) (map[string]any, error) {
 			}
 		}
 		row[c.key] = median(ts)
-		fmt.Printf("train %d params, %s: %.4f s (%.0f tokens/s)\n", m.NumParams(), c.key, median(ts), float64(T)/median(ts))
+		// One more step with the device drained between phases: where
+		// the step's time goes, for the profile a GPU session starts from.
+		b := model.Batch{Tokens: tokens, Seqs: c.seqs}
+		m.ZeroGrads()
+		var ph [3]float64
+		var err error
+		for i, f := range []func() error{
+			func() error { _, err := m.Forward(b, true); return err },
+			func() error { return m.Backward(dlp, nil, nil) },
+			func() error { opt.apply(m, 1e-5); return nil },
+		} {
+			if ph[i], err = timed(m.Dev, f); err != nil {
+				return nil, err
+			}
+		}
+		row[strings.TrimSuffix(c.key, "step_s")+"phases_s"] = map[string]float64{"forward": ph[0], "backward": ph[1], "adamw": ph[2]}
+		fmt.Printf("train %d params, %s: %.4f s (%.0f tokens/s); forward %.4f s, backward %.4f s, AdamW %.4f s\n",
+			m.NumParams(), c.key, median(ts), float64(T)/median(ts), ph[0], ph[1], ph[2])
 	}
 	return row, nil
 }

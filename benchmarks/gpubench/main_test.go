@@ -43,6 +43,12 @@ func TestSmokeSections(t *testing.T) {
 		case "train":
 			positive("train step_s", r["step_s"])
 			positive("train packed4_step_s", r["packed4_step_s"])
+			for _, k := range []string{"phases_s", "packed4_phases_s"} {
+				ph, _ := r[k].(map[string]float64)
+				for _, p := range []string{"forward", "backward", "adamw"} {
+					positive("train "+k+" "+p, ph[p])
+				}
+			}
 		case "decode":
 			for _, c := range []string{"b1", "b256"} {
 				row, _ := r[c].(map[string]any)
