@@ -10,11 +10,13 @@ import (
 
 // Mixed precision against the CPU device in float32. The tolerances are
 // the ones the package doc's table states, derived from bf16 rounding:
-// a bf16 input carries a relative error of at most u = 2^−9, so a product
+// a bf16 input carries a relative error of at most u = 2^−8, so a product
 // of two rounded inputs is off by at most (2u + u²)·|a·b| and a dot
 // product by (2u + u²)·Σ|a|·|b| plus the float32 summation error.
 
-const bf16U = 1.0 / 512 // 2^−9: bf16's unit roundoff (8 significant bits)
+// bf16U is bf16's unit roundoff: 8 significant bits, round to nearest,
+// |bf16(x) − x| ≤ 2^−8·|x| (1 + 2^−8 lies halfway between 1 and 1 + 2^−7).
+const bf16U = 1.0 / 256
 
 var (
 	mixedOnce sync.Once
