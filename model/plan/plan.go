@@ -285,10 +285,13 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 }
 
 // actBytes is the bytes of an activation arena (shape.acts) of T tokens.
-// Under mixed precision the residual stream, every residual kept (L+1, or
-// two alternating without a backward) and each saved layer's xmid, is a
+// Under mixed precision the residual stream (every residual kept: L+1, or
+// two alternating without a backward) and each layer's tensors that feed a
+// matmul or attention (shape.layerCompute: xmid, ln1, qkv, att, ln2, gu,
+// act, Qwen3's qkraw; every layer's when saved, one set otherwise) are a
 // second arena in the CUDA device's compute storage, bf16
-// (model.ComputeStorage, activations.go): 2 bytes a value, 4 for the rest.
+// (model.ComputeStorage, activations.go): 2 bytes a value, 4 for the rest
+// (statistics, the final norm, the head's outputs, backward scratch).
 func (s Settings) actBytes(sh shape, T int, saved, train bool) int64 {
 	n := sh.acts(T, saved, train)
 	if s.Precision != "bf16-mixed" {
@@ -301,7 +304,7 @@ func (s Settings) actBytes(sh shape, T int, saved, train bool) int64 {
 	if saved {
 		nl = int64(sh.L)
 	}
-	r := (nx + nl) * int64(T) * int64(sh.C)
+	r := nx*int64(T)*int64(sh.C) + nl*sh.layerCompute(T)
 	return (n-r)*4 + r*2
 }
 
@@ -309,7 +312,7 @@ func (s Settings) residDetail() string {
 	if s.Precision != "bf16-mixed" {
 		return ""
 	}
-	return " (residual stream in bf16)"
+	return " (residual stream and layer activations in bf16, statistics and gradients fp32)"
 }
 
 // stepTokens bounds the tokens of one rollout step: every group's leader
@@ -353,17 +356,21 @@ const headMaxRows, headLogitBudget = 2048, 32 << 20
 // arenas (cuMemAlloc'd, so in the emulator's allocation log), sized for an
 // op over T tokens: the LM head's float32 logit chunk and its per-token
 // statistics, attention's backward row sums, and in mixed precision the
-// two bf16 operand buffers every matmul rounds its non-weight inputs into
-// (the larger of the head's logit chunk and a layer's widest activation,
-// and a layer input for the weight gradients).
+// two bf16 operand buffers the matmuls round their float32 inputs into
+// (the larger of the head's logit chunk and a layer's widest gradient,
+// and the head's input rows for its weight gradient).
 func (s Settings) cudaScratch(sh shape, T int) int64 {
 	t := int64(T)
 	rows := int64(max(1, min(T, headMaxRows)))
 	chunk := min(int64(sh.V), max(128, headLogitBudget/rows/128*128))
 	n := rows*chunk*4 + 8*t*4 + int64(sh.NH)*t*4
 	if s.Precision == "bf16-mixed" {
-		wide := int64(max(sh.C, sh.QKV, sh.Q, sh.I))
-		n += max(rows*chunk, t*wide)*2 + t*int64(max(sh.C, sh.Q, sh.I))*2
+		// "mixed-a": the widest float32 operand rounded on its way in, a
+		// logit chunk of the head or a layer's gradient (dgu is 2I wide);
+		// "mixed-b": the head's input rows, rounded for its weight
+		// gradient. The layers' activations are bf16 already.
+		wide := int64(max(sh.C, sh.QKV, sh.Q, 2*sh.I))
+		n += max(rows*chunk, t*wide)*2 + rows*int64(sh.C)*2
 	}
 	return n
 }

@@ -81,6 +81,19 @@ func (sh shape) layerActs(T int) int64 {
 	return n
 }
 
+// layerCompute is the part of layerActs stored in the compute dtype under
+// mixed precision (model's layerComputeSize): xmid, ln1, ln2, qkv, att,
+// gate|up and the SwiGLU output, and Qwen3's raw q|k|v; the per-row
+// statistics stay float32.
+func (sh shape) layerCompute(T int) int64 {
+	t, C, I := int64(T), int64(sh.C), int64(sh.I)
+	n := 3*t*C + t*int64(sh.QKV) + t*int64(sh.Q) + 3*t*I
+	if sh.qkNorm {
+		n += t * int64(sh.QKV)
+	}
+	return n
+}
+
 // autoRecomputeBytes mirrors the model package's bound: a training forward
 // whose saved layers would take more float32 bytes than this recomputes
 // even when recomputation is off.
