@@ -222,8 +222,8 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 			ref = P * 4
 			detail = "frozen (no gradients), fp32 weights"
 		}
-		ref += s.actBytes(sh, T, false, false)
-		add("reference policy", ref, "%s, plus scoring activations at %d tokens", detail, T)
+		ref += s.forwardBytes(sh, T, false, false)
+		add("reference policy", ref, "%s, plus scoring activations at %d tokens%s", detail, T, s.groupDetail(sh, T, false, false))
 	}
 	if s.BaseModel {
 		// Evaluated after the policy: the KV cache is freed between the
@@ -243,7 +243,7 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		st, sc, how := s.moments(C, csb)
 		dpScratch += sc
 		cg, _ := s.grads(sh, C, false, true)
-		add("critic", C*4+cg+st+s.actBytes(sh, T, sh.saves(T, s.Recompute), true),
+		add("critic", C*4+cg+st+s.forwardBytes(sh, T, sh.saves(T, s.Recompute), true),
 			"value model: fp32 weights, gradients, AdamW%s, training activations at %d tokens", how, T)
 	}
 	if s.RolloutSlots > 0 {
@@ -269,16 +269,23 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		case !sh.saves(T, false):
 			what = fmt.Sprintf("recomputation (on by itself: saved layers would exceed %d GiB)", autoRecomputeBytes/GiB)
 		}
-		add("activations", s.actBytes(sh, T, sh.saves(T, s.Recompute), true), "training micro-batch of %d tokens, %s%s", T, what, s.residDetail())
+		saved := sh.saves(T, s.Recompute)
+		add("activations", s.forwardBytes(sh, T, saved, true), "training micro-batch of %d tokens, %s%s%s", T, what, s.groupDetail(sh, T, saved, true), s.residDetail())
 	} else if T > 0 {
-		add("activations", s.actBytes(sh, T, false, false), "scoring forward of %d tokens%s", T, s.residDetail())
+		add("activations", s.forwardBytes(sh, T, false, false), "scoring forward of %d tokens%s%s", T, s.groupDetail(sh, T, false, false), s.residDetail())
 	}
 	if it, ok := s.dpItem(dpScratch); ok && s.Train {
 		p.Items = append(p.Items, it)
 	}
 	if s.Device == "cuda" {
-		tt := max(T, s.stepTokens())
-		add("device scratch", s.cudaScratch(sh, tt), "the CUDA device's own buffers at %d tokens: LM-head logit chunks, bf16-rounded matmul operands", tt)
+		tt, bt := max(T, s.stepTokens()), 0
+		if s.Train || s.Critic {
+			bt = T // a backward's rows: the micro-batch, or one group of it
+			if g := s.groupRows(sh, T, sh.saves(T, s.Recompute), true); g > 0 {
+				bt = g
+			}
+		}
+		add("device scratch", s.cudaScratch(sh, tt, bt), "the CUDA device's own buffers at %d tokens: LM-head logit chunks, bf16-rounded matmul operands", tt)
 	}
 	add("workspace", s.workspace(sh, T), "%s", s.workspaceDetail())
 	return p, nil
@@ -293,19 +300,17 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 // (model.ComputeStorage, activations.go): 2 bytes a value, 4 for the rest
 // (statistics, the final norm, the head's outputs, backward scratch).
 func (s Settings) actBytes(sh shape, T int, saved, train bool) int64 {
-	n := sh.acts(T, saved, train)
-	if s.Precision != "bf16-mixed" {
-		return n * 4
-	}
-	nx, nl := int64(2), int64(1)
+	nx, nl, tb := 2, 1, 0
 	if train || sh.L+1 < 2 {
-		nx = int64(sh.L + 1)
+		nx = sh.L + 1
+	}
+	if train {
+		tb = T
 	}
 	if saved {
-		nl = int64(sh.L)
+		nl = sh.L
 	}
-	r := nx*int64(T)*int64(sh.C) + nl*sh.layerCompute(T)
-	return (n-r)*4 + r*2
+	return s.bytesOf(sh.arenaVals(T, nx, nl, tb))
 }
 
 func (s Settings) residDetail() string {
@@ -353,24 +358,31 @@ func (s Settings) workspace(sh shape, T int) int64 {
 const headMaxRows, headLogitBudget = 2048, 32 << 20
 
 // cudaScratch is what the CUDA device allocates for itself beside the
-// arenas (cuMemAlloc'd, so in the emulator's allocation log), sized for an
-// op over T tokens: the LM head's float32 logit chunk and its per-token
-// statistics, attention's backward row sums, and in mixed precision the
-// two bf16 operand buffers the matmuls round their float32 inputs into
-// (the larger of the head's logit chunk and a layer's widest gradient,
-// and the head's input rows for its weight gradient).
-func (s Settings) cudaScratch(sh shape, T int) int64 {
-	t := int64(T)
-	rows := int64(max(1, min(T, headMaxRows)))
-	chunk := min(int64(sh.V), max(128, headLogitBudget/rows/128*128))
+// arenas (cuMemAlloc'd, so in the emulator's allocation log), sized for a
+// forward over T tokens and a backward over bt rows (0: none; a grouped
+// backward runs its head and layers one group at a time): the LM head's
+// float32 logit chunk and its per-token statistics, attention's backward
+// row sums, and in mixed precision the two bf16 operand buffers the
+// matmuls round their float32 inputs into: "mixed-a", the largest of the
+// head's input rows, the backward's logit-gradient chunk and a layer's
+// widest gradient (dgu is 2I wide), and "mixed-b", the head's input rows
+// for its weight gradient. The layers' activations are bf16 already.
+func (s Settings) cudaScratch(sh shape, T, bt int) int64 {
+	geometry := func(T int) (rows, chunk int64) {
+		rows = int64(max(1, min(T, headMaxRows)))
+		return rows, min(int64(sh.V), max(128, headLogitBudget/rows/128*128))
+	}
+	t, b, C := int64(T), int64(bt), int64(sh.C)
+	rows, chunk := geometry(T)
 	n := rows*chunk*4 + 8*t*4 + int64(sh.NH)*t*4
 	if s.Precision == "bf16-mixed" {
-		// "mixed-a": the widest float32 operand rounded on its way in, a
-		// logit chunk of the head or a layer's gradient (dgu is 2I wide);
-		// "mixed-b": the head's input rows, rounded for its weight
-		// gradient. The layers' activations are bf16 already.
 		wide := int64(max(sh.C, sh.QKV, sh.Q, 2*sh.I))
-		n += max(rows*chunk, t*wide)*2 + rows*int64(sh.C)*2
+		a := rows * C
+		if bt > 0 {
+			br, bc := geometry(bt)
+			a = max(a, br*bc, b*wide)
+		}
+		n += a*2 + rows*C*2
 	}
 	return n
 }
