@@ -8,10 +8,11 @@
 // Sizes follow the arenas the model package allocates (model.NewWith:
 // gradients only for a trainable model, bf16 storage for a frozen one;
 // AttachLoRA's adapters; NewKVCache; the activation arenas of Forward and
-// Step, with the automatic recomputation bound; optim.New's AdamW moments
-// in their state dtype) and, for "bf16-mixed", the CUDA device's
-// Device.UseBF16 copies, its bf16 KV cache (AllocCompute) and its frozen
-// bf16 reference (AllocBF16: no fp32 arena); TestPlanMatchesCPUAllocations checks them against
+// Step, with the automatic recomputation bound and a long batch's groups
+// of sequences (group.go); optim.New's AdamW moments in their state dtype)
+// and, for "bf16-mixed", the CUDA device's Device.UseBF16 copies, its bf16
+// KV cache, residual stream and layer activations (AllocCompute) and its
+// frozen bf16 reference (AllocBF16: no fp32 arena); TestPlanMatchesCPUAllocations checks them against
 // what the CPU device really allocates, and cuda's
 // TestGPUPlanMatchesEmuAllocLog checks a "bf16-mixed" plan, with the CUDA
 // device's own scratch, against the emulator's allocation log. Errors:
