@@ -259,9 +259,10 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		add("rollout step activations", s.stepBytes(sh),
 			"%d tokens per step (each group's leader prefills while the rest decode), logits of %d rows", s.stepTokens(), s.RolloutSlots)
 	}
-	// Activations are float32, except the residual stream under mixed
-	// precision (actBytes). The KV cache and a frozen reference are bf16
-	// under it too.
+	// Activations are float32, except under mixed precision the residual
+	// stream and the layers' matmul and attention tensors (actBytes). The
+	// KV cache and a frozen reference are bf16 under it too. A long batch
+	// runs in groups of sequences (forwardBytes).
 	if s.Train {
 		what := "every layer's activations saved"
 		switch {
