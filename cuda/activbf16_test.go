@@ -14,7 +14,7 @@ import (
 // float32 exactly, so each op is then the float32 op on those inputs: the
 // float32 tolerances of device_test.go, and for an op that writes bf16,
 // exactly the CPU's float32 result rounded to bf16 (one rounding, |Δ| ≤
-// u·|x| with u = 2^−9, against the unrounded result).
+// u·|x| with u = 2^−8, against the unrounded result).
 
 // bf16Pair uploads x rounded to bf16 to the CPU (float32) and as bf16 to
 // the GPU, and returns the rounded values.

@@ -11,7 +11,24 @@ var (
 	kAttentionForward     = kernel("attention.cu", "attention_forward", 256)
 	kAttentionBackwardDQ  = kernel("attention.cu", "attention_backward_dq", 256)
 	kAttentionBackwardDKV = kernel("attention.cu", "attention_backward_dkv", 256)
+
+	// qkv and the output stored in bf16 under mixed precision: read
+	// widened, the output rounded once; sums, softmax and gradients float32.
+	kAttentionForwardBF16     = kernel("attention.cu", "attention_forward_bf16", 256)
+	kAttentionBackwardDQBF16  = kernel("attention.cu", "attention_backward_dq_bf16", 256)
+	kAttentionBackwardDKVBF16 = kernel("attention.cu", "attention_backward_dkv_bf16", 256)
 )
+
+// attnStorage unwraps qkv and out, which are both float32 or both bf16
+// (mixed precision's per-layer storage), and returns the element size.
+func attnStorage(qkv, out model.Buffer, nqkv, nout int, op string) (px, po uintptr, bf bool, es int) {
+	px, bf, es = weightArg(qkv, nqkv, op+" qkv")
+	po, obf, _ := weightArg(out, nout, op+" out")
+	if bf != obf {
+		panic(fmt.Sprintf("cuda: %s of a %s qkv with a %s out; both must have one type", op, qkv.(Buffer).dtype, out.(Buffer).dtype))
+	}
+	return px, po, bf, es
+}
 
 // Tile shape of attention.cu: attnRows query (or key) rows per block, one
 // warp each; attnKeys keys (or queries) per shared-memory tile, one lane
@@ -79,40 +96,50 @@ func attnForwardSmem(HS int) int { return 4 * (2*attnKeys*(HS+1) + attnRows*HS) 
 func attnDQSmem(HS int) int      { return 4 * (2*attnKeys*(HS+1) + 2*attnRows*HS) }
 func attnDKVSmem(HS int) int     { return 4 * (2*attnKeys*(HS+1) + 2*attnRows*HS + 2*attnKeys) }
 
-// Attention is causal grouped-query attention over packed sequences.
+// Attention is causal grouped-query attention over packed sequences. qkv
+// and out are both float32 or both bf16 (mixed precision's storage).
 func (d *Device) Attention(out, lse, qkv model.Buffer, seqs []int32, NH, KVH, HS int) {
 	a := newAttnLayout(NH, KVH, HS)
 	T := qkv.Len() / a.W
 	checkSeqs(seqs, T)
-	px := f32(qkv, T*a.W, "Attention qkv")
-	po, pl := f32(out, T*NH*HS, "Attention out"), f32(lse, NH*T, "Attention lse")
+	px, po, bf, es := attnStorage(qkv, out, T*a.W, T*NH*HS, "Attention")
+	pl := f32(lse, NH*T, "Attention lse")
+	k := kAttentionForward
+	if bf {
+		k = kAttentionForwardBF16
+	}
 	tiles := queryTiles(seqs)
 	scale := float32(1 / math.Sqrt(float64(HS)))
 	defer d.enter()()
 	pt := d.ints("attn-query-tiles", tiles)
-	d.launch(kAttentionForward, dim3{len(tiles) / 4, NH, 1}, grid1(32*attnRows), attnForwardSmem(HS),
-		argPtr(po), argPtr(pl), argPtr(px), argPtr(px+uintptr(4*a.kOff)), argPtr(px+uintptr(4*a.vOff)), argPtr(pt),
+	d.launch(k, dim3{len(tiles) / 4, NH, 1}, grid1(32*attnRows), attnForwardSmem(HS),
+		argPtr(po), argPtr(pl), argPtr(px), argPtr(px+uintptr(es*a.kOff)), argPtr(px+uintptr(es*a.vOff)), argPtr(pt),
 		argInt(a.W), argInt(a.W), argInt(NH*HS), argInt(T), argInt(NH), argInt(KVH), argInt(HS), argFloat(scale))
 }
 
 // AttentionBackward sets dqkv (every element) from dout: one kernel for
-// dQ (which also stores D = rowsum(dO ⊙ O)), then one for dK and dV.
+// dQ (which also stores D = rowsum(dO ⊙ O)), then one for dK and dV. qkv
+// and out are float32 or bf16 as in the forward; the gradients float32.
 func (d *Device) AttentionBackward(dqkv, dout, out, lse, qkv model.Buffer, seqs []int32, NH, KVH, HS int) {
 	a := newAttnLayout(NH, KVH, HS)
 	T := qkv.Len() / a.W
 	checkSeqs(seqs, T)
-	px, pdx := f32(qkv, T*a.W, "AttentionBackward qkv"), f32(dqkv, T*a.W, "AttentionBackward dqkv")
-	pdy, po := f32(dout, T*NH*HS, "AttentionBackward dout"), f32(out, T*NH*HS, "AttentionBackward out")
+	px, po, bf, es := attnStorage(qkv, out, T*a.W, T*NH*HS, "AttentionBackward")
+	pdx, pdy := f32(dqkv, T*a.W, "AttentionBackward dqkv"), f32(dout, T*NH*HS, "AttentionBackward dout")
 	pl := f32(lse, NH*T, "AttentionBackward lse")
+	kdq, kdkv := kAttentionBackwardDQ, kAttentionBackwardDKV
+	if bf {
+		kdq, kdkv = kAttentionBackwardDQBF16, kAttentionBackwardDKVBF16
+	}
 	qt, kt := queryTiles(seqs), keyTiles(seqs)
 	scale := float32(1 / math.Sqrt(float64(HS)))
 	defer d.enter()()
 	D := d.scratchBuf("attn-D", NH*T, F32)
-	pk, pv := px+uintptr(4*a.kOff), px+uintptr(4*a.vOff)
-	d.launch(kAttentionBackwardDQ, dim3{len(qt) / 4, NH, 1}, grid1(32*attnRows), attnDQSmem(HS),
+	pk, pv := px+uintptr(es*a.kOff), px+uintptr(es*a.vOff)
+	d.launch(kdq, dim3{len(qt) / 4, NH, 1}, grid1(32*attnRows), attnDQSmem(HS),
 		argPtr(pdx), argPtr(D.ptr), argPtr(pdy), argPtr(po), argPtr(pl), argPtr(px), argPtr(pk), argPtr(pv), argPtr(d.ints("attn-query-tiles", qt)),
 		argInt(a.W), argInt(a.W), argInt(NH*HS), argInt(a.W), argInt(T), argInt(NH), argInt(KVH), argInt(HS), argFloat(scale))
-	d.launch(kAttentionBackwardDKV, dim3{len(kt) / 4, KVH, 1}, grid1(32*attnRows), attnDKVSmem(HS),
+	d.launch(kdkv, dim3{len(kt) / 4, KVH, 1}, grid1(32*attnRows), attnDKVSmem(HS),
 		argPtr(pdx+uintptr(4*a.kOff)), argPtr(pdx+uintptr(4*a.vOff)), argPtr(pdy), argPtr(D.ptr), argPtr(pl), argPtr(px), argPtr(pk), argPtr(pv),
 		argPtr(d.ints("attn-key-tiles", kt)), argInt(a.W), argInt(a.W), argInt(NH*HS), argInt(a.W), argInt(T), argInt(NH), argInt(KVH), argInt(HS), argFloat(scale))
 }

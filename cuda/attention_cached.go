@@ -18,6 +18,11 @@ var (
 	kKVCacheWriteBF16       = kernel("attention_cached.cu", "kv_cache_write_bf16", 256)
 	kAttentionDecodeKVBF16  = kernel("attention_cached.cu", "attention_decode_kvbf16", 512)
 	kAttentionForwardKVBF16 = kernel("attention.cu", "attention_forward_kvbf16", 256)
+
+	// qkv and out in bf16 too (a step's activations under mixed
+	// precision): keys and values copied exactly into the bf16 cache.
+	kKVCacheWriteQBF16   = kernel("attention_cached.cu", "kv_cache_write_qbf16", 256)
+	kAttentionDecodeBF16 = kernel("attention_cached.cu", "attention_decode_bf16", 512)
 )
 
 // decodeMaxGroup is the most query heads per key-value head the decode
@@ -79,19 +84,24 @@ func (d *Device) AttentionCached(out, qkv, kc, vc model.Buffer, slots, pos0, len
 		}
 	}
 	pl := planCached(slots, pos0, lens, maxLen, T)
-	px, po := f32(qkv, T*a.W, "AttentionCached qkv"), f32(out, T*NH*HS, "AttentionCached out")
+	px, po, qbf, es := attnStorage(qkv, out, T*a.W, T*NH*HS, "AttentionCached")
 	pk, pv := cacheBuf(kc, -1, "AttentionCached kc"), cacheBuf(vc, kc.Len(), "AttentionCached vc")
 	write, decode, forward := kKVCacheWrite, kAttentionDecode, kAttentionForward
 	if kc.(Buffer).dtype != vc.(Buffer).dtype {
 		panic(fmt.Sprintf("cuda: AttentionCached keys in %s, values in %s", kc.(Buffer).dtype, vc.(Buffer).dtype))
 	}
-	if kc.(Buffer).dtype == BF16 {
+	switch kvbf := kc.(Buffer).dtype == BF16; {
+	case qbf && kvbf:
+		write, decode, forward = kKVCacheWriteQBF16, kAttentionDecodeBF16, kAttentionForwardBF16
+	case qbf:
+		panic("cuda: AttentionCached of a bf16 qkv against a float32 KV cache; a bf16 step keeps its cache in bf16 (AllocCompute)")
+	case kvbf:
 		write, decode, forward = kKVCacheWriteBF16, kAttentionDecodeKVBF16, kAttentionForwardKVBF16
 	}
 	scale := float32(1 / math.Sqrt(float64(HS)))
 	defer d.enter()()
 	d.launch(write, d.elementwiseGrid(T*kvw), grid1(256), 0,
-		argPtr(pk), argPtr(pv), argPtr(px+uintptr(4*a.kOff)), argPtr(px+uintptr(4*a.vOff)), argPtr(d.ints("cache-rows", pl.dst)), argInt(T), argInt(a.W), argInt(kvw))
+		argPtr(pk), argPtr(pv), argPtr(px+uintptr(es*a.kOff)), argPtr(px+uintptr(es*a.vOff)), argPtr(d.ints("cache-rows", pl.dst)), argInt(T), argInt(a.W), argInt(kvw))
 	if group := NH / KVH; pl.decode && group <= decodeMaxGroup {
 		d.launch(decode, dim3{T, KVH, 1}, grid1(32*group), attnDecodeSmem(HS, group),
 			argPtr(po), argPtr(px), argPtr(pk), argPtr(pv), argPtr(d.ints("cache-decode-rows", pl.rows)), argInt(a.W), argInt(kvw), argInt(NH*HS), argInt(NH), argInt(KVH), argInt(HS), argFloat(scale))

@@ -54,21 +54,34 @@
 //
 // bf16 storage, as PyTorch autocast and verl's FSDP bf16 keep it: under
 // mixed precision AllocCompute (model.ComputeStorage) hands out bf16, and
-// the model stores its KV cache (model.NewKVCache) and its residual stream
+// the model stores its KV cache (model.NewKVCache), its residual stream
 // (every layer's input x and mid-layer residual xmid: what a training
 // forward saves for the backward under recomputation, and the hidden
-// states of decode and scoring) there. The ops that touch them read bf16
-// (widened exactly) and write bf16 (rounded to nearest even once, from a
-// float32 result): AttentionCached's cache, Add into the stream, RMSNorm
-// and RMSNormBackward of it, Embedding into it. A frozen model (the
+// states of decode and scoring) and each layer's matmul and attention
+// tensors (the norm outputs ln1 and ln2, qkv, the attention output, gate|up
+// and the SwiGLU output, Qwen3's raw q|k|v: what a training forward saves
+// for the backward without recomputation) there. The ops that touch them
+// read bf16 (widened exactly) and write bf16 (rounded to nearest even
+// once, from a float32 result): AttentionCached's cache, Add into the
+// stream, RMSNorm (bf16 in, bf16 or float32 out) and RMSNormBackward,
+// Embedding into the stream, Gemm (bf16 activations times the weights'
+// bf16 copy into a bf16 qkv or gate|up, or a float32 branch output;
+// float32 gradients times bf16 activations into float32 weight
+// gradients), AddBias into qkv, RoPE in place, Attention and its backward,
+// AttentionCached's q and output, SwiGLU and its backward. A frozen model (the
 // reference policy) holds bf16 weights only (AllocBF16, frozen.go): no
 // float32 arena, float32 sources rounded once at load; and AdamW keeps
 // bf16 moments (AllocBF16: optim state_dtype bfloat16) with the CPU
-// device's stochastic rounding. The other activations (a layer's norm
-// outputs, qkv, attention output, gate/up, SwiGLU output, the LM head's
-// inputs, all gradients) stay float32. Tolerances against the CPU device
-// in float32, with u = 2^−9 (bf16's unit roundoff), tested on the
-// emulator by mixed_test.go, kvbf16_test.go, activbf16_test.go,
+// device's stochastic rounding. What stays float32: the per-row
+// statistics (RMSNorm's rstd, attention's log-normalisers), the branch
+// output before each residual add, the final norm (the LM head's input:
+// the loss path is float32 end to end), the head's outputs, and every
+// gradient of the backward (activation gradients and weight gradients:
+// rounding a gradient to bf16 between two ops would add an error per op
+// that the matmuls, which round their inputs once anyway, do not need).
+// Tolerances against the CPU device
+// in float32, with u = 2^−8 (bf16's unit roundoff), tested on the
+// emulator by mixed_test.go, kvbf16_test.go, activbf16_test.go, activlayer_test.go,
 // frozen_test.go and adamwbf16_test.go:
 //
 //	op                      tolerance vs CPU float32                  why
@@ -86,10 +99,16 @@
 //	Add into bf16 stream    exact: BF16Round(a + b), a the bf16 stream  sum in float32, one rounding
 //	Embedding → bf16        exact: BF16Round of the CPU's rows          one rounding
 //	RMSNorm(+Backward), bf16 input or weight: the float32 tolerances on the widened values
+//	bf16 layer tensors      RMSNorm, RoPE, SwiGLU, Attention, AttentionCached and Gemm writing bf16:
+//	                        |Δ| ≤ u·|x| + the float32 tolerance (seen up to 0.99 of it: one rounding);
+//	                        AddBias into bf16: exact BF16Round; backward ops over bf16 inputs:
+//	                        the float32 tolerances (activlayer_test.go)
 //	frozen bf16 model       weights exact BF16Round; logprob and logits relErr ≤ 2^−6 vs its registered twin
 //	                        (norm weights and biases rounded too; seen 0 on the tiny Qwen)
-//	5 training steps        |Δloss| ≤ 1e-2·loss                        seen: ≤ 1.4e-3 (7e-4 before the
-//	                                                                   residual stream was bf16)
+//	5 training steps        |Δloss| ≤ 1e-2·loss                        seen on the emulator with every layer
+//	                                                                   tensor bf16: ≤ 6.5e-4 (Qwen2, whole
+//	                                                                   and grouped), ≤ 1.7e-3 (Qwen3)
+//	LoRA, 5 steps (mixed)   |Δloss| ≤ 1e-2·loss, step-1 grads 2^−5     seen: ≤ 3.4e-4, grads 7.4e-3
 //	decode logits after it  relErr ≤ 2^−5                              seen: ≤ 0.014 (bf16 KV cache, graphs,
 //	                                                                   device sampling)
 //

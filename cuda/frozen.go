@@ -21,7 +21,7 @@ import (
 // matmuls therefore compute exactly what a registered bf16 copy would give;
 // RMSNorm and AddBias, which read float32 masters under UseBF16, read the
 // rounded weights here (one more bf16 rounding of a norm weight or bias,
-// relative error ≤ u = 2^−9 on that op's output). Backward ops take float32
+// relative error ≤ u = 2^−8 on that op's output). Backward ops take float32
 // weights only: a frozen model has no backward.
 
 var (

@@ -40,7 +40,7 @@ func allocSizes(t *testing.T, path string, from int64) []int64 {
 // rounded to bf16, and its forward must agree with the registered copy's:
 // the matmuls and the embedding read the same bf16 values, and only the
 // norm weights and biases, float32 under UseBF16, are rounded here, which
-// moves each op's output by at most u = 2^−9 relative; the stated bound
+// moves each op's output by at most u = 2^−8 relative; the stated bound
 // on the per-token logprob is 2^−6 relative to the largest |logprob|
 // (seen far below it), and Logits of a decode row likewise.
 func TestGPUFrozenBF16Reference(t *testing.T) {

@@ -7,35 +7,51 @@ import (
 )
 
 // Gemm computes c = alpha·op(a)·op(b) + beta·c for row-major matrices
-// through cublasGemmEx, always accumulating in float32. a and b are both
-// float32 (TF32 tensor-core inputs when the Device was opened with TF32)
-// or both bf16 (tensor cores); c is float32 or bf16. A float32 a with a
-// bf16 b (a frozen bf16 model's weights) and a float32 c rounds a to bf16. beta = 0 never reads
-// c, as cuBLAS documents.
+// through cublasGemmEx, always accumulating in float32. With a, b and c
+// all float32 it is a float32 product (TF32 tensor-core inputs when the
+// Device was opened with TF32; bf16 inputs in mixed precision, mixed.go).
+// Otherwise the inputs are bf16 (tensor cores) and c is float32 or bf16:
+// a float32 a or b is rounded to bf16 on its way in (a registered
+// weight is read from its bf16 copy). That serves a frozen bf16 model's
+// weights against float32 activations (frozen.go) and mixed precision's
+// bf16 activations (a layer's norm, attention and MLP outputs,
+// activations.go of package model): bf16 activations times the weights'
+// bf16 copy into a bf16 projection (qkv, gate|up) or a float32 branch
+// output, and the float32 gradients times bf16 activations into float32
+// weight gradients. A bf16 c is rounded once from the float32 sum (with
+// beta ≠ 0 the old c is read widened). beta = 0 never reads c, as cuBLAS
+// documents.
 func (d *Device) Gemm(transA, transB bool, m, n, k int, alpha float32, a model.Buffer, lda int, b model.Buffer, ldb int, beta float32, c model.Buffer, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
 	checkGemm(transA, transB, m, n, k, a.Len(), lda, b.Len(), ldb, c.Len(), ldc)
 	A, B, C := gemmOperand(a, "a"), gemmOperand(b, "b"), gemmOperand(c, "c")
-	if A.dtype == F32 && B.dtype == BF16 && C.dtype == F32 { // the weights of a frozen bf16 model (frozen.go)
-		defer d.enter()()
-		d.gemmW(transA, transB, m, n, k, alpha, A.ptr, lda, B.ptr, true, ldb, beta, C.ptr, ldc)
-		return
-	}
-	if A.dtype != B.dtype {
-		panic(fmt.Sprintf("cuda: Gemm of a %s a and a %s b; both must have one type", A.dtype, B.dtype))
-	}
 	defer d.enter()()
 	if d.rb.on {
 		return
 	}
-	if A.dtype == F32 && C.dtype == F32 {
+	if A.dtype == F32 && B.dtype == F32 && C.dtype == F32 {
 		d.gemm(transA, transB, m, n, k, alpha, A.ptr, lda, B.ptr, ldb, beta, C.ptr, ldc)
 		return
 	}
-	g := rowMajorGemm(transA, transB, m, n, k, A.ptr, lda, B.ptr, ldb)
-	d.fail(d.blas.gemmTyped(d.handle, g, cudaType(A.dtype), alpha, beta, C.ptr, cudaType(C.dtype), ldc, cublasCompute32F))
+	qa, qb := A.ptr, B.ptr
+	if A.dtype == F32 {
+		ar, ac := m, k
+		if transA {
+			ar, ac = k, m
+		}
+		qa = d.bf16Operand(A.ptr, span(ar, ac, lda), "mixed-a")
+	}
+	if B.dtype == F32 {
+		br, bc := k, n
+		if transB {
+			br, bc = n, k
+		}
+		qb = d.bf16Operand(B.ptr, span(br, bc, ldb), "mixed-b")
+	}
+	g := rowMajorGemm(transA, transB, m, n, k, qa, lda, qb, ldb)
+	d.fail(d.blas.gemmTyped(d.handle, g, cudaR16BF, alpha, beta, C.ptr, cudaType(C.dtype), ldc, cublasCompute32F))
 }
 
 func gemmOperand(b model.Buffer, what string) Buffer {

@@ -11,7 +11,7 @@ import (
 // precision, beside the CPU's float32 cache. The stored keys and values
 // must be exactly the CPU's rounded to bf16. The output's stated bound,
 // per row t and query head h, from the rounding of k and v alone (|δk| ≤
-// u|k|, |δv| ≤ u|v|, u = 2^−9): scores move by at most δs = u·scale·max_j
+// u|k|, |δv| ≤ u|v|, u = 2^−8): scores move by at most δs = u·scale·max_j
 // Σ_d|q_d·k_jd|, which moves each softmax weight by at most a factor
 // e^{±2δs}, so
 //

@@ -126,7 +126,22 @@ func TestGPULoRAGoldenPyTorch(t *testing.T) {
 // Adam normalises each coordinate, so a coordinate whose gradient is near
 // zero moves by ±lr on either device.)
 func TestGPULoRATrainingTracksCPU(t *testing.T) {
-	gpu := gpuOrSkip(t)
+	checkLoRATraining(t, gpuOrSkip(t), false, 1e-4, 1e-4)
+}
+
+// TestGPULoRAMixedTracksCPU is the same on a Device in mixed precision,
+// as cmd/train runs adapters on the GPU (useMixed: the frozen base's bf16
+// copy): the layers' activations are bf16 (the adapters read bf16 inputs
+// and add into a bf16 qkv and gate|up), the adapters' float32 weights are
+// rounded on their way into each matmul. The tolerances are the mixed
+// training test's 1e-2 on the loss and the LM head backward's 2^−5 on the
+// first step's adapter gradients.
+func TestGPULoRAMixedTracksCPU(t *testing.T) {
+	e := newMixedEnv(t)
+	checkLoRATraining(t, e.gpu, true, 1e-2, 1.0/32)
+}
+
+func checkLoRATraining(t *testing.T, gpu *Device, mixed bool, lossTol, gradTol float64) {
 	cfg := tinyQwen(t)
 	devs := []model.Device{model.NewCPU(), gpu}
 	var models []*model.Model
@@ -137,6 +152,9 @@ func TestGPULoRATrainingTracksCPU(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.InitRandom(11)
+		if mixed && d == model.Device(gpu) {
+			gpu.UseBF16(m.Params)
+		}
 		lc := model.LoRAConfig{Rank: 8, Alpha: 16, Dropout: 0.1, TargetModules: []string{"all-linear"}}
 		if _, err := m.AttachLoRA(lc, 3); err != nil {
 			t.Fatal(err)
@@ -189,10 +207,12 @@ func TestGPULoRATrainingTracksCPU(t *testing.T) {
 			first = losses[1]
 		}
 		last = losses[1]
-		if e := relErr(grads[1], grads[0]); step == 1 && !(e <= 1e-4) {
+		if e := relErr(grads[1], grads[0]); step == 1 && !(e <= gradTol) {
 			t.Errorf("step 1: GPU adapter gradients differ from the CPU's by %.3g relative", e)
+		} else if step == 1 {
+			t.Logf("step 1: adapter gradients relative error %.3g (bound %.3g)", e, gradTol)
 		}
-		if d := math.Abs(losses[1] - losses[0]); !(d <= 1e-4*math.Abs(losses[0])) {
+		if d := math.Abs(losses[1] - losses[0]); !(d <= lossTol*math.Abs(losses[0])) {
 			t.Errorf("step %d: GPU loss %.6f, CPU %.6f", step, losses[1], losses[0])
 		}
 	}

@@ -12,10 +12,11 @@ import (
 //
 //   - every matmul (Gemm, and those inside LMHead, LMHeadBackward and
 //     Logits) reads bf16 inputs and accumulates in float32: a weight
-//     operand is read from its bf16 copy, any other operand (activations,
-//     activation gradients, the LM head's logit gradients) is rounded to
-//     bf16 on its way in. Outputs stay float32, so parameter gradients
-//     accumulate in float32;
+//     operand is read from its bf16 copy, a bf16 activation is read as it
+//     is, any other operand (activation gradients, the final norm, the LM
+//     head's logit gradients) is rounded to bf16 on its way in. Outputs
+//     are float32, or bf16 where the model stores them so (qkv, gate|up),
+//     and parameter gradients accumulate in float32;
 //   - Embedding rows come out rounded to bf16, as read from the bf16 table;
 //   - AdamW updates the float32 master weights and moments and writes the
 //     new bf16 copy in the same pass (adamw_update_bf16), so the rollout
@@ -26,11 +27,13 @@ import (
 // RMSNorm, RoPE, attention (its softmax), SwiGLU, the residual adds and
 // the loss head (logprob, entropy, their backward) compute in float32,
 // with the sums in float32 or double as before. Storage is bf16 where the
-// model asks for compute storage (AllocCompute: the KV cache and the
-// residual stream) and for a frozen model's weights (AllocBF16,
-// frozen.go: the reference policy holds bf16 weights only, no float32
-// arena); other activations are float32 and rounded to bf16 where they
-// enter a matmul.
+// model asks for compute storage (AllocCompute: the KV cache, the residual
+// stream and each layer's norm, projection, attention and MLP outputs) and
+// for a frozen model's weights (AllocBF16, frozen.go: the reference policy
+// holds bf16 weights only, no float32 arena); the ops read those widened
+// and write them rounded once. Other activations (the final norm, the
+// head's outputs, statistics) and every gradient are float32 and rounded
+// to bf16 where they enter a matmul.
 //
 // Tolerances against the CPU device in float32 are in the package doc.
 

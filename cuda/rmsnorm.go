@@ -15,6 +15,11 @@ var (
 	kRMSNormForwardXBF16      = kernel("rmsnorm.cu", "rmsnorm_forward_xbf16", 1024)
 	kRMSNormForwardXBF16WBF16 = kernel("rmsnorm.cu", "rmsnorm_forward_xbf16_wbf16", 1024)
 	kRMSNormBackwardXBF16     = kernel("rmsnorm.cu", "rmsnorm_backward_xbf16", 1024)
+
+	// A bf16 output too: a layer's norm output (ln1, ln2) stored in bf16
+	// under mixed precision, rounded once from the float32 product.
+	kRMSNormForwardXBF16OBF16      = kernel("rmsnorm.cu", "rmsnorm_forward_xbf16_obf16", 1024)
+	kRMSNormForwardXBF16WBF16OBF16 = kernel("rmsnorm.cu", "rmsnorm_forward_xbf16_wbf16_obf16", 1024)
 )
 
 // rmsnormThreads is the block size for a row of C values: one pass of
@@ -22,12 +27,21 @@ var (
 func rmsnormThreads(C int) int { return min(1024, max(32, roundUp(min(C, 1024), 32))) }
 
 // RMSNorm: out = inp·rsqrt(mean(inp²)+eps)·w per row; rstd[rows] saved.
+// out is float32, or bf16 over a bf16 inp (mixed precision's layer norms:
+// the bf16 residual stream in, the bf16 matmul input out).
 func (d *Device) RMSNorm(out, rstd, inp, w model.Buffer, rows, C int, eps float32) {
-	po, pr := f32(out, rows*C, "RMSNorm out"), f32(rstd, rows, "RMSNorm rstd")
+	po, obf, _ := weightArg(out, rows*C, "RMSNorm out")
+	pr := f32(rstd, rows, "RMSNorm rstd")
 	px, xbf, _ := weightArg(inp, rows*C, "RMSNorm inp")
 	pw, wbf, _ := weightArg(w, C, "RMSNorm w")
 	k := kRMSNormForward
 	switch {
+	case obf && !xbf:
+		panic("cuda: RMSNorm of a float32 inp into a bf16 out; a bf16 norm output reads the bf16 residual stream")
+	case obf && wbf:
+		k = kRMSNormForwardXBF16WBF16OBF16
+	case obf:
+		k = kRMSNormForwardXBF16OBF16
 	case xbf && wbf:
 		k = kRMSNormForwardXBF16WBF16
 	case xbf: // the residual stream in bf16

@@ -7,7 +7,10 @@ import (
 	"github.com/r1go/r1go/model"
 )
 
-var kRoPE = kernel("rope.cu", "rope_forward", 256)
+var (
+	kRoPE     = kernel("rope.cu", "rope_forward", 256)
+	kRoPEBF16 = kernel("rope.cu", "rope_forward_bf16", 256) // q|k stored in bf16 under mixed precision
+)
 
 type ropeKey struct {
 	theta float64
@@ -39,7 +42,11 @@ func (d *Device) rope(x model.Buffer, ld, off int, pos []int32, nHeads, HS int, 
 	if T == 0 {
 		return
 	}
-	px := f32(x, (T-1)*ld+off+nHeads*HS, "RoPE x")
+	px, xbf, _ := weightArg(x, (T-1)*ld+off+nHeads*HS, "RoPE x")
+	k := kRoPE
+	if xbf {
+		k = kRoPEBF16
+	}
 	defer d.enter()()
 	key := ropeKey{theta, HS}
 	fb, ok := d.invFreq[key]
@@ -50,5 +57,5 @@ func (d *Device) rope(x model.Buffer, ld, off int, pos []int32, nHeads, HS int, 
 		d.invFreq[key] = fb
 	}
 	n := T * nHeads * (HS / 2)
-	d.launch(kRoPE, d.elementwiseGrid(n), grid1(256), 0, argPtr(px), argInt(ld), argInt(off), argPtr(d.ints("pos", pos)), argPtr(fb.ptr), argInt(T), argInt(nHeads), argInt(HS), argFloat(sign))
+	d.launch(k, d.elementwiseGrid(n), grid1(256), 0, argPtr(px), argInt(ld), argInt(off), argPtr(d.ints("pos", pos)), argPtr(fb.ptr), argInt(T), argInt(nHeads), argInt(HS), argFloat(sign))
 }

@@ -10,11 +10,17 @@ type activations struct {
 	arena  Buffer
 
 	// On a device with compute storage (ComputeStorage: bf16 on CUDA under
-	// mixed precision) the residual stream, xs and each layer's xmid, is a
-	// second arena in it, as PyTorch autocast keeps the hidden states in
-	// bf16; the ops reading it widen it and accumulate in float32. resid
-	// is nil on other devices (the CPU), whose layout is unchanged. A
-	// grouped arena (long batches) keeps its residuals in float32.
+	// mixed precision) the residual stream (xs and each layer's xmid) and
+	// every layer's tensors that feed a matmul or attention (ln1, qkv, att,
+	// ln2, gu, act, Qwen3's qkraw) are a second arena in it, as PyTorch
+	// autocast keeps hidden states and projections in bf16; the ops that
+	// write them round once from float32, those that read them widen them
+	// and accumulate in float32. The per-row statistics (rstd, lse), the
+	// branch output tmp, the final norm lnf (the LM head's input: the loss
+	// path stays float32), the head's outputs and all backward scratch
+	// (gradients, Qwen3's per-head norm scratch) stay in the float32
+	// arena. resid is nil on other devices (the CPU), whose layout is
+	// unchanged. A grouped arena keeps its training residuals there too.
 	resid Buffer
 	rcap  int
 
@@ -81,6 +87,17 @@ func layerActSize(d dims, T int) int {
 	n := T*d.C*3 + 2*T + T*d.QKV + T*d.Q + d.NH*T + T*2*d.I + T*d.I
 	if d.qkNorm {
 		n += T*d.QKV + T*d.NH + T*d.KVH
+	}
+	return n
+}
+
+// layerComputeSize is the part of layerActSize in compute storage under
+// mixed precision: xmid, ln1, ln2, qkv, att, gu, act (and qkraw); the rest
+// (rstd1, rstd2, lse, rstdq, rstdk) is float32 statistics.
+func layerComputeSize(d dims, T int) int {
+	n := T*d.C*3 + T*d.QKV + T*d.Q + T*2*d.I + T*d.I
+	if d.qkNorm {
+		n += T * d.QKV
 	}
 	return n
 }
@@ -153,13 +170,13 @@ func cutActivations(old *activations, dev Device, d dims, T int, saved bool, nx,
 		nl = d.L
 	}
 	size := arenaSize(d, T, saved, nx, tb)
-	// Under mixed precision (ComputeStorage) the residual stream, every
-	// residual and each layer's xmid, lives in an arena of its own in the
-	// device's compute dtype.
+	// Under mixed precision (ComputeStorage) the residual stream and the
+	// layers' matmul and attention tensors live in an arena of their own
+	// in the device's compute dtype.
 	cs, split := dev.(ComputeStorage)
 	rsize := 0
 	if split {
-		rsize = nx*T*d.C + nl*T*d.C
+		rsize = nx*T*d.C + nl*layerComputeSize(d, T)
 		size -= rsize
 	}
 	a := old
@@ -186,13 +203,13 @@ func cutActivations(old *activations, dev Device, d dims, T int, saved bool, nx,
 	a.layers = a.layers[:0]
 	for l := 0; l < nl; l++ {
 		a.layers = append(a.layers, layerActs{
-			ln1: take(T * d.C), rstd1: take(T), qkv: take(T * d.QKV), att: take(T * d.Q),
-			lse: take(d.NH * T), xmid: takeR(T * d.C), ln2: take(T * d.C), rstd2: take(T),
-			gu: take(T * 2 * d.I), act: take(T * d.I),
+			ln1: takeR(T * d.C), rstd1: take(T), qkv: takeR(T * d.QKV), att: takeR(T * d.Q),
+			lse: take(d.NH * T), xmid: takeR(T * d.C), ln2: takeR(T * d.C), rstd2: take(T),
+			gu: takeR(T * 2 * d.I), act: takeR(T * d.I),
 		})
 		if d.qkNorm {
 			s := &a.layers[l]
-			s.qkraw, s.rstdq, s.rstdk = take(T*d.QKV), take(T*d.NH), take(T*d.KVH)
+			s.qkraw, s.rstdq, s.rstdk = takeR(T*d.QKV), take(T*d.NH), take(T*d.KVH)
 		}
 	}
 	a.tmp, a.lnf, a.rstdf = take(T*d.C), take(T*d.C), take(T)

@@ -15,12 +15,17 @@ type MixedPrecision interface {
 // ComputeStorage is a device that can store values in the precision it
 // computes in: AllocCompute returns n zeroed values stored as bf16 on a
 // CUDA device in mixed precision (half the memory), and float32 otherwise.
-// The model stores its KV cache (NewKVCache) and its residual stream (the
-// activation arena's x and xmid views) there, so a mixed-precision run
-// keeps them in bf16, as it computes; such a buffer goes only to the ops
-// that read or write those (AttentionCached's kc and vc; Add's out and a,
-// RMSNorm's and RMSNormBackward's inp, Embedding's out) and to Copy and
-// Free. The CPU device does not implement it: its path is unchanged.
+// The model stores its KV cache (NewKVCache), its residual stream (the
+// activation arena's x and xmid views) and each layer's tensors that feed
+// a matmul or attention (ln1, qkv, att, ln2, gu, act, qkraw) there, so a
+// mixed-precision run keeps them in bf16, as it computes; the device's
+// ops read and write them in either dtype (AttentionCached's kc, vc, qkv
+// and out; Add's out and a; RMSNorm's out and inp, RMSNormBackward's inp;
+// Embedding's out and table; Gemm's a, b and c; AddBias's out; RoPE's x;
+// Attention's and AttentionBackward's qkv and out; SwiGLU's out and gu,
+// SwiGLUBackward's gu) and Copy converts. Statistics, the final norm, the
+// head and every gradient stay float32 (activations.go). The CPU device
+// does not implement it: its path is unchanged.
 type ComputeStorage interface {
 	AllocCompute(n int) Buffer
 }

@@ -19,10 +19,12 @@
 #define MAXD 8  // head size ≤ 32·MAXD = 256
 
 // KV is the storage of k and v: float, or bf16 for a KV cache stored in
-// bf16 under mixed precision (attention_forward_kvbf16); scores, softmax
-// and the output accumulate in float either way.
-template <typename KV>
-__device__ __forceinline__ void attention_forward_t(float* out, float* lse, const float* q, const KV* k, const KV* v,
+// bf16 under mixed precision (attention_forward_kvbf16); Q is q's and O
+// out's: float, or bf16 for qkv and the output stored in bf16 under mixed
+// precision (attention_forward_bf16: q|k|v read widened, the output
+// rounded once). Scores, softmax and the output accumulate in float.
+template <typename O, typename Q, typename KV>
+__device__ __forceinline__ void attention_forward_t(O* out, float* lse, const Q* q, const KV* k, const KV* v,
                                                     const int4* tiles, int ldq, int ldkv, int ldo, int T, int NH, int KVH,
                                                     int HS, float scale) {
     extern __shared__ float smem[];
@@ -38,7 +40,7 @@ __device__ __forceinline__ void attention_forward_t(float* out, float* lse, cons
     int nk = tile.w + warp;
     int nkAll = tile.w + tile.y - 1;
     if (active) {
-        for (int d = lane; d < HS; d += 32) Qs[warp * HS + d] = q[(long long)tq * ldq + h * HS + d];
+        for (int d = lane; d < HS; d += 32) Qs[warp * HS + d] = load_f(q, (long long)tq * ldq + h * HS + d);
     }
     float m = NEG_INF, l = 0.0f, acc[MAXD];
 #pragma unroll
@@ -82,7 +84,7 @@ __device__ __forceinline__ void attention_forward_t(float* out, float* lse, cons
 #pragma unroll
         for (int i = 0; i < MAXD; i++) {
             int d = lane + 32 * i;
-            if (d < HS) out[(long long)tq * ldo + h * HS + d] = acc[i] * inv;
+            if (d < HS) store_f(out, (long long)tq * ldo + h * HS + d, acc[i] * inv);
         }
         if (lse != 0 && lane == 0) lse[(long long)h * T + tq] = m + logf(l);
     }
@@ -100,11 +102,19 @@ extern "C" __global__ void __launch_bounds__(256) attention_forward_kvbf16(float
     attention_forward_t(out, lse, q, k, v, tiles, ldq, ldkv, ldo, T, NH, KVH, HS, scale);
 }
 
+extern "C" __global__ void __launch_bounds__(256) attention_forward_bf16(bf16* out, float* lse, const bf16* q, const bf16* k, const bf16* v,
+                                                                         const int4* tiles, int ldq, int ldkv, int ldo, int T, int NH,
+                                                                         int KVH, int HS, float scale) {
+    attention_forward_t(out, lse, q, k, v, tiles, ldq, ldkv, ldo, T, NH, KVH, HS, scale);
+}
+
 // dQ = dS·K with dS = P ⊙ (dO·Vᵀ − D)·scale, P = e^(S − lse) and
 // D = rowsum(dO ⊙ O), which this kernel also stores for attention_backward_dkv.
-// Same tiles and layout as the forward.
-extern "C" __global__ void __launch_bounds__(256) attention_backward_dq(float* dq, float* Dbuf, const float* dout, const float* out,
-                                                 const float* lse, const float* q, const float* k, const float* v,
+// Same tiles and layout as the forward. Q is the storage of q|k|v and O
+// of out, as in the forward; the gradients are float.
+template <typename Q, typename O>
+__device__ __forceinline__ void attention_backward_dq_t(float* dq, float* Dbuf, const float* dout, const O* out,
+                                                 const float* lse, const Q* q, const Q* k, const Q* v,
                                                  const int4* tiles, int ldq, int ldkv, int ldo, int lddq, int T,
                                                  int NH, int KVH, int HS, float scale) {
     extern __shared__ float smem[];
@@ -125,9 +135,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_backward_dq(float* d
         float part = 0.0f;
         for (int d = lane; d < HS; d += 32) {
             long long o = (long long)tq * ldo + h * HS + d;
-            Qs[warp * HS + d] = q[(long long)tq * ldq + h * HS + d];
+            Qs[warp * HS + d] = load_f(q, (long long)tq * ldq + h * HS + d);
             dOs[warp * HS + d] = dout[o];
-            part += dout[o] * out[o];
+            part += dout[o] * load_f(out, o);
         }
         D = warp_sum(part);
         lt = lse[(long long)h * T + tq];
@@ -142,8 +152,8 @@ extern "C" __global__ void __launch_bounds__(256) attention_backward_dq(float* d
         for (int e = threadIdx.x; e < nt * HS; e += blockDim.x) {
             int r = e / HS, d = e - r * HS;
             long long src = (long long)(tile.z + j0 + r) * ldkv + kvh * HS + d;
-            Ks[r * HSP + d] = k[src];
-            Vs[r * HSP + d] = v[src];
+            Ks[r * HSP + d] = load_f(k, src);
+            Vs[r * HSP + d] = load_f(v, src);
         }
         __syncthreads();
         if (!active || j0 >= nk) continue;
@@ -176,14 +186,29 @@ extern "C" __global__ void __launch_bounds__(256) attention_backward_dq(float* d
     }
 }
 
+extern "C" __global__ void __launch_bounds__(256) attention_backward_dq(float* dq, float* Dbuf, const float* dout, const float* out,
+                                                 const float* lse, const float* q, const float* k, const float* v,
+                                                 const int4* tiles, int ldq, int ldkv, int ldo, int lddq, int T,
+                                                 int NH, int KVH, int HS, float scale) {
+    attention_backward_dq_t(dq, Dbuf, dout, out, lse, q, k, v, tiles, ldq, ldkv, ldo, lddq, T, NH, KVH, HS, scale);
+}
+
+extern "C" __global__ void __launch_bounds__(256) attention_backward_dq_bf16(float* dq, float* Dbuf, const float* dout, const bf16* out,
+                                                 const float* lse, const bf16* q, const bf16* k, const bf16* v,
+                                                 const int4* tiles, int ldq, int ldkv, int ldo, int lddq, int T,
+                                                 int NH, int KVH, int HS, float scale) {
+    attention_backward_dq_t(dq, Dbuf, dout, out, lse, q, k, v, tiles, ldq, ldkv, ldo, lddq, T, NH, KVH, HS, scale);
+}
+
 // dK = Σ_h dSᵀ·Q and dV = Σ_h Pᵀ·dO over the query heads h of a key-value
 // head. A block owns up to BQ key rows of one sequence (one per warp) and
 // one key-value head, so every dK and dV row has a single writer and is
 // written (=) once. Tiles: x = first key row, y = rows, z = end of the
 // sequence (exclusive). Queries stream through shared memory BK at a time;
 // lane j handles query j of the tile.
-extern "C" __global__ void __launch_bounds__(256) attention_backward_dkv(float* dk, float* dv, const float* dout, const float* Dbuf,
-                                                  const float* lse, const float* q, const float* k, const float* v,
+template <typename Q>
+__device__ __forceinline__ void attention_backward_dkv_t(float* dk, float* dv, const float* dout, const float* Dbuf,
+                                                  const float* lse, const Q* q, const Q* k, const Q* v,
                                                   const int4* tiles, int ldq, int ldkv, int ldo, int lddkv, int T,
                                                   int NH, int KVH, int HS, float scale) {
     extern __shared__ float smem[];
@@ -203,8 +228,8 @@ extern "C" __global__ void __launch_bounds__(256) attention_backward_dkv(float* 
     if (active) {
         for (int d = lane; d < HS; d += 32) {
             long long src = (long long)tk * ldkv + kvh * HS + d;
-            Kw[warp * HS + d] = k[src];
-            Vw[warp * HS + d] = v[src];
+            Kw[warp * HS + d] = load_f(k, src);
+            Vw[warp * HS + d] = load_f(v, src);
         }
     }
     float dka[MAXD], dva[MAXD];
@@ -216,7 +241,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_backward_dkv(float* 
             __syncthreads();
             for (int e = threadIdx.x; e < nt * HS; e += blockDim.x) {
                 int r = e / HS, d = e - r * HS;
-                Qs[r * HSP + d] = q[(long long)(t0 + r) * ldq + h * HS + d];
+                Qs[r * HSP + d] = load_f(q, (long long)(t0 + r) * ldq + h * HS + d);
                 dOs[r * HSP + d] = dout[(long long)(t0 + r) * ldo + h * HS + d];
             }
             for (int r = threadIdx.x; r < nt; r += blockDim.x) {
@@ -260,4 +285,18 @@ extern "C" __global__ void __launch_bounds__(256) attention_backward_dkv(float* 
             }
         }
     }
+}
+
+extern "C" __global__ void __launch_bounds__(256) attention_backward_dkv(float* dk, float* dv, const float* dout, const float* Dbuf,
+                                                  const float* lse, const float* q, const float* k, const float* v,
+                                                  const int4* tiles, int ldq, int ldkv, int ldo, int lddkv, int T,
+                                                  int NH, int KVH, int HS, float scale) {
+    attention_backward_dkv_t(dk, dv, dout, Dbuf, lse, q, k, v, tiles, ldq, ldkv, ldo, lddkv, T, NH, KVH, HS, scale);
+}
+
+extern "C" __global__ void __launch_bounds__(256) attention_backward_dkv_bf16(float* dk, float* dv, const float* dout, const float* Dbuf,
+                                                  const float* lse, const bf16* q, const bf16* k, const bf16* v,
+                                                  const int4* tiles, int ldq, int ldkv, int ldo, int lddkv, int T,
+                                                  int NH, int KVH, int HS, float scale) {
+    attention_backward_dkv_t(dk, dv, dout, Dbuf, lse, q, k, v, tiles, ldq, ldkv, ldo, lddkv, T, NH, KVH, HS, scale);
 }

@@ -5,17 +5,19 @@
 
 // One thread per (row, column < kvw). dst[t] is the cache row of packed row t.
 // KV is the cache's storage: float, or bf16 (rounded to nearest even) for
-// a cache stored in bf16 under mixed precision.
-template <typename KV>
-__device__ __forceinline__ void kv_cache_write_t(KV* kc, KV* vc, const float* k, const float* v, const int* dst, int T, int ldkv,
+// a cache stored in bf16 under mixed precision. S is the storage of the
+// packed k and v: float, or bf16 for qkv stored in bf16 (then copied
+// exactly into a bf16 cache).
+template <typename KV, typename S>
+__device__ __forceinline__ void kv_cache_write_t(KV* kc, KV* vc, const S* k, const S* v, const int* dst, int T, int ldkv,
                                                  int kvw) {
     long long n = (long long)T * kvw;
     for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < n; e += (long long)gridDim.x * blockDim.x) {
         long long t = e / kvw;
         int c = (int)(e - t * kvw);
         long long d = (long long)dst[t] * kvw + c;
-        store_f(kc, d, k[t * ldkv + c]);
-        store_f(vc, d, v[t * ldkv + c]);
+        store_f(kc, d, load_f(k, t * ldkv + c));
+        store_f(vc, d, load_f(v, t * ldkv + c));
     }
 }
 
@@ -29,6 +31,11 @@ extern "C" __global__ void __launch_bounds__(256) kv_cache_write_bf16(bf16* kc, 
     kv_cache_write_t(kc, vc, k, v, dst, T, ldkv, kvw);
 }
 
+extern "C" __global__ void __launch_bounds__(256) kv_cache_write_qbf16(bf16* kc, bf16* vc, const bf16* k, const bf16* v,
+                                                                       const int* dst, int T, int ldkv, int kvw) {
+    kv_cache_write_t(kc, vc, k, v, dst, T, ldkv, kvw);
+}
+
 #define DBK 32   // keys per shared-memory tile
 #define DMAXD 8  // head size ≤ 32·DMAXD = 256
 
@@ -38,8 +45,10 @@ extern "C" __global__ void __launch_bounds__(256) kv_cache_write_bf16(bf16* kc, 
 // by reading the cache; the generic kernel would read it once per query
 // head). Row t sees cache rows base[t] .. base[t] + nkeys[t] − 1; rows is an
 // int2 per packed row: (first cache row of its slot, keys it sees).
-template <typename KV>
-__device__ __forceinline__ void attention_decode_t(float* out, const float* q, const KV* kc, const KV* vc, const int2* rows, int ldq,
+// O and Q are the storages of out and q: float, or bf16 for a step's qkv
+// and attention output stored in bf16 under mixed precision.
+template <typename O, typename Q, typename KV>
+__device__ __forceinline__ void attention_decode_t(O* out, const Q* q, const KV* kc, const KV* vc, const int2* rows, int ldq,
                                                    int kvw, int ldo, int NH, int KVH, int HS, float scale) {
     extern __shared__ float smem[];
     int HSP = HS + 1;
@@ -51,7 +60,7 @@ __device__ __forceinline__ void attention_decode_t(float* out, const float* q, c
     int h = kvh * group + warp;
     int2 r = rows[t];
     int nk = r.y;
-    for (int d = lane; d < HS; d += 32) Qs[warp * HS + d] = q[(long long)t * ldq + h * HS + d];
+    for (int d = lane; d < HS; d += 32) Qs[warp * HS + d] = load_f(q, (long long)t * ldq + h * HS + d);
     float m = NEG_INF, l = 0.0f, acc[DMAXD];
 #pragma unroll
     for (int i = 0; i < DMAXD; i++) acc[i] = 0.0f;
@@ -91,7 +100,7 @@ __device__ __forceinline__ void attention_decode_t(float* out, const float* q, c
 #pragma unroll
     for (int i = 0; i < DMAXD; i++) {
         int d = lane + 32 * i;
-        if (d < HS) out[(long long)t * ldo + h * HS + d] = acc[i] * inv;
+        if (d < HS) store_f(out, (long long)t * ldo + h * HS + d, acc[i] * inv);
     }
 }
 
@@ -106,5 +115,12 @@ extern "C" __global__ void __launch_bounds__(512) attention_decode(float* out, c
 extern "C" __global__ void __launch_bounds__(512) attention_decode_kvbf16(float* out, const float* q, const bf16* kc, const bf16* vc,
                                                                           const int2* rows, int ldq, int kvw, int ldo, int NH,
                                                                           int KVH, int HS, float scale) {
+    attention_decode_t(out, q, kc, vc, rows, ldq, kvw, ldo, NH, KVH, HS, scale);
+}
+
+// q, the cache and the output all bf16 (mixed precision's decode step).
+extern "C" __global__ void __launch_bounds__(512) attention_decode_bf16(bf16* out, const bf16* q, const bf16* kc, const bf16* vc,
+                                                                       const int2* rows, int ldq, int kvw, int ldo, int NH,
+                                                                       int KVH, int HS, float scale) {
     attention_decode_t(out, q, kc, vc, rows, ldq, kvw, ldo, NH, KVH, HS, scale);
 }

@@ -3,13 +3,15 @@
 #include "common.cuh"
 
 // B is the bias's storage: float, or bf16 for a frozen model stored in bf16.
-template <typename B>
-__device__ __forceinline__ void bias_forward_t(float* out, int ldo, const B* bias, int rows, int cols) {
+// O is the output's: float, or bf16 for a projection output stored in bf16
+// under mixed precision (the sum taken in float, rounded once more).
+template <typename O, typename B>
+__device__ __forceinline__ void bias_forward_t(O* out, int ldo, const B* bias, int rows, int cols) {
     long long n = (long long)rows * cols;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
         long long r = i / cols;
         int c = (int)(i - r * cols);
-        out[r * ldo + c] += load_f(bias, c);
+        store_f(out, r * ldo + c, load_f(out, r * ldo + c) + load_f(bias, c));
     }
 }
 
@@ -18,6 +20,14 @@ extern "C" __global__ void __launch_bounds__(256) bias_forward(float* out, int l
 }
 
 extern "C" __global__ void __launch_bounds__(256) bias_forward_bf16(float* out, int ldo, const bf16* bias, int rows, int cols) {
+    bias_forward_t(out, ldo, bias, rows, cols);
+}
+
+extern "C" __global__ void __launch_bounds__(256) bias_forward_obf16(bf16* out, int ldo, const float* bias, int rows, int cols) {
+    bias_forward_t(out, ldo, bias, rows, cols);
+}
+
+extern "C" __global__ void __launch_bounds__(256) bias_forward_bf16_obf16(bf16* out, int ldo, const bf16* bias, int rows, int cols) {
     bias_forward_t(out, ldo, bias, rows, cols);
 }
 

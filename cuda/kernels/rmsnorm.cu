@@ -7,9 +7,11 @@
 // or bf16 for an input on the residual stream stored in bf16 under mixed
 // precision (AllocCompute) and for a frozen model's weight stored in bf16;
 // bf16 values widen exactly as read, and the sum of squares accumulates in
-// float either way.
-template <typename X, typename W>
-__device__ __forceinline__ void rmsnorm_forward_t(float* out, float* rstd, const X* inp, const W* w, int rows, int C, float eps) {
+// float either way. O is the output's storage: float, or bf16 for a norm
+// output stored in bf16 under mixed precision (the matmul input the layer
+// saves for its backward), rounded once from the float product.
+template <typename O, typename X, typename W>
+__device__ __forceinline__ void rmsnorm_forward_t(O* out, float* rstd, const X* inp, const W* w, int rows, int C, float eps) {
     __shared__ float scratch[32];
     int t = blockIdx.x;
     const X* x = inp + (long long)t * C;
@@ -18,8 +20,8 @@ __device__ __forceinline__ void rmsnorm_forward_t(float* out, float* rstd, const
     ss = block_sum(ss, scratch);
     float r = 1.0f / sqrtf(ss / (float)C + eps);
     if (threadIdx.x == 0) rstd[t] = r;
-    float* y = out + (long long)t * C;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) y[c] = (load_f(x, c) * r) * load_f(w, c);
+    O* y = out + (long long)t * C;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) store_f(y, c, (load_f(x, c) * r) * load_f(w, c));
 }
 
 extern "C" __global__ void __launch_bounds__(1024) rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int rows, int C, float eps) {
@@ -38,6 +40,18 @@ extern "C" __global__ void __launch_bounds__(1024) rmsnorm_forward_xbf16(float* 
 
 extern "C" __global__ void __launch_bounds__(1024) rmsnorm_forward_xbf16_wbf16(float* out, float* rstd, const bf16* inp, const bf16* w, int rows,
                                                                                int C, float eps) {
+    rmsnorm_forward_t(out, rstd, inp, w, rows, C, eps);
+}
+
+// bf16 outputs (per-layer norm outputs in bf16 under mixed precision) over
+// the bf16 residual stream.
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_forward_xbf16_obf16(bf16* out, float* rstd, const bf16* inp, const float* w, int rows,
+                                                                               int C, float eps) {
+    rmsnorm_forward_t(out, rstd, inp, w, rows, C, eps);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_forward_xbf16_wbf16_obf16(bf16* out, float* rstd, const bf16* inp, const bf16* w,
+                                                                                     int rows, int C, float eps) {
     rmsnorm_forward_t(out, rstd, inp, w, rows, C, eps);
 }
 

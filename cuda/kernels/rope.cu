@@ -6,8 +6,11 @@
 // back (the backward: the rotation is orthogonal).
 #include "common.cuh"
 
-// One thread per (row, head, i < HS/2).
-extern "C" __global__ void __launch_bounds__(256) rope_forward(float* x, int ld, int off, const int* pos, const float* invfreq, int T, int nHeads, int HS, float sign) {
+// One thread per (row, head, i < HS/2). X is x's storage: float, or bf16
+// for q|k stored in bf16 under mixed precision (widened exactly, rotated in
+// double as above, each result rounded once to bf16).
+template <typename X>
+__device__ __forceinline__ void rope_t(X* x, int ld, int off, const int* pos, const float* invfreq, int T, int nHeads, int HS, float sign) {
     int half = HS / 2;
     long long n = (long long)T * nHeads * half;
     for (long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x; k < n; k += (long long)gridDim.x * blockDim.x) {
@@ -19,9 +22,18 @@ extern "C" __global__ void __launch_bounds__(256) rope_forward(float* x, int ld,
         double s, c;
         sincos((double)a, &s, &c);
         s *= (double)sign;
-        float* v = x + t * ld + off + (long long)h * HS;
-        double x0 = v[i], x1 = v[i + half];
-        v[i] = (float)(x0 * c - x1 * s);
-        v[i + half] = (float)(x1 * c + x0 * s);
+        X* v = x + t * ld + off + (long long)h * HS;
+        double x0 = load_f(v, i), x1 = load_f(v, i + half);
+        store_f(v, i, (float)(x0 * c - x1 * s));
+        store_f(v, i + half, (float)(x1 * c + x0 * s));
     }
+}
+
+extern "C" __global__ void __launch_bounds__(256) rope_forward(float* x, int ld, int off, const int* pos, const float* invfreq, int T, int nHeads, int HS, float sign) {
+    rope_t(x, ld, off, pos, invfreq, T, nHeads, HS, sign);
+}
+
+extern "C" __global__ void __launch_bounds__(256) rope_forward_bf16(bf16* x, int ld, int off, const int* pos, const float* invfreq, int T, int nHeads,
+                                                                    int HS, float sign) {
+    rope_t(x, ld, off, pos, invfreq, T, nHeads, HS, sign);
 }

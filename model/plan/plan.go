@@ -8,10 +8,11 @@
 // Sizes follow the arenas the model package allocates (model.NewWith:
 // gradients only for a trainable model, bf16 storage for a frozen one;
 // AttachLoRA's adapters; NewKVCache; the activation arenas of Forward and
-// Step, with the automatic recomputation bound; optim.New's AdamW moments
-// in their state dtype) and, for "bf16-mixed", the CUDA device's
-// Device.UseBF16 copies, its bf16 KV cache (AllocCompute) and its frozen
-// bf16 reference (AllocBF16: no fp32 arena); TestPlanMatchesCPUAllocations checks them against
+// Step, with the automatic recomputation bound and a long batch's groups
+// of sequences (group.go); optim.New's AdamW moments in their state dtype)
+// and, for "bf16-mixed", the CUDA device's Device.UseBF16 copies, its bf16
+// KV cache, residual stream and layer activations (AllocCompute) and its
+// frozen bf16 reference (AllocBF16: no fp32 arena); TestPlanMatchesCPUAllocations checks them against
 // what the CPU device really allocates, and cuda's
 // TestGPUPlanMatchesEmuAllocLog checks a "bf16-mixed" plan, with the CUDA
 // device's own scratch, against the emulator's allocation log. Errors:
@@ -222,8 +223,8 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 			ref = P * 4
 			detail = "frozen (no gradients), fp32 weights"
 		}
-		ref += s.actBytes(sh, T, false, false)
-		add("reference policy", ref, "%s, plus scoring activations at %d tokens", detail, T)
+		ref += s.forwardBytes(sh, T, false, false)
+		add("reference policy", ref, "%s, plus scoring activations at %d tokens%s", detail, T, s.groupDetail(sh, T, false, false))
 	}
 	if s.BaseModel {
 		// Evaluated after the policy: the KV cache is freed between the
@@ -243,7 +244,7 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		st, sc, how := s.moments(C, csb)
 		dpScratch += sc
 		cg, _ := s.grads(sh, C, false, true)
-		add("critic", C*4+cg+st+s.actBytes(sh, T, sh.saves(T, s.Recompute), true),
+		add("critic", C*4+cg+st+s.forwardBytes(sh, T, sh.saves(T, s.Recompute), true),
 			"value model: fp32 weights, gradients, AdamW%s, training activations at %d tokens", how, T)
 	}
 	if s.RolloutSlots > 0 {
@@ -258,9 +259,10 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		add("rollout step activations", s.stepBytes(sh),
 			"%d tokens per step (each group's leader prefills while the rest decode), logits of %d rows", s.stepTokens(), s.RolloutSlots)
 	}
-	// Activations are float32, except the residual stream under mixed
-	// precision (actBytes). The KV cache and a frozen reference are bf16
-	// under it too.
+	// Activations are float32, except under mixed precision the residual
+	// stream and the layers' matmul and attention tensors (actBytes). The
+	// KV cache and a frozen reference are bf16 under it too. A long batch
+	// runs in groups of sequences (forwardBytes).
 	if s.Train {
 		what := "every layer's activations saved"
 		switch {
@@ -269,47 +271,55 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		case !sh.saves(T, false):
 			what = fmt.Sprintf("recomputation (on by itself: saved layers would exceed %d GiB)", autoRecomputeBytes/GiB)
 		}
-		add("activations", s.actBytes(sh, T, sh.saves(T, s.Recompute), true), "training micro-batch of %d tokens, %s%s", T, what, s.residDetail())
+		saved := sh.saves(T, s.Recompute)
+		add("activations", s.forwardBytes(sh, T, saved, true), "training micro-batch of %d tokens, %s%s%s", T, what, s.groupDetail(sh, T, saved, true), s.residDetail())
 	} else if T > 0 {
-		add("activations", s.actBytes(sh, T, false, false), "scoring forward of %d tokens%s", T, s.residDetail())
+		add("activations", s.forwardBytes(sh, T, false, false), "scoring forward of %d tokens%s%s", T, s.groupDetail(sh, T, false, false), s.residDetail())
 	}
 	if it, ok := s.dpItem(dpScratch); ok && s.Train {
 		p.Items = append(p.Items, it)
 	}
 	if s.Device == "cuda" {
-		tt := max(T, s.stepTokens())
-		add("device scratch", s.cudaScratch(sh, tt), "the CUDA device's own buffers at %d tokens: LM-head logit chunks, bf16-rounded matmul operands", tt)
+		tt, bt := max(T, s.stepTokens()), 0
+		if s.Train || s.Critic {
+			bt = T // a backward's rows: the micro-batch, or one group of it
+			if g := s.groupRows(sh, T, sh.saves(T, s.Recompute), true); g > 0 {
+				bt = g
+			}
+		}
+		add("device scratch", s.cudaScratch(sh, tt, bt), "the CUDA device's own buffers at %d tokens: LM-head logit chunks, bf16-rounded matmul operands", tt)
 	}
 	add("workspace", s.workspace(sh, T), "%s", s.workspaceDetail())
 	return p, nil
 }
 
 // actBytes is the bytes of an activation arena (shape.acts) of T tokens.
-// Under mixed precision the residual stream, every residual kept (L+1, or
-// two alternating without a backward) and each saved layer's xmid, is a
+// Under mixed precision the residual stream (every residual kept: L+1, or
+// two alternating without a backward) and each layer's tensors that feed a
+// matmul or attention (shape.layerCompute: xmid, ln1, qkv, att, ln2, gu,
+// act, Qwen3's qkraw; every layer's when saved, one set otherwise) are a
 // second arena in the CUDA device's compute storage, bf16
-// (model.ComputeStorage, activations.go): 2 bytes a value, 4 for the rest.
+// (model.ComputeStorage, activations.go): 2 bytes a value, 4 for the rest
+// (statistics, the final norm, the head's outputs, backward scratch).
 func (s Settings) actBytes(sh shape, T int, saved, train bool) int64 {
-	n := sh.acts(T, saved, train)
-	if s.Precision != "bf16-mixed" {
-		return n * 4
-	}
-	nx, nl := int64(2), int64(1)
+	nx, nl, tb := 2, 1, 0
 	if train || sh.L+1 < 2 {
-		nx = int64(sh.L + 1)
+		nx = sh.L + 1
+	}
+	if train {
+		tb = T
 	}
 	if saved {
-		nl = int64(sh.L)
+		nl = sh.L
 	}
-	r := (nx + nl) * int64(T) * int64(sh.C)
-	return (n-r)*4 + r*2
+	return s.bytesOf(sh.arenaVals(T, nx, nl, tb))
 }
 
 func (s Settings) residDetail() string {
 	if s.Precision != "bf16-mixed" {
 		return ""
 	}
-	return " (residual stream in bf16)"
+	return " (residual stream and layer activations in bf16, statistics and gradients fp32)"
 }
 
 // stepTokens bounds the tokens of one rollout step: every group's leader
@@ -350,20 +360,31 @@ func (s Settings) workspace(sh shape, T int) int64 {
 const headMaxRows, headLogitBudget = 2048, 32 << 20
 
 // cudaScratch is what the CUDA device allocates for itself beside the
-// arenas (cuMemAlloc'd, so in the emulator's allocation log), sized for an
-// op over T tokens: the LM head's float32 logit chunk and its per-token
-// statistics, attention's backward row sums, and in mixed precision the
-// two bf16 operand buffers every matmul rounds its non-weight inputs into
-// (the larger of the head's logit chunk and a layer's widest activation,
-// and a layer input for the weight gradients).
-func (s Settings) cudaScratch(sh shape, T int) int64 {
-	t := int64(T)
-	rows := int64(max(1, min(T, headMaxRows)))
-	chunk := min(int64(sh.V), max(128, headLogitBudget/rows/128*128))
+// arenas (cuMemAlloc'd, so in the emulator's allocation log), sized for a
+// forward over T tokens and a backward over bt rows (0: none; a grouped
+// backward runs its head and layers one group at a time): the LM head's
+// float32 logit chunk and its per-token statistics, attention's backward
+// row sums, and in mixed precision the two bf16 operand buffers the
+// matmuls round their float32 inputs into: "mixed-a", the largest of the
+// head's input rows, the backward's logit-gradient chunk and a layer's
+// widest gradient (dgu is 2I wide), and "mixed-b", the head's input rows
+// for its weight gradient. The layers' activations are bf16 already.
+func (s Settings) cudaScratch(sh shape, T, bt int) int64 {
+	geometry := func(T int) (rows, chunk int64) {
+		rows = int64(max(1, min(T, headMaxRows)))
+		return rows, min(int64(sh.V), max(128, headLogitBudget/rows/128*128))
+	}
+	t, b, C := int64(T), int64(bt), int64(sh.C)
+	rows, chunk := geometry(T)
 	n := rows*chunk*4 + 8*t*4 + int64(sh.NH)*t*4
 	if s.Precision == "bf16-mixed" {
-		wide := int64(max(sh.C, sh.QKV, sh.Q, sh.I))
-		n += max(rows*chunk, t*wide)*2 + t*int64(max(sh.C, sh.Q, sh.I))*2
+		wide := int64(max(sh.C, sh.QKV, sh.Q, 2*sh.I))
+		a := rows * C
+		if bt > 0 {
+			br, bc := geometry(bt)
+			a = max(a, br*bc, b*wide)
+		}
+		n += a*2 + rows*C*2
 	}
 	return n
 }

@@ -69,19 +69,28 @@ func tinyConfig(t *testing.T, modelType string) *model.Config {
 // moments, and LoRA adapters on a frozen base.
 func TestPlanMatchesCPUAllocations(t *testing.T) {
 	type tc struct {
-		mt                            string
-		recompute, refBF16, stateBF16 bool
-		lora                          int
+		mt                                     string
+		recompute, refBF16, stateBF16, grouped bool
+		lora                                   int
 	}
 	var cases []tc
 	for _, mt := range []string{"qwen2", "qwen3"} {
 		for _, recompute := range []bool{false, true} {
 			cases = append(cases, tc{mt: mt, recompute: recompute})
 		}
-		cases = append(cases, tc{mt: mt, refBF16: true, stateBF16: true}, tc{mt: mt, lora: 4})
+		cases = append(cases, tc{mt: mt, refBF16: true, stateBF16: true}, tc{mt: mt, lora: 4},
+			tc{mt: mt, recompute: true, grouped: true}, tc{mt: mt, grouped: true})
 	}
+	defer func(old int) { model.GroupBytes = old }(model.GroupBytes)
 	for _, c := range cases {
-		name := fmt.Sprintf("%s recompute=%v refBF16=%v stateBF16=%v lora=%d", c.mt, c.recompute, c.refBF16, c.stateBF16, c.lora)
+		// grouped: the scoring and recomputing forwards run in groups of
+		// sequences, as a long micro-batch of a large model does; the
+		// plan reads the same model.GroupBytes.
+		model.GroupBytes = 64 << 20
+		if c.grouped {
+			model.GroupBytes = 16 << 10
+		}
+		name := fmt.Sprintf("%s recompute=%v refBF16=%v stateBF16=%v lora=%d grouped=%v", c.mt, c.recompute, c.refBF16, c.stateBF16, c.lora, c.grouped)
 		cfg := tinyConfig(t, c.mt)
 		s := Settings{Device: "cpu", Train: true, Reference: true, Critic: true, Recompute: c.recompute,
 			RefBF16: c.refBF16, StateBF16: c.stateBF16, LoRARank: c.lora,
@@ -141,6 +150,12 @@ func TestPlanMatchesCPUAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 		b := model.Batch{Tokens: make([]int32, s.MicroBatchTokens), Seqs: []int32{0, 20, 40, 48}}
+		if c.grouped {
+			// The plan bounds a group by the longest sequence the context
+			// allows: measure a batch that has one (its group is then the
+			// whole batch, with a short one joined to it).
+			b.Seqs = []int32{0, 40, 48}
+		}
 		if _, err := ref.Forward(b, false); err != nil {
 			t.Fatal(err)
 		}
@@ -152,8 +167,13 @@ func TestPlanMatchesCPUAllocations(t *testing.T) {
 		if err := policy.Backward(make([]float32, 48), nil, nil); err != nil {
 			t.Fatal(err)
 		}
-		// The next step's rollout: the policy keeps its training arena.
+		// The next step's rollout and the reference's scoring: the policy
+		// keeps its training arena (a grouped scoring arena is freed after
+		// each Forward, so it peaks beside the training arenas only here).
 		if _, err := policy.Step(cache, chunks); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ref.Forward(b, false); err != nil {
 			t.Fatal(err)
 		}
 		withinTenPercent(t, name, p, dev.peak)

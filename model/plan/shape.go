@@ -44,39 +44,25 @@ func (sh shape) arena(lmHead, valueHead bool) int64 {
 	return n
 }
 
-// acts is the number of scalars in the activation arena of a forward over
-// T tokens, as model.ensureActivations cuts it: the residual stream (every
-// layer's input for a training forward, whose backward reads them; two
-// alternating buffers for a scoring or decoding forward), one layer's saved
-// tensors (every layer's when saved), the head's outputs, the backward's
-// scratch (a training forward only) and Qwen3's per-head norm scratch.
-func (sh shape) acts(T int, saved, train bool) int64 {
-	t, C, I := int64(T), int64(sh.C), int64(sh.I)
-	QKV, Q := int64(sh.QKV), int64(sh.Q)
-	nx, tb := int64(2), int64(0)
-	if train || sh.L+1 < 2 {
-		nx = int64(sh.L + 1)
-	}
-	if train {
-		tb = t
-	}
-	nl := int64(1)
-	if saved {
-		nl = int64(sh.L)
-	}
-	n := nx*t*C + nl*sh.layerActs(T) + 2*t*C + t + 4*t + tb*(2*C+QKV+Q+3*I+3)
-	if sh.qkNorm {
-		n += 2 * t * QKV
-	}
-	return n
-}
-
 // layerActs is the number of scalars one layer saves for its backward.
 func (sh shape) layerActs(T int) int64 {
 	t, C, I := int64(T), int64(sh.C), int64(sh.I)
 	n := 3*t*C + 2*t + t*int64(sh.QKV) + t*int64(sh.Q) + int64(sh.NH)*t + 3*t*I
 	if sh.qkNorm {
 		n += t*int64(sh.QKV) + t*int64(sh.NH+sh.KVH)
+	}
+	return n
+}
+
+// layerCompute is the part of layerActs stored in the compute dtype under
+// mixed precision (model's layerComputeSize): xmid, ln1, ln2, qkv, att,
+// gate|up and the SwiGLU output, and Qwen3's raw q|k|v; the per-row
+// statistics stay float32.
+func (sh shape) layerCompute(T int) int64 {
+	t, C, I := int64(T), int64(sh.C), int64(sh.I)
+	n := 3*t*C + t*int64(sh.QKV) + t*int64(sh.Q) + 3*t*I
+	if sh.qkNorm {
+		n += t * int64(sh.QKV)
 	}
 	return n
 }

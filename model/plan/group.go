@@ -1,0 +1,98 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/r1go/r1go/model"
+)
+
+// Grouped forwards. A Forward of a long batch that does not save every
+// layer (scoring, or training with recomputation) runs in groups of whole
+// sequences (model's groupTokens and groupSpans): only what spans the whole
+// batch is held for all T rows (the training residuals, the final norm,
+// the head's outputs, the residual gradient), and one group's layer
+// activations and backward scratch at a time. A KV-cache step never
+// groups (stepBytes keeps actBytes).
+
+// minGroupRows mirrors the model package's fewest rows of a group: short
+// sequences join their neighbours until a group has this many.
+const minGroupRows = 16
+
+// groupRows bounds the rows of the group arena of a Forward of T tokens,
+// or is 0 when the Forward runs whole: when it saves every layer, when
+// its scratch fits model.GroupBytes, or when one sequence may fill the
+// batch (T ≤ MaxContext; a batch of one sequence never groups). A group
+// holds at most maxT tokens, or one sequence (≤ MaxContext) that is
+// longer, plus fewer than minGroupRows rows of short sequences joined on
+// either side.
+func (s Settings) groupRows(sh shape, T int, saved, train bool) int {
+	if saved || s.MaxContext <= 0 || T <= s.MaxContext {
+		return 0
+	}
+	C, QKV, Q, I := int64(sh.C), int64(sh.QKV), int64(sh.Q), int64(sh.I)
+	per := sh.layerActs(1) + 2*C
+	if sh.qkNorm {
+		per += 2 * QKV
+	}
+	if train {
+		per += 2*C + QKV + Q + 3*I
+	}
+	if int64(T)*per*4 <= int64(model.GroupBytes) {
+		return 0
+	}
+	maxT := max(1, int(int64(model.GroupBytes)/(per*4)))
+	return min(T, max(maxT, s.MaxContext+minGroupRows)+minGroupRows)
+}
+
+// arenaVals is the values of an arena cut as model's cutActivations cuts
+// it: T rows, nx residuals, nl layer sets, tb rows of backward scratch; and
+// the part of them in compute storage under mixed precision (the
+// residuals and the layers' matmul and attention tensors).
+func (sh shape) arenaVals(T, nx, nl, tb int) (all, compute int64) {
+	t, C, I := int64(T), int64(sh.C), int64(sh.I)
+	QKV, Q := int64(sh.QKV), int64(sh.Q)
+	all = int64(nx)*t*C + int64(nl)*sh.layerActs(T) + 2*t*C + t + 4*t + int64(tb)*(2*C+QKV+Q+3*I+3)
+	if sh.qkNorm {
+		all += 2 * t * QKV
+	}
+	return all, int64(nx)*t*C + int64(nl)*sh.layerCompute(T)
+}
+
+// bytesOf is the bytes of all values, compute of them in the compute
+// dtype: bf16 under mixed precision, float32 otherwise.
+func (s Settings) bytesOf(all, compute int64) int64 {
+	if s.Precision != "bf16-mixed" {
+		return all * 4
+	}
+	return (all-compute)*4 + compute*2
+}
+
+// forwardBytes is what a Forward of T tokens holds (a training one with
+// train): the whole arena (actBytes), or for a grouped Forward the arena
+// of the whole batch (model's cutGrouped: with train the L+1 residuals
+// in compute storage, the residual gradient and the head's gradients;
+// always the final norm and the head's outputs) and one group's arena of
+// groupRows rows (with train, its backward scratch and no residuals of
+// its own: they are views into the whole batch's).
+func (s Settings) forwardBytes(sh shape, T int, saved, train bool) int64 {
+	rows := s.groupRows(sh, T, saved, train)
+	if rows == 0 {
+		return s.actBytes(sh, T, saved, train)
+	}
+	t, C := int64(T), int64(sh.C)
+	nx, tb, nxg, tbg := int64(0), int64(0), 2, 0
+	if train {
+		nx, tb, nxg, tbg = int64(sh.L+1), t, 0, rows
+	}
+	whole := nx*t*C + t*C + t + 4*t + tb*C + 3*tb
+	ga, gc := sh.arenaVals(rows, nxg, 1, tbg)
+	return s.bytesOf(whole, nx*t*C) + s.bytesOf(ga, gc)
+}
+
+// groupDetail names the group size of a grouped Forward.
+func (s Settings) groupDetail(sh shape, T int, saved, train bool) string {
+	if rows := s.groupRows(sh, T, saved, train); rows > 0 {
+		return fmt.Sprintf(", in groups of sequences (≤ %d tokens)", rows)
+	}
+	return ""
+}
