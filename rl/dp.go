@@ -322,6 +322,8 @@ func (d *DP) Step(mdl *model.Model, opt *optim.AdamW) (optim.StepResult, error) 
 		}
 		// ZeRO-2's callback sends collectives: it is hooked for one
 		// mini-batch (ZeroGrads), never for a backward outside the update.
+		// GradsNeed stays: it only maps given-back gradients before a
+		// backward writes them.
 		mdl.GradsDone = nil
 		return z.step(d, mdl.Dev, opt)
 	}
