@@ -292,6 +292,9 @@ func (t *Trainer) zeroRounds(mdl *model.Model, opt *optim.AdamW, mine int) (int,
 // zeroIdle sends n rounds of the zero arena's buckets (their sums still
 // need this rank's part).
 func (t *Trainer) zeroIdle(opt *optim.AdamW, n int) {
+	if n == 0 {
+		return
+	}
 	two := t.DP.zero[opt].two
 	two.idle = true
 	for range n {

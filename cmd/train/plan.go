@@ -52,6 +52,10 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, err error
 	switch {
 	case dev != nil:
 		s.Device, s.Capacity = cuda.Kind(dev), cuda.Capacity(dev)
+		if g, ok := dev.(*cuda.Device); ok {
+			on, _ := g.VMM()
+			s.CUDANoVMM = !on // no VMM: ZeRO-2's gradient arena stays whole
+		}
 		if _, ok := dev.(model.MixedPrecision); ok {
 			s.Precision = "bf16-mixed"
 		}

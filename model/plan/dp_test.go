@@ -150,14 +150,20 @@ func TestPlanZeroTwo(t *testing.T) {
 	if tr != VC+3*8*bucket+edges*1024 {
 		t.Fatalf("transient %d", tr)
 	}
+	// On the CUDA device gradients are given back in 2 MiB VMM chunks: an
+	// edge keeps a chunk, and the run being written is mapped in whole ones.
+	trc := ZeroTwoTransientPaged(P, VC, bucket, 8, CUDAChunk)
+	if trc != VC+2*CUDAChunk+3*8*bucket+edges*CUDAChunk {
+		t.Fatalf("transient in chunks %d", trc)
+	}
 	paged := s
 	paged.CUDAPaging = true
 	p, err := New(cfg, paged)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := item(p, "gradients"); got.Bytes != 4*(own+tr) || !strings.Contains(got.Detail, "ZeRO-2") {
-		t.Fatalf("ZeRO-2 gradients %+v, want 4×(%d+%d)", got, own, tr)
+	if got := item(p, "gradients"); got.Bytes != 4*(own+trc) || !strings.Contains(got.Detail, "ZeRO-2") {
+		t.Fatalf("ZeRO-2 gradients %+v, want 4×(%d+%d)", got, own, trc)
 	}
 	if got := item(p, "master weights"); got.Bytes != 4*own {
 		t.Fatalf("ZeRO-2 master weights %+v, want 4×%d", got, own)
@@ -171,13 +177,21 @@ func TestPlanZeroTwo(t *testing.T) {
 	if !strings.Contains(b.String(), "with ZeRO-2") {
 		t.Fatalf("the plan does not say it is ZeRO-2's:\n%s", b.String())
 	}
-	// As the CUDA device is: whole arenas, and the gradient shard beside.
+	// As the CUDA device is: its gradients given back through VMM, its
+	// master weights whole.
 	q, _ := New(cfg, s)
-	if got := item(q, "gradients"); got.Bytes != 4*(P+own) || !strings.Contains(got.Detail, "does not give back") {
-		t.Fatalf("ZeRO-2 gradients without paging %+v", got)
+	if got := item(q, "gradients"); got.Bytes != 4*(own+trc) || !strings.Contains(got.Detail, "VMM") {
+		t.Fatalf("ZeRO-2 gradients with VMM %+v", got)
 	}
-	if got := item(q, "master weights"); got.Bytes != 4*P {
+	if got := item(q, "master weights"); got.Bytes != 4*P || !strings.Contains(got.Detail, "does not give back") {
 		t.Fatalf("ZeRO-2 master weights without paging %+v", got)
+	}
+	// A CUDA device without VMM: whole arenas, and the gradient shard beside.
+	nv := s
+	nv.CUDANoVMM = true
+	q, _ = New(cfg, nv)
+	if got := item(q, "gradients"); got.Bytes != 4*(P+own) || !strings.Contains(got.Detail, "no virtual memory management") {
+		t.Fatalf("ZeRO-2 gradients without VMM %+v", got)
 	}
 	// The advice offers dp.zero=2 where stage 1 is not enough and stage 2 is.
 	one := paged

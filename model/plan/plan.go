@@ -63,10 +63,13 @@ type Settings struct {
 	Ranks int  // world size; 0 or 1: one process
 	Zero1 bool // dp.zero1: the AdamW moments are sharded over the ranks (stage 1)
 	Zero  int  // dp.zero: the ZeRO stage, 0, 1 or 2 (dp.go); Zero1 means at least 1
-	// CUDAPaging plans a CUDA device that gives back parts of its fp32
-	// arenas (sharded masters, released gradients), which the CUDA device
-	// does not do yet; the CPU device does for gradients (dp.go).
+	// CUDAPaging plans a CUDA device that also gives back the fp32 master
+	// weights outside its ZeRO shard, which the CUDA device does not do
+	// yet (its gradients it does, through VMM arenas: dp.go).
 	CUDAPaging bool
+	// CUDANoVMM plans a CUDA device without virtual memory management
+	// (cuda.Device.VMM false): its gradient arena stays whole under ZeRO-2.
+	CUDANoVMM bool
 	BucketMB   float64 // dp.bucket_mb; 0: 25
 
 	MicroBatchTokens int // tokens per forward/backward (training and scoring)
