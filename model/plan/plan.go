@@ -70,7 +70,7 @@ type Settings struct {
 	// CUDANoVMM plans a CUDA device without virtual memory management
 	// (cuda.Device.VMM false): its gradient arena stays whole under ZeRO-2.
 	CUDANoVMM bool
-	BucketMB   float64 // dp.bucket_mb; 0: 25
+	BucketMB  float64 // dp.bucket_mb; 0: 25
 
 	MicroBatchTokens int // tokens per forward/backward (training and scoring)
 	RolloutSlots     int // KV cache slots decoded together; 0: no rollout
