@@ -68,11 +68,15 @@ func ZeroTwoTransient(n int64, seg, bucket int64, ranks int) int64 {
 // ZeroTwoTransientPaged is ZeroTwoTransient for memory given back in pages
 // of page values: a bucket edge keeps a page, and the run being written is
 // mapped in whole pages (one more at each end). The CUDA device's pages are
-// its VMM chunks (CUDAChunk).
+// its VMM chunks (CUDAChunk). Buckets of whole pages (the default 25 MB
+// bucket over 8 ranks is 100 chunks) have edges only at the arena's ends.
 func ZeroTwoTransientPaged(n int64, seg, bucket int64, ranks int, page int64) int64 {
 	b := max(1, min(bucket, (n+int64(ranks)-1)/int64(ranks)))
 	B := int64(ranks) * b
 	edges := (n+B-1)/B + 1
+	if page > 1024 && B%page == 0 {
+		edges = 2
+	}
 	extra := int64(0)
 	if page > 1024 {
 		extra = 2 * page
