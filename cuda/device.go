@@ -427,6 +427,7 @@ func (d *Device) Sync() error {
 		return nil
 	}
 	d.fail(d.drv.check(call(d.drv.cuStreamSynchronize, d.stream), "cuStreamSynchronize"))
+	d.reapAll() // memory given back waits for the stream no longer
 	err := d.err
 	d.err = nil
 	return err
@@ -437,6 +438,12 @@ func (d *Device) Sync() error {
 func (d *Device) Close() error {
 	err := d.Sync()
 	defer d.enter()()
+	d.reapAll()
+	for _, ev := range d.vm.events {
+		if d.drv.cuEventDestroy != 0 {
+			call(d.drv.cuEventDestroy, ev)
+		}
+	}
 	for p := range d.allocs {
 		if !d.freeVMM(p) {
 			call(d.drv.cuMemFree, p)

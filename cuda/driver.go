@@ -54,7 +54,7 @@ type driver struct {
 	cuStreamBeginCapture, cuStreamEndCapture, cuGraphInstantiate     uintptr
 	cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy                uintptr
 	cuEventCreate, cuEventRecord, cuEventElapsedTime, cuEventDestroy uintptr
-	cuEventSynchronize                                               uintptr
+	cuEventSynchronize, cuEventQuery                                 uintptr
 
 	// Virtual memory management (vmm.go); optional: without them every
 	// allocation is cuMemAlloc's.
@@ -121,6 +121,7 @@ func openDriver(names []string) (*driver, error) {
 		bindOptional(&d.cuEventCreate, "cuEventCreate"),
 		bindOptional(&d.cuEventRecord, "cuEventRecord"),
 		bindOptional(&d.cuEventSynchronize, "cuEventSynchronize"),
+		bindOptional(&d.cuEventQuery, "cuEventQuery"),
 		bindOptional(&d.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
 		bindOptional(&d.cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy"),
 		bindOptional(&d.cuStreamBeginCapture, "cuStreamBeginCapture_v2"),

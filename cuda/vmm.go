@@ -28,11 +28,18 @@ import (
 // R1GO_CUDA_VMM=0 or Options.NoVMM turns it off, every allocation is a
 // plain cuMemAlloc and ReleasePages only zeroes: VMMNote says why.
 //
-// A chunk is unmapped only when the stream has finished with it:
-// ReleasePages waits for the queued work first (cuStreamSynchronize), as
-// Free does. Released memory reads as zeros once mapped again (MapPages
-// zeroes every chunk it maps, Zero maps what it clears); reading a span
-// that is released and not mapped again is a fault, as it is on the GPU.
+// A chunk is unmapped only when the stream has finished with it, but the
+// host does not wait for that: ReleasePages records an event on the stream
+// and leaves the chunks pending; they are unmapped by a later call that
+// finds the event passed (cuEventQuery), so the backward's kernels keep
+// the GPU busy while the host gives memory back and maps the next layer's.
+// At most vmmMaxPending spans wait at once (the oldest is then waited
+// for), MapPages waits for a pending span it needs again, and Sync and
+// Free unmap every pending span. Without events it waits for the stream
+// (cuStreamSynchronize) as Free does. Released memory reads as zeros once
+// mapped again (MapPages zeroes every chunk it maps, Zero maps what it
+// clears); reading a span that is released and not mapped again is a
+// fault, as it is on the GPU.
 
 const (
 	attrVMMSupported          = 102 // CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED
@@ -65,6 +72,22 @@ type memAccessDesc struct {
 	flags          int32
 }
 
+// vmmMaxPending is how many released spans may wait for the stream at
+// once: ZeRO-2 releases a bucket as each completes, and the memory plan
+// counts this many buckets more (plan.CUDAPending).
+const vmmMaxPending = 2
+
+// eventDisableTiming is CU_EVENT_DISABLE_TIMING: the events only order.
+const eventDisableTiming = 2
+
+// vmmPending is a span of chunks given back, unmapped once the stream has
+// passed ev.
+type vmmPending struct {
+	a      *vmmArena
+	i0, i1 int
+	ev     uintptr
+}
+
 // vmmArena is one VMM allocation: a reserved range of whole chunks and the
 // physical handle behind each (0 where the chunk is given back).
 type vmmArena struct {
@@ -81,6 +104,9 @@ type vmmState struct {
 	arenas map[uintptr]*vmmArena // by base address
 	mapped int64                 // bytes of chunks mapped now, all arenas
 	peak   int64                 // the most mapped at once
+
+	pending []vmmPending // released spans waiting for the stream, oldest first
+	events  []uintptr    // spare events
 }
 
 // initVMM decides whether large allocations use VMM on this GPU.
@@ -152,6 +178,7 @@ func (d *Device) freeVMM(p uintptr) bool {
 	if !ok {
 		return false
 	}
+	d.reapAll() // the caller has waited for the stream
 	d.unmapChunks(a, 0, len(a.handles))
 	d.fail(d.drv.check(call(d.drv.cuMemAddressFree, a.base, a.size), "cuMemAddressFree"))
 	delete(d.vm.arenas, p)
@@ -255,9 +282,73 @@ func (d *Device) ReleasePages(b model.Buffer) {
 	lo, hi := a.base+uintptr(i0)*a.chunk, a.base+uintptr(i1)*a.chunk
 	d.memset(x.ptr, 0, int(lo-x.ptr)/4)
 	d.memset(hi, 0, int(x.ptr+uintptr(bytes)-hi)/4)
-	// Kernels queued so far may still read or write the chunks.
-	d.fail(d.drv.check(call(d.drv.cuStreamSynchronize, d.stream), "cuStreamSynchronize"))
-	d.unmapChunks(a, i0, i1)
+	// Kernels queued so far may still read or write the chunks: they are
+	// unmapped once the stream has passed this point.
+	ev := d.vmEvent()
+	if ev == 0 {
+		d.fail(d.drv.check(call(d.drv.cuStreamSynchronize, d.stream), "cuStreamSynchronize"))
+		d.unmapChunks(a, i0, i1)
+		return
+	}
+	d.vm.pending = append(d.vm.pending, vmmPending{a: a, i0: i0, i1: i1, ev: ev})
+	d.reap(len(d.vm.pending) - vmmMaxPending)
+}
+
+// vmEvent returns an event recorded on the stream now, or 0 where the
+// driver lacks events (the caller then waits for the stream).
+func (d *Device) vmEvent() uintptr {
+	drv := d.drv
+	if drv.cuEventCreate == 0 || drv.cuEventRecord == 0 || drv.cuEventQuery == 0 || drv.cuEventSynchronize == 0 {
+		return 0
+	}
+	var ev uintptr
+	if n := len(d.vm.events); n > 0 {
+		ev, d.vm.events = d.vm.events[n-1], d.vm.events[:n-1]
+	} else if call(drv.cuEventCreate, uintptr(unsafe.Pointer(&ev)), eventDisableTiming) != cudaSuccess {
+		return 0
+	}
+	if call(drv.cuEventRecord, ev, d.stream) != cudaSuccess {
+		d.vm.events = append(d.vm.events, ev)
+		return 0
+	}
+	return ev
+}
+
+// reap unmaps the pending spans whose event the stream has passed, and
+// waits for the oldest force of them first (all of them when force ≥
+// len(pending)).
+func (d *Device) reap(force int) {
+	k := 0
+	for ; k < len(d.vm.pending); k++ {
+		p := d.vm.pending[k]
+		if k < force {
+			d.fail(d.drv.check(call(d.drv.cuEventSynchronize, p.ev), "cuEventSynchronize"))
+		} else if r := call(d.drv.cuEventQuery, p.ev); r == cudaErrorNotReady {
+			break // the stream runs in order: later events have not passed either
+		} else if r != cudaSuccess {
+			d.fail(d.drv.errorf(r, "cuEventQuery"))
+		}
+		d.unmapChunks(p.a, p.i0, p.i1)
+		d.vm.events = append(d.vm.events, p.ev)
+	}
+	d.vm.pending = append(d.vm.pending[:0], d.vm.pending[k:]...)
+}
+
+// reapAll unmaps every pending span, waiting for the stream.
+func (d *Device) reapAll() { d.reap(len(d.vm.pending)) }
+
+// reapOverlapping unmaps, waiting where needed, every pending span of a
+// that meets chunks [j0, j1): they are about to be mapped again.
+func (d *Device) reapOverlapping(a *vmmArena, j0, j1 int) {
+	last := -1
+	for k, p := range d.vm.pending {
+		if p.a == a && p.i0 < j1 && j0 < p.i1 {
+			last = k
+		}
+	}
+	if last >= 0 {
+		d.reap(last + 1)
+	}
 }
 
 // MapPages backs every given-back chunk of a VMM arena that b touches with
@@ -285,6 +376,8 @@ func (d *Device) mapPages(p uintptr, bytes int) {
 	}
 	off := p - a.base
 	j0, j1 := int(off/a.chunk), int((off+uintptr(bytes)+a.chunk-1)/a.chunk)
+	d.reap(0)
+	d.reapOverlapping(a, j0, j1)
 	for i := j0; i < j1; i++ {
 		if a.handles[i] != 0 {
 			continue

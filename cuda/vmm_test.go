@@ -102,6 +102,37 @@ func TestGPUVMMPages(t *testing.T) {
 				t.Fatalf("NoVMM %v: value %d is %v after Zero of a given-back span", noVMM, i, v)
 			}
 		}
+		// A busy GPU (R1GO_EMU_EVENTS_LAG=1: no event has passed): the
+		// chunks given back wait for the stream, a MapPages that needs
+		// them waits for their event, and Sync gives back the rest.
+		if strings.Contains(d.Name(), "emulator") && !noVMM {
+			t.Setenv("R1GO_EMU_EVENTS_LAG", "1")
+			d.Zero(b)
+			full, _ := d.MappedBytes()
+			d.ReleasePages(b.Slice(0, 3*chunk))
+			d.ReleasePages(b.Slice(4*chunk, 3*chunk))
+			if now, _ := d.MappedBytes(); now != full || len(d.vm.pending) != 2 {
+				t.Fatalf("with the stream busy, ReleasePages unmapped at once: %d bytes mapped of %d, %d spans pending", now, full, len(d.vm.pending))
+			}
+			d.MapPages(b.Slice(chunk, 10)) // chunk 1 is pending: waited for, unmapped, mapped afresh
+			if now, _ := d.MappedBytes(); now != full-4*int64(2*chunk) || len(d.vm.pending) != 1 {
+				t.Fatalf("MapPages of a pending chunk: %d bytes mapped, want %d; %d spans pending, want 1", now, full-4*int64(2*chunk), len(d.vm.pending))
+			}
+			if err := d.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if now, _ := d.MappedBytes(); now != full-4*int64(5*chunk) || len(d.vm.pending) != 0 {
+				t.Fatalf("after Sync %d bytes mapped, want %d; %d spans pending", now, full-4*int64(5*chunk), len(d.vm.pending))
+			}
+			one := make([]float32, chunk)
+			d.Download(one, b.Slice(chunk, chunk))
+			for i, v := range one {
+				if v != 0 {
+					t.Fatalf("value %d of the chunk mapped again is %v", chunk+i, v)
+				}
+			}
+			os.Setenv("R1GO_EMU_EVENTS_LAG", "0")
+		}
 		d.Free(b)
 		if now, _ := d.MappedBytes(); now != 0 {
 			t.Fatalf("NoVMM %v: %d bytes still mapped after Free", noVMM, now)

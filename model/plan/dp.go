@@ -68,8 +68,10 @@ func ZeroTwoTransient(n int64, seg, bucket int64, ranks int) int64 {
 // ZeroTwoTransientPaged is ZeroTwoTransient for memory given back in pages
 // of page values: a bucket edge keeps a page, and the run being written is
 // mapped in whole pages (one more at each end). The CUDA device's pages are
-// its VMM chunks (CUDAChunk). Buckets of whole pages (the default 25 MB
-// bucket over 8 ranks is 100 chunks) have edges only at the arena's ends.
+// its VMM chunks (CUDAChunk), and it gives a bucket's chunks back once its
+// stream has passed them, so up to CUDAPending sent buckets still hold
+// theirs. Buckets of whole pages (the default 25 MB bucket over 8 ranks is
+// 100 chunks) have edges only at the arena's ends.
 func ZeroTwoTransientPaged(n int64, seg, bucket int64, ranks int, page int64) int64 {
 	b := max(1, min(bucket, (n+int64(ranks)-1)/int64(ranks)))
 	B := int64(ranks) * b
@@ -79,7 +81,7 @@ func ZeroTwoTransientPaged(n int64, seg, bucket int64, ranks int, page int64) in
 	}
 	extra := int64(0)
 	if page > 1024 {
-		extra = 2 * page
+		extra = 2*page + CUDAPending*B
 	}
 	return min(n, seg+extra+(ZeroInflight+1)*B+edges*page)
 }
@@ -87,6 +89,10 @@ func ZeroTwoTransientPaged(n int64, seg, bucket int64, ranks int, page int64) in
 // CUDAChunk is the CUDA device's VMM chunk in float32 values: the
 // recommended allocation granularity of current GPUs, 2 MiB.
 const CUDAChunk = 2 << 20 / 4
+
+// CUDAPending is how many given-back spans (buckets) the CUDA device lets
+// wait for its stream before it waits itself (cuda's vmmMaxPending).
+const CUDAPending = 2
 
 // layer is the number of values of one decoder layer.
 func (sh shape) layer() int64 {

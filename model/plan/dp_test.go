@@ -153,7 +153,7 @@ func TestPlanZeroTwo(t *testing.T) {
 	// On the CUDA device gradients are given back in 2 MiB VMM chunks: an
 	// edge keeps a chunk, and the run being written is mapped in whole ones.
 	trc := ZeroTwoTransientPaged(P, VC, bucket, 8, CUDAChunk)
-	if 8*bucket%CUDAChunk != 0 || trc != VC+2*CUDAChunk+3*8*bucket+2*CUDAChunk {
+	if 8*bucket%CUDAChunk != 0 || trc != VC+2*CUDAChunk+(3+CUDAPending)*8*bucket+2*CUDAChunk {
 		t.Fatalf("transient in chunks %d", trc)
 	}
 	paged := s

@@ -366,6 +366,10 @@ CUresult cuGetErrorString(int, const char** s) { *s = "emulated CUDA error"; ret
 CUresult cuEventCreate(void** e, unsigned) { *e = (void*)4; return 0; }
 CUresult cuEventRecord(void*, void*) { return 0; }
 CUresult cuEventSynchronize(void*) { return 0; }
+// Launches run synchronously, so every event has passed; R1GO_EMU_EVENTS_LAG=1
+// makes cuEventQuery say "not ready" (600) all the same, as a busy GPU would,
+// so that code waiting on events shows it can wait (cuEventSynchronize).
+CUresult cuEventQuery(void*) { const char* e = getenv("R1GO_EMU_EVENTS_LAG"); return e && *e == '1' ? 600 : 0; }
 CUresult cuEventElapsedTime_v2(float* ms, void*, void*) { *ms = 0; return 0; }
 CUresult cuEventDestroy_v2(void*) { return 0; }
 CUresult cuStreamBeginCapture_v2(void*, int) { capturing = true; recording = new std::vector<Recorded>; return 0; }
