@@ -195,7 +195,7 @@ func (s Settings) grads(sh shape, n int64, lmHead, valueHead bool) (int64, strin
 	}
 	how := ""
 	if s.Device == "cuda" {
-		how = ", given back and mapped again in 2 MiB VMM chunks"
+		how = fmt.Sprintf(", %d sent buckets waiting for the stream; given back and mapped again in 2 MiB VMM chunks", CUDAPending)
 	}
 	return (own + tr) * 4, fmt.Sprintf("fp32, ZeRO-2: a shard of %d values on rank 0 of %d, and at most %d of the arena's %d at once (the largest run the backward writes between two sends, %d buckets in flight, the bucket above%s)",
 		own, s.Ranks, tr, n, ZeroInflight, how)
