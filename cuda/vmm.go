@@ -418,4 +418,23 @@ func (d *Device) PagedBytes(b model.Buffer) (int64, bool) {
 	return n, true
 }
 
+// Backed says whether every byte of b is backed by mapped memory (always,
+// for a buffer outside the VMM arenas). It satisfies model.Pager.
+func (d *Device) Backed(b model.Buffer) bool {
+	x := b.(Buffer)
+	bytes := x.n * x.dtype.Size()
+	defer d.enter()()
+	a := d.arenaOf(x.ptr, bytes)
+	if a == nil || bytes == 0 {
+		return true
+	}
+	off := x.ptr - a.base
+	for i := int(off / a.chunk); i < int((off+uintptr(bytes)+a.chunk-1)/a.chunk); i++ {
+		if a.handles[i] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 var _ model.Pager = (*Device)(nil)

@@ -76,7 +76,8 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 	}
 	type rankRun struct {
 		weights []float32
-		arena   uintptr // the gradient arena's address and bytes
+		compute []float32 // the bf16 compute copy
+		arena   uintptr   // the gradient arena's address and bytes
 		bytes   int
 		peak    int64 // most bytes of the arena mapped at a callback
 		after   int64 // bytes of the arena mapped after the last step
@@ -84,7 +85,7 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 		steps   []int64 // log offsets at the end of each step
 		b       int
 	}
-	run := func(stage int, noVMM bool, nMicro int, bucketMB float64) [size]rankRun {
+	run := func(stage int, noVMM bool, nMicro int, bucketMB float64, masters bool) [size]rankRun {
 		grp := newLoopGroup(size)
 		var out [size]rankRun
 		var wg sync.WaitGroup
@@ -109,7 +110,7 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 					m.InitRandom(3)
 					d.UseBF16(m.Params)
 					dc := rl.DefaultDPConfig()
-					dc.BucketMB, dc.Zero = bucketMB, stage
+					dc.BucketMB, dc.Zero, dc.ShardMasters = bucketMB, stage, masters
 					dp, err := rl.NewDP(loopComm{rank: r, g: grp, dev: d}, dc)
 					if err != nil {
 						return err
@@ -118,6 +119,25 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 					o, err := dp.NewOptimizer(d, m.Params, m.Grads, oc, 10)
 					if err != nil {
 						return err
+					}
+					if masters {
+						if err := dp.ShardMasters(m, o); err != nil {
+							return err
+						}
+						// Kept: this rank's shard, the norm weights and biases,
+						// and the chunks they start and end in.
+						held, runs := 0, 0
+						for _, t := range m.Tensors() {
+							if len(t.Shape) == 1 {
+								held += t.Shape[0]
+								runs++
+							}
+						}
+						own, _ := plan.ZeroShard(m.Params.Len(), max(1, min(int(bucketMB*(1<<20)/4), (m.Params.Len()+size-1)/size)), size)
+						bound := 4 * (int64(held) + own + int64(2*(runs+m.Params.Len()/(size*chunk)+2)*chunk))
+						if got, _ := d.PagedBytes(m.Params); got > bound || got >= int64(4*m.Params.Len()) {
+							return fmt.Errorf("sharded masters: %d B of the %d B fp32 arena still mapped, want at most %d", got, 4*m.Params.Len(), bound)
+						}
 					}
 					res := &out[r]
 					res.arena, res.bytes = m.Grads.(Buffer).ptr, 4*m.Grads.Len()
@@ -143,7 +163,12 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 						res.steps = append(res.steps, logSize(t))
 					}
 					res.weights = make([]float32, m.Params.Len())
-					d.Download(res.weights, m.Params)
+					res.compute = make([]float32, m.Params.Len())
+					cc, _ := d.ComputeCopy(m.Params)
+					d.Download(res.compute, cc)
+					if err := dp.WithMasters(func() error { d.Download(res.weights, m.Params); return nil }); err != nil {
+						return err
+					}
 					if _, _, peak, ok := dp.ZeroTwoStats(o); ok {
 						res.peak = peak
 					}
@@ -170,17 +195,36 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 			}
 		}
 	}
-	paged := run(2, false, 2, aligned)
-	same("with VMM, two micro-batches, and differs without VMM", paged, run(2, true, 2, aligned))
-	whole := run(2, true, 2, unaligned)
-	same("with VMM, buckets not of whole chunks, and differs without VMM", run(2, false, 2, unaligned), whole)
+	paged := run(2, false, 2, aligned, false)
+	same("with VMM, two micro-batches, and differs without VMM", paged, run(2, true, 2, aligned, false))
+	whole := run(2, true, 2, unaligned, false)
+	same("with VMM, buckets not of whole chunks, and differs without VMM", run(2, false, 2, unaligned, false), whole)
 	// As on a busy GPU: no event has passed when polled, so given-back
 	// chunks wait, up to vmmMaxPending spans, and MapPages waits for them.
 	t.Setenv("R1GO_EMU_EVENTS_LAG", "1")
-	same("with VMM and a busy stream, and differs without VMM", run(2, false, 2, unaligned), whole)
+	same("with VMM and a busy stream, and differs without VMM", run(2, false, 2, unaligned, false), whole)
 	os.Setenv("R1GO_EMU_EVENTS_LAG", "0")
-	same("with ZeRO-2 and VMM, one micro-batch, and differs in the unsharded run", run(2, false, 1, aligned), run(0, true, 1, aligned))
-	t.Logf("ZeRO-2 with VMM: the weights of the run without VMM (two micro-batches) and of the unsharded run (one), bit for bit")
+	flat := run(0, true, 1, aligned, false)
+	same("with ZeRO-2 and VMM, one micro-batch, and differs in the unsharded run", run(2, false, 1, aligned, false), flat)
+	// Sharded masters (dp.shard_masters): the fp32 weights gathered whole
+	// (WithMasters) and the bf16 compute copy the model computes with
+	// are the unsharded run's, at stage 2 and at stage 1.
+	// Rank r owns chunk r of every bucket: buckets of 4 chunks per rank
+	// leave whole chunks of the other rank's masters to give back.
+	big := float64(4*4*chunk) / (1 << 20)
+	flatU := run(0, true, 1, big, false)
+	for _, stage := range []int{2, 1} {
+		sh := run(stage, false, 1, big, true)
+		same(fmt.Sprintf("with ZeRO-%d's sharded masters, and differs in the unsharded run", stage), sh, flatU)
+		for r := range size {
+			for i, v := range sh[r].compute {
+				if v != flatU[r].compute[i] {
+					t.Fatalf("rank %d: compute-copy weight %d is %v with ZeRO-%d's sharded masters, %v in the unsharded run", r, i, v, stage, flatU[r].compute[i])
+				}
+			}
+		}
+	}
+	t.Logf("ZeRO-2 with VMM: the weights of the run without VMM (two micro-batches) and of the unsharded run (one), bit for bit; with sharded masters (ZeRO-1 and 2) the unsharded run's fp32 weights and bf16 compute copy, bit for bit")
 
 	// Memory: the arena's mapped bytes against the plan's transient part.
 	n := len(paged[0].weights)

@@ -78,6 +78,8 @@ type Pager interface {
 	MapPages(b Buffer)
 	// PagedBytes is how many bytes of memory back b now.
 	PagedBytes(b Buffer) (int64, bool)
+	// Backed says whether every byte of b is backed (readable).
+	Backed(b Buffer) bool
 }
 
 // ReleaseGrads zeroes b, gradients that have been sent on, and gives their
@@ -126,4 +128,35 @@ func ResidentBytes(b Buffer) (n int64, ok bool) {
 		return 0, false
 	}
 	return residentHost(x)
+}
+
+// ComputeCopier is a mixed-precision device (the CUDA device) whose bf16
+// compute copy of registered weights can be written from float32 values
+// that are not the weights' own, and read: ZeRO's sharded master weights
+// give back the float32 masters outside a rank's shard and gather the
+// compute copy from the ranks' updated masters (rl/dp_masters.go).
+type ComputeCopier interface {
+	// SetCompute writes the compute copy of the registered weights w from
+	// src, leaving w's float32 values as they are; false when w is not
+	// registered.
+	SetCompute(w, src Buffer) bool
+	// ComputeCopy is the compute copy of w, readable with Download.
+	ComputeCopy(w Buffer) (Buffer, bool)
+}
+
+// ReadableWeights is w, or, where w's float32 values have been given back
+// (ZeRO's sharded master weights on a Pager), its compute copy: what host
+// code that only looks at the weights (a scan for non-finite values) can
+// read instead.
+func ReadableWeights(dev Device, w Buffer) Buffer {
+	p, ok := dev.(Pager)
+	if !ok || p.Backed(w) {
+		return w
+	}
+	if cc, ok := dev.(ComputeCopier); ok {
+		if c, ok := cc.ComputeCopy(w); ok {
+			return c
+		}
+	}
+	return w
 }
