@@ -33,9 +33,13 @@ type Model struct {
 	// back after the last Backward (ZeRO-2 on CUDA's VMM arenas) is mapped
 	// again in time (comm_grads.go).
 	GradsNeed func(lo, hi int)
-	specs     []tensorSpec
-	d         dims
-	p, g      params
+	// SaveFrom, when set, holds the whole parameter arena on the host and
+	// Save writes it instead of reading Params: data parallel's sharded
+	// master weights, gathered on rank 0 for a checkpoint (rl/dp_masters.go).
+	SaveFrom []float32
+	specs    []tensorSpec
+	d        dims
+	p, g     params
 
 	lora     *LoRA        // adapters, or nil
 	acts     *activations // of the last Forward

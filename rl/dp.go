@@ -356,7 +356,7 @@ func (d *DP) AllReduce(g model.Buffer) error {
 // in buf (a hash of its bits is compared).
 func (d *DP) CheckInSync(dev model.Device, buf model.Buffer, what string) error {
 	host := make([]float32, buf.Len())
-	dev.Download(host, buf)
+	dev.Download(host, model.ReadableWeights(dev, buf)) // the compute copy where dp.shard_masters gave the fp32 back
 	h := fnv.New64a()
 	if len(host) > 0 {
 		h.Write(unsafe.Slice((*byte)(unsafe.Pointer(&host[0])), 4*len(host)))

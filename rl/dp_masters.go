@@ -23,10 +23,10 @@ import (
 // arena) and the kept tensors copied back, so the weights the model
 // computes with are the unsharded run's bit for bit.
 //
-// Host code that reads the whole fp32 arena (checkpoints, the weights
-// check) runs inside WithMasters, a collective that maps the arena again
-// and all-gathers it, and gives it back after; model.ReadableWeights reads
-// the compute copy where the masters are gone.
+// A checkpoint runs inside WithMasters, a collective that gathers the
+// masters bucket by bucket onto rank 0's host for Save; the weights check
+// and the scan for non-finite weights read the compute copy instead
+// (model.ReadableWeights).
 
 // masterState is a ZeRO optimizer's sharded masters.
 type masterState struct {
@@ -132,23 +132,46 @@ func (m *masterState) gather(d *DP, dev model.Device, z *zeroState) error {
 	})
 }
 
-// WithMasters runs f with the fp32 master weights of every sharded
-// optimizer whole on this rank: they are mapped again and all-gathered,
-// and given back after f. Every rank must call it at the same point.
-func (d *DP) WithMasters(f func() error) error {
-	if d == nil || len(d.masters) == 0 {
-		return f()
-	}
-	for _, z := range d.masters {
-		z.masters.pager.MapPages(z.params)
-		z.masters.gone = false
-		if err := z.gather(d, z.dev); err != nil {
-			return fmt.Errorf("rl: gathering the master weights: %w", err)
+// WithMasters runs f with the fp32 master weights of mdl, where they are
+// sharded, gathered whole on rank 0's host as mdl.SaveFrom (which Save
+// writes): every bucket is all-gathered through the bucket of scratch and
+// downloaded, so the device holds nothing more than it does between
+// steps. Every rank must call it at the same point; elsewhere, and on a
+// nil DP, it is f().
+func (d *DP) WithMasters(mdl *model.Model, f func() error) error {
+	var z *zeroState
+	if d != nil {
+		for _, x := range d.masters {
+			if x.params == mdl.Params {
+				z = x
+			}
 		}
 	}
-	err := f()
-	for _, z := range d.masters {
-		z.masters.release(z)
+	if z == nil {
+		return f()
 	}
-	return err
+	m, r := z.masters, d.Comm.Rank()
+	var host []float32
+	if r == 0 {
+		host = make([]float32, z.n)
+	}
+	err := z.buckets(func(off, L, c int) error {
+		lo, hi := off+r*c, min(off+(r+1)*c, off+L)
+		if hi > lo {
+			z.dev.Copy(z.recv.Slice(0, hi-lo), z.params.Slice(lo, hi-lo))
+		}
+		if err := d.Comm.AllGather(m.full.Slice(0, z.size*c), z.recv.Slice(0, c)); err != nil {
+			return err
+		}
+		if host != nil {
+			z.dev.Download(host[off:off+L], m.full.Slice(0, L))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("rl: gathering the master weights: %w", err)
+	}
+	mdl.SaveFrom = host
+	defer func() { mdl.SaveFrom = nil }()
+	return f()
 }

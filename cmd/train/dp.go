@@ -167,7 +167,7 @@ func syncWarmStart(dp *rl.DP, m *model.Model) error {
 // checkpointAll saves a checkpoint: rank 0 writes it, the other ranks
 // join its collectives (ZeRO-1 moments, the weights check).
 func checkpointAll(dp *rl.DP, save func() error, tr *rl.Trainer) error {
-	return dp.WithMasters(func() error { // dp.shard_masters: the fp32 weights whole while saved
+	return dp.WithMasters(tr.Policy, func() error { // dp.shard_masters: the fp32 weights gathered on rank 0 for the save
 		if dp.Rank0() {
 			if err := save(); err != nil {
 				return err

@@ -33,6 +33,7 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, err error
 		return true, err
 	} else if l.Size > 1 {
 		s.Ranks, s.Zero1, s.Zero, s.BucketMB = l.Size, cfg.DP.Zero1, cfg.DP.Zero, cfg.DP.BucketMB
+		s.CUDAPaging = cfg.DP.ShardMasters
 	}
 	// The reference is the warm start that initialPolicy names, loaded
 	// frozen with LoadOptions DType auto: the SFT folder is saved as float32

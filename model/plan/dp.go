@@ -150,8 +150,29 @@ func (s Settings) moments(n, sb int64) (state, scratch int64, what string) {
 // pages says whether the device gives back the parts of its fp32 master
 // weights a rank does not update under ZeRO: the CPU device needs not
 // (its weights are fp32 compute weights, never sharded); the CUDA device
-// does not yet (CUDAPaging plans one that would).
-func (s Settings) pages() bool { return s.Device != "cuda" || s.CUDAPaging }
+// does under dp.shard_masters (CUDAPaging), with VMM.
+func (s Settings) pages() bool { return s.Device != "cuda" || s.CUDAPaging && !s.CUDANoVMM }
+
+// keptMasters is what a rank keeps of the fp32 masters beside its shard
+// when they are sharded on the CUDA device (rl/dp_masters.go): the 1-D
+// tensors the device reads in fp32 (norm weights, biases), each run of
+// them in whole chunks (one more at each end), and the bucket of scratch
+// every bucket is gathered into.
+func (s Settings) keptMasters(sh shape) (values int64, runs int) {
+	C := int64(sh.C)
+	perLayer := 2 * C
+	runs = 2
+	if sh.bias {
+		perLayer += int64(sh.QKV)
+		runs++
+	}
+	if sh.qkNorm {
+		perLayer += 2 * int64(sh.HS)
+		runs++
+	}
+	runs = runs*sh.L + 1
+	return int64(sh.L)*perLayer + C + int64(runs)*2*CUDAChunk, runs
+}
 
 // gradPages says whether the device gives back the gradient buckets a
 // ZeRO-2 rank has sent: the CPU device does (madvise), the CUDA device
@@ -168,17 +189,28 @@ func (s Settings) gradPage() int64 {
 }
 
 // masters is the fp32 master weights of a mixed-precision policy of P
-// values: the whole arena, or under ZeRO rank 0's shard of it.
-func (s Settings) masters(P int64) (int64, string) {
+// values: the whole arena, or under ZeRO with dp.shard_masters rank 0's
+// shard of it and, on the CUDA device, what keptMasters says.
+func (s Settings) masters(sh shape, P int64) (int64, string) {
 	if !s.zero1() {
 		return P * 4, "the fp32 arena the optimizer updates"
 	}
 	own, _ := ZeroShard(int(P), s.bucketValues(), s.Ranks)
 	if !s.pages() {
-		return P * 4, fmt.Sprintf("the fp32 arena the optimizer updates, whole: ZeRO-%d updates a shard of %d values (%.2f GiB), but the CUDA device does not give back the rest of the master weights yet",
-			s.stage(), own, float64(own*4)/GiB)
+		why := "dp.shard_masters=true would keep only the shard"
+		if s.CUDANoVMM {
+			why = "this CUDA device has no virtual memory management to give the rest back"
+		}
+		return P * 4, fmt.Sprintf("the fp32 arena the optimizer updates, whole: ZeRO-%d updates a shard of %d values (%.2f GiB); %s",
+			s.stage(), own, float64(own*4)/GiB, why)
 	}
-	return own * 4, fmt.Sprintf("fp32, optimizer state: ZeRO-%d shard of %d values on rank 0 of %d (the bf16 copy is all-gathered after the step)", s.stage(), own, s.Ranks)
+	if s.Device != "cuda" {
+		return own * 4, fmt.Sprintf("fp32, optimizer state: ZeRO-%d shard of %d values on rank 0 of %d (the bf16 copy is all-gathered after the step)", s.stage(), own, s.Ranks)
+	}
+	kept, runs := s.keptMasters(sh)
+	b := int64(s.Ranks) * int64(max(1, min(s.bucketValues(), (int(P)+s.Ranks-1)/s.Ranks)))
+	return (own + kept + b) * 4, fmt.Sprintf("fp32, optimizer state: ZeRO-%d shard of %d values on rank 0 of %d, the norm weights and biases (%d runs, in whole 2 MiB chunks) and a bucket of %d values the bf16 copy is gathered through (dp.shard_masters; a checkpoint gathers them bucket by bucket onto rank 0's host)",
+		s.stage(), own, s.Ranks, runs, b)
 }
 
 // grads is the fp32 gradients of an arena of n values: the whole arena,

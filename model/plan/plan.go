@@ -64,8 +64,8 @@ type Settings struct {
 	Zero1 bool // dp.zero1: the AdamW moments are sharded over the ranks (stage 1)
 	Zero  int  // dp.zero: the ZeRO stage, 0, 1 or 2 (dp.go); Zero1 means at least 1
 	// CUDAPaging plans a CUDA device that also gives back the fp32 master
-	// weights outside its ZeRO shard, which the CUDA device does not do
-	// yet (its gradients it does, through VMM arenas: dp.go).
+	// weights outside its ZeRO shard (dp.shard_masters; its gradients it
+	// gives back under ZeRO-2 anyway, through VMM arenas: dp.go).
 	CUDAPaging bool
 	// CUDANoVMM plans a CUDA device without virtual memory management
 	// (cuda.Device.VMM false): its gradient arena stays whole under ZeRO-2.
@@ -172,7 +172,7 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		if lora {
 			add("master weights", P*4, "the frozen base's fp32 arena the bf16 copy is made from")
 		} else {
-			b, how := s.masters(P)
+			b, how := s.masters(sh, P)
 			add("master weights", b, "%s", how)
 		}
 	} else if (!s.Train || lora) && s.FrozenBF16 {
