@@ -190,6 +190,13 @@ func TestPlanZeroTwo(t *testing.T) {
 	if got := item(q, "master weights"); got.Bytes != 4*P || !strings.Contains(got.Detail, "dp.shard_masters") {
 		t.Fatalf("ZeRO-2 master weights without dp.shard_masters %+v", got)
 	}
+	// Between the two, the advice names dp.shard_masters.
+	mid := s
+	mid.Capacity = (q.Total() + p.Total()) / 2
+	qm, _ := New(cfg, mid)
+	if adv := qm.Advice(cfg); qm.Fits() || !slices.Contains(adv, "dp.shard_masters=true") {
+		t.Fatalf("advice %q lacks dp.shard_masters=true (%.2f GiB without, %.2f with)", adv, float64(q.Total())/GiB, float64(p.Total())/GiB)
+	}
 	// A CUDA device without VMM: whole arenas, and the gradient shard beside.
 	nv := s
 	nv.CUDANoVMM = true

@@ -80,17 +80,18 @@ type Settings struct {
 	Threads          int // CPU worker threads (workspace); 0 counts one
 
 	// Keys name the settings in advice, by knob: "micro_batch", "recompute",
-	// "slots", "zero1", "zero". Missing names take train's keys; a knob named "" is not
+	// "slots", "zero1", "zero", "shard_masters". Missing names take train's keys; a knob named "" is not
 	// offered (the command has no such setting).
 	Keys map[string]string
 }
 
 var defaultKeys = map[string]string{
-	"micro_batch": "actor.micro_batch_tokens",
-	"recompute":   "trainer.recompute",
-	"slots":       "trainer.rollout_slots",
-	"zero1":       "dp.zero1",
-	"zero":        "dp.zero",
+	"micro_batch":   "actor.micro_batch_tokens",
+	"recompute":     "trainer.recompute",
+	"slots":         "trainer.rollout_slots",
+	"zero1":         "dp.zero1",
+	"zero":          "dp.zero",
+	"shard_masters": "dp.shard_masters",
 }
 
 func (s Settings) key(knob string) string {
