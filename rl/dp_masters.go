@@ -30,6 +30,7 @@ import (
 
 // masterState is a ZeRO optimizer's sharded masters.
 type masterState struct {
+	mdl   *model.Model
 	cc    model.ComputeCopier
 	pager model.Pager
 	keep  []optim.Span // tensors the device reads in fp32
@@ -47,18 +48,18 @@ func (d *DP) ShardMasters(mdl *model.Model, opt *optim.AdamW) error {
 	if err != nil {
 		return err
 	}
-	if z.params != mdl.Params {
-		return errors.New("rl: dp.shard_masters: the optimizer does not update the model's weights (a LoRA run has no masters to shard)")
-	}
 	cc, ok1 := mdl.Dev.(model.ComputeCopier)
 	pg, ok2 := mdl.Dev.(model.Pager)
 	if !ok1 || !ok2 {
 		return fmt.Errorf("rl: dp.shard_masters: the %T device cannot give memory back and keep a compute copy (the CUDA device in mixed precision can)", mdl.Dev)
 	}
+	if mdl.Adapters() != nil || z.n != mdl.Params.Len() {
+		return errors.New("rl: dp.shard_masters: the optimizer does not update the model's weights (a LoRA run has no masters to shard)")
+	}
 	if _, ok := cc.ComputeCopy(mdl.Params); !ok {
 		return errors.New("rl: dp.shard_masters: the weights have no bf16 compute copy (mixed precision is off)")
 	}
-	m := &masterState{cc: cc, pager: pg, full: mdl.Dev.Alloc(z.size * z.b)}
+	m := &masterState{mdl: mdl, cc: cc, pager: pg, full: mdl.Dev.Alloc(z.size * z.b)}
 	off := 0
 	for _, t := range mdl.Tensors() {
 		n := 1
@@ -142,7 +143,7 @@ func (d *DP) WithMasters(mdl *model.Model, f func() error) error {
 	var z *zeroState
 	if d != nil {
 		for _, x := range d.masters {
-			if x.params == mdl.Params {
+			if x.masters.mdl == mdl {
 				z = x
 			}
 		}
