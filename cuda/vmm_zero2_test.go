@@ -29,6 +29,10 @@ import (
 //     and AdamW is elementwise (with two micro-batches ZeRO-2 sums
 //     Σ_j reduce(g_j) against reduce(Σ_j g_j), and with clipping the norm's
 //     float64 partial sums in another order: rl's tests bound those);
+//   - with sharded master weights (dp.shard_masters, ZeRO-1 and 2, and a
+//     tied Qwen3) the fp32 weights a checkpoint saves and the bf16 compute
+//     copy equal the unsharded run's bit for bit, and the fp32 arena keeps
+//     only the shard, the norms and biases;
 //   - the allocation log shows the gradient arena's chunks outside what a
 //     rank keeps unmapped after their buckets were sent, and mapped again
 //     by the next backward;
@@ -290,6 +294,23 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 			t.Fatalf("rank %d: of %d chunks given back only %d were mapped again by later steps", r, len(unmapped), again)
 		}
 		t.Logf("rank %d: allocation log: %d of %d arena chunks unmapped after their buckets were sent, %d mapped again by later backwards", r, len(unmapped), arenaChunks, again)
+	}
+	// A tied Qwen3 (per-head q/k norms kept in fp32; the LM head and the
+	// embedding read one table): sharded masters still equal the
+	// unsharded run, weights and compute copy.
+	if cfg, err = model.ParseConfig([]byte(`{"model_type": "qwen3", "hidden_size": 64, "intermediate_size": 256,
+		"num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 96,
+		"tie_word_embeddings": true}`), "zero2 vmm qwen3 config"); err != nil {
+		t.Fatal(err)
+	}
+	q0, q1 := run(0, true, 1, big, false), run(2, false, 1, big, true)
+	same("with a tied Qwen3's sharded masters, and differs in the unsharded run", q1, q0)
+	for r := range size {
+		for i, v := range q1[r].compute {
+			if v != q0[r].compute[i] {
+				t.Fatalf("tied Qwen3, rank %d: compute-copy weight %d is %v with sharded masters, %v unsharded", r, i, v, q0[r].compute[i])
+			}
+		}
 	}
 }
 
