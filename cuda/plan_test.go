@@ -24,6 +24,9 @@ func allocPeak(t *testing.T, path string, from int64) (peak int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if int64(len(raw)) < from {
+		t.Fatalf("%s shrank below %d bytes: another process opened it (one test binary per log)", path, from)
+	}
 	live, sizes := int64(0), map[string]int64{}
 	for k, l := range strings.Split(string(raw[from:]), "\n") {
 		f := strings.Fields(l)

@@ -169,6 +169,9 @@ func logLines(t *testing.T, from int64, kind string, base, size uintptr) []strin
 	if err != nil {
 		t.Fatal(err)
 	}
+	if int64(len(raw)) < from {
+		t.Fatalf("the allocation log shrank below %d bytes: another process opened it (one test binary per log)", from)
+	}
 	var out []string
 	for _, l := range strings.Split(string(raw[from:]), "\n") {
 		f := strings.Fields(l)
