@@ -82,6 +82,7 @@ type Device struct {
 	functions    map[kernelID]uintptr
 	smemSet      map[kernelID]int
 	allocs       map[uintptr]int // live allocations: base address → bytes
+	vm           vmmState        // VMM arenas (vmm.go)
 	intc         intCache
 	scratch      map[string]Buffer
 	invFreq      map[ropeKey]Buffer
@@ -109,6 +110,7 @@ type Device struct {
 type Options struct {
 	Ordinal int  // which GPU (CUDA device ordinal)
 	TF32    bool // float32 matmuls on TF32 tensor cores (10-bit mantissa inputs)
+	NoVMM   bool // every allocation a plain cuMemAlloc (as R1GO_CUDA_VMM=0): no memory is given back (vmm.go)
 }
 
 // Open returns the first GPU with default options; R1GO_CUDA_TF32=1 turns
@@ -158,6 +160,7 @@ func OpenWith(opts Options) (*Device, error) {
 	if err := drv.check(call(drv.cuStreamCreate, uintptr(unsafe.Pointer(&d.stream)), 0), "cuStreamCreate"); err != nil {
 		return nil, err
 	}
+	d.initVMM(opts.NoVMM)
 	if d.blas, err = openCuBLAS(cublasNames()); err != nil {
 		return nil, err
 	}
@@ -259,7 +262,12 @@ func (d *Device) alloc(n int, t DType) Buffer {
 	bytes := max(n*t.Size(), 4)
 	bytes = (bytes + 255) &^ 255
 	var p uintptr
-	if err := d.drv.check(call(d.drv.cuMemAlloc, uintptr(unsafe.Pointer(&p)), uintptr(bytes)), "cuMemAlloc_v2"); err != nil {
+	if d.wantVMM(bytes) {
+		var err error
+		if p, err = d.allocVMM(bytes); err != nil {
+			panic(fmt.Sprintf("cuda: allocating %d bytes on %s (VMM): %v", bytes, d.name, err))
+		}
+	} else if err := d.drv.check(call(d.drv.cuMemAlloc, uintptr(unsafe.Pointer(&p)), uintptr(bytes)), "cuMemAlloc_v2"); err != nil {
 		panic(fmt.Sprintf("cuda: allocating %d bytes on %s: %v", bytes, d.name, err))
 	}
 	d.allocs[p] = bytes
@@ -292,7 +300,9 @@ func (d *Device) free(p uintptr) {
 		return
 	}
 	d.fail(d.drv.check(call(d.drv.cuStreamSynchronize, d.stream), "cuStreamSynchronize"))
-	d.fail(d.drv.check(call(d.drv.cuMemFree, p), "cuMemFree_v2"))
+	if !d.freeVMM(p) {
+		d.fail(d.drv.check(call(d.drv.cuMemFree, p), "cuMemFree_v2"))
+	}
 	delete(d.allocs, p)
 }
 
@@ -369,6 +379,7 @@ func (d *Device) Zero(b model.Buffer) {
 		panic("cuda: Zero of a bf16 buffer of odd length")
 	}
 	defer d.enter()()
+	d.mapPages(x.ptr, x.n*x.dtype.Size()) // a given-back span is cleared by mapping it again
 	d.memset(x.ptr, 0, (x.n*x.dtype.Size())/4)
 	if x.dtype == F32 {
 		d.refresh(x.ptr, x.n)
@@ -416,6 +427,7 @@ func (d *Device) Sync() error {
 		return nil
 	}
 	d.fail(d.drv.check(call(d.drv.cuStreamSynchronize, d.stream), "cuStreamSynchronize"))
+	d.reapAll() // memory given back waits for the stream no longer
 	err := d.err
 	d.err = nil
 	return err
@@ -426,8 +438,16 @@ func (d *Device) Sync() error {
 func (d *Device) Close() error {
 	err := d.Sync()
 	defer d.enter()()
+	d.reapAll()
+	for _, ev := range d.vm.events {
+		if d.drv.cuEventDestroy != 0 {
+			call(d.drv.cuEventDestroy, ev)
+		}
+	}
 	for p := range d.allocs {
-		call(d.drv.cuMemFree, p)
+		if !d.freeVMM(p) {
+			call(d.drv.cuMemFree, p)
+		}
 	}
 	clear(d.allocs)
 	for _, m := range d.modules {

@@ -54,7 +54,13 @@ type driver struct {
 	cuStreamBeginCapture, cuStreamEndCapture, cuGraphInstantiate     uintptr
 	cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy                uintptr
 	cuEventCreate, cuEventRecord, cuEventElapsedTime, cuEventDestroy uintptr
-	cuEventSynchronize                                               uintptr
+	cuEventSynchronize, cuEventQuery                                 uintptr
+
+	// Virtual memory management (vmm.go); optional: without them every
+	// allocation is cuMemAlloc's.
+	cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease uintptr
+	cuMemMap, cuMemUnmap, cuMemSetAccess                             uintptr
+	cuMemGetAllocationGranularity                                    uintptr
 }
 
 // driverNames is where libcuda is looked for; tests replace it.
@@ -115,6 +121,7 @@ func openDriver(names []string) (*driver, error) {
 		bindOptional(&d.cuEventCreate, "cuEventCreate"),
 		bindOptional(&d.cuEventRecord, "cuEventRecord"),
 		bindOptional(&d.cuEventSynchronize, "cuEventSynchronize"),
+		bindOptional(&d.cuEventQuery, "cuEventQuery"),
 		bindOptional(&d.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
 		bindOptional(&d.cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy"),
 		bindOptional(&d.cuStreamBeginCapture, "cuStreamBeginCapture_v2"),
@@ -123,6 +130,14 @@ func openDriver(names []string) (*driver, error) {
 		bindOptional(&d.cuGraphLaunch, "cuGraphLaunch"),
 		bindOptional(&d.cuGraphExecDestroy, "cuGraphExecDestroy"),
 		bindOptional(&d.cuGraphDestroy, "cuGraphDestroy"),
+		bindOptional(&d.cuMemAddressReserve, "cuMemAddressReserve"),
+		bindOptional(&d.cuMemAddressFree, "cuMemAddressFree"),
+		bindOptional(&d.cuMemCreate, "cuMemCreate"),
+		bindOptional(&d.cuMemRelease, "cuMemRelease"),
+		bindOptional(&d.cuMemMap, "cuMemMap"),
+		bindOptional(&d.cuMemUnmap, "cuMemUnmap"),
+		bindOptional(&d.cuMemSetAccess, "cuMemSetAccess"),
+		bindOptional(&d.cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity"),
 	}
 	if err := lib.bindAll(table); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoDriver, err)

@@ -17,6 +17,12 @@ func (d *Device) Embedding(out model.Buffer, ids []int32, table model.Buffer, C 
 	po, obf, _ := weightArg(out, len(ids)*C, "Embedding out")
 	pt, bf, _ := weightArg(table, -1, "Embedding table")
 	defer d.enter()()
+	if q, ok := d.copyOf(pt, table.Len()); ok && !bf {
+		// Registered weights: their bf16 copy's rows are the float32 rows
+		// rounded, which is what is read (ZeRO's sharded masters may have
+		// given the float32 table back: rl/dp_masters.go).
+		pt, bf = q, true
+	}
 	if bf || obf {
 		// A frozen bf16 model's table (frozen.go): its rows widen exactly;
 		// or an output on the bf16 residual stream: the rows are rounded,
@@ -32,9 +38,6 @@ func (d *Device) Embedding(out model.Buffer, ids []int32, table model.Buffer, C 
 		return
 	}
 	d.launch(kEmbeddingForward, grid1(len(ids)), grid1(min(256, roundUp(C, 32))), 0, argPtr(po), argPtr(d.ints("ids", ids)), argPtr(pt), argInt(C))
-	if _, ok := d.copyOf(pt, table.Len()); ok {
-		d.roundBF16(po, len(ids)*C) // the rows of the bf16 table
-	}
 }
 
 // EmbeddingBackward accumulates dtable[ids[t]] += dout[t].

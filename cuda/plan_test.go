@@ -14,14 +14,19 @@ import (
 )
 
 // allocPeak reads the emulator's allocation log from byte offset from on
-// ("alloc <address> <bytes>", "free <address>") and returns the peak of
-// the bytes live in that window: a free of an address not allocated in it
-// (a buffer of an earlier test) is ignored.
+// ("alloc <address> <bytes>", "free <address>", and a VMM arena's "map
+// <address> <bytes>" and "unmap <address> <bytes>" per chunk; "reserve"
+// and "unreserve" take no memory) and returns the peak of the bytes live
+// in that window: a free of an address not allocated in it (a buffer of
+// an earlier test) is ignored.
 func allocPeak(t *testing.T, path string, from int64) (peak int64) {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if int64(len(raw)) < from {
+		t.Fatalf("%s shrank below %d bytes: another process opened it (one test binary per log)", path, from)
 	}
 	live, sizes := int64(0), map[string]int64{}
 	for k, l := range strings.Split(string(raw[from:]), "\n") {
@@ -38,6 +43,18 @@ func allocPeak(t *testing.T, path string, from int64) (peak int64) {
 		case len(f) == 2 && f[0] == "free":
 			live -= sizes[f[1]]
 			delete(sizes, f[1])
+		case len(f) == 3 && f[0] == "map":
+			n, err := strconv.ParseInt(f[2], 10, 64)
+			if err != nil {
+				t.Fatalf("%s: line %d past offset %d: %q: %v", path, k+1, from, l, err)
+			}
+			sizes["map "+f[1]] = n
+			live += n
+			peak = max(peak, live)
+		case len(f) == 3 && f[0] == "unmap":
+			live -= sizes["map "+f[1]]
+			delete(sizes, "map "+f[1])
+		case len(f) == 3 && (f[0] == "reserve" || f[0] == "unreserve"):
 		case len(f) != 0:
 			t.Fatalf("%s: line %d past offset %d is not an alloc or free record: %q", path, k+1, from, l)
 		}

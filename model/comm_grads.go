@@ -8,10 +8,46 @@ import "fmt"
 // a rank holds its shard of the summed gradients and the buckets in flight
 // rather than the whole fp32 arena (ReleaseGrads).
 
-// gradsDone reports that the gradients [lo, n) are final, when asked to.
+// gradsDone reports that the gradients [lo, n) are final, when asked to,
+// and then that the backward goes on to write the run below lo: the layer
+// under it, or the embedding table under layer 0 (gradsAhead).
 func (m *Model) gradsDone(lo int) {
-	if m.GradsDone != nil && m.Grads != nil {
+	if m.Grads == nil {
+		return
+	}
+	if m.GradsDone != nil {
 		m.GradsDone(lo)
+	}
+	if m.GradsNeed == nil || lo == 0 {
+		return
+	}
+	for l := m.d.L; l >= 0; l-- {
+		if m.layerOff(l) == lo {
+			m.gradsAhead(l - 1)
+			return
+		}
+	}
+}
+
+// gradsAhead tells GradsNeed which gradients the backward writes next:
+// those of layer l, of the head (l = L: the final norm and the LM or
+// value head above it, and a tied vocabulary table, which the LM head
+// writes first), or of the embedding table (l = -1). Backward calls it
+// for the head; gradsDone for the rest.
+func (m *Model) gradsAhead(l int) {
+	if m.GradsNeed == nil || m.Grads == nil {
+		return
+	}
+	switch {
+	case l >= m.d.L:
+		m.GradsNeed(m.layerOff(m.d.L), m.Grads.Len())
+		if m.d.tied && m.d.lmHead {
+			m.GradsNeed(0, m.layerOff(0))
+		}
+	case l < 0:
+		m.GradsNeed(0, m.layerOff(0))
+	default:
+		m.GradsNeed(m.layerOff(l), m.layerOff(l+1))
 	}
 }
 
@@ -30,17 +66,57 @@ func (m *Model) layerOff(l int) int {
 	panic("model: no tensor " + name)
 }
 
-// ReleaseGrads zeroes b, gradients that have been sent on, and where b is
-// host memory of the CPU device gives its whole pages back to the kernel
-// (madvise MADV_DONTNEED): they read as zeros and take no memory until the
-// next Backward writes them. On another device it is dev.Zero; a device
-// that could unmap its pages (CUDA's virtual memory calls) would do so here.
+// Pager is a device whose large buffers can give their memory back span by
+// span and take it again (the CUDA device's VMM arenas, cuda/vmm.go).
+type Pager interface {
+	// ReleasePages zeroes b and gives back the memory of its whole chunks
+	// once the device is done with them; reading b before MapPages (or
+	// Zero) is a device fault.
+	ReleasePages(b Buffer)
+	// MapPages backs b again before it is written, zeroed where it was
+	// given back.
+	MapPages(b Buffer)
+	// PagedBytes is how many bytes of memory back b now.
+	PagedBytes(b Buffer) (int64, bool)
+	// Backed says whether every byte of b is backed (readable).
+	Backed(b Buffer) bool
+}
+
+// ReleaseGrads zeroes b, gradients that have been sent on, and gives their
+// memory back where the device can: the CPU device returns b's whole pages
+// to the kernel (madvise MADV_DONTNEED), which maps zero pages on the next
+// touch; a Pager (CUDA's VMM arenas) unmaps its whole chunks, and MapGrads
+// must map them again before they are written. Elsewhere it is dev.Zero.
 func ReleaseGrads(dev Device, b Buffer) {
 	if x, ok := b.(cpuBuf[float32]); ok {
 		releaseHost(x)
 		return
 	}
+	if p, ok := dev.(Pager); ok {
+		p.ReleasePages(b)
+		return
+	}
 	dev.Zero(b)
+}
+
+// MapGrads readies gradients that ReleaseGrads gave back for writing: on a
+// Pager it maps them again (zeroed); host pages need nothing.
+func MapGrads(dev Device, b Buffer) {
+	if p, ok := dev.(Pager); ok {
+		p.MapPages(b)
+	}
+}
+
+// GradsResident is how many bytes of b are backed by memory now: mincore's
+// count for a CPU buffer, the mapped chunks on a Pager; ok is false where
+// the device cannot say.
+func GradsResident(dev Device, b Buffer) (int64, bool) {
+	if p, ok := dev.(Pager); ok {
+		if _, cpu := b.(cpuBuf[float32]); !cpu {
+			return p.PagedBytes(b)
+		}
+	}
+	return ResidentBytes(b)
 }
 
 // ResidentBytes is how many bytes of b, a CPU buffer, are backed by memory
@@ -52,4 +128,35 @@ func ResidentBytes(b Buffer) (n int64, ok bool) {
 		return 0, false
 	}
 	return residentHost(x)
+}
+
+// ComputeCopier is a mixed-precision device (the CUDA device) whose bf16
+// compute copy of registered weights can be written from float32 values
+// that are not the weights' own, and read: ZeRO's sharded master weights
+// give back the float32 masters outside a rank's shard and gather the
+// compute copy from the ranks' updated masters (rl/dp_masters.go).
+type ComputeCopier interface {
+	// SetCompute writes the compute copy of the registered weights w from
+	// src, leaving w's float32 values as they are; false when w is not
+	// registered.
+	SetCompute(w, src Buffer) bool
+	// ComputeCopy is the compute copy of w, readable with Download.
+	ComputeCopy(w Buffer) (Buffer, bool)
+}
+
+// ReadableWeights is w, or, where w's float32 values have been given back
+// (ZeRO's sharded master weights on a Pager), its compute copy: what host
+// code that only looks at the weights (a scan for non-finite values) can
+// read instead.
+func ReadableWeights(dev Device, w Buffer) Buffer {
+	p, ok := dev.(Pager)
+	if !ok || p.Backed(w) {
+		return w
+	}
+	if cc, ok := dev.(ComputeCopier); ok {
+		if c, ok := cc.ComputeCopy(w); ok {
+			return c
+		}
+	}
+	return w
 }

@@ -229,6 +229,12 @@ func (m *Model) Save(dir string, gen *GenerationConfig, opt SaveOptions) error {
 		return m.SaveMerged(dir, gen, opt)
 	}
 	host, ok := HostF32(m.Params)
+	if m.SaveFrom != nil {
+		if len(m.SaveFrom) != m.Params.Len() {
+			return fmt.Errorf("model: Save: SaveFrom holds %d values for %d parameters", len(m.SaveFrom), m.Params.Len())
+		}
+		host, ok = m.SaveFrom, true
+	}
 	if !ok {
 		host = make([]float32, m.Params.Len())
 		m.Dev.Download(host, m.Params)

@@ -28,9 +28,18 @@ type Model struct {
 	// decreases, the last call has lo = 0. Data parallel (ZeRO-2) sends
 	// those gradients on while the rest of the backward runs (comm_grads.go).
 	GradsDone func(lo int)
-	specs     []tensorSpec
-	d         dims
-	p, g      params
+	// GradsNeed, when set, is called during Backward before it writes the
+	// gradients [lo, hi), a layer's or the head's, so that memory given
+	// back after the last Backward (ZeRO-2 on CUDA's VMM arenas) is mapped
+	// again in time (comm_grads.go).
+	GradsNeed func(lo, hi int)
+	// SaveFrom, when set, holds the whole parameter arena on the host and
+	// Save writes it instead of reading Params: data parallel's sharded
+	// master weights, gathered on rank 0 for a checkpoint (rl/dp_masters.go).
+	SaveFrom []float32
+	specs    []tensorSpec
+	d        dims
+	p, g     params
 
 	lora     *LoRA        // adapters, or nil
 	acts     *activations // of the last Forward
@@ -338,6 +347,7 @@ func (m *Model) Backward(dLogProb, dEntropy, dValues []float32) error {
 	if a.grouped {
 		return m.backwardGrouped(a)
 	}
+	m.gradsAhead(d.L)
 	m.headBackward(a, a, 0, T)
 	m.gradsDone(m.layerOff(d.L))
 	for l := d.L - 1; l >= 0; l-- {
@@ -382,6 +392,7 @@ func (m *Model) headBackward(a, s *activations, t0, n int) {
 // exists at a time. Weight gradients accumulate over the groups.
 func (m *Model) backwardGrouped(a *activations) error {
 	d, dev := m.d, m.Dev
+	m.gradsAhead(d.L)
 	for _, g := range a.spans {
 		ga := a.group(dev, d, g, true)
 		m.headBackward(a, ga, g.t0, g.t1-g.t0)

@@ -3,6 +3,7 @@ package rl
 import (
 	"bytes"
 	"encoding/gob"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -41,6 +42,9 @@ type DPConfig struct {
 	// HeartbeatS bounds how long a rank waits for a silent peer before the
 	// run stops with an error naming it.
 	HeartbeatS float64 `yaml:"heartbeat_timeout_s" help:"a rank silent this long stops the run with an error naming it"`
+	// ShardMasters gives back, under ZeRO on the CUDA device, the fp32
+	// master weights outside this rank's shard (dp_masters.go).
+	ShardMasters bool `yaml:"shard_masters" help:"with dp.zero 1 or 2 on the CUDA device: keep only this rank's shard of the fp32 master weights (and the norms and biases); the bf16 compute copy is gathered whole"`
 }
 
 // DefaultDPConfig is 25 MB buckets (PyTorch DDP's default) and a 60 s
@@ -52,6 +56,9 @@ func DefaultDPConfig() DPConfig { return DPConfig{BucketMB: 25, HeartbeatS: 60} 
 func (c *DPConfig) Validate() error {
 	if c.Zero < 0 || c.Zero > 2 {
 		return fmt.Errorf("rl: dp.zero %d is not a ZeRO stage: 0, 1 or 2", c.Zero)
+	}
+	if c.ShardMasters && c.Stage() == 0 {
+		return errors.New("rl: dp.shard_masters needs dp.zero 1 or 2 (the masters are sharded with the optimizer state)")
 	}
 	if !(c.BucketMB > 0) || !(c.HeartbeatS > 0) {
 		return fmt.Errorf("rl: dp.bucket_mb %v and dp.heartbeat_timeout_s %v must be > 0", c.BucketMB, c.HeartbeatS)
@@ -77,6 +84,7 @@ type DP struct {
 	promptLo, promptHi   int
 	seqLo, seqHi, global int
 	zero                 map[*optim.AdamW]*zeroState
+	masters              []*zeroState // those whose masters are sharded, in the order ShardMasters saw them
 
 	// MeasureGrads has ZeRO-2 optimizers built after it is set count the
 	// resident bytes of their gradient arena (ZeroTwoStats), for tests
@@ -322,6 +330,8 @@ func (d *DP) Step(mdl *model.Model, opt *optim.AdamW) (optim.StepResult, error) 
 		}
 		// ZeRO-2's callback sends collectives: it is hooked for one
 		// mini-batch (ZeroGrads), never for a backward outside the update.
+		// GradsNeed stays: it only maps given-back gradients before a
+		// backward writes them.
 		mdl.GradsDone = nil
 		return z.step(d, mdl.Dev, opt)
 	}
@@ -346,7 +356,7 @@ func (d *DP) AllReduce(g model.Buffer) error {
 // in buf (a hash of its bits is compared).
 func (d *DP) CheckInSync(dev model.Device, buf model.Buffer, what string) error {
 	host := make([]float32, buf.Len())
-	dev.Download(host, buf)
+	dev.Download(host, model.ReadableWeights(dev, buf)) // the compute copy where dp.shard_masters gave the fp32 back
 	h := fnv.New64a()
 	if len(host) > 0 {
 		h.Write(unsafe.Slice((*byte)(unsafe.Pointer(&host[0])), 4*len(host)))

@@ -2,10 +2,12 @@ package rl
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/optim"
 )
 
 // TestZeroLayoutPartitions: the ranks' ZeRO-1 segments cover every
@@ -90,5 +92,41 @@ func TestDPOwnTwoRanks(t *testing.T) {
 		if got := d.Own(b.Slice(c.lo, c.hi), c.lo, c.hi).NumSeqs(); got != c.want {
 			t.Errorf("mini-batch [%d,%d): rank 1 owns %d sequences, want %d", c.lo, c.hi, got, c.want)
 		}
+	}
+}
+
+// TestShardMastersNeedsZeRO: dp.shard_masters without a ZeRO stage is
+// refused by name, and on a device that cannot page (the CPU device)
+// ShardMasters says what it needs.
+func TestShardMastersNeedsZeRO(t *testing.T) {
+	c := DefaultDPConfig()
+	c.ShardMasters = true
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "dp.shard_masters needs dp.zero") {
+		t.Fatalf("dp.shard_masters at stage 0: %v", err)
+	}
+	c.Zero = 1
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := model.ParseConfig([]byte(`{"model_type": "qwen2", "hidden_size": 16, "intermediate_size": 32,
+		"num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 32}`), "shard masters test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := model.NewCPU()
+	m, err := model.New(cfg, dev, model.LMHeadOutput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDP(model.Single{Dev: dev}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := d.NewOptimizer(dev, m.Params, m.Grads, optim.DefaultConfig(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ShardMasters(m, o); err == nil || !strings.Contains(err.Error(), "cannot give memory back") {
+		t.Fatalf("ShardMasters on the CPU device: %v", err)
 	}
 }

@@ -29,6 +29,8 @@ type zeroState struct {
 	recv          model.Buffer // [chunk] the reduce-scatter's and all-gather's
 	pad           model.Buffer // [size·last chunk] the padded last bucket; nil when none
 	two           *zeroTwo     // ZeRO-2's gradient shard and buckets in flight; nil at stage 1
+	masters       *masterState // dp.shard_masters: the fp32 masters outside the shard given back; nil otherwise
+	dev           model.Device
 }
 
 // zeroLayout is rank r's spans of an arena of n values, buckets of
@@ -62,7 +64,7 @@ func (d *DP) NewOptimizer(dev model.Device, params, grads model.Buffer, cfg opti
 		return nil, fmt.Errorf("rl: dp.zero %d: %d parameters but %d gradients", d.Cfg.Stage(), params.Len(), grads.Len())
 	}
 	n, size := params.Len(), d.Comm.Size()
-	z := &zeroState{n: n, b: zeroBucket(n, d.bucket(), size), size: size, params: params, grads: grads}
+	z := &zeroState{n: n, b: zeroBucket(n, d.bucket(), size), size: size, params: params, grads: grads, dev: dev}
 	var own int
 	z.spans, own = zeroLayout(n, z.b, size, d.Comm.Rank())
 	var opt *optim.AdamW
@@ -151,6 +153,9 @@ func (z *zeroState) update(d *DP, dev model.Device, opt *optim.AdamW) (optim.Ste
 // gather all-gathers the updated parameters: every rank's chunks of every
 // bucket, through the receive chunk (and the padded last bucket).
 func (z *zeroState) gather(d *DP, dev model.Device) error {
+	if z.masters != nil && z.masters.gone {
+		return z.masters.gather(d, dev, z)
+	}
 	r := d.Comm.Rank()
 	return z.buckets(func(off, L, c int) error {
 		lo, hi := off+r*c, min(off+(r+1)*c, off+L)

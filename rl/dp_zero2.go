@@ -16,7 +16,9 @@ import (
 // rank's chunk of the sum is added into its packed fp32 gradient shard
 // (copied on the mini-batch's first micro-batch) and the bucket's memory
 // is given back (model.ReleaseGrads: zeroed and, on the CPU, its pages
-// returned to the kernel), so the next micro-batch finds it zero and a rank
+// returned to the kernel; on the CUDA device its VMM chunks unmapped, and
+// mapped again, zeroed, when the model says it is about to write them:
+// Model.GradsNeed, model.MapGrads), so the next micro-batch finds it zero and a rank
 // holds its shard, the buckets in flight and the gradients of the layer the
 // backward is writing, never the whole arena. The trainer therefore does not
 // clear the arena between mini-batches (zeroGrads).
@@ -58,6 +60,7 @@ type zeroTwo struct {
 	jobs  chan *zeroJob
 	async model.AsyncComm // the communicator's own queue (NCCL's second stream), or nil: the goroutine
 	sent  bool            // a bucket was sent since the last step
+	idle  bool            // the round being sent has no backward (zeroIdle, step)
 	err   error           // the first failed reduce-scatter, reported at the step
 
 	// Launched counts buckets sent; Overlapped those sent before the
@@ -123,7 +126,7 @@ func newZeroTwo(d *DP, dev model.Device, z *zeroState, own int) *zeroTwo {
 // on entry.
 func (t *zeroTwo) ready(lo int) {
 	if t.measure {
-		if n, ok := model.ResidentBytes(t.z.grads); ok {
+		if n, ok := model.GradsResident(t.dev, t.z.grads); ok {
 			t.PeakResident = max(t.PeakResident, n)
 		}
 	}
@@ -139,12 +142,21 @@ func (t *zeroTwo) ready(lo int) {
 	}
 }
 
+// need is the model's other callback: the backward is about to write the
+// gradients [lo, hi), given back after the last Backward; on a device that
+// unmapped them (CUDA's VMM arenas) they are mapped again, zeroed.
+func (t *zeroTwo) need(lo, hi int) { model.MapGrads(t.dev, t.z.grads.Slice(lo, hi-lo)) }
+
 // launch sends bucket b; during says the backward is still running.
 func (t *zeroTwo) launch(b *zeroBucketRef, during bool) {
 	if len(t.queue) == zeroInflight {
 		t.complete()
 	}
 	src := t.z.grads.Slice(b.off, b.L)
+	if !during && t.idle {
+		// A round without a backward (zeroIdle) reads the given-back arena.
+		model.MapGrads(t.dev, src)
+	}
 	if b.L != t.z.size*b.c { // the padded last bucket
 		src = t.z.pad.Slice(0, t.z.size*b.c)
 		t.dev.Zero(src)
@@ -202,7 +214,9 @@ func (t *zeroTwo) complete() {
 // all-gathers the parameters, as ZeRO-1 does.
 func (t *zeroTwo) step(d *DP, dev model.Device, opt *optim.AdamW) (optim.StepResult, error) {
 	if !t.sent {
+		t.idle = true
 		t.ready(0)
+		t.idle = false
 	}
 	t.sent = false
 	for i := range t.bkts {
@@ -226,7 +240,7 @@ func (t *Trainer) zeroGrads(mdl *model.Model, opt *optim.AdamW) { t.DP.ZeroGrads
 func (d *DP) ZeroGrads(mdl *model.Model, opt *optim.AdamW) {
 	if d != nil && d.Cfg.Stage() == 2 {
 		if z := d.zero[opt]; z != nil && z.two != nil && mdl.Adapters() == nil {
-			mdl.GradsDone = z.two.ready
+			mdl.GradsDone, mdl.GradsNeed = z.two.ready, z.two.need
 			return
 		}
 	}
@@ -278,7 +292,13 @@ func (t *Trainer) zeroRounds(mdl *model.Model, opt *optim.AdamW, mine int) (int,
 // zeroIdle sends n rounds of the zero arena's buckets (their sums still
 // need this rank's part).
 func (t *Trainer) zeroIdle(opt *optim.AdamW, n int) {
-	for range n {
-		t.DP.zero[opt].two.ready(0)
+	if n == 0 {
+		return
 	}
+	two := t.DP.zero[opt].two
+	two.idle = true
+	for range n {
+		two.ready(0)
+	}
+	two.idle = false
 }

@@ -99,5 +99,10 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 	if t.ActorOpt, err = s.DP.NewOptimizer(s.Policy.Dev, params, grads, a.Optim, steps); err != nil {
 		return nil, err
 	}
+	if s.DP != nil && s.DP.Cfg.ShardMasters && s.Policy.Adapters() == nil { // data parallel: the policy's masters only
+		if err := s.DP.ShardMasters(s.Policy, t.ActorOpt); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
 }

@@ -106,7 +106,7 @@ func nonFiniteWeight(m *model.Model) string {
 		var firstV float32
 		for lo := 0; lo < n; lo += scanChunk {
 			k := min(scanChunk, n-lo)
-			m.Dev.Download(host[:k], m.Params.Slice(off+lo, k))
+			m.Dev.Download(host[:k], model.ReadableWeights(m.Dev, m.Params.Slice(off+lo, k))) // the bf16 copy where dp.shard_masters gave the fp32 back
 			for i, v := range host[:k] {
 				if v-v != 0 { // NaN or ±Inf: x-x is 0 for every finite x
 					if first < 0 {

@@ -167,13 +167,15 @@ func syncWarmStart(dp *rl.DP, m *model.Model) error {
 // checkpointAll saves a checkpoint: rank 0 writes it, the other ranks
 // join its collectives (ZeRO-1 moments, the weights check).
 func checkpointAll(dp *rl.DP, save func() error, tr *rl.Trainer) error {
-	if dp.Rank0() {
-		if err := save(); err != nil {
-			return err
+	return dp.WithMasters(tr.Policy, func() error { // dp.shard_masters: the fp32 weights gathered on rank 0 for the save
+		if dp.Rank0() {
+			if err := save(); err != nil {
+				return err
+			}
+			return tr.CheckInSync()
 		}
-		return tr.CheckInSync()
-	}
-	return tr.FollowCheckpoint()
+		return tr.FollowCheckpoint()
+	})
 }
 
 // rankDataDir is the folder where a rank builds its world, index and

@@ -34,6 +34,7 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, err error
 		return true, err
 	} else if l.Size > 1 {
 		s.Ranks, s.Zero1, s.Zero, s.BucketMB = l.Size, cfg.DP.Zero1, cfg.DP.Zero, cfg.DP.BucketMB
+		s.CUDAPaging = cfg.DP.ShardMasters
 	}
 	// The reference is the warm start that initialPolicy names, loaded
 	// frozen with LoadOptions DType auto: the SFT folder is saved as float32
@@ -53,6 +54,10 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, err error
 	switch {
 	case dev != nil:
 		s.Device, s.Capacity = cuda.Kind(dev), cuda.Capacity(dev)
+		if g, ok := dev.(*cuda.Device); ok {
+			on, _ := g.VMM()
+			s.CUDANoVMM = !on // no VMM: ZeRO-2's gradient arena stays whole
+		}
 		if _, ok := dev.(model.MixedPrecision); ok {
 			s.Precision = "bf16-mixed"
 		}

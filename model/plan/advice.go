@@ -9,8 +9,8 @@ import (
 
 // Advice lists the settings that would make a plan that does not fit fit:
 // each single change that is enough on its own (recomputation, the largest
-// micro-batch, rollout slot count or context that fits, ZeRO-1 in a
-// data-parallel run), or, when none is,
+// micro-batch, rollout slot count or context that fits, ZeRO-1 or 2 and
+// sharded master weights in a data-parallel run), or, when none is,
 // one combination of them. Only settings the run really has are named.
 func (p *Plan) Advice(cfg *model.Config) []string {
 	s := p.Settings
@@ -31,6 +31,20 @@ func (p *Plan) Advice(cfg *model.Config) []string {
 		t.Zero, one.Zero1 = 2, true
 		if fits(t) && !fits(one) { // where stage 1 is enough, dp.zero1 is named
 			singles = append(singles, s.key("zero")+"=2")
+		}
+	}
+	if s.Train && s.Ranks > 1 && s.Device == "cuda" && s.Precision == "bf16-mixed" && !s.CUDAPaging && !s.CUDANoVMM && s.LoRARank == 0 && s.key("shard_masters") != "" {
+		t := s
+		t.CUDAPaging = true
+		if t.stage() < 1 {
+			t.Zero = 2
+		}
+		if fits(t) {
+			v := s.key("shard_masters") + "=true"
+			if s.stage() < 1 {
+				v = s.key("zero") + "=2 " + v
+			}
+			singles = append(singles, v)
 		}
 	}
 	if s.Train && !s.Recompute && s.key("recompute") != "" {

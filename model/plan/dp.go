@@ -62,11 +62,37 @@ func ZeroTwoScratch(n, bucket, ranks int) int64 {
 // top, the buckets in flight, and one page (1024 values) per bucket edge
 // that a bucket not starting on a page leaves zeroed but resident.
 func ZeroTwoTransient(n int64, seg, bucket int64, ranks int) int64 {
+	return ZeroTwoTransientPaged(n, seg, bucket, ranks, 1024)
+}
+
+// ZeroTwoTransientPaged is ZeroTwoTransient for memory given back in pages
+// of page values: a bucket edge keeps a page, and the run being written is
+// mapped in whole pages (one more at each end). The CUDA device's pages are
+// its VMM chunks (CUDAChunk), and it gives a bucket's chunks back once its
+// stream has passed them, so up to CUDAPending sent buckets still hold
+// theirs. Buckets of whole pages (the default 25 MB bucket over 8 ranks is
+// 100 chunks) have edges only at the arena's ends.
+func ZeroTwoTransientPaged(n int64, seg, bucket int64, ranks int, page int64) int64 {
 	b := max(1, min(bucket, (n+int64(ranks)-1)/int64(ranks)))
 	B := int64(ranks) * b
 	edges := (n+B-1)/B + 1
-	return min(n, seg+(ZeroInflight+1)*B+edges*1024)
+	if page > 1024 && B%page == 0 {
+		edges = 2
+	}
+	extra := int64(0)
+	if page > 1024 {
+		extra = 2*page + CUDAPending*B
+	}
+	return min(n, seg+extra+(ZeroInflight+1)*B+edges*page)
 }
+
+// CUDAChunk is the CUDA device's VMM chunk in float32 values: the
+// recommended allocation granularity of current GPUs, 2 MiB.
+const CUDAChunk = 2 << 20 / 4
+
+// CUDAPending is how many given-back spans (buckets) the CUDA device lets
+// wait for its stream before it waits itself (cuda's vmmMaxPending).
+const CUDAPending = 2
 
 // layer is the number of values of one decoder layer.
 func (sh shape) layer() int64 {
@@ -121,25 +147,70 @@ func (s Settings) moments(n, sb int64) (state, scratch int64, what string) {
 	return 2 * own * sb, sc * 4, fmt.Sprintf(", ZeRO-%d shard: %d of %d values on rank 0 of %d", s.stage(), own, n, s.Ranks)
 }
 
-// pages says whether the device gives back the parts of an fp32 arena a
-// rank does not hold under ZeRO: the CPU device does (madvise; its
-// weights are fp32 and never sharded, its gradients are released), the
-// CUDA device allocates whole arenas with cuMemAlloc and does not, until
-// it maps them piecewise (cuMemCreate/cuMemMap: not done).
-func (s Settings) pages() bool { return s.Device != "cuda" || s.CUDAPaging }
+// pages says whether the device gives back the parts of its fp32 master
+// weights a rank does not update under ZeRO: the CPU device needs not
+// (its weights are fp32 compute weights, never sharded); the CUDA device
+// does under dp.shard_masters (CUDAPaging), with VMM.
+func (s Settings) pages() bool { return s.Device != "cuda" || s.CUDAPaging && !s.CUDANoVMM }
+
+// keptMasters is what a rank keeps of the fp32 masters beside its shard
+// when they are sharded on the CUDA device (rl/dp_masters.go): the 1-D
+// tensors the device reads in fp32 (norm weights, biases), each run of
+// them in whole chunks (one more at each end), and the bucket of scratch
+// every bucket is gathered into.
+func (s Settings) keptMasters(sh shape) (values int64, runs int) {
+	C := int64(sh.C)
+	perLayer := 2 * C
+	runs = 2
+	if sh.bias {
+		perLayer += int64(sh.QKV)
+		runs++
+	}
+	if sh.qkNorm {
+		perLayer += 2 * int64(sh.HS)
+		runs++
+	}
+	runs = runs*sh.L + 1
+	return int64(sh.L)*perLayer + C + int64(runs)*2*CUDAChunk, runs
+}
+
+// gradPages says whether the device gives back the gradient buckets a
+// ZeRO-2 rank has sent: the CPU device does (madvise), the CUDA device
+// through its VMM arenas (cuda/vmm.go) unless it has none (CUDANoVMM).
+func (s Settings) gradPages() bool { return s.Device != "cuda" || !s.CUDANoVMM || s.CUDAPaging }
+
+// gradPage is the unit, in float32 values, in which gradients are given
+// back: a host page, or a VMM chunk on the CUDA device.
+func (s Settings) gradPage() int64 {
+	if s.Device == "cuda" {
+		return CUDAChunk
+	}
+	return 1024
+}
 
 // masters is the fp32 master weights of a mixed-precision policy of P
-// values: the whole arena, or under ZeRO rank 0's shard of it.
-func (s Settings) masters(P int64) (int64, string) {
+// values: the whole arena, or under ZeRO with dp.shard_masters rank 0's
+// shard of it and, on the CUDA device, what keptMasters says.
+func (s Settings) masters(sh shape, P int64) (int64, string) {
 	if !s.zero1() {
 		return P * 4, "the fp32 arena the optimizer updates"
 	}
 	own, _ := ZeroShard(int(P), s.bucketValues(), s.Ranks)
 	if !s.pages() {
-		return P * 4, fmt.Sprintf("the fp32 arena the optimizer updates, whole: ZeRO-%d updates a shard of %d values (%.2f GiB), but the CUDA device does not give back the rest of the arena yet",
-			s.stage(), own, float64(own*4)/GiB)
+		why := "dp.shard_masters=true would keep only the shard"
+		if s.CUDANoVMM {
+			why = "this CUDA device has no virtual memory management to give the rest back"
+		}
+		return P * 4, fmt.Sprintf("the fp32 arena the optimizer updates, whole: ZeRO-%d updates a shard of %d values (%.2f GiB); %s",
+			s.stage(), own, float64(own*4)/GiB, why)
 	}
-	return own * 4, fmt.Sprintf("fp32, optimizer state: ZeRO-%d shard of %d values on rank 0 of %d (the bf16 copy is all-gathered after the step)", s.stage(), own, s.Ranks)
+	if s.Device != "cuda" {
+		return own * 4, fmt.Sprintf("fp32, optimizer state: ZeRO-%d shard of %d values on rank 0 of %d (the bf16 copy is all-gathered after the step)", s.stage(), own, s.Ranks)
+	}
+	kept, runs := s.keptMasters(sh)
+	b := int64(s.Ranks) * int64(max(1, min(s.bucketValues(), (int(P)+s.Ranks-1)/s.Ranks)))
+	return (own + kept + b) * 4, fmt.Sprintf("fp32, optimizer state: ZeRO-%d shard of %d values on rank 0 of %d, the norm weights and biases (%d runs, in whole 2 MiB chunks) and a bucket of %d values the bf16 copy is gathered through (dp.shard_masters; a checkpoint gathers them bucket by bucket onto rank 0's host)",
+		s.stage(), own, s.Ranks, runs, b)
 }
 
 // grads is the fp32 gradients of an arena of n values: the whole arena,
@@ -149,13 +220,17 @@ func (s Settings) grads(sh shape, n int64, lmHead, valueHead bool) (int64, strin
 		return n * 4, "fp32, one arena"
 	}
 	own, _ := ZeroShard(int(n), s.bucketValues(), s.Ranks)
-	tr := ZeroTwoTransient(n, sh.segment(lmHead && !valueHead), int64(s.bucketValues()), s.Ranks)
-	if !s.pages() {
-		return (n + own) * 4, fmt.Sprintf("fp32, one arena and the ZeRO-2 shard of %d values: the CUDA device does not give back the arena's sent buckets yet (it would hold %.2f GiB)",
+	tr := ZeroTwoTransientPaged(n, sh.segment(lmHead && !valueHead), int64(s.bucketValues()), s.Ranks, s.gradPage())
+	if !s.gradPages() {
+		return (n + own) * 4, fmt.Sprintf("fp32, one arena and the ZeRO-2 shard of %d values: this CUDA device has no virtual memory management and cannot give back the arena's sent buckets (it would hold %.2f GiB)",
 			own, float64((own+tr)*4)/GiB)
 	}
-	return (own + tr) * 4, fmt.Sprintf("fp32, ZeRO-2: a shard of %d values on rank 0 of %d, and at most %d of the arena's %d at once (the largest run the backward writes between two sends, %d buckets in flight, the bucket above)",
-		own, s.Ranks, tr, n, ZeroInflight)
+	how := ""
+	if s.Device == "cuda" {
+		how = fmt.Sprintf(", %d sent buckets waiting for the stream; given back and mapped again in 2 MiB VMM chunks", CUDAPending)
+	}
+	return (own + tr) * 4, fmt.Sprintf("fp32, ZeRO-2: a shard of %d values on rank 0 of %d, and at most %d of the arena's %d at once (the largest run the backward writes between two sends, %d buckets in flight, the bucket above%s)",
+		own, s.Ranks, tr, n, ZeroInflight, how)
 }
 
 // dpItem is the plan line of the data-parallel communication scratch.

@@ -68,9 +68,9 @@ func TestPlanZeroOne(t *testing.T) {
 			t.Fatalf("zero1 changed %q: %+v → %+v", n, it, on.Items[i])
 		}
 	}
-	// The CUDA device keeps its whole master arena: the bytes stay, the
-	// line says what ZeRO-1 would give back.
-	if a, b := item(off, "master weights"), item(on, "master weights"); a.Bytes != b.Bytes || !strings.Contains(b.Detail, "does not give back") {
+	// Without dp.shard_masters the CUDA device keeps its whole master
+	// arena: the bytes stay, the line says what would give it back.
+	if a, b := item(off, "master weights"), item(on, "master weights"); a.Bytes != b.Bytes || !strings.Contains(b.Detail, "dp.shard_masters") {
 		t.Fatalf("zero1 master weights on the CUDA device: %+v → %+v", a, b)
 	}
 	var b strings.Builder
@@ -150,17 +150,27 @@ func TestPlanZeroTwo(t *testing.T) {
 	if tr != VC+3*8*bucket+edges*1024 {
 		t.Fatalf("transient %d", tr)
 	}
+	// On the CUDA device gradients are given back in 2 MiB VMM chunks: an
+	// edge keeps a chunk, and the run being written is mapped in whole ones.
+	trc := ZeroTwoTransientPaged(P, VC, bucket, 8, CUDAChunk)
+	if 8*bucket%CUDAChunk != 0 || trc != VC+2*CUDAChunk+(3+CUDAPending)*8*bucket+2*CUDAChunk {
+		t.Fatalf("transient in chunks %d", trc)
+	}
 	paged := s
 	paged.CUDAPaging = true
 	p, err := New(cfg, paged)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := item(p, "gradients"); got.Bytes != 4*(own+tr) || !strings.Contains(got.Detail, "ZeRO-2") {
-		t.Fatalf("ZeRO-2 gradients %+v, want 4×(%d+%d)", got, own, tr)
+	if got := item(p, "gradients"); got.Bytes != 4*(own+trc) || !strings.Contains(got.Detail, "ZeRO-2") {
+		t.Fatalf("ZeRO-2 gradients %+v, want 4×(%d+%d)", got, own, trc)
 	}
-	if got := item(p, "master weights"); got.Bytes != 4*own {
-		t.Fatalf("ZeRO-2 master weights %+v, want 4×%d", got, own)
+	// Sharded masters keep the shard, the norm weights and biases (3 runs
+	// a layer: the input norm, the q/k/v biases, the post-attention norm;
+	// and the final norm), each in whole chunks, and a bucket of scratch.
+	kept := int64(28*(2*3584+3584+2*512)+3584) + int64(3*28+1)*2*CUDAChunk
+	if got := item(p, "master weights"); got.Bytes != 4*(own+kept+8*bucket) {
+		t.Fatalf("ZeRO-2 master weights %+v, want 4×(%d+%d+%d)", got, own, kept, 8*bucket)
 	}
 	if got := item(p, "data-parallel scratch"); got.Bytes != 4*ZeroTwoScratch(int(P), int(bucket), 8) || got.Bytes != 4*(2*bucket) {
 		t.Fatalf("ZeRO-2 scratch %+v", got)
@@ -171,13 +181,28 @@ func TestPlanZeroTwo(t *testing.T) {
 	if !strings.Contains(b.String(), "with ZeRO-2") {
 		t.Fatalf("the plan does not say it is ZeRO-2's:\n%s", b.String())
 	}
-	// As the CUDA device is: whole arenas, and the gradient shard beside.
+	// As the CUDA device is: its gradients given back through VMM, its
+	// master weights whole.
 	q, _ := New(cfg, s)
-	if got := item(q, "gradients"); got.Bytes != 4*(P+own) || !strings.Contains(got.Detail, "does not give back") {
-		t.Fatalf("ZeRO-2 gradients without paging %+v", got)
+	if got := item(q, "gradients"); got.Bytes != 4*(own+trc) || !strings.Contains(got.Detail, "VMM") {
+		t.Fatalf("ZeRO-2 gradients with VMM %+v", got)
 	}
-	if got := item(q, "master weights"); got.Bytes != 4*P {
-		t.Fatalf("ZeRO-2 master weights without paging %+v", got)
+	if got := item(q, "master weights"); got.Bytes != 4*P || !strings.Contains(got.Detail, "dp.shard_masters") {
+		t.Fatalf("ZeRO-2 master weights without dp.shard_masters %+v", got)
+	}
+	// Between the two, the advice names dp.shard_masters.
+	mid := s
+	mid.Capacity = (q.Total() + p.Total()) / 2
+	qm, _ := New(cfg, mid)
+	if adv := qm.Advice(cfg); qm.Fits() || !slices.Contains(adv, "dp.shard_masters=true") {
+		t.Fatalf("advice %q lacks dp.shard_masters=true (%.2f GiB without, %.2f with)", adv, float64(q.Total())/GiB, float64(p.Total())/GiB)
+	}
+	// A CUDA device without VMM: whole arenas, and the gradient shard beside.
+	nv := s
+	nv.CUDANoVMM = true
+	q, _ = New(cfg, nv)
+	if got := item(q, "gradients"); got.Bytes != 4*(P+own) || !strings.Contains(got.Detail, "no virtual memory management") {
+		t.Fatalf("ZeRO-2 gradients without VMM %+v", got)
 	}
 	// The advice offers dp.zero=2 where stage 1 is not enough and stage 2 is.
 	one := paged

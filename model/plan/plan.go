@@ -64,11 +64,14 @@ type Settings struct {
 	Ranks int  // world size; 0 or 1: one process
 	Zero1 bool // dp.zero1: the AdamW moments are sharded over the ranks (stage 1)
 	Zero  int  // dp.zero: the ZeRO stage, 0, 1 or 2 (dp.go); Zero1 means at least 1
-	// CUDAPaging plans a CUDA device that gives back parts of its fp32
-	// arenas (sharded masters, released gradients), which the CUDA device
-	// does not do yet; the CPU device does for gradients (dp.go).
+	// CUDAPaging plans a CUDA device that also gives back the fp32 master
+	// weights outside its ZeRO shard (dp.shard_masters; its gradients it
+	// gives back under ZeRO-2 anyway, through VMM arenas: dp.go).
 	CUDAPaging bool
-	BucketMB   float64 // dp.bucket_mb; 0: 25
+	// CUDANoVMM plans a CUDA device without virtual memory management
+	// (cuda.Device.VMM false): its gradient arena stays whole under ZeRO-2.
+	CUDANoVMM bool
+	BucketMB  float64 // dp.bucket_mb; 0: 25
 
 	MicroBatchTokens int // tokens per forward/backward (training and scoring)
 	RolloutSlots     int // KV cache slots decoded together; 0: no rollout
@@ -78,17 +81,18 @@ type Settings struct {
 	Threads          int // CPU worker threads (workspace); 0 counts one
 
 	// Keys name the settings in advice, by knob: "micro_batch", "recompute",
-	// "slots", "zero1", "zero". Missing names take train's keys; a knob named "" is not
+	// "slots", "zero1", "zero", "shard_masters". Missing names take train's keys; a knob named "" is not
 	// offered (the command has no such setting).
 	Keys map[string]string
 }
 
 var defaultKeys = map[string]string{
-	"micro_batch": "actor.micro_batch_tokens",
-	"recompute":   "trainer.recompute",
-	"slots":       "trainer.rollout_slots",
-	"zero1":       "dp.zero1",
-	"zero":        "dp.zero",
+	"micro_batch":   "actor.micro_batch_tokens",
+	"recompute":     "trainer.recompute",
+	"slots":         "trainer.rollout_slots",
+	"zero1":         "dp.zero1",
+	"zero":          "dp.zero",
+	"shard_masters": "dp.shard_masters",
 }
 
 func (s Settings) key(knob string) string {
@@ -170,7 +174,7 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		if lora {
 			add("master weights", P*4, "the frozen base's fp32 arena the bf16 copy is made from")
 		} else {
-			b, how := s.masters(P)
+			b, how := s.masters(sh, P)
 			add("master weights", b, "%s", how)
 		}
 	} else if (!s.Train || lora) && s.FrozenBF16 {

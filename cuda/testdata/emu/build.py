@@ -10,7 +10,8 @@ does all of it, NVRTC included; by hand:
 
 (NVRTC still compiles the real kernels; the emulator ignores the images and
 runs its own build of the same sources.) R1GO_EMU_ALLOC_LOG=<file> makes
-the emulated driver log every cuMemAlloc and cuMemFree (runtime.cc). It checks the kernels' logic and
+the emulated driver log every cuMemAlloc and cuMemFree, and every chunk a
+VMM arena maps and unmaps (runtime.cc). It checks the kernels' logic and
 the launchers' argument order against the CPU device; it measures nothing.
 """
 import glob, os, re, subprocess, sys

@@ -11,7 +11,8 @@
 #   3. go test ./cuda with R1GO_LIBCUDA, R1GO_CUBLAS and R1GO_NVRTC pointing
 #      there: every GPU test runs (none may skip), and NVRTC compiles every
 #      kernel for sm_90a and sm_80. The emulated driver logs every
-#      allocation to .cudaemu/alloc.log (R1GO_EMU_ALLOC_LOG).
+#      allocation, and every chunk a VMM arena maps or unmaps, to
+#      .cudaemu/alloc.log (R1GO_EMU_ALLOC_LOG).
 # Needs apt-get and dpkg-deb (Debian 12; as root it installs g++ and
 # python3 when missing); R1GO_EMU_DIR moves
 # the work folder. Extra arguments go to go test (e.g. -run TestGPUSample).

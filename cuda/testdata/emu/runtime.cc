@@ -4,9 +4,13 @@
 // records launches and replays them.
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <vector>
+#include <sys/mman.h>
 #include "cuda_emu.h"
 
 uint3 threadIdx, blockIdx, blockDim, gridDim;
@@ -167,8 +171,10 @@ CUresult cuInit(unsigned) { return 0; }
 CUresult cuDriverGetVersion(int* v) { *v = 12050; return 0; }
 CUresult cuDeviceGetCount(int* n) { *n = 1; return 0; }
 CUresult cuDeviceGet(int* d, int o) { *d = o; return o == 0 ? 0 : 101; }
+static bool vmm_off() { const char* e = getenv("R1GO_EMU_NO_VMM"); return e && *e == '1'; }
 CUresult cuDeviceGetAttribute(int* v, int attr, int) {
     switch (attr) {
+    case 102: *v = !vmm_off(); break; // virtual memory management
     case 75: *v = 9; break;      // compute capability major
     case 76: *v = 0; break;      // minor
     case 16: *v = 2; break;      // SMs: small grids keep the emulation quick
@@ -207,6 +213,119 @@ CUresult cuMemFree_v2(uint64_t p) {
     free((void*)p);
     return 0;
 }
+// Virtual memory management over host mappings. cuMemAddressReserve
+// reserves inaccessible address space; cuMemMap puts fresh anonymous
+// memory (NaN-filled, as cuMemAlloc's) at a chunk of it, still
+// inaccessible until cuMemSetAccess opens it; cuMemUnmap replaces the
+// chunk with inaccessible space again, returning its pages to the host, so
+// a kernel or copy that touches given-back memory faults as on a GPU. A
+// handle is only its size: each is mapped at one place, so nothing needs
+// two views of the same memory. The allocation log gets "reserve <address>
+// <bytes>", "map <address> <bytes>", "unmap <address> <bytes>" and
+// "unreserve <address>": the mapped bytes are the device memory in use.
+// R1GO_EMU_VMM_CHUNK sets the granularity (default 64 KiB, small so that
+// small test models span many chunks); R1GO_EMU_NO_VMM=1 reports no VMM.
+static std::mutex vmm_mu;
+static std::map<uint64_t, size_t> reserved, mapped; // base → bytes
+static std::map<uint64_t, size_t> handles;          // handle → bytes
+static uint64_t next_handle = 1;
+static size_t vmm_chunk() {
+    const char* e = getenv("R1GO_EMU_VMM_CHUNK");
+    size_t c = e && *e ? strtoull(e, nullptr, 10) : 64 << 10;
+    return c < 4096 ? 4096 : c / 4096 * 4096;
+}
+static void vmm_log(const char* what, uint64_t p, size_t n) {
+    if (FILE* f = alloc_log()) { fprintf(f, "%s %#llx %zu\n", what, (unsigned long long)p, n); fflush(f); }
+}
+// inside finds the reservation holding [p, p+n).
+static bool inside(uint64_t p, size_t n) {
+    auto it = reserved.upper_bound(p);
+    if (it == reserved.begin()) return false;
+    --it;
+    return p >= it->first && p + n <= it->first + it->second;
+}
+// overlaps says whether [p, p+n) meets a mapping.
+static bool overlaps(uint64_t p, size_t n) {
+    auto it = mapped.lower_bound(p + n);
+    if (it == mapped.begin()) return false;
+    --it;
+    return it->first + it->second > p;
+}
+// covered says whether [p, p+n) is wholly mapped.
+static bool covered(uint64_t p, size_t n) {
+    uint64_t at = p;
+    while (at < p + n) {
+        auto it = mapped.upper_bound(at);
+        if (it == mapped.begin()) return false;
+        --it;
+        if (it->first + it->second <= at) return false;
+        at = it->first + it->second;
+    }
+    return true;
+}
+CUresult cuMemGetAllocationGranularity(size_t* g, const void*, int) { *g = vmm_chunk(); return 0; }
+CUresult cuMemAddressReserve(uint64_t* p, size_t n, size_t align, uint64_t, unsigned long long) {
+    std::lock_guard<std::mutex> g(vmm_mu);
+    size_t c = vmm_chunk();
+    if (n == 0 || n % c || (align && align % c)) return 1;
+    size_t a = align ? align : c;
+    void* m = mmap(nullptr, n + a, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return 2;
+    uint64_t base = ((uint64_t)m + a - 1) / a * a;
+    if (base > (uint64_t)m) munmap(m, base - (uint64_t)m);
+    if ((uint64_t)m + n + a > base + n) munmap((void*)(base + n), (uint64_t)m + n + a - (base + n));
+    reserved[base] = n;
+    *p = base;
+    vmm_log("reserve", base, n);
+    return 0;
+}
+CUresult cuMemAddressFree(uint64_t p, size_t n) {
+    std::lock_guard<std::mutex> g(vmm_mu);
+    auto it = reserved.find(p);
+    if (it == reserved.end() || it->second != n) return 1;
+    if (overlaps(p, n)) { fprintf(stderr, "cuda emulator: cuMemAddressFree of %#llx with chunks still mapped\n", (unsigned long long)p); return 1; }
+    munmap((void*)p, n);
+    reserved.erase(it);
+    vmm_log("unreserve", p, n);
+    return 0;
+}
+CUresult cuMemCreate(uint64_t* h, size_t n, const void*, unsigned long long) {
+    std::lock_guard<std::mutex> g(vmm_mu);
+    if (n == 0 || n % vmm_chunk()) return 1;
+    *h = next_handle++;
+    handles[*h] = n;
+    return 0;
+}
+CUresult cuMemRelease(uint64_t h) {
+    std::lock_guard<std::mutex> g(vmm_mu);
+    return handles.erase(h) ? 0 : 1;
+}
+CUresult cuMemMap(uint64_t p, size_t n, size_t off, uint64_t h, unsigned long long) {
+    std::lock_guard<std::mutex> g(vmm_mu);
+    auto hi = handles.find(h);
+    if (hi == handles.end() || off != 0 || hi->second != n || !inside(p, n) || overlaps(p, n)) return 1;
+    if (mmap((void*)p, n, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED) return 2;
+    memset((void*)p, 0xff, n); // NaN-filled: reading memory nobody wrote shows
+    mprotect((void*)p, n, PROT_NONE);
+    mapped[p] = n;
+    vmm_log("map", p, n);
+    return 0;
+}
+CUresult cuMemSetAccess(uint64_t p, size_t n, const void*, size_t count) {
+    std::lock_guard<std::mutex> g(vmm_mu);
+    if (count != 1 || !covered(p, n)) return 1;
+    return mprotect((void*)p, n, PROT_READ | PROT_WRITE) == 0 ? 0 : 1;
+}
+CUresult cuMemUnmap(uint64_t p, size_t n) {
+    std::lock_guard<std::mutex> g(vmm_mu);
+    auto it = mapped.find(p);
+    if (it == mapped.end() || it->second != n) return 1; // whole mappings only
+    if (capturing) return 900;
+    if (mmap((void*)p, n, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED) return 2;
+    mapped.erase(it);
+    vmm_log("unmap", p, n);
+    return 0;
+}
 CUresult cuMemGetInfo_v2(size_t* f, size_t* t) { *f = *t = 1ull << 34; return 0; }
 CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void* s, size_t n, void*) { if (capturing) return 900; memcpy((void*)d, s, n); return 0; }
 CUresult cuMemcpyDtoHAsync_v2(void* d, uint64_t s, size_t n, void*) { if (capturing) return 900; memcpy(d, (void*)s, n); return 0; }
@@ -224,8 +343,13 @@ CUresult cuModuleGetFunction(void** f, void*, const char* name) {
 }
 CUresult cuModuleUnload(void*) { return 0; }
 CUresult cuFuncSetAttribute(void*, int, int) { return 0; }
+// Devices opened on several goroutines (the data-parallel tests' ranks)
+// launch from several OS threads; the fibers and the block state are
+// global, so launches run one at a time.
+static std::recursive_mutex launch_mu;
 CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned smem, void*, void** params, void**) {
+    std::lock_guard<std::recursive_mutex> g(launch_mu);
     KernelEntry* k = (KernelEntry*)f;
     if (bx * by * bz > 1024 || bx * by * bz == 0) return 1; // CUDA_ERROR_INVALID_VALUE
     if (capturing) {
@@ -242,12 +366,17 @@ CUresult cuGetErrorString(int, const char** s) { *s = "emulated CUDA error"; ret
 CUresult cuEventCreate(void** e, unsigned) { *e = (void*)4; return 0; }
 CUresult cuEventRecord(void*, void*) { return 0; }
 CUresult cuEventSynchronize(void*) { return 0; }
+// Launches run synchronously, so every event has passed; R1GO_EMU_EVENTS_LAG=1
+// makes cuEventQuery say "not ready" (600) all the same, as a busy GPU would,
+// so that code waiting on events shows it can wait (cuEventSynchronize).
+CUresult cuEventQuery(void*) { const char* e = getenv("R1GO_EMU_EVENTS_LAG"); return e && *e == '1' ? 600 : 0; }
 CUresult cuEventElapsedTime_v2(float* ms, void*, void*) { *ms = 0; return 0; }
 CUresult cuEventDestroy_v2(void*) { return 0; }
 CUresult cuStreamBeginCapture_v2(void*, int) { capturing = true; recording = new std::vector<Recorded>; return 0; }
 CUresult cuStreamEndCapture(void*, void** g) { capturing = false; *g = recording; recording = nullptr; return 0; }
 CUresult cuGraphInstantiateWithFlags(void** e, void* g, unsigned long long) { *e = g; return 0; }
 CUresult cuGraphLaunch(void* e, void*) {
+    std::lock_guard<std::recursive_mutex> g(launch_mu);
     for (auto& r : *(std::vector<Recorded>*)e) {
         if (r.fn) { r.fn(); continue; }
         std::vector<void*> ps;
