@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/r1go/r1go/model"
 )
@@ -43,12 +44,18 @@ func DryRunDevice(mode string) (kind string, capacity int64) {
 // note is one line for the command to print: the device, and when "auto"
 // chose the CPU, why.
 func Pick(mode string) (dev model.Device, note string, err error) {
+	return PickWith(mode, Options{TF32: os.Getenv("R1GO_CUDA_TF32") == "1"})
+}
+
+// PickWith is Pick opening a GPU with opts (cmd/train asks for VMM under
+// ZeRO-2 and sharded masters).
+func PickWith(mode string, opts Options) (dev model.Device, note string, err error) {
 	switch mode {
 	case "cpu":
 		d := model.NewCPU()
 		return d, "device: " + d.Name(), nil
 	case "cuda":
-		g, err := Open()
+		g, err := OpenWith(opts)
 		if err != nil {
 			return nil, "", fmt.Errorf("device cuda: %w", err)
 		}
@@ -58,7 +65,7 @@ func Pick(mode string) (dev model.Device, note string, err error) {
 		if !AutoPicksGPU {
 			return cpu, fmt.Sprintf("device: %s (auto: the CUDA device is not yet verified on a GPU; device cuda selects it)", cpu.Name()), nil
 		}
-		g, err := Open()
+		g, err := OpenWith(opts)
 		if err == nil {
 			err = smokeTest(g)
 		}

@@ -110,7 +110,11 @@ type Device struct {
 type Options struct {
 	Ordinal int  // which GPU (CUDA device ordinal)
 	TF32    bool // float32 matmuls on TF32 tensor cores (10-bit mantissa inputs)
-	NoVMM   bool // every allocation a plain cuMemAlloc (as R1GO_CUDA_VMM=0): no memory is given back (vmm.go)
+	// VMM makes large allocations arenas of chunks that can be given back
+	// (vmm.go; also R1GO_CUDA_VMM=1): ZeRO-2 and sharded masters need it.
+	// Off, every allocation is one plain cuMemAlloc, the path that ran on
+	// an H200; the VMM path has run on the host emulator only so far.
+	VMM bool
 }
 
 // Open returns the first GPU with default options; R1GO_CUDA_TF32=1 turns
@@ -160,7 +164,7 @@ func OpenWith(opts Options) (*Device, error) {
 	if err := drv.check(call(drv.cuStreamCreate, uintptr(unsafe.Pointer(&d.stream)), 0), "cuStreamCreate"); err != nil {
 		return nil, err
 	}
-	d.initVMM(opts.NoVMM)
+	d.initVMM(!opts.VMM)
 	if d.blas, err = openCuBLAS(cublasNames()); err != nil {
 		return nil, err
 	}

@@ -112,15 +112,16 @@
 //	decode logits after it  relErr ≤ 2^−5                              seen: ≤ 0.014 (bf16 KV cache, graphs,
 //	                                                                   device sampling)
 //
-// Memory (vmm.go): allocations of eight chunks or more (16 MiB on current
-// GPUs) are VMM arenas: a reserved address range backed by 2 MiB physical
+// Memory (vmm.go): asked for (Options.VMM, which cmd/train sets under
+// dp.zero=2 and dp.shard_masters), allocations of eight chunks or more
+// (16 MiB on current GPUs) are VMM arenas: a reserved address range backed by 2 MiB physical
 // chunks (cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess), so
 // that a span can give its memory back and take it again at the same
 // addresses (model.Pager: ReleasePages, MapPages). ZeRO-2 gives back the
 // gradient arena's buckets as they are reduce-scattered and maps each
-// layer's gradients again before the backward writes them. Without VMM
-// (the attribute, the entry points, or R1GO_CUDA_VMM=0 / Options.NoVMM)
-// every allocation is cuMemAlloc's and VMM says why.
+// layer's gradients again before the backward writes them. Otherwise
+// (not asked for, or the GPU or driver lacks it) every allocation is
+// cuMemAlloc's and VMM says why.
 //
 // Testing without a GPU: the tests of host-side logic always run; NVRTC
 // compiles every kernel in a test wherever the library is found; the GPU

@@ -25,8 +25,9 @@ import (
 //
 // Where the driver or the GPU lacks VMM (CU_DEVICE_ATTRIBUTE_VIRTUAL_
 // MEMORY_MANAGEMENT_SUPPORTED is 0, or the entry points are missing), or
-// R1GO_CUDA_VMM=0 or Options.NoVMM turns it off, every allocation is a
-// plain cuMemAlloc and ReleasePages only zeroes: VMMNote says why.
+// it is not asked for (Options.VMM, R1GO_CUDA_VMM=1; cmd/train asks under
+// dp.zero=2 and dp.shard_masters), every allocation is a plain cuMemAlloc
+// and ReleasePages only zeroes: VMMNote says why.
 //
 // A chunk is unmapped only when the stream has finished with it, but the
 // host does not wait for that: ReleasePages records an event on the stream
@@ -114,8 +115,8 @@ func (d *Device) initVMM(off bool) {
 	v, drv := &d.vm, d.drv
 	v.arenas = map[uintptr]*vmmArena{}
 	switch {
-	case off || os.Getenv("R1GO_CUDA_VMM") == "0":
-		v.note = "VMM off (R1GO_CUDA_VMM=0 or Options.NoVMM): arenas are cuMemAlloc'd whole and give no memory back"
+	case off && os.Getenv("R1GO_CUDA_VMM") != "1" || os.Getenv("R1GO_CUDA_VMM") == "0":
+		v.note = "VMM off (Options.VMM unset, or R1GO_CUDA_VMM=0): arenas are cuMemAlloc'd whole and give no memory back"
 		return
 	case drv.cuMemAddressReserve == 0 || drv.cuMemAddressFree == 0 || drv.cuMemCreate == 0 || drv.cuMemRelease == 0 ||
 		drv.cuMemMap == 0 || drv.cuMemUnmap == 0 || drv.cuMemSetAccess == 0 || drv.cuMemGetAllocationGranularity == 0:

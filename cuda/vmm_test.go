@@ -11,10 +11,15 @@ import (
 // inside chunks: the chunks wholly inside it are unmapped (the mapped
 // bytes drop by exactly them, the allocation log says "unmap" for each),
 // the values outside it are untouched, and MapPages brings the chunks back
-// zeroed (a "map" line each). With VMM off (Options.NoVMM) the same calls
+// zeroed (a "map" line each). With VMM off (Options.VMM unset) the same calls
 // only zero the span, and the values read the same.
 func TestGPUVMMPages(t *testing.T) {
-	g := gpuOrSkip(t)
+	gpuOrSkip(t)
+	g, err := OpenWith(Options{VMM: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
 	on, note := g.VMM()
 	if !on {
 		if strings.Contains(g.Name(), "emulator") && os.Getenv("R1GO_EMU_NO_VMM") != "1" {
@@ -30,7 +35,7 @@ func TestGPUVMMPages(t *testing.T) {
 	}
 	lo, m := chunk+chunk/3, 5*chunk // [lo, lo+m) holds chunks 2..5 whole, 1 and 6 in part
 	for _, noVMM := range []bool{false, true} {
-		d, err := OpenWith(Options{NoVMM: noVMM})
+		d, err := OpenWith(Options{VMM: !noVMM})
 		if err != nil {
 			t.Fatal(err)
 		}

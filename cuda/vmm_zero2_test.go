@@ -100,7 +100,7 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				errs[r] = func() error {
-					d, err := OpenWith(Options{NoVMM: noVMM})
+					d, err := OpenWith(Options{VMM: !noVMM})
 					if err != nil {
 						return err
 					}

@@ -172,8 +172,13 @@ func loadWeights(m *model.Model, dir string) error {
 }
 
 // pickDevice returns the device trainer.device names (cuda.Pick: auto
-// uses a working GPU when there is one) and the line that says which.
-func pickDevice(name string) (model.Device, string, error) { return cuda.Pick(name) }
+// uses a working GPU when there is one) and the line that says which. A
+// GPU gives memory back (VMM arenas) only where the run needs it: ZeRO-2's
+// gradients and sharded masters.
+func pickDevice(cfg *Config) (model.Device, string, error) {
+	opts := cuda.Options{TF32: os.Getenv("R1GO_CUDA_TF32") == "1", VMM: cfg.DP.Stage() == 2 || cfg.DP.ShardMasters}
+	return cuda.PickWith(cfg.Trainer.Device, opts)
+}
 
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")

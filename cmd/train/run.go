@@ -70,7 +70,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 			fmt.Fprintf(out, "resume: dropped %d metrics.jsonl records after step %d (logged after the checkpoint)\n", n, resume.Step)
 		}
 	}
-	dev, note, err := pickDevice(cfg.Trainer.Device)
+	dev, note, err := pickDevice(cfg)
 	if err != nil {
 		return err
 	}
