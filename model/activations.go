@@ -255,12 +255,12 @@ func groupedSize(d dims, T int, train bool) int {
 // ActivationValues is how many float values the activation arenas of a
 // Forward of b hold (train: a training forward, with its backward's
 // scratch), by the same rules as Forward: every layer saved when it fits
-// autoRecomputeBytes and Recompute is off; otherwise the residuals, and
+// the bound (SaveBytes or autoRecomputeBytes) and Recompute is off; otherwise the residuals, and
 // one group of sequences' layer and scratch at a time for a long batch.
 // Times 4 it is the bytes on the CPU; the memory plan of a run adds it.
 func (m *Model) ActivationValues(b Batch, train bool) int {
 	d, T := m.d, len(b.Tokens)
-	save := train && !m.Recompute && int64(d.L)*int64(layerActSize(d, T))*4 <= autoRecomputeBytes
+	save := train && !m.Recompute && int64(d.L)*int64(layerActSize(d, T))*4 <= m.saveBound()
 	if maxT := groupTokens(d, T, train); !save && len(b.Seqs) > 2 && maxT > 0 {
 		big := 0
 		for _, g := range groupSpans(b.Seqs, maxT) {

@@ -20,6 +20,11 @@ type Model struct {
 	// values, computed twice, instead of running out of memory (a 0.5B
 	// model saves 1.85 MB per token).
 	Recompute bool
+	// SaveBytes replaces autoRecomputeBytes as that bound when positive:
+	// the trainer raises it on a GPU whose memory plan has room for every
+	// layer's activations (cmd/train/plan.go), so that the backward does
+	// not run each layer's forward again.
+	SaveBytes int64
 
 	Params Buffer // every parameter, in layout order
 	Grads  Buffer // same layout as Params; accumulates over Backward calls; nil when frozen
@@ -50,6 +55,15 @@ type Model struct {
 	sinks    sinks
 
 	sampleLogits Buffer // StepSample's logits on a device without DeviceSampler, reused
+}
+
+// saveBound is the most float32 bytes of saved layer activations a
+// training Forward keeps (SaveBytes, else autoRecomputeBytes).
+func (m *Model) saveBound() int64 {
+	if m.SaveBytes > 0 {
+		return m.SaveBytes
+	}
+	return autoRecomputeBytes
 }
 
 // autoRecomputeBytes bounds the saved layer activations of one training
@@ -215,7 +229,7 @@ func (m *Model) forwardHidden(b Batch, train bool) (*activations, error) {
 		return nil, err
 	}
 	d, dev, T := m.d, m.Dev, len(b.Tokens)
-	save := train && !m.Recompute && int64(d.L)*int64(layerActSize(d, T))*4 <= autoRecomputeBytes
+	save := train && !m.Recompute && int64(d.L)*int64(layerActSize(d, T))*4 <= m.saveBound()
 	maxT := 0
 	if !save && len(b.Seqs) > 2 {
 		maxT = groupTokens(d, T, train)

@@ -26,6 +26,9 @@ type Setup struct {
 	// Recompute makes the critic recompute its activations in the
 	// backward, as the policy does when its own Recompute is set.
 	Recompute bool
+	// SaveBytes is the critic's bound on saved layer activations, as the
+	// policy's (model.Model.SaveBytes; 0: the automatic one).
+	SaveBytes int64
 
 	Tok         *tokenizer.Tokenizer
 	Env         env.Environment
@@ -88,7 +91,7 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 		if t.Critic, err = model.Load(s.RefDir, s.Policy.Dev, model.ValueHeadOutput); err != nil {
 			return nil, err
 		}
-		t.Critic.Recompute = s.Recompute
+		t.Critic.Recompute, t.Critic.SaveBytes = s.Recompute, s.SaveBytes
 		if t.CriticOpt, err = s.DP.NewOptimizer(t.Critic.Dev, t.Critic.Params, t.Critic.Grads, cfg.Critic.Optim, s.TotalSteps); err != nil {
 			return nil, err
 		}

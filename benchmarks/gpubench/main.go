@@ -52,6 +52,12 @@ var shapes = map[string]shape{
 	"smoke": {2, 64, 128, 4, 2, 512},
 }
 
+// keepLayers raises the models' saved-layer bound (model.Model.SaveBytes)
+// past every micro-batch here: on an H200 cmd/train's plan keeps the
+// layers of these shapes (plan.KeepLayers), so the backward runs no
+// second forward.
+var keepLayers = true
+
 // The sizes of the table; -smoke shrinks them to check the program on the
 // CUDA emulator in seconds.
 var (
@@ -85,6 +91,7 @@ func main() {
 	only := flag.String("shapes", "0.5B,1.5B", "model shapes of train and decode")
 	reps := flag.Int("reps", 5, "timed repeats of a training step (median)")
 	smoke := flag.Bool("smoke", false, "tiny shapes and sizes (the emulator's check of this program)")
+	flag.BoolVar(&keepLayers, "keep-layers", true, "training forwards keep every layer's activations, as train chooses on a GPU with room (plan.KeepLayers); false: the automatic 1 GiB bound, recomputing")
 	flag.Parse()
 	if *smoke {
 		*only = "smoke"
@@ -157,6 +164,9 @@ func run(sec string, s shape, reps int) (r map[string]any, err error) {
 	}
 	m.InitRandom(1)
 	gpu.UseBF16(m.Params)
+	if keepLayers {
+		m.SaveBytes = 1 << 50
+	}
 	switch sec {
 	case "train":
 		return trainStep(m, reps)
@@ -236,7 +246,7 @@ func trainStep(m *model.Model, reps int) (map[string]any, error) {
 			return nil
 		}
 	}
-	row := map[string]any{"tokens": T, "params": m.NumParams(), "recompute": m.Recompute}
+	row := map[string]any{"tokens": T, "params": m.NumParams(), "recompute": m.Recompute, "save_bytes": m.SaveBytes}
 	for _, c := range []struct {
 		key  string
 		seqs []int32

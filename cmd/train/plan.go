@@ -18,10 +18,10 @@ import (
 // for trainer.device (auto meaning what cuda.Pick would choose, and a
 // present GPU's memory: cuda.DryRunDevice opens a context, allocates
 // nothing) and trainer.device_memory.
-func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, err error) {
+func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, saveBytes int64, err error) {
 	mc, err := planModelConfig(cfg)
 	if err != nil {
-		return true, err
+		return true, 0, err
 	}
 	s := plan.Settings{Device: "cpu", Train: true, Reference: cfg.RL.NeedsRef(), Critic: cfg.RL.NeedsCritic(),
 		Recompute: cfg.Trainer.Recompute, MicroBatchTokens: cfg.RL.Actor.MicroBatchTokens,
@@ -31,7 +31,7 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, err error
 	// A data-parallel run plans one rank: the launcher's world size (a dry
 	// run can be planned for N ranks with WORLD_SIZE=N RANK=0).
 	if l, err := model.LaunchFromEnv(); err != nil {
-		return true, err
+		return true, 0, err
 	} else if l.Size > 1 {
 		s.Ranks, s.Zero1, s.Zero, s.BucketMB = l.Size, cfg.DP.Zero1, cfg.DP.Zero, cfg.DP.BucketMB
 		s.CUDAPaging = cfg.DP.ShardMasters
@@ -46,7 +46,7 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, err error
 	}
 	if lc := cfg.RL.Actor.LoRA; lc.Enabled() {
 		if err := lc.Validate(); err != nil {
-			return true, fmt.Errorf("actor.%w", err)
+			return true, 0, fmt.Errorf("actor.%w", err)
 		}
 		s.LoRARank, s.LoRATargets = lc.Rank, lc.TargetModules
 		s.FrozenBF16 = cfg.Model.Path != "" && mc.DType == "bfloat16" // the base loads frozen (run)
@@ -71,14 +71,19 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, err error
 	}
 	if cfg.Trainer.DeviceMemory != "" {
 		if s.Capacity, err = plan.ParseSize(cfg.Trainer.DeviceMemory); err != nil {
-			return true, fmt.Errorf("trainer.device_memory: %w", err)
+			return true, 0, fmt.Errorf("trainer.device_memory: %w", err)
 		}
 	}
 	p, err := plan.New(mc, s)
 	if err != nil {
-		return true, err
+		return true, 0, err
 	}
-	return plan.Report(out, p, mc, cfg.Trainer.DryRun)
+	// A GPU with room keeps every layer's activations (run.go gives the
+	// models this bound): the backward skips one forward of each layer.
+	s, p = plan.KeepLayers(mc, s, p)
+	saveBytes = s.SaveBytes
+	stop, err = plan.Report(out, p, mc, cfg.Trainer.DryRun)
+	return stop, saveBytes, err
 }
 
 // useMixed switches m's device to bf16 mixed precision with a bf16 compute

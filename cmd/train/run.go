@@ -40,7 +40,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	}
 	out = rankOutput(launch, out)
 	if cfg.Trainer.DryRun {
-		_, err := planRun(cfg, nil, out)
+		_, _, err := planRun(cfg, nil, out)
 		return err
 	}
 	dir := cfg.Trainer.DefaultLocalDir
@@ -84,7 +84,8 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		fmt.Fprintln(out, note)
 	}
 	warnTinyDefaults(cfg, out)
-	if stop, err := planRun(cfg, dev, out); stop || err != nil {
+	stop, saveBytes, err := planRun(cfg, dev, out)
+	if stop || err != nil {
 		return err
 	}
 	mc := cfg.Model
@@ -93,7 +94,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	s.Policy.Recompute = cfg.Trainer.Recompute
+	s.Policy.Recompute, s.Policy.SaveBytes = cfg.Trainer.Recompute, saveBytes
 	defer s.Close()
 	if err := setupLoRA(cfg, s); err != nil {
 		return err
@@ -367,7 +368,7 @@ func newTrainer(cfg *Config, s *agent.Setup, sftDir string, dp *rl.DP) (*rl.Trai
 	if cfg.RL.NeedsRef() {
 		ref = loraRef(s) // a LoRA run's reference is its frozen base
 	}
-	tr, err := rl.NewTrainer(cfg.RL, rl.Setup{Policy: s.Policy, RefDir: sftDir, Ref: ref, Recompute: cfg.Trainer.Recompute,
+	tr, err := rl.NewTrainer(cfg.RL, rl.Setup{Policy: s.Policy, RefDir: sftDir, Ref: ref, Recompute: cfg.Trainer.Recompute, SaveBytes: s.Policy.SaveBytes,
 		Tok: s.Tok, Env: s.Env, Stop: s.Stop, ToolCallEnd: s.ToolCallEnd,
 		Slots:      min(cfg.Trainer.RolloutSlots, cfg.Data.TrainBatchSize*cfg.RL.Rollout.N),
 		MaxContext: cfg.Model.MaxContext, TotalSteps: cfg.Trainer.TotalSteps, PromptsPerStep: cfg.Data.TrainBatchSize,

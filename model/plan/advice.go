@@ -72,7 +72,7 @@ func (p *Plan) Advice(cfg *model.Config) []string {
 		t.MicroBatchTokens = max(t.MaxContext, 1)
 		parts = append(parts, fmt.Sprintf("%s=%d", s.key("micro_batch"), t.MicroBatchTokens))
 	}
-	if t.Train && !t.Recompute && s.key("recompute") != "" && shapeOf(cfg).saves(max(t.MicroBatchTokens, t.MaxContext), false) {
+	if t.Train && !t.Recompute && s.key("recompute") != "" && shapeOf(cfg).saves(max(t.MicroBatchTokens, t.MaxContext), false, t.SaveBytes) {
 		t.Recompute = true
 		parts = append(parts, s.key("recompute")+"=true")
 	}

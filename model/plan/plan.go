@@ -47,6 +47,10 @@ type Settings struct {
 	Reference bool // a frozen reference policy (KL loss or KL in the reward)
 	Critic    bool // a value model with its own optimizer (GAE)
 	Recompute bool // activation recomputation in the backward
+	// SaveBytes is the model's bound on saved layer activations
+	// (model.Model.SaveBytes; 0: the automatic 1 GiB): a training
+	// forward over it recomputes even when Recompute is off.
+	SaveBytes int64
 	BaseModel bool // a second policy held beside the first (eval's base-tool-call baseline)
 	RefBF16   bool // the reference's frozen weights are stored as bf16 (a bf16 source folder on the CPU)
 	// FrozenBF16: a run that does not train (eval, score, serve), or the
@@ -248,7 +252,7 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		st, sc, how := s.moments(C, csb)
 		dpScratch += sc
 		cg, _ := s.grads(sh, C, false, true)
-		add("critic", C*4+cg+st+s.forwardBytes(sh, T, sh.saves(T, s.Recompute), true),
+		add("critic", C*4+cg+st+s.forwardBytes(sh, T, sh.saves(T, s.Recompute, s.SaveBytes), true),
 			"value model: fp32 weights, gradients, AdamW%s, training activations at %d tokens", how, T)
 	}
 	if s.RolloutSlots > 0 {
@@ -272,10 +276,10 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		switch {
 		case s.Recompute:
 			what = "recomputation: residuals only"
-		case !sh.saves(T, false):
-			what = fmt.Sprintf("recomputation (on by itself: saved layers would exceed %d GiB)", autoRecomputeBytes/GiB)
+		case !sh.saves(T, false, s.SaveBytes):
+			what = fmt.Sprintf("recomputation (on by itself: saved layers would exceed %.3g GiB)", float64(max(s.SaveBytes, autoRecomputeBytes))/GiB)
 		}
-		saved := sh.saves(T, s.Recompute)
+		saved := sh.saves(T, s.Recompute, s.SaveBytes)
 		add("activations", s.forwardBytes(sh, T, saved, true), "training micro-batch of %d tokens, %s%s%s", T, what, s.groupDetail(sh, T, saved, true), s.residDetail())
 	} else if T > 0 {
 		add("activations", s.forwardBytes(sh, T, false, false), "scoring forward of %d tokens%s%s", T, s.groupDetail(sh, T, false, false), s.residDetail())
@@ -287,7 +291,7 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		tt, bt := max(T, s.stepTokens()), 0
 		if s.Train || s.Critic {
 			bt = T // a backward's rows: the micro-batch, or one group of it
-			if g := s.groupRows(sh, T, sh.saves(T, s.Recompute), true); g > 0 {
+			if g := s.groupRows(sh, T, sh.saves(T, s.Recompute, s.SaveBytes), true); g > 0 {
 				bt = g
 			}
 		}

@@ -66,12 +66,14 @@ func tinyConfig(t *testing.T, modelType string) *model.Config {
 // allocations, and compares the peak with the plan's total less its
 // workspace (which lives outside the arenas): within 10%, with and without
 // recomputation, Qwen2 and Qwen3, a bf16 reference with bf16 AdamW
-// moments, and LoRA adapters on a frozen base.
+// moments, LoRA adapters on a frozen base, and a saved-layer bound
+// (SaveBytes) below the micro-batch's layers, which recomputes by itself.
 func TestPlanMatchesCPUAllocations(t *testing.T) {
 	type tc struct {
 		mt                                     string
 		recompute, refBF16, stateBF16, grouped bool
 		lora                                   int
+		saveBytes                              int64
 	}
 	var cases []tc
 	for _, mt := range []string{"qwen2", "qwen3"} {
@@ -79,7 +81,7 @@ func TestPlanMatchesCPUAllocations(t *testing.T) {
 			cases = append(cases, tc{mt: mt, recompute: recompute})
 		}
 		cases = append(cases, tc{mt: mt, refBF16: true, stateBF16: true}, tc{mt: mt, lora: 4},
-			tc{mt: mt, recompute: true, grouped: true}, tc{mt: mt, grouped: true})
+			tc{mt: mt, recompute: true, grouped: true}, tc{mt: mt, grouped: true}, tc{mt: mt, saveBytes: 1024})
 	}
 	defer func(old int) { model.GroupBytes = old }(model.GroupBytes)
 	for _, c := range cases {
@@ -90,9 +92,9 @@ func TestPlanMatchesCPUAllocations(t *testing.T) {
 		if c.grouped {
 			model.GroupBytes = 16 << 10
 		}
-		name := fmt.Sprintf("%s recompute=%v refBF16=%v stateBF16=%v lora=%d grouped=%v", c.mt, c.recompute, c.refBF16, c.stateBF16, c.lora, c.grouped)
+		name := fmt.Sprintf("%s recompute=%v refBF16=%v stateBF16=%v lora=%d grouped=%v saveBytes=%d", c.mt, c.recompute, c.refBF16, c.stateBF16, c.lora, c.grouped, c.saveBytes)
 		cfg := tinyConfig(t, c.mt)
-		s := Settings{Device: "cpu", Train: true, Reference: true, Critic: true, Recompute: c.recompute,
+		s := Settings{Device: "cpu", Train: true, Reference: true, Critic: true, Recompute: c.recompute, SaveBytes: c.saveBytes,
 			RefBF16: c.refBF16, StateBF16: c.stateBF16, LoRARank: c.lora,
 			MicroBatchTokens: 48, RolloutSlots: 6, MaxContext: 40, MaxPromptTokens: 7, GroupSize: 3}
 		p, err := New(cfg, s)
@@ -108,7 +110,7 @@ func TestPlanMatchesCPUAllocations(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		policy.Recompute = c.recompute
+		policy.Recompute, policy.SaveBytes = c.recompute, c.saveBytes
 		policy.InitRandom(1)
 		var ref *model.Model
 		if c.lora > 0 {
@@ -131,7 +133,7 @@ func TestPlanMatchesCPUAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 		critic, _ := model.New(cfg, dev, model.ValueHeadOutput)
-		critic.Recompute = c.recompute
+		critic.Recompute, critic.SaveBytes = c.recompute, c.saveBytes
 		if _, err := optim.New(dev, critic.Params, critic.Grads, optim.DefaultConfig(), 10); err != nil {
 			t.Fatal(err)
 		}

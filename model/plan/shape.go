@@ -73,10 +73,18 @@ func (sh shape) layerCompute(T int) int64 {
 const autoRecomputeBytes = 1 << 30
 
 // saves says whether a training forward of T tokens keeps every layer's
-// activations (Recompute off and under the automatic bound).
-func (sh shape) saves(T int, recompute bool) bool {
-	return !recompute && int64(sh.L)*sh.layerActs(T)*4 <= autoRecomputeBytes
+// activations (Recompute off and under the bound: model.Model.SaveBytes,
+// or autoRecomputeBytes when bound is 0).
+func (sh shape) saves(T int, recompute bool, bound int64) bool {
+	if bound <= 0 {
+		bound = autoRecomputeBytes
+	}
+	return !recompute && int64(sh.L)*sh.layerActs(T)*4 <= bound
 }
+
+// savedLayerBytes is the float32 count of a training forward's saved
+// layers times 4: what model.Model.SaveBytes is compared with.
+func (sh shape) savedLayerBytes(T int) int64 { return int64(sh.L) * sh.layerActs(T) * 4 }
 
 // loraParams is the number of scalars of rank-r adapters on the named
 // projections (nil or "all-linear": all seven) of every layer: A [r, in]
