@@ -1,6 +1,9 @@
 package model
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // The float32 exponential of the element-wise ops (the LM head's softmax,
 // SwiGLU's sigmoid, attention's probabilities). exp32 is the scalar
@@ -97,7 +100,7 @@ func expInto[F Float](dst, src []F) {
 func exp32Into(dst, src []float32) {
 	dst = dst[:len(src)]
 	done := 0
-	if expVector != nil && len(src) >= expLanes {
+	if expVector != nil && !expNoVector && len(src) >= expLanes {
 		done = len(src) / expLanes * expLanes
 		if expVector(&dst[0], &src[0], done, &expConsts) {
 			for i, x := range src[:done] {
@@ -112,8 +115,31 @@ func exp32Into(dst, src []float32) {
 	}
 }
 
+// expNoVector makes exp32Into run exp32 element by element: the
+// benchmarks' same-run before/after.
+var expNoVector bool
+
 // expKernel is one vector kernel and its lane count.
 type expKernel struct {
 	run   func(dst, src *float32, n int, c *[12]float32) bool
 	lanes int
 }
+
+// rowPool holds the element-wise ops' per-goroutine scratch rows: allocated
+// per call, a 151,936-entry LM head's rows would add megabytes of garbage
+// per step to a heap that the collector, at several GiB live, visits
+// seldom.
+var rowPool sync.Pool
+
+// getRow returns a scratch row of n values from rowPool (contents
+// undefined); putRow gives it back.
+func getRow[F Float](n int) *[]F {
+	if p, ok := rowPool.Get().(*[]F); ok && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
+	}
+	s := make([]F, n)
+	return &s
+}
+
+func putRow[F Float](p *[]F) { rowPool.Put(p) }

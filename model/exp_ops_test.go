@@ -1,0 +1,142 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// The element-wise ops that take e^x through the vector expInto give, on
+// the float32 device, the bits of their former element-by-element loops
+// (kept below as the reference): the default run does not move.
+
+func TestLMHeadBitForBitScalar(t *testing.T) {
+	d := &CPU[float32]{threads: 2}
+	rng := rand.New(rand.NewPCG(5, 6))
+	const T, C, V = 7, 24, 4099 // V: one whole chunk and a 3-entry one, neither a lane multiple
+	h, w := randF32(rng, T*C, 1), randF32(rng, V*C, 3)
+	w[5*C] = 200 // a logit far above the rest: most lanes underflow
+	targets := []int32{0, 5, 4098, -1, 17, 4096, 9}
+	lp, ent, lse := make(cpuBuf[float32], T), make(cpuBuf[float32], T), make(cpuBuf[float32], T)
+	d.LMHead(lp, ent, lse, cpuBuf[float32](h), cpuBuf[float32](w), targets, T, C, V)
+
+	// Reference: the whole [T, V] logits by the same Gemm, the former loop
+	// per chunk, combined as LMHead combines chunks.
+	z := make(cpuBuf[float32], T*V)
+	d.Gemm(false, true, T, V, C, 1, cpuBuf[float32](h), C, cpuBuf[float32](w), C, 0, z, V)
+	for i := range T {
+		mx, s, sv := math.Inf(-1), 0.0, 0.0
+		for v0 := 0; v0 < V; v0 += headChunk {
+			m := min(headChunk, V-v0)
+			chunk := z[i*V+v0 : i*V+v0+m]
+			cm := math.Inf(-1)
+			for _, v := range chunk {
+				cm = math.Max(cm, float64(v))
+			}
+			nm := math.Max(mx, cm)
+			r := math.Exp(mx - nm)
+			s, sv = s*r, sv*r
+			for _, v := range chunk {
+				e := float64(expF(float32(float64(v) - nm)))
+				s += e
+				sv += e * float64(v)
+			}
+			mx = nm
+		}
+		l := mx + math.Log(s)
+		if want := float32(l); math.Float32bits(lse[i]) != math.Float32bits(want) {
+			t.Fatalf("row %d: lse %g, former loop %g", i, lse[i], want)
+		}
+		if want := float32(l - sv/s); math.Float32bits(ent[i]) != math.Float32bits(want) {
+			t.Fatalf("row %d: entropy %g, former loop %g", i, ent[i], want)
+		}
+		if y := targets[i]; y >= 0 {
+			if want := float32(float64(z[i*V+int(y)]) - l); math.Float32bits(lp[i]) != math.Float32bits(want) {
+				t.Fatalf("row %d: logprob %g, former loop %g", i, lp[i], want)
+			}
+		}
+	}
+
+	// Backward: the former per-logit loop, then the same two products.
+	glp, gent := randF32(rng, T, 1), randF32(rng, T, 1)
+	dh, dw := make(cpuBuf[float32], T*C), make(cpuBuf[float32], V*C)
+	d.LMHeadBackward(dh, dw, cpuBuf[float32](glp), cpuBuf[float32](gent), cpuBuf[float32](h), cpuBuf[float32](w), lse, ent, targets, T, C, V)
+	wantDh, wantDw := make(cpuBuf[float32], T*C), make(cpuBuf[float32], V*C)
+	for v0 := 0; v0 < V; v0 += headChunk {
+		m := min(headChunk, V-v0)
+		g := make(cpuBuf[float32], T*m)
+		for i := range T {
+			l, ez := float64(lse[i]), float64(lse[i])-float64(ent[i])
+			gl, ge := float64(glp[i]), float64(gent[i])
+			if targets[i] < 0 {
+				gl = 0
+			}
+			y := int(targets[i]) - v0
+			for v := range m {
+				zv := z[i*V+v0+v]
+				p := float64(expF(float32(float64(zv) - l)))
+				gg := -gl*p - ge*p*(float64(zv)-ez)
+				if v == y {
+					gg += gl
+				}
+				g[i*m+v] = float32(gg)
+			}
+		}
+		beta := float32(1)
+		if v0 == 0 {
+			beta = 0
+		}
+		d.Gemm(false, false, T, C, m, 1, g, m, cpuBuf[float32](w[v0*C:(v0+m)*C]), C, beta, wantDh, C)
+		d.Gemm(true, false, m, C, T, 1, g, m, cpuBuf[float32](h), C, 1, wantDw[v0*C:(v0+m)*C], C)
+	}
+	for i := range dh {
+		if math.Float32bits(dh[i]) != math.Float32bits(wantDh[i]) {
+			t.Fatalf("dh[%d] = %g, former loop %g", i, dh[i], wantDh[i])
+		}
+	}
+	for i := range dw {
+		if math.Float32bits(dw[i]) != math.Float32bits(wantDw[i]) {
+			t.Fatalf("dw[%d] = %g, former loop %g", i, dw[i], wantDw[i])
+		}
+	}
+}
+
+func TestSwiGLUBitForBitScalar(t *testing.T) {
+	d := &CPU[float32]{threads: 2}
+	rng := rand.New(rand.NewPCG(7, 8))
+	const rows, I = 19, 37
+	gu := randF32(rng, rows*2*I, 4)
+	gu[3] = -95 // e^95: the kernel hands the lane back to exp32
+	gu[4] = 100
+	gu[5] = float32(math.Inf(-1))
+	out := make(cpuBuf[float32], rows*I)
+	d.SwiGLU(out, cpuBuf[float32](gu), rows, I)
+	dout := randF32(rng, rows*I, 1)
+	dgu := make(cpuBuf[float32], rows*2*I)
+	d.SwiGLUBackward(dgu, cpuBuf[float32](dout), cpuBuf[float32](gu), rows, I)
+	for t2 := range rows {
+		for i := range I {
+			g, u, gy := float64(gu[t2*2*I+i]), float64(gu[t2*2*I+I+i]), float64(dout[t2*I+i])
+			want := float32(g / (1 + float64(expF(float32(-g)))) * u)
+			if got := out[t2*I+i]; !sameFloat(got, want) {
+				t.Fatalf("SwiGLU[%d, %d] = %g, former loop %g", t2, i, got, want)
+			}
+			s := 1 / (1 + float64(expF(float32(-g))))
+			wg, wu := float32(gy*u*s*(1+g*(1-s))), float32(gy*g*s)
+			if got := dgu[t2*2*I+i]; !sameFloat(got, wg) {
+				t.Fatalf("d gate[%d, %d] = %g, former loop %g", t2, i, got, wg)
+			}
+			if got := dgu[t2*2*I+I+i]; !sameFloat(got, wu) {
+				t.Fatalf("d up[%d, %d] = %g, former loop %g", t2, i, got, wu)
+			}
+		}
+	}
+}
+
+func randF32(rng *rand.Rand, n int, scale float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(scale * rng.NormFloat64())
+	}
+	return v
+}
