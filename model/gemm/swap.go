@@ -39,7 +39,7 @@ func (e *Engine) swapped(j *job) {
 	s := getScratch(&cScratch, j.n*j.m)
 	defer putScratch(&cScratch, s)
 	t := job{transA: false, transB: true, m: j.n, n: j.m, k: j.k, alpha: j.alpha, beta: 0,
-		a: j.b, lda: j.ldb, b: j.a, ldb: j.lda, c: s.data, ldc: j.m, directA: true}
+		a: j.b, lda: j.ldb, b: j.a, ldb: j.lda, c: s.data, ldc: j.m, directA: true, prefetchA: !e.noPrefetchA}
 	e.run(&t, e.threadsFor(t.m, t.n, t.k))
 	// C[i][c] = Cᵀ[c][i], in blocks of 64 columns of C for locality.
 	const blk = 64
