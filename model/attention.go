@@ -53,6 +53,8 @@ func (d *CPU[F]) Attention(out, lse, qkv Buffer, seqs []int32, NH, KVH, HS int) 
 		kv := tk.h / (NH / KVH)
 		nk := tk.t0 + tk.nq - tk.s0
 		S := grow(scratch, tk.nq*nk)
+		sc := getRow[F](nk) // e^x's arguments (expInto writes S's row)
+		defer putRow(sc)
 		gemm1(false, true, tk.nq, nk, HS, scale, x[tk.t0*a.W+a.qOff+tk.h*HS:], a.W, x[tk.s0*a.W+a.kOff+kv*HS:], a.W, 0, S, nk)
 		for i := 0; i < tk.nq; i++ {
 			row := S[i*nk : (i+1)*nk]
@@ -61,10 +63,13 @@ func (d *CPU[F]) Attention(out, lse, qkv Buffer, seqs []int32, NH, KVH, HS int) 
 			for _, v := range row[:valid] {
 				m = max(m, v)
 			}
+			arg := (*sc)[:valid]
+			for j, v := range row[:valid] {
+				arg[j] = v - m
+			}
+			expInto(row[:valid], arg)
 			var sum float64
-			for j := range valid {
-				e := expF(row[j] - m)
-				row[j] = e
+			for _, e := range row[:valid] {
 				sum += float64(e)
 			}
 			clear(row[valid:])
@@ -100,6 +105,7 @@ func (d *CPU[F]) AttentionBackward(dqkv, dout, out, lse, qkv Buffer, seqs []int3
 				nq := min(attnBlock, e-t0)
 				nk := t0 + nq - s0
 				buf2 := grow(scratch, 2*nq*nk)
+				sc := getRow[F](nk)
 				P, dS := buf2[:nq*nk], buf2[nq*nk:]
 				q := x[t0*a.W+a.qOff+h*HS:]
 				k := x[s0*a.W+a.kOff+kv*HS:]
@@ -113,9 +119,12 @@ func (d *CPU[F]) AttentionBackward(dqkv, dout, out, lse, qkv Buffer, seqs []int3
 					lt := L[h*T+t]
 					D := dot(dy[t*QW+h*HS:][:HS], o[t*QW+h*HS:][:HS])
 					pr, dr := P[i*nk:(i+1)*nk], dS[i*nk:(i+1)*nk]
-					for j := range valid {
-						p := expF(pr[j] - lt)
-						pr[j] = p
+					arg := (*sc)[:valid]
+					for j, v := range pr[:valid] {
+						arg[j] = v - lt
+					}
+					expInto(pr[:valid], arg)
+					for j, p := range pr[:valid] {
 						dr[j] = p * (dr[j] - D) * F(scale)
 					}
 					clear(pr[valid:])
@@ -124,6 +133,7 @@ func (d *CPU[F]) AttentionBackward(dqkv, dout, out, lse, qkv Buffer, seqs []int3
 				gemm1(false, false, nq, HS, nk, 1, dS, nk, k, a.W, 0, dx[t0*a.W+a.qOff+h*HS:], a.W)
 				gemm1(true, false, nk, HS, nq, 1, dS, nk, q, a.W, 1, dx[s0*a.W+a.kOff+kv*HS:], a.W)
 				gemm1(true, false, nk, HS, nq, 1, P, nk, g, QW, 1, dx[s0*a.W+a.vOff+kv*HS:], a.W)
+				putRow(sc)
 			}
 		}
 	})

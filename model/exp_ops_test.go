@@ -140,3 +140,46 @@ func randF32(rng *rand.Rand, n int, scale float64) []float32 {
 	}
 	return v
 }
+
+// runBoth runs f with exp32Into's vector kernel and again element by
+// element (expNoVector: expF's former loops) and returns both results.
+func runBoth[T any](f func() T) (vector, scalar T) {
+	defer func() { expNoVector = false }()
+	expNoVector = false
+	vector = f()
+	expNoVector = true
+	scalar = f()
+	return
+}
+
+func sameBits(t *testing.T, what string, a, b []float32) {
+	t.Helper()
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			t.Fatalf("%s[%d] = %g with the vector exp, %g element by element", what, i, a[i], b[i])
+		}
+	}
+}
+
+// Attention's forward and backward on the float32 device: the same bits
+// with the vector exp as element by element, over sequences of several
+// blocks.
+func TestAttentionBitForBitScalar(t *testing.T) {
+	d := &CPU[float32]{threads: 2}
+	rng := rand.New(rand.NewPCG(9, 10))
+	const NH, KVH, HS = 4, 2, 16
+	seqs := []int32{0, 70, 71, 230} // lengths 70, 1, 159
+	T := int(seqs[len(seqs)-1])
+	W := (NH + 2*KVH) * HS
+	qkv, dout := randF32(rng, T*W, 2), randF32(rng, T*NH*HS, 1)
+	type res struct{ out, lse, dqkv []float32 }
+	v, s := runBoth(func() res {
+		out, lse, dqkv := make(cpuBuf[float32], T*NH*HS), make(cpuBuf[float32], NH*T), make(cpuBuf[float32], T*W)
+		d.Attention(out, lse, cpuBuf[float32](qkv), seqs, NH, KVH, HS)
+		d.AttentionBackward(dqkv, cpuBuf[float32](dout), out, lse, cpuBuf[float32](qkv), seqs, NH, KVH, HS)
+		return res{out, lse, dqkv}
+	})
+	sameBits(t, "out", v.out, s.out)
+	sameBits(t, "lse", v.lse, s.lse)
+	sameBits(t, "dqkv", v.dqkv, s.dqkv)
+}
