@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -182,4 +183,39 @@ func TestAttentionBitForBitScalar(t *testing.T) {
 	sameBits(t, "out", v.out, s.out)
 	sameBits(t, "lse", v.lse, s.lse)
 	sameBits(t, "dqkv", v.dqkv, s.dqkv)
+}
+
+// AttentionCached on the float32 device: the vector kernels give the
+// element-by-element loops' bits, for chunks of one and several tokens at
+// different cache positions.
+func TestAttentionCachedBitForBitScalar(t *testing.T) {
+	d := &CPU[float32]{threads: 2}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, HS := range []int{32, 64, 128} {
+		const slots, maxLen, NH, KVH = 5, 300, 6, 2
+		W := (NH + 2*KVH) * HS
+		lens := []int32{1, 3, 1, 7, 1}
+		pos0 := []int32{0, 17, 255, 100, 4}
+		sl := []int32{4, 0, 2, 1, 3}
+		T := 0
+		for _, n := range lens {
+			T += int(n)
+		}
+		qkv := randF32(rng, T*W, 3)
+		K0, V0 := randF32(rng, slots*maxLen*KVH*HS, 1), randF32(rng, slots*maxLen*KVH*HS, 1)
+		run := func() []float32 {
+			K, V := append(cpuBuf[float32](nil), K0...), append(cpuBuf[float32](nil), V0...)
+			out := make(cpuBuf[float32], T*NH*HS)
+			d.AttentionCached(out, cpuBuf[float32](qkv), K, V, sl, pos0, lens, maxLen, NH, KVH, HS)
+			return out
+		}
+		vec := run()
+		attnNoVector = true
+		ref := run()
+		attnNoVector = false
+		if !attnVector {
+			t.Skip("no vector attention kernels on this CPU")
+		}
+		sameBits(t, fmt.Sprintf("HS %d: out", HS), vec, ref)
+	}
 }
