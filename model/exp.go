@@ -143,3 +143,25 @@ func getRow[F Float](n int) *[]F {
 }
 
 func putRow[F Float](p *[]F) { rowPool.Put(p) }
+
+// exp64Into sets dst[i] = math.Exp(src[i]) for i < len(src), bit for bit
+// (TestExp64IntoBitForBit): eight lanes at a time where the CPU has
+// AVX-512, math.Exp for the tail and for lanes outside (−708, 709), which
+// take math.Exp's other branches. dst must not overlap src.
+func exp64Into(dst, src []float64) {
+	dst = dst[:len(src)]
+	done := 0
+	if exp64Vector && !expNoVector && len(src) >= 8 {
+		done = len(src) / 8 * 8
+		if exp64AVX512FMA(&dst[0], &src[0], done) {
+			for i, x := range src[:done] {
+				if !(x > -708 && x < 709) {
+					dst[i] = math.Exp(x)
+				}
+			}
+		}
+	}
+	for i := done; i < len(src); i++ {
+		dst[i] = math.Exp(src[i])
+	}
+}

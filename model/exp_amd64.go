@@ -35,3 +35,14 @@ func expKernels() map[string]expKernel {
 	}
 	return ks
 }
+
+// exp64AVX512FMA (exp64_amd64.s) sets dst[i] = math.Exp(src[i]) for i < n,
+// n a multiple of 8, taking math.Exp's FMA path; it reports whether a lane
+// took another branch of math.Exp (then its value is garbage).
+//
+//go:noescape
+func exp64AVX512FMA(dst, src *float64, n int) (special bool)
+
+// exp64Vector: the CPU runs exp64AVX512FMA, and math.Exp takes its FMA
+// path here too (it does where the CPU has AVX and FMA).
+var exp64Vector = cpu.X86.HasAVX512F && cpu.X86.HasAVX && cpu.X86.HasFMA

@@ -30,12 +30,23 @@ func BenchmarkExpOps(b *testing.B) {
 	gu, out := cpuBuf[float32](randF32(rng, rows*2*I, 2)), make(cpuBuf[float32], rows*I)
 	dout, dgu := cpuBuf[float32](randF32(rng, rows*I, 1)), make(cpuBuf[float32], rows*2*I)
 	src, dst := randF32(rng, V, 3), make([]float32, V)
+	src64, dst64 := make([]float64, V), make([]float64, V)
+	for i, x := range src {
+		src64[i] = float64(x)
+	}
+	var ids []int32
 	hs, ws := cpuBuf[float32](randF32(rng, T*16, 1)), cpuBuf[float32](randF32(rng, V*16, 0.5))
 	ops := []struct {
 		name string
 		run  func()
 	}{
 		{"expInto 151936", func() { exp32Into(dst, src) }},
+		{"exp64Into 151936", func() { exp64Into(dst64, src64) }},
+		{"SampleToken V151936 T1 x8", func() {
+			for i := range 8 {
+				SampleToken(src, Sampling{Temperature: 1, TopP: 1, TopK: -1}, rand.New(rand.NewPCG(uint64(i), 0)), &ids)
+			}
+		}},
 		{"LM head fwd+bwd T128 C16 V151936", func() {
 			d.LMHead(lp, ent, lse, hs, ws, targets, T, 16, V)
 			d.LMHeadBackward(dh[:T*16], nil, glp, gent, hs, ws, lse, ent, targets, T, 16, V)

@@ -219,3 +219,69 @@ func TestAttentionCachedBitForBitScalar(t *testing.T) {
 		sameBits(t, fmt.Sprintf("HS %d: out", HS), vec, ref)
 	}
 }
+
+// sampleFormer is SampleToken's former full-vocabulary path (no top-k, no
+// top-p), math.Exp element by element.
+func sampleFormer(logits []float32, temp float64, rng *rand.Rand) (int32, float32) {
+	best := 0
+	for i, v := range logits {
+		if v > logits[best] {
+			best = i
+		}
+	}
+	invT := 1 / temp
+	m := float64(logits[best]) * invT
+	var sum float64
+	for _, v := range logits {
+		sum += math.Exp(float64(v)*invT - m)
+	}
+	lse := m + math.Log(sum)
+	logp := func(i int) float64 { return float64(logits[i])*invT - lse }
+	u := rng.Float64()
+	var c float64
+	for i := range logits {
+		c += math.Exp(logp(i))
+		if u < c {
+			return int32(i), float32(logp(i))
+		}
+	}
+	return int32(best), float32(logp(best))
+}
+
+// SampleToken with the vector exp draws the former loop's tokens with the
+// same log-probabilities, and so do its truncated paths with and without
+// the vector kernel.
+func TestSampleTokenBitForBitFormer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	var scratch []int32
+	for _, V := range []int{5003, 151936} {
+		logits := randF32(rng, V, 4)
+		for _, temp := range []float64{1, 0.7, 1.3} {
+			for seed := range uint64(200) {
+				tok, lp := SampleToken(logits, Sampling{Temperature: temp, TopP: 1, TopK: -1}, rand.New(rand.NewPCG(seed, 1)), &scratch)
+				wt, wlp := sampleFormer(logits, temp, rand.New(rand.NewPCG(seed, 1)))
+				if tok != wt || math.Float32bits(lp) != math.Float32bits(wlp) {
+					t.Fatalf("V %d, T %g, seed %d: token %d (logprob %g), the former loop %d (%g)", V, temp, seed, tok, lp, wt, wlp)
+				}
+			}
+			if V > 5003 {
+				continue // the truncated paths sort the vocabulary: the small one is enough
+			}
+			for _, sp := range []Sampling{{Temperature: temp, TopP: 0.9, TopK: -1}, {Temperature: temp, TopP: 1, TopK: 50}} {
+				for seed := range uint64(20) {
+					type r struct {
+						tok int32
+						lp  float32
+					}
+					v, s := runBoth(func() r {
+						tok, lp := SampleToken(logits, sp, rand.New(rand.NewPCG(seed, 2)), &scratch)
+						return r{tok, lp}
+					})
+					if v != s {
+						t.Fatalf("V %d, %+v, seed %d: %v with the vector exp, %v without", V, sp, seed, v, s)
+					}
+				}
+			}
+		}
+	}
+}

@@ -117,3 +117,42 @@ func TestExp32Accuracy(t *testing.T) {
 		}
 	}
 }
+
+// exp64Into gives math.Exp's bits in every lane: a sweep of float64 bit
+// patterns over every binade, dense samples of the softmax range
+// [−800, 800], the branch boundaries and the special values.
+func TestExp64IntoBitForBit(t *testing.T) {
+	var xs []float64
+	for b := uint64(0); b < 1<<64-1<<52; b += 1<<52/16 + 12345 {
+		xs = append(xs, math.Float64frombits(b))
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 2_000_000 {
+		xs = append(xs, (r.Float64()*2-1)*800, -r.Float64()*40, r.NormFloat64()*1e-3)
+	}
+	for _, c := range []float64{-708, -708.39, -708.75, -709, -745.13, 709, 709.4, 709.78, 7.09782712893384e+02, 0} {
+		x := c
+		for range 40 {
+			x = math.Nextafter(x, math.Inf(-1))
+		}
+		for range 80 {
+			xs = append(xs, x)
+			x = math.Nextafter(x, math.Inf(1))
+		}
+	}
+	xs = append(xs, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(), -1e300, 1e300, 5e-324)
+	got := make([]float64, len(xs))
+	for _, n := range []int{len(xs), 7, 8, 9, 17} {
+		exp64Into(got[:n], xs[:n])
+		for i, x := range xs[:n] {
+			w := math.Exp(x)
+			if math.Float64bits(got[i]) != math.Float64bits(w) && !(got[i] != got[i] && w != w) {
+				t.Fatalf("exp64Into(%v [%#016x]) = %v [%#016x], math.Exp gives %v [%#016x]", x, math.Float64bits(x),
+					got[i], math.Float64bits(got[i]), w, math.Float64bits(w))
+			}
+		}
+	}
+	if !exp64Vector {
+		t.Log("no AVX-512 here: math.Exp element by element")
+	}
+}
