@@ -33,17 +33,6 @@ func sameFloat(a, b float32) bool {
 	return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
 }
 
-// The explicit, unfusable form of exp32 computes what its first, nested
-// form computed: no float32 result of the device moved.
-func TestExp32MatchesNestedForm(t *testing.T) {
-	for _, x := range expInputs() {
-		if got, want := exp32(x), exp32Ref(x); !sameFloat(got, want) {
-			t.Fatalf("exp32(%g [%#08x]) = %g [%#08x], nested form %g [%#08x]", x, math.Float32bits(x),
-				got, math.Float32bits(got), want, math.Float32bits(want))
-		}
-	}
-}
-
 // Every vector kernel of this CPU gives exp32's bits in every lane, and
 // expInto (kernel + reported lanes + tail) does for slices of every
 // length modulo the lane count.
