@@ -53,6 +53,8 @@ func (d *CPU[F]) Attention(out, lse, qkv Buffer, seqs []int32, NH, KVH, HS int) 
 		kv := tk.h / (NH / KVH)
 		nk := tk.t0 + tk.nq - tk.s0
 		S := grow(scratch, tk.nq*nk)
+		sc := getRow[F](nk) // e^x's arguments (expInto writes S's row)
+		defer putRow(sc)
 		gemm1(false, true, tk.nq, nk, HS, scale, x[tk.t0*a.W+a.qOff+tk.h*HS:], a.W, x[tk.s0*a.W+a.kOff+kv*HS:], a.W, 0, S, nk)
 		for i := 0; i < tk.nq; i++ {
 			row := S[i*nk : (i+1)*nk]
@@ -61,10 +63,13 @@ func (d *CPU[F]) Attention(out, lse, qkv Buffer, seqs []int32, NH, KVH, HS int) 
 			for _, v := range row[:valid] {
 				m = max(m, v)
 			}
+			arg := (*sc)[:valid]
+			for j, v := range row[:valid] {
+				arg[j] = v - m
+			}
+			expInto(row[:valid], arg)
 			var sum float64
-			for j := range valid {
-				e := expF(row[j] - m)
-				row[j] = e
+			for _, e := range row[:valid] {
 				sum += float64(e)
 			}
 			clear(row[valid:])
@@ -100,6 +105,7 @@ func (d *CPU[F]) AttentionBackward(dqkv, dout, out, lse, qkv Buffer, seqs []int3
 				nq := min(attnBlock, e-t0)
 				nk := t0 + nq - s0
 				buf2 := grow(scratch, 2*nq*nk)
+				sc := getRow[F](nk)
 				P, dS := buf2[:nq*nk], buf2[nq*nk:]
 				q := x[t0*a.W+a.qOff+h*HS:]
 				k := x[s0*a.W+a.kOff+kv*HS:]
@@ -113,9 +119,12 @@ func (d *CPU[F]) AttentionBackward(dqkv, dout, out, lse, qkv Buffer, seqs []int3
 					lt := L[h*T+t]
 					D := dot(dy[t*QW+h*HS:][:HS], o[t*QW+h*HS:][:HS])
 					pr, dr := P[i*nk:(i+1)*nk], dS[i*nk:(i+1)*nk]
-					for j := range valid {
-						p := expF(pr[j] - lt)
-						pr[j] = p
+					arg := (*sc)[:valid]
+					for j, v := range pr[:valid] {
+						arg[j] = v - lt
+					}
+					expInto(pr[:valid], arg)
+					for j, p := range pr[:valid] {
 						dr[j] = p * (dr[j] - D) * F(scale)
 					}
 					clear(pr[valid:])
@@ -124,6 +133,7 @@ func (d *CPU[F]) AttentionBackward(dqkv, dout, out, lse, qkv Buffer, seqs []int3
 				gemm1(false, false, nq, HS, nk, 1, dS, nk, k, a.W, 0, dx[t0*a.W+a.qOff+h*HS:], a.W)
 				gemm1(true, false, nk, HS, nq, 1, dS, nk, q, a.W, 1, dx[s0*a.W+a.kOff+kv*HS:], a.W)
 				gemm1(true, false, nk, HS, nq, 1, P, nk, g, QW, 1, dx[s0*a.W+a.vOff+kv*HS:], a.W)
+				putRow(sc)
 			}
 		}
 	})
@@ -152,9 +162,12 @@ func (d *CPU[F]) AttentionCached(out, qkv, kc, vc Buffer, slots, pos0, lens []in
 		}
 	}
 	scale := 1 / math.Sqrt(float64(HS))
+	_, is32 := any(o).([]float32)
+	vector := is32 && attnVector && !attnNoVector && HS%32 == 0
 	d.parallel(NH*T, 4, func(lo, hi int) {
 		p := make([]float64, 0, 256)
 		acc := make([]float64, HS)
+		var s32 []float32
 		for task := lo; task < hi; task++ {
 			h, t := task/T, task%T
 			j := seqStart32(starts, t)
@@ -162,6 +175,11 @@ func (d *CPU[F]) AttentionCached(out, qkv, kc, vc Buffer, slots, pos0, lens []in
 			last := int(pos0[j]) + t - int(starts[j]) // this row's own position
 			kv := h / (NH / KVH)
 			q := x[t*a.W+a.qOff+h*HS:][:HS]
+			if vector {
+				s32, p = attendCached32(any(o[t*NH*HS+h*HS:][:HS]).([]float32), any(q).([]float32),
+					any(K[base+kv*HS:]).([]float32), any(V[base+kv*HS:]).([]float32), kvw, last+1, scale, p, acc, s32)
+				continue
+			}
 			p = p[:0]
 			m := math.Inf(-1)
 			for i := 0; i <= last; i++ {
@@ -185,6 +203,54 @@ func (d *CPU[F]) AttentionCached(out, qkv, kc, vc Buffer, slots, pos0, lens []in
 			}
 		}
 	})
+}
+
+// attnNoVector makes AttentionCached take its element-by-element loops on
+// every CPU: the tests' and benchmarks' reference.
+var attnNoVector bool
+
+// attendCached32 is one (row, head) of AttentionCached on the float32
+// device with the vector kernels: the n scores q·K_i (dots4AVX, each the
+// bits of dot), their softmax weights (exp32Into), and the weighted sum of
+// the value rows in float64 (axpy32F64AVX512, 32 columns at a time, each
+// lane the Go loop's multiply-then-add in position order). k and v start at
+// the head's first cached key and value, rows kvw apart. p (capacity) and
+// acc (HS) are the caller's float64 scratch, s its float32 scratch; s and p
+// are returned, grown.
+func attendCached32(out, q, k, v []float32, kvw, n int, scale float64, p, acc []float64, s []float32) ([]float32, []float64) {
+	HS := len(q)
+	if cap(s) < 3*n {
+		s = make([]float32, 3*n)
+	}
+	s = s[:3*n]
+	sc, arg, ex := s[:n], s[n:2*n], s[2*n:]
+	_ = k[(n-1)*kvw+HS-1]
+	_ = v[(n-1)*kvw+HS-1]
+	dots4AVX(&q[0], &k[0], uintptr(kvw)*4, n, HS, &sc[0])
+	m := math.Inf(-1)
+	p = p[:0]
+	for _, x := range sc {
+		x := float64(x) * scale
+		p = append(p, x)
+		m = max(m, x) // the builtin: math.Max's rules, inlined
+	}
+	for i, x := range p {
+		arg[i] = float32(x - m)
+	}
+	exp32Into(ex, arg)
+	var sum float64
+	for i, e := range ex {
+		p[i] = float64(e)
+		sum += float64(e)
+	}
+	clear(acc)
+	for c := 0; c < HS; c += 32 {
+		axpy32F64AVX512(&acc[c], &v[c], uintptr(kvw)*4, &p[0], n)
+	}
+	for c := range out {
+		out[c] = float32(acc[c] / sum)
+	}
+	return s, p
 }
 
 // seqStart32 returns the index j with seqs[j] <= t < seqs[j+1].

@@ -1,8 +1,6 @@
 package model
 
 import (
-	"math"
-
 	"github.com/r1go/r1go/model/gemm"
 )
 
@@ -74,32 +72,4 @@ func naiveGemm[F Float](transA, transB bool, lo, hi, n, k int, alpha float32, A 
 			C[i*ldc+j] = F(s)
 		}
 	}
-}
-
-// expF is e^x: exact math.Exp for float64 (the gradient checks), and for
-// float32 a Cody-Waite range reduction with a degree-6 polynomial, within
-// 2e-7 relative of e^x for x ≤ 0, about 8x faster than math.Exp.
-func expF[F Float](x F) F {
-	if _, ok := any(x).(float32); !ok {
-		return F(math.Exp(float64(x)))
-	}
-	return F(exp32(float32(x)))
-}
-
-func exp32(x float32) float32 {
-	if x < -87.3 {
-		return 0
-	}
-	if x > 80 {
-		return float32(math.Exp(float64(x)))
-	}
-	const (
-		log2e = 1.44269504088896341
-		ln2hi = 0.693359375
-		ln2lo = -2.12194440e-4
-	)
-	n := float32(math.Floor(float64(x*log2e + 0.5)))
-	r := x - n*ln2hi - n*ln2lo
-	p := 1 + r*(1+r*(0.5+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720))))))
-	return p * math.Float32frombits(uint32(int32(n)+127)<<23)
 }

@@ -37,17 +37,24 @@ func (d *CPU[F]) LMHead(logprob, entropy, lse, h, w Buffer, targets []int32, T, 
 			m := min(chunk, V-v0)
 			d.Gemm(false, true, n, m, C, 1, hb, C, w.Slice(v0*C, m*C), C, 0, z, m)
 			d.parallel(n, 1, func(lo, hi int) {
+				sc := getRow[F](2 * m)
+				defer putRow(sc)
+				arg, ex := (*sc)[:m], (*sc)[m:]
 				for i := lo; i < hi; i++ {
 					row := z[i*m : (i+1)*m]
 					cm := math.Inf(-1)
 					for _, v := range row {
-						cm = math.Max(cm, float64(v))
+						cm = max(cm, float64(v)) // the builtin: math.Max's rules for NaN and ±0, inlined
 					}
 					nm := math.Max(mx[i], cm)
 					r := math.Exp(mx[i] - nm) // rescale what came before
 					s, sv := se[i]*r, sz[i]*r
-					for _, v := range row {
-						e := float64(expF(F(float64(v) - nm)))
+					for j, v := range row {
+						arg[j] = F(float64(v) - nm)
+					}
+					expInto(ex, arg)
+					for j, v := range row {
+						e := float64(ex[j])
 						s += e
 						sv += e * float64(v)
 					}
@@ -85,6 +92,9 @@ func (d *CPU[F]) LMHeadBackward(dh, dw, dlogprob, dentropy, h, w, lse, entropy B
 			wc := w.Slice(v0*C, m*C)
 			d.Gemm(false, true, n, m, C, 1, hb, C, wc, C, 0, z, m)
 			d.parallel(n, 1, func(lo, hi int) {
+				sc := getRow[F](2 * m)
+				defer putRow(sc)
+				arg, ex := (*sc)[:m], (*sc)[m:]
 				for i := lo; i < hi; i++ {
 					t := t0 + i
 					l, ez := float64(L[t]), float64(L[t])-float64(H[t])
@@ -95,7 +105,11 @@ func (d *CPU[F]) LMHeadBackward(dh, dw, dlogprob, dentropy, h, w, lse, entropy B
 					}
 					row := z[i*m : (i+1)*m]
 					for v, zv := range row {
-						p := float64(expF(F(float64(zv) - l)))
+						arg[v] = F(float64(zv) - l)
+					}
+					expInto(ex, arg)
+					for v, zv := range row {
+						p := float64(ex[v])
 						g := -gl*p - ge*p*(float64(zv)-ez)
 						if v == y {
 							g += gl

@@ -28,6 +28,9 @@ func (s Sampling) Validate() error {
 	return nil
 }
 
+// sampleBlock is how many logits SampleToken exponentiates at a time.
+const sampleBlock = 1024
+
 // SampleToken draws a token from logits under s and returns it with its
 // log-probability under softmax(logits/T), the distribution before top-k
 // and top-p truncation (log-probability 0 for greedy decoding's argmax).
@@ -45,9 +48,21 @@ func SampleToken(logits []float32, s Sampling, rng *rand.Rand, scratch *[]int32)
 	}
 	invT := 1 / s.Temperature
 	m := float64(logits[best]) * invT
+	// e^x over the vocabulary goes through exp64Into a block at a time
+	// (math.Exp's bits, vectorised); the sums stay in order.
+	sc := getRow[float64](2 * sampleBlock)
+	defer putRow(sc)
+	arg, ex := (*sc)[:sampleBlock], (*sc)[sampleBlock:]
 	var sum float64
-	for _, v := range logits {
-		sum += math.Exp(float64(v)*invT - m)
+	for i0 := 0; i0 < len(logits); i0 += sampleBlock {
+		blk := logits[i0:min(i0+sampleBlock, len(logits))]
+		for i, v := range blk {
+			arg[i] = float64(v)*invT - m
+		}
+		exp64Into(ex[:len(blk)], arg[:len(blk)])
+		for _, e := range ex[:len(blk)] {
+			sum += e
+		}
 	}
 	lse := m + math.Log(sum)
 	logp := func(i int) float64 { return float64(logits[i])*invT - lse }
@@ -61,10 +76,17 @@ func SampleToken(logits []float32, s Sampling, rng *rand.Rand, scratch *[]int32)
 	if k == len(logits) && s.TopP >= 1 {
 		u := rng.Float64()
 		var c float64
-		for i := range logits {
-			c += math.Exp(logp(i))
-			if u < c {
-				return int32(i), float32(logp(i))
+		for i0 := 0; i0 < len(logits); i0 += sampleBlock {
+			n := min(sampleBlock, len(logits)-i0)
+			for i := range n {
+				arg[i] = logp(i0 + i)
+			}
+			exp64Into(ex[:n], arg[:n])
+			for i, e := range ex[:n] {
+				c += e
+				if u < c {
+					return int32(i0 + i), float32(logp(i0 + i))
+				}
 			}
 		}
 		return int32(best), float32(logp(best))

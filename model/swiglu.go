@@ -1,15 +1,24 @@
 package model
 
 // SwiGLU: out = silu(gate) ⊙ up with gu[t] = gate[t, :I] | up[t, I:2I]
-// (Qwen2's gate_proj and up_proj run as one fused matmul).
+// (Qwen2's gate_proj and up_proj run as one fused matmul). e^(−gate) of a
+// row is taken by the vector expInto first (the same bits as expF of each:
+// −g is exact in F), then the rest element by element as before.
 func (d *CPU[F]) SwiGLU(out, gu Buffer, rows, I int) {
 	o, x := buf[F](out), buf[F](gu)
 	d.parallel(rows, 8, func(lo, hi int) {
+		sc := getRow[F](2 * I)
+		defer putRow(sc)
+		neg, ex := (*sc)[:I], (*sc)[I:]
 		for t := lo; t < hi; t++ {
 			gate, up, or := x[t*2*I:t*2*I+I], x[t*2*I+I:(t+1)*2*I], o[t*I:(t+1)*I]
+			for i, g := range gate {
+				neg[i] = -g
+			}
+			expInto(ex, neg)
 			for i := range or {
 				g := float64(gate[i])
-				or[i] = F(g / (1 + float64(expF(F(-g)))) * float64(up[i]))
+				or[i] = F(g / (1 + float64(ex[i])) * float64(up[i]))
 			}
 		}
 	})
@@ -19,12 +28,19 @@ func (d *CPU[F]) SwiGLU(out, gu Buffer, rows, I int) {
 func (d *CPU[F]) SwiGLUBackward(dgu, dout, gu Buffer, rows, I int) {
 	dx, dy, x := buf[F](dgu), buf[F](dout), buf[F](gu)
 	d.parallel(rows, 8, func(lo, hi int) {
+		sc := getRow[F](2 * I)
+		defer putRow(sc)
+		neg, ex := (*sc)[:I], (*sc)[I:]
 		for t := lo; t < hi; t++ {
 			gate, up := x[t*2*I:t*2*I+I], x[t*2*I+I:(t+1)*2*I]
 			dgate, dup, dyr := dx[t*2*I:t*2*I+I], dx[t*2*I+I:(t+1)*2*I], dy[t*I:(t+1)*I]
+			for i, g := range gate {
+				neg[i] = -g
+			}
+			expInto(ex, neg)
 			for i := range dyr {
 				g, u, gy := float64(gate[i]), float64(up[i]), float64(dyr[i])
-				s := 1 / (1 + float64(expF(F(-g))))
+				s := 1 / (1 + float64(ex[i]))
 				dgate[i] = F(gy * u * s * (1 + g*(1-s)))
 				dup[i] = F(gy * g * s)
 			}

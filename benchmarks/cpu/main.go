@@ -144,6 +144,7 @@ func main() {
 	flag.BoolVar(&so.score, "step_score", true, "step: time the old and reference log-probs (false: skip them)")
 	flag.BoolVar(&so.peer, "step_peer", true, "step: run the PyTorch peer (false: r1go's phases only)")
 	flag.StringVar(&so.state, "step_state", "bfloat16", "step: AdamW moment dtype (float32 or bfloat16)")
+	flag.Float64Var(&so.memLimitGiB, "step_memlimit", 7, "step: the Go collector's soft memory limit in GiB for r1go's step (0: none; GOMEMLIMIT, when set, wins)")
 	flag.Parse()
 	if *threads < 1 || *reps < 1 {
 		fmt.Fprintln(os.Stderr, "cpu: -threads and -reps must be ≥ 1")

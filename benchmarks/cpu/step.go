@@ -20,14 +20,15 @@ import (
 
 // stepOptions are the step section's settings (flags -step_*).
 type stepOptions struct {
-	dir                string // the random-weight Qwen2.5-0.5B-shaped bf16 folder
-	prompts, n         int    // prompts × samples per prompt
-	promptLen, respLen int    // tokens per prompt, per response
-	microSeqs          int    // sequences per micro-batch of the update compared with PyTorch
-	trainerMicro       int    // tokens per micro-batch of a second update row (0: skip it); scoring uses it too (0: 8,192)
-	state              string // AdamW moment dtype
-	peer               bool   // run the PyTorch peer
-	score              bool   // time the old and reference log-probs
+	dir                string  // the random-weight Qwen2.5-0.5B-shaped bf16 folder
+	prompts, n         int     // prompts × samples per prompt
+	promptLen, respLen int     // tokens per prompt, per response
+	microSeqs          int     // sequences per micro-batch of the update compared with PyTorch
+	trainerMicro       int     // tokens per micro-batch of a second update row (0: skip it); scoring uses it too (0: 8,192)
+	state              string  // AdamW moment dtype
+	peer               bool    // run the PyTorch peer
+	score              bool    // time the old and reference log-probs
+	memLimitGiB        float64 // the collector's soft limit for r1go's step (0: none)
 }
 
 // stepSection is one GRPO step of a Qwen2.5-0.5B-shaped model (random
@@ -76,6 +77,18 @@ func stepSection(e *env) []row {
 	}
 	runtime.GC()
 	debug.FreeOSMemory()
+	// A soft memory limit: with several GiB of weights, gradients and
+	// moments live, Go's default pacing (GOGC=100) lets garbage grow to as
+	// much again before collecting; the limit makes the collector run
+	// earlier instead. The same works for cmd/train through GOMEMLIMIT.
+	limit := "none"
+	if v := os.Getenv("GOMEMLIMIT"); v != "" {
+		limit = "GOMEMLIMIT=" + v
+	} else if o.memLimitGiB > 0 {
+		old := debug.SetMemoryLimit(int64(o.memLimitGiB * (1 << 30)))
+		defer debug.SetMemoryLimit(old)
+		limit = fmt.Sprintf("%.1f GiB", o.memLimitGiB)
+	}
 	resetPeakRSS()
 
 	dev := model.NewCPU()
@@ -235,7 +248,7 @@ func stepSection(e *env) []row {
 		rows = append(rows, r)
 	}
 	hwm := peakRSS()
-	r = stepRow("peak RSS of the Go step (VmHWM)", hwm/1e9, "GB", fmt.Sprintf("AdamW moments %s, reference %s", o.state, dtypeOf(ref)))
+	r = stepRow("peak RSS of the Go step (VmHWM)", hwm/1e9, "GB", fmt.Sprintf("AdamW moments %s, reference %s, collector limit %s", o.state, dtypeOf(ref), limit))
 	r.ratios = []ratio{{"8 GB goal", hwm / 8e9}}
 	if perr == nil {
 		r.ratios = append(r.ratios, ratio{"PyTorch peak RSS", hwm / peer.MaxRSS})

@@ -19,6 +19,9 @@ type Engine struct {
 	// noSwap turns off the swapped few-rows path (swap.go), so tests can
 	// compare it with the direct one.
 	noSwap bool
+	// noPrefetchA runs the swapped path with the plain micro-kernel
+	// instead of kernel.direct: the benchmarks' same-run before/after.
+	noPrefetchA bool
 }
 
 // NewEngine returns an engine using the named micro-kernel ("" for the
@@ -206,6 +209,9 @@ type job struct {
 	// non-transposed A in place (row pitch lda) instead of packed copies;
 	// only a last partial panel is packed (swap.go).
 	directA bool
+	// prefetchA: directA tiles use kernel.direct (prefetching the next
+	// tile's rows of A) where the kernel has one.
+	prefetchA bool
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
@@ -335,21 +341,25 @@ func tile(kn *kernel, j *job, lay layout, apack, bpack []float32, i0, j0, qa0, q
 		row := i0 + qa*mr
 		rows := min(mr, j.m-row)
 		ap, asp, asr := &apack[qa*lay.panelA], sp, sr
+		micro := kn.micro
 		if j.directA && rows == mr {
 			ap, asp, asr = &j.a[row*j.lda+p0], 4, uintptr(j.lda)*4
+			if j.prefetchA && kn.direct != nil {
+				micro = kn.direct
+			}
 		}
 		for qb := qb0; qb < qb1; qb++ {
 			col := j0 + qb*nr
 			cols := min(nr, j0+ncur-col)
 			bp := &bpack[qb*lay.panelB]
 			if rows == mr && cols == nr {
-				kn.micro(kc, ap, asp, asr, bp, &j.c[row*j.ldc+col], ldc, j.alpha, beta)
+				micro(kc, ap, asp, asr, bp, &j.c[row*j.ldc+col], ldc, j.alpha, beta)
 				continue
 			}
 			if edge == nil {
 				edge = edgePool.Get().(*[16 * 64]float32)
 			}
-			kn.micro(kc, ap, asp, asr, bp, &edge[0], uintptr(nr)*4, 1, 0)
+			micro(kc, ap, asp, asr, bp, &edge[0], uintptr(nr)*4, 1, 0)
 			mergeEdge(edge[:mr*nr], nr, rows, cols, j.alpha, beta, j.c[row*j.ldc+col:], j.ldc)
 		}
 	}

@@ -31,6 +31,10 @@ type kernel struct {
 	// dot1 is dot for one row of op(A) at a time (same dotStep); nil pairs
 	// a lone row with itself.
 	dot1 dotKernel1
+	// direct is micro for an A read in place (job.directA) that also
+	// prefetches the next tile's rows of A; same arithmetic, same bits.
+	// nil: micro.
+	direct microKernel
 	// narrow is a variant with fewer rows (same columns and packing of B)
 	// for products of a few dozen rows; nil if none.
 	narrow *kernel

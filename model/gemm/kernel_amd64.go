@@ -19,6 +19,12 @@ func micro8x32AVX512(kc int, a *float32, sp, sr uintptr, b, c *float32, ldc uint
 //go:noescape
 func micro6x16AVX2(kc int, a *float32, sp, sr uintptr, b, c *float32, ldc uintptr, alpha, beta float32)
 
+// micro12x32DirectAVX512 is micro12x32AVX512 for an A read in place,
+// prefetching the next tile's 12 rows of A (direct_amd64.s).
+//
+//go:noescape
+func micro12x32DirectAVX512(kc int, a *float32, sp, sr uintptr, b, c *float32, ldc uintptr, alpha, beta float32)
+
 // dot4x2AVX512 and dot4x2AVX2 are the few-rows kernels (small_amd64.s).
 //
 //go:noescape
@@ -37,7 +43,7 @@ func dot4x1AVX2(k int, a, b *float32, ldb uintptr, out *[4]float32)
 
 var avx512Kernel = &kernel{
 	name: "avx512", mr: 12, nr: 32, kc: 512, nb: 256, nc: 4096, mb: 3072,
-	micro: micro12x32AVX512, packBT: packBTransAVX,
+	micro: micro12x32AVX512, direct: micro12x32DirectAVX512, packBT: packBTransAVX,
 	dot: dot4x2AVX512, dot1: dot4x1AVX512, dotStep: 16,
 	narrow: &kernel{
 		name: "avx512", mr: 8, nr: 32, kc: 512, nb: 256, nc: 4096, mb: 3072,

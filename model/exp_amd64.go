@@ -1,0 +1,48 @@
+package model
+
+import "golang.org/x/sys/cpu"
+
+// exp32AVX512 and exp32AVX2 (exp_amd64.s) set dst[i] = exp32(src[i]) for
+// i < n, n a multiple of 16 (8), and report whether a lane was above expHi
+// or NaN: those lanes hold garbage for the caller to redo with exp32.
+//
+//go:noescape
+func exp32AVX512(dst, src *float32, n int, c *[12]float32) (special bool)
+
+//go:noescape
+func exp32AVX2(dst, src *float32, n int, c *[12]float32) (special bool)
+
+// expVector is the fastest vector kernel of this CPU (nil: none) and
+// expLanes its width.
+var expVector, expLanes = func() (func(dst, src *float32, n int, c *[12]float32) bool, int) {
+	switch {
+	case cpu.X86.HasAVX512F:
+		return exp32AVX512, 16
+	case cpu.X86.HasAVX2:
+		return exp32AVX2, 8
+	}
+	return nil, 1
+}()
+
+// expKernels lists every vector kernel this CPU runs, for the tests.
+func expKernels() map[string]expKernel {
+	ks := map[string]expKernel{}
+	if cpu.X86.HasAVX512F {
+		ks["avx512"] = expKernel{exp32AVX512, 16}
+	}
+	if cpu.X86.HasAVX2 {
+		ks["avx2"] = expKernel{exp32AVX2, 8}
+	}
+	return ks
+}
+
+// exp64AVX512FMA (exp64_amd64.s) sets dst[i] = math.Exp(src[i]) for i < n,
+// n a multiple of 8, taking math.Exp's FMA path; it reports whether a lane
+// took another branch of math.Exp (then its value is garbage).
+//
+//go:noescape
+func exp64AVX512FMA(dst, src *float64, n int) (special bool)
+
+// exp64Vector: the CPU runs exp64AVX512FMA, and math.Exp takes its FMA
+// path here too (it does where the CPU has AVX and FMA).
+var exp64Vector = cpu.X86.HasAVX512F && cpu.X86.HasAVX && cpu.X86.HasFMA

@@ -1,0 +1,287 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// The element-wise ops that take e^x through the vector expInto give, on
+// the float32 device, the bits of their former element-by-element loops
+// (kept below as the reference): the default run does not move.
+
+func TestLMHeadBitForBitScalar(t *testing.T) {
+	d := &CPU[float32]{threads: 2}
+	rng := rand.New(rand.NewPCG(5, 6))
+	const T, C, V = 7, 24, 4099 // V: one whole chunk and a 3-entry one, neither a lane multiple
+	h, w := randF32(rng, T*C, 1), randF32(rng, V*C, 3)
+	w[5*C] = 200 // a logit far above the rest: most lanes underflow
+	targets := []int32{0, 5, 4098, -1, 17, 4096, 9}
+	lp, ent, lse := make(cpuBuf[float32], T), make(cpuBuf[float32], T), make(cpuBuf[float32], T)
+	d.LMHead(lp, ent, lse, cpuBuf[float32](h), cpuBuf[float32](w), targets, T, C, V)
+
+	// Reference: the whole [T, V] logits by the same Gemm, the former loop
+	// per chunk, combined as LMHead combines chunks.
+	z := make(cpuBuf[float32], T*V)
+	d.Gemm(false, true, T, V, C, 1, cpuBuf[float32](h), C, cpuBuf[float32](w), C, 0, z, V)
+	for i := range T {
+		mx, s, sv := math.Inf(-1), 0.0, 0.0
+		for v0 := 0; v0 < V; v0 += headChunk {
+			m := min(headChunk, V-v0)
+			chunk := z[i*V+v0 : i*V+v0+m]
+			cm := math.Inf(-1)
+			for _, v := range chunk {
+				cm = math.Max(cm, float64(v))
+			}
+			nm := math.Max(mx, cm)
+			r := math.Exp(mx - nm)
+			s, sv = s*r, sv*r
+			for _, v := range chunk {
+				e := float64(expF(float32(float64(v) - nm)))
+				s += e
+				sv += e * float64(v)
+			}
+			mx = nm
+		}
+		l := mx + math.Log(s)
+		if want := float32(l); math.Float32bits(lse[i]) != math.Float32bits(want) {
+			t.Fatalf("row %d: lse %g, former loop %g", i, lse[i], want)
+		}
+		if want := float32(l - sv/s); math.Float32bits(ent[i]) != math.Float32bits(want) {
+			t.Fatalf("row %d: entropy %g, former loop %g", i, ent[i], want)
+		}
+		if y := targets[i]; y >= 0 {
+			if want := float32(float64(z[i*V+int(y)]) - l); math.Float32bits(lp[i]) != math.Float32bits(want) {
+				t.Fatalf("row %d: logprob %g, former loop %g", i, lp[i], want)
+			}
+		}
+	}
+
+	// Backward: the former per-logit loop, then the same two products.
+	glp, gent := randF32(rng, T, 1), randF32(rng, T, 1)
+	dh, dw := make(cpuBuf[float32], T*C), make(cpuBuf[float32], V*C)
+	d.LMHeadBackward(dh, dw, cpuBuf[float32](glp), cpuBuf[float32](gent), cpuBuf[float32](h), cpuBuf[float32](w), lse, ent, targets, T, C, V)
+	wantDh, wantDw := make(cpuBuf[float32], T*C), make(cpuBuf[float32], V*C)
+	for v0 := 0; v0 < V; v0 += headChunk {
+		m := min(headChunk, V-v0)
+		g := make(cpuBuf[float32], T*m)
+		for i := range T {
+			l, ez := float64(lse[i]), float64(lse[i])-float64(ent[i])
+			gl, ge := float64(glp[i]), float64(gent[i])
+			if targets[i] < 0 {
+				gl = 0
+			}
+			y := int(targets[i]) - v0
+			for v := range m {
+				zv := z[i*V+v0+v]
+				p := float64(expF(float32(float64(zv) - l)))
+				gg := -gl*p - ge*p*(float64(zv)-ez)
+				if v == y {
+					gg += gl
+				}
+				g[i*m+v] = float32(gg)
+			}
+		}
+		beta := float32(1)
+		if v0 == 0 {
+			beta = 0
+		}
+		d.Gemm(false, false, T, C, m, 1, g, m, cpuBuf[float32](w[v0*C:(v0+m)*C]), C, beta, wantDh, C)
+		d.Gemm(true, false, m, C, T, 1, g, m, cpuBuf[float32](h), C, 1, wantDw[v0*C:(v0+m)*C], C)
+	}
+	for i := range dh {
+		if math.Float32bits(dh[i]) != math.Float32bits(wantDh[i]) {
+			t.Fatalf("dh[%d] = %g, former loop %g", i, dh[i], wantDh[i])
+		}
+	}
+	for i := range dw {
+		if math.Float32bits(dw[i]) != math.Float32bits(wantDw[i]) {
+			t.Fatalf("dw[%d] = %g, former loop %g", i, dw[i], wantDw[i])
+		}
+	}
+}
+
+func TestSwiGLUBitForBitScalar(t *testing.T) {
+	d := &CPU[float32]{threads: 2}
+	rng := rand.New(rand.NewPCG(7, 8))
+	const rows, I = 19, 37
+	gu := randF32(rng, rows*2*I, 4)
+	gu[3] = -95 // e^95: the kernel hands the lane back to exp32
+	gu[4] = 100
+	gu[5] = float32(math.Inf(-1))
+	out := make(cpuBuf[float32], rows*I)
+	d.SwiGLU(out, cpuBuf[float32](gu), rows, I)
+	dout := randF32(rng, rows*I, 1)
+	dgu := make(cpuBuf[float32], rows*2*I)
+	d.SwiGLUBackward(dgu, cpuBuf[float32](dout), cpuBuf[float32](gu), rows, I)
+	for t2 := range rows {
+		for i := range I {
+			g, u, gy := float64(gu[t2*2*I+i]), float64(gu[t2*2*I+I+i]), float64(dout[t2*I+i])
+			want := float32(g / (1 + float64(expF(float32(-g)))) * u)
+			if got := out[t2*I+i]; !sameFloat(got, want) {
+				t.Fatalf("SwiGLU[%d, %d] = %g, former loop %g", t2, i, got, want)
+			}
+			s := 1 / (1 + float64(expF(float32(-g))))
+			wg, wu := float32(gy*u*s*(1+g*(1-s))), float32(gy*g*s)
+			if got := dgu[t2*2*I+i]; !sameFloat(got, wg) {
+				t.Fatalf("d gate[%d, %d] = %g, former loop %g", t2, i, got, wg)
+			}
+			if got := dgu[t2*2*I+I+i]; !sameFloat(got, wu) {
+				t.Fatalf("d up[%d, %d] = %g, former loop %g", t2, i, got, wu)
+			}
+		}
+	}
+}
+
+func randF32(rng *rand.Rand, n int, scale float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(scale * rng.NormFloat64())
+	}
+	return v
+}
+
+// runBoth runs f with exp32Into's vector kernel and again element by
+// element (expNoVector: expF's former loops) and returns both results.
+func runBoth[T any](f func() T) (vector, scalar T) {
+	defer func() { expNoVector = false }()
+	expNoVector = false
+	vector = f()
+	expNoVector = true
+	scalar = f()
+	return
+}
+
+func sameBits(t *testing.T, what string, a, b []float32) {
+	t.Helper()
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			t.Fatalf("%s[%d] = %g with the vector exp, %g element by element", what, i, a[i], b[i])
+		}
+	}
+}
+
+// Attention's forward and backward on the float32 device: the same bits
+// with the vector exp as element by element, over sequences of several
+// blocks.
+func TestAttentionBitForBitScalar(t *testing.T) {
+	d := &CPU[float32]{threads: 2}
+	rng := rand.New(rand.NewPCG(9, 10))
+	const NH, KVH, HS = 4, 2, 16
+	seqs := []int32{0, 70, 71, 230} // lengths 70, 1, 159
+	T := int(seqs[len(seqs)-1])
+	W := (NH + 2*KVH) * HS
+	qkv, dout := randF32(rng, T*W, 2), randF32(rng, T*NH*HS, 1)
+	type res struct{ out, lse, dqkv []float32 }
+	v, s := runBoth(func() res {
+		out, lse, dqkv := make(cpuBuf[float32], T*NH*HS), make(cpuBuf[float32], NH*T), make(cpuBuf[float32], T*W)
+		d.Attention(out, lse, cpuBuf[float32](qkv), seqs, NH, KVH, HS)
+		d.AttentionBackward(dqkv, cpuBuf[float32](dout), out, lse, cpuBuf[float32](qkv), seqs, NH, KVH, HS)
+		return res{out, lse, dqkv}
+	})
+	sameBits(t, "out", v.out, s.out)
+	sameBits(t, "lse", v.lse, s.lse)
+	sameBits(t, "dqkv", v.dqkv, s.dqkv)
+}
+
+// AttentionCached on the float32 device: the vector kernels give the
+// element-by-element loops' bits, for chunks of one and several tokens at
+// different cache positions.
+func TestAttentionCachedBitForBitScalar(t *testing.T) {
+	d := &CPU[float32]{threads: 2}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, HS := range []int{32, 64, 128} {
+		const slots, maxLen, NH, KVH = 5, 300, 6, 2
+		W := (NH + 2*KVH) * HS
+		lens := []int32{1, 3, 1, 7, 1}
+		pos0 := []int32{0, 17, 255, 100, 4}
+		sl := []int32{4, 0, 2, 1, 3}
+		T := 0
+		for _, n := range lens {
+			T += int(n)
+		}
+		qkv := randF32(rng, T*W, 3)
+		K0, V0 := randF32(rng, slots*maxLen*KVH*HS, 1), randF32(rng, slots*maxLen*KVH*HS, 1)
+		run := func() []float32 {
+			K, V := append(cpuBuf[float32](nil), K0...), append(cpuBuf[float32](nil), V0...)
+			out := make(cpuBuf[float32], T*NH*HS)
+			d.AttentionCached(out, cpuBuf[float32](qkv), K, V, sl, pos0, lens, maxLen, NH, KVH, HS)
+			return out
+		}
+		vec := run()
+		attnNoVector = true
+		ref := run()
+		attnNoVector = false
+		if !attnVector {
+			t.Skip("no vector attention kernels on this CPU")
+		}
+		sameBits(t, fmt.Sprintf("HS %d: out", HS), vec, ref)
+	}
+}
+
+// sampleFormer is SampleToken's former full-vocabulary path (no top-k, no
+// top-p), math.Exp element by element.
+func sampleFormer(logits []float32, temp float64, rng *rand.Rand) (int32, float32) {
+	best := 0
+	for i, v := range logits {
+		if v > logits[best] {
+			best = i
+		}
+	}
+	invT := 1 / temp
+	m := float64(logits[best]) * invT
+	var sum float64
+	for _, v := range logits {
+		sum += math.Exp(float64(v)*invT - m)
+	}
+	lse := m + math.Log(sum)
+	logp := func(i int) float64 { return float64(logits[i])*invT - lse }
+	u := rng.Float64()
+	var c float64
+	for i := range logits {
+		c += math.Exp(logp(i))
+		if u < c {
+			return int32(i), float32(logp(i))
+		}
+	}
+	return int32(best), float32(logp(best))
+}
+
+// SampleToken with the vector exp draws the former loop's tokens with the
+// same log-probabilities, and so do its truncated paths with and without
+// the vector kernel.
+func TestSampleTokenBitForBitFormer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	var scratch []int32
+	for _, V := range []int{5003, 151936} {
+		logits := randF32(rng, V, 4)
+		for _, temp := range []float64{1, 0.7, 1.3} {
+			for seed := range uint64(200) {
+				tok, lp := SampleToken(logits, Sampling{Temperature: temp, TopP: 1, TopK: -1}, rand.New(rand.NewPCG(seed, 1)), &scratch)
+				wt, wlp := sampleFormer(logits, temp, rand.New(rand.NewPCG(seed, 1)))
+				if tok != wt || math.Float32bits(lp) != math.Float32bits(wlp) {
+					t.Fatalf("V %d, T %g, seed %d: token %d (logprob %g), the former loop %d (%g)", V, temp, seed, tok, lp, wt, wlp)
+				}
+			}
+			if V > 5003 {
+				continue // the truncated paths sort the vocabulary: the small one is enough
+			}
+			for _, sp := range []Sampling{{Temperature: temp, TopP: 0.9, TopK: -1}, {Temperature: temp, TopP: 1, TopK: 50}} {
+				for seed := range uint64(20) {
+					type r struct {
+						tok int32
+						lp  float32
+					}
+					v, s := runBoth(func() r {
+						tok, lp := SampleToken(logits, sp, rand.New(rand.NewPCG(seed, 2)), &scratch)
+						return r{tok, lp}
+					})
+					if v != s {
+						t.Fatalf("V %d, %+v, seed %d: %v with the vector exp, %v without", V, sp, seed, v, s)
+					}
+				}
+			}
+		}
+	}
+}
