@@ -11,7 +11,8 @@ import (
 // (trainer.device=auto, -device auto). It was false until the CUDA device
 // had run on real hardware: package cuda's suite, the transformers parity
 // and a GRPO run of a Qwen2.5-0.5B-shaped model passed on an H200
-// (benchmarks/gpu.md). Setting it false again is the whole switch back.
+// (benchmarks/gpu/README.md, benchmarks/cuda.md). Setting it false again
+// is the whole switch back.
 const AutoPicksGPU = true
 
 // DryRunDevice is what a dry run plans for under a device setting
