@@ -136,6 +136,15 @@ func (p *Plan) Total() int64 {
 // Fits reports whether the total fits the capacity (true when unknown).
 func (p *Plan) Fits() bool { return p.Settings.Capacity <= 0 || p.Total() <= p.Settings.Capacity }
 
+// largestBatch is the most tokens of one forward: a micro-batch, or a
+// sequence longer than the micro-batch, which is a micro-batch of its own.
+func (s Settings) largestBatch() int {
+	if s.MaxContext > s.MicroBatchTokens && s.MicroBatchTokens > 0 {
+		return s.MaxContext
+	}
+	return s.MicroBatchTokens
+}
+
 // New plans cfg under s.
 func New(cfg *model.Config, s Settings) (*Plan, error) {
 	if err := cfg.Validate(); err != nil {
@@ -166,10 +175,7 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 	}
 	mixed := s.Precision == "bf16-mixed"
 	lora := s.LoRARank > 0
-	T := s.MicroBatchTokens
-	if s.MaxContext > T && T > 0 {
-		T = s.MaxContext // a sequence longer than the micro-batch is a micro-batch of its own
-	}
+	T := s.largestBatch()
 	P := sh.arena(true, false)
 	// Weights. Mixed precision (cuda Device.UseBF16) keeps the float32
 	// arena, which the optimizer updates, and adds a bf16 compute copy.

@@ -19,10 +19,7 @@ func KeepLayers(cfg *model.Config, s Settings, p *Plan) (Settings, *Plan) {
 	if s.Device != "cuda" || !s.Train || s.Recompute || s.Capacity <= 0 {
 		return s, p
 	}
-	T := s.MicroBatchTokens
-	if s.MaxContext > T && T > 0 {
-		T = s.MaxContext
-	}
+	T := s.largestBatch()
 	sh := shapeOf(cfg)
 	need := sh.savedLayerBytes(T)
 	if sh.saves(T, false, s.SaveBytes) || need <= s.SaveBytes {
