@@ -1,12 +1,13 @@
 package model
 
 // activations is the arena of one Forward of T tokens and its Backward:
-// one device allocation cut into named views. With saved set every layer
-// has its own views; otherwise all layers share one set (scoring, or
-// recomputation in the backward) and only the residuals are per layer.
+// one device allocation cut into named views. Layers [0, nsaved) have
+// views of their own, saved for the backward; the others share one set
+// (scoring, or recomputation in the backward), and only the residuals are
+// per layer. nsaved is L when every layer is saved, 0 when none is.
 type activations struct {
 	T, cap int
-	saved  bool
+	nsaved int
 	arena  Buffer
 
 	// On a device with compute storage (ComputeStorage: bf16 on CUDA under
@@ -141,17 +142,27 @@ func headPermutations(d dims, T int) (toBlocked, toInter []int32) {
 func (a *activations) x(l int) Buffer { return a.xs[l%len(a.xs)] }
 
 func (a *activations) layer(l int) layerActs {
-	if a.saved {
-		return a.layers[l]
+	return a.layers[min(l, a.nsaved)]
+}
+
+// saves says whether layer l's activations survive the forward: its own
+// saved views, or the shared set that the forward's last layer wrote.
+func (a *activations) saves(l, L int) bool { return l < a.nsaved || l == L-1 }
+
+// layerSets is how many sets of layer views an arena with nsaved saved
+// layers of L holds: one per saved layer and one shared by the rest.
+func layerSets(nsaved, L int) int {
+	if nsaved >= L {
+		return L
 	}
-	return a.layers[0]
+	return nsaved + 1
 }
 
 // ensureActivations returns an arena for T tokens, reusing old when it is
 // large enough and laid out the same way (views are re-cut for the new T).
 // Every residual is kept when residuals is set (a training forward, whose
 // backward reads them); otherwise two alternate.
-func ensureActivations(old *activations, dev Device, d dims, T int, saved, residuals bool) *activations {
+func ensureActivations(old *activations, dev Device, d dims, T int, nsaved int, residuals bool) *activations {
 	nx, tb := 2, 0 // tb: rows of backward scratch, none without a backward
 	if residuals || d.L+1 < 2 {
 		nx = d.L + 1
@@ -159,17 +170,14 @@ func ensureActivations(old *activations, dev Device, d dims, T int, saved, resid
 	if residuals {
 		tb = T
 	}
-	return cutActivations(old, dev, d, T, saved, nx, tb)
+	return cutActivations(old, dev, d, T, nsaved, nx, tb)
 }
 
 // cutActivations lays out an arena of T rows with nx residual buffers and
 // tb rows of backward scratch, reusing old when it is large enough.
-func cutActivations(old *activations, dev Device, d dims, T int, saved bool, nx, tb int) *activations {
-	nl := 1
-	if saved {
-		nl = d.L
-	}
-	size := arenaSize(d, T, saved, nx, tb)
+func cutActivations(old *activations, dev Device, d dims, T int, nsaved int, nx, tb int) *activations {
+	nl := layerSets(nsaved, d.L)
+	size := arenaSize(d, T, nsaved, nx, tb)
 	// Under mixed precision (ComputeStorage) the residual stream and the
 	// layers' matmul and attention tensors live in an arena of their own
 	// in the device's compute dtype.
@@ -189,7 +197,7 @@ func cutActivations(old *activations, dev Device, d dims, T int, saved bool, nx,
 			a.resid, a.rcap = cs.AllocCompute(rsize), rsize
 		}
 	}
-	a.T, a.saved = T, saved
+	a.T, a.nsaved = T, nsaved
 	off, roff := 0, 0
 	take := func(n int) Buffer { b := a.arena.Slice(off, n); off += n; return b }
 	takeR := take
@@ -230,11 +238,8 @@ func cutActivations(old *activations, dev Device, d dims, T int, saved bool, nx,
 }
 
 // arenaSize is the float count of cutActivations' arena.
-func arenaSize(d dims, T int, saved bool, nx, tb int) int {
-	nl := 1
-	if saved {
-		nl = d.L
-	}
+func arenaSize(d dims, T int, nsaved int, nx, tb int) int {
+	nl := layerSets(nsaved, d.L)
 	return nx*T*d.C + nl*layerActSize(d, T) + // residuals and layers
 		T*d.C*2 + T + // tmp, lnf, rstdf
 		4*T + // head outputs
@@ -254,14 +259,15 @@ func groupedSize(d dims, T int, train bool) int {
 
 // ActivationValues is how many float values the activation arenas of a
 // Forward of b hold (train: a training forward, with its backward's
-// scratch), by the same rules as Forward: every layer saved when it fits
-// the bound (SaveBytes or autoRecomputeBytes) and Recompute is off; otherwise the residuals, and
-// one group of sequences' layer and scratch at a time for a long batch.
+// scratch), by the same rules as Forward: as many layers saved as fit the
+// bound (SaveBytes or autoRecomputeBytes; savedLayers) unless Recompute is
+// on; with none saved, the residuals and, for a long batch, one group of
+// sequences' layer and scratch at a time.
 // Times 4 it is the bytes on the CPU; the memory plan of a run adds it.
 func (m *Model) ActivationValues(b Batch, train bool) int {
 	d, T := m.d, len(b.Tokens)
-	save := train && !m.Recompute && int64(d.L)*int64(layerActSize(d, T))*4 <= m.saveBound()
-	if maxT := groupTokens(d, T, train); !save && len(b.Seqs) > 2 && maxT > 0 {
+	save := m.savedLayers(T, train)
+	if maxT := groupTokens(d, T, train); save == 0 && len(b.Seqs) > 2 && maxT > 0 {
 		big := 0
 		for _, g := range groupSpans(b.Seqs, maxT) {
 			big = max(big, g.t1-g.t0)
@@ -270,7 +276,7 @@ func (m *Model) ActivationValues(b Batch, train bool) int {
 		if train {
 			nx, tb = 0, big
 		}
-		return groupedSize(d, T, train) + arenaSize(d, big, false, nx, tb)
+		return groupedSize(d, T, train) + arenaSize(d, big, 0, nx, tb)
 	}
 	nx, tb := 2, 0
 	if train || d.L+1 < 2 {
@@ -391,7 +397,7 @@ func cutGrouped(old *activations, dev Device, d dims, T int, train bool, spans [
 			a.resid, a.rcap = cs.AllocCompute(rsize), rsize
 		}
 	}
-	a.T, a.saved = T, false
+	a.T, a.nsaved = T, 0
 	off, roff := 0, 0
 	take := func(n int) Buffer { b := a.arena.Slice(off, n); off += n; return b }
 	takeR := take
@@ -419,7 +425,7 @@ func cutGrouped(old *activations, dev Device, d dims, T int, train bool, spans [
 	if train {
 		nxg, tbg = 0, big
 	}
-	a.grp = cutActivations(a.grp, dev, d, big, false, nxg, tbg)
+	a.grp = cutActivations(a.grp, dev, d, big, 0, nxg, tbg)
 	return a
 }
 
@@ -431,7 +437,7 @@ func (a *activations) group(dev Device, d dims, g span, train bool) *activations
 	if train {
 		nx, tb = 0, n
 	}
-	ga := cutActivations(a.grp, dev, d, n, false, nx, tb)
+	ga := cutActivations(a.grp, dev, d, n, 0, nx, tb)
 	a.grp = ga
 	if train {
 		for l := 0; l <= d.L; l++ {

@@ -15,15 +15,16 @@ type Model struct {
 	// Recompute keeps only each layer's residual input during a training
 	// forward and recomputes the rest of the layer in the backward
 	// (activation checkpointing): memory O(L·T·C) instead of O(L·T·(C+I)).
-	// A training forward whose saved layers would take more than
-	// autoRecomputeBytes recomputes even when Recompute is off: the same
-	// values, computed twice, instead of running out of memory (a 0.5B
-	// model saves 1.85 MB per token).
+	// With Recompute off a training forward saves as many layers as fit
+	// autoRecomputeBytes (the first ones; the rest share one set of views
+	// and are recomputed): the same values, some computed twice, instead
+	// of running out of memory (a 0.5B model saves 77 KB per token and
+	// layer, 1.85 MB per token for all 24).
 	Recompute bool
 	// SaveBytes replaces autoRecomputeBytes as that bound when positive:
-	// the trainer raises it on a GPU whose memory plan has room for every
-	// layer's activations (cmd/train/plan.go), so that the backward does
-	// not run each layer's forward again.
+	// the trainer raises it where its memory plan has room for more
+	// layers' activations (cmd/train/plan.go), so that the backward runs
+	// fewer layers' forwards again.
 	SaveBytes int64
 
 	Params Buffer // every parameter, in layout order
@@ -55,6 +56,7 @@ type Model struct {
 	sinks    sinks
 
 	sampleLogits Buffer // StepSample's logits on a device without DeviceSampler, reused
+	spilled      []byte // the file mapping behind Params after SpillWeights
 }
 
 // saveBound is the most float32 bytes of saved layer activations a
@@ -69,6 +71,23 @@ func (m *Model) saveBound() int64 {
 // autoRecomputeBytes bounds the saved layer activations of one training
 // forward (float32 bytes) before recomputation switches on by itself.
 const autoRecomputeBytes = 1 << 30
+
+// savedLayers is how many layers a training forward of T tokens saves:
+// all L when they fit the bound; otherwise k, the first k layers, plus one
+// set of views shared by the other L−k, within the bound (the backward
+// recomputes those, except the last layer, whose activations the shared
+// set still holds). 0 for scoring and under Recompute.
+func (m *Model) savedLayers(T int, train bool) int {
+	if !train || m.Recompute {
+		return 0
+	}
+	per := int64(layerActSize(m.d, T)) * 4
+	bound := m.saveBound()
+	if int64(m.d.L)*per <= bound {
+		return m.d.L
+	}
+	return int(max(0, bound/per-1))
+}
 
 // Batch is a packed batch of token sequences without padding.
 type Batch struct {
@@ -229,9 +248,9 @@ func (m *Model) forwardHidden(b Batch, train bool) (*activations, error) {
 		return nil, err
 	}
 	d, dev, T := m.d, m.Dev, len(b.Tokens)
-	save := train && !m.Recompute && int64(d.L)*int64(layerActSize(d, T))*4 <= m.saveBound()
+	save := m.savedLayers(T, train)
 	maxT := 0
-	if !save && len(b.Seqs) > 2 {
+	if save == 0 && len(b.Seqs) > 2 {
 		maxT = groupTokens(d, T, train)
 	}
 	m.dropStepScratch() // decode scratch: rebuilt by the next Step
@@ -365,7 +384,7 @@ func (m *Model) Backward(dLogProb, dEntropy, dValues []float32) error {
 	m.headBackward(a, a, 0, T)
 	m.gradsDone(m.layerOff(d.L))
 	for l := d.L - 1; l >= 0; l-- {
-		if !a.saved {
+		if !a.saves(l, d.L) {
 			m.layerForward(a, l, m.attend) // recompute the layer's activations from its residual input
 		}
 		m.layerBackward(a, l)

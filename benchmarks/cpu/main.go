@@ -145,6 +145,8 @@ func main() {
 	flag.BoolVar(&so.peer, "step_peer", true, "step: run the PyTorch peer (false: r1go's phases only)")
 	flag.StringVar(&so.state, "step_state", "bfloat16", "step: AdamW moment dtype (float32 or bfloat16)")
 	flag.Float64Var(&so.memLimitGiB, "step_memlimit", 7, "step: the Go collector's soft memory limit in GiB for r1go's step (0: none; GOMEMLIMIT, when set, wins)")
+	flag.BoolVar(&so.spillRef, "step_spill_ref", true, "step: keep the reference's weights in a file mapping in $TMPDIR, resident only while it scores")
+	flag.Float64Var(&so.saveGiB, "step_save_gib", 1.15, "step: the policy's saved-layer bound in GiB (model.Model.SaveBytes; 0: the automatic 1 GiB)")
 	flag.Parse()
 	if *threads < 1 || *reps < 1 {
 		fmt.Fprintln(os.Stderr, "cpu: -threads and -reps must be ≥ 1")

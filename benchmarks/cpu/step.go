@@ -29,6 +29,8 @@ type stepOptions struct {
 	peer               bool    // run the PyTorch peer
 	score              bool    // time the old and reference log-probs
 	memLimitGiB        float64 // the collector's soft limit for r1go's step (0: none)
+	spillRef           bool    // the reference's weights in a file mapping, resident only while scoring
+	saveGiB            float64 // the policy's saved-layer bound (model.Model.SaveBytes; 0: the automatic 1 GiB)
 }
 
 // stepSection is one GRPO step of a Qwen2.5-0.5B-shaped model (random
@@ -51,7 +53,11 @@ type stepOptions struct {
 //   - the peak RSS of the Go step (VmHWM, reset before it starts).
 //
 // The policy keeps float32 master weights, the reference is the frozen
-// bf16 copy of the same folder, AdamW's moments are -step_state.
+// bf16 copy of the same folder, AdamW's moments are -step_state. With
+// -step_spill_ref the reference's weights live in a file mapping
+// (model.Model.SpillWeights) whose pages leave the resident set after
+// scoring; the room goes to the update's saved layers (-step_save_gib:
+// every layer of a 640-token micro-batch takes 1.1 GiB).
 func stepSection(e *env) []row {
 	o := e.step
 	var rows []row
@@ -101,6 +107,14 @@ func stepSection(e *env) []row {
 	if err != nil {
 		return fail("load reference", err)
 	}
+	if o.spillRef {
+		if err := ref.SpillWeights(os.TempDir()); err != nil {
+			return fail("spill reference", err)
+		}
+		runtime.GC()
+		debug.FreeOSMemory() // the heap copy the mapping replaced
+	}
+	pol.SaveBytes = int64(o.saveGiB * (1 << 30))
 	ocfg := optim.DefaultConfig()
 	ocfg.StateDType = o.state
 	opt, err := optim.New(dev, pol.Params, pol.Grads, ocfg, 1)
@@ -192,8 +206,12 @@ func stepSection(e *env) []row {
 			}
 		}
 		sec := time.Since(t0).Seconds()
-		r := stepRow(fmt.Sprintf("%s, %d-token micro-batches", sc.name, trainerMicro), float64(len(b.Tokens))/sec, "tok/s",
-			fmt.Sprintf("%.1f s", sec))
+		note := fmt.Sprintf("%.1f s", sec)
+		if sc.m.Spilled() {
+			sc.m.DropWeightPages() // until the next step's scoring
+			note += ", weights paged in from their file mapping and dropped after"
+		}
+		r := stepRow(fmt.Sprintf("%s, %d-token micro-batches", sc.name, trainerMicro), float64(len(b.Tokens))/sec, "tok/s", note)
 		fmt.Println(r)
 		rows = append(rows, r)
 	}
@@ -248,7 +266,12 @@ func stepSection(e *env) []row {
 		rows = append(rows, r)
 	}
 	hwm := peakRSS()
-	r = stepRow("peak RSS of the Go step (VmHWM)", hwm/1e9, "GB", fmt.Sprintf("AdamW moments %s, reference %s, collector limit %s", o.state, dtypeOf(ref), limit))
+	spill := ""
+	if ref.Spilled() {
+		spill = " spilled to a file mapping"
+	}
+	r = stepRow("peak RSS of the Go step (VmHWM)", hwm/1e9, "GB", fmt.Sprintf("AdamW moments %s, reference %s%s, saved-layer bound %.2f GiB, collector limit %s",
+		o.state, dtypeOf(ref), spill, o.saveGiB, limit))
 	r.ratios = []ratio{{"8 GB goal", hwm / 8e9}}
 	if perr == nil {
 		r.ratios = append(r.ratios, ratio{"PyTorch peak RSS", hwm / peer.MaxRSS})

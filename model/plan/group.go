@@ -19,14 +19,14 @@ import (
 const minGroupRows = 16
 
 // groupRows bounds the rows of the group arena of a Forward of T tokens,
-// or is 0 when the Forward runs whole: when it saves every layer, when
+// or is 0 when the Forward runs whole: when it saves any layer, when
 // its scratch fits model.GroupBytes, or when one sequence may fill the
 // batch (T ≤ MaxContext; a batch of one sequence never groups). A group
 // holds at most maxT tokens, or one sequence (≤ MaxContext) that is
 // longer, plus fewer than minGroupRows rows of short sequences joined on
 // either side.
-func (s Settings) groupRows(sh shape, T int, saved, train bool) int {
-	if saved || s.MaxContext <= 0 || T <= s.MaxContext {
+func (s Settings) groupRows(sh shape, T int, nsaved int, train bool) int {
+	if nsaved > 0 || s.MaxContext <= 0 || T <= s.MaxContext {
 		return 0
 	}
 	C, QKV, Q, I := int64(sh.C), int64(sh.QKV), int64(sh.Q), int64(sh.I)
@@ -74,10 +74,10 @@ func (s Settings) bytesOf(all, compute int64) int64 {
 // always the final norm and the head's outputs) and one group's arena of
 // groupRows rows (with train, its backward scratch and no residuals of
 // its own: they are views into the whole batch's).
-func (s Settings) forwardBytes(sh shape, T int, saved, train bool) int64 {
-	rows := s.groupRows(sh, T, saved, train)
+func (s Settings) forwardBytes(sh shape, T int, nsaved int, train bool) int64 {
+	rows := s.groupRows(sh, T, nsaved, train)
 	if rows == 0 {
-		return s.actBytes(sh, T, saved, train)
+		return s.actBytes(sh, T, nsaved, train)
 	}
 	t, C := int64(T), int64(sh.C)
 	nx, tb, nxg, tbg := int64(0), int64(0), 2, 0
@@ -90,8 +90,8 @@ func (s Settings) forwardBytes(sh shape, T int, saved, train bool) int64 {
 }
 
 // groupDetail names the group size of a grouped Forward.
-func (s Settings) groupDetail(sh shape, T int, saved, train bool) string {
-	if rows := s.groupRows(sh, T, saved, train); rows > 0 {
+func (s Settings) groupDetail(sh shape, T int, nsaved int, train bool) string {
+	if rows := s.groupRows(sh, T, nsaved, train); rows > 0 {
 		return fmt.Sprintf(", in groups of sequences (≤ %d tokens)", rows)
 	}
 	return ""

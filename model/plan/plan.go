@@ -237,8 +237,8 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 			ref = P * 4
 			detail = "frozen (no gradients), fp32 weights"
 		}
-		ref += s.forwardBytes(sh, T, false, false)
-		add("reference policy", ref, "%s, plus scoring activations at %d tokens%s", detail, T, s.groupDetail(sh, T, false, false))
+		ref += s.forwardBytes(sh, T, 0, false)
+		add("reference policy", ref, "%s, plus scoring activations at %d tokens%s", detail, T, s.groupDetail(sh, T, 0, false))
 	}
 	if s.BaseModel {
 		// Evaluated after the policy: the KV cache is freed between the
@@ -258,7 +258,7 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		st, sc, how := s.moments(C, csb)
 		dpScratch += sc
 		cg, _ := s.grads(sh, C, false, true)
-		add("critic", C*4+cg+st+s.forwardBytes(sh, T, sh.saves(T, s.Recompute, s.SaveBytes), true),
+		add("critic", C*4+cg+st+s.forwardBytes(sh, T, sh.savedLayers(T, s.Recompute, s.SaveBytes), true),
 			"value model: fp32 weights, gradients, AdamW%s, training activations at %d tokens", how, T)
 	}
 	if s.RolloutSlots > 0 {
@@ -278,17 +278,19 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 	// KV cache and a frozen reference are bf16 under it too. A long batch
 	// runs in groups of sequences (forwardBytes).
 	if s.Train {
+		saved := sh.savedLayers(T, s.Recompute, s.SaveBytes)
 		what := "every layer's activations saved"
 		switch {
 		case s.Recompute:
 			what = "recomputation: residuals only"
-		case !sh.saves(T, false, s.SaveBytes):
+		case saved == 0:
 			what = fmt.Sprintf("recomputation (on by itself: saved layers would exceed %.3g GiB)", float64(max(s.SaveBytes, autoRecomputeBytes))/GiB)
+		case saved < sh.L:
+			what = fmt.Sprintf("%d of %d layers' activations saved within %.3g GiB, the rest recomputed", saved, sh.L, float64(max(s.SaveBytes, autoRecomputeBytes))/GiB)
 		}
-		saved := sh.saves(T, s.Recompute, s.SaveBytes)
 		add("activations", s.forwardBytes(sh, T, saved, true), "training micro-batch of %d tokens, %s%s%s", T, what, s.groupDetail(sh, T, saved, true), s.residDetail())
 	} else if T > 0 {
-		add("activations", s.forwardBytes(sh, T, false, false), "scoring forward of %d tokens%s%s", T, s.groupDetail(sh, T, false, false), s.residDetail())
+		add("activations", s.forwardBytes(sh, T, 0, false), "scoring forward of %d tokens%s%s", T, s.groupDetail(sh, T, 0, false), s.residDetail())
 	}
 	if it, ok := s.dpItem(dpScratch); ok && s.Train {
 		p.Items = append(p.Items, it)
@@ -297,7 +299,7 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		tt, bt := max(T, s.stepTokens()), 0
 		if s.Train || s.Critic {
 			bt = T // a backward's rows: the micro-batch, or one group of it
-			if g := s.groupRows(sh, T, sh.saves(T, s.Recompute, s.SaveBytes), true); g > 0 {
+			if g := s.groupRows(sh, T, sh.savedLayers(T, s.Recompute, s.SaveBytes), true); g > 0 {
 				bt = g
 			}
 		}
@@ -315,16 +317,13 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 // second arena in the CUDA device's compute storage, bf16
 // (model.ComputeStorage, activations.go): 2 bytes a value, 4 for the rest
 // (statistics, the final norm, the head's outputs, backward scratch).
-func (s Settings) actBytes(sh shape, T int, saved, train bool) int64 {
-	nx, nl, tb := 2, 1, 0
+func (s Settings) actBytes(sh shape, T int, nsaved int, train bool) int64 {
+	nx, nl, tb := 2, sh.layerSets(nsaved), 0
 	if train || sh.L+1 < 2 {
 		nx = sh.L + 1
 	}
 	if train {
 		tb = T
-	}
-	if saved {
-		nl = sh.L
 	}
 	return s.bytesOf(sh.arenaVals(T, nx, nl, tb))
 }
@@ -344,7 +343,7 @@ func (s Settings) stepBytes(sh shape) int64 {
 	if s.RolloutSlots == 0 {
 		return 0
 	}
-	return s.actBytes(sh, s.stepTokens(), false, false) + int64(s.RolloutSlots)*int64(sh.V)*4
+	return s.actBytes(sh, s.stepTokens(), 0, false) + int64(s.RolloutSlots)*int64(sh.V)*4
 }
 
 func (s Settings) stepTokens() int {

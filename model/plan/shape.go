@@ -72,14 +72,37 @@ func (sh shape) layerCompute(T int) int64 {
 // even when recomputation is off.
 const autoRecomputeBytes = 1 << 30
 
-// saves says whether a training forward of T tokens keeps every layer's
-// activations (Recompute off and under the bound: model.Model.SaveBytes,
-// or autoRecomputeBytes when bound is 0).
-func (sh shape) saves(T int, recompute bool, bound int64) bool {
+// savedLayers mirrors model.Model's savedLayers: how many layers a
+// training forward of T tokens saves (bound: model.Model.SaveBytes, or
+// autoRecomputeBytes when 0): all L when they fit, else k plus one set of
+// views shared by the rest within the bound; 0 under recomputation.
+func (sh shape) savedLayers(T int, recompute bool, bound int64) int {
 	if bound <= 0 {
 		bound = autoRecomputeBytes
 	}
-	return !recompute && int64(sh.L)*sh.layerActs(T)*4 <= bound
+	per := sh.layerActs(T) * 4
+	switch {
+	case recompute:
+		return 0
+	case int64(sh.L)*per <= bound:
+		return sh.L
+	}
+	return int(max(0, bound/per-1))
+}
+
+// saves says whether a training forward of T tokens keeps every layer's
+// activations.
+func (sh shape) saves(T int, recompute bool, bound int64) bool {
+	return sh.savedLayers(T, recompute, bound) == sh.L
+}
+
+// layerSets mirrors model's: the layer view sets of an arena that saves
+// nsaved layers (one per saved layer, one shared by the rest).
+func (sh shape) layerSets(nsaved int) int {
+	if nsaved >= sh.L {
+		return sh.L
+	}
+	return nsaved + 1
 }
 
 // savedLayerBytes is the float32 count of a training forward's saved

@@ -1,0 +1,63 @@
+package model
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Spilled weights. A reference policy is read only while it scores, a few
+// seconds of a step; the rest of the step (the rollout, the update) it
+// would hold 0.92 GiB of a 0.5B model's 8 GB. SpillWeights moves a frozen
+// model's weights on the CPU into a file-backed mapping: its pages are
+// clean page cache that the kernel may evict under memory pressure and
+// read back on the next touch, and DropWeightPages takes them out of the
+// process's resident set at once (after scoring). The values never change:
+// a spilled model computes exactly what it computed before.
+
+// SpillWeights moves the weights of a frozen model on the CPU into a
+// shared mapping of an unlinked file in dir (the file's disk space goes
+// when the process ends). dir must be on a disk: a tmpfs or ramfs spill
+// would still be memory, and is refused. Spilling twice is a no-op. A
+// Base() taken before keeps the weights it had.
+func (m *Model) SpillWeights(dir string) error {
+	if !m.Frozen() {
+		return fmt.Errorf("model: only a frozen model's weights can be spilled (a trained one writes them every step)")
+	}
+	if m.spilled != nil {
+		return nil
+	}
+	var raw []byte
+	if h, ok := HostBF16(m.Params); ok && len(h) > 0 {
+		raw = unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), 2*len(h))
+	} else if f, ok := HostF32(m.Params); ok && len(f) > 0 {
+		raw = unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f))
+	} else {
+		return fmt.Errorf("model: spilling weights needs host memory (device %s)", m.Dev.Name())
+	}
+	mapped, err := spillFile(dir, raw)
+	if err != nil {
+		return fmt.Errorf("model: spill weights to %s: %w", dir, err)
+	}
+	old := m.Params
+	if IsBF16(old) {
+		m.Params = bf16Buf(unsafe.Slice((*uint16)(unsafe.Pointer(&mapped[0])), old.Len()))
+	} else {
+		m.Params = cpuBuf[float32](unsafe.Slice((*float32)(unsafe.Pointer(&mapped[0])), old.Len()))
+	}
+	m.p = views(m.d, m.specs, m.Params)
+	m.spilled = mapped
+	m.Dev.Free(old)
+	return nil
+}
+
+// Spilled says whether SpillWeights moved the weights into a file mapping.
+func (m *Model) Spilled() bool { return m.spilled != nil }
+
+// DropWeightPages takes a spilled model's weights out of the resident set
+// (the page cache keeps them while memory allows; the next forward reads
+// them back). A no-op for weights that are not spilled.
+func (m *Model) DropWeightPages() {
+	if m.spilled != nil {
+		dropPages(m.spilled)
+	}
+}
