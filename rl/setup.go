@@ -29,6 +29,11 @@ type Setup struct {
 	// SaveBytes is the critic's bound on saved layer activations, as the
 	// policy's (model.Model.SaveBytes; 0: the automatic one).
 	SaveBytes int64
+	// RefOffloadDir, when set, keeps the loaded reference policy's weights
+	// in a file mapping there (model.Model.SpillWeights; host memory
+	// only): resident while it scores, dropped from the resident set
+	// after, so that the update has its memory.
+	RefOffloadDir string
 
 	Tok         *tokenizer.Tokenizer
 	Env         env.Environment
@@ -86,6 +91,13 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 		if t.Ref, err = model.LoadWith(s.RefDir, s.Policy.Dev, model.LMHeadOutput, opts); err != nil {
 			return nil, err
 		}
+		if s.RefOffloadDir != "" {
+			if err := t.Ref.SpillWeights(s.RefOffloadDir); err != nil {
+				return nil, fmt.Errorf("rl: offloading the reference policy: %w", err)
+			}
+		}
+	} else if s.RefOffloadDir != "" && cfg.NeedsRef() {
+		return nil, errors.New("rl: the reference policy is the run's own (a LoRA run's frozen base, read by every forward): it cannot be offloaded")
 	}
 	if cfg.NeedsCritic() {
 		if t.Critic, err = model.Load(s.RefDir, s.Policy.Dev, model.ValueHeadOutput); err != nil {

@@ -248,6 +248,7 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 		if b.RefLogProb, _, _, err = Forward(t.Ref, b, cfg.Actor.MicroBatchTokens); err != nil {
 			return nil, err
 		}
+		t.Ref.DropWeightPages() // offloaded (Setup.RefOffloadDir): out of memory until the next step's scoring
 		timed("ref", tr)
 	}
 	if cfg.NeedsCritic() {

@@ -58,6 +58,10 @@ type TrainerConfig struct {
 	DeviceMemory string `yaml:"device_memory" help:"device memory to plan for, e.g. 80GiB or 80GB (empty: the device's own; plans a device that is not present)"`
 	Recompute    bool   `yaml:"recompute" help:"recompute activations in the backward (activation checkpointing): less memory, one more forward"`
 	SaveDType    string `yaml:"save_dtype" help:"checkpoint weights: auto (the source model's dtype), bfloat16, float32 or float16"`
+	// RefOffload keeps the reference policy's weights in a file mapping
+	// (rl.Setup.RefOffloadDir), in OffloadDir or else $TMPDIR.
+	RefOffload bool   `yaml:"ref_offload" help:"CPU: keep the reference policy's weights in a file mapping, resident only while it scores (frees their memory for the rollout and the update)"`
+	OffloadDir string `yaml:"offload_dir" help:"directory on a disk for trainer.ref_offload's file (empty: $TMPDIR or /tmp)"`
 
 	// Run folder, checkpoint keeping, rollout dump, divergence (divergence.go).
 	GuardConfig `yaml:",inline"`
