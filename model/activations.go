@@ -8,7 +8,9 @@ package model
 type activations struct {
 	T, cap int
 	nsaved int
+	live   int // the layer whose activations the shared set holds (-1: none)
 	arena  Buffer
+	logits Buffer // [T, V] a training forward's logits kept for the LM head's backward, or nil
 
 	// On a device with compute storage (ComputeStorage: bf16 on CUDA under
 	// mixed precision) the residual stream (xs and each layer's xmid) and
@@ -145,9 +147,11 @@ func (a *activations) layer(l int) layerActs {
 	return a.layers[min(l, a.nsaved)]
 }
 
-// saves says whether layer l's activations survive the forward: its own
-// saved views, or the shared set that the forward's last layer wrote.
-func (a *activations) saves(l, L int) bool { return l < a.nsaved || l == L-1 }
+// holds says whether layer l's activations are at hand for its backward:
+// in its own saved views, or in the shared set, which the last layer that
+// ran wrote (the forward's last layer, or the backward's last
+// recomputation).
+func (a *activations) holds(l int) bool { return l < a.nsaved || l == a.live }
 
 // layerSets is how many sets of layer views an arena with nsaved saved
 // layers of L holds: one per saved layer and one shared by the rest.
@@ -162,7 +166,7 @@ func layerSets(nsaved, L int) int {
 // large enough and laid out the same way (views are re-cut for the new T).
 // Every residual is kept when residuals is set (a training forward, whose
 // backward reads them); otherwise two alternate.
-func ensureActivations(old *activations, dev Device, d dims, T int, nsaved int, residuals bool) *activations {
+func ensureActivations(old *activations, dev Device, d dims, T int, k keep, residuals bool) *activations {
 	nx, tb := 2, 0 // tb: rows of backward scratch, none without a backward
 	if residuals || d.L+1 < 2 {
 		nx = d.L + 1
@@ -170,14 +174,14 @@ func ensureActivations(old *activations, dev Device, d dims, T int, nsaved int, 
 	if residuals {
 		tb = T
 	}
-	return cutActivations(old, dev, d, T, nsaved, nx, tb)
+	return cutActivations(old, dev, d, T, k, nx, tb)
 }
 
 // cutActivations lays out an arena of T rows with nx residual buffers and
 // tb rows of backward scratch, reusing old when it is large enough.
-func cutActivations(old *activations, dev Device, d dims, T int, nsaved int, nx, tb int) *activations {
-	nl := layerSets(nsaved, d.L)
-	size := arenaSize(d, T, nsaved, nx, tb)
+func cutActivations(old *activations, dev Device, d dims, T int, k keep, nx, tb int) *activations {
+	nl := layerSets(k.layers, d.L)
+	size := arenaSize(d, T, k, nx, tb)
 	// Under mixed precision (ComputeStorage) the residual stream and the
 	// layers' matmul and attention tensors live in an arena of their own
 	// in the device's compute dtype.
@@ -197,7 +201,7 @@ func cutActivations(old *activations, dev Device, d dims, T int, nsaved int, nx,
 			a.resid, a.rcap = cs.AllocCompute(rsize), rsize
 		}
 	}
-	a.T, a.nsaved = T, nsaved
+	a.T, a.nsaved, a.live = T, k.layers, -1
 	off, roff := 0, 0
 	take := func(n int) Buffer { b := a.arena.Slice(off, n); off += n; return b }
 	takeR := take
@@ -231,6 +235,10 @@ func cutActivations(old *activations, dev Device, d dims, T int, nsaved int, nx,
 			a.toBlocked, a.toInter = headPermutations(d, T)
 		}
 	}
+	a.logits = nil
+	if k.logits {
+		a.logits = take(T * d.V)
+	}
 	if off != size || roff != rsize {
 		panic("model: activation arena size and views disagree")
 	}
@@ -238,13 +246,17 @@ func cutActivations(old *activations, dev Device, d dims, T int, nsaved int, nx,
 }
 
 // arenaSize is the float count of cutActivations' arena.
-func arenaSize(d dims, T int, nsaved int, nx, tb int) int {
-	nl := layerSets(nsaved, d.L)
+func arenaSize(d dims, T int, k keep, nx, tb int) int {
+	nl := layerSets(k.layers, d.L)
+	logits := 0
+	if k.logits {
+		logits = T * d.V
+	}
 	return nx*T*d.C + nl*layerActSize(d, T) + // residuals and layers
 		T*d.C*2 + T + // tmp, lnf, rstdf
 		4*T + // head outputs
 		tb*d.C*2 + tb*d.QKV + tb*d.Q + tb*2*d.I + tb*d.I + 3*tb + // backward scratch
-		qkNormScratch(d, T)
+		qkNormScratch(d, T) + logits
 }
 
 // groupedSize is the float count of cutGrouped's arena (without its group
@@ -266,8 +278,8 @@ func groupedSize(d dims, T int, train bool) int {
 // Times 4 it is the bytes on the CPU; the memory plan of a run adds it.
 func (m *Model) ActivationValues(b Batch, train bool) int {
 	d, T := m.d, len(b.Tokens)
-	save := m.savedLayers(T, train)
-	if maxT := groupTokens(d, T, train); save == 0 && len(b.Seqs) > 2 && maxT > 0 {
+	k := m.keeps(T, train)
+	if maxT := groupTokens(d, T, train); k.layers == 0 && len(b.Seqs) > 2 && maxT > 0 {
 		big := 0
 		for _, g := range groupSpans(b.Seqs, maxT) {
 			big = max(big, g.t1-g.t0)
@@ -276,7 +288,7 @@ func (m *Model) ActivationValues(b Batch, train bool) int {
 		if train {
 			nx, tb = 0, big
 		}
-		return groupedSize(d, T, train) + arenaSize(d, big, 0, nx, tb)
+		return groupedSize(d, T, train) + arenaSize(d, big, keep{}, nx, tb)
 	}
 	nx, tb := 2, 0
 	if train || d.L+1 < 2 {
@@ -285,7 +297,7 @@ func (m *Model) ActivationValues(b Batch, train bool) int {
 	if train {
 		tb = T
 	}
-	return arenaSize(d, T, save, nx, tb)
+	return arenaSize(d, T, k, nx, tb)
 }
 
 // free releases the arena, its group arena and the residual arena beside
@@ -397,7 +409,7 @@ func cutGrouped(old *activations, dev Device, d dims, T int, train bool, spans [
 			a.resid, a.rcap = cs.AllocCompute(rsize), rsize
 		}
 	}
-	a.T, a.nsaved = T, 0
+	a.T, a.nsaved, a.live = T, 0, -1
 	off, roff := 0, 0
 	take := func(n int) Buffer { b := a.arena.Slice(off, n); off += n; return b }
 	takeR := take
@@ -425,7 +437,7 @@ func cutGrouped(old *activations, dev Device, d dims, T int, train bool, spans [
 	if train {
 		nxg, tbg = 0, big
 	}
-	a.grp = cutActivations(a.grp, dev, d, big, 0, nxg, tbg)
+	a.grp = cutActivations(a.grp, dev, d, big, keep{}, nxg, tbg)
 	return a
 }
 
@@ -437,7 +449,7 @@ func (a *activations) group(dev Device, d dims, g span, train bool) *activations
 	if train {
 		nx, tb = 0, n
 	}
-	ga := cutActivations(a.grp, dev, d, n, 0, nx, tb)
+	ga := cutActivations(a.grp, dev, d, n, keep{}, nx, tb)
 	a.grp = ga
 	if train {
 		for l := 0; l <= d.L; l++ {

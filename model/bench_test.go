@@ -98,12 +98,13 @@ func qwen05B(b *testing.B, frozen bool) *Model {
 }
 
 // BenchmarkTrainStep05B times forward + backward of Qwen2.5-0.5B's shapes
-// on 2 sequences of 320 tokens with recomputation, the update's
-// micro-batch in benchmarks/cpu's step section (the profiling entry point:
-// go test -run XXX -bench TrainStep05B -benchtime 1x -cpuprofile cpu.prof ./model).
+// on 2 sequences of 320 tokens saving every layer and the logits, the
+// update's micro-batch in benchmarks/cpu's step section (the profiling
+// entry point: go test -run XXX -bench TrainStep05B -benchtime 1x
+// -cpuprofile cpu.prof ./model).
 func BenchmarkTrainStep05B(b *testing.B) {
 	m := qwen05B(b, false)
-	m.Recompute = true
+	m.SaveBytes = 3 << 29 // 1.5 GiB: every layer (1.1 GiB) and the logits (0.36 GiB)
 	benchTrainStep(b, m, 2, 320, 151936, 131, 7919, false)
 }
 

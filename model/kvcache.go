@@ -114,7 +114,7 @@ func (m *Model) stepInto(c *KVCache, chunks []Chunk, logits Buffer, run func(key
 		return err
 	}
 	T := len(tokens)
-	a := ensureActivations(m.stepActs, dev, d, T, 0, false)
+	a := ensureActivations(m.stepActs, dev, d, T, keep{}, false)
 	m.stepActs = a
 	if !m.train && m.acts != nil {
 		m.acts.free(dev) // decoding: a scoring arena is not needed again before the next Forward

@@ -20,12 +20,36 @@ const (
 	headChunk = 4096 // vocabulary entries per chunk
 )
 
+// logitKeeper is a device whose LM head can keep a training forward's
+// logits [T, V] (LMHeadKeep) and run its backward from them
+// (LMHeadBackwardKept) instead of computing h·wᵀ again: the same values,
+// one product of the head fewer, for T·V floats of memory (Model.keeps
+// decides).
+type logitKeeper interface {
+	LMHeadKeep(logprob, entropy, lse, logits, h, w Buffer, targets []int32, T, C, V int)
+	LMHeadBackwardKept(dh, dw, dlogprob, dentropy, logits, h, w, lse, entropy Buffer, targets []int32, T, C, V int)
+}
+
 func (d *CPU[F]) LMHead(logprob, entropy, lse, h, w Buffer, targets []int32, T, C, V int) {
+	d.lmHead(logprob, entropy, lse, nil, h, w, targets, T, C, V)
+}
+
+// LMHeadKeep is LMHead writing every logit into logits [T, V] as well.
+func (d *CPU[F]) LMHeadKeep(logprob, entropy, lse, logits, h, w Buffer, targets []int32, T, C, V int) {
+	d.lmHead(logprob, entropy, lse, logits, h, w, targets, T, C, V)
+}
+
+// lmHead computes each block's chunk of logits into a scratch block, or,
+// with keep, into its place in keep (row pitch V).
+func (d *CPU[F]) lmHead(logprob, entropy, lse, keep, h, w Buffer, targets []int32, T, C, V int) {
 	lp, ent, L := buf[F](logprob), buf[F](entropy), buf[F](lse)
 	checkTargets(targets, T, V)
 	rows := min(T, headRows)
 	chunk := min(V, headChunk)
-	z := cpuBuf[F](make([]F, rows*chunk))
+	var z Buffer
+	if keep == nil {
+		z = cpuBuf[F](make([]F, rows*chunk))
+	}
 	mx, se, sz, zy := make([]float64, rows), make([]float64, rows), make([]float64, rows), make([]float64, rows)
 	for t0 := 0; t0 < T; t0 += rows {
 		n := min(rows, T-t0)
@@ -35,13 +59,18 @@ func (d *CPU[F]) LMHead(logprob, entropy, lse, h, w Buffer, targets []int32, T, 
 		hb := h.Slice(t0*C, n*C)
 		for v0 := 0; v0 < V; v0 += chunk {
 			m := min(chunk, V-v0)
-			d.Gemm(false, true, n, m, C, 1, hb, C, w.Slice(v0*C, m*C), C, 0, z, m)
+			zb, ldz := z, m
+			if keep != nil {
+				zb, ldz = keep.Slice(t0*V+v0, (n-1)*V+m), V
+			}
+			d.Gemm(false, true, n, m, C, 1, hb, C, w.Slice(v0*C, m*C), C, 0, zb, ldz)
+			zs := buf[F](zb)
 			d.parallel(n, 1, func(lo, hi int) {
 				sc := getRow[F](2 * m)
 				defer putRow(sc)
 				arg, ex := (*sc)[:m], (*sc)[m:]
 				for i := lo; i < hi; i++ {
-					row := z[i*m : (i+1)*m]
+					row := zs[i*ldz : i*ldz+m]
 					cm := math.Inf(-1)
 					for _, v := range row {
 						cm = max(cm, float64(v)) // the builtin: math.Max's rules for NaN and ±0, inlined
@@ -79,18 +108,41 @@ func (d *CPU[F]) LMHead(logprob, entropy, lse, h, w Buffer, targets []int32, T, 
 }
 
 func (d *CPU[F]) LMHeadBackward(dh, dw, dlogprob, dentropy, h, w, lse, entropy Buffer, targets []int32, T, C, V int) {
+	d.lmHeadBackward(dh, dw, dlogprob, dentropy, nil, h, w, lse, entropy, targets, T, C, V)
+}
+
+// LMHeadBackwardKept is LMHeadBackward reading the logits that
+// LMHeadKeep kept instead of computing them (it overwrites them with
+// their gradients).
+func (d *CPU[F]) LMHeadBackwardKept(dh, dw, dlogprob, dentropy, logits, h, w, lse, entropy Buffer, targets []int32, T, C, V int) {
+	d.lmHeadBackward(dh, dw, dlogprob, dentropy, logits, h, w, lse, entropy, targets, T, C, V)
+}
+
+// lmHeadBackward computes each block's chunk of logits again into a
+// scratch block or, with keep, takes it from keep (row pitch V); the
+// chunk's logit gradients overwrite it.
+func (d *CPU[F]) lmHeadBackward(dh, dw, dlogprob, dentropy, keep, h, w, lse, entropy Buffer, targets []int32, T, C, V int) {
 	glp, gent, L, H := buf[F](dlogprob), buf[F](dentropy), buf[F](lse), buf[F](entropy)
 	checkTargets(targets, T, V)
 	rows := min(T, headRows)
 	chunk := min(V, headChunk)
-	z := cpuBuf[F](make([]F, rows*chunk))
+	var z Buffer
+	if keep == nil {
+		z = cpuBuf[F](make([]F, rows*chunk))
+	}
 	for t0 := 0; t0 < T; t0 += rows {
 		n := min(rows, T-t0)
 		hb, dhb := h.Slice(t0*C, n*C), dh.Slice(t0*C, n*C)
 		for v0 := 0; v0 < V; v0 += chunk {
 			m := min(chunk, V-v0)
 			wc := w.Slice(v0*C, m*C)
-			d.Gemm(false, true, n, m, C, 1, hb, C, wc, C, 0, z, m)
+			zb, ldz := z, m
+			if keep != nil {
+				zb, ldz = keep.Slice(t0*V+v0, (n-1)*V+m), V
+			} else {
+				d.Gemm(false, true, n, m, C, 1, hb, C, wc, C, 0, zb, ldz)
+			}
+			zs := buf[F](zb)
 			d.parallel(n, 1, func(lo, hi int) {
 				sc := getRow[F](2 * m)
 				defer putRow(sc)
@@ -103,7 +155,7 @@ func (d *CPU[F]) LMHeadBackward(dh, dw, dlogprob, dentropy, h, w, lse, entropy B
 					if targets[t] < 0 {
 						gl = 0
 					}
-					row := z[i*m : (i+1)*m]
+					row := zs[i*ldz : i*ldz+m]
 					for v, zv := range row {
 						arg[v] = F(float64(zv) - l)
 					}
@@ -123,9 +175,9 @@ func (d *CPU[F]) LMHeadBackward(dh, dw, dlogprob, dentropy, h, w, lse, entropy B
 			if v0 == 0 {
 				beta = 0
 			}
-			d.Gemm(false, false, n, C, m, 1, z, m, wc, C, beta, dhb, C)
+			d.Gemm(false, false, n, C, m, 1, zb, ldz, wc, C, beta, dhb, C)
 			if dw != nil { // nil: a frozen head, only dh is wanted
-				d.Gemm(true, false, m, C, n, 1, z, m, hb, C, 1, dw.Slice(v0*C, m*C), C)
+				d.Gemm(true, false, m, C, n, 1, zb, ldz, hb, C, 1, dw.Slice(v0*C, m*C), C)
 			}
 		}
 	}

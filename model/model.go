@@ -72,21 +72,33 @@ func (m *Model) saveBound() int64 {
 // forward (float32 bytes) before recomputation switches on by itself.
 const autoRecomputeBytes = 1 << 30
 
-// savedLayers is how many layers a training forward of T tokens saves:
-// all L when they fit the bound; otherwise k, the first k layers, plus one
-// set of views shared by the other L−k, within the bound (the backward
-// recomputes those, except the last layer, whose activations the shared
-// set still holds). 0 for scoring and under Recompute.
-func (m *Model) savedLayers(T int, train bool) int {
+// keep is what a training forward saves for its backward besides the
+// residuals: its first layers' activations (the others share one set of
+// views and are recomputed, except the last layer, whose activations the
+// shared set still holds) and, once every layer is saved, the LM head's
+// logits (on a device that can keep them), so that its backward does not
+// compute them again.
+type keep struct {
+	layers int
+	logits bool
+}
+
+// keeps is what a training forward of T tokens saves within the bound
+// (SaveBytes or autoRecomputeBytes): all L layers when they fit, else k
+// plus the shared set; then the logits when they fit what is left.
+// Nothing for scoring and under Recompute.
+func (m *Model) keeps(T int, train bool) keep {
 	if !train || m.Recompute {
-		return 0
+		return keep{}
 	}
 	per := int64(layerActSize(m.d, T)) * 4
 	bound := m.saveBound()
-	if int64(m.d.L)*per <= bound {
-		return m.d.L
+	all := int64(m.d.L) * per
+	if all > bound {
+		return keep{layers: int(max(0, bound/per-1))}
 	}
-	return int(max(0, bound/per-1))
+	_, can := m.Dev.(logitKeeper)
+	return keep{layers: m.d.L, logits: can && m.Head == LMHeadOutput && all+int64(T)*int64(m.d.V)*4 <= bound}
 }
 
 // Batch is a packed batch of token sequences without padding.
@@ -218,7 +230,11 @@ func (m *Model) Forward(b Batch, train bool) (*Output, error) {
 	out := &Output{}
 	switch m.Head {
 	case LMHeadOutput:
-		dev.LMHead(a.logprob, a.entropy, a.lseV, a.lnf, m.p.lmHead, a.targets, T, d.C, d.V)
+		if a.logits != nil {
+			dev.(logitKeeper).LMHeadKeep(a.logprob, a.entropy, a.lseV, a.logits, a.lnf, m.p.lmHead, a.targets, T, d.C, d.V)
+		} else {
+			dev.LMHead(a.logprob, a.entropy, a.lseV, a.lnf, m.p.lmHead, a.targets, T, d.C, d.V)
+		}
 		out.LogProb, out.Entropy = make([]float32, T), make([]float32, T)
 		dev.Download(out.LogProb, a.logprob)
 		dev.Download(out.Entropy, a.entropy)
@@ -248,9 +264,9 @@ func (m *Model) forwardHidden(b Batch, train bool) (*activations, error) {
 		return nil, err
 	}
 	d, dev, T := m.d, m.Dev, len(b.Tokens)
-	save := m.savedLayers(T, train)
+	save := m.keeps(T, train)
 	maxT := 0
-	if save == 0 && len(b.Seqs) > 2 {
+	if save.layers == 0 && len(b.Seqs) > 2 {
 		maxT = groupTokens(d, T, train)
 	}
 	m.dropStepScratch() // decode scratch: rebuilt by the next Step
@@ -298,6 +314,9 @@ func (m *Model) attend(a *activations, l int, s layerActs) {
 func (m *Model) layerForward(a *activations, l int, attend func(a *activations, l int, s layerActs)) {
 	d, dev, w := m.d, m.Dev, m.p.layers[l]
 	s := a.layer(l)
+	if l >= a.nsaved {
+		a.live = l // the shared set is now this layer's
+	}
 	T := a.T
 	dev.RMSNorm(s.ln1, s.rstd1, a.x(l), w.ln1, T, d.C, d.eps)
 	dev.Gemm(false, true, T, d.QKV, d.C, 1, s.ln1, d.C, w.wqkv, d.C, 0, s.qkv, d.QKV)
@@ -384,7 +403,7 @@ func (m *Model) Backward(dLogProb, dEntropy, dValues []float32) error {
 	m.headBackward(a, a, 0, T)
 	m.gradsDone(m.layerOff(d.L))
 	for l := d.L - 1; l >= 0; l-- {
-		if !a.saves(l, d.L) {
+		if !a.holds(l) {
 			m.layerForward(a, l, m.attend) // recompute the layer's activations from its residual input
 		}
 		m.layerBackward(a, l)
@@ -408,8 +427,14 @@ func (m *Model) headBackward(a, s *activations, t0, n int) {
 	lnf := rows(a.lnf, d.C)
 	switch m.Head {
 	case LMHeadOutput:
-		dev.LMHeadBackward(s.dln, wg.lmHead, rows(a.dlogprob, 1), rows(a.dentropy, 1), lnf, m.p.lmHead,
-			rows(a.lseV, 1), rows(a.entropy, 1), a.targets[t0:t0+n], n, d.C, d.V)
+		if a.logits != nil { // kept by the forward; a grouped arena keeps none
+			dev.(logitKeeper).LMHeadBackwardKept(s.dln, wg.lmHead, rows(a.dlogprob, 1), rows(a.dentropy, 1), rows(a.logits, d.V), lnf, m.p.lmHead,
+				rows(a.lseV, 1), rows(a.entropy, 1), a.targets[t0:t0+n], n, d.C, d.V)
+			a.logits = nil // now gradients: another Backward of this forward computes the logits again
+		} else {
+			dev.LMHeadBackward(s.dln, wg.lmHead, rows(a.dlogprob, 1), rows(a.dentropy, 1), lnf, m.p.lmHead,
+				rows(a.lseV, 1), rows(a.entropy, 1), a.targets[t0:t0+n], n, d.C, d.V)
+		}
 	case ValueHeadOutput:
 		dv := rows(a.dvalues, 1)
 		dev.Gemm(false, false, n, d.C, 1, 1, dv, 1, m.p.vw, d.C, 0, s.dln, d.C)

@@ -8,11 +8,14 @@ import (
 )
 
 // TestPartialSaveBitForBit trains the golden models' batch (one forward
-// and backward) saving every layer, none (Recompute), and k of L for each
-// k in between (SaveBytes set to k+1 layer sets: k saved, one shared),
-// on the golden weights and on a random 5-layer model of each config:
-// the log-probabilities and every gradient must be bit for bit the same,
-// since a recomputed layer runs the same operations on the same inputs.
+// and backward) saving every layer and the LM head's logits, every layer
+// without the logits, none (Recompute), and k of L for each k in between
+// (SaveBytes set to k+1 layer sets: k saved, one shared), on the golden
+// weights and on a random 5-layer model of each config: the
+// log-probabilities and every gradient must be bit for bit the same,
+// since a recomputed layer or logit runs the same operations on the same
+// inputs. The gradients after a second Backward of the same forward too
+// (the kept logits, which the first overwrote, are computed again).
 // The arena must hold what ActivationValues says, and the number of layers
 // saved must be what the bound allows.
 func TestPartialSaveBitForBit(t *testing.T) {
@@ -49,7 +52,7 @@ func TestPartialSaveBitForBit(t *testing.T) {
 				}
 				gc := loadGoldenCase(t, name)
 				b := Batch{Tokens: gc.tokens, Seqs: gc.seqs}
-				run := func(recompute bool, saveBytes int64) (lp []float32, grads []float32, nsaved int) {
+				run := func(recompute bool, saveBytes int64) (lp []float32, grads []float32, nsaved int, logits bool) {
 					m := load(lora)
 					m.Recompute, m.SaveBytes = recompute, saveBytes
 					if lora {
@@ -69,15 +72,28 @@ func TestPartialSaveBitForBit(t *testing.T) {
 					if want := m.ActivationValues(b, true); m.acts.cap != want {
 						t.Errorf("arena holds %d values, ActivationValues says %d", m.acts.cap, want)
 					}
+					logits = m.acts.logits != nil
 					m.ZeroGrads()
 					if err := m.Backward(gc.a, gc.b, nil); err != nil {
 						t.Fatal(err)
 					}
 					_, g := m.Trainable()
 					grads, _ = HostF32(g)
-					return out.LogProb, append([]float32(nil), grads...), m.acts.nsaved
+					grads = append([]float32(nil), grads...)
+					// A second Backward accumulates on the first: the kept
+					// logits are gradients by now, so it computes them again.
+					if err := m.Backward(gc.a, gc.b, nil); err != nil {
+						t.Fatal(err)
+					}
+					_, g = m.Trainable()
+					twice, _ := HostF32(g)
+					grads = append(grads, twice...)
+					return out.LogProb, grads, m.acts.nsaved, logits
 				}
-				lp0, g0, n := run(false, 1<<40)
+				lp0, g0, n, kept := run(false, 1<<40)
+				if !kept {
+					t.Fatal("an unbounded save did not keep the logits")
+				}
 				L := n
 				probe := load(true)
 				if L != probe.d.L || L < 2 {
@@ -97,15 +113,20 @@ func TestPartialSaveBitForBit(t *testing.T) {
 						}
 					}
 				}
-				lp, g, n := run(true, 1<<40)
-				if n != 0 {
-					t.Fatalf("Recompute saved %d layers", n)
+				lp, g, n, kept := run(true, 1<<40)
+				if n != 0 || kept {
+					t.Fatalf("Recompute saved %d layers, logits %v", n, kept)
 				}
 				same("recompute", lp, g)
+				lp, g, n, kept = run(false, int64(L)*per)
+				if n != L || kept {
+					t.Fatalf("a bound of L layer sets saved %d layers, logits %v; want %d, none", n, kept, L)
+				}
+				same("every layer, no logits", lp, g)
 				for k := 0; k < L-1; k++ {
-					lp, g, n := run(false, int64(k+1)*per)
-					if n != k {
-						t.Fatalf("a bound of %d layer sets saved %d layers, want %d", k+1, n, k)
+					lp, g, n, kept := run(false, int64(k+1)*per)
+					if n != k || kept {
+						t.Fatalf("a bound of %d layer sets saved %d layers, logits %v; want %d, none", k+1, n, kept, k)
 					}
 					same(fmt.Sprintf("%d of %d saved", k, L), lp, g)
 				}

@@ -56,8 +56,9 @@ type stepOptions struct {
 // bf16 copy of the same folder, AdamW's moments are -step_state. With
 // -step_spill_ref the reference's weights live in a file mapping
 // (model.Model.SpillWeights) whose pages leave the resident set after
-// scoring; the room goes to the update's saved layers (-step_save_gib:
-// every layer of a 640-token micro-batch takes 1.1 GiB).
+// scoring; the room goes to what the update saves for its backward
+// (-step_save_gib: every layer of a 640-token micro-batch takes 1.1 GiB,
+// its LM-head logits 0.36 GiB more).
 func stepSection(e *env) []row {
 	o := e.step
 	var rows []row

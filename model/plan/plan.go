@@ -288,7 +288,12 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		case saved < sh.L:
 			what = fmt.Sprintf("%d of %d layers' activations saved within %.3g GiB, the rest recomputed", saved, sh.L, float64(max(s.SaveBytes, autoRecomputeBytes))/GiB)
 		}
-		add("activations", s.forwardBytes(sh, T, saved, true), "training micro-batch of %d tokens, %s%s%s", T, what, s.groupDetail(sh, T, saved, true), s.residDetail())
+		acts := s.forwardBytes(sh, T, saved, true)
+		if lg := s.keptLogits(sh, T); lg > 0 {
+			acts += lg
+			what += fmt.Sprintf(", and the LM head's %d × %d logits", T, sh.V)
+		}
+		add("activations", acts, "training micro-batch of %d tokens, %s%s%s", T, what, s.groupDetail(sh, T, saved, true), s.residDetail())
 	} else if T > 0 {
 		add("activations", s.forwardBytes(sh, T, 0, false), "scoring forward of %d tokens%s%s", T, s.groupDetail(sh, T, 0, false), s.residDetail())
 	}
@@ -486,4 +491,20 @@ func (p *Plan) noFit(cfg *model.Config) string {
 	}
 	return fmt.Sprintf("no value of %s makes it fit: even at their smallest the run needs %.2f GiB; use a larger device",
 		strings.Join(knobs, ", "), float64(least)/GiB)
+}
+
+// keptLogits mirrors model.Model's keeps: the bytes of the LM head's
+// logits that a training forward of T tokens keeps for its backward, on
+// the CPU (the device that can), when every layer is saved and the logits
+// fit what is left of the bound; else 0.
+func (s Settings) keptLogits(sh shape, T int) int64 {
+	bound := s.SaveBytes
+	if bound <= 0 {
+		bound = autoRecomputeBytes
+	}
+	lg := int64(T) * int64(sh.V) * 4
+	if s.Device != "cpu" || !s.Train || !sh.saves(T, s.Recompute, s.SaveBytes) || int64(sh.L)*sh.layerActs(T)*4+lg > bound {
+		return 0
+	}
+	return lg
 }

@@ -66,14 +66,17 @@ func tinyConfig(t *testing.T, modelType string) *model.Config {
 // allocations, and compares the peak with the plan's total less its
 // workspace (which lives outside the arenas): within 10%, with and without
 // recomputation, Qwen2 and Qwen3, a bf16 reference with bf16 AdamW
-// moments, LoRA adapters on a frozen base, and a saved-layer bound
-// (SaveBytes) below the micro-batch's layers, which recomputes by itself.
+// moments, LoRA adapters on a frozen base, and saved-layer bounds
+// (SaveBytes) below one layer (recomputation by itself), of two layer sets
+// (one layer saved, one set shared by the rest) and of every layer but not
+// the logits (the automatic bound keeps the LM head's logits too).
 func TestPlanMatchesCPUAllocations(t *testing.T) {
 	type tc struct {
 		mt                                     string
 		recompute, refBF16, stateBF16, grouped bool
 		lora                                   int
 		saveBytes                              int64
+		saveSets                               int // saveBytes: this many layer sets of the micro-batch; -1: every layer
 	}
 	var cases []tc
 	for _, mt := range []string{"qwen2", "qwen3"} {
@@ -81,7 +84,8 @@ func TestPlanMatchesCPUAllocations(t *testing.T) {
 			cases = append(cases, tc{mt: mt, recompute: recompute})
 		}
 		cases = append(cases, tc{mt: mt, refBF16: true, stateBF16: true}, tc{mt: mt, lora: 4},
-			tc{mt: mt, recompute: true, grouped: true}, tc{mt: mt, grouped: true}, tc{mt: mt, saveBytes: 1024})
+			tc{mt: mt, recompute: true, grouped: true}, tc{mt: mt, grouped: true}, tc{mt: mt, saveBytes: 1024},
+			tc{mt: mt, saveSets: 2}, tc{mt: mt, saveSets: -1})
 	}
 	defer func(old int) { model.GroupBytes = old }(model.GroupBytes)
 	for _, c := range cases {
@@ -92,8 +96,18 @@ func TestPlanMatchesCPUAllocations(t *testing.T) {
 		if c.grouped {
 			model.GroupBytes = 16 << 10
 		}
-		name := fmt.Sprintf("%s recompute=%v refBF16=%v stateBF16=%v lora=%d grouped=%v saveBytes=%d", c.mt, c.recompute, c.refBF16, c.stateBF16, c.lora, c.grouped, c.saveBytes)
 		cfg := tinyConfig(t, c.mt)
+		if sh := shapeOf(cfg); c.saveSets != 0 {
+			sets := c.saveSets
+			if sets < 0 {
+				sets = sh.L
+			}
+			c.saveBytes = int64(sets) * sh.layerActs(48) * 4
+			if sets >= sh.L && sh.L < 3 {
+				t.Fatalf("the tiny %s config has %d layers: two sets save them all", c.mt, sh.L)
+			}
+		}
+		name := fmt.Sprintf("%s recompute=%v refBF16=%v stateBF16=%v lora=%d grouped=%v saveBytes=%d", c.mt, c.recompute, c.refBF16, c.stateBF16, c.lora, c.grouped, c.saveBytes)
 		s := Settings{Device: "cpu", Train: true, Reference: true, Critic: true, Recompute: c.recompute, SaveBytes: c.saveBytes,
 			RefBF16: c.refBF16, StateBF16: c.stateBF16, LoRARank: c.lora,
 			MicroBatchTokens: 48, RolloutSlots: 6, MaxContext: 40, MaxPromptTokens: 7, GroupSize: 3}

@@ -72,7 +72,7 @@ func (sh shape) layerCompute(T int) int64 {
 // even when recomputation is off.
 const autoRecomputeBytes = 1 << 30
 
-// savedLayers mirrors model.Model's savedLayers: how many layers a
+// savedLayers mirrors model.Model's keeps: how many layers a
 // training forward of T tokens saves (bound: model.Model.SaveBytes, or
 // autoRecomputeBytes when 0): all L when they fit, else k plus one set of
 // views shared by the rest within the bound; 0 under recomputation.
