@@ -374,8 +374,7 @@ func newTrainer(cfg *Config, s *agent.Setup, sftDir string, dp *rl.DP) (*rl.Trai
 		offload = cmp.Or(cfg.Trainer.OffloadDir, os.TempDir())
 	}
 	tr, err := rl.NewTrainer(cfg.RL, rl.Setup{Policy: s.Policy, RefDir: sftDir, Ref: ref, Recompute: cfg.Trainer.Recompute, SaveBytes: s.Policy.SaveBytes,
-		RefOffloadDir: offload,
-		Tok:           s.Tok, Env: s.Env, Stop: s.Stop, ToolCallEnd: s.ToolCallEnd,
+		Tok: s.Tok, Env: s.Env, Stop: s.Stop, ToolCallEnd: s.ToolCallEnd, RefOffloadDir: offload,
 		Slots:      min(cfg.Trainer.RolloutSlots, cfg.Data.TrainBatchSize*cfg.RL.Rollout.N),
 		MaxContext: cfg.Model.MaxContext, TotalSteps: cfg.Trainer.TotalSteps, PromptsPerStep: cfg.Data.TrainBatchSize,
 		DP: dp}) // data parallel: before the optimizers, which zero1 shards
