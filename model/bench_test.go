@@ -110,11 +110,27 @@ func BenchmarkTrainStep05B(b *testing.B) {
 
 // BenchmarkDecodeBatch05B times decode steps of 32 sequences at once
 // through the KV cache on Qwen2.5-0.5B's shapes, sampling at temperature
-// 1 (the rollout of benchmarks/cpu's step section).
+// 1 (the rollout of benchmarks/cpu's step section): float32 weights, then
+// the bf16 rollout copy with bf16 products (rollout.dtype bfloat16).
 func BenchmarkDecodeBatch05B(b *testing.B) {
 	m := qwen05B(b, true) // decoding needs no gradients
+	dot, err := m.CloneWith(LoadOptions{Frozen: true, DType: "bfloat16", BF16Products: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		m    *Model
+	}{{"float32", m}, {"bf16-copy", dot}} {
+		b.Run(c.name, func(b *testing.B) { decodeBatch(b, c.m) })
+	}
+}
+
+// decodeBatch times batch-32 decode steps of m with sampling.
+func decodeBatch(b *testing.B, m *Model) {
 	const slots = 32
 	c := m.NewKVCache(slots, 320)
+	defer c.Free(m.Dev)
 	chunks := make([]Chunk, slots)
 	for s := range chunks {
 		chunks[s] = Chunk{Slot: s, Tokens: make([]int32, 8)} // short: a profile shows decoding, not the prefill

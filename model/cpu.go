@@ -82,7 +82,7 @@ func (d *CPU[F]) collectFreed(n int) {
 func (d *CPU[F]) Sync() error { return nil }
 
 func (d *CPU[F]) Upload(dst Buffer, src []float32) {
-	if h, ok := dst.(bf16Buf); ok {
+	if h, ok := asBF16(dst); ok {
 		if len(src) != len(h) {
 			panic(fmt.Sprintf("model: Upload of %d values into a buffer of %d", len(src), len(h)))
 		}
@@ -101,7 +101,7 @@ func (d *CPU[F]) Upload(dst Buffer, src []float32) {
 }
 
 func (d *CPU[F]) Download(dst []float32, src Buffer) {
-	if h, ok := src.(bf16Buf); ok {
+	if h, ok := asBF16(src); ok {
 		if len(dst) != len(h) {
 			panic(fmt.Sprintf("model: Download of a buffer of %d values into %d", len(h), len(dst)))
 		}
@@ -120,7 +120,7 @@ func (d *CPU[F]) Download(dst []float32, src Buffer) {
 }
 
 func (d *CPU[F]) Zero(b Buffer) {
-	if h, ok := b.(bf16Buf); ok {
+	if h, ok := asBF16(b); ok {
 		clear(h)
 		return
 	}
@@ -130,8 +130,8 @@ func (d *CPU[F]) Zero(b Buffer) {
 // Copy copies between buffers of the same length; into or out of a bf16
 // buffer it narrows (round to nearest even) or widens.
 func (d *CPU[F]) Copy(dst, src Buffer) {
-	hd, dok := dst.(bf16Buf)
-	hs, sok := src.(bf16Buf)
+	hd, dok := asBF16(dst)
+	hs, sok := asBF16(src)
 	switch {
 	case dok && sok:
 		if len(hd) != len(hs) {
@@ -235,8 +235,9 @@ func (d *CPU[F]) SumSquares(x Buffer) float64 {
 // AdamW is the decoupled-weight-decay Adam step (Loshchilov & Hutter):
 // p ← p − lr·(m̂/(√v̂+eps) + wd·p), with bias-corrected moments.
 func (d *CPU[F]) AdamW(p, g, m, v Buffer, hp AdamWParams) {
-	if hm, ok := m.(bf16Buf); ok {
-		d.adamWBF16(buf[F](p), buf[F](g), hm, v.(bf16Buf), hp)
+	if hm, ok := asBF16(m); ok {
+		vm, _ := asBF16(v)
+		d.adamWBF16(buf[F](p), buf[F](g), hm, vm, hp)
 		return
 	}
 	P, G, M, V := buf[F](p), buf[F](g), buf[F](m), buf[F](v)

@@ -34,14 +34,47 @@ func (d *CPU[F]) AllocBF16(n int) Buffer {
 }
 
 // IsBF16 says whether b holds bfloat16 values.
-func IsBF16(b Buffer) bool { _, ok := b.(bf16Buf); return ok }
+func IsBF16(b Buffer) bool { _, ok := asBF16(b); return ok }
+
+// bf16DotBuf is a bf16 buffer whose products may round their float32
+// inputs to bf16 and use the CPU's bf16 dot product (LoadOptions.
+// BF16Products): a rollout copy's weights. Everything else reads it as a
+// bf16Buf.
+type bf16DotBuf []uint16
+
+func (b bf16DotBuf) Len() int                { return len(b) }
+func (b bf16DotBuf) Slice(off, n int) Buffer { return b[off : off+n : off+n] }
+
+// asBF16 returns the bit patterns of either kind of bf16 buffer.
+func asBF16(b Buffer) (bf16Buf, bool) {
+	switch h := b.(type) {
+	case bf16Buf:
+		return h, true
+	case bf16DotBuf:
+		return bf16Buf(h), true
+	}
+	return nil, false
+}
+
+// BF16DotAllocator is implemented by devices whose bf16 weights can take
+// bf16 products (AllocBF16Dot; the CPU with AVX512_BF16).
+type BF16DotAllocator interface {
+	AllocBF16Dot(n int) Buffer // zero-filled
+}
+
+// AllocBF16Dot returns a zero-filled bf16 buffer whose products round
+// their other operand to bf16 where the CPU has a bf16 dot product.
+func (d *CPU[F]) AllocBF16Dot(n int) Buffer {
+	d.collectFreed(n)
+	return bf16DotBuf(make([]uint16, n))
+}
 
 // HostF32 returns the memory behind a float32 CPU buffer, so that loading
 // and saving can read and write it in place instead of through a copy.
 func HostF32(b Buffer) ([]float32, bool) { s, ok := b.(cpuBuf[float32]); return s, ok }
 
 // HostBF16 returns the bit patterns behind a bfloat16 CPU buffer.
-func HostBF16(b Buffer) ([]uint16, bool) { s, ok := b.(bf16Buf); return s, ok }
+func HostBF16(b Buffer) ([]uint16, bool) { s, ok := asBF16(b); return s, ok }
 
 // widen converts bf16 bits to float32: exact.
 func widen(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
@@ -73,7 +106,7 @@ func narrowStochastic(f float32, r uint32) uint16 {
 // vec returns a small vector operand (a norm weight, a bias) as []F,
 // widening a bf16 one into a fresh slice.
 func vec[F Float](b Buffer) []F {
-	h, ok := b.(bf16Buf)
+	h, ok := asBF16(b)
 	if !ok {
 		return buf[F](b)
 	}

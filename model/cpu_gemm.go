@@ -10,7 +10,13 @@ func (d *CPU[F]) Gemm(transA, transB bool, m, n, k int, alpha float32, a Buffer,
 	if m == 0 || n == 0 {
 		return
 	}
-	if h, ok := b.(bf16Buf); ok {
+	if h, ok := b.(bf16DotBuf); ok && transB && !transA {
+		if a32, ok := any(buf[F](a)).([]float32); ok &&
+			gemm.SgemmDotBF16TransB(m, n, k, alpha, a32, lda, h, ldb, beta, any(buf[F](c)).([]float32), ldc, d.threads) {
+			return
+		}
+	}
+	if h, ok := asBF16(b); ok {
 		d.gemmBF16(transA, transB, m, n, k, alpha, buf[F](a), lda, h, ldb, beta, buf[F](c), ldc)
 		return
 	}

@@ -4,7 +4,7 @@ import "fmt"
 
 // Embedding copies row ids[t] of table[V, C] into out[t, :].
 func (d *CPU[F]) Embedding(out Buffer, ids []int32, table Buffer, C int) {
-	if h, ok := table.(bf16Buf); ok {
+	if h, ok := asBF16(table); ok {
 		d.embeddingBF16(buf[F](out), ids, h, C)
 		return
 	}

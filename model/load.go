@@ -73,6 +73,13 @@ type LoadOptions struct {
 	// bfloat16 for a frozen model whose folder stores every tensor it needs
 	// as BF16 (so nothing is rounded) and float32 otherwise.
 	DType string
+	// BF16Products lets the products with bf16 weights round their
+	// float32 inputs to bf16 and sum on the CPU's bf16 dot product
+	// (AVX512_BF16's VDPBF16PS, twice the float32 rate) where it has one:
+	// a rollout copy samples from these weights, as a bf16 inference
+	// engine would. Without it (a reference policy) products stay exact:
+	// the weights widen to float32. Ignored for float32 weights.
+	BF16Products bool
 }
 
 // Load reads a Hugging Face folder (config.json and safetensors, single

@@ -142,7 +142,11 @@ func NewWith(cfg *Config, dev Device, head Head, opt LoadOptions) (*Model, error
 		if !opt.Frozen {
 			return nil, fmt.Errorf("model: bfloat16 weights are for frozen models; a trained model keeps float32 master weights")
 		}
-		m.Params = ha.AllocBF16(n)
+		if da, ok := dev.(BF16DotAllocator); ok && opt.BF16Products {
+			m.Params = da.AllocBF16Dot(n)
+		} else {
+			m.Params = ha.AllocBF16(n)
+		}
 	default:
 		return nil, fmt.Errorf("model: weight dtype %q is neither float32 nor bfloat16", opt.DType)
 	}

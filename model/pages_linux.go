@@ -7,9 +7,10 @@ import (
 )
 
 // dropPages tells the kernel that the process is done with the whole pages
-// of b, a read-only memory-mapped file range: they leave the process's
-// resident set (the page cache keeps them). Loading a model otherwise holds
-// the mapped file and the arena resident together at its peak.
+// of b: they leave the process's resident set. A file mapping's pages stay
+// in the page cache (loading a model otherwise holds the mapped file and
+// the arena resident together at its peak; spilled weights); anonymous
+// memory's read as zeros when next touched (discarded weights).
 func dropPages(b []byte) {
 	if len(b) == 0 {
 		return

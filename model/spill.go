@@ -39,7 +39,9 @@ func (m *Model) SpillWeights(dir string) error {
 		return fmt.Errorf("model: spill weights to %s: %w", dir, err)
 	}
 	old := m.Params
-	if IsBF16(old) {
+	if _, dot := old.(bf16DotBuf); dot {
+		m.Params = bf16DotBuf(unsafe.Slice((*uint16)(unsafe.Pointer(&mapped[0])), old.Len()))
+	} else if IsBF16(old) {
 		m.Params = bf16Buf(unsafe.Slice((*uint16)(unsafe.Pointer(&mapped[0])), old.Len()))
 	} else {
 		m.Params = cpuBuf[float32](unsafe.Slice((*float32)(unsafe.Pointer(&mapped[0])), old.Len()))
@@ -59,5 +61,35 @@ func (m *Model) Spilled() bool { return m.spilled != nil }
 func (m *Model) DropWeightPages() {
 	if m.spilled != nil {
 		dropPages(m.spilled)
+	}
+}
+
+// CopyWeightsFrom overwrites the weights of m, a frozen copy of src (same
+// config; CloneWith made it), with src's current ones, rounding them to
+// bf16 when m stores bf16: a rollout copy follows its policy after each
+// optimizer step this way.
+func (m *Model) CopyWeightsFrom(src *Model) error {
+	if m.Params.Len() != src.Params.Len() || m.d != src.d {
+		return fmt.Errorf("model: CopyWeightsFrom a model of another shape (%d parameters into %d)", src.Params.Len(), m.Params.Len())
+	}
+	if m.spilled != nil {
+		return fmt.Errorf("model: CopyWeightsFrom into spilled weights (a spilled model is read-only)")
+	}
+	m.Dev.Copy(m.Params, src.Params)
+	return nil
+}
+
+// DiscardWeights gives the memory of a frozen copy's weights on the CPU
+// back to the system until CopyWeightsFrom writes them again (a rollout
+// copy between rollouts): the pages read as zeros until then. Elsewhere it
+// does nothing.
+func (m *Model) DiscardWeights() {
+	if !m.Frozen() || m.spilled != nil {
+		return
+	}
+	if h, ok := asBF16(m.Params); ok && len(h) > 0 {
+		dropPages(unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), 2*len(h)))
+	} else if f, ok := HostF32(m.Params); ok && len(f) > 0 {
+		dropPages(unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f)))
 	}
 }

@@ -89,13 +89,20 @@ type RolloutConfig struct {
 	// ExternalTimeout bounds silence in external mode: an agent that
 	// claimed an episode and died must not hold the step forever.
 	ExternalTimeout time.Duration `yaml:"external_timeout" help:"external mode: a claimed episode silent this long (no request, no reward) is handed out again, and a batch no agent contacts (claim, request, reward) this long fails the step (0: wait forever)"`
+	// DType is what the builtin rollout samples from: float32, the policy
+	// itself; bfloat16, a bf16 copy of it that the trainer refreshes before
+	// each rollout and discards after (its memory is the update's), whose
+	// products run on the CPU's bf16 dot product where it has one
+	// (AVX512_BF16), as verl's rollout engine samples in bf16. π_old stays
+	// the float32 policy's (old log-probs are scored by it).
+	DType string `yaml:"dtype" help:"float32 (sample from the policy) or bfloat16 (from a bf16 copy refreshed each step: half the weight bytes, bf16 dot products on CPUs with AVX512_BF16)"`
 }
 
 // DefaultRolloutConfig is Agent-R1's multi-hop script setting.
 func DefaultRolloutConfig() RolloutConfig {
 	return RolloutConfig{N: 5, Sampling: model.Sampling{Temperature: 1, TopP: 1, TopK: -1},
 		MaxTurnTokens: 1024, MaxResponseTokens: 8192, MaxPromptTokens: 8192, ToolConcurrency: 16,
-		Mode: "builtin", ExternalAddr: "127.0.0.1:8000", ExternalTimeout: 10 * time.Minute}
+		Mode: "builtin", ExternalAddr: "127.0.0.1:8000", ExternalTimeout: 10 * time.Minute, DType: "float32"}
 }
 
 // Validate reports settings outside their range.
@@ -106,6 +113,15 @@ func (c *RolloutConfig) Validate() error {
 	}
 	if err := c.validateMode(); err != nil {
 		return err
+	}
+	switch c.DType {
+	case "", "float32":
+	case "bfloat16":
+		if c.Mode == "external" {
+			return fmt.Errorf("rl: rollout.dtype bfloat16 is for the builtin rollout; mode external serves the policy itself")
+		}
+	default:
+		return fmt.Errorf("rl: rollout.dtype %q is neither float32 nor bfloat16", c.DType)
 	}
 	return c.Sampling.Validate()
 }

@@ -71,9 +71,23 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 			s.Slots, s.MaxContext, s.PromptsPerStep, s.TotalSteps)
 	}
 	t := &Trainer{Cfg: cfg, Policy: s.Policy, ToolCallEnd: s.ToolCallEnd, KLCtrl: cfg.NewKLController(), DP: s.DP}
-	t.Rollout = &Rollout{Cfg: &t.Cfg.Rollout, Policy: NewModelPolicy(s.Policy, s.Slots, s.MaxContext),
-		Tok: s.Tok, Env: s.Env, Stop: s.Stop}
 	var err error
+	sampler := s.Policy
+	if cfg.Rollout.DType == "bfloat16" {
+		switch {
+		case s.Policy.Adapters() != nil:
+			return nil, errors.New("rl: rollout.dtype bfloat16 with LoRA adapters: the rollout reads the frozen base (bf16 when its folder is) and the float32 adapters, no copy")
+		case s.DP != nil && s.DP.Cfg.ShardMasters:
+			return nil, errors.New("rl: rollout.dtype bfloat16 with dp.shard_masters: no rank holds the whole float32 policy to copy")
+		}
+		// Rounded from the float32 masters before each rollout (Step).
+		if t.rolloutCopy, err = s.Policy.CloneWith(model.LoadOptions{Frozen: true, DType: "bfloat16", BF16Products: true}); err != nil {
+			return nil, fmt.Errorf("rl: rollout.dtype bfloat16: %w", err)
+		}
+		sampler = t.rolloutCopy
+	}
+	t.Rollout = &Rollout{Cfg: &t.Cfg.Rollout, Policy: NewModelPolicy(sampler, s.Slots, s.MaxContext),
+		Tok: s.Tok, Env: s.Env, Stop: s.Stop}
 	if cfg.NeedsRef() || cfg.NeedsCritic() {
 		if s.RefDir == "" {
 			return nil, errors.New("rl: the config uses a reference policy or a critic and Setup.RefDir is empty")

@@ -154,6 +154,9 @@ type Trainer struct {
 	// inside a step that takes minutes.
 	Phase func(name string, took time.Duration)
 	step  int // RL steps done
+	// rolloutCopy is the bf16 copy the rollout samples from
+	// (rollout.dtype bfloat16), or nil.
+	rolloutCopy *model.Model
 }
 
 // NeedsRef says whether the configuration uses a reference policy.
@@ -209,7 +212,15 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	if t.Source != nil {
 		src = t.Source
 	}
+	if t.rolloutCopy != nil && src == TrajectorySource(t.Rollout) {
+		if err := t.rolloutCopy.CopyWeightsFrom(t.Policy); err != nil {
+			return nil, err
+		}
+	}
 	trajs, err := src.Run(ctx, prompts)
+	if t.rolloutCopy != nil {
+		t.rolloutCopy.DiscardWeights() // rewritten before the next rollout
+	}
 	if err != nil {
 		return nil, err
 	}

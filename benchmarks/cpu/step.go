@@ -31,6 +31,7 @@ type stepOptions struct {
 	memLimitGiB        float64 // the collector's soft limit for r1go's step (0: none)
 	spillRef           bool    // the reference's weights in a file mapping, resident only while scoring
 	saveGiB            float64 // the policy's saved-layer bound (model.Model.SaveBytes; 0: the automatic 1 GiB)
+	rolloutDTypes      []string // rollouts to time, in order: float32 (the policy), bfloat16 (its copy)
 }
 
 // stepSection is one GRPO step of a Qwen2.5-0.5B-shaped model (random
@@ -123,60 +124,43 @@ func stepSection(e *env) []row {
 		return fail("optimizer", err)
 	}
 	fmt.Printf("step     loaded policy (float32) and reference (%s) in %.1f s\n", dtypeOf(ref), time.Since(t0).Seconds())
-	cfg := pol.Config
 
-	// Rollout.
-	rng := rand.New(rand.NewPCG(3, 4))
-	cache := pol.NewKVCache(seqs, T)
-	chunks := make([]model.Chunk, seqs)
-	seqTokens := make([][]int32, seqs)
-	for s := range chunks {
-		p := make([]int32, o.promptLen)
-		for i := range p {
-			p[i] = int32(rng.IntN(cfg.VocabSize))
+	// Rollout: from the float32 policy and/or its bf16 copy (rollout.dtype
+	// bfloat16: refreshed from the policy, bf16 dot products), the same
+	// prompts and seeds; the batch is the last one's.
+	var seqTokens [][]int32
+	var f32tps float64
+	for _, dtype := range o.rolloutDTypes {
+		if dtype != "float32" && dtype != "bfloat16" {
+			return fail("-step_rollout", fmt.Errorf("%q is neither float32 nor bfloat16", dtype))
 		}
-		chunks[s] = model.Chunk{Slot: s, Tokens: p}
-		seqTokens[s] = p
-	}
-	samp := model.Sampling{Temperature: 1, TopP: 1, TopK: -1}
-	seeds := make([]uint64, seqs)
-	t0 = time.Now()
-	if _, err := pol.Step(cache, chunks); err != nil {
-		return fail("prefill", err)
-	}
-	prefill := time.Since(t0).Seconds()
-	rows = append(rows, stepRow("rollout prefill", float64(seqs*o.promptLen)/prefill, "tok/s",
-		fmt.Sprintf("%d × %d tokens in %.1f s", seqs, o.promptLen, prefill)))
-	for s := range chunks {
-		chunks[s].Tokens = []int32{int32(rng.IntN(cfg.VocabSize))}
-	}
-	t0 = time.Now()
-	for step := 0; step < o.respLen; step++ {
-		for s := range seeds {
-			seeds[s] = rng.Uint64()
-			seqTokens[s] = append(seqTokens[s], chunks[s].Tokens[0])
+		sampler := pol
+		var copyNote string
+		if dtype == "bfloat16" {
+			t0 := time.Now()
+			c, err := pol.CloneWith(model.LoadOptions{Frozen: true, DType: "bfloat16", BF16Products: true})
+			if err != nil {
+				return fail("rollout copy", err)
+			}
+			sampler = c
+			copyNote = fmt.Sprintf(", copy rounded from the policy in %.1f s", time.Since(t0).Seconds())
 		}
-		out, err := pol.StepSample(cache, chunks, samp, seeds, nil)
+		toks, tps, r, err := rollout(o, sampler, seqs, T, bw.Wall, copyNote)
 		if err != nil {
-			return fail("decode", err)
+			return fail("rollout "+dtype, err)
 		}
-		for s := range chunks {
-			chunks[s].Tokens[0] = out.Tokens[s]
+		if dtype == "float32" {
+			f32tps = tps
+		} else if f32tps > 0 {
+			r.ratios = append(r.ratios, ratio{"float32 rollout, same run", tps / f32tps})
+		}
+		fmt.Println(r)
+		rows = append(rows, r)
+		seqTokens = toks
+		if sampler != pol {
+			sampler.DiscardWeights()
 		}
 	}
-	decode := time.Since(t0).Seconds()
-	weightBytes := 4 * float64(pol.NumParams()) // every float32 weight once per step (tied head: once)
-	kvw := float64(cfg.NumKeyValueHeads * cfg.HeadDim())
-	kvBytes := float64(cfg.NumHiddenLayers) * 2 * kvw * 4 * float64(seqs) * float64(o.promptLen+o.respLen/2)
-	bound := float64(seqs) * bw.Wall * 1e9 / weightBytes
-	tps := float64(seqs*o.respLen) / decode
-	r := stepRow(fmt.Sprintf("rollout decode, batch %d, %d steps", seqs, o.respLen), tps, "tok/s",
-		fmt.Sprintf("%.0f tok/s bound: %.2f GB of weights per step at %.1f GB/s; with the KV cache read too %.2f×",
-			bound, weightBytes/1e9, bw.Wall, tps*(weightBytes+kvBytes)/float64(seqs)/(bw.Wall*1e9)))
-	r.ratios = []ratio{{"weight-read bound (goal ≥ 0.6)", tps / bound}}
-	fmt.Println(r)
-	rows = append(rows, r)
-	cache.Free(dev)
 
 	// The batch: every sequence prompt + response, random advantages.
 	b := model.Batch{Seqs: []int32{0}}
@@ -185,6 +169,7 @@ func stepSection(e *env) []row {
 		b.Seqs = append(b.Seqs, int32(len(b.Tokens)))
 	}
 	adv := make([]float32, len(b.Tokens))
+	rng := rand.New(rand.NewPCG(5, 6))
 	for i := range adv {
 		adv[i] = float32(rng.NormFloat64())
 	}
@@ -242,7 +227,7 @@ func stepSection(e *env) []row {
 	if err != nil {
 		return fail("update", err)
 	}
-	r = stepRow(fmt.Sprintf("update fwd+bwd+AdamW, %d micro-batches of %d × %d", len(same), o.microSeqs, T),
+	r := stepRow(fmt.Sprintf("update fwd+bwd+AdamW, %d micro-batches of %d × %d", len(same), o.microSeqs, T),
 		float64(len(b.Tokens))/sec, "tok/s", fmt.Sprintf("r1go %.1f s (%.1f CPU s)", sec, cpu))
 	if perr == nil {
 		r.ratios = []ratio{{"PyTorch time (goal ≤ 0.7)", sec / peer.Seconds}, {"PyTorch CPU time", cpu / peer.CPU}}
@@ -392,4 +377,65 @@ func peakRSS() float64 {
 		}
 	}
 	return 0
+}
+
+// rollout prefills seqs random prompts on m and decodes respLen tokens for
+// all of them at once, sampling at temperature 1 (fixed seeds: the same
+// prompts and draws for every m), and returns the sequences and the decode
+// row: tokens/s ÷ the batch's weight-read bound (the bytes of m's weights,
+// read once per step, at the probed bandwidth bw GB/s).
+func rollout(o stepOptions, m *model.Model, seqs, T int, bw float64, note string) ([][]int32, float64, row, error) {
+	cfg := m.Config
+	rng := rand.New(rand.NewPCG(3, 4))
+	cache := m.NewKVCache(seqs, T)
+	defer cache.Free(m.Dev)
+	chunks := make([]model.Chunk, seqs)
+	seqTokens := make([][]int32, seqs)
+	for s := range chunks {
+		p := make([]int32, o.promptLen)
+		for i := range p {
+			p[i] = int32(rng.IntN(cfg.VocabSize))
+		}
+		chunks[s] = model.Chunk{Slot: s, Tokens: p}
+		seqTokens[s] = p
+	}
+	samp := model.Sampling{Temperature: 1, TopP: 1, TopK: -1}
+	seeds := make([]uint64, seqs)
+	t0 := time.Now()
+	if _, err := m.Step(cache, chunks); err != nil {
+		return nil, 0, row{}, err
+	}
+	prefill := time.Since(t0).Seconds()
+	for s := range chunks {
+		chunks[s].Tokens = []int32{int32(rng.IntN(cfg.VocabSize))}
+	}
+	t0 = time.Now()
+	for step := 0; step < o.respLen; step++ {
+		for s := range seeds {
+			seeds[s] = rng.Uint64()
+			seqTokens[s] = append(seqTokens[s], chunks[s].Tokens[0])
+		}
+		out, err := m.StepSample(cache, chunks, samp, seeds, nil)
+		if err != nil {
+			return nil, 0, row{}, err
+		}
+		for s := range chunks {
+			chunks[s].Tokens[0] = out.Tokens[s]
+		}
+	}
+	decode := time.Since(t0).Seconds()
+	bytesPer := 4.0
+	if model.IsBF16(m.Params) {
+		bytesPer = 2
+	}
+	weightBytes := bytesPer * float64(m.NumParams()) // every weight once per step (tied head: once)
+	kvw := float64(cfg.NumKeyValueHeads * cfg.HeadDim())
+	kvBytes := float64(cfg.NumHiddenLayers) * 2 * kvw * 4 * float64(seqs) * float64(o.promptLen+o.respLen/2)
+	bound := float64(seqs) * bw * 1e9 / weightBytes
+	tps := float64(seqs*o.respLen) / decode
+	r := stepRow(fmt.Sprintf("rollout decode (%s weights), batch %d, %d steps", dtypeOf(m), seqs, o.respLen), tps, "tok/s",
+		fmt.Sprintf("%.0f tok/s bound: %.2f GB of weights per step at %.1f GB/s; with the KV cache read too %.2f×; prefill %d × %d tokens %.1f tok/s%s",
+			bound, weightBytes/1e9, bw, tps*(weightBytes+kvBytes)/float64(seqs)/(bw*1e9), seqs, o.promptLen, float64(seqs*o.promptLen)/prefill, note))
+	r.ratios = []ratio{{"weight-read bound (goal ≥ 0.6)", tps / bound}}
+	return seqTokens, tps, r, nil
 }

@@ -53,6 +53,10 @@ type Settings struct {
 	SaveBytes int64
 	BaseModel bool // a second policy held beside the first (eval's base-tool-call baseline)
 	RefBF16   bool // the reference's frozen weights are stored as bf16 (a bf16 source folder on the CPU)
+	// RolloutBF16: the rollout samples from a bf16 copy of the policy
+	// (rollout.dtype bfloat16), rewritten before each rollout and
+	// discarded after it.
+	RolloutBF16 bool
 	// FrozenBF16: a run that does not train (eval, score, serve), or the
 	// base of a LoRA run, loads its models frozen, and they keep the
 	// folder's bf16 (each device stores bf16).
@@ -239,6 +243,9 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		}
 		ref += s.forwardBytes(sh, T, 0, false)
 		add("reference policy", ref, "%s, plus scoring activations at %d tokens%s", detail, T, s.groupDetail(sh, T, 0, false))
+	}
+	if s.RolloutBF16 && s.Train {
+		add("rollout copy", P*2, "bf16 copy of the policy that the rollout samples from (rollout.dtype bfloat16); its pages are given back after each rollout")
 	}
 	if s.BaseModel {
 		// Evaluated after the policy: the KV cache is freed between the

@@ -1,0 +1,148 @@
+package gemm
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// roundBF16 is float32 → bf16 → float32, to nearest even (denormals
+// flushed to zero and NaNs truncated and quieted, as AVX512_BF16's
+// conversion does).
+func roundBF16(f float32) float32 {
+	b := math.Float32bits(f)
+	if b&0x7fffffff > 0x7f800000 {
+		return math.Float32frombits((b | 0x00400000) &^ 0xffff)
+	}
+	if b&0x7f800000 == 0 {
+		return math.Float32frombits(b & 0x80000000)
+	}
+	b += 0x7fff + (b>>16)&1
+	return math.Float32frombits(b &^ 0xffff)
+}
+
+// TestCvtBF16 checks the conversion kernel against roundBF16 on random
+// values over many binades, ties and denormals.
+func TestCvtBF16(t *testing.T) {
+	if !HasDotBF16() {
+		t.Skip("no AVX512_BF16")
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	src := make([]float32, 32*512)
+	for i := range src {
+		switch i % 4 {
+		case 0:
+			src[i] = float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(60)-30)))
+		case 1: // exact ties between two bf16 values
+			src[i] = math.Float32frombits(r.Uint32()&^0xffff | 0x8000)
+		case 2:
+			src[i] = math.Float32frombits(r.Uint32() & 0x807fffff) // denormal
+		default:
+			src[i] = math.Float32frombits(r.Uint32()&0x3fffffff | 0x3f000000)
+		}
+	}
+	dst := make([]uint16, len(src))
+	cvtBF16(len(src)/32, &src[0], &dst[0])
+	for i, f := range src {
+		want := math.Float32bits(roundBF16(f)) >> 16
+		if uint32(dst[i]) != want {
+			t.Fatalf("src[%d] = %g (%#08x): bf16 %#04x, want %#04x", i, f, math.Float32bits(f), dst[i], want)
+		}
+	}
+}
+
+// TestSgemmDotBF16AgainstFloat64 compares the dot path with a float64
+// product of A rounded to bf16 and the bf16 B, for row counts around the
+// kernel's tile of 4 (decode batches 1-33), B row counts with and
+// without a ragged last tile, alpha and beta: within float32 summation
+// error (2⁻²⁰ of Σ|a·b|; the kernel's sum has k/32 + 4 roundings per lane
+// chain). A k that is not a multiple of 32 is declined.
+func TestSgemmDotBF16AgainstFloat64(t *testing.T) {
+	if !HasDotBF16() {
+		t.Skip("no AVX512_BF16")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, c := range []struct{ m, n, k, lda, ldb, ldc int }{
+		{1, 8, 32, 32, 32, 8}, {3, 7, 64, 70, 64, 9}, {4, 16, 896, 896, 896, 16}, {5, 13, 96, 96, 100, 13},
+		{32, 130, 896, 896, 896, 130}, {33, 6, 4864 / 8, 4864 / 8, 4864 / 8, 6}, {17, 1152 / 8, 256, 300, 256, 200},
+	} {
+		for _, ab := range [][2]float32{{1, 0}, {0.5, 1}, {-1, 0.25}} {
+			alpha, beta := ab[0], ab[1]
+			a := make([]float32, (c.m-1)*c.lda+c.k)
+			for i := range a {
+				a[i] = float32(r.NormFloat64())
+			}
+			b := make([]uint16, (c.n-1)*c.ldb+c.k)
+			for i := range b {
+				b[i] = uint16(math.Float32bits(float32(r.NormFloat64()*0.1)) >> 16)
+			}
+			cc := make([]float32, (c.m-1)*c.ldc+c.n)
+			for i := range cc {
+				cc[i] = float32(r.NormFloat64())
+			}
+			want := append([]float32(nil), cc...)
+			if !SgemmDotBF16TransB(c.m, c.n, c.k, alpha, a, c.lda, b, c.ldb, beta, cc, c.ldc, 2) {
+				t.Fatalf("%+v: declined", c)
+			}
+			for i := 0; i < c.m; i++ {
+				for j := 0; j < c.n; j++ {
+					var s, mag float64
+					for p := 0; p < c.k; p++ {
+						x := float64(roundBF16(a[i*c.lda+p])) * float64(math.Float32frombits(uint32(b[j*c.ldb+p])<<16))
+						s, mag = s+x, mag+math.Abs(x)
+					}
+					s = float64(alpha)*s + float64(beta)*float64(want[i*c.ldc+j])
+					mag = math.Abs(float64(alpha))*mag + math.Abs(float64(beta)*float64(want[i*c.ldc+j]))
+					if got := float64(cc[i*c.ldc+j]); math.Abs(got-s) > mag*math.Pow(2, -20)+1e-30 {
+						t.Fatalf("%+v alpha %g beta %g: C[%d][%d] = %g, want %g (Σ|a·b| %g)", c, alpha, beta, i, j, got, s, mag)
+					}
+				}
+			}
+			// Padding columns of C (between n and ldc) stay untouched.
+			for i := 0; i < c.m-1; i++ {
+				for j := c.n; j < c.ldc; j++ {
+					if cc[i*c.ldc+j] != want[i*c.ldc+j] {
+						t.Fatalf("%+v: C[%d][%d] outside the product was written", c, i, j)
+					}
+				}
+			}
+		}
+	}
+	if SgemmDotBF16TransB(2, 2, 48, 1, make([]float32, 96), 48, make([]uint16, 96), 48, 0, make([]float32, 4), 2, 1) {
+		t.Error("k = 48 was taken")
+	}
+}
+
+// BenchmarkDotBF16 times a batch-32 decode product (32 × 4,864 by 896,
+// Qwen2.5-0.5B's gate/up rows) on the bf16 dot path against the float32
+// path on the widened weights, one thread each, in the same run.
+func BenchmarkDotBF16(b *testing.B) {
+	if !HasDotBF16() {
+		b.Skip("no AVX512_BF16")
+	}
+	const m, n, k = 32, 9728, 896
+	a := make([]float32, m*k)
+	w16 := make([]uint16, n*k)
+	w32 := make([]float32, n*k)
+	for i := range w16 {
+		w16[i] = uint16(0x3c00 + i%97)
+		w32[i] = math.Float32frombits(uint32(w16[i]) << 16)
+	}
+	for i := range a {
+		a[i] = float32(i%13) * 0.1
+	}
+	c := make([]float32, m*n)
+	e, _ := NewEngine("", 1)
+	b.Run("dot-bf16", func(b *testing.B) {
+		for b.Loop() {
+			SgemmDotBF16TransB(m, n, k, 1, a, k, w16, k, 0, c, n, 1)
+		}
+		b.ReportMetric(2*m*n*k*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+	b.Run("float32", func(b *testing.B) {
+		for b.Loop() {
+			e.Sgemm(false, true, m, n, k, 1, a, k, w32, k, 0, c, n)
+		}
+		b.ReportMetric(2*m*n*k*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+}

@@ -1,0 +1,104 @@
+package model
+
+import (
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/r1go/r1go/model/gemm"
+)
+
+// TestRolloutCopyBF16Products checks a rollout copy (frozen bf16 weights
+// with BF16Products) against the float32 policy it was rounded from: the
+// logits of a prefill of 3 sequences and of 5 decode steps of all 3 must
+// agree within what rounding the weights and the products' inputs to bf16
+// allows (relative 2⁻⁶ of the largest logit: a handful of bf16 ulps summed
+// over a few layers), and with a plain bf16 copy (exact products) within the
+// inputs' rounding alone. CopyWeightsFrom must follow a policy whose
+// weights changed, and DiscardWeights must leave zeros until the next copy.
+func TestRolloutCopyBF16Products(t *testing.T) {
+	if !gemm.HasDotBF16() {
+		t.Log("no AVX512_BF16: the copy's products take the exact bf16 path")
+	}
+	cfg, err := LoadConfig(filepath.Join("testdata", "golden", "qwen2_tied", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Dimensions that are multiples of 32 (the dot path's k) and more than
+	// a kernel tile of rows and columns.
+	cfg.HiddenSize, cfg.IntermediateSize, cfg.VocabSize, cfg.NumHiddenLayers = 128, 320, 515, 3
+	cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDimOverride = 4, 2, 0
+	pol, err := New(cfg, NewCPU(), LMHeadOutput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol.InitRandom(3)
+	dotCopy, err := pol.CloneWith(LoadOptions{Frozen: true, DType: "bfloat16", BF16Products: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact, err := pol.CloneWith(LoadOptions{Frozen: true, DType: "bfloat16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := dotCopy.Params.(bf16DotBuf); !ok {
+		t.Fatalf("the copy's weights are %T", dotCopy.Params)
+	}
+	logits := func(m *Model) []float32 {
+		c := m.NewKVCache(3, 32)
+		chunks := []Chunk{{Slot: 0, Tokens: []int32{1, 2, 3, 4, 5}}, {Slot: 1, Tokens: []int32{7, 8}}, {Slot: 2, Tokens: []int32{500, 9, 10, 11}}}
+		var all []float32
+		for step := 0; step < 6; step++ {
+			l, err := m.Step(c, chunks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, l...)
+			for s := range chunks {
+				chunks[s].Tokens = []int32{int32((step*37 + s*11) % cfg.VocabSize)}
+			}
+		}
+		return all
+	}
+	want := logits(pol)
+	check := func(what string, got []float32, tol float64) {
+		t.Helper()
+		var scale, diff float64
+		for i := range want {
+			scale = math.Max(scale, math.Abs(float64(want[i])))
+			diff = math.Max(diff, math.Abs(float64(got[i]-want[i])))
+		}
+		if !(diff <= tol*scale) || scale == 0 {
+			t.Errorf("%s: logits differ by %.3g of the largest %.3g (tolerance %.3g relative)", what, diff, scale, tol)
+		}
+		t.Logf("%s: max |Δ logit| %.3g of %.3g", what, diff/scale, scale)
+	}
+	check("bf16 copy, exact products", logits(exact), 1.0/64)
+	check("bf16 copy, bf16 products", logits(dotCopy), 1.0/64)
+
+	// The policy trains on: the copy follows it.
+	w, _ := HostF32(pol.Params)
+	for i := range w {
+		w[i] *= 0.5
+	}
+	want = logits(pol)
+	dotCopy.DiscardWeights()
+	h, _ := asBF16(dotCopy.Params)
+	nonzero := 0
+	for _, v := range h {
+		if v != 0 {
+			nonzero++
+		}
+	}
+	if nonzero > len(h)/50 {
+		t.Errorf("%d of %d weights nonzero after DiscardWeights", nonzero, len(h))
+	}
+	if err := dotCopy.CopyWeightsFrom(pol); err != nil {
+		t.Fatal(err)
+	}
+	check("bf16 products after CopyWeightsFrom", logits(dotCopy), 1.0/64)
+	other, _ := New(cfg, NewCPU(), ValueHeadOutput)
+	if err := dotCopy.CopyWeightsFrom(other); err == nil {
+		t.Error("CopyWeightsFrom a model of another shape was taken")
+	}
+}
