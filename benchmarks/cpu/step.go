@@ -20,17 +20,17 @@ import (
 
 // stepOptions are the step section's settings (flags -step_*).
 type stepOptions struct {
-	dir                string  // the random-weight Qwen2.5-0.5B-shaped bf16 folder
-	prompts, n         int     // prompts × samples per prompt
-	promptLen, respLen int     // tokens per prompt, per response
-	microSeqs          int     // sequences per micro-batch of the update compared with PyTorch
-	trainerMicro       int     // tokens per micro-batch of a second update row (0: skip it); scoring uses it too (0: 8,192)
-	state              string  // AdamW moment dtype
-	peer               bool    // run the PyTorch peer
-	score              bool    // time the old and reference log-probs
-	memLimitGiB        float64 // the collector's soft limit for r1go's step (0: none)
-	spillRef           bool    // the reference's weights in a file mapping, resident only while scoring
-	saveGiB            float64 // the policy's saved-layer bound (model.Model.SaveBytes; 0: the automatic 1 GiB)
+	dir                string   // the random-weight Qwen2.5-0.5B-shaped bf16 folder
+	prompts, n         int      // prompts × samples per prompt
+	promptLen, respLen int      // tokens per prompt, per response
+	microSeqs          int      // sequences per micro-batch of the update compared with PyTorch
+	trainerMicro       int      // tokens per micro-batch of a second update row (0: skip it); scoring uses it too (0: 8,192)
+	state              string   // AdamW moment dtype
+	peer               bool     // run the PyTorch peer
+	score              bool     // time the old and reference log-probs
+	memLimitGiB        float64  // the collector's soft limit for r1go's step (0: none)
+	spillRef           bool     // the reference's weights in a file mapping, resident only while scoring
+	saveGiB            float64  // the policy's saved-layer bound (model.Model.SaveBytes; 0: the automatic 1 GiB)
 	rolloutDTypes      []string // rollouts to time, in order: float32 (the policy), bfloat16 (its copy)
 }
 
