@@ -26,29 +26,60 @@ func (m *Model) SpillWeights(dir string) error {
 	if m.spilled != nil {
 		return nil
 	}
-	var raw []byte
-	if h, ok := HostBF16(m.Params); ok && len(h) > 0 {
-		raw = unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), 2*len(h))
-	} else if f, ok := HostF32(m.Params); ok && len(f) > 0 {
-		raw = unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f))
-	} else {
-		return fmt.Errorf("model: spilling weights needs host memory (device %s)", m.Dev.Name())
+	sp, err := SpillBuffer(m.Params, dir)
+	if err != nil {
+		return fmt.Errorf("model: spill weights: %w", err)
+	}
+	old := m.Params
+	m.Params, m.spilled = sp, hostBytes(sp)
+	m.p = views(m.d, m.specs, m.Params)
+	m.Dev.Free(old)
+	return nil
+}
+
+// SpillBuffer returns a copy of b, a host buffer on the CPU (float32 or
+// bf16), in a shared mapping of an unlinked file in dir, of the same kind:
+// reads and writes go to the page cache, which the kernel may write back
+// and evict under memory pressure and read back on the next touch;
+// DropPages releases its resident pages at once. The file's disk space
+// goes when the process ends. dir must be on a disk (a tmpfs or ramfs
+// spill would still be memory, and is refused).
+func SpillBuffer(b Buffer, dir string) (Buffer, error) {
+	raw := hostBytes(b)
+	if raw == nil {
+		return nil, fmt.Errorf("spilling needs an allocated host buffer on the CPU (got %T of %d values)", b, b.Len())
 	}
 	mapped, err := spillFile(dir, raw)
 	if err != nil {
-		return fmt.Errorf("model: spill weights to %s: %w", dir, err)
+		return nil, fmt.Errorf("spill %d bytes to %s: %w", len(raw), dir, err)
 	}
-	old := m.Params
-	if _, dot := old.(bf16DotBuf); dot {
-		m.Params = bf16DotBuf(unsafe.Slice((*uint16)(unsafe.Pointer(&mapped[0])), old.Len()))
-	} else if IsBF16(old) {
-		m.Params = bf16Buf(unsafe.Slice((*uint16)(unsafe.Pointer(&mapped[0])), old.Len()))
-	} else {
-		m.Params = cpuBuf[float32](unsafe.Slice((*float32)(unsafe.Pointer(&mapped[0])), old.Len()))
+	p := unsafe.Pointer(&mapped[0])
+	switch b.(type) {
+	case bf16DotBuf:
+		return bf16DotBuf(unsafe.Slice((*uint16)(p), b.Len())), nil
+	case bf16Buf:
+		return bf16Buf(unsafe.Slice((*uint16)(p), b.Len())), nil
 	}
-	m.p = views(m.d, m.specs, m.Params)
-	m.spilled = mapped
-	m.Dev.Free(old)
+	return cpuBuf[float32](unsafe.Slice((*float32)(p), b.Len())), nil
+}
+
+// DropPages takes b's whole pages out of the process's resident set: a
+// spilled buffer's stay in the page cache (its values remain), other host
+// memory reads as zeros when next touched. Not a host buffer: nothing.
+func DropPages(b Buffer) {
+	if raw := hostBytes(b); raw != nil {
+		dropPages(raw)
+	}
+}
+
+// hostBytes is the memory behind a float32 or bf16 CPU buffer, or nil.
+func hostBytes(b Buffer) []byte {
+	if h, ok := asBF16(b); ok && len(h) > 0 {
+		return unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), 2*len(h))
+	}
+	if f, ok := HostF32(b); ok && len(f) > 0 {
+		return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f))
+	}
 	return nil
 }
 
@@ -87,9 +118,20 @@ func (m *Model) DiscardWeights() {
 	if !m.Frozen() || m.spilled != nil {
 		return
 	}
-	if h, ok := asBF16(m.Params); ok && len(h) > 0 {
-		dropPages(unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), 2*len(h)))
-	} else if f, ok := HostF32(m.Params); ok && len(f) > 0 {
-		dropPages(unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f)))
+	DropPages(m.Params)
+}
+
+// DiscardActivations gives back the memory of the last training
+// forward's activations on the CPU (once its Backward is done, before an
+// optimizer step that needs the room); the next Forward writes them again.
+// Elsewhere it does nothing.
+func (m *Model) DiscardActivations() {
+	if a := m.acts; a != nil {
+		DropPages(a.arena)
+		if a.grp != nil {
+			DropPages(a.grp.arena)
+		}
+		a.logits = nil
+		m.train = false // no Backward of a discarded forward
 	}
 }

@@ -84,6 +84,9 @@ type AdamW struct {
 	packed bool
 	m, v   model.Buffer // first and second moments of the spans
 	step   int          // updates done so far
+	// offloaded: m and v live in file mappings (Offload), resident
+	// during a step only.
+	offloaded bool
 }
 
 // New returns an optimizer for params (updated in place) reading grads.
@@ -157,6 +160,7 @@ func (o *AdamW) StepNorm(scale, norm float64) StepResult {
 	o.step++
 	hp := model.AdamWParams{LR: float32(r.LR), Beta1: float32(o.Beta1), Beta2: float32(o.Beta2), Eps: float32(o.Eps),
 		WeightDecay: float32(o.WeightDecay), Step: o.step, GradScale: float32(scale)}
+	defer o.dropState()
 	if o.whole() { // one fused call over the arena, the buffers as given
 		o.dev.AdamW(o.params, o.grads, o.m, o.v, hp)
 		return r
@@ -171,6 +175,43 @@ func (o *AdamW) StepNorm(scale, norm float64) StepResult {
 		k += s.N
 	}
 	return r
+}
+
+// Offload moves the moments into file mappings in dir (a directory on a
+// disk; model.SpillBuffer), host memory on the CPU only: they are read and
+// written during a step and leave the resident set after it, the page
+// cache keeping them while memory allows and the disk when it does not.
+// The values are the same; a step reads them back (from the page cache, or
+// from the disk: 4 or 8 bytes a parameter). Offloading twice is a no-op.
+func (o *AdamW) Offload(dir string) error {
+	if o.offloaded {
+		return nil
+	}
+	m, err := model.SpillBuffer(o.m, dir)
+	if err != nil {
+		return fmt.Errorf("optim: offload the moments: %w", err)
+	}
+	v, err := model.SpillBuffer(o.v, dir)
+	if err != nil {
+		return fmt.Errorf("optim: offload the moments: %w", err)
+	}
+	o.dev.Free(o.m)
+	o.dev.Free(o.v)
+	o.m, o.v, o.offloaded = m, v, true
+	o.dropState()
+	return nil
+}
+
+// Offloaded says whether Offload moved the moments into file mappings.
+func (o *AdamW) Offloaded() bool { return o.offloaded }
+
+// dropState releases offloaded moments' resident pages (their values stay
+// in the file mapping).
+func (o *AdamW) dropState() {
+	if o.offloaded {
+		model.DropPages(o.m)
+		model.DropPages(o.v)
+	}
 }
 
 // Save writes the moments and the step count to a safetensors file.
@@ -224,5 +265,6 @@ func (o *AdamW) Load(path string) error {
 		}
 	}
 	o.step = step
+	o.dropState()
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/r1go/r1go/env"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/tokenizer"
+	"github.com/r1go/r1go/optim"
 )
 
 // Setup is what a Trainer is built from besides its config: the policy,
@@ -34,6 +35,11 @@ type Setup struct {
 	// only): resident while it scores, dropped from the resident set
 	// after, so that the update has its memory.
 	RefOffloadDir string
+	// OptimOffloadDir, when set, keeps the AdamW moments of the actor and
+	// the critic in file mappings there (optim.AdamW.Offload; host memory
+	// only): resident during the optimizer step only, before which the
+	// model's activations are given back (model.Model.DiscardActivations).
+	OptimOffloadDir string
 
 	Tok         *tokenizer.Tokenizer
 	Env         env.Environment
@@ -127,6 +133,15 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 	params, grads := s.Policy.Trainable() // the adapters in a LoRA run
 	if t.ActorOpt, err = s.DP.NewOptimizer(s.Policy.Dev, params, grads, a.Optim, steps); err != nil {
 		return nil, err
+	}
+	if s.OptimOffloadDir != "" {
+		for _, o := range []*optim.AdamW{t.ActorOpt, t.CriticOpt} {
+			if o != nil {
+				if err := o.Offload(s.OptimOffloadDir); err != nil {
+					return nil, fmt.Errorf("rl: %w", err)
+				}
+			}
+		}
 	}
 	if s.DP != nil && s.DP.Cfg.ShardMasters && s.Policy.Adapters() == nil { // data parallel: the policy's masters only
 		if err := s.DP.ShardMasters(s.Policy, t.ActorOpt); err != nil {

@@ -441,6 +441,9 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix st
 					return nil, err
 				}
 			}
+			if opt.Offloaded() {
+				mdl.DiscardActivations() // the moments come in: the activations make room
+			}
 			r, err := t.optStep(mdl, opt) // data parallel: gradients summed over the ranks
 			if err != nil {
 				return nil, err

@@ -60,8 +60,11 @@ type TrainerConfig struct {
 	SaveDType    string `yaml:"save_dtype" help:"checkpoint weights: auto (the source model's dtype), bfloat16, float32 or float16"`
 	// RefOffload keeps the reference policy's weights in a file mapping
 	// (rl.Setup.RefOffloadDir), in OffloadDir or else $TMPDIR.
-	RefOffload bool   `yaml:"ref_offload" help:"CPU: keep the reference policy's weights in a file mapping, resident only while it scores (frees their memory for the rollout and the update)"`
-	OffloadDir string `yaml:"offload_dir" help:"directory on a disk for trainer.ref_offload's file (empty: $TMPDIR or /tmp)"`
+	RefOffload bool `yaml:"ref_offload" help:"CPU: keep the reference policy's weights in a file mapping, resident only while it scores (frees their memory for the rollout and the update)"`
+	// OptimOffload keeps the AdamW moments in file mappings
+	// (rl.Setup.OptimOffloadDir), in OffloadDir or else $TMPDIR.
+	OptimOffload bool   `yaml:"optim_offload" help:"CPU: keep the AdamW moments in file mappings, resident only during the optimizer step (the activations make room for them)"`
+	OffloadDir   string `yaml:"offload_dir" help:"directory on a disk for the files of trainer.ref_offload and trainer.optim_offload (empty: $TMPDIR or /tmp)"`
 
 	// Run folder, checkpoint keeping, rollout dump, divergence (divergence.go).
 	GuardConfig `yaml:",inline"`

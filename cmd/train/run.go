@@ -369,12 +369,15 @@ func newTrainer(cfg *Config, s *agent.Setup, sftDir string, dp *rl.DP) (*rl.Trai
 	if cfg.RL.NeedsRef() {
 		ref = loraRef(s) // a LoRA run's reference is its frozen base
 	}
-	offload := ""
+	offload, optimOffload := "", ""
 	if cfg.Trainer.RefOffload {
 		offload = cmp.Or(cfg.Trainer.OffloadDir, os.TempDir())
 	}
+	if cfg.Trainer.OptimOffload {
+		optimOffload = cmp.Or(cfg.Trainer.OffloadDir, os.TempDir())
+	}
 	tr, err := rl.NewTrainer(cfg.RL, rl.Setup{Policy: s.Policy, RefDir: sftDir, Ref: ref, Recompute: cfg.Trainer.Recompute, SaveBytes: s.Policy.SaveBytes,
-		Tok: s.Tok, Env: s.Env, Stop: s.Stop, ToolCallEnd: s.ToolCallEnd, RefOffloadDir: offload,
+		Tok: s.Tok, Env: s.Env, Stop: s.Stop, ToolCallEnd: s.ToolCallEnd, RefOffloadDir: offload, OptimOffloadDir: optimOffload,
 		Slots:      min(cfg.Trainer.RolloutSlots, cfg.Data.TrainBatchSize*cfg.RL.Rollout.N),
 		MaxContext: cfg.Model.MaxContext, TotalSteps: cfg.Trainer.TotalSteps, PromptsPerStep: cfg.Data.TrainBatchSize,
 		DP: dp}) // data parallel: before the optimizers, which zero1 shards
