@@ -147,6 +147,7 @@ func main() {
 	flag.Float64Var(&so.memLimitGiB, "step_memlimit", 7, "step: the Go collector's soft memory limit in GiB for r1go's step (0: none; GOMEMLIMIT, when set, wins)")
 	flag.BoolVar(&so.spillRef, "step_spill_ref", true, "step: keep the reference's weights in a file mapping in $TMPDIR, resident only while it scores")
 	flag.Float64Var(&so.saveGiB, "step_save_gib", 1.5, "step: the policy's saved-activation bound in GiB (model.Model.SaveBytes; 0: the automatic 1 GiB): 1.5 keeps every layer and the logits of a 640-token micro-batch")
+	flag.BoolVar(&so.offloadOptim, "step_offload_optim", true, "step: keep AdamW's moments in file mappings in $TMPDIR, resident during its step only (trainer.optim_offload)")
 	rolloutDTypes := flag.String("step_rollout", "float32,bfloat16", "step: rollouts to time, comma-separated: float32 (from the policy), bfloat16 (from its bf16 copy, rollout.dtype bfloat16); the last one's sequences are trained on")
 	flag.Parse()
 	so.rolloutDTypes = strings.Split(*rolloutDTypes, ",")

@@ -32,6 +32,7 @@ type stepOptions struct {
 	spillRef           bool     // the reference's weights in a file mapping, resident only while scoring
 	saveGiB            float64  // the policy's saved-layer bound (model.Model.SaveBytes; 0: the automatic 1 GiB)
 	rolloutDTypes      []string // rollouts to time, in order: float32 (the policy), bfloat16 (its copy)
+	offloadOptim       bool     // AdamW's moments in file mappings, resident during its step only
 }
 
 // stepSection is one GRPO step of a Qwen2.5-0.5B-shaped model (random
@@ -122,6 +123,11 @@ func stepSection(e *env) []row {
 	opt, err := optim.New(dev, pol.Params, pol.Grads, ocfg, 1)
 	if err != nil {
 		return fail("optimizer", err)
+	}
+	if o.offloadOptim {
+		if err := opt.Offload(os.TempDir()); err != nil {
+			return fail("offload the optimizer", err)
+		}
 	}
 	fmt.Printf("step     loaded policy (float32) and reference (%s) in %.1f s\n", dtypeOf(ref), time.Since(t0).Seconds())
 
@@ -219,6 +225,9 @@ func stepSection(e *env) []row {
 				return 0, 0, err
 			}
 		}
+		if opt.Offloaded() {
+			pol.DiscardActivations() // the moments come in: the activations make room
+		}
 		opt.Step(1)
 		return time.Since(t0).Seconds(), cpuSeconds() - c0, nil
 	}
@@ -255,6 +264,9 @@ func stepSection(e *env) []row {
 	spill := ""
 	if ref.Spilled() {
 		spill = " spilled to a file mapping"
+	}
+	if opt.Offloaded() {
+		spill += ", AdamW moments offloaded likewise"
 	}
 	r = stepRow("peak RSS of the Go step (VmHWM)", hwm/1e9, "GB", fmt.Sprintf("AdamW moments %s, reference %s%s, saved-layer bound %.2f GiB, collector limit %s",
 		o.state, dtypeOf(ref), spill, o.saveGiB, limit))
