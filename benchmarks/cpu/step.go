@@ -130,6 +130,17 @@ func stepSection(e *env) []row {
 		}
 	}
 	fmt.Printf("step     loaded policy (float32) and reference (%s) in %.1f s\n", dtypeOf(ref), time.Since(t0).Seconds())
+	// Each phase's peak RSS: VmHWM read and reset at its end, the step's
+	// peak the largest of them.
+	var phases []string
+	var peak float64
+	mark := func(name string) {
+		p := peakRSS()
+		peak = max(peak, p)
+		phases = append(phases, fmt.Sprintf("%s %.2f", name, p/1e9))
+		resetPeakRSS()
+	}
+	mark("load")
 
 	// Rollout: from the float32 policy and/or its bf16 copy (rollout.dtype
 	// bfloat16: refreshed from the policy, bf16 dot products), the same
@@ -163,6 +174,7 @@ func stepSection(e *env) []row {
 		fmt.Println(r)
 		rows = append(rows, r)
 		seqTokens = toks
+		mark("rollout " + dtype)
 		if sampler != pol {
 			sampler.DiscardWeights()
 		}
@@ -199,6 +211,7 @@ func stepSection(e *env) []row {
 		}
 		sec := time.Since(t0).Seconds()
 		note := fmt.Sprintf("%.1f s", sec)
+		mark(sc.name)
 		if sc.m.Spilled() {
 			sc.m.DropWeightPages() // until the next step's scoring
 			note += ", weights paged in from their file mapping and dropped after"
@@ -225,10 +238,12 @@ func stepSection(e *env) []row {
 				return 0, 0, err
 			}
 		}
+		mark("update fwd+bwd")
 		if opt.Offloaded() {
 			pol.DiscardActivations() // the moments come in: the activations make room
 		}
 		opt.Step(1)
+		mark("AdamW")
 		return time.Since(t0).Seconds(), cpuSeconds() - c0, nil
 	}
 	same := microBatches(b, 0, o.microSeqs)
@@ -260,7 +275,10 @@ func stepSection(e *env) []row {
 		fmt.Println(r)
 		rows = append(rows, r)
 	}
-	hwm := peakRSS()
+	hwm := max(peak, peakRSS())
+	r = stepRow("peak RSS by phase (VmHWM, GB)", hwm/1e9, "GB", strings.Join(phases, ", "))
+	fmt.Println(r)
+	rows = append(rows, r)
 	spill := ""
 	if ref.Spilled() {
 		spill = " spilled to a file mapping"
