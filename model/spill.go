@@ -5,14 +5,17 @@ import (
 	"unsafe"
 )
 
-// Spilled weights. A reference policy is read only while it scores, a few
-// seconds of a step; the rest of the step (the rollout, the update) it
-// would hold 0.92 GiB of a 0.5B model's 8 GB. SpillWeights moves a frozen
-// model's weights on the CPU into a file-backed mapping: its pages are
-// clean page cache that the kernel may evict under memory pressure and
-// read back on the next touch, and DropWeightPages takes them out of the
-// process's resident set at once (after scoring). The values never change:
-// a spilled model computes exactly what it computed before.
+// Memory by phase. The parts of an RL step are live at different times:
+// a reference policy's weights while it scores, the Adam moments during
+// the optimizer step, the activations from a training forward to the end
+// of its backward, a rollout copy during the rollout. State that must
+// survive its idle phases (frozen weights, moments) goes into shared
+// mappings of unlinked files (SpillBuffer, SpillWeights): its pages are
+// page cache that the kernel may write back and evict under memory
+// pressure and read back on the next touch, and DropPages takes them out
+// of the process's resident set when their phase ends. Memory whose values
+// are dead (DiscardActivations; DiscardWeights of a copy rewritten before
+// its next use) just gives its pages back. No value changes.
 
 // SpillWeights moves the weights of a frozen model on the CPU into a
 // shared mapping of an unlinked file in dir (the file's disk space goes

@@ -57,6 +57,12 @@ type Settings struct {
 	// (rollout.dtype bfloat16), rewritten before each rollout and
 	// discarded after it.
 	RolloutBF16 bool
+	// RefOffload and OptimOffload: the reference's weights and the actor's
+	// AdamW moments live in file mappings, resident while the reference
+	// scores and during the optimizer step only; with OptimOffload the
+	// training activations are given back before that step
+	// (trainer.ref_offload, trainer.optim_offload; the CPU).
+	RefOffload, OptimOffload bool
 	// FrozenBF16: a run that does not train (eval, score, serve), or the
 	// base of a LoRA run, loads its models frozen, and they keep the
 	// folder's bf16 (each device stores bf16).
@@ -115,6 +121,11 @@ type Item struct {
 	Name   string
 	Bytes  int64
 	Detail string // how it was counted
+	// Phase, when set, is the only part of a step in which the item is
+	// resident (an offloaded reference while it scores, offloaded moments
+	// during the optimizer step, activations given back before it); empty:
+	// resident throughout.
+	Phase string
 }
 
 // Plan is a run's memory on one device.
@@ -124,17 +135,26 @@ type Plan struct {
 	Items    []Item
 }
 
-// Total is the sum of the items: everything is held at once. A training
-// Forward frees the policy's decode arena, but the training arena it keeps
-// lives through the next rollout, whose Step allocates the decode arena
-// again (Step frees only a scoring arena), so a trainer's steady state
-// holds both; the KV cache lives as long as the rollout policy.
+// Total is the peak: the items resident throughout plus, for the phase
+// that holds the most, that phase's items (with no phases, the sum of
+// all). A training Forward frees the policy's decode arena, but the
+// training arena it keeps lives through the next rollout, whose Step
+// allocates the decode arena again (Step frees only a scoring arena), so
+// a trainer's steady state holds both unless the arena is given back
+// before the optimizer step (optim offload); the KV cache lives as long as
+// the rollout policy.
 func (p *Plan) Total() int64 {
-	var n int64
+	var always, most int64
+	phases := map[string]int64{}
 	for _, it := range p.Items {
-		n += it.Bytes
+		if it.Phase == "" {
+			always += it.Bytes
+			continue
+		}
+		phases[it.Phase] += it.Bytes
+		most = max(most, phases[it.Phase])
 	}
-	return n
+	return always + most
 }
 
 // Fits reports whether the total fits the capacity (true when unknown).
@@ -176,6 +196,11 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 	p := &Plan{Settings: s, Model: fmt.Sprintf("%s, %d layers, hidden %d, %s parameters", cfg.ModelType, sh.L, sh.C, size)}
 	add := func(name string, bytes int64, detail string, args ...any) {
 		p.Items = append(p.Items, Item{Name: name, Bytes: bytes, Detail: fmt.Sprintf(detail, args...)})
+	}
+	// phase makes the last item resident in one phase only.
+	phase := func(name, why string) {
+		it := &p.Items[len(p.Items)-1]
+		it.Phase, it.Detail = name, it.Detail+"; "+why
 	}
 	mixed := s.Precision == "bf16-mixed"
 	lora := s.LoRARank > 0
@@ -222,6 +247,9 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		st, sc, how := s.moments(P, sb)
 		dpScratch += sc
 		add("optimizer state", st, "AdamW first and second moments, %s%s", state, how)
+		if s.OptimOffload && s.Device == "cpu" {
+			phase("optimizer step", "resident during the optimizer step only (trainer.optim_offload)")
+		}
 	} else {
 		add("optimizer state", 0, "none: no training")
 	}
@@ -243,9 +271,13 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		}
 		ref += s.forwardBytes(sh, T, 0, false)
 		add("reference policy", ref, "%s, plus scoring activations at %d tokens%s", detail, T, s.groupDetail(sh, T, 0, false))
+		if s.RefOffload && s.Device == "cpu" {
+			phase("reference scoring", "resident while it scores only (trainer.ref_offload)")
+		}
 	}
 	if s.RolloutBF16 && s.Train {
-		add("rollout copy", P*2, "bf16 copy of the policy that the rollout samples from (rollout.dtype bfloat16); its pages are given back after each rollout")
+		add("rollout copy", P*2, "bf16 copy of the policy that the rollout samples from (rollout.dtype bfloat16)")
+		phase("rollout", "its pages are given back after each rollout")
 	}
 	if s.BaseModel {
 		// Evaluated after the policy: the KV cache is freed between the
@@ -301,6 +333,9 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 			what += fmt.Sprintf(", and the LM head's %d × %d logits", T, sh.V)
 		}
 		add("activations", acts, "training micro-batch of %d tokens, %s%s%s", T, what, s.groupDetail(sh, T, saved, true), s.residDetail())
+		if s.OptimOffload && s.Device == "cpu" {
+			phase("update", "given back before the optimizer step (trainer.optim_offload)")
+		}
 	} else if T > 0 {
 		add("activations", s.forwardBytes(sh, T, 0, false), "scoring forward of %d tokens%s%s", T, s.groupDetail(sh, T, 0, false), s.residDetail())
 	}

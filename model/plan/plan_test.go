@@ -298,3 +298,73 @@ func FuzzParseSize(f *testing.F) {
 		}
 	})
 }
+
+// TestPlanPhases: offloading the reference and the AdamW moments and
+// sampling from a bf16 rollout copy put those items (and, with the
+// moments offloaded, the training activations) in phases of their own; the
+// total is what is resident throughout plus the largest phase, and the
+// items themselves do not change.
+func TestPlanPhases(t *testing.T) {
+	cfg := tinyConfig(t, "qwen2")
+	base := Settings{Device: "cpu", Train: true, Reference: true, StateBF16: true,
+		MicroBatchTokens: 48, RolloutSlots: 6, MaxContext: 40, MaxPromptTokens: 7, GroupSize: 3}
+	plain, err := New(cfg, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := base
+	s.RefOffload, s.OptimOffload, s.RolloutBF16 = true, true, true
+	off, err := New(cfg, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bytesOf := func(p *Plan, name string) (int64, string) {
+		for _, it := range p.Items {
+			if it.Name == name {
+				return it.Bytes, it.Phase
+			}
+		}
+		t.Fatalf("no %q item", name)
+		return 0, ""
+	}
+	var always int64
+	phases := map[string]int64{}
+	for _, it := range off.Items {
+		if it.Phase == "" {
+			always += it.Bytes
+		} else {
+			phases[it.Phase] += it.Bytes
+		}
+		if it.Name != "rollout copy" {
+			if b, _ := bytesOf(plain, it.Name); b != it.Bytes {
+				t.Errorf("%s: %d bytes offloaded, %d not", it.Name, it.Bytes, b)
+			}
+		}
+	}
+	for name, want := range map[string]string{"reference policy": "reference scoring", "optimizer state": "optimizer step",
+		"activations": "update", "rollout copy": "rollout", "weights": "", "gradients": ""} {
+		if _, ph := bytesOf(off, name); ph != want {
+			t.Errorf("%s in phase %q, want %q", name, ph, want)
+		}
+	}
+	var most int64
+	for _, b := range phases {
+		most = max(most, b)
+	}
+	if len(phases) != 4 || off.Total() != always+most {
+		t.Errorf("total %d with %d phases, want %d + %d", off.Total(), len(phases), always, most)
+	}
+	copyBytes, _ := bytesOf(off, "rollout copy")
+	var sum int64
+	for _, it := range plain.Items {
+		sum += it.Bytes
+	}
+	if plain.Total() != sum || off.Total() >= plain.Total()+copyBytes {
+		t.Errorf("plain total %d (sum %d), offloaded %d: offloading saved nothing", plain.Total(), sum, off.Total())
+	}
+	s.Device = "cuda"
+	gpu, _ := New(cfg, s)
+	if _, ph := bytesOf(gpu, "reference policy"); ph != "" {
+		t.Errorf("a GPU plan put the reference in phase %q: offloading is the CPU's", ph)
+	}
+}
