@@ -19,12 +19,14 @@ type Model struct {
 	// autoRecomputeBytes (the first ones; the rest share one set of views
 	// and are recomputed): the same values, some computed twice, instead
 	// of running out of memory (a 0.5B model saves 77 KB per token and
-	// layer, 1.85 MB per token for all 24).
+	// layer, 1.85 MB per token for all 24), and once every layer fits, the
+	// LM head's logits too when they fit the rest (keeps).
 	Recompute bool
 	// SaveBytes replaces autoRecomputeBytes as that bound when positive:
-	// the trainer raises it where its memory plan has room for more
-	// layers' activations (cmd/train/plan.go), so that the backward runs
-	// fewer layers' forwards again.
+	// the trainer raises it on a GPU whose memory plan has room for every
+	// layer's activations (cmd/train/plan.go), and a caller that knows its
+	// memory may (benchmarks/cpu's step), so that the backward runs fewer
+	// layers' forwards again.
 	SaveBytes int64
 
 	Params Buffer // every parameter, in layout order
