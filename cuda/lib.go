@@ -1,10 +1,12 @@
 package cuda
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -31,11 +33,20 @@ func openFirst(names []string) (library, error) {
 		if n == "" {
 			continue
 		}
+		// dlerror's message is the calling thread's: the goroutine must not
+		// move to another thread between dlopen and dlerror (under load it
+		// did, and the message came back empty).
+		runtime.LockOSThread()
 		h, err := purego.Dlopen(n, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		runtime.UnlockOSThread()
 		if err == nil {
 			return library{handle: h, path: n}, nil
 		}
-		fails = append(fails, err.Error())
+		msg := err.Error()
+		if !strings.Contains(msg, n) {
+			msg = n + ": " + cmp.Or(msg, "cannot be opened")
+		}
+		fails = append(fails, msg)
 	}
 	return library{}, errors.New(strings.Join(fails, "; "))
 }
