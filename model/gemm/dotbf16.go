@@ -109,9 +109,21 @@ func dotBlock(i0, i1, n, k int, alpha float32, a16, b []uint16, ldb int, beta fl
 			if next := (g + 1) * 4; next+4 <= n {
 				pf = &b[next*ldb]
 			}
-			dotTileBF16(k/32, mt, &a16[i0*k], uintptr(2*k), &bt[0], uintptr(2*ldt), &out[0], pf)
-			for i := i0; i < i1; i++ {
-				o := out[(i-i0)*4:]
+			// Whole tiles of a plain product go straight into C; the rest
+			// (alpha, beta, a ragged last tile of rows or columns) through
+			// out, four floats a row.
+			i := i0
+			if full := (i1 - i0) / 4; alpha == 1 && beta == 0 && nw == 4 && full > 0 {
+				dotTileBF16(k/32, full, &a16[i0*k], uintptr(2*k), &bt[0], uintptr(2*ldt), &c[i0*ldc+j0], uintptr(4*ldc), pf)
+				i += 4 * full
+			}
+			if i == i1 {
+				continue
+			}
+			r0 := i
+			dotTileBF16(k/32, ceilDiv(i1-r0, 4), &a16[r0*k], uintptr(2*k), &bt[0], uintptr(2*ldt), &out[0], 16, pf)
+			for ; i < i1; i++ {
+				o := out[(i-r0)*4:]
 				cr := c[i*ldc+j0 : i*ldc+j0+nw]
 				if alpha == 1 && beta == 0 {
 					copy(cr, o)

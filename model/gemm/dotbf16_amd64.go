@@ -5,7 +5,7 @@ import "golang.org/x/sys/cpu"
 // The AVX512_BF16 kernels (dotbf16_amd64.s, written by gen_dotbf16.py).
 
 //go:noescape
-func dotTileBF16(k32, mt int, a *uint16, lda uintptr, b *uint16, ldb uintptr, out *float32, pf *uint16)
+func dotTileBF16(k32, mt int, a *uint16, lda uintptr, b *uint16, ldb uintptr, c *float32, ldc uintptr, pf *uint16)
 
 //go:noescape
 func cvtBF16(n32 int, src *float32, dst *uint16)

@@ -2,21 +2,22 @@
 
 #include "textflag.h"
 
-// func dotTileBF16(k32, mt int, a *uint16, lda uintptr, b *uint16, ldb uintptr, out *float32, pf *uint16)
+// func dotTileBF16(k32, mt int, a *uint16, lda uintptr, b *uint16, ldb uintptr, c *float32, ldc uintptr, pf *uint16)
 //
 // For mt tiles of four rows of A (lda bytes apart, tile after tile) and
-// the four rows b_j of B (ldb bytes apart): out[16t + 4i + j] = Σ_p
-// a_{4t+i}[p]·b_j[p] over k32·32 bf16 values. Each VDPBF16PS multiplies
+// the four rows b_j of B (ldb bytes apart): c[r·ldc + j] = Σ_p
+// a_r[p]·b_j[p] over k32·32 bf16 values, for rows r = 0 .. 4mt−1 of C
+// (ldc bytes apart; four floats each). Each VDPBF16PS multiplies
 // 16 pairs of bf16 and adds both products of a pair to a float32 lane;
 // sixteen accumulators (A row i, B row j) of 16 lanes each are summed at
 // the end of a tile by a transpose-add network whose last vector holds
 // the tile's 16 results in order. While it computes, the kernel
 // prefetches the four rows of the next tile of B (pf, ldb apart).
-TEXT ·dotTileBF16(SB), NOSPLIT, $0-64
+TEXT ·dotTileBF16(SB), NOSPLIT, $0-72
 	MOVQ a+16(FP), SI
 	MOVQ b+32(FP), R8
 	MOVQ ldb+40(FP), R12
-	MOVQ out+48(FP), R15
+	MOVQ c+48(FP), R15
 	LEAQ (R8)(R12*1), R9
 	LEAQ (R9)(R12*1), R10
 	LEAQ (R10)(R12*1), R11
@@ -27,7 +28,7 @@ tile:
 	LEAQ (BX)(DX*1), AX
 	// Prefetch pointers: R14 at the next tile's row 0 (row 1 at +ldb),
 	// DX at its row 2 (row 3 at +ldb); both advance with the loop.
-	MOVQ pf+56(FP), R14
+	MOVQ pf+64(FP), R14
 	LEAQ (R14)(R12*2), DX
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -132,8 +133,17 @@ loop:
 	VSHUFPS $0x88, Z5, Z4, Z21
 	VSHUFPS $0xDD, Z5, Z4, Z22
 	VADDPS Z22, Z21, Z6
-	VMOVUPS Z6, (R15)
-	ADDQ $64, R15
+	// Row i of the tile: chunk i, to c + i·ldc.
+	MOVQ ldc+56(FP), DX
+	VMOVUPS X6, (R15)
+	VEXTRACTF32X4 $1, Z6, X7
+	VMOVUPS X7, (R15)(DX*1)
+	VEXTRACTF32X4 $2, Z6, X7
+	VMOVUPS X7, (R15)(DX*2)
+	LEAQ (R15)(DX*2), R13
+	VEXTRACTF32X4 $3, Z6, X7
+	VMOVUPS X7, (R13)(DX*1)
+	LEAQ (R13)(DX*2), R15
 	MOVQ lda+24(FP), DX
 	LEAQ (AX)(DX*1), SI
 	DECQ mt+8(FP)
