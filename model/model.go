@@ -58,7 +58,7 @@ type Model struct {
 	sinks    sinks
 
 	sampleLogits Buffer // StepSample's logits on a device without DeviceSampler, reused
-	spilled      []byte // the file mapping behind Params after SpillWeights
+	spilled      bool   // Params is a file mapping (SpillWeights)
 }
 
 // saveBound is the most float32 bytes of saved layer activations a

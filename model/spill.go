@@ -26,7 +26,7 @@ func (m *Model) SpillWeights(dir string) error {
 	if !m.Frozen() {
 		return fmt.Errorf("model: only a frozen model's weights can be spilled (a trained one writes them every step)")
 	}
-	if m.spilled != nil {
+	if m.spilled {
 		return nil
 	}
 	sp, err := SpillBuffer(m.Params, dir)
@@ -34,7 +34,7 @@ func (m *Model) SpillWeights(dir string) error {
 		return fmt.Errorf("model: spill weights: %w", err)
 	}
 	old := m.Params
-	m.Params, m.spilled = sp, hostBytes(sp)
+	m.Params, m.spilled = sp, true
 	m.p = views(m.d, m.specs, m.Params)
 	m.Dev.Free(old)
 	return nil
@@ -87,27 +87,24 @@ func hostBytes(b Buffer) []byte {
 }
 
 // Spilled says whether SpillWeights moved the weights into a file mapping.
-func (m *Model) Spilled() bool { return m.spilled != nil }
+func (m *Model) Spilled() bool { return m.spilled }
 
 // DropWeightPages takes a spilled model's weights out of the resident set
 // (the page cache keeps them while memory allows; the next forward reads
 // them back). A no-op for weights that are not spilled.
 func (m *Model) DropWeightPages() {
-	if m.spilled != nil {
-		dropPages(m.spilled)
+	if m.spilled {
+		DropPages(m.Params)
 	}
 }
 
 // CopyWeightsFrom overwrites the weights of m, a frozen copy of src (same
 // config; CloneWith made it), with src's current ones, rounding them to
 // bf16 when m stores bf16: a rollout copy follows its policy after each
-// optimizer step this way.
+// optimizer step this way (a spilled copy's go to its file).
 func (m *Model) CopyWeightsFrom(src *Model) error {
 	if m.Params.Len() != src.Params.Len() || m.d != src.d {
 		return fmt.Errorf("model: CopyWeightsFrom a model of another shape (%d parameters into %d)", src.Params.Len(), m.Params.Len())
-	}
-	if m.spilled != nil {
-		return fmt.Errorf("model: CopyWeightsFrom into spilled weights (a spilled model is read-only)")
 	}
 	m.Dev.Copy(m.Params, src.Params)
 	return nil
@@ -115,13 +112,12 @@ func (m *Model) CopyWeightsFrom(src *Model) error {
 
 // DiscardWeights gives the memory of a frozen copy's weights on the CPU
 // back to the system until CopyWeightsFrom writes them again (a rollout
-// copy between rollouts): the pages read as zeros until then. Elsewhere it
-// does nothing.
+// copy between rollouts): the pages read as zeros until then (a spilled
+// copy's keep their values in its file). Elsewhere it does nothing.
 func (m *Model) DiscardWeights() {
-	if !m.Frozen() || m.spilled != nil {
-		return
+	if m.Frozen() {
+		DropPages(m.Params)
 	}
-	DropPages(m.Params)
 }
 
 // DiscardActivations gives back the memory of the last training
