@@ -142,6 +142,7 @@ func main() {
 	flag.IntVar(&so.microSeqs, "step_micro_seqs", 2, "step: sequences per micro-batch of the update, for r1go and PyTorch")
 	flag.IntVar(&so.trainerMicro, "step_trainer_micro", 0, "step: also time the update at this micro_batch_tokens, e.g. the trainer's 8192 (0: skip)")
 	flag.BoolVar(&so.score, "step_score", true, "step: time the old and reference log-probs (false: skip them)")
+	flag.BoolVar(&so.update, "step_update", true, "step: time the update (false: the rollout and scoring only)")
 	flag.BoolVar(&so.peer, "step_peer", true, "step: run the PyTorch peer (false: r1go's phases only)")
 	flag.StringVar(&so.state, "step_state", "bfloat16", "step: AdamW moment dtype (float32 or bfloat16)")
 	flag.Float64Var(&so.memLimitGiB, "step_memlimit", 7, "step: the Go collector's soft memory limit in GiB for r1go's step (0: none; GOMEMLIMIT, when set, wins)")

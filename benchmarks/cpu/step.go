@@ -28,6 +28,7 @@ type stepOptions struct {
 	state              string   // AdamW moment dtype
 	peer               bool     // run the PyTorch peer
 	score              bool     // time the old and reference log-probs
+	update             bool     // time the update (false: the rollout and scoring only, e.g. on another machine's cores)
 	memLimitGiB        float64  // the collector's soft limit for r1go's step (0: none)
 	spillRef           bool     // the reference's weights in a file mapping, resident only while scoring
 	saveGiB            float64  // the policy's saved-layer bound (model.Model.SaveBytes; 0: the automatic 1 GiB)
@@ -221,6 +222,9 @@ func stepSection(e *env) []row {
 		rows = append(rows, r)
 	}
 
+	if !o.update {
+		return rows
+	}
 	update := func(mbs []model.Batch) (wall, cpu float64, err error) {
 		pol.ZeroGrads()
 		t0, c0 := time.Now(), cpuSeconds()

@@ -127,6 +127,20 @@ cudalab() { # package cuda's kernels one by one, float32 (benchmarks/cuda), for 
 	step "cuda kernel lab (benchmarks/cuda)" "$OUT/cudalab.log" "$ROOT/.gpu/cudabench" -cpu=false -reps 10
 }
 
+cpustep() { # issue 20's rollout on this machine's CPU (benchmarks/cpu, no update, no peer), 2 cores then all
+	[ -x "$ROOT/.gpu/cpubench" ] || return 0
+	local log=$OUT/cpustep.log n
+	lscpu >>"$log" 2>&1
+	for n in ${CPU_THREADS:-2 $(nproc)}; do
+		step "CPU rollout, $n threads" "$log" taskset -c 0-$((n - 1)) "$ROOT/.gpu/cpubench" -sections step -threads "$n" \
+			-step_peer=false -step_score=false -step_update=false -step_response_len "${CPU_RESPONSE_LEN:-128}"
+	done
+}
+
+vmm() { # ZeRO-2's VMM gradient arena on real hardware: a world of one, cuMem* chunks given back and mapped again
+	R1GO_CUDA_VMM=1 E2E_ARGS="dp.zero=2 ${E2E_ARGS:-}" e2e
+}
+
 bench() {
 	local log=$OUT/bench.log r1go=()
 	# r1go's GPU side of the table, when a binary for it was carried
@@ -167,6 +181,13 @@ final) # the speed table with r1go's column, auto choosing the GPU, the kernel l
 	bench
 	E2E_DEVICE=auto e2e
 	cudalab
+	;;
+session8) # the changes since the first GPU run: VMM, the CPU rollout on this host, the speed table again
+	info
+	cudatests
+	vmm
+	cpustep
+	bench
 	;;
 cuda) cudatests ;;
 e2e) e2e ;;

@@ -291,9 +291,6 @@ func (e *Engine) run(j *job, threads int) {
 				}
 				forEach(threads, panelsM+packsB, func(q int) {
 					if q < panelsM {
-						if j.directA && (q+1)*mr <= mcur {
-							return // read in place by tile
-						}
 						packA(j.transA, mr, j.a, j.lda, i0+q*mr, min(mr, mcur-q*mr), p0, kc, kcs, ablock.data[q*lay.panelA:(q+1)*lay.panelA])
 						return
 					}
@@ -340,13 +337,16 @@ func tile(kn *kernel, j *job, lay layout, apack, bpack []float32, i0, j0, qa0, q
 	for qa := qa0; qa < qa1; qa++ {
 		row := i0 + qa*mr
 		rows := min(mr, j.m-row)
-		ap, asp, asr := &apack[qa*lay.panelA], sp, sr
+		var ap *float32
+		asp, asr := sp, sr
 		micro := kn.micro
 		if j.directA && rows == mr {
 			ap, asp, asr = &j.a[row*j.lda+p0], 4, uintptr(j.lda)*4
 			if j.prefetchA && kn.direct != nil {
 				micro = kn.direct
 			}
+		} else {
+			ap = &apack[qa*lay.panelA]
 		}
 		for qb := qb0; qb < qb1; qb++ {
 			col := j0 + qb*nr

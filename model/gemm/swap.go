@@ -41,7 +41,7 @@ func (e *Engine) swapped(j *job) {
 	t := job{transA: false, transB: true, m: j.n, n: j.m, k: j.k, alpha: j.alpha, beta: 0,
 		a: j.b, lda: j.ldb, b: j.a, ldb: j.lda, c: s.data, ldc: j.m, directA: true, prefetchA: !e.noPrefetchA}
 	threads := e.threadsFor(t.m, t.n, t.k)
-	e.run(&t, threads)
+	e.runDirect(&t, threads)
 	// C[i][c] = Cᵀ[c][i], in blocks of 64 columns of C for locality, split
 	// over the threads when large (a batch-32 LM head is 4.9 M values: on
 	// one core, the other would idle for milliseconds every decode step).
@@ -59,6 +59,65 @@ func (e *Engine) swapped(j *job) {
 				for c := c0; c < c1; c++ {
 					row[c] = s.data[c*j.m+i]
 				}
+			}
+		}
+	})
+}
+
+// runDirect is run for the swapped path's product Cᵀ = W·Aᵀ, with W read
+// in place: every depth slice of the few columns of op(B) is packed first
+// (32 × k floats), then each task takes a run of W's row panels and,
+// panel by panel, all depth slices in order. Each element's sum is run's
+// (the same slices, the same order, beta 1 after the first slice), but W's
+// rows are read start to end while their tile of Cᵀ stays in L1, and the
+// threads meet once per product instead of once per depth slice and row
+// block: with run's order a batch-32 decode product gained 1.45× from a
+// second core, with this one 1.7×, and one core ran 10 % faster.
+func (e *Engine) runDirect(j *job, threads int) {
+	kn := e.kern.forRows(j.m)
+	mr, nr := kn.mr, kn.nr
+	kcEq := ceilDiv(ceilDiv(j.k, ceilDiv(j.k, kn.kc)), 8) * 8 // run's depth slices
+	kcs := kcStride(kcEq)
+	lay := layout{kcs: kcs, panelA: mr * kcs, panelB: kcEq * nr}
+	slices, panelsN, panelsM := ceilDiv(j.k, kcEq), ceilDiv(j.n, nr), ceilDiv(j.m, mr)
+	bblock := getScratch(&bScratch, slices*panelsN*lay.panelB)
+	defer putScratch(&bScratch, bblock)
+	forEach(threads, slices*panelsN, func(q int) {
+		s, qb := q/panelsN, q%panelsN
+		col := qb * nr
+		packB(kn, j.transB, j.b, j.ldb, s*kcEq, min(kcEq, j.k-s*kcEq), col, min(nr, j.n-col), bblock.data[q*lay.panelB:(q+1)*lay.panelB])
+	})
+	sp, sr := aStrides(false, mr, kcs)
+	// About eight tasks per thread: a preempted thread (a shared machine)
+	// delays the product by one eighth of its share.
+	groups := min(panelsM, 8*threads)
+	forEach(threads, groups, func(g int) {
+		var partial *scratch // the last row panel when it has fewer than mr rows
+		defer func() {
+			if partial != nil {
+				putScratch(&aScratch, partial)
+			}
+		}()
+		for qa := g * panelsM / groups; qa < (g+1)*panelsM/groups; qa++ {
+			row := qa * mr
+			rows := min(mr, j.m-row)
+			for s := 0; s < slices; s++ {
+				p0 := s * kcEq
+				kc := min(kcEq, j.k-p0)
+				beta := j.beta
+				if s > 0 {
+					beta = 1
+				}
+				var apack []float32
+				if rows < mr {
+					if partial == nil {
+						partial = getScratch(&aScratch, lay.panelA)
+					}
+					apack = partial.data[:lay.panelA]
+					packA(false, mr, j.a, j.lda, row, rows, p0, kc, kcs, apack)
+				}
+				bp := bblock.data[s*panelsN*lay.panelB : (s+1)*panelsN*lay.panelB]
+				tile(kn, j, lay, apack, bp, row, 0, 0, 1, 0, panelsN, j.n, p0, kc, sp, sr, beta)
 			}
 		}
 	})
