@@ -110,18 +110,24 @@ func BenchmarkTrainStep05B(b *testing.B) {
 
 // BenchmarkDecodeBatch05B times decode steps of 32 sequences at once
 // through the KV cache on Qwen2.5-0.5B's shapes, sampling at temperature
-// 1 (the rollout of benchmarks/cpu's step section): float32 weights, then
-// the bf16 rollout copy with bf16 products (rollout.dtype bfloat16).
+// 1 (the rollout of benchmarks/cpu's step section): float32 weights, the
+// bf16 rollout copy with bf16 products (rollout.dtype bfloat16), and a bf16
+// copy whose products widen the weights to float32 (the frozen reference's
+// storage), for CPUs whose bf16 dot products are no faster than FMA.
 func BenchmarkDecodeBatch05B(b *testing.B) {
 	m := qwen05B(b, true) // decoding needs no gradients
 	dot, err := m.CloneWith(LoadOptions{Frozen: true, DType: "bfloat16", BF16Products: true})
 	if err != nil {
 		b.Fatal(err)
 	}
+	widen, err := m.CloneWith(LoadOptions{Frozen: true, DType: "bfloat16"})
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		m    *Model
-	}{{"float32", m}, {"bf16-copy", dot}} {
+	}{{"float32", m}, {"bf16-copy", dot}, {"bf16-widen", widen}} {
 		b.Run(c.name, func(b *testing.B) { decodeBatch(b, c.m) })
 	}
 }

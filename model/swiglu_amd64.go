@@ -1,0 +1,12 @@
+package model
+
+import "golang.org/x/sys/cpu"
+
+// swigluTailAVX512 (swiglu_amd64.s) is swigluTail's loop eight lanes at a
+// time, n a multiple of 8.
+//
+//go:noescape
+func swigluTailAVX512(out, gate, up, ex *float32, n int)
+
+// swigluVector says whether this CPU runs swigluTailAVX512.
+var swigluVector = cpu.X86.HasAVX512F

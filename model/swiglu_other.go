@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package model
+
+var swigluVector = false
+
+func swigluTailAVX512(out, gate, up, ex *float32, n int) { panic("model: no SwiGLU vector kernel") }
