@@ -137,6 +137,15 @@ cpustep() { # issue 20's rollout on this machine's CPU (benchmarks/cpu, no updat
 	done
 }
 
+cpudecode() { # the batch-32 decode kernels alone (model's DecodeBatch05B: float32, bf16 dot products, widening bf16)
+	[ -x "$ROOT/.gpu/model.test" ] || return 0
+	local n
+	for n in ${CPU_THREADS:-2 $(nproc)}; do
+		step "DecodeBatch05B, $n threads" "$OUT/cpustep.log" bash -c "cd '$ROOT/model' && taskset -c 0-$((n - 1)) '$ROOT/.gpu/model.test' \
+			-test.run '^\$' -test.bench DecodeBatch05B -test.benchtime ${DECODE_STEPS:-8}x -test.cpu $n"
+	done
+}
+
 vmm() { # ZeRO-2's VMM gradient arena on real hardware: a world of one, cuMem* chunks given back and mapped again
 	R1GO_CUDA_VMM=1 E2E_ARGS="dp.zero=2 ${E2E_ARGS:-}" e2e
 }
@@ -188,6 +197,14 @@ session8) # the changes since the first GPU run: VMM, the CPU rollout on this ho
 	vmm
 	cpustep
 	bench
+	;;
+cpu) # issue 20 on this host's CPU after the decode changes, then the transformers RL step
+	info >/dev/null
+	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
+	cpustep
+	cpudecode
+	step "transformers RL step" "$OUT/bench.log" python3 benchmarks/gpu/transformers_bench.py --sections rl \
+		--json "$OUT/transformers_rl.json" --budget-s "$(($(left) - 15))"
 	;;
 cuda) cudatests ;;
 e2e) e2e ;;
