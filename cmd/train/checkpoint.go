@@ -177,7 +177,14 @@ func loadWeights(m *model.Model, dir string) error {
 // gradients and sharded masters.
 func pickDevice(cfg *Config) (model.Device, string, error) {
 	opts := cuda.Options{TF32: os.Getenv("R1GO_CUDA_TF32") == "1", VMM: cfg.DP.Stage() == 2 || cfg.DP.ShardMasters}
-	return cuda.PickWith(cfg.Trainer.Device, opts)
+	dev, line, err := cuda.PickWith(cfg.Trainer.Device, opts)
+	if g, ok := dev.(*cuda.Device); ok && err == nil && opts.VMM {
+		// Whether the gradients can be given back decides ZeRO-2's memory:
+		// say which way it went (the VMM arenas, or why not).
+		_, note := g.VMM()
+		line = strings.TrimPrefix(line+"\n"+note, "\n")
+	}
+	return dev, line, err
 }
 
 func writeJSON(path string, v any) error {
