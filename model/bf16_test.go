@@ -252,3 +252,50 @@ func TestSaveDTypeKeepsSource(t *testing.T) {
 		t.Fatalf("saved torch_dtype %q, stored %s; want bfloat16, BF16", back.DType, info.DType)
 	}
 }
+
+// widenInto gives widen's exact bits for all 65,536 bf16 patterns (NaNs
+// with their payloads too), at lengths around the kernel's 16 lanes.
+func TestWidenIntoAllPatterns(t *testing.T) {
+	src := make([]uint16, 1<<16+7)
+	for i := range src {
+		src[i] = uint16(i * 40503) // every pattern once in the first 65,536 (40503 is odd)
+	}
+	for _, n := range []int{0, 1, 15, 16, 17, 33, len(src)} {
+		got := make([]float32, n)
+		widenInto(got, src[:n])
+		for i, h := range src[:n] {
+			if g, w := math.Float32bits(got[i]), math.Float32bits(widen(h)); g != w {
+				t.Fatalf("n=%d, element %d (bf16 %#04x): %#08x, want %#08x", n, i, h, g, w)
+			}
+		}
+	}
+}
+
+// A bf16 B gives the float32 product of its widened values bit for bit,
+// whichever panels gemmBF16 widens: few rows (1 MiB panels), many rows
+// (panels up to wideFloats, A packed once), ragged and whole 32-column
+// panels.
+func TestGemmBF16SameBitsAsWidened(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	d := NewCPU().(*CPU[float32])
+	for _, tc := range []struct{ m, n, k int }{{5, 1000, 600}, {70, 1000, 600}, {300, 37, 96}, {65, 4100, 290}} {
+		a := make([]float32, tc.m*tc.k)
+		for i := range a {
+			a[i] = float32(rng.NormFloat64())
+		}
+		bh := make(bf16Buf, tc.n*tc.k)
+		bw := make([]float32, tc.n*tc.k)
+		for i := range bh {
+			bh[i] = narrow(float32(rng.NormFloat64()))
+			bw[i] = widen(bh[i])
+		}
+		got, want := make([]float32, tc.m*tc.n), make([]float32, tc.m*tc.n)
+		d.Gemm(false, true, tc.m, tc.n, tc.k, 1, cpuBuf[float32](a), tc.k, bh, tc.k, 0, cpuBuf[float32](got), tc.n)
+		d.Gemm(false, true, tc.m, tc.n, tc.k, 1, cpuBuf[float32](a), tc.k, cpuBuf[float32](bw), tc.k, 0, cpuBuf[float32](want), tc.n)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%+v: c[%d] = %v from bf16, %v from the widened float32 B", tc, i, got[i], want[i])
+			}
+		}
+	}
+}

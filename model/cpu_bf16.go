@@ -79,6 +79,24 @@ func HostBF16(b Buffer) ([]uint16, bool) { s, ok := asBF16(b); return s, ok }
 // widen converts bf16 bits to float32: exact.
 func widen(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
+// widenInto sets dst[i] = widen(src[i]) (len(src) values), sixteen at a
+// time where the CPU has the kernel: the same exact values.
+func widenInto(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	done := 0
+	if widenVector && !widenNoVector {
+		if done = len(src) &^ 15; done > 0 {
+			widenBF16AVX512(&dst[0], &src[0], done)
+		}
+	}
+	for i := done; i < len(src); i++ {
+		dst[i] = widen(src[i])
+	}
+}
+
+// widenNoVector turns the kernel off (tests).
+var widenNoVector bool
+
 // narrow rounds to the nearest bf16, ties to even (NaN kept a NaN).
 func narrow(f float32) uint16 {
 	b := math.Float32bits(f)
@@ -125,6 +143,15 @@ var bf16Scratch = sync.Pool{New: func() any { s := make([]float32, 0); return &s
 // the widest projection (k = 4864).
 const panelFloats = 1 << 18
 
+// wideRows and wideFloats: above wideRows rows of A, B is widened in
+// panels of up to wideFloats (64 MiB: a whole gate-up projection of the
+// 0.5B and 1.5B shapes, or one 4,096-entry chunk of the LM head), so A is
+// packed once per product rather than once per 1 MiB panel.
+const (
+	wideRows   = 64
+	wideFloats = 1 << 24
+)
+
 // gemmBF16 is Gemm with a bf16 B (a weight matrix): B is widened one panel
 // of columns of op(B) at a time into a float32 scratch and multiplied by the
 // float32 kernels. Each element of C is computed by one call over the full
@@ -135,8 +162,17 @@ func (d *CPU[F]) gemmBF16(transA, transB bool, m, n, k int, alpha float32, A []F
 		gemm.SgemmBF16TransB(m, n, k, alpha, a32, lda, B, ldb, beta, any(C).([]float32), ldc, d.threads)
 		return
 	}
-	nb := max(16, panelFloats/max(k, 1))
-	nb = min(nb, n)
+	// Whole 32-column panels of the packed kernels: a ragged panel of 292
+	// columns ended in a 4-column edge tile that cost a full tile (10 % of
+	// a reference's scoring). Each element is the same sum either way.
+	// A product of many rows (scoring, prefill) widens up to wideFloats
+	// of B at once: each panel packs the whole of A again, which at a
+	// 4,096-token micro-batch cost more than the widening.
+	limit := panelFloats
+	if m > wideRows {
+		limit = wideFloats
+	}
+	nb := min(n, max(32, limit/max(k, 1)&^31))
 	sp := bf16Scratch.Get().(*[]float32)
 	defer bf16Scratch.Put(sp)
 	if cap(*sp) < nb*k {
@@ -148,10 +184,7 @@ func (d *CPU[F]) gemmBF16(transA, transB bool, m, n, k int, alpha float32, A []F
 		if transB { // B is [n, k]: rows j0..j0+w are the panel, laid [w, k]
 			d.parallel(w, 8, func(lo, hi int) {
 				for j := lo; j < hi; j++ {
-					row, dst := B[(j0+j)*ldb:(j0+j)*ldb+k], s[j*k:(j+1)*k]
-					for p, h := range row {
-						dst[p] = widen(h)
-					}
+					widenInto(s[j*k:(j+1)*k], B[(j0+j)*ldb:(j0+j)*ldb+k])
 				}
 			})
 		} else { // B is [k, n]: columns j0..j0+w, laid [k, w]
