@@ -3,7 +3,8 @@ package model
 // SwiGLU: out = silu(gate) ⊙ up with gu[t] = gate[t, :I] | up[t, I:2I]
 // (Qwen2's gate_proj and up_proj run as one fused matmul). e^(−gate) of a
 // row is taken by the vector expInto first (the same bits as expF of each:
-// −g is exact in F), then the rest element by element as before.
+// −g is exact in F), then silu(g)·up by swigluTail (eight lanes at a time
+// where the CPU has the kernel, the same bits).
 func (d *CPU[F]) SwiGLU(out, gu Buffer, rows, I int) {
 	o, x := buf[F](out), buf[F](gu)
 	// Two rows a part at least: a batch-32 decode step spreads over 16

@@ -11,6 +11,12 @@
 #   bash benchmarks/gpu/run_on_gpu.sh first    a first call within a 15-minute device
 #                                              budget: cuda, e2e, parity, then bench
 #                                              with what is left of DEADLINE_S (420)
+#   bash benchmarks/gpu/run_on_gpu.sh final    cuda, bench, e2e with device auto, kernel lab
+#   bash benchmarks/gpu/run_on_gpu.sh session8 cuda, a ZeRO-2 run on VMM arenas, the CPU
+#                                              rollout on this host (2 cores and all), bench
+#   bash benchmarks/gpu/run_on_gpu.sh cpu      the CPU rollout and DecodeBatch05B on this
+#                                              host (.gpu/cpubench, .gpu/model.test), then
+#                                              transformers' RL step
 #
 # Stages of "first": cuda (package cuda's tests, .gpu/cuda.test), e2e (a
 # random-weight Qwen2.5-0.5B folder from .gpu/memstep with the real Qwen
@@ -209,7 +215,7 @@ cpu) # issue 20 on this host's CPU after the decode changes, then the transforme
 cuda) cudatests ;;
 e2e) e2e ;;
 *)
-	echo "usage: run_on_gpu.sh parity|bench|all|first|cuda|e2e" >&2
+	echo "usage: run_on_gpu.sh parity|bench|all|first|again|final|session8|cpu|cuda|e2e" >&2
 	exit 2
 	;;
 esac
