@@ -272,7 +272,7 @@ func TestWidenIntoAllPatterns(t *testing.T) {
 }
 
 // A bf16 B gives the float32 product of its widened values bit for bit,
-// whichever panels gemmBF16 widens: few rows (1 MiB panels), many rows
+// transposed or not, whichever panels gemmBF16 widens: few rows (1 MiB panels), many rows
 // (panels up to wideFloats, A packed once), ragged and whole 32-column
 // panels.
 func TestGemmBF16SameBitsAsWidened(t *testing.T) {
@@ -289,12 +289,18 @@ func TestGemmBF16SameBitsAsWidened(t *testing.T) {
 			bh[i] = narrow(float32(rng.NormFloat64()))
 			bw[i] = widen(bh[i])
 		}
-		got, want := make([]float32, tc.m*tc.n), make([]float32, tc.m*tc.n)
-		d.Gemm(false, true, tc.m, tc.n, tc.k, 1, cpuBuf[float32](a), tc.k, bh, tc.k, 0, cpuBuf[float32](got), tc.n)
-		d.Gemm(false, true, tc.m, tc.n, tc.k, 1, cpuBuf[float32](a), tc.k, cpuBuf[float32](bw), tc.k, 0, cpuBuf[float32](want), tc.n)
-		for i := range got {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("%+v: c[%d] = %v from bf16, %v from the widened float32 B", tc, i, got[i], want[i])
+		for _, transB := range []bool{true, false} { // B as [n, k], or the same values read as [k, n]
+			ldb := tc.k
+			if !transB {
+				ldb = tc.n
+			}
+			got, want := make([]float32, tc.m*tc.n), make([]float32, tc.m*tc.n)
+			d.Gemm(false, transB, tc.m, tc.n, tc.k, 1, cpuBuf[float32](a), tc.k, bh, ldb, 0, cpuBuf[float32](got), tc.n)
+			d.Gemm(false, transB, tc.m, tc.n, tc.k, 1, cpuBuf[float32](a), tc.k, cpuBuf[float32](bw), ldb, 0, cpuBuf[float32](want), tc.n)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%+v transB=%v: c[%d] = %v from bf16, %v from the widened float32 B", tc, transB, i, got[i], want[i])
+				}
 			}
 		}
 	}

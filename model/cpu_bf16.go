@@ -190,10 +190,7 @@ func (d *CPU[F]) gemmBF16(transA, transB bool, m, n, k int, alpha float32, A []F
 		} else { // B is [k, n]: columns j0..j0+w, laid [k, w]
 			d.parallel(k, 64, func(lo, hi int) {
 				for p := lo; p < hi; p++ {
-					row, dst := B[p*ldb+j0:p*ldb+j0+w], s[p*w:(p+1)*w]
-					for j, h := range row {
-						dst[j] = widen(h)
-					}
+					widenInto(s[p*w:(p+1)*w], B[p*ldb+j0:p*ldb+j0+w])
 				}
 			})
 		}

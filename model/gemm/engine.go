@@ -216,6 +216,12 @@ type job struct {
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
+// depthSlice is the depth of a product's slices of k, at most about kc:
+// equal slices, since each costs one pass over C and a thin last slice
+// (k = 896 as 512+384) pays a whole pass for little work. Every path that
+// must give run's sums (the swapped path) slices k with it.
+func depthSlice(k, kc int) int { return ceilDiv(ceilDiv(k, ceilDiv(k, kc)), 8) * 8 }
+
 // forEach runs body(i) for every i < n on up to threads goroutines that take
 // the next index as they finish the last one, so a thread the OS preempts
 // (the machine is shared) or an uneven item slows the call by one item at
@@ -258,9 +264,7 @@ func forEach(threads, n int, body func(i int)) {
 func (e *Engine) run(j *job, threads int) {
 	kn := e.kern.forRows(j.m)
 	mr, nr := kn.mr, kn.nr
-	// Equal depth slices: each slice costs one pass over C, so a thin last
-	// slice (k = 896 as 512+384) pays a whole pass for little work.
-	kcEq := ceilDiv(ceilDiv(j.k, ceilDiv(j.k, kn.kc)), 8) * 8
+	kcEq := depthSlice(j.k, kn.kc)
 	kcs := kcStride(kcEq)
 	lay := layout{kcs: kcs, panelA: mr * kcs, panelB: kcEq * nr}
 	mb := min(kn.mb, ceilDiv(j.m, mr)*mr)

@@ -76,7 +76,7 @@ func (e *Engine) swapped(j *job) {
 func (e *Engine) runDirect(j *job, threads int) {
 	kn := e.kern.forRows(j.m)
 	mr, nr := kn.mr, kn.nr
-	kcEq := ceilDiv(ceilDiv(j.k, ceilDiv(j.k, kn.kc)), 8) * 8 // run's depth slices
+	kcEq := depthSlice(j.k, kn.kc)
 	kcs := kcStride(kcEq)
 	lay := layout{kcs: kcs, panelA: mr * kcs, panelB: kcEq * nr}
 	slices, panelsN, panelsM := ceilDiv(j.k, kcEq), ceilDiv(j.n, nr), ceilDiv(j.m, mr)
