@@ -3,8 +3,6 @@ package model
 import (
 	"fmt"
 	"math/rand/v2"
-	"runtime"
-	"sync"
 )
 
 // Decoded is the result of one decode step: for each chunk the sampled
@@ -65,22 +63,10 @@ func (m *Model) StepSample(c *KVCache, chunks []Chunk, s Sampling, seeds []uint6
 				return Decoded{}, err
 			}
 		}
-		// Rows are independent (each its own stream): split them among
-		// the cores; a 151,936-token row costs two passes of exp.
-		workers := min(len(chunks), runtime.GOMAXPROCS(0))
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var scratch []int32
-				for j := w; j < len(chunks); j += workers {
-					rng := rand.New(rand.NewPCG(seeds[j], 0x5eed))
-					out.Tokens[j], out.LogProbs[j] = SampleToken(logits[j*V:(j+1)*V], s, rng, &scratch)
-				}
-			}()
-		}
-		wg.Wait()
+		EachRow(len(chunks), func(j int, scratch *[]int32) {
+			rng := rand.New(rand.NewPCG(seeds[j], 0x5eed))
+			out.Tokens[j], out.LogProbs[j] = SampleToken(logits[j*V:(j+1)*V], s, rng, scratch)
+		})
 		for i, j := range keep {
 			copy(out.Logits[i*V:(i+1)*V], logits[j*V:(j+1)*V])
 		}

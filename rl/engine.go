@@ -162,11 +162,10 @@ func (e *Engine) Generate(ctx context.Context, req GenRequest, onToken func(GenT
 func (e *Engine) loop() {
 	defer close(e.done)
 	var (
-		free    []int
-		queue   []*genJob
-		active  []*genJob
-		chunks  []model.Chunk
-		scratch []int32
+		free   []int
+		queue  []*genJob
+		active []*genJob
+		chunks []model.Chunk
 	)
 	for s := e.policy.Slots() - 1; s >= 0; s-- {
 		free = append(free, s)
@@ -228,7 +227,7 @@ func (e *Engine) loop() {
 			chunks = append(chunks, model.Chunk{Slot: j.slot, Tokens: j.pending})
 		}
 		e.hold.Lock()
-		toks, err := e.feed(active, chunks, V, &scratch)
+		toks, err := e.feed(active, chunks, V)
 		e.hold.Unlock()
 		if err != nil {
 			fail(fmt.Errorf("rl: policy forward: %w", err))
@@ -260,7 +259,7 @@ func (e *Engine) loop() {
 // next token: on the device when the policy samples there (enginedevice.go),
 // otherwise from the logits brought to the host, with each request's own
 // random stream.
-func (e *Engine) feed(active []*genJob, chunks []model.Chunk, V int, scratch *[]int32) ([]GenToken, error) {
+func (e *Engine) feed(active []*genJob, chunks []model.Chunk, V int) ([]GenToken, error) {
 	if dp, ok := e.policy.(DeviceSamplingPolicy); ok && dp.SamplesOnDevice() {
 		return sampleOnDevice(dp, active, chunks, V)
 	}
@@ -269,9 +268,10 @@ func (e *Engine) feed(active []*genJob, chunks []model.Chunk, V int, scratch *[]
 		return nil, err
 	}
 	toks := make([]GenToken, len(active))
-	for i, j := range active {
+	model.EachRow(len(active), func(i int, scratch *[]int32) {
+		j := active[i]
 		toks[i] = sampleGen(logits[i*V:(i+1)*V], &j.req, j.rng, scratch)
-	}
+	})
 	return toks, nil
 }
 

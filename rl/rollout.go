@@ -303,6 +303,7 @@ func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, 
 		running int // tool calls in flight
 		chunks  []model.Chunk
 		owners  []*trajState
+		draws   []hostDraw
 		scratch []int32
 	)
 	for s := r.Policy.Slots() - 1; s >= 0; s-- {
@@ -382,18 +383,36 @@ func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, 
 				return nil, fmt.Errorf("rl: policy forward: %w", err)
 			}
 		}
+		// Every owner's next token, and the first token of each follower
+		// of a leader that just prefilled (from the leader's logits), is
+		// drawn first, the rows spread over the cores; each state draws
+		// from its own stream, so the tokens are those of drawing in turn.
+		draws = draws[:0]
 		for j, s := range owners {
-			s.pending = s.pending[:0]
 			row := logits[j*V : (j+1)*V]
-			r.sample(s, row, &scratch)
-			// Followers of a leader that just prefilled take its cache and
-			// sample their own first token from the same logits.
+			draws = append(draws, hostDraw{s: s, row: row})
 			for _, f := range active {
-				if f.leader == s && len(f.t.Tokens) == f.t.PromptLen && !f.done {
-					r.Policy.Fork(f.slot, s.slot)
-					r.sample(f, row, &scratch)
-					r.afterSample(ctx, f, sem, results, &running, &free)
+				if f.leader == s && waitsFirstToken(f) {
+					draws = append(draws, hostDraw{s: f, row: row, follower: true})
 				}
+			}
+		}
+		model.EachRow(len(draws), func(i int, scratch *[]int32) {
+			d := &draws[i]
+			d.id, d.lp = model.SampleToken(d.row, r.Cfg.Sampling, d.s.rng, scratch)
+		})
+		for i := 0; i < len(draws); {
+			s := draws[i].s
+			s.pending = s.pending[:0]
+			r.appendSample(s, draws[i].id, draws[i].lp)
+			i++
+			// Followers take the leader's cache; the order of forks and of
+			// afterSample is the one of drawing in turn.
+			for ; i < len(draws) && draws[i].follower; i++ {
+				f := draws[i].s
+				r.Policy.Fork(f.slot, s.slot)
+				r.appendSample(f, draws[i].id, draws[i].lp)
+				r.afterSample(ctx, f, sem, results, &running, &free)
 			}
 			r.afterSample(ctx, s, sem, results, &running, &free)
 		}
@@ -416,13 +435,21 @@ func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, 
 	return out, nil
 }
 
+// hostDraw is one token drawn on the host: the state it belongs to, the
+// logits row it is drawn from (a follower's first token: its leader's row,
+// the draw just after the leader's), and the draw.
+type hostDraw struct {
+	s        *trajState
+	row      []float32
+	follower bool
+	id       int32
+	lp       float32
+}
+
 // sample draws the next token of s from its logits row.
 func (r *Rollout) sample(s *trajState, row []float32, scratch *[]int32) {
 	id, lp := model.SampleToken(row, r.Cfg.Sampling, s.rng, scratch)
-	s.t.Tokens = append(s.t.Tokens, id)
-	s.t.Action = append(s.t.Action, true)
-	s.t.LogProb = append(s.t.LogProb, lp)
-	s.turn = append(s.turn, int(id))
+	r.appendSample(s, id, lp)
 }
 
 // afterSample ends the turn when the token stops it or a limit is reached,
