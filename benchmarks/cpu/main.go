@@ -76,6 +76,7 @@ type env struct {
 	threads int
 	reps    int
 	peak    map[string]probe.Peak // best FMA peak seen so far on env.threads, by ISA
+	dot     probe.Peak            // the bf16 dot-product peak, zero until measured
 	readBW  probe.Bandwidth       // zero until measured
 	match   *regexp.Regexp        // sections run only the cases whose names match
 	step    stepOptions
@@ -104,6 +105,28 @@ func (e *env) fmaPeak(isa string) float64 {
 		}
 	}
 	return e.peak[isa].Wall
+}
+
+// dotPeak returns the bf16 dot-product (VDPBF16PS) peak on env.threads,
+// the best of three short probes, measured once; 0 where the CPU has no
+// such instruction.
+func (e *env) dotPeak() float64 {
+	if e.dot.Wall > 0 {
+		return e.dot.Wall
+	}
+	w, r := probe.Window, probe.Repeats
+	probe.Window, probe.Repeats = 100*time.Millisecond, 1
+	defer func() { probe.Window, probe.Repeats = w, r }()
+	for i := 0; i < 3; i++ {
+		p, err := probe.DotBF16Peak(e.threads)
+		if err != nil {
+			return 0
+		}
+		e.dot.ISA, e.dot.Threads = p.ISA, p.Threads
+		e.dot.Wall, e.dot.PerCore = max(e.dot.Wall, p.Wall), max(e.dot.PerCore, p.PerCore)
+	}
+	fmt.Printf("probe    bf16 dot peak on %d threads: %.1f GFLOP/s, %.1f GFLOP/core-s\n", e.threads, e.dot.Wall, e.dot.PerCore)
+	return e.dot.Wall
 }
 
 // probePeaks measures the FMA peak of isa (a short probe, meant to be

@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
+	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/gemm"
 )
 
@@ -49,4 +51,32 @@ func TestOpenBLASAgreesWithGemm(t *testing.T) {
 		}
 	}
 	fmt.Println("compared with", blas.path)
+}
+
+// TestDecodeFlopsCountsEveryProduct checks decodeFlops at an empty context
+// against the published parameter counts of Qwen2.5-0.5B and 1.5B
+// (494,032,768 and 1,543,714,304) less what no product multiplies: the
+// RMSNorm weights (two a layer and the final one) and the q, k, v biases.
+func TestDecodeFlopsCountsEveryProduct(t *testing.T) {
+	for _, c := range []struct {
+		file      string
+		published int64
+	}{{"config_qwen2.5-0.5b.json", 494_032_768}, {"config_qwen2.5-1.5b.json", 1_543_714_304}} {
+		cfg, err := model.LoadConfig(filepath.Join("..", "..", "model", "testdata", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, L := int64(cfg.HiddenSize), int64(cfg.NumHiddenLayers)
+		norms := L*2*h + h
+		biases := L * (h + 2*int64(cfg.KVDim()))
+		want := 2 * float64(c.published-norms-biases)
+		if got := decodeFlops(cfg, 0); got != want {
+			t.Errorf("%s: decodeFlops(ctx 0) = %.0f, want %.0f", c.file, got, want)
+		}
+		// Each context token adds its score and weighted sum in every head.
+		perCtx := decodeFlops(cfg, 1) - decodeFlops(cfg, 0)
+		if wantCtx := float64(4 * L * int64(cfg.NumAttentionHeads*cfg.HeadDim())); perCtx != wantCtx {
+			t.Errorf("%s: a context token adds %.0f flops, want %.0f", c.file, perCtx, wantCtx)
+		}
+	}
 }

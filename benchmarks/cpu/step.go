@@ -15,6 +15,7 @@ import (
 
 	"github.com/r1go/r1go/benchmarks/internal/probe"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/gemm"
 	"github.com/r1go/r1go/optim"
 )
 
@@ -163,7 +164,13 @@ func stepSection(e *env) []row {
 			sampler = c
 			copyNote = fmt.Sprintf(", copy rounded from the policy in %.1f s", time.Since(t0).Seconds())
 		}
-		toks, tps, r, err := rollout(o, sampler, seqs, T, bw.Wall, copyNote)
+		// The products' ceiling: the float32 FMA peak, or for the bf16
+		// copy the dot-product peak where its products use VDPBF16PS.
+		peak, peakName := e.fmaPeak("best"), "FMA"
+		if dtype == "bfloat16" && gemm.HasDotBF16() {
+			peak, peakName = e.dotPeak(), "VDPBF16PS"
+		}
+		toks, tps, r, err := rollout(o, sampler, seqs, T, bw.Wall, peak, peakName, copyNote)
 		if err != nil {
 			return fail("rollout "+dtype, err)
 		}
@@ -417,8 +424,12 @@ func peakRSS() float64 {
 // all of them at once, sampling at temperature 1 (fixed seeds: the same
 // prompts and draws for every m), and returns the sequences and the decode
 // row: tokens/s ÷ the batch's weight-read bound (the bytes of m's weights,
-// read once per step, at the probed bandwidth bw GB/s).
-func rollout(o stepOptions, m *model.Model, seqs, T int, bw float64, note string) ([][]int32, float64, row, error) {
+// read once per step, at the probed bandwidth bw GB/s), and ÷ its compute
+// bound (the step's flops at the probed peak GFLOP/s of the products'
+// instruction) and the lower of the two (the roofline): a batch of 32
+// does 64 flops per weight read, which on a CPU of few cores takes longer
+// than reading it.
+func rollout(o stepOptions, m *model.Model, seqs, T int, bw, peak float64, peakName, note string) ([][]int32, float64, row, error) {
 	cfg := m.Config
 	rng := rand.New(rand.NewPCG(3, 4))
 	cache := m.NewKVCache(seqs, T)
@@ -471,5 +482,25 @@ func rollout(o stepOptions, m *model.Model, seqs, T int, bw float64, note string
 		fmt.Sprintf("%.0f tok/s bound: %.2f GB of weights per step at %.1f GB/s; with the KV cache read too %.2f×; prefill %d × %d tokens %.1f tok/s%s",
 			bound, weightBytes/1e9, bw, tps*(weightBytes+kvBytes)/float64(seqs)/(bw*1e9), seqs, o.promptLen, float64(seqs*o.promptLen)/prefill, note))
 	r.ratios = []ratio{{"weight-read bound (goal ≥ 0.6)", tps / bound}}
+	if peak > 0 {
+		computeBound := peak * 1e9 / decodeFlops(cfg, o.promptLen+o.respLen/2)
+		r.ratios = append(r.ratios, ratio{peakName + "-peak compute bound", tps / computeBound},
+			ratio{"roofline (the lower bound)", tps / min(bound, computeBound)})
+		r.note += fmt.Sprintf("; compute bound %.0f tok/s (%.1f GFLOP a token at %.1f GFLOP/s)",
+			computeBound, decodeFlops(cfg, o.promptLen+o.respLen/2)/1e9, peak)
+	}
 	return seqTokens, tps, r, nil
+}
+
+// decodeFlops is the floating-point work of decoding one token at a
+// context of ctx tokens: two flops per weight of every projection and of
+// the LM head, and the attention's scores and weighted sum over the
+// context (the norms, RoPE and SwiGLU, a few flops per activation, are
+// left out).
+func decodeFlops(cfg *model.Config, ctx int) float64 {
+	h, hd := float64(cfg.HiddenSize), float64(cfg.HeadDim())
+	q, kv := float64(cfg.NumAttentionHeads)*hd, float64(cfg.NumKeyValueHeads)*hd
+	proj := h*q + 2*h*kv + q*h + 3*h*float64(cfg.IntermediateSize)
+	attn := 2 * float64(cfg.NumAttentionHeads) * hd * float64(ctx)
+	return 2 * (float64(cfg.NumHiddenLayers)*(proj+attn) + h*float64(cfg.VocabSize))
 }

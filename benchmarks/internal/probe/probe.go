@@ -95,6 +95,23 @@ func FMAPeakDetail(isa string, threads int) (Peak, error) {
 	return Peak{}, fmt.Errorf("probe: FMA loop %q not available on this CPU (have %v)", isa, ISAs())
 }
 
+// DotBF16Peak measures the bf16 dot-product peak in GFLOP/s of threads
+// goroutines running chains of VDPBF16PS (AVX512_BF16), each instruction
+// 16 lanes × 2 bf16 products × 2 flops: the ceiling of the bf16 copy's
+// products, as FMAPeak is that of the float32 ones. It reports an error
+// on a CPU (or build) without the instruction.
+func DotBF16Peak(threads int) (Peak, error) {
+	l := dotLoop()
+	if l == nil {
+		return Peak{}, fmt.Errorf("probe: no AVX512_BF16 dot product on this CPU")
+	}
+	if threads < 1 {
+		return Peak{}, fmt.Errorf("probe: threads = %d, want ≥ 1", threads)
+	}
+	wall, perCore := measureFMA(*l, threads)
+	return Peak{ISA: l.isa, Threads: threads, Wall: wall, PerCore: perCore}, nil
+}
+
 func measureFMA(l fmaLoop, threads int) (wall, perCore float64) {
 	// Size a chunk to about 1 ms on one thread so the deadline check is rare.
 	chunk := 1 << 10

@@ -9,6 +9,9 @@ func fmaAVX512(iters int)
 func fmaAVX2(iters int)
 
 //go:noescape
+func dotBF16AVX512(iters int)
+
+//go:noescape
 func sumAVX2(x *float32, n int) float32
 
 func vectorLoops() []fmaLoop {
@@ -20,6 +23,13 @@ func vectorLoops() []fmaLoop {
 		ls = append(ls, fmaLoop{isa: "avx2", flopsPerIter: 14 * 8 * 2, run: fmaAVX2})
 	}
 	return ls
+}
+
+func dotLoop() *fmaLoop {
+	if !cpu.X86.HasAVX512BF16 {
+		return nil
+	}
+	return &fmaLoop{isa: "avx512bf16", flopsPerIter: 16 * 16 * 2 * 2, run: dotBF16AVX512}
 }
 
 func vectorSum() func([]float32) float32 {

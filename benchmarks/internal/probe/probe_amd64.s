@@ -149,3 +149,61 @@ reduce:
 	MOVSS X0, ret+16(FP)
 	VZEROUPPER
 	RET
+
+// func dotBF16AVX512(iters int)
+// 16 independent zmm chains of VDPBF16PS (AVX512_BF16): each multiplies
+// 16 pairs of bf16 and adds both products of a pair to a float32 lane, 64
+// flops per instruction. Go's assembler does not know the instruction, so
+// it is written as bytes (GNU as's encoding of vdpbf16ps %zmm31, %zmm30,
+// %zmmN). The operands are pairs of bf16 1.0 and 2⁻²³: the chains grow
+// slowly and never reach Inf.
+TEXT ·dotBF16AVX512(SB), NOSPLIT, $0-8
+	MOVQ iters+0(FP), CX
+	MOVL $0x3f803f80, AX // bf16 1.0, twice
+	MOVL AX, X0
+	VPBROADCASTD X0, Z31
+	MOVL $0x34003400, AX // bf16 2⁻²³, twice
+	MOVL AX, X0
+	VPBROADCASTD X0, Z30
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	TESTQ CX, CX
+	JZ   doneDot
+
+loopDot:
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xc7 // VDPBF16PS Z31, Z30, Z0
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xcf // VDPBF16PS Z31, Z30, Z1
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd7 // VDPBF16PS Z31, Z30, Z2
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xdf // VDPBF16PS Z31, Z30, Z3
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xe7 // VDPBF16PS Z31, Z30, Z4
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xef // VDPBF16PS Z31, Z30, Z5
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf7 // VDPBF16PS Z31, Z30, Z6
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xff // VDPBF16PS Z31, Z30, Z7
+	BYTE $0x62; BYTE $0x12; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xc7 // VDPBF16PS Z31, Z30, Z8
+	BYTE $0x62; BYTE $0x12; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xcf // VDPBF16PS Z31, Z30, Z9
+	BYTE $0x62; BYTE $0x12; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd7 // VDPBF16PS Z31, Z30, Z10
+	BYTE $0x62; BYTE $0x12; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xdf // VDPBF16PS Z31, Z30, Z11
+	BYTE $0x62; BYTE $0x12; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xe7 // VDPBF16PS Z31, Z30, Z12
+	BYTE $0x62; BYTE $0x12; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xef // VDPBF16PS Z31, Z30, Z13
+	BYTE $0x62; BYTE $0x12; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf7 // VDPBF16PS Z31, Z30, Z14
+	BYTE $0x62; BYTE $0x12; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xff // VDPBF16PS Z31, Z30, Z15
+	DECQ CX
+	JNZ  loopDot
+
+doneDot:
+	VZEROUPPER
+	RET

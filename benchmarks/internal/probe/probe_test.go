@@ -88,3 +88,25 @@ func TestFMAPeakDetailPerCore(t *testing.T) {
 		t.Fatalf("ProcessCPUTime() = %v after running loops, want > 0", d)
 	}
 }
+
+func TestDotBF16Peak(t *testing.T) {
+	shortWindows(t)
+	if _, err := DotBF16Peak(0); err == nil {
+		t.Fatal("DotBF16Peak with 0 threads succeeded, want an error")
+	}
+	p, err := DotBF16Peak(1)
+	if dotLoop() == nil {
+		if err == nil {
+			t.Fatal("DotBF16Peak succeeded on a CPU without AVX512_BF16")
+		}
+		t.Skip("no AVX512_BF16 on this CPU:", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	sane(t, "DotBF16Peak Wall", p.Wall)
+	sane(t, "DotBF16Peak PerCore", p.PerCore)
+	if p.ISA != "avx512bf16" || p.Threads != 1 {
+		t.Fatalf("Peak = %+v, want ISA avx512bf16 on 1 thread", p)
+	}
+}
