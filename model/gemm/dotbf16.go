@@ -63,13 +63,23 @@ func SgemmDotBF16TransB(m, n, k int, alpha float32, a []float32, lda int, b []ui
 			cvtBF16(k/32, &a[i*lda], &row[0])
 		}
 	})
+	if on, _ := HasAMX(); on {
+		sgemmAMX(amxKern, m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
+		return true
+	}
+	dotRows(m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
+	return true
+}
+
+// dotRows is the vector path's product from the rounded rows a16 (k
+// apart, padded with zero rows to a multiple of four).
+func dotRows(m, n, k int, alpha float32, a16, b []uint16, ldb int, beta float32, c []float32, ldc int, threads int) {
 	// Rows of A in blocks that stay in L2 while every tile of B passes
 	// them: B is read from memory once per block (once for a decode batch).
 	block := max(4, dotBlockBytes/(2*k)&^3)
 	for i0 := 0; i0 < m; i0 += block {
 		dotBlock(i0, min(m, i0+block), n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
 	}
-	return true
 }
 
 // dotBlockBytes bounds the rounded A rows of one block (half of a 1 MiB L2).

@@ -1,0 +1,123 @@
+package gemm
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"golang.org/x/sys/cpu"
+)
+
+// The AMX path's driver (packing, blocks of 32, the ragged rest of B on
+// the vector path, the transposed write of each block with alpha and
+// beta) runs everywhere with amxBlockGo as its kernel; the tile kernel
+// itself only where the CPU has AMX (a Sapphire Rapids or later Xeon, or
+// the Bochs emulator's sapphire_rapids model: testdata/amx/README.md).
+
+// withGoAMX turns the AMX path on with amxBlockGo as its kernel for the
+// rest of the test.
+func withGoAMX(t *testing.T) {
+	t.Helper()
+	HasAMX() // decide once, then override
+	on, kern := amx.on, amxKern
+	amx.on, amxKern = true, amxBlockGo
+	t.Cleanup(func() { amx.on, amxKern = on, kern })
+}
+
+// TestPackAMXLayout places every value of A where the tile unit reads it:
+// row r, depth p lands in block r/32, step p/32, tile (r%32)/16, tile row
+// (p%32)/2, pair r%16, half p%2; padding rows are zero.
+func TestPackAMXLayout(t *testing.T) {
+	const rows, k, lda = 37, 96, 100
+	r := rand.New(rand.NewPCG(5, 6))
+	a := make([]uint16, rows*lda)
+	for i := range a {
+		a[i] = uint16(r.Uint32()) | 1 // never zero, so a missed value shows
+	}
+	dst := make([]uint16, 64*k)
+	for i := range dst {
+		dst[i] = 0xdead
+	}
+	packAMX(a, lda, rows, k, dst)
+	seen := make([]bool, len(dst))
+	for row := 0; row < 64; row++ {
+		for p := 0; p < k; p++ {
+			at := (((row/32)*(k/32)+p/32)*2+(row%32)/16)*512 + ((p%32)/2)*32 + 2*(row%16) + p%2
+			want := uint16(0)
+			if row < rows {
+				want = a[row*lda+p]
+			}
+			if dst[at] != want {
+				t.Fatalf("A[%d][%d] = %#x packed at %d as %#x", row, p, want, at, dst[at])
+			}
+			seen[at] = true
+		}
+	}
+	for i, s := range seen {
+		if !s {
+			t.Fatalf("packed value %d belongs to no element of A", i)
+		}
+	}
+}
+
+// TestSgemmAMXDriver runs SgemmDotBF16TransB's AMX path with amxBlockGo
+// against the float64 product: B row counts below one block, at one, and
+// with ragged rests; A row counts of one, a partial block, two blocks and
+// more than one chunk of A (k 4,864: 32 rows a chunk).
+func TestSgemmAMXDriver(t *testing.T) {
+	if !HasDotBF16() {
+		t.Skip("no AVX512_BF16 (the path rounds A with it)")
+	}
+	withGoAMX(t)
+	checkDotBF16(t, []dotCase{
+		{1, 32, 32, 32, 32, 32}, {5, 37, 64, 70, 64, 40}, {32, 64, 96, 96, 100, 64},
+		{33, 100, 128, 128, 128, 101}, {70, 8, 64, 64, 64, 8}, {40, 65, 4864, 4864, 4864, 65},
+	})
+}
+
+// TestAMXKernelAgainstGo compares the tile kernel with amxBlockGo on
+// random bf16 operands of a decode product's depth (896): the same sums
+// up to float32 rounding order, within 2⁻²⁰ of Σ|a·b|.
+func TestAMXKernelAgainstGo(t *testing.T) {
+	if on, why := HasAMX(); !on {
+		t.Skip("AMX path off:", why)
+	}
+	const k = 896
+	r := rand.New(rand.NewPCG(7, 8))
+	b := make([]uint16, amxRows*k)
+	a := make([]uint16, amxRows*k)
+	for i := range b {
+		b[i] = bf16Bits(float32(r.NormFloat64() * 0.1))
+		a[i] = bf16Bits(float32(r.NormFloat64()))
+	}
+	act := make([]uint16, amxRows*k)
+	packAMX(a, k, amxRows, k, act)
+	got, want := make([]float32, amxRows*amxRows), make([]float32, amxRows*amxRows)
+	amxAsm(k/32, b, k, act, got)
+	amxBlockGo(k/32, b, k, act, want)
+	wide := func(h uint16) float64 { return float64(math.Float32frombits(uint32(h) << 16)) }
+	for j := 0; j < amxRows; j++ {
+		for i := 0; i < amxRows; i++ {
+			var mag float64
+			for p := 0; p < k; p++ {
+				mag += math.Abs(wide(b[j*k+p]) * wide(a[i*k+p]))
+			}
+			if d := math.Abs(float64(got[j*amxRows+i] - want[j*amxRows+i])); d > mag*math.Pow(2, -20) {
+				t.Fatalf("block[%d][%d] = %g, amxBlockGo %g (Σ|a·b| %g)", j, i, got[j*amxRows+i], want[j*amxRows+i], mag)
+			}
+		}
+	}
+}
+
+// TestHasAMXFollowsTheCPU: the path is never on without AMX-BF16, and on
+// a CPU with it, off only with a reason.
+func TestHasAMXFollowsTheCPU(t *testing.T) {
+	on, why := HasAMX()
+	if on && !(cpu.X86.HasAMXTile && cpu.X86.HasAMXBF16) {
+		t.Fatal("AMX path on a CPU without AMX-BF16")
+	}
+	if !on && why == "" {
+		t.Fatal("AMX path off without a reason")
+	}
+	t.Logf("AMX path on: %v %s", on, why)
+}
