@@ -38,6 +38,9 @@ type kernel struct {
 	// narrow is a variant with fewer rows (same columns and packing of B)
 	// for products of a few dozen rows; nil if none.
 	narrow *kernel
+	// tr8 transposes 8 × 8 blocks of float32 (transpose8AVX's contract);
+	// nil for the portable loop.
+	tr8 func(src *float32, lds uintptr, dst *float32, ldd uintptr, blocks int)
 }
 
 // forRows returns the variant to use for an m-row product: the narrow one

@@ -43,17 +43,17 @@ func dot4x1AVX2(k int, a, b *float32, ldb uintptr, out *[4]float32)
 
 var avx512Kernel = &kernel{
 	name: "avx512", mr: 12, nr: 32, kc: 512, nb: 256, nc: 4096, mb: 3072,
-	micro: micro12x32AVX512, direct: micro12x32DirectAVX512, packBT: packBTransAVX,
+	micro: micro12x32AVX512, direct: micro12x32DirectAVX512, packBT: packBTransAVX, tr8: transpose8AVX,
 	dot: dot4x2AVX512, dot1: dot4x1AVX512, dotStep: 16,
 	narrow: &kernel{
 		name: "avx512", mr: 8, nr: 32, kc: 512, nb: 256, nc: 4096, mb: 3072,
-		micro: micro8x32AVX512, packBT: packBTransAVX,
+		micro: micro8x32AVX512, packBT: packBTransAVX, tr8: transpose8AVX,
 	},
 }
 
 var avx2Kernel = &kernel{
 	name: "avx2", mr: 6, nr: 16, kc: 512, nb: 256, nc: 4096, mb: 3072,
-	micro: micro6x16AVX2, packBT: packBTransAVX,
+	micro: micro6x16AVX2, packBT: packBTransAVX, tr8: transpose8AVX,
 	dot: dot4x2AVX2, dot1: dot4x1AVX2, dotStep: 8,
 }
 
