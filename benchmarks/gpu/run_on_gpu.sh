@@ -17,6 +17,9 @@
 #   bash benchmarks/gpu/run_on_gpu.sh cpu      the CPU rollout and DecodeBatch05B on this
 #                                              host (.gpu/cpubench, .gpu/model.test), then
 #                                              transformers' RL step
+#   bash benchmarks/gpu/run_on_gpu.sh amx      the AMX tile path on this host's Xeon:
+#                                              .gpu/gemm.test's AMX tests, then the bf16
+#                                              decode and rollout with R1GO_AMX=0 and 1
 #
 # Stages of "first": cuda (package cuda's tests, .gpu/cuda.test), e2e (a
 # random-weight Qwen2.5-0.5B folder from .gpu/memstep with the real Qwen
@@ -138,8 +141,9 @@ cpustep() { # issue 20's rollout on this machine's CPU (benchmarks/cpu, no updat
 	local log=$OUT/cpustep.log n
 	lscpu >>"$log" 2>&1
 	for n in ${CPU_THREADS:-2 $(nproc)}; do
-		step "CPU rollout, $n threads" "$log" taskset -c 0-$((n - 1)) "$ROOT/.gpu/cpubench" -sections step -threads "$n" \
-			-step_peer=false -step_score=false -step_update=false -step_response_len "${CPU_RESPONSE_LEN:-128}"
+		step "CPU rollout, $n threads${R1GO_AMX:+, R1GO_AMX=$R1GO_AMX}" "$log" taskset -c 0-$((n - 1)) "$ROOT/.gpu/cpubench" -sections step -threads "$n" \
+			-step_peer=false -step_score=false -step_update=false -step_response_len "${CPU_RESPONSE_LEN:-128}" \
+			-step_rollout "${STEP_ROLLOUT:-float32,bfloat16}"
 	done
 }
 
@@ -147,9 +151,15 @@ cpudecode() { # the batch-32 decode kernels alone (model's DecodeBatch05B: float
 	[ -x "$ROOT/.gpu/model.test" ] || return 0
 	local n
 	for n in ${CPU_THREADS:-2 $(nproc)}; do
-		step "DecodeBatch05B, $n threads" "$OUT/cpustep.log" bash -c "cd '$ROOT/model' && taskset -c 0-$((n - 1)) '$ROOT/.gpu/model.test' \
-			-test.run '^\$' -test.bench DecodeBatch05B -test.benchtime ${DECODE_STEPS:-8}x -test.cpu $n"
+		step "${DECODE_FILTER:-DecodeBatch05B}, $n threads${R1GO_AMX:+, R1GO_AMX=$R1GO_AMX}" "$OUT/cpustep.log" bash -c "cd '$ROOT/model' && taskset -c 0-$((n - 1)) '$ROOT/.gpu/model.test' \
+			-test.run '^\$' -test.bench '${DECODE_FILTER:-DecodeBatch05B}' -test.benchtime ${DECODE_STEPS:-8}x -test.cpu $n"
 	done
+}
+
+amxtests() { # package gemm's bf16 and AMX tests (.gpu/gemm.test): the tile kernel against its Go model, the driver, the whole product against float64
+	[ -x "$ROOT/.gpu/gemm.test" ] || return 0
+	step "gemm AMX and bf16 tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && '$ROOT/.gpu/gemm.test' \
+		-test.run 'AMX|DotBF16|CvtBF16|Swapped' -test.v -test.bench 'DotBF16' -test.benchtime 200x"
 }
 
 vmm() { # ZeRO-2's VMM gradient arena on real hardware: a world of one, cuMem* chunks given back and mapped again
@@ -204,6 +214,18 @@ session8) # the changes since the first GPU run: VMM, the CPU rollout on this ho
 	cpustep
 	bench
 	;;
+amx) # issue 20 on this host's Xeon: the AMX tile path (gemm's tests, then the bf16 decode with AMX off and on)
+	info >/dev/null
+	lscpu >>"$OUT/amx.log" 2>&1
+	amxtests
+	for a in 0 1; do
+		CPU_THREADS=${CPU_THREADS:-2} R1GO_AMX=$a DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
+	done
+	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
+	for a in 0 1; do
+		CPU_THREADS=${CPU_THREADS:-2} R1GO_AMX=$a STEP_ROLLOUT=bfloat16 cpustep
+	done
+	;;
 cpu) # issue 20 on this host's CPU after the decode changes, then the transformers RL step
 	info >/dev/null
 	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
@@ -215,7 +237,7 @@ cpu) # issue 20 on this host's CPU after the decode changes, then the transforme
 cuda) cudatests ;;
 e2e) e2e ;;
 *)
-	echo "usage: run_on_gpu.sh parity|bench|all|first|again|final|session8|cpu|cuda|e2e" >&2
+	echo "usage: run_on_gpu.sh parity|bench|all|first|again|final|session8|cpu|amx|cuda|e2e" >&2
 	exit 2
 	;;
 esac
