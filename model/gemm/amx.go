@@ -192,13 +192,21 @@ func sgemmAMX(kern amxKernel, m, n, k int, alpha float32, a16 []uint16, b []uint
 	}
 }
 
+// amxOut pools the blocks of sums a task writes C from.
+var amxOut sync.Pool
+
 // amxChunk computes rows [r0, r0+rows) of C's first full columns from the
 // packed rows pk, the threads taking runs of 32-row blocks of B.
 func amxChunk(kern amxKernel, r0, rows, full, k int, alpha float32, pk, b []uint16, ldb int, beta float32, c []float32, ldc int, threads int) {
 	blocksB, blocksA := full/amxRows, (rows+amxRows-1)/amxRows
 	tasks := min(blocksB, 8*threads)
 	forEach(threads, tasks, func(t int) {
-		out := make([]float32, amxRows*amxRows)
+		ob, _ := amxOut.Get().(*[amxRows * amxRows]float32)
+		if ob == nil {
+			ob = new([amxRows * amxRows]float32)
+		}
+		defer amxOut.Put(ob)
+		out := ob[:]
 		for jb := t * blocksB / tasks; jb < (t+1)*blocksB/tasks; jb++ {
 			j0 := jb * amxRows
 			for ib := 0; ib < blocksA; ib++ {
