@@ -28,9 +28,10 @@ import (
 // Linux hands out the 8 KiB tile state only to a process that asks
 // (arch_prctl ARCH_REQ_XCOMP_PERM), once, for all its threads; a
 // process that did not ask dies of SIGILL at the first tile instruction.
-// The path is taken only when the CPU reports AMX-BF16, the kernel grants
-// the state, and a first product agrees with amxBlockGo; R1GO_AMX=0 turns
-// it off.
+// The path is taken only when R1GO_AMX=1 asks for it (until the tile
+// kernel has run on real hardware, not only in an emulator), the CPU
+// reports AMX-BF16, the kernel grants the state, and a first product
+// agrees with amxBlockGo.
 
 // amxRows is the block's side: two tiles of 16 rows of B, two of A.
 const amxRows = 32
@@ -62,8 +63,8 @@ func HasAMX() (bool, string) {
 }
 
 func enableAMX() (bool, string) {
-	if os.Getenv("R1GO_AMX") == "0" {
-		return false, "R1GO_AMX=0"
+	if os.Getenv("R1GO_AMX") != "1" {
+		return false, "not asked for (R1GO_AMX=1)"
 	}
 	if !hasDotBF16 {
 		return false, "no AVX512_BF16"
