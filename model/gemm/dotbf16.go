@@ -92,7 +92,9 @@ func dotBlock(i0, i1, n, k int, alpha float32, a16, b []uint16, ldb int, beta fl
 	per := max(8, ceilDiv(tiles, 8*threads))
 	mt := ceilDiv(i1-i0, 4) // row tiles of this block
 	forEach(threads, ceilDiv(tiles, per), func(t int) {
-		out := make([]float32, 16*mt)
+		os := getScratch(&dotOut, 16*mt)
+		defer putScratch(&dotOut, os)
+		out := os.data
 		var tail *[]uint16 // the last tile's B rows padded with zero rows
 		defer func() {
 			if tail != nil {
@@ -150,6 +152,10 @@ func dotBlock(i0, i1, n, k int, alpha float32, a16, b []uint16, ldb int, beta fl
 		}
 	})
 }
+
+// dotOut pools dotBlock's tasks' tiles of sums: allocated afresh, they
+// were thousands of small allocations a decode step.
+var dotOut sync.Pool
 
 // dotScratch pools the rounded A rows and padded B tiles.
 var dotScratch sync.Pool
