@@ -80,9 +80,10 @@ func enableAMX() (bool, string) {
 }
 
 // amxSelfCheck runs one block of 32 × 32 × 64 on the tile unit and on
-// amxBlockGo and reports a disagreement beyond float32 summation error:
-// a CPU, kernel or emulator that gets the tile instructions wrong must not
-// silently corrupt a rollout.
+// amxBlockGo and reports any disagreement (the values make every sum
+// exact, so there is no rounding to allow for): a CPU, kernel or emulator
+// that gets the tile instructions wrong must not silently corrupt a
+// rollout.
 func amxSelfCheck() error {
 	const k = 64
 	b := make([]uint16, amxRows*k)

@@ -92,9 +92,9 @@ func dotBlock(i0, i1, n, k int, alpha float32, a16, b []uint16, ldb int, beta fl
 	per := max(8, ceilDiv(tiles, 8*threads))
 	mt := ceilDiv(i1-i0, 4) // row tiles of this block
 	forEach(threads, ceilDiv(tiles, per), func(t int) {
-		os := getScratch(&dotOut, 16*mt)
-		defer putScratch(&dotOut, os)
-		out := os.data
+		ob := getScratch(&dotOut, 16*mt)
+		defer putScratch(&dotOut, ob)
+		out := ob.data
 		var tail *[]uint16 // the last tile's B rows padded with zero rows
 		defer func() {
 			if tail != nil {
