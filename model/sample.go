@@ -33,9 +33,9 @@ func (s Sampling) Validate() error {
 
 // EachRow calls f(j, scratch) for every j in [0, n), the rows split among
 // GOMAXPROCS goroutines, each with its own scratch for SampleToken. A
-// 151,936-token row costs about a millisecond (two passes of exp and an
-// in-order sum), so a batch of 32 rows drawn on one core would add tens of
-// milliseconds to every decode step. f must touch only row j's state (its
+// 151,936-token row costs about half a millisecond (a pass of exp and an
+// in-order sum), so a batch of 32 rows drawn on one core would add over
+// ten milliseconds to every decode step. f must touch only row j's state (its
 // own random stream above all), so the draws do not depend on the split.
 func EachRow(n int, f func(j int, scratch *[]int32)) {
 	workers := min(n, runtime.GOMAXPROCS(0))
