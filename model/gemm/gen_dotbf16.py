@@ -6,34 +6,7 @@ emits them as BYTE directives; everything else is ordinary Go assembly.
 
     python3 gen_dotbf16.py > dotbf16_amd64.s   (needs as and objdump)
 """
-import re
-import subprocess
-import sys
-import tempfile
-import os
-
-
-def encode(lines):
-    """Machine code bytes of each AT&T instruction line, via GNU as."""
-    with tempfile.TemporaryDirectory() as d:
-        src, obj = os.path.join(d, "t.s"), os.path.join(d, "t.o")
-        with open(src, "w") as f:
-            f.write("\n".join(lines) + "\n")
-        subprocess.run(["as", "--64", src, "-o", obj], check=True)
-        out = subprocess.run(["objdump", "-d", obj], capture_output=True, text=True, check=True).stdout
-    enc = []
-    for l in out.splitlines():
-        m = re.match(r"\s+[0-9a-f]+:\s+((?:[0-9a-f]{2} )+)\s*(\S.*)?$", l)
-        if m:
-            enc.append(m.group(1).split())
-    if len(enc) != len(lines):
-        sys.exit(f"encoded {len(enc)} instructions for {len(lines)} lines")
-    return enc
-
-
-def byte_line(code, comment):
-    return "\t" + "; ".join(f"BYTE $0x{b}" for b in code) + " // " + comment
-
+from gnu_as import byte_line, encode
 
 # acc[i*4+j] = Z(i*4+j) for A row i, B row j; B rows in Z16..Z19, the
 # current A row in Z20.
