@@ -12,8 +12,9 @@ import (
 // The AMX path's driver (packing, blocks of 32, the ragged rest of B on
 // the vector path, the transposed write of each block with alpha and
 // beta) runs everywhere with amxBlockGo as its kernel; the tile kernel
-// itself only where the CPU has AMX (a Sapphire Rapids or later Xeon, or
-// the Bochs emulator's sapphire_rapids model: testdata/amx/README.md).
+// itself only where the CPU has AMX and R1GO_AMX=1 (a Sapphire Rapids or
+// later Xeon, or Linux inside the Bochs emulator's sapphire_rapids model:
+// benchmarks/README.md, session 5).
 
 // withGoAMX turns the AMX path on with amxBlockGo as its kernel for the
 // rest of the test.
