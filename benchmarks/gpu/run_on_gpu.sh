@@ -158,7 +158,7 @@ cpudecode() { # the batch-32 decode kernels alone (model's DecodeBatch05B: float
 
 amxtests() { # package gemm's bf16 and AMX tests (.gpu/gemm.test): the tile kernel against its Go model, the driver, the whole product against float64
 	[ -x "$ROOT/.gpu/gemm.test" ] || return 0
-	step "gemm AMX and bf16 tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && R1GO_AMX=1 '$ROOT/.gpu/gemm.test' \
+	step "gemm AMX and bf16 tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && R1GO_AMX=1 R1GO_AMX_REQUIRE=1 '$ROOT/.gpu/gemm.test' \
 		-test.run 'AMX|DotBF16|CvtBF16|Swapped' -test.v -test.bench 'DotBF16' -test.benchtime 200x"
 }
 

@@ -82,6 +82,9 @@ func TestSgemmAMXDriver(t *testing.T) {
 // up to float32 rounding order, within 2⁻²⁰ of Σ|a·b|.
 func TestAMXKernelAgainstGo(t *testing.T) {
 	if on, why := HasAMX(); !on {
+		if os.Getenv("R1GO_AMX_REQUIRE") == "1" { // where the tile kernel must run: an AMX machine, the emulator
+			t.Fatal("AMX path off:", why)
+		}
 		t.Skip("AMX path off:", why)
 	}
 	const k = 896
