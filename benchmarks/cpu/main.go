@@ -76,7 +76,6 @@ type env struct {
 	threads int
 	reps    int
 	peak    map[string]probe.Peak // best FMA peak seen so far on env.threads, by ISA
-	dot     probe.Peak            // the bf16 dot-product peak, zero until measured
 	readBW  probe.Bandwidth       // zero until measured
 	match   *regexp.Regexp        // sections run only the cases whose names match
 	step    stepOptions
@@ -93,8 +92,9 @@ func (e *env) readBandwidth() probe.Bandwidth {
 }
 
 // fmaPeak returns the best wall-clock FMA peak (GFLOP/s on env.threads)
-// seen in the run for isa, "best" meaning the widest loop this CPU has;
-// it probes first if nothing was measured yet.
+// seen in the run for isa, "best" meaning the widest loop this CPU has
+// (probe.DotBF16ISA: the bf16 dot product's peak instead, 0 where the CPU
+// has none); it probes first if nothing was measured yet.
 func (e *env) fmaPeak(isa string) float64 {
 	if isa == "best" {
 		isa = probe.BestISA()
@@ -107,42 +107,27 @@ func (e *env) fmaPeak(isa string) float64 {
 	return e.peak[isa].Wall
 }
 
-// dotPeak returns the bf16 dot-product (VDPBF16PS) peak on env.threads,
-// the best of three short probes, measured once; 0 where the CPU has no
-// such instruction.
-func (e *env) dotPeak() float64 {
-	if e.dot.Wall > 0 {
-		return e.dot.Wall
-	}
-	w, r := probe.Window, probe.Repeats
-	probe.Window, probe.Repeats = 100*time.Millisecond, 1
-	defer func() { probe.Window, probe.Repeats = w, r }()
-	for i := 0; i < 3; i++ {
-		p, err := probe.DotBF16Peak(e.threads)
-		if err != nil {
-			return 0
-		}
-		e.dot.ISA, e.dot.Threads = p.ISA, p.Threads
-		e.dot.Wall, e.dot.PerCore = max(e.dot.Wall, p.Wall), max(e.dot.PerCore, p.PerCore)
-	}
-	fmt.Printf("probe    bf16 dot peak on %d threads: %.1f GFLOP/s, %.1f GFLOP/core-s\n", e.threads, e.dot.Wall, e.dot.PerCore)
-	return e.dot.Wall
-}
-
-// probePeaks measures the FMA peak of isa (a short probe, meant to be
-// interleaved with the timed work) and keeps the best seen in the run.
+// probePeaks measures the FMA peak of isa, or the bf16 dot product's for
+// probe.DotBF16ISA (a short probe, meant to be interleaved with the timed
+// work), and keeps the best seen in the run.
 func (e *env) probePeaks(isa string) {
 	w, r := probe.Window, probe.Repeats
 	probe.Window, probe.Repeats = 100*time.Millisecond, 1
 	defer func() { probe.Window, probe.Repeats = w, r }()
-	p, err := probe.FMAPeakDetail(isa, e.threads)
+	label := fmt.Sprintf("FMA peak %-6s", isa)
+	measure := func() (probe.Peak, error) { return probe.FMAPeakDetail(isa, e.threads) }
+	if isa == probe.DotBF16ISA {
+		label = "bf16 dot peak"
+		measure = func() (probe.Peak, error) { return probe.DotBF16Peak(e.threads) }
+	}
+	p, err := measure()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return
 	}
 	old, seen := e.peak[isa]
 	if !seen {
-		fmt.Printf("probe    FMA peak %-6s on %d threads: %.1f GFLOP/s, %.1f GFLOP/core-s\n", isa, e.threads, p.Wall, p.PerCore)
+		fmt.Printf("probe    %s on %d threads: %.1f GFLOP/s, %.1f GFLOP/core-s\n", label, e.threads, p.Wall, p.PerCore)
 	}
 	old.ISA, old.Threads = p.ISA, p.Threads
 	old.Wall = max(old.Wall, p.Wall)

@@ -168,7 +168,7 @@ func stepSection(e *env) []row {
 		// copy the dot-product peak where its products use VDPBF16PS.
 		peak, peakName := e.fmaPeak("best"), "FMA"
 		if dtype == "bfloat16" && gemm.HasDotBF16() {
-			peak, peakName = e.dotPeak(), "VDPBF16PS"
+			peak, peakName = e.fmaPeak(probe.DotBF16ISA), "VDPBF16PS"
 		}
 		toks, tps, r, err := rollout(o, sampler, seqs, T, bw.Wall, peak, peakName, copyNote)
 		if err != nil {
@@ -483,11 +483,11 @@ func rollout(o stepOptions, m *model.Model, seqs, T int, bw, peak float64, peakN
 			bound, weightBytes/1e9, bw, tps*(weightBytes+kvBytes)/float64(seqs)/(bw*1e9), seqs, o.promptLen, float64(seqs*o.promptLen)/prefill, note))
 	r.ratios = []ratio{{"weight-read bound (goal ≥ 0.6)", tps / bound}}
 	if peak > 0 {
-		computeBound := peak * 1e9 / decodeFlops(cfg, o.promptLen+o.respLen/2)
+		flops := decodeFlops(cfg, o.promptLen+o.respLen/2)
+		computeBound := peak * 1e9 / flops
 		r.ratios = append(r.ratios, ratio{peakName + "-peak compute bound", tps / computeBound},
 			ratio{"roofline (the lower bound)", tps / min(bound, computeBound)})
-		r.note += fmt.Sprintf("; compute bound %.0f tok/s (%.1f GFLOP a token at %.1f GFLOP/s)",
-			computeBound, decodeFlops(cfg, o.promptLen+o.respLen/2)/1e9, peak)
+		r.note += fmt.Sprintf("; compute bound %.0f tok/s (%.1f GFLOP a token at %.1f GFLOP/s)", computeBound, flops/1e9, peak)
 	}
 	return seqTokens, tps, r, nil
 }

@@ -95,6 +95,9 @@ func FMAPeakDetail(isa string, threads int) (Peak, error) {
 	return Peak{}, fmt.Errorf("probe: FMA loop %q not available on this CPU (have %v)", isa, ISAs())
 }
 
+// DotBF16ISA names the bf16 dot-product loop in Peak.ISA.
+const DotBF16ISA = "avx512bf16"
+
 // DotBF16Peak measures the bf16 dot-product peak in GFLOP/s of threads
 // goroutines running chains of VDPBF16PS (AVX512_BF16), each instruction
 // 16 lanes × 2 bf16 products × 2 flops: the ceiling of the bf16 copy's

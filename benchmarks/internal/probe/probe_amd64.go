@@ -29,7 +29,7 @@ func dotLoop() *fmaLoop {
 	if !cpu.X86.HasAVX512BF16 {
 		return nil
 	}
-	return &fmaLoop{isa: "avx512bf16", flopsPerIter: 16 * 16 * 2 * 2, run: dotBF16AVX512}
+	return &fmaLoop{isa: DotBF16ISA, flopsPerIter: 16 * 16 * 2 * 2, run: dotBF16AVX512}
 }
 
 func vectorSum() func([]float32) float32 {

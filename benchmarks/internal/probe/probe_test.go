@@ -106,7 +106,7 @@ func TestDotBF16Peak(t *testing.T) {
 	}
 	sane(t, "DotBF16Peak Wall", p.Wall)
 	sane(t, "DotBF16Peak PerCore", p.PerCore)
-	if p.ISA != "avx512bf16" || p.Threads != 1 {
-		t.Fatalf("Peak = %+v, want ISA avx512bf16 on 1 thread", p)
+	if p.ISA != DotBF16ISA || p.Threads != 1 {
+		t.Fatalf("Peak = %+v, want ISA %s on 1 thread", p, DotBF16ISA)
 	}
 }
