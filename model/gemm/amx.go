@@ -160,8 +160,8 @@ func amxBlockGo(k32 int, b []uint16, ldb int, act []uint16, out []float32) {
 	}
 }
 
-// amxKernel is a block kernel for sgemmAMX: amxAsm, or amxBlockGo, which
-// the tests swap in (amxKern) to run the driver on CPUs without AMX.
+// amxKernel is a block kernel: amxKern is amxAsm, or amxBlockGo, which the
+// tests swap in to run the driver on CPUs without AMX.
 type amxKernel func(k32 int, b []uint16, ldb int, act []uint16, out []float32)
 
 var amxKern amxKernel = amxAsm
@@ -173,7 +173,7 @@ func amxAsm(k32 int, b []uint16, ldb int, act []uint16, out []float32) {
 // sgemmAMX is SgemmDotBF16TransB on the tile unit for the first n/32·32
 // rows of B, the vector path for the rest. a16 holds A already rounded
 // (rows k apart, at least m of them).
-func sgemmAMX(kern amxKernel, m, n, k int, alpha float32, a16 []uint16, b []uint16, ldb int, beta float32, c []float32, ldc int, threads int) {
+func sgemmAMX(m, n, k int, alpha float32, a16 []uint16, b []uint16, ldb int, beta float32, c []float32, ldc int, threads int) {
 	full := n / amxRows * amxRows
 	if full < n {
 		dotRows(m, n-full, k, alpha, a16, b[full*ldb:], ldb, beta, c[full:], ldc, threads)
@@ -190,7 +190,7 @@ func sgemmAMX(kern amxKernel, m, n, k int, alpha float32, a16 []uint16, b []uint
 		rows := min(chunk, m-r0)
 		pk := (*act)[:(rows+amxRows-1)/amxRows*amxRows*k]
 		packAMX(a16[r0*k:], k, rows, k, pk)
-		amxChunk(kern, r0, rows, full, k, alpha, pk, b, ldb, beta, c, ldc, threads)
+		amxChunk(r0, rows, full, k, alpha, pk, b, ldb, beta, c, ldc, threads)
 	}
 }
 
@@ -199,7 +199,7 @@ var amxOut sync.Pool
 
 // amxChunk computes rows [r0, r0+rows) of C's first full columns from the
 // packed rows pk, the threads taking runs of 32-row blocks of B.
-func amxChunk(kern amxKernel, r0, rows, full, k int, alpha float32, pk, b []uint16, ldb int, beta float32, c []float32, ldc int, threads int) {
+func amxChunk(r0, rows, full, k int, alpha float32, pk, b []uint16, ldb int, beta float32, c []float32, ldc int, threads int) {
 	blocksB, blocksA := full/amxRows, (rows+amxRows-1)/amxRows
 	tasks := min(blocksB, 8*threads)
 	forEach(threads, tasks, func(t int) {
@@ -212,7 +212,7 @@ func amxChunk(kern amxKernel, r0, rows, full, k int, alpha float32, pk, b []uint
 		for jb := t * blocksB / tasks; jb < (t+1)*blocksB/tasks; jb++ {
 			j0 := jb * amxRows
 			for ib := 0; ib < blocksA; ib++ {
-				kern(k/32, b[j0*ldb:], ldb, pk[ib*amxRows*k:], out)
+				amxKern(k/32, b[j0*ldb:], ldb, pk[ib*amxRows*k:], out)
 				// out is Cᵀ's block: B's rows down, A's across; a plain
 				// product's rows of C go in eights through the block
 				// transpose, the rest one by one.

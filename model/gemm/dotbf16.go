@@ -64,7 +64,7 @@ func SgemmDotBF16TransB(m, n, k int, alpha float32, a []float32, lda int, b []ui
 		}
 	})
 	if on, _ := HasAMX(); on {
-		sgemmAMX(amxKern, m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
+		sgemmAMX(m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
 		return true
 	}
 	dotRows(m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
