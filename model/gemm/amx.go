@@ -213,36 +213,8 @@ func amxChunk(r0, rows, full, k int, alpha float32, pk, b []uint16, ldb int, bet
 			j0 := jb * amxRows
 			for ib := 0; ib < blocksA; ib++ {
 				amxKern(k/32, b[j0*ldb:], ldb, pk[ib*amxRows*k:], out)
-				// out is Cᵀ's block: B's rows down, A's across; a plain
-				// product's rows of C go in eights through the block
-				// transpose, the rest one by one.
-				i0 := r0 + ib*amxRows
-				n8 := 0
-				if alpha == 1 && beta == 0 && amxTr8 != nil {
-					n8 = min(amxRows, rows-ib*amxRows) / 8
-					if n8 > 0 {
-						_ = c[(i0+8*n8-1)*ldc+j0+amxRows-1] // the rows and columns written
-						for q := 0; q < 4; q++ {
-							amxTr8(&out[8*q*amxRows], 4*amxRows, &c[i0*ldc+j0+8*q], uintptr(4*ldc), n8)
-						}
-					}
-				}
-				for i := 8 * n8; i < min(amxRows, rows-ib*amxRows); i++ {
-					cr := c[(i0+i)*ldc+j0:][:amxRows]
-					if alpha == 1 && beta == 0 {
-						for j := range cr {
-							cr[j] = out[j*amxRows+i]
-						}
-						continue
-					}
-					for j := range cr {
-						s := alpha * out[j*amxRows+i]
-						if beta != 0 {
-							s += beta * cr[j]
-						}
-						cr[j] = s
-					}
-				}
+				// out is Cᵀ's block: B's rows down, A's across.
+				storeCT(out, amxRows, amxRows, r0+ib*amxRows, min(amxRows, rows-ib*amxRows), j0, alpha, beta, c, ldc)
 			}
 		}
 	})

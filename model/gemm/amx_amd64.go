@@ -5,6 +5,3 @@ package gemm
 //
 //go:noescape
 func amxBlockBF16(k32 int, b *uint16, ldb uintptr, act *uint16, out *float32, cfg *byte)
-
-// amxTr8 writes a block's sums to C eight by eight (every AMX CPU has AVX).
-var amxTr8 = transpose8AVX

@@ -48,13 +48,14 @@ func SgemmDotBF16TransB(m, n, k int, alpha float32, a []float32, lda int, b []ui
 		threads = runtime.GOMAXPROCS(0)
 	}
 	// A rounded once, in rows of k padded with zero rows to a multiple of
-	// four (the kernel's tile), shared by every thread.
-	mp := (m + 3) &^ 3
+	// eight (the tile kernel's tile is four rows, packPairs takes eight),
+	// shared by every thread.
+	mp := (m + 7) &^ 7
 	sa := getDotScratch(mp * k)
 	defer putDotScratch(sa)
 	a16 := *sa
-	forEach(threads, mp/4, func(t int) {
-		for i := t * 4; i < t*4+4; i++ {
+	forEach(threads, mp/8, func(t int) {
+		for i := t * 8; i < t*8+8; i++ {
 			row := a16[i*k : (i+1)*k]
 			if i >= m {
 				clear(row)
@@ -67,9 +68,18 @@ func SgemmDotBF16TransB(m, n, k int, alpha float32, a []float32, lda int, b []ui
 		sgemmAMX(m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
 		return true
 	}
+	if panels := usePanels(m); dotForce == "panels" && m <= panelMaxRows || panels && dotForce != "tiles" {
+		dotPanels(m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
+		return true
+	}
 	dotRows(m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
 	return true
 }
+
+// dotForce sends every product to one kernel, "panels" (up to
+// panelMaxRows rows) or "tiles", instead of usePanels's choice (tests,
+// benchmarks).
+var dotForce string
 
 // dotRows is the vector path's product from the rounded rows a16 (k
 // apart, padded with zero rows to a multiple of four).

@@ -10,4 +10,14 @@ func dotTileBF16(k32, mt int, a *uint16, lda uintptr, b *uint16, ldb uintptr, c 
 //go:noescape
 func cvtBF16(n32 int, src *float32, dst *uint16)
 
+// blockTr8 transposes blocks of sums into C and packs A's pairs (every
+// AVX512_BF16 CPU has AVX).
+var blockTr8 = transpose8AVX
+
 var hasDotBF16 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BF16
+
+//go:noescape
+func dotPanelsBF16x32(k32, panels int, b *uint16, ldb uintptr, a *uint16, ct *float32)
+
+//go:noescape
+func dotPanelsBF16x16(k32, panels int, b *uint16, ldb uintptr, a *uint16, ct *float32)

@@ -9,4 +9,14 @@ func dotTileBF16(k32, mt int, a *uint16, lda uintptr, b *uint16, ldb uintptr, c 
 	panic("gemm: no bf16 dot kernel")
 }
 
+func dotPanelsBF16x32(k32, panels int, b *uint16, ldb uintptr, a *uint16, ct *float32) {
+	panic("gemm: no bf16 dot kernel")
+}
+
+func dotPanelsBF16x16(k32, panels int, b *uint16, ldb uintptr, a *uint16, ct *float32) {
+	panic("gemm: no bf16 dot kernel")
+}
+
+var blockTr8 func(src *float32, lds uintptr, dst *float32, ldd uintptr, blocks int)
+
 func cvtBF16(n32 int, src *float32, dst *uint16) { panic("gemm: no bf16 conversion kernel") }

@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -53,12 +54,14 @@ func TestCvtBF16(t *testing.T) {
 
 // TestSgemmDotBF16AgainstFloat64 compares the dot path with a float64
 // product of A rounded to bf16 and the bf16 B, for row counts around the
-// kernel's tile of 4 (decode batches 1-33), B row counts with and
-// without a ragged last tile, alpha and beta: within float32 summation
-// error (2⁻²⁰ of Σ|a·b|; the kernel's sum has k/32 + 4 roundings per lane
-// chain). A k that is not a multiple of 32 is declined. On a CPU with
-// AMX the products run on the tile unit (amx.go) and must meet the same
-// bound.
+// tile kernel's tile of 4 (decode batches 1-33) and the broadcast
+// kernels' blocks of 16 and 32 rows (13-16, 25-32, two blocks up to 64;
+// panels.go), B row counts with and without a ragged last tile or panel,
+// alpha and beta: within float32 summation error (2⁻²⁰ of Σ|a·b|; the tile
+// kernel's sum has k/32 + 4 roundings per lane chain, the broadcast
+// kernels' k/2). A k that is not a multiple of 32 is declined. On a CPU
+// with AMX the products run on the tile unit (amx.go) and must meet the
+// same bound.
 func TestSgemmDotBF16AgainstFloat64(t *testing.T) {
 	if !HasDotBF16() {
 		t.Skip("no AVX512_BF16")
@@ -66,7 +69,21 @@ func TestSgemmDotBF16AgainstFloat64(t *testing.T) {
 	checkDotBF16(t, []dotCase{
 		{1, 8, 32, 32, 32, 8}, {3, 7, 64, 70, 64, 9}, {4, 16, 896, 896, 896, 16}, {5, 13, 96, 96, 100, 13},
 		{32, 130, 896, 896, 896, 130}, {33, 6, 4864 / 8, 4864 / 8, 4864 / 8, 6}, {17, 1152 / 8, 256, 300, 256, 200},
+		{13, 8, 64, 64, 64, 8}, {16, 21, 96, 100, 98, 30}, {29, 205, 256, 256, 260, 205}, {31, 3, 32, 40, 32, 3},
+		{45, 64, 128, 128, 128, 64}, {61, 77, 64, 70, 64, 80}, {64, 16, 4864, 4864, 4864, 16},
 	})
+	// Both kernels on every shape their row counts allow.
+	for _, force := range []string{"panels", "tiles"} {
+		dotForce = force
+		checkDotBF16(t, []dotCase{{1, 9, 32, 32, 32, 9}, {9, 16, 64, 64, 64, 16}, {20, 11, 96, 96, 96, 11}, {40, 70, 64, 64, 64, 70}})
+	}
+	dotForce = ""
+	for _, m := range []int{12, 13, 16, 17, 24, 25, 32, 33, 44, 45, 48, 56, 57, 64, 65} {
+		last := (m-1)%32 + 1
+		if got, want := usePanels(m), m <= 64 && (last >= 13 && last <= 16 || last >= 25); got != want {
+			t.Errorf("usePanels(%d) = %v", m, got)
+		}
+	}
 	if SgemmDotBF16TransB(2, 2, 48, 1, make([]float32, 96), 48, make([]uint16, 96), 48, 0, make([]float32, 4), 2, 1) {
 		t.Error("k = 48 was taken")
 	}
@@ -127,6 +144,39 @@ func checkDotBF16(t *testing.T, cases []dotCase) {
 	}
 }
 
+// TestPackPairs checks the pair layout from the block transpose against
+// the element-by-element loop, for row counts that fill one to four
+// groups of eight and both lane widths.
+func TestPackPairs(t *testing.T) {
+	const k = 96
+	a16 := make([]uint16, 32*k)
+	for i := range a16 {
+		a16[i] = uint16(i*7919 + 3)
+	}
+	for _, lanes := range []int{16, 32} {
+		for rows := 1; rows <= lanes; rows++ {
+			src := append([]uint16(nil), a16...)
+			clear(src[rows*k:]) // the padding rows are zero
+			got := make([]uint16, k*lanes)
+			for i := range got {
+				got[i] = 0xdead // every element must be written
+			}
+			packPairs(src, k, rows, lanes, got)
+			for p := 0; p < k/2; p++ {
+				for i := 0; i < lanes; i++ {
+					var w0, w1 uint16
+					if i < rows {
+						w0, w1 = src[i*k+2*p], src[i*k+2*p+1]
+					}
+					if g0, g1 := got[2*(p*lanes+i)], got[2*(p*lanes+i)+1]; g0 != w0 || g1 != w1 {
+						t.Fatalf("lanes %d rows %d: pair %d of row %d is %#x %#x, want %#x %#x", lanes, rows, p, i, g0, g1, w0, w1)
+					}
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkDotBF16 times a batch-32 decode product (32 × 4,864 by 896,
 // Qwen2.5-0.5B's gate/up rows) on the bf16 dot path against the float32
 // path on the widened weights, one thread each, in the same run.
@@ -159,4 +209,40 @@ func BenchmarkDotBF16(b *testing.B) {
 		}
 		b.ReportMetric(2*m*n*k*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	})
+}
+
+// BenchmarkDotBF16Rows times the bf16 dot path's two kernels, the
+// broadcast panels and the four-row tiles (dotForce), on Qwen2.5-0.5B's
+// gate-up (9,728 × 896) and down (896 × 4,864) weights for decode batches
+// of 8 to 64 rows, on every thread: the figures behind usePanels.
+func BenchmarkDotBF16Rows(b *testing.B) {
+	if !HasDotBF16() {
+		b.Skip("no AVX512_BF16")
+	}
+	for _, w := range []struct {
+		name string
+		n, k int
+	}{{"gate-up", 9728, 896}, {"down", 896, 4864}} {
+		b16 := make([]uint16, w.n*w.k)
+		for i := range b16 {
+			b16[i] = uint16(0x3c00 + i%97)
+		}
+		for _, m := range []int{8, 12, 16, 20, 24, 28, 32, 48, 64} {
+			a := make([]float32, m*w.k)
+			for i := range a {
+				a[i] = float32(i%13) * 0.1
+			}
+			c := make([]float32, m*w.n)
+			for _, kern := range []string{"panels", "tiles"} {
+				b.Run(fmt.Sprintf("%s/m%d/%s", w.name, m, kern), func(b *testing.B) {
+					dotForce = kern
+					defer func() { dotForce = "" }()
+					for b.Loop() {
+						SgemmDotBF16TransB(m, w.n, w.k, 1, a, w.k, b16, w.k, 0, c, w.n, 0)
+					}
+					b.ReportMetric(2*float64(m*w.n*w.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
 }

@@ -113,6 +113,87 @@ w("\tJNZ tile")
 w("\tVZEROUPPER")
 w("\tRET")
 w("")
+
+# The broadcast kernels: eight rows of B (W) against 16·z rows of A packed
+# in pairs; acc (r, h) = Z(z·r + h). W's rows: r = 0..2 at R8 + r·DX, 3..5
+# at R9 + (r−3)·DX, 6..7 at R10 + (r−6)·DX; the next panel's likewise from
+# R11, R12, R13 (prefetched). The A pair vectors in Z30, Z31.
+W_ROWS = [("r8", 1, 0), ("r8", 1, 1), ("r8", 2, 1), ("r9", 1, 0), ("r9", 1, 1), ("r9", 2, 1), ("r10", 1, 0), ("r10", 1, 1)]
+GO_W = [("R8", 0), ("R8", 1), ("R8", 2), ("R9", 0), ("R9", 1), ("R9", 2), ("R10", 0), ("R10", 1)]
+
+
+def w_operand(r, disp):
+    base, scale, idx = W_ROWS[r]
+    if idx == 0:
+        return f"{disp}(%{base}){{1to16}}"
+    return f"{disp}(%{base},%rdx,{scale}){{1to16}}"
+
+
+def panel_kernel(z):
+    name = f"dotPanelsBF16x{16 * z}"
+    lanes = 16 * z
+    bp = [(p, r, h) for p in range(16) for r in range(8) for h in range(z)]
+    code = encode([f"vdpbf16ps {w_operand(r, 4 * p)}, %zmm{30 + h}, %zmm{z * r + h}" for p, r, h in bp])
+    lines = {key: byte_line(c, f"VDPBF16PS {4 * p}(W row {key[1]}){{1to16}}, Z{30 + key[2]}, Z{z * key[1] + key[2]}")
+             for key, c, p in zip(bp, code, [q[0] for q in bp])}
+    w(f"// func {name}(k32, panels int, b *uint16, ldb uintptr, a *uint16, ct *float32)")
+    w("//")
+    w(f"// Cᵀ = B·Aᵀ for panels of eight rows of B (bf16, ldb bytes apart, read")
+    w(f"// in place, panel after panel) and {lanes} rows of A packed in pairs")
+    w(f"// (packPairs: for each depth pair, the {lanes} rows' two bf16 values side")
+    w(f"// by side, {4 * lanes} bytes). Accumulator (r, h) holds B row r against A")
+    w(f"// rows 16h .. 16h+15, one lane each, and VDPBF16PS adds B's pair,")
+    w("// broadcast from memory, times each lane's pair: the sums come out")
+    w(f"// already apart, with no reduction. ct receives each panel's 8 × {lanes}")
+    w(f"// float32 sums row-major ({4 * lanes} bytes a row, B's rows down). While it")
+    w("// computes, the kernel prefetches the next panel's rows.")
+    w(f"TEXT ·{name}(SB), NOSPLIT, $0-48")
+    w("	MOVQ b+16(FP), BX")
+    w("	MOVQ ldb+24(FP), DX")
+    w("	MOVQ ct+40(FP), DI")
+    w(f"panel{lanes}:")
+    w("	MOVQ BX, R8")
+    w("	LEAQ (DX)(DX*2), AX")
+    w("	LEAQ (R8)(AX*1), R9")
+    w("	LEAQ (R9)(AX*1), R10")
+    w("	LEAQ (R8)(DX*8), R11")
+    w("	LEAQ (R11)(AX*1), R12")
+    w("	LEAQ (R12)(AX*1), R13")
+    w("	MOVQ a+32(FP), SI")
+    for r in range(8 * z):
+        w(f"	VPXORD Z{r}, Z{r}, Z{r}")
+    w("	MOVQ k32+0(FP), CX")
+    w(f"loop{lanes}:")
+    for p in range(16):
+        for h in range(z):
+            w(f"	VMOVDQU64 {p * 4 * lanes + 64 * h}(SI), Z{30 + h}")
+        for r in range(8):
+            for h in range(z):
+                w(lines[(p, r, h)])
+        if p % 2 == 1:
+            base, idx = GO_W[p // 2]
+            nb = {"R8": "R11", "R9": "R12", "R10": "R13"}[base]
+            w(f"	PREFETCHT0 ({nb})" if idx == 0 else f"	PREFETCHT0 ({nb})(DX*{idx})")
+    for reg in ("R8", "R9", "R10", "R11", "R12", "R13"):
+        w(f"	ADDQ $64, {reg}")
+    w(f"	ADDQ ${64 * lanes}, SI")
+    w("	DECQ CX")
+    w(f"	JNZ loop{lanes}")
+    for r in range(8):
+        for h in range(z):
+            w(f"	VMOVUPS Z{z * r + h}, {r * 4 * lanes + 64 * h}(DI)")
+    w(f"	ADDQ ${8 * 4 * lanes}, DI")
+    w("	LEAQ (BX)(DX*8), BX")
+    w("	DECQ panels+8(FP)")
+    w(f"	JNZ panel{lanes}")
+    w("	VZEROUPPER")
+    w("	RET")
+    w("")
+
+
+panel_kernel(2)
+panel_kernel(1)
+
 w("// func cvtBF16(n32 int, src *float32, dst *uint16)")
 w("//")
 w("// dst[p] = src[p] rounded to bf16 (to nearest even; AVX512_BF16 treats")

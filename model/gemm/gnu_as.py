@@ -15,7 +15,7 @@ def encode(lines):
         with open(src, "w") as f:
             f.write("\n".join(lines) + "\n")
         subprocess.run(["as", "--64", src, "-o", obj], check=True)
-        out = subprocess.run(["objdump", "-d", obj], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(["objdump", "-d", "--insn-width=15", obj], capture_output=True, text=True, check=True).stdout
     enc = []
     for l in out.splitlines():
         m = re.match(r"\s+[0-9a-f]+:\s+((?:[0-9a-f]{2} )+)\s*(\S.*)?$", l)
