@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"sync"
 )
 
 // Causal grouped-query attention over packed sequences. Query head h reads
@@ -162,12 +163,34 @@ func (d *CPU[F]) AttentionCached(out, qkv, kc, vc Buffer, slots, pos0, lens []in
 		}
 	}
 	scale := 1 / math.Sqrt(float64(HS))
-	_, is32 := any(o).([]float32)
-	vector := is32 && attnVector && !attnNoVector && HS%32 == 0
+	if _, is32 := any(o).([]float32); is32 && attnVector && !attnNoVector && HS%16 == 0 {
+		// The heads that share a KV head together, eight at a time: each
+		// cached key and value row is read once for all of them.
+		G := NH / KVH
+		subs := (G + attnGroup - 1) / attnGroup
+		o32, x32 := any(o).([]float32), any(x).([]float32)
+		K32, V32 := any(K).([]float32), any(V).([]float32)
+		d.parallel(T*KVH*subs, 1, func(lo, hi int) {
+			w, _ := groupScratches.Get().(*groupScratch)
+			if w == nil {
+				w = new(groupScratch)
+			}
+			defer groupScratches.Put(w)
+			for task := lo; task < hi; task++ {
+				t, kv, sub := task/(KVH*subs), task/subs%KVH, task%subs
+				j := seqStart32(starts, t)
+				base := int(slots[j]) * maxLen * kvw
+				last := int(pos0[j]) + t - int(starts[j]) // this row's own position
+				h0, nh := kv*G+sub*attnGroup, min(attnGroup, G-sub*attnGroup)
+				attendGroup32(o32[t*NH*HS+h0*HS:][:nh*HS], x32[t*a.W+a.qOff+h0*HS:][:nh*HS],
+					K32[base+kv*HS:], V32[base+kv*HS:], kvw, last+1, nh, HS, scale, w)
+			}
+		})
+		return
+	}
 	d.parallel(NH*T, 4, func(lo, hi int) {
 		p := make([]float64, 0, 256)
 		acc := make([]float64, HS)
-		var s32 []float32
 		for task := lo; task < hi; task++ {
 			h, t := task/T, task%T
 			j := seqStart32(starts, t)
@@ -175,11 +198,6 @@ func (d *CPU[F]) AttentionCached(out, qkv, kc, vc Buffer, slots, pos0, lens []in
 			last := int(pos0[j]) + t - int(starts[j]) // this row's own position
 			kv := h / (NH / KVH)
 			q := x[t*a.W+a.qOff+h*HS:][:HS]
-			if vector {
-				s32, p = attendCached32(any(o[t*NH*HS+h*HS:][:HS]).([]float32), any(q).([]float32),
-					any(K[base+kv*HS:]).([]float32), any(V[base+kv*HS:]).([]float32), kvw, last+1, scale, p, acc, s32)
-				continue
-			}
 			p = p[:0]
 			m := math.Inf(-1)
 			for i := 0; i <= last; i++ {
@@ -209,48 +227,82 @@ func (d *CPU[F]) AttentionCached(out, qkv, kc, vc Buffer, slots, pos0, lens []in
 // every CPU: the tests' and benchmarks' reference.
 var attnNoVector bool
 
-// attendCached32 is one (row, head) of AttentionCached on the float32
-// device with the vector kernels: the n scores q·K_i (dots4AVX, each the
-// bits of dot), their softmax weights (exp32Into), and the weighted sum of
-// the value rows in float64 (axpy32F64AVX512, 32 columns at a time, each
-// lane the Go loop's multiply-then-add in position order). k and v start at
-// the head's first cached key and value, rows kvw apart. p (capacity) and
-// acc (HS) are the caller's float64 scratch, s its float32 scratch; s and p
-// are returned, grown.
-func attendCached32(out, q, k, v []float32, kvw, n int, scale float64, p, acc []float64, s []float32) ([]float32, []float64) {
-	HS := len(q)
-	if cap(s) < 3*n {
-		s = make([]float32, 3*n)
-	}
-	s = s[:3*n]
-	sc, arg, ex := s[:n], s[n:2*n], s[2*n:]
+// attnGroup is the grouped kernels' width: query heads per pass.
+const attnGroup = 8
+
+// groupScratch is a task's scratch for attendGroup32.
+type groupScratch struct {
+	qp, sc, arg, ex []float32
+	p, acc          []float64
+}
+
+// groupScratches keeps the scratch between calls: a decode step calls
+// AttentionCached once per layer, and fresh scratch each time was a
+// tenth of the attention's time in zeroing.
+var groupScratches sync.Pool
+
+// attendGroup32 is AttentionCached on the float32 device for one row and
+// nh ≤ 8 query heads sharing a KV head (q and out: nh rows of HS), with
+// the vector kernels: the scores of every head against the n cached keys
+// (dotsGroupAVX512), their softmax in float64 with the float32 exp, and
+// the weighted sums of the value rows in float64 (axpyGroupF64AVX512). Per
+// head the arithmetic, and its order, is the element-by-element loop's in
+// AttentionCached, so the result is the same bits; each key and value row
+// is read once for the group instead of once per head.
+func attendGroup32(out, q, k, v []float32, kvw, n, nh, HS int, scale float64, w *groupScratch) {
+	const G = attnGroup
+	chunks := HS / 4
 	_ = k[(n-1)*kvw+HS-1]
 	_ = v[(n-1)*kvw+HS-1]
-	dots4AVX(&q[0], &k[0], uintptr(kvw)*4, n, HS, &sc[0])
-	m := math.Inf(-1)
-	p = p[:0]
-	for _, x := range sc {
-		x := float64(x) * scale
-		p = append(p, x)
-		m = max(m, x) // the builtin: math.Max's rules, inlined
+	// The queries chunk by chunk: chunk c holds each head's values 4c..4c+3
+	// (zero for the heads past nh).
+	qp := grow(&w.qp, chunks*4*G)
+	for c := 0; c < chunks; c++ {
+		for h := 0; h < G; h++ {
+			dst := qp[(c*G+h)*4:][:4]
+			if h < nh {
+				copy(dst, q[h*HS+4*c:][:4])
+			} else {
+				clear(dst)
+			}
+		}
 	}
-	for i, x := range p {
-		arg[i] = float32(x - m)
+	sc := grow(&w.sc, G*n)
+	dotsGroupAVX512(&qp[0], &k[0], uintptr(kvw)*4, n, chunks, &sc[0])
+	p := grow(&w.p, G*n)
+	var m, sum [G]float64
+	for h := range m {
+		m[h] = math.Inf(-1)
+	}
+	for i := 0; i < n; i++ {
+		for h := 0; h < G; h++ {
+			x := float64(sc[i*G+h]) * scale
+			p[i*G+h] = x
+			m[h] = max(m[h], x) // the builtin: math.Max's rules, inlined
+		}
+	}
+	arg, ex := grow(&w.arg, G*n), grow(&w.ex, G*n)
+	for i := 0; i < n; i++ {
+		for h := 0; h < G; h++ {
+			arg[i*G+h] = float32(p[i*G+h] - m[h])
+		}
 	}
 	exp32Into(ex, arg)
-	var sum float64
-	for i, e := range ex {
-		p[i] = float64(e)
-		sum += float64(e)
+	for i := 0; i < n; i++ {
+		for h := 0; h < G; h++ {
+			e := float64(ex[i*G+h])
+			p[i*G+h] = e
+			sum[h] += e
+		}
 	}
+	acc := grow(&w.acc, G*HS)
 	clear(acc)
-	for c := 0; c < HS; c += 32 {
-		axpy32F64AVX512(&acc[c], &v[c], uintptr(kvw)*4, &p[0], n)
+	axpyGroupF64AVX512(&acc[0], &v[0], uintptr(kvw)*4, &p[0], n, HS)
+	for h := 0; h < nh; h++ {
+		for c := 0; c < HS; c++ {
+			out[h*HS+c] = float32(acc[h*HS+c] / sum[h])
+		}
 	}
-	for c := range out {
-		out[c] = float32(acc[c] / sum)
-	}
-	return s, p
 }
 
 // seqStart32 returns the index j with seqs[j] <= t < seqs[j+1].

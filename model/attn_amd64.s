@@ -1,143 +1,263 @@
 #include "textflag.h"
 
 // Kernels of the cached (decode) attention, attention.go's loops in vector
-// registers with their exact arithmetic (no FMA, the same order per lane).
+// registers with their exact arithmetic (the same operations in the same
+// order per lane; the one fused multiply-add is exact, see below).
 
-// func dots4AVX(q, k *float32, ldk uintptr, n, hs int, out *float32)
+// The query heads that share a KV head (up to eight) go against each
+// cached key and value at once, each key and value read once for all.
+
+// The lanes of the eight heads' sums: lane 0 of each 128-bit group of the
+// first table (heads 0-3), then of the second (heads 4-7).
+DATA attnPick<>+0(SB)/4, $0
+DATA attnPick<>+4(SB)/4, $4
+DATA attnPick<>+8(SB)/4, $8
+DATA attnPick<>+12(SB)/4, $12
+DATA attnPick<>+16(SB)/4, $16
+DATA attnPick<>+20(SB)/4, $20
+DATA attnPick<>+24(SB)/4, $24
+DATA attnPick<>+28(SB)/4, $28
+DATA attnPick<>+32(SB)/8, $0
+DATA attnPick<>+40(SB)/8, $0
+DATA attnPick<>+48(SB)/8, $0
+DATA attnPick<>+56(SB)/8, $0
+GLOBL attnPick<>(SB), RODATA|NOPTR, $64
+
+// func dotsGroupAVX512(qp, k *float32, ldk uintptr, n, chunks int, out *float32)
 //
-// out[i] = dot(q, k + i·ldk bytes) for i < n, hs a multiple of 4, each as
-// attention.go's dot: four partial sums (lane j takes elements ≡ j mod 4),
-// then (s0 + s1) + (s2 + s3). Four keys at a time (X0..X3), then one.
-TEXT ·dots4AVX(SB), NOSPLIT, $0-48
-	MOVQ q+0(FP), SI
+// out[8i + h] = dot(q_h, k + i·ldk bytes) for i < n and eight heads h, as
+// attention.go's dot: lane j of a head's four partial sums takes the
+// elements ≡ j mod 4 in order, then (s0 + s1) + (s2 + s3). qp holds the
+// heads' queries chunk by chunk (packGroupQueries): chunk c is two vectors,
+// heads 0-3 then 4-7, four values each. A key's chunk is broadcast to the
+// four 128-bit lanes of a vector, so each lane group is one head's four
+// partial sums. Four keys at a time (Z0..Z7: key r, heads 4h..4h+3 in
+// Z(2r+h)), then one.
+TEXT ·dotsGroupAVX512(SB), NOSPLIT, $0-48
 	MOVQ k+8(FP), DI
 	MOVQ ldk+16(FP), R8
 	MOVQ n+24(FP), CX
-	MOVQ hs+32(FP), R9
 	MOVQ out+40(FP), DX
-	SHLQ $2, R9                  // hs in bytes
-	LEAQ (R8)(R8*2), R10         // 3·ldk
+	LEAQ (R8)(R8*2), R10 // 3·ldk
+	VMOVDQU32 attnPick<>(SB), Z14
 
-four:
+gfour:
 	CMPQ CX, $4
-	JLT  one
-	VXORPS X0, X0, X0
-	VXORPS X1, X1, X1
-	VXORPS X2, X2, X2
-	VXORPS X3, X3, X3
+	JLT  gone
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ qp+0(FP), SI
+	MOVQ chunks+32(FP), R9
 	XORQ AX, AX
-	MOVQ DI, BX
+	LEAQ (DI)(R8*1), R11
+	LEAQ (DI)(R8*2), R12
+	LEAQ (DI)(R10*1), R13
 
-fourloop:
-	VMOVUPS (SI)(AX*1), X4
-	VMULPS  (BX)(AX*1), X4, X5
-	VADDPS  X5, X0, X0
-	LEAQ    (BX)(R8*1), R11
-	VMULPS  (R11)(AX*1), X4, X5
-	VADDPS  X5, X1, X1
-	LEAQ    (BX)(R8*2), R11
-	VMULPS  (R11)(AX*1), X4, X5
-	VADDPS  X5, X2, X2
-	LEAQ    (BX)(R10*1), R11
-	VMULPS  (R11)(AX*1), X4, X5
-	VADDPS  X5, X3, X3
-	ADDQ    $16, AX
-	CMPQ    AX, R9
-	JLT     fourloop
+gfourloop:
+	VMOVUPS (SI), Z8
+	VMOVUPS 64(SI), Z9
+	VBROADCASTF32X4 (DI)(AX*1), Z10
+	VMULPS Z8, Z10, Z12
+	VADDPS Z12, Z0, Z0
+	VMULPS Z9, Z10, Z13
+	VADDPS Z13, Z1, Z1
+	VBROADCASTF32X4 (R11)(AX*1), Z11
+	VMULPS Z8, Z11, Z12
+	VADDPS Z12, Z2, Z2
+	VMULPS Z9, Z11, Z13
+	VADDPS Z13, Z3, Z3
+	VBROADCASTF32X4 (R12)(AX*1), Z10
+	VMULPS Z8, Z10, Z12
+	VADDPS Z12, Z4, Z4
+	VMULPS Z9, Z10, Z13
+	VADDPS Z13, Z5, Z5
+	VBROADCASTF32X4 (R13)(AX*1), Z11
+	VMULPS Z8, Z11, Z12
+	VADDPS Z12, Z6, Z6
+	VMULPS Z9, Z11, Z13
+	VADDPS Z13, Z7, Z7
+	ADDQ $16, AX
+	ADDQ $128, SI
+	DECQ R9
+	JNZ  gfourloop
 
-	// (s0 + s1) + (s2 + s3) for each key.
-	VMOVSHDUP X0, X5
-	VADDPS    X5, X0, X0
-	VMOVHLPS  X0, X0, X5
-	VADDSS    X5, X0, X0
-	VMOVSS    X0, 0(DX)
-	VMOVSHDUP X1, X5
-	VADDPS    X5, X1, X1
-	VMOVHLPS  X1, X1, X5
-	VADDSS    X5, X1, X1
-	VMOVSS    X1, 4(DX)
-	VMOVSHDUP X2, X5
-	VADDPS    X5, X2, X2
-	VMOVHLPS  X2, X2, X5
-	VADDSS    X5, X2, X2
-	VMOVSS    X2, 8(DX)
-	VMOVSHDUP X3, X5
-	VADDPS    X5, X3, X3
-	VMOVHLPS  X3, X3, X5
-	VADDSS    X5, X3, X3
-	VMOVSS    X3, 12(DX)
+	// Per lane group: (s0 + s1) + (s2 + s3) in its first lane.
+	VPERMILPS $0xB1, Z0, Z12
+	VADDPS    Z12, Z0, Z0
+	VPERMILPS $0x4E, Z0, Z12
+	VADDPS    Z12, Z0, Z0
+	VPERMILPS $0xB1, Z1, Z12
+	VADDPS    Z12, Z1, Z1
+	VPERMILPS $0x4E, Z1, Z12
+	VADDPS    Z12, Z1, Z1
+	VPERMILPS $0xB1, Z2, Z12
+	VADDPS    Z12, Z2, Z2
+	VPERMILPS $0x4E, Z2, Z12
+	VADDPS    Z12, Z2, Z2
+	VPERMILPS $0xB1, Z3, Z12
+	VADDPS    Z12, Z3, Z3
+	VPERMILPS $0x4E, Z3, Z12
+	VADDPS    Z12, Z3, Z3
+	VPERMILPS $0xB1, Z4, Z12
+	VADDPS    Z12, Z4, Z4
+	VPERMILPS $0x4E, Z4, Z12
+	VADDPS    Z12, Z4, Z4
+	VPERMILPS $0xB1, Z5, Z12
+	VADDPS    Z12, Z5, Z5
+	VPERMILPS $0x4E, Z5, Z12
+	VADDPS    Z12, Z5, Z5
+	VPERMILPS $0xB1, Z6, Z12
+	VADDPS    Z12, Z6, Z6
+	VPERMILPS $0x4E, Z6, Z12
+	VADDPS    Z12, Z6, Z6
+	VPERMILPS $0xB1, Z7, Z12
+	VADDPS    Z12, Z7, Z7
+	VPERMILPS $0x4E, Z7, Z12
+	VADDPS    Z12, Z7, Z7
+	VPERMT2PS Z1, Z14, Z0
+	VMOVUPS   Y0, (DX)
+	VPERMT2PS Z3, Z14, Z2
+	VMOVUPS   Y2, 32(DX)
+	VPERMT2PS Z5, Z14, Z4
+	VMOVUPS   Y4, 64(DX)
+	VPERMT2PS Z7, Z14, Z6
+	VMOVUPS   Y6, 96(DX)
 	LEAQ (DI)(R8*4), DI
-	ADDQ $16, DX
+	ADDQ $128, DX
 	SUBQ $4, CX
-	JMP  four
+	JMP  gfour
 
-one:
+gone:
 	TESTQ CX, CX
-	JZ    done
-	VXORPS X0, X0, X0
+	JZ    gdone
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	MOVQ qp+0(FP), SI
+	MOVQ chunks+32(FP), R9
 	XORQ AX, AX
 
-oneloop:
-	VMOVUPS (SI)(AX*1), X4
-	VMULPS  (DI)(AX*1), X4, X5
-	VADDPS  X5, X0, X0
-	ADDQ    $16, AX
-	CMPQ    AX, R9
-	JLT     oneloop
-	VMOVSHDUP X0, X5
-	VADDPS    X5, X0, X0
-	VMOVHLPS  X0, X0, X5
-	VADDSS    X5, X0, X0
-	VMOVSS    X0, 0(DX)
+goneloop:
+	VBROADCASTF32X4 (DI)(AX*1), Z10
+	VMULPS (SI), Z10, Z12
+	VADDPS Z12, Z0, Z0
+	VMULPS 64(SI), Z10, Z13
+	VADDPS Z13, Z1, Z1
+	ADDQ $16, AX
+	ADDQ $128, SI
+	DECQ R9
+	JNZ  goneloop
+	VPERMILPS $0xB1, Z0, Z12
+	VADDPS    Z12, Z0, Z0
+	VPERMILPS $0x4E, Z0, Z12
+	VADDPS    Z12, Z0, Z0
+	VPERMILPS $0xB1, Z1, Z12
+	VADDPS    Z12, Z1, Z1
+	VPERMILPS $0x4E, Z1, Z12
+	VADDPS    Z12, Z1, Z1
+	VPERMT2PS Z1, Z14, Z0
+	VMOVUPS   Y0, (DX)
 	ADDQ R8, DI
-	ADDQ $4, DX
+	ADDQ $32, DX
 	DECQ CX
-	JMP  one
+	JMP  gone
 
-done:
+gdone:
 	VZEROUPPER
 	RET
 
-// func axpy32F64AVX512(acc *float64, v *float32, ldv uintptr, e *float64, n int)
+// func axpyGroupF64AVX512(acc *float64, v *float32, ldv uintptr, e *float64, n, hs int)
 //
-// acc[c] += e[i]·float64(v[i·ldv bytes + c]) for i < n in order, c < 32:
-// the product rounded, then the sum, per lane, as the Go loop does.
-TEXT ·axpy32F64AVX512(SB), NOSPLIT, $0-40
+// acc[h·hs + c] += e[8i + h]·float64(v[i·ldv bytes + c]) for i < n in
+// order, eight heads h and c < hs (a multiple of 16), sixteen columns at a
+// time (Z0..Z15: head h's columns in Z(2h), Z(2h+1)). The product of two
+// float32 values is exact in float64, so the fused multiply-add rounds
+// once where the Go loop rounds the product (exactly) and then the sum:
+// the same bits.
+TEXT ·axpyGroupF64AVX512(SB), NOSPLIT, $0-48
 	MOVQ acc+0(FP), DI
-	MOVQ v+8(FP), SI
+	MOVQ v+8(FP), BX
 	MOVQ ldv+16(FP), R8
+	MOVQ hs+40(FP), R10
+	SHLQ $3, R10 // a head's row of acc in bytes
+	XORQ R11, R11 // the column slice's offset in acc (bytes); v's is half
+
+acols:
+	LEAQ (DI)(R11*1), R12
+	LEAQ (R12)(R10*4), R13 // heads 4-7
+	LEAQ (R10)(R10*2), R14 // 3 rows
+	VMOVUPD 0(R12), Z0
+	VMOVUPD 64(R12), Z1
+	VMOVUPD 0(R12)(R10*1), Z2
+	VMOVUPD 64(R12)(R10*1), Z3
+	VMOVUPD 0(R12)(R10*2), Z4
+	VMOVUPD 64(R12)(R10*2), Z5
+	VMOVUPD 0(R12)(R14*1), Z6
+	VMOVUPD 64(R12)(R14*1), Z7
+	VMOVUPD 0(R13), Z8
+	VMOVUPD 64(R13), Z9
+	VMOVUPD 0(R13)(R10*1), Z10
+	VMOVUPD 64(R13)(R10*1), Z11
+	VMOVUPD 0(R13)(R10*2), Z12
+	VMOVUPD 64(R13)(R10*2), Z13
+	VMOVUPD 0(R13)(R14*1), Z14
+	VMOVUPD 64(R13)(R14*1), Z15
+	MOVQ R11, AX
+	SHRQ $1, AX
+	LEAQ (BX)(AX*1), SI // v's column slice
 	MOVQ e+24(FP), DX
 	MOVQ n+32(FP), CX
-	VMOVUPD 0(DI), Z0
-	VMOVUPD 64(DI), Z1
-	VMOVUPD 128(DI), Z2
-	VMOVUPD 192(DI), Z3
 	TESTQ CX, CX
-	JZ    axdone
+	JZ    astore
 
-axloop:
-	VBROADCASTSD (DX), Z4
-	VCVTPS2PD 0(SI), Z5
-	VCVTPS2PD 32(SI), Z6
-	VCVTPS2PD 64(SI), Z7
-	VCVTPS2PD 96(SI), Z8
-	VMULPD Z4, Z5, Z5
-	VMULPD Z4, Z6, Z6
-	VMULPD Z4, Z7, Z7
-	VMULPD Z4, Z8, Z8
-	VADDPD Z5, Z0, Z0
-	VADDPD Z6, Z1, Z1
-	VADDPD Z7, Z2, Z2
-	VADDPD Z8, Z3, Z3
+aloop:
+	VCVTPS2PD 0(SI), Z16
+	VCVTPS2PD 32(SI), Z17
+	VFMADD231PD.BCST 0(DX), Z16, Z0
+	VFMADD231PD.BCST 0(DX), Z17, Z1
+	VFMADD231PD.BCST 8(DX), Z16, Z2
+	VFMADD231PD.BCST 8(DX), Z17, Z3
+	VFMADD231PD.BCST 16(DX), Z16, Z4
+	VFMADD231PD.BCST 16(DX), Z17, Z5
+	VFMADD231PD.BCST 24(DX), Z16, Z6
+	VFMADD231PD.BCST 24(DX), Z17, Z7
+	VFMADD231PD.BCST 32(DX), Z16, Z8
+	VFMADD231PD.BCST 32(DX), Z17, Z9
+	VFMADD231PD.BCST 40(DX), Z16, Z10
+	VFMADD231PD.BCST 40(DX), Z17, Z11
+	VFMADD231PD.BCST 48(DX), Z16, Z12
+	VFMADD231PD.BCST 48(DX), Z17, Z13
+	VFMADD231PD.BCST 56(DX), Z16, Z14
+	VFMADD231PD.BCST 56(DX), Z17, Z15
 	ADDQ R8, SI
-	ADDQ $8, DX
+	ADDQ $64, DX
 	DECQ CX
-	JNZ  axloop
+	JNZ  aloop
 
-axdone:
-	VMOVUPD Z0, 0(DI)
-	VMOVUPD Z1, 64(DI)
-	VMOVUPD Z2, 128(DI)
-	VMOVUPD Z3, 192(DI)
+astore:
+	VMOVUPD Z0, 0(R12)
+	VMOVUPD Z1, 64(R12)
+	VMOVUPD Z2, 0(R12)(R10*1)
+	VMOVUPD Z3, 64(R12)(R10*1)
+	VMOVUPD Z4, 0(R12)(R10*2)
+	VMOVUPD Z5, 64(R12)(R10*2)
+	VMOVUPD Z6, 0(R12)(R14*1)
+	VMOVUPD Z7, 64(R12)(R14*1)
+	VMOVUPD Z8, 0(R13)
+	VMOVUPD Z9, 64(R13)
+	VMOVUPD Z10, 0(R13)(R10*1)
+	VMOVUPD Z11, 64(R13)(R10*1)
+	VMOVUPD Z12, 0(R13)(R10*2)
+	VMOVUPD Z13, 64(R13)(R10*2)
+	VMOVUPD Z14, 0(R13)(R14*1)
+	VMOVUPD Z15, 64(R13)(R14*1)
+	ADDQ $128, R11
+	CMPQ R11, R10
+	JLT  acols
 	VZEROUPPER
 	RET

@@ -187,12 +187,17 @@ func TestAttentionBitForBitScalar(t *testing.T) {
 
 // AttentionCached on the float32 device: the vector kernels give the
 // element-by-element loops' bits, for chunks of one and several tokens at
-// different cache positions.
+// different cache positions, head sizes of 2-8 vectors, and groups of
+// query heads per KV head of 1, 3, 7 (Qwen2.5-0.5B), 8 and 9 (two passes
+// of the eight-wide kernels, the second with one head).
 func TestAttentionCachedBitForBitScalar(t *testing.T) {
 	d := &CPU[float32]{threads: 2}
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, HS := range []int{32, 64, 128} {
-		const slots, maxLen, NH, KVH = 5, 300, 6, 2
+	for _, c := range []struct{ HS, NH, KVH int }{
+		{32, 6, 2}, {64, 6, 2}, {128, 6, 2}, {48, 14, 2}, {64, 14, 2}, {64, 8, 8}, {32, 16, 2}, {64, 18, 2},
+	} {
+		HS, NH, KVH := c.HS, c.NH, c.KVH
+		const slots, maxLen = 5, 300
 		W := (NH + 2*KVH) * HS
 		lens := []int32{1, 3, 1, 7, 1}
 		pos0 := []int32{0, 17, 255, 100, 4}
@@ -216,7 +221,7 @@ func TestAttentionCachedBitForBitScalar(t *testing.T) {
 		if !attnVector {
 			t.Skip("no vector attention kernels on this CPU")
 		}
-		sameBits(t, fmt.Sprintf("HS %d: out", HS), vec, ref)
+		sameBits(t, fmt.Sprintf("HS %d, %d heads, %d KV heads: out", HS, NH, KVH), vec, ref)
 	}
 }
 
