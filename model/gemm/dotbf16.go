@@ -68,7 +68,7 @@ func SgemmDotBF16TransB(m, n, k int, alpha float32, a []float32, lda int, b []ui
 		sgemmAMX(m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
 		return true
 	}
-	if panels := usePanels(m); dotForce == "panels" && m <= panelMaxRows || panels && dotForce != "tiles" {
+	if takePanels(m) {
 		dotPanels(m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
 		return true
 	}
@@ -76,12 +76,7 @@ func SgemmDotBF16TransB(m, n, k int, alpha float32, a []float32, lda int, b []ui
 	return true
 }
 
-// dotForce sends every product to one kernel, "panels" (up to
-// panelMaxRows rows) or "tiles", instead of usePanels's choice (tests,
-// benchmarks).
-var dotForce string
-
-// dotRows is the vector path's product from the rounded rows a16 (k
+// dotRows is the tile kernel's product from the rounded rows a16 (k
 // apart, padded with zero rows to a multiple of four).
 func dotRows(m, n, k int, alpha float32, a16, b []uint16, ldb int, beta float32, c []float32, ldc int, threads int) {
 	// Rows of A in blocks that stay in L2 while every tile of B passes

@@ -44,6 +44,22 @@ func usePanels(m int) bool {
 	return m >= 13 && m <= panelMaxRows && 32*last >= 25*panelLanes(last)
 }
 
+// dotForce sends every product to one kernel, "panels" (up to
+// panelMaxRows rows) or "tiles", instead of usePanels's choice (tests,
+// benchmarks).
+var dotForce string
+
+// takePanels is usePanels unless dotForce decides.
+func takePanels(m int) bool {
+	switch dotForce {
+	case "panels":
+		return m <= panelMaxRows
+	case "tiles":
+		return false
+	}
+	return usePanels(m)
+}
+
 // dotPanels is the broadcast path's product from the rounded rows a16 (k
 // apart, padded with zero rows to a multiple of 8), for m ≤ panelMaxRows.
 func dotPanels(m, n, k int, alpha float32, a16, b []uint16, ldb int, beta float32, c []float32, ldc int, threads int) {
@@ -143,7 +159,7 @@ func packPairs(a16 []uint16, k, rows, lanes int, dst []uint16) {
 // at a time through the 8 × 8 transpose, the rest one by one.
 func storeCT(out []float32, lanes, cols, i0, rows, j0 int, alpha, beta float32, c []float32, ldc int) {
 	n8 := 0
-	if alpha == 1 && beta == 0 && blockTr8 != nil {
+	if alpha == 1 && beta == 0 && blockTr8 != nil && cols >= 8 {
 		if n8 = rows / 8; n8 > 0 {
 			_ = c[(i0+8*n8-1)*ldc+j0+cols/8*8-1] // the rows and columns written
 			for q := 0; q+8 <= cols; q += 8 {
