@@ -36,9 +36,9 @@ const (
 // 16, 25 of 32). Empty lanes are wasted multiply-adds, and the tile
 // kernel (four rows a tile) wastes none: on this project's Zen 4, 2
 // threads, the gate-up and down products of Qwen2.5-0.5B's decode ran
-// 1.1-1.4 × the tile kernel's speed at 16, 32, 48 and 64 rows, about
-// even to 1.2 × at 28, and 0.7-0.9 × at 8, 12, 20 and 24
-// (BenchmarkDotBF16Rows, benchmarks/README.md).
+// 1.05-1.55 × the tile kernel's speed at 16, 32 and 64 rows, about even
+// (0.93 and 1.1 ×) at 28, and the gate-up product 0.6-0.8 × at 8, 12, 20
+// and 24 (BenchmarkDotBF16Rows, benchmarks/README.md).
 func usePanels(m int) bool {
 	last := (m-1)%32 + 1
 	return m >= 13 && m <= panelMaxRows && 32*last >= 25*panelLanes(last)
