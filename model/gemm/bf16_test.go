@@ -52,6 +52,41 @@ func TestSgemmBF16TransBAgainstFloat64(t *testing.T) {
 	}
 }
 
+// TestSgemmBF16TransBOneRowSameBitsAsWidened: one row against bf16 weights
+// gives the bits of the float32 product against the widened weights (the
+// same sums per row, in the same order), for ragged row groups, k with and
+// without a tail, alpha and beta: a bf16 model decodes what its float32
+// copy decodes.
+func TestSgemmBF16TransBOneRowSameBitsAsWidened(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, tc := range []struct{ n, k int }{{37, 896}, {4, 16}, {9, 512}, {130, 1408}, {6, 40}, {512, 4864}, {5, 48}, {11, 1424}} {
+		a := make([]float32, tc.k)
+		for i := range a {
+			a[i] = float32(rng.NormFloat64())
+		}
+		b16 := make([]uint16, tc.n*tc.k)
+		b32 := make([]float32, tc.n*tc.k)
+		for i := range b16 {
+			b16[i] = uint16(math.Float32bits(float32(rng.NormFloat64())) >> 16)
+			b32[i] = math.Float32frombits(uint32(b16[i]) << 16)
+		}
+		c0 := make([]float32, tc.n)
+		for i := range c0 {
+			c0[i] = float32(rng.NormFloat64())
+		}
+		for _, ab := range [][2]float32{{1, 0}, {1.5, 0.5}} {
+			got, want := append([]float32(nil), c0...), append([]float32(nil), c0...)
+			SgemmBF16TransB(1, tc.n, tc.k, ab[0], a, tc.k, b16, tc.k, ab[1], got, tc.n, 2)
+			Sgemm(false, true, 1, tc.n, tc.k, ab[0], a, tc.k, b32, tc.k, ab[1], want, tc.n)
+			for j := range got {
+				if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+					t.Fatalf("n %d k %d alpha %g beta %g: c[%d] = %v, the widened float32 product %v", tc.n, tc.k, ab[0], ab[1], j, got[j], want[j])
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkDecodeBF16 compares one decode-shaped product (1×896 by
 // 4864×896 weights) with bf16 and float32 weights.
 func BenchmarkDecodeBF16(bm *testing.B) {
