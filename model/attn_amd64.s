@@ -23,6 +23,14 @@ DATA attnPick<>+48(SB)/8, $0
 DATA attnPick<>+56(SB)/8, $0
 GLOBL attnPick<>(SB), RODATA|NOPTR, $64
 
+// LANEFOLD leaves (s0 + s1) + (s2 + s3) in lane 0 of each 128-bit group
+// [s0 s1 s2 s3] of z (Z12 scratch): the element loop's final sum.
+#define LANEFOLD(z) \
+	VPERMILPS $0xB1, z, Z12 \
+	VADDPS    Z12, z, z \
+	VPERMILPS $0x4E, z, Z12 \
+	VADDPS    Z12, z, z
+
 // func dotsGroupAVX512(qp, k *float32, ldk uintptr, n, chunks int, out *float32)
 //
 // out[8i + h] = dot(q_h, k + i·ldk bytes) for i < n and eight heads h, as
@@ -88,38 +96,14 @@ gfourloop:
 	JNZ  gfourloop
 
 	// Per lane group: (s0 + s1) + (s2 + s3) in its first lane.
-	VPERMILPS $0xB1, Z0, Z12
-	VADDPS    Z12, Z0, Z0
-	VPERMILPS $0x4E, Z0, Z12
-	VADDPS    Z12, Z0, Z0
-	VPERMILPS $0xB1, Z1, Z12
-	VADDPS    Z12, Z1, Z1
-	VPERMILPS $0x4E, Z1, Z12
-	VADDPS    Z12, Z1, Z1
-	VPERMILPS $0xB1, Z2, Z12
-	VADDPS    Z12, Z2, Z2
-	VPERMILPS $0x4E, Z2, Z12
-	VADDPS    Z12, Z2, Z2
-	VPERMILPS $0xB1, Z3, Z12
-	VADDPS    Z12, Z3, Z3
-	VPERMILPS $0x4E, Z3, Z12
-	VADDPS    Z12, Z3, Z3
-	VPERMILPS $0xB1, Z4, Z12
-	VADDPS    Z12, Z4, Z4
-	VPERMILPS $0x4E, Z4, Z12
-	VADDPS    Z12, Z4, Z4
-	VPERMILPS $0xB1, Z5, Z12
-	VADDPS    Z12, Z5, Z5
-	VPERMILPS $0x4E, Z5, Z12
-	VADDPS    Z12, Z5, Z5
-	VPERMILPS $0xB1, Z6, Z12
-	VADDPS    Z12, Z6, Z6
-	VPERMILPS $0x4E, Z6, Z12
-	VADDPS    Z12, Z6, Z6
-	VPERMILPS $0xB1, Z7, Z12
-	VADDPS    Z12, Z7, Z7
-	VPERMILPS $0x4E, Z7, Z12
-	VADDPS    Z12, Z7, Z7
+	LANEFOLD(Z0)
+	LANEFOLD(Z1)
+	LANEFOLD(Z2)
+	LANEFOLD(Z3)
+	LANEFOLD(Z4)
+	LANEFOLD(Z5)
+	LANEFOLD(Z6)
+	LANEFOLD(Z7)
 	VPERMT2PS Z1, Z14, Z0
 	VMOVUPS   Y0, (DX)
 	VPERMT2PS Z3, Z14, Z2
@@ -152,14 +136,8 @@ goneloop:
 	ADDQ $128, SI
 	DECQ R9
 	JNZ  goneloop
-	VPERMILPS $0xB1, Z0, Z12
-	VADDPS    Z12, Z0, Z0
-	VPERMILPS $0x4E, Z0, Z12
-	VADDPS    Z12, Z0, Z0
-	VPERMILPS $0xB1, Z1, Z12
-	VADDPS    Z12, Z1, Z1
-	VPERMILPS $0x4E, Z1, Z12
-	VADDPS    Z12, Z1, Z1
+	LANEFOLD(Z0)
+	LANEFOLD(Z1)
 	VPERMT2PS Z1, Z14, Z0
 	VMOVUPS   Y0, (DX)
 	ADDQ R8, DI
