@@ -118,6 +118,9 @@ w("")
 # in pairs; acc (r, h) = Z(z·r + h). W's rows: r = 0..2 at R8 + r·DX, 3..5
 # at R9 + (r−3)·DX, 6..7 at R10 + (r−6)·DX; the next panel's likewise from
 # R11, R12, R13 (prefetched). The A pair vectors in Z30, Z31.
+# W_ROWS: each row's address for as, (base, scale of rdx, whether rdx is
+# added); GO_W: the same rows for Go's assembler, (base, scale of DX or 0),
+# whose next-panel twins the prefetches name.
 W_ROWS = [("r8", 1, 0), ("r8", 1, 1), ("r8", 2, 1), ("r9", 1, 0), ("r9", 1, 1), ("r9", 2, 1), ("r10", 1, 0), ("r10", 1, 1)]
 GO_W = [("R8", 0), ("R8", 1), ("R8", 2), ("R9", 0), ("R9", 1), ("R9", 2), ("R10", 0), ("R10", 1)]
 
@@ -148,46 +151,46 @@ def panel_kernel(z):
     w(f"// float32 sums row-major ({4 * lanes} bytes a row, B's rows down). While it")
     w("// computes, the kernel prefetches the next panel's rows.")
     w(f"TEXT ·{name}(SB), NOSPLIT, $0-48")
-    w("	MOVQ b+16(FP), BX")
-    w("	MOVQ ldb+24(FP), DX")
-    w("	MOVQ ct+40(FP), DI")
+    w("\tMOVQ b+16(FP), BX")
+    w("\tMOVQ ldb+24(FP), DX")
+    w("\tMOVQ ct+40(FP), DI")
     w(f"panel{lanes}:")
-    w("	MOVQ BX, R8")
-    w("	LEAQ (DX)(DX*2), AX")
-    w("	LEAQ (R8)(AX*1), R9")
-    w("	LEAQ (R9)(AX*1), R10")
-    w("	LEAQ (R8)(DX*8), R11")
-    w("	LEAQ (R11)(AX*1), R12")
-    w("	LEAQ (R12)(AX*1), R13")
-    w("	MOVQ a+32(FP), SI")
+    w("\tMOVQ BX, R8")
+    w("\tLEAQ (DX)(DX*2), AX")
+    w("\tLEAQ (R8)(AX*1), R9")
+    w("\tLEAQ (R9)(AX*1), R10")
+    w("\tLEAQ (R8)(DX*8), R11")
+    w("\tLEAQ (R11)(AX*1), R12")
+    w("\tLEAQ (R12)(AX*1), R13")
+    w("\tMOVQ a+32(FP), SI")
     for r in range(8 * z):
-        w(f"	VPXORD Z{r}, Z{r}, Z{r}")
-    w("	MOVQ k32+0(FP), CX")
+        w(f"\tVPXORD Z{r}, Z{r}, Z{r}")
+    w("\tMOVQ k32+0(FP), CX")
     w(f"loop{lanes}:")
     for p in range(16):
         for h in range(z):
-            w(f"	VMOVDQU64 {p * 4 * lanes + 64 * h}(SI), Z{30 + h}")
+            w(f"\tVMOVDQU64 {p * 4 * lanes + 64 * h}(SI), Z{30 + h}")
         for r in range(8):
             for h in range(z):
                 w(lines[(p, r, h)])
-        if p % 2 == 1:
-            base, idx = GO_W[p // 2]
+        if p % 2 == 1:  # one line of each of the next panel's rows per 64 bytes
+            base, scale = GO_W[p // 2]
             nb = {"R8": "R11", "R9": "R12", "R10": "R13"}[base]
-            w(f"	PREFETCHT0 ({nb})" if idx == 0 else f"	PREFETCHT0 ({nb})(DX*{idx})")
+            w(f"\tPREFETCHT0 ({nb})" if scale == 0 else f"\tPREFETCHT0 ({nb})(DX*{scale})")
     for reg in ("R8", "R9", "R10", "R11", "R12", "R13"):
-        w(f"	ADDQ $64, {reg}")
-    w(f"	ADDQ ${64 * lanes}, SI")
-    w("	DECQ CX")
-    w(f"	JNZ loop{lanes}")
+        w(f"\tADDQ $64, {reg}")
+    w(f"\tADDQ ${64 * lanes}, SI")
+    w("\tDECQ CX")
+    w(f"\tJNZ loop{lanes}")
     for r in range(8):
         for h in range(z):
-            w(f"	VMOVUPS Z{z * r + h}, {r * 4 * lanes + 64 * h}(DI)")
-    w(f"	ADDQ ${8 * 4 * lanes}, DI")
-    w("	LEAQ (BX)(DX*8), BX")
-    w("	DECQ panels+8(FP)")
-    w(f"	JNZ panel{lanes}")
-    w("	VZEROUPPER")
-    w("	RET")
+            w(f"\tVMOVUPS Z{z * r + h}, {r * 4 * lanes + 64 * h}(DI)")
+    w(f"\tADDQ ${8 * 4 * lanes}, DI")
+    w("\tLEAQ (BX)(DX*8), BX")
+    w("\tDECQ panels+8(FP)")
+    w(f"\tJNZ panel{lanes}")
+    w("\tVZEROUPPER")
+    w("\tRET")
     w("")
 
 

@@ -23,8 +23,9 @@ const (
 	// panelRows is the kernels' panel: rows of B per block of sums.
 	panelRows = 8
 	// panelMaxRows bounds the batches that take the broadcast form:
-	// above two blocks of 32 the tile kernel's blocking of A in L2 reads
-	// the weights fewer times.
+	// every run of weights passes all of A's packed blocks, which beyond
+	// two blocks of 32 outgrow L2 beside the run; prefill and scoring
+	// keep the tile kernel and its blocking of A.
 	panelMaxRows = 64
 	// panelRunBytes bounds a task's run of B rows between two passes of
 	// A's blocks: the run stays in L2 while each block passes it.
