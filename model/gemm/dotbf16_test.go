@@ -73,6 +73,7 @@ func TestSgemmDotBF16AgainstFloat64(t *testing.T) {
 		{45, 64, 128, 128, 128, 64}, {61, 77, 64, 70, 64, 80}, {64, 16, 4864, 4864, 4864, 16},
 	})
 	// Both kernels on every shape their row counts allow.
+	defer func() { dotForce = "" }()
 	for _, force := range []string{"panels", "tiles"} {
 		dotForce = force
 		checkDotBF16(t, []dotCase{{1, 9, 32, 32, 32, 9}, {9, 16, 64, 64, 64, 16}, {20, 11, 96, 96, 96, 11}, {40, 70, 64, 64, 64, 70}})
