@@ -91,6 +91,18 @@ func (e *env) readBandwidth() probe.Bandwidth {
 	return e.readBW
 }
 
+// reprobeBandwidth measures the read bandwidth again and keeps the best
+// seen in the run (a ratio to a bound is then never flattered by a probe
+// that ran in a slow moment), saying so when the figure moves.
+func (e *env) reprobeBandwidth() probe.Bandwidth {
+	old := e.readBandwidth()
+	if b := probe.ReadBandwidthDetail(256<<20, e.threads); b.Wall > old.Wall {
+		e.readBW = b
+		fmt.Printf("probe    read bandwidth on %d threads, again: %.1f GB/s, %.1f GB/core-s\n", e.threads, b.Wall, b.PerCore)
+	}
+	return e.readBW
+}
+
 // fmaPeak returns the best wall-clock FMA peak (GFLOP/s on env.threads)
 // seen in the run for isa, "best" meaning the widest loop this CPU has
 // (probe.DotBF16ISA: the bf16 dot product's peak instead, 0 where the CPU

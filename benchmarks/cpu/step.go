@@ -73,7 +73,7 @@ func stepSection(e *env) []row {
 		return fail("0.5B-shaped folder", err)
 	}
 	seqs, T := o.prompts*o.n, o.promptLen+o.respLen
-	bw := e.readBandwidth()
+	e.readBandwidth() // first while nothing else is in memory; again after each rollout
 
 	// The PyTorch peer first, alone in memory.
 	peer, perr := peerUpdate{}, fmt.Errorf("not run (-step_peer=false)")
@@ -166,11 +166,18 @@ func stepSection(e *env) []row {
 		}
 		// The products' ceiling: the float32 FMA peak, or for the bf16
 		// copy the dot-product peak where its products use VDPBF16PS.
-		peak, peakName := e.fmaPeak("best"), "FMA"
+		isa, peakName := probe.BestISA(), "FMA"
 		if dtype == "bfloat16" && gemm.HasDotBF16() {
-			peak, peakName = e.fmaPeak(probe.DotBF16ISA), "VDPBF16PS"
+			isa, peakName = probe.DotBF16ISA, "VDPBF16PS"
 		}
-		toks, tps, r, err := rollout(o, sampler, seqs, T, bw.Wall, peak, peakName, copyNote)
+		e.fmaPeak(isa) // probed before the rollout, and again after it
+		bounds := func() (bw, peak float64) {
+			for i := 0; i < 3; i++ {
+				e.probePeaks(isa)
+			}
+			return e.reprobeBandwidth().Wall, e.fmaPeak(isa)
+		}
+		toks, tps, r, err := rollout(o, sampler, seqs, T, bounds, peakName, copyNote)
 		if err != nil {
 			return fail("rollout "+dtype, err)
 		}
@@ -429,7 +436,12 @@ func peakRSS() float64 {
 // instruction) and the lower of the two (the roofline): a batch of 32
 // does 64 flops per weight read, which on a CPU of few cores takes longer
 // than reading it.
-func rollout(o stepOptions, m *model.Model, seqs, T int, bw, peak float64, peakName, note string) ([][]int32, float64, row, error) {
+//
+// bounds gives the read bandwidth (GB/s) and the products' peak (GFLOP/s;
+// 0: none) the ratios divide by: called after the decode, so that a probe
+// can run on both sides of it and a slow moment of the machine in one
+// probe does not flatter the ratios.
+func rollout(o stepOptions, m *model.Model, seqs, T int, bounds func() (bw, peak float64), peakName, note string) ([][]int32, float64, row, error) {
 	cfg := m.Config
 	rng := rand.New(rand.NewPCG(3, 4))
 	cache := m.NewKVCache(seqs, T)
@@ -469,6 +481,7 @@ func rollout(o stepOptions, m *model.Model, seqs, T int, bw, peak float64, peakN
 		}
 	}
 	decode := time.Since(t0).Seconds()
+	bw, peak := bounds()
 	bytesPer := 4.0
 	if model.IsBF16(m.Params) {
 		bytesPer = 2
