@@ -238,7 +238,7 @@ type groupScratch struct {
 
 // groupScratches keeps the scratch between calls: a decode step calls
 // AttentionCached once per layer, and fresh scratch each time was a
-// tenth of the attention's time in zeroing.
+// sixth of the attention's time, in zeroing.
 var groupScratches sync.Pool
 
 // attendGroup32 is AttentionCached on the float32 device for one row and
