@@ -149,6 +149,28 @@ gdone:
 	VZEROUPPER
 	RET
 
+// ACC4LD and ACC4ST load and store four heads' 16-column slices of acc
+// (two vectors a head): heads at base, base + R10, + 2·R10, + R14 (3·R10).
+#define ACC4LD(base, a0, a1, b0, b1, c0, c1, d0, d1) \
+	VMOVUPD 0(base), a0 \
+	VMOVUPD 64(base), a1 \
+	VMOVUPD 0(base)(R10*1), b0 \
+	VMOVUPD 64(base)(R10*1), b1 \
+	VMOVUPD 0(base)(R10*2), c0 \
+	VMOVUPD 64(base)(R10*2), c1 \
+	VMOVUPD 0(base)(R14*1), d0 \
+	VMOVUPD 64(base)(R14*1), d1
+
+#define ACC4ST(base, a0, a1, b0, b1, c0, c1, d0, d1) \
+	VMOVUPD a0, 0(base) \
+	VMOVUPD a1, 64(base) \
+	VMOVUPD b0, 0(base)(R10*1) \
+	VMOVUPD b1, 64(base)(R10*1) \
+	VMOVUPD c0, 0(base)(R10*2) \
+	VMOVUPD c1, 64(base)(R10*2) \
+	VMOVUPD d0, 0(base)(R14*1) \
+	VMOVUPD d1, 64(base)(R14*1)
+
 // func axpyGroupF64AVX512(acc *float64, v *float32, ldv uintptr, e *float64, n, hs int)
 //
 // acc[h·hs + c] += e[8i + h]·float64(v[i·ldv bytes + c]) for i < n in
@@ -169,22 +191,8 @@ acols:
 	LEAQ (DI)(R11*1), R12
 	LEAQ (R12)(R10*4), R13 // heads 4-7
 	LEAQ (R10)(R10*2), R14 // 3 rows
-	VMOVUPD 0(R12), Z0
-	VMOVUPD 64(R12), Z1
-	VMOVUPD 0(R12)(R10*1), Z2
-	VMOVUPD 64(R12)(R10*1), Z3
-	VMOVUPD 0(R12)(R10*2), Z4
-	VMOVUPD 64(R12)(R10*2), Z5
-	VMOVUPD 0(R12)(R14*1), Z6
-	VMOVUPD 64(R12)(R14*1), Z7
-	VMOVUPD 0(R13), Z8
-	VMOVUPD 64(R13), Z9
-	VMOVUPD 0(R13)(R10*1), Z10
-	VMOVUPD 64(R13)(R10*1), Z11
-	VMOVUPD 0(R13)(R10*2), Z12
-	VMOVUPD 64(R13)(R10*2), Z13
-	VMOVUPD 0(R13)(R14*1), Z14
-	VMOVUPD 64(R13)(R14*1), Z15
+	ACC4LD(R12, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ACC4LD(R13, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
 	MOVQ R11, AX
 	SHRQ $1, AX
 	LEAQ (BX)(AX*1), SI // v's column slice
@@ -218,22 +226,8 @@ aloop:
 	JNZ  aloop
 
 astore:
-	VMOVUPD Z0, 0(R12)
-	VMOVUPD Z1, 64(R12)
-	VMOVUPD Z2, 0(R12)(R10*1)
-	VMOVUPD Z3, 64(R12)(R10*1)
-	VMOVUPD Z4, 0(R12)(R10*2)
-	VMOVUPD Z5, 64(R12)(R10*2)
-	VMOVUPD Z6, 0(R12)(R14*1)
-	VMOVUPD Z7, 64(R12)(R14*1)
-	VMOVUPD Z8, 0(R13)
-	VMOVUPD Z9, 64(R13)
-	VMOVUPD Z10, 0(R13)(R10*1)
-	VMOVUPD Z11, 64(R13)(R10*1)
-	VMOVUPD Z12, 0(R13)(R10*2)
-	VMOVUPD Z13, 64(R13)(R10*2)
-	VMOVUPD Z14, 0(R13)(R14*1)
-	VMOVUPD Z15, 64(R13)(R14*1)
+	ACC4ST(R12, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ACC4ST(R13, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
 	ADDQ $128, R11
 	CMPQ R11, R10
 	JLT  acols

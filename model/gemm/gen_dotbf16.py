@@ -137,8 +137,8 @@ def panel_kernel(z):
     lanes = 16 * z
     bp = [(p, r, h) for p in range(16) for r in range(8) for h in range(z)]
     code = encode([f"vdpbf16ps {w_operand(r, 4 * p)}, %zmm{30 + h}, %zmm{z * r + h}" for p, r, h in bp])
-    lines = {key: byte_line(c, f"VDPBF16PS {4 * p}(W row {key[1]}){{1to16}}, Z{30 + key[2]}, Z{z * key[1] + key[2]}")
-             for key, c, p in zip(bp, code, [q[0] for q in bp])}
+    lines = {(p, r, h): byte_line(c, f"VDPBF16PS {4 * p}(W row {r}){{1to16}}, Z{30 + h}, Z{z * r + h}")
+             for (p, r, h), c in zip(bp, code)}
     w(f"// func {name}(k32, panels int, b *uint16, ldb uintptr, a *uint16, ct *float32)")
     w("//")
     w(f"// Cᵀ = B·Aᵀ for panels of eight rows of B (bf16, ldb bytes apart, read")

@@ -128,24 +128,17 @@ func panelLanes(rows int) int {
 // k apart, padded with zero rows to a multiple of 8) into dst in pairs:
 // dst's 32-bit lane p·lanes + i holds row i's values at depth 2p and
 // 2p+1, rows from rows to lanes zero. A bf16 pair is 32 bits, so this is
-// the transpose of a [rows][k/2] matrix of 32-bit words.
+// the transpose of a [rows][k/2] matrix of 32-bit words (blockTr8: every
+// CPU with the dot kernels has it).
 func packPairs(a16 []uint16, k, rows, lanes int, dst []uint16) {
 	kp := k / 2
 	dst = dst[:kp*lanes*2]
 	g8 := ceilDiv(rows, 8)
 	_ = a16[8*g8*k-1]
-	if blockTr8 != nil {
-		for g := 0; g < g8; g++ {
-			// Eight rows of words are eight rows of "floats": the transpose
-			// moves their bits unchanged.
-			blockTr8((*float32)(unsafe.Pointer(&a16[8*g*k])), uintptr(2*k), (*float32)(unsafe.Pointer(&dst[16*g])), uintptr(4*lanes), kp/8)
-		}
-	} else {
-		for p := 0; p < kp; p++ {
-			for i := 0; i < 8*g8; i++ {
-				dst[2*(p*lanes+i)], dst[2*(p*lanes+i)+1] = a16[i*k+2*p], a16[i*k+2*p+1]
-			}
-		}
+	for g := 0; g < g8; g++ {
+		// Eight rows of words are eight rows of "floats": the transpose
+		// moves their bits unchanged.
+		blockTr8((*float32)(unsafe.Pointer(&a16[8*g*k])), uintptr(2*k), (*float32)(unsafe.Pointer(&dst[16*g])), uintptr(4*lanes), kp/8)
 	}
 	if 8*g8 < lanes {
 		for p := 0; p < kp; p++ {
