@@ -1,6 +1,9 @@
 package model
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // RoPE in the rotate-half form of Hugging Face's Qwen2: for i < HS/2 the
 // pair (x_i, x_{i+HS/2}) of each head turns by pos·theta^(−2i/HS).
@@ -18,28 +21,94 @@ func (d *CPU[F]) RoPEBackward(dx Buffer, ld, off int, pos []int32, nHeads, HS in
 
 func (d *CPU[F]) rope(x []F, ld, off int, pos []int32, nHeads, HS int, theta float64, sign float64) {
 	half := HS / 2
-	invFreq := make([]float64, half)
-	for i := range invFreq {
-		// HF computes inv_freq in float32: 1/theta^(2i/HS) rounded to float32.
-		invFreq[i] = float64(float32(1 / math.Pow(theta, float64(2*i)/float64(HS))))
+	maxPos := int32(-1)
+	for _, p := range pos {
+		maxPos = max(maxPos, p)
 	}
+	tab := ropeAngles(theta, HS, int(maxPos)+1)
 	d.parallel(len(pos), 8, func(lo, hi int) {
-		cos, sin := make([]float64, half), make([]float64, half)
 		for t := lo; t < hi; t++ {
-			p := float64(pos[t])
-			for i := range half {
-				a := float64(float32(p * invFreq[i]))
-				cos[i], sin[i] = math.Cos(a), sign*math.Sin(a)
+			p := int(pos[t])
+			var cos, sin []float64
+			if p >= 0 && p < tab.n {
+				cos, sin = tab.cos[p*half:][:half], tab.sin[p*half:][:half]
+			} else { // beyond the table (or negative): this row's own angles
+				cos, sin = make([]float64, half), make([]float64, half)
+				tab.angles(p, cos, sin)
 			}
 			row := x[t*ld+off:]
 			for h := 0; h < nHeads; h++ {
 				v := row[h*HS : (h+1)*HS]
 				for i := 0; i < half; i++ {
 					a, b := float64(v[i]), float64(v[i+half])
-					v[i] = F(a*cos[i] - b*sin[i])
-					v[i+half] = F(b*cos[i] + a*sin[i])
+					v[i] = F(a*cos[i] - sign*b*sin[i])
+					v[i+half] = F(b*cos[i] + sign*a*sin[i])
 				}
 			}
 		}
 	})
+}
+
+// ropeTable holds cos and sin of every angle for positions [0, n), half
+// values a position: a decode step rotates q and k in every layer at the
+// same positions, and math.Cos and math.Sin of each were a twentieth of
+// a batch-32 bf16 step on 2 cores. The values are those computed per row
+// (the same expression), so the table changes no bit.
+type ropeTable struct {
+	invFreq  []float64
+	n        int
+	cos, sin []float64
+}
+
+// ropeTableMax bounds a table's positions (a 128-wide head: 32 MiB).
+const ropeTableMax = 1 << 16
+
+var ropeTables struct {
+	sync.Mutex
+	byShape map[[2]float64]*ropeTable
+}
+
+// ropeAngles returns the table of theta and HS covering positions below
+// n where n ≤ ropeTableMax, grown (as a new table: callers keep theirs)
+// when it is shorter.
+func ropeAngles(theta float64, HS, n int) *ropeTable {
+	ropeTables.Lock()
+	defer ropeTables.Unlock()
+	key := [2]float64{theta, float64(HS)}
+	t := ropeTables.byShape[key]
+	if t == nil {
+		half := HS / 2
+		t = &ropeTable{invFreq: make([]float64, half)}
+		for i := range t.invFreq {
+			// HF computes inv_freq in float32: 1/theta^(2i/HS) rounded to float32.
+			t.invFreq[i] = float64(float32(1 / math.Pow(theta, float64(2*i)/float64(HS))))
+		}
+		if ropeTables.byShape == nil {
+			ropeTables.byShape = map[[2]float64]*ropeTable{}
+		}
+		ropeTables.byShape[key] = t
+	}
+	n = min(n, ropeTableMax)
+	if t.n >= n {
+		return t
+	}
+	half := len(t.invFreq)
+	grown := &ropeTable{invFreq: t.invFreq, n: max(n, 2*t.n, 256)}
+	grown.n = min(grown.n, ropeTableMax)
+	grown.cos, grown.sin = make([]float64, grown.n*half), make([]float64, grown.n*half)
+	copy(grown.cos, t.cos)
+	copy(grown.sin, t.sin)
+	for p := t.n; p < grown.n; p++ {
+		grown.angles(p, grown.cos[p*half:][:half], grown.sin[p*half:][:half])
+	}
+	ropeTables.byShape[key] = grown
+	return grown
+}
+
+// angles sets cos and sin of position p's angles.
+func (t *ropeTable) angles(p int, cos, sin []float64) {
+	for i, f := range t.invFreq {
+		a := float64(float32(float64(p) * f))
+		cos[i], sin[i] = math.Cos(a), math.Sin(a)
+	}
 }

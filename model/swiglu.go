@@ -15,16 +15,30 @@ func (d *CPU[F]) SwiGLU(out, gu Buffer, rows, I int) {
 		neg, ex := (*sc)[:I], (*sc)[I:]
 		for t := lo; t < hi; t++ {
 			gate, up, or := x[t*2*I:t*2*I+I], x[t*2*I+I:(t+1)*2*I], o[t*I:(t+1)*I]
-			for i, g := range gate {
-				neg[i] = -g
-			}
+			negate(neg, gate)
 			expInto(ex, neg)
 			swigluTail(or, gate, up, ex)
 		}
 	})
 }
 
-// swigluNoVector turns the vector kernel off (tests).
+// negate sets dst[i] = −src[i], sixteen lanes at a time where the CPU
+// has swigluTail's kernels.
+func negate[F Float](dst, src []F) {
+	done := 0
+	if d, ok := any(dst).([]float32); ok && swigluVector && !swigluNoVector {
+		s := any(src).([]float32)
+		if done = len(s) &^ 15; done > 0 {
+			_ = d[done-1]
+			negateAVX512(&d[0], &s[0], done)
+		}
+	}
+	for i := done; i < len(src); i++ {
+		dst[i] = -src[i]
+	}
+}
+
+// swigluNoVector turns the vector kernels off (tests).
 var swigluNoVector bool
 
 // swigluTail sets out[i] = gate[i] / (1 + ex[i]) · up[i] in float64, rounded
@@ -56,9 +70,7 @@ func (d *CPU[F]) SwiGLUBackward(dgu, dout, gu Buffer, rows, I int) {
 		for t := lo; t < hi; t++ {
 			gate, up := x[t*2*I:t*2*I+I], x[t*2*I+I:(t+1)*2*I]
 			dgate, dup, dyr := dx[t*2*I:t*2*I+I], dx[t*2*I+I:(t+1)*2*I], dy[t*I:(t+1)*I]
-			for i, g := range gate {
-				neg[i] = -g
-			}
+			negate(neg, gate)
 			expInto(ex, neg)
 			for i := range dyr {
 				g, u, gy := float64(gate[i]), float64(up[i]), float64(dyr[i])

@@ -37,3 +37,28 @@ loop:
 
 done:
 	RET
+
+// func negateAVX512(dst, src *float32, n int)
+//
+// dst[i] = −src[i] for i < n, n a multiple of 16: the sign bit flipped, as
+// Go's negation does (NaNs keep their payload).
+TEXT ·negateAVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JZ   negdone
+	MOVL $0x80000000, AX
+	VPBROADCASTD AX, Z1
+
+negloop:
+	VPXORD  (SI), Z1, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  negloop
+	VZEROUPPER
+
+negdone:
+	RET

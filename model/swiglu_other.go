@@ -5,3 +5,5 @@ package model
 var swigluVector = false
 
 func swigluTailAVX512(out, gate, up, ex *float32, n int) { panic("model: no SwiGLU vector kernel") }
+
+func negateAVX512(dst, src *float32, n int) { panic("model: no SwiGLU vector kernel") }

@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// The vector SwiGLU tail gives the scalar loop's bits on every lane: random
-// rows with the values that take other branches (NaN, ±Inf, ±0, denormals,
-// gates whose e^(−g) overflows or underflows), at lengths around the
-// kernel's 8 lanes.
+// The vector SwiGLU tail and negation give the scalar loops' bits on every
+// lane: random rows with the values that take other branches (NaN, ±Inf,
+// ±0, denormals, gates whose e^(−g) overflows or underflows), at lengths
+// around the kernels' 8 and 16 lanes.
 func TestSwiGLUTailBitForBit(t *testing.T) {
 	if !swigluVector {
 		t.Skip("no vector SwiGLU kernel on this CPU")
@@ -41,6 +41,15 @@ func TestSwiGLUTailBitForBit(t *testing.T) {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("n=%d, element %d (gate %v, up %v, e^-g %v): vector %v (%#x), scalar %v (%#x)",
 					n, i, gate[i], up[i], ex[i], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+			}
+		}
+		// The vector negation flips the sign bit of every lane, as Go's does.
+		vneg := make([]float32, n)
+		swigluNoVector = false
+		negate(vneg, gate)
+		for i := range vneg {
+			if math.Float32bits(vneg[i]) != math.Float32bits(neg[i]) {
+				t.Fatalf("n=%d, element %d: −(%v) is %#x, Go's %#x", n, i, gate[i], math.Float32bits(vneg[i]), math.Float32bits(neg[i]))
 			}
 		}
 	}

@@ -120,17 +120,22 @@ func (e *env) fmaPeak(isa string) float64 {
 }
 
 // probePeaks measures the FMA peak of isa, or the bf16 dot product's for
-// probe.DotBF16ISA (a short probe, meant to be interleaved with the timed
-// work), and keeps the best seen in the run.
+// probe.DotBF16ISA, or the AMX tile product's for probe.AMXISA (a short
+// probe, meant to be interleaved with the timed work), and keeps the best
+// seen in the run.
 func (e *env) probePeaks(isa string) {
 	w, r := probe.Window, probe.Repeats
 	probe.Window, probe.Repeats = 100*time.Millisecond, 1
 	defer func() { probe.Window, probe.Repeats = w, r }()
 	label := fmt.Sprintf("FMA peak %-6s", isa)
 	measure := func() (probe.Peak, error) { return probe.FMAPeakDetail(isa, e.threads) }
-	if isa == probe.DotBF16ISA {
+	switch isa {
+	case probe.DotBF16ISA:
 		label = "bf16 dot peak"
 		measure = func() (probe.Peak, error) { return probe.DotBF16Peak(e.threads) }
+	case probe.AMXISA:
+		label = "AMX product peak (in cache)"
+		measure = func() (probe.Peak, error) { return probe.AMXPeak(e.threads) }
 	}
 	p, err := measure()
 	if err != nil {

@@ -165,9 +165,12 @@ func stepSection(e *env) []row {
 			copyNote = fmt.Sprintf(", copy rounded from the policy in %.1f s", time.Since(t0).Seconds())
 		}
 		// The products' ceiling: the float32 FMA peak, or for the bf16
-		// copy the dot-product peak where its products use VDPBF16PS.
+		// copy the tile unit's in-cache product where it runs on AMX, else
+		// the dot-product peak where its products use VDPBF16PS.
 		isa, peakName := probe.BestISA(), "FMA"
-		if dtype == "bfloat16" && gemm.HasDotBF16() {
+		if on, _ := gemm.HasAMX(); dtype == "bfloat16" && on {
+			isa, peakName = probe.AMXISA, "AMX"
+		} else if dtype == "bfloat16" && gemm.HasDotBF16() {
 			isa, peakName = probe.DotBF16ISA, "VDPBF16PS"
 		}
 		e.fmaPeak(isa) // probed before the rollout, and again after it

@@ -20,6 +20,9 @@
 #   bash benchmarks/gpu/run_on_gpu.sh amx      the AMX tile path on this host's Xeon:
 #                                              .gpu/gemm.test's AMX tests, then the bf16
 #                                              decode and rollout with R1GO_AMX=0 and 1
+#   bash benchmarks/gpu/run_on_gpu.sh amxab    after a change to it: the tests, then the
+#                                              bf16 decode and rollout of .gpu/base's
+#                                              binaries and the head's, alternating
 #
 # Stages of "first": cuda (package cuda's tests, .gpu/cuda.test), e2e (a
 # random-weight Qwen2.5-0.5B folder from .gpu/memstep with the real Qwen
@@ -136,30 +139,46 @@ cudalab() { # package cuda's kernels one by one, float32 (benchmarks/cuda), for 
 	step "cuda kernel lab (benchmarks/cuda)" "$OUT/cudalab.log" "$ROOT/.gpu/cudabench" -cpu=false -reps 10
 }
 
+# cpustep and cpudecode run .gpu's binaries, or those of BIN_DIR (.gpu/base: a
+# commit's before, for an A/B on this machine), named in each step by BIN_TAG.
 cpustep() { # issue 20's rollout on this machine's CPU (benchmarks/cpu, no update, no peer), 2 cores then all
-	[ -x "$ROOT/.gpu/cpubench" ] || return 0
+	local bin=${BIN_DIR:-$ROOT/.gpu}/cpubench
+	[ -x "$bin" ] || return 0
 	local log=$OUT/cpustep.log n
 	lscpu >>"$log" 2>&1
 	for n in ${CPU_THREADS:-2 $(nproc)}; do
-		step "CPU rollout, $n threads${R1GO_AMX:+, R1GO_AMX=$R1GO_AMX}" "$log" taskset -c 0-$((n - 1)) "$ROOT/.gpu/cpubench" -sections step -threads "$n" \
+		step "CPU rollout, $n threads${R1GO_AMX:+, R1GO_AMX=$R1GO_AMX}${BIN_TAG:+, $BIN_TAG}" "$log" taskset -c 0-$((n - 1)) "$bin" -sections step -threads "$n" \
 			-step_peer=false -step_score=false -step_update=false -step_response_len "${CPU_RESPONSE_LEN:-128}" \
 			-step_rollout "${STEP_ROLLOUT:-float32,bfloat16}"
 	done
 }
 
 cpudecode() { # the batch-32 decode kernels alone (model's DecodeBatch05B: float32, bf16 dot products, widening bf16)
-	[ -x "$ROOT/.gpu/model.test" ] || return 0
+	local bin=${BIN_DIR:-$ROOT/.gpu}/model.test
+	[ -x "$bin" ] || return 0
 	local n
 	for n in ${CPU_THREADS:-2 $(nproc)}; do
-		step "${DECODE_FILTER:-DecodeBatch05B}, $n threads${R1GO_AMX:+, R1GO_AMX=$R1GO_AMX}" "$OUT/cpustep.log" bash -c "cd '$ROOT/model' && taskset -c 0-$((n - 1)) '$ROOT/.gpu/model.test' \
-			-test.run '^\$' -test.bench '${DECODE_FILTER:-DecodeBatch05B}' -test.benchtime ${DECODE_STEPS:-8}x -test.cpu $n"
+		step "${DECODE_FILTER:-DecodeBatch05B}, $n threads${R1GO_AMX:+, R1GO_AMX=$R1GO_AMX}${BIN_TAG:+, $BIN_TAG}" "$OUT/cpustep.log" bash -c "cd '$ROOT/model' && taskset -c 0-$((n - 1)) '$bin' \
+			-test.run '^\$' -test.bench '${DECODE_FILTER:-DecodeBatch05B}' -test.benchtime ${DECODE_STEPS:-8}x -test.cpu $n ${DECODE_ARGS:-}"
 	done
 }
 
 amxtests() { # package gemm's bf16 and AMX tests (.gpu/gemm.test): the tile kernel against its Go model, the driver, the whole product against float64
 	[ -x "$ROOT/.gpu/gemm.test" ] || return 0
 	step "gemm AMX and bf16 tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && R1GO_AMX=1 R1GO_AMX_REQUIRE=1 '$ROOT/.gpu/gemm.test' \
-		-test.run 'AMX|DotBF16|CvtBF16|Swapped' -test.v -test.bench 'DotBF16' -test.benchtime 200x"
+		-test.run 'AMX|DotBF16|CvtBF16|Swapped|PackPairs' -test.v -test.bench '${AMX_BENCH:-DotBF16}' -test.benchtime 200x"
+}
+
+amxbench() { # amxbench N: BenchmarkDotBF16Rows's batch-16, -32 and -64 rows on N cores, every kernel this CPU has
+	[ -x "$ROOT/.gpu/gemm.test" ] || return 0
+	step "DotBF16Rows, $1 threads${R1GO_AMX:+, R1GO_AMX=$R1GO_AMX}" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && taskset -c 0-$(($1 - 1)) '$ROOT/.gpu/gemm.test' \
+		-test.run '^\$' -test.bench 'DotBF16Rows/.*/m(16|32|64)/' -test.benchtime 100x -test.cpu $1"
+}
+
+amxstream() { # amxstream N: BenchmarkDotBF16Stream (a decode step's products from memory) on N cores, every kernel this CPU has
+	[ -x "$ROOT/.gpu/gemm.test" ] || return 0
+	step "DotBF16Stream, $1 threads" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && taskset -c 0-$(($1 - 1)) '$ROOT/.gpu/gemm.test' \
+		-test.run '^\$' -test.bench 'DotBF16Stream' -test.benchtime 5x -test.cpu $1"
 }
 
 vmm() { # ZeRO-2's VMM gradient arena on real hardware: a world of one, cuMem* chunks given back and mapped again
@@ -225,6 +244,29 @@ amx) # issue 20 on this host's Xeon: the AMX tile path (gemm's tests, then the b
 	for a in 0 1; do
 		CPU_THREADS=${CPU_THREADS:-2} R1GO_AMX=$a STEP_ROLLOUT=bfloat16 cpustep
 	done
+	for a in 0 1; do # the products alone on 2 cores: vector kernels, then tiles
+		R1GO_AMX=$a amxbench 2
+	done
+	for a in 0 1; do # every core, while time is left
+		CPU_THREADS=$(nproc) R1GO_AMX=$a DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
+	done
+	;;
+amxab) # after a change to the AMX path: its tests, then .gpu/base (R1GO_AMX=1) and the head (AMX by default) alternating
+	info >/dev/null
+	lscpu >>"$OUT/amx.log" 2>&1
+	AMX_BENCH='DotBF16$' amxtests
+	amxstream 2
+	export CPU_THREADS=2
+	for rep in 1 2; do
+		R1GO_AMX=1 BIN_DIR=$ROOT/.gpu/base BIN_TAG="base, run $rep" DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
+		BIN_TAG="head, run $rep" DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
+	done
+	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
+	BIN_TAG=head STEP_ROLLOUT=bfloat16 cpustep
+	R1GO_AMX=1 BIN_DIR=$ROOT/.gpu/base BIN_TAG=base STEP_ROLLOUT=bfloat16 cpustep
+	amxstream "$(nproc)"
+	CPU_THREADS=$(nproc) BIN_TAG=head DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
+	BIN_TAG="head, profile" DECODE_FILTER='DecodeBatch05B/bf16-copy' DECODE_STEPS=16 DECODE_ARGS="-test.cpuprofile $OUT/decode_amx.pprof" cpudecode
 	;;
 cpu) # issue 20 on this host's CPU after the decode changes, then the transformers RL step
 	info >/dev/null
@@ -237,7 +279,7 @@ cpu) # issue 20 on this host's CPU after the decode changes, then the transforme
 cuda) cudatests ;;
 e2e) e2e ;;
 *)
-	echo "usage: run_on_gpu.sh parity|bench|all|first|again|final|session8|cpu|amx|cuda|e2e" >&2
+	echo "usage: run_on_gpu.sh parity|bench|all|first|again|final|session8|cpu|amx|amxab|cuda|e2e" >&2
 	exit 2
 	;;
 esac

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"sync"
+	"unsafe"
 )
 
 // The AMX path of the bf16 dot product: on CPUs with AMX-BF16 (Intel Xeon
@@ -19,7 +20,8 @@ import (
 // place: a tile is 16 rows of B, 64 bytes apart in depth, loaded with B's
 // own row pitch. A (a few dozen rows, rounded to bf16) is the second
 // operand, which the unit wants in pairs: row kk of its tile holds each
-// row's bf16 values at depth 2kk and 2kk+1 side by side (packAMX). Each
+// row's bf16 values at depth 2kk and 2kk+1 side by side (packAMX, the
+// broadcast kernels' packPairs for 16 rows at a time). Each
 // block of 32 B rows × 32 A rows is four tiles of sums, stored and then
 // written to C transposed. The contract is SgemmDotBF16TransB's: A rounded
 // to bf16, products summed in float32 (in another order than the vector
@@ -28,10 +30,11 @@ import (
 // Linux hands out the 8 KiB tile state only to a process that asks
 // (arch_prctl ARCH_REQ_XCOMP_PERM), once, for all its threads; a
 // process that did not ask dies of SIGILL at the first tile instruction.
-// The path is taken only when R1GO_AMX=1 asks for it (until the tile
-// kernel has run on real hardware, not only in an emulator), the CPU
-// reports AMX-BF16, the kernel grants the state, and a first product
-// agrees with amxBlockGo.
+// The path is taken where the CPU reports AMX-BF16, the kernel grants the
+// state and a first product agrees with amxBlockGo, unless R1GO_AMX=0
+// turns it off. On the GPU machine's Xeon (Emerald Rapids, 2 cores) it
+// ran the bf16 rollout copy's batch-32 decode 2.8 × faster than the
+// vector kernels (benchmarks/README.md, session 7).
 
 // amxRows is the block's side: two tiles of 16 rows of B, two of A.
 const amxRows = 32
@@ -63,8 +66,8 @@ func HasAMX() (bool, string) {
 }
 
 func enableAMX() (bool, string) {
-	if os.Getenv("R1GO_AMX") != "1" {
-		return false, "not asked for (R1GO_AMX=1)"
+	if os.Getenv("R1GO_AMX") == "0" {
+		return false, "turned off (R1GO_AMX=0)"
 	}
 	if !hasDotBF16 {
 		return false, "no AVX512_BF16"
@@ -93,10 +96,10 @@ func amxSelfCheck() error {
 		a[i] = bf16Bits(float32(i%23-11) / 16)
 	}
 	act := make([]uint16, amxRows*k)
-	packAMX(a, k, amxRows, k, act)
+	packAMX(a, amxRows, k, act)
 	got, want := make([]float32, amxRows*amxRows), make([]float32, amxRows*amxRows)
-	amxBlockBF16(k/32, &b[0], uintptr(2*k), &act[0], &got[0], &amxTileConfig[0])
-	amxBlockGo(k/32, b, k, act, want)
+	amxAsm(k/32, b, k, act, got, nil)
+	amxBlockGo(k/32, b, k, act, want, nil)
 	for i := range got {
 		// The values are small multiples of 2⁻⁷: every sum is exact.
 		if got[i] != want[i] {
@@ -108,32 +111,22 @@ func amxSelfCheck() error {
 
 func bf16Bits(f float32) uint16 { return uint16(math.Float32bits(f) >> 16) }
 
-// packAMX writes rows [0, rows) of the bf16 matrix a16 (k values each, lda
-// apart) into dst as amxBlockBF16's A operand, rows padded with zeros to a
-// multiple of 32: for each block of 32 rows and each depth step of 32, two
-// tiles of 16 × 16 pairs, tile t's row kk holding, for each of its rows i,
-// the values at depth 2kk and 2kk+1. dst has ceil(rows/32)·32·k values.
-func packAMX(a16 []uint16, lda, rows, k int, dst []uint16) {
-	steps := k / 32
-	for blk := 0; blk*amxRows < rows; blk++ {
-		for s := 0; s < steps; s++ {
-			for t := 0; t < 2; t++ {
-				tile := dst[((blk*steps+s)*2+t)*512:][:512]
-				for i := 0; i < 16; i++ {
-					r := blk*amxRows + t*16 + i
-					if r >= rows {
-						for kk := 0; kk < 16; kk++ {
-							tile[kk*32+2*i], tile[kk*32+2*i+1] = 0, 0
-						}
-						continue
-					}
-					src := a16[r*lda+s*32:][:32]
-					for kk := 0; kk < 16; kk++ {
-						tile[kk*32+2*i], tile[kk*32+2*i+1] = src[2*kk], src[2*kk+1]
-					}
-				}
-			}
+// packAMX writes rows [0, rows) of the bf16 matrix a16 (k values each, k
+// apart, padded with zero rows to a multiple of 8) into dst as
+// amxBlockBF16's A operand, rows padded with zeros to a multiple of 32:
+// for each block of 32 rows, its two halves of 16 one after the other,
+// each in packPairs's 16-lane form (the 16 rows' pair p at 32-bit words
+// 16p to 16p+15), which is a run of k/32 tiles, one a step of depth 32.
+// dst has ceil(rows/32)·32·k values.
+func packAMX(a16 []uint16, rows, k int, dst []uint16) {
+	const half = amxRows / 2
+	for r0 := 0; r0 < ceilDiv(rows, amxRows)*amxRows; r0 += half {
+		run := dst[r0*k:][:half*k]
+		if r0 >= rows {
+			clear(run)
+			continue
 		}
+		packPairs(a16[r0*k:], k, min(half, rows-r0), half, run)
 	}
 }
 
@@ -141,14 +134,14 @@ func packAMX(a16 []uint16, lda, rows, k int, dst []uint16) {
 // spelled out (float32 sums, two products of a pair per step): the
 // reference of the self-check and the tests, and the kernel the driver's
 // tests run on CPUs without AMX.
-func amxBlockGo(k32 int, b []uint16, ldb int, act []uint16, out []float32) {
+func amxBlockGo(k32 int, b []uint16, ldb int, act []uint16, out []float32, _ []uint16) {
 	wide := func(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 	for r := 0; r < amxRows; r++ {
 		for i := 0; i < amxRows; i++ {
 			t, ii := i/16, i%16
 			var s float32
 			for st := 0; st < k32; st++ {
-				tile := act[(st*2+t)*512:][:512]
+				tile := act[(t*k32+st)*512:][:512]
 				row := b[r*ldb+st*32:][:32]
 				for kk := 0; kk < 16; kk++ {
 					s = float32(s + wide(row[2*kk])*wide(tile[kk*32+2*ii]))
@@ -161,14 +154,29 @@ func amxBlockGo(k32 int, b []uint16, ldb int, act []uint16, out []float32) {
 }
 
 // amxKernel is a block kernel: amxKern is amxAsm, or amxBlockGo, which the
-// tests swap in to run the driver on CPUs without AMX.
-type amxKernel func(k32 int, b []uint16, ldb int, act []uint16, out []float32)
+// tests swap in to run the driver on CPUs without AMX. next, where not
+// nil, is the block of B this thread reads after b, for the kernel to
+// prefetch (amxBlockGo ignores it).
+type amxKernel func(k32 int, b []uint16, ldb int, act []uint16, out []float32, next []uint16)
 
 var amxKern amxKernel = amxAsm
 
-func amxAsm(k32 int, b []uint16, ldb int, act []uint16, out []float32) {
-	amxBlockBF16(k32, &b[0], uintptr(2*ldb), &act[0], &out[0], &amxTileConfig[0])
+func amxAsm(k32 int, b []uint16, ldb int, act []uint16, out []float32, next []uint16) {
+	pf := uintptr(unsafe.Pointer(&b[0])) // no next block: the prefetches hit lines in hand
+	if next != nil {
+		pf = uintptr(unsafe.Pointer(&next[0]))
+	}
+	amxBlockBF16(k32, &b[0], uintptr(2*ldb), &act[0], &out[0], &amxTileConfig[0], pf)
 }
+
+// amxPrefetch passes each block's kernel the task's next block of B to
+// prefetch into L2 (the kernel's comment says why); off, the benchmarks'
+// same-run before. A decode step's products from memory (0.9 GB,
+// BenchmarkDotBF16Stream) on the GPU machine's Xeon read 19.2 GB/s with
+// it and 18.6 without on 2 cores, 48.9 and 45.8 on 16. Copying each block
+// in order into an L2 buffer first, so that memory is read as one stream,
+// was slower than both (12.7 and 41.1).
+var amxPrefetch = true
 
 // sgemmAMX is SgemmDotBF16TransB on the tile unit for the first n/32·32
 // rows of B, the vector path for the rest. a16 holds A already rounded
@@ -189,7 +197,7 @@ func sgemmAMX(m, n, k int, alpha float32, a16 []uint16, b []uint16, ldb int, bet
 	for r0 := 0; r0 < m; r0 += chunk {
 		rows := min(chunk, m-r0)
 		pk := (*act)[:(rows+amxRows-1)/amxRows*amxRows*k]
-		packAMX(a16[r0*k:], k, rows, k, pk)
+		packAMX(a16[r0*k:], rows, k, pk)
 		amxChunk(r0, rows, full, k, alpha, pk, b, ldb, beta, c, ldc, threads)
 	}
 }
@@ -209,10 +217,19 @@ func amxChunk(r0, rows, full, k int, alpha float32, pk, b []uint16, ldb int, bet
 		}
 		defer amxOut.Put(ob)
 		out := ob[:]
-		for jb := t * blocksB / tasks; jb < (t+1)*blocksB/tasks; jb++ {
+		end := (t + 1) * blocksB / tasks
+		for jb := t * blocksB / tasks; jb < end; jb++ {
 			j0 := jb * amxRows
+			// The task's last block prefetches nothing: the block after it
+			// is another task's, often on another core (prefetched anyway,
+			// it cost the down product, 28 blocks in 16 tasks on 2 cores,
+			// 7-15 %).
+			var next []uint16
+			if amxPrefetch && jb+1 < end {
+				next = b[(j0+amxRows)*ldb:]
+			}
 			for ib := 0; ib < blocksA; ib++ {
-				amxKern(k/32, b[j0*ldb:], ldb, pk[ib*amxRows*k:], out)
+				amxKern(k/32, b[j0*ldb:], ldb, pk[ib*amxRows*k:], out, next)
 				// out is Cᵀ's block: B's rows down, A's across.
 				storeCT(out, amxRows, amxRows, r0+ib*amxRows, min(amxRows, rows-ib*amxRows), j0, alpha, beta, c, ldc)
 			}

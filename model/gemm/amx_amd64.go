@@ -4,4 +4,4 @@ package gemm
 // gen_amx.py); see amx.go.
 //
 //go:noescape
-func amxBlockBF16(k32 int, b *uint16, ldb uintptr, act *uint16, out *float32, cfg *byte)
+func amxBlockBF16(k32 int, b *uint16, ldb uintptr, act *uint16, out *float32, cfg *byte, next uintptr)

@@ -2,21 +2,30 @@
 
 #include "textflag.h"
 
-// func amxBlockBF16(k32 int, b *uint16, ldb uintptr, act *uint16, out *float32, cfg *byte)
+// func amxBlockBF16(k32 int, b *uint16, ldb uintptr, act *uint16, out *float32, cfg *byte, next uintptr)
 //
 // One block of Cᵀ = B·Aᵀ: 32 rows of B (bf16, ldb bytes apart, read in
-// place) against 32 rows of A packed by packAMX (k32 steps of two 1 KiB
-// tiles: row kk of a tile holds, for its 16 rows of A, the bf16 pair
-// at depth 2kk, 2kk+1 of the step). out receives the 32 × 32 float32
-// block row-major, B's rows down, A's across (128 bytes a row). The
-// tile configuration cfg (palette 1, eight tiles of 16 rows of 64
-// bytes) is loaded on entry and released on exit, so no tile state
-// outlives the call: a goroutine may move to another thread between
-// calls, never within one (Go does not preempt assembly).
+// place) against 32 rows of A packed by packAMX (two runs of k32 1 KiB
+// tiles, one run a half of the rows: row kk of step s's tile holds, for
+// its 16 rows of A, the bf16 pair at depth 32s+2kk, 32s+2kk+1). out
+// receives the 32 × 32 float32 block row-major, B's rows down, A's
+// across (128 bytes a row). The tile configuration cfg (palette 1,
+// eight tiles of 16 rows of 64 bytes) is loaded on entry and released
+// on exit, so no tile state outlives the call: a goroutine may move to
+// another thread between calls, never within one (Go does not preempt
+// assembly).
+//
+// next is where the block this thread reads after this one starts (or
+// this block, to prefetch nothing new): each step asks for 2 KiB of it
+// into L2, 32 lines, so that it has arrived when the loop is done with
+// this one (a block of 32 rows is 32 · 2k bytes, k32 steps of 2 KiB).
+// The tile loads read 32 rows a line at a time, 32 streams that the
+// hardware prefetchers follow less well than one (amx.go, amxPrefetch).
+// next is a plain address (prefetches do not fault).
 //
 // Tiles: T0-T3 the four 16 × 16 float32 quarters of the block, T4-T5
 // B's rows 0-15 and 16-31 (16 × 32 bf16), T6-T7 the packed A tiles.
-TEXT ·amxBlockBF16(SB), NOSPLIT, $0-48
+TEXT ·amxBlockBF16(SB), NOSPLIT, $0-56
 	MOVQ cfg+40(FP), AX
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00 // LDTILECFG (AX)
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // TILEZERO T0
@@ -30,9 +39,44 @@ TEXT ·amxBlockBF16(SB), NOSPLIT, $0-48
 	SHLQ $4, R8
 	ADDQ SI, R8 // B's row 16
 	MOVQ act+24(FP), DI
-	LEAQ 1024(DI), R10 // the second A tile
+	MOVQ CX, R10
+	SHLQ $10, R10
+	ADDQ DI, R10 // the second half's run of A tiles
 	MOVQ $64, R9 // a packed tile's row pitch
+	MOVQ next+48(FP), R12
 loop:
+	PREFETCHT1 0(R12)
+	PREFETCHT1 64(R12)
+	PREFETCHT1 128(R12)
+	PREFETCHT1 192(R12)
+	PREFETCHT1 256(R12)
+	PREFETCHT1 320(R12)
+	PREFETCHT1 384(R12)
+	PREFETCHT1 448(R12)
+	PREFETCHT1 512(R12)
+	PREFETCHT1 576(R12)
+	PREFETCHT1 640(R12)
+	PREFETCHT1 704(R12)
+	PREFETCHT1 768(R12)
+	PREFETCHT1 832(R12)
+	PREFETCHT1 896(R12)
+	PREFETCHT1 960(R12)
+	PREFETCHT1 1024(R12)
+	PREFETCHT1 1088(R12)
+	PREFETCHT1 1152(R12)
+	PREFETCHT1 1216(R12)
+	PREFETCHT1 1280(R12)
+	PREFETCHT1 1344(R12)
+	PREFETCHT1 1408(R12)
+	PREFETCHT1 1472(R12)
+	PREFETCHT1 1536(R12)
+	PREFETCHT1 1600(R12)
+	PREFETCHT1 1664(R12)
+	PREFETCHT1 1728(R12)
+	PREFETCHT1 1792(R12)
+	PREFETCHT1 1856(R12)
+	PREFETCHT1 1920(R12)
+	PREFETCHT1 1984(R12)
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x16 // TILELOADD (SI)(DX*1), T4
 	BYTE $0xc4; BYTE $0xc2; BYTE $0x7b; BYTE $0x4b; BYTE $0x2c; BYTE $0x10 // TILELOADD (R8)(DX*1), T5
 	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x0f // TILELOADD (DI)(R9*1), T6
@@ -43,8 +87,9 @@ loop:
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xdd // TDPBF16PS T3 += T5·T7
 	ADDQ $64, SI
 	ADDQ $64, R8
-	ADDQ $2048, DI
-	ADDQ $2048, R10
+	ADDQ $1024, DI
+	ADDQ $1024, R10
+	ADDQ $2048, R12
 	DECQ CX
 	JNZ loop
 	MOVQ out+32(FP), AX

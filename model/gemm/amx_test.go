@@ -12,7 +12,7 @@ import (
 // The AMX path's driver (packing, blocks of 32, the ragged rest of B on
 // the vector path, the transposed write of each block with alpha and
 // beta) runs everywhere with amxBlockGo as its kernel; the tile kernel
-// itself only where the CPU has AMX and R1GO_AMX=1 (a Sapphire Rapids or
+// itself only where the CPU has AMX (a Sapphire Rapids or
 // later Xeon, or Linux inside the Bochs emulator's sapphire_rapids model:
 // benchmarks/README.md, session 5).
 
@@ -27,27 +27,30 @@ func withGoAMX(t *testing.T) {
 }
 
 // TestPackAMXLayout places every value of A where the tile unit reads it:
-// row r, depth p lands in block r/32, step p/32, tile (r%32)/16, tile row
+// row r, depth p lands in block r/32, half (r%32)/16, step p/32, tile row
 // (p%32)/2, pair r%16, half p%2; padding rows are zero.
 func TestPackAMXLayout(t *testing.T) {
-	const rows, k, lda = 37, 96, 100
+	if blockTr8 == nil {
+		t.Skip("no 8 × 8 transpose kernel here")
+	}
+	const rows, k = 37, 96
 	r := rand.New(rand.NewPCG(5, 6))
-	a := make([]uint16, rows*lda)
-	for i := range a {
+	a := make([]uint16, 40*k) // padded to a multiple of 8 rows
+	for i := range a[:rows*k] {
 		a[i] = uint16(r.Uint32()) | 1 // never zero, so a missed value shows
 	}
 	dst := make([]uint16, 64*k)
 	for i := range dst {
 		dst[i] = 0xdead
 	}
-	packAMX(a, lda, rows, k, dst)
+	packAMX(a, rows, k, dst)
 	seen := make([]bool, len(dst))
 	for row := 0; row < 64; row++ {
 		for p := 0; p < k; p++ {
-			at := (((row/32)*(k/32)+p/32)*2+(row%32)/16)*512 + ((p%32)/2)*32 + 2*(row%16) + p%2
+			at := (((row/32)*2+(row%32)/16)*(k/32)+p/32)*512 + ((p%32)/2)*32 + 2*(row%16) + p%2
 			want := uint16(0)
 			if row < rows {
-				want = a[row*lda+p]
+				want = a[row*k+p]
 			}
 			if dst[at] != want {
 				t.Fatalf("A[%d][%d] = %#x packed at %d as %#x", row, p, want, at, dst[at])
@@ -63,18 +66,27 @@ func TestPackAMXLayout(t *testing.T) {
 }
 
 // TestSgemmAMXDriver runs SgemmDotBF16TransB's AMX path with amxBlockGo
-// against the float64 product: B row counts below one block, at one, and
-// with ragged rests; A row counts of one, a partial block, two blocks and
-// more than one chunk of A (k 4,864: 32 rows a chunk).
+// against the float64 product, with and without prefetching: B row counts
+// below one block, at one, with ragged rests, and of ten blocks (tasks of
+// more than one); A row counts of one, a partial block, two blocks and
+// more than one chunk of A (k 4,864: 32 rows a chunk); B's rows packed and
+// with a pitch beyond k.
 func TestSgemmAMXDriver(t *testing.T) {
 	if !HasDotBF16() {
 		t.Skip("no AVX512_BF16 (the path rounds A with it)")
 	}
 	withGoAMX(t)
-	checkDotBF16(t, []dotCase{
-		{1, 32, 32, 32, 32, 32}, {5, 37, 64, 70, 64, 40}, {32, 64, 96, 96, 100, 64},
-		{33, 100, 128, 128, 128, 101}, {70, 8, 64, 64, 64, 8}, {40, 65, 4864, 4864, 4864, 65},
-	})
+	defer func() { amxPrefetch = true }()
+	// With the next block passed for prefetching (past a task's last
+	// block: none), and without.
+	for _, prefetch := range []bool{true, false} {
+		amxPrefetch = prefetch
+		checkDotBF16(t, []dotCase{
+			{1, 32, 32, 32, 32, 32}, {5, 37, 64, 70, 64, 40}, {32, 64, 96, 96, 100, 64},
+			{33, 100, 128, 128, 128, 101}, {70, 8, 64, 64, 64, 8}, {40, 65, 4864, 4864, 4864, 65},
+			{8, 320, 64, 64, 72, 320},
+		})
+	}
 }
 
 // TestAMXKernelAgainstGo compares the tile kernel with amxBlockGo on
@@ -96,10 +108,10 @@ func TestAMXKernelAgainstGo(t *testing.T) {
 		a[i] = bf16Bits(float32(r.NormFloat64()))
 	}
 	act := make([]uint16, amxRows*k)
-	packAMX(a, k, amxRows, k, act)
+	packAMX(a, amxRows, k, act)
 	got, want := make([]float32, amxRows*amxRows), make([]float32, amxRows*amxRows)
-	amxAsm(k/32, b, k, act, got)
-	amxBlockGo(k/32, b, k, act, want)
+	amxAsm(k/32, b, k, act, got, nil)
+	amxBlockGo(k/32, b, k, act, want, nil)
 	wide := func(h uint16) float64 { return float64(math.Float32frombits(uint32(h) << 16)) }
 	for j := 0; j < amxRows; j++ {
 		for i := 0; i < amxRows; i++ {
@@ -114,12 +126,12 @@ func TestAMXKernelAgainstGo(t *testing.T) {
 	}
 }
 
-// TestHasAMXFollowsTheCPU: the path is never on without AMX-BF16 and
-// R1GO_AMX=1, and off only with a reason.
+// TestHasAMXFollowsTheCPU: the path is never on without AMX-BF16 or
+// with R1GO_AMX=0, and off only with a reason.
 func TestHasAMXFollowsTheCPU(t *testing.T) {
 	on, why := HasAMX()
-	if on && !(cpu.X86.HasAMXTile && cpu.X86.HasAMXBF16 && os.Getenv("R1GO_AMX") == "1") {
-		t.Fatal("AMX path on without AMX-BF16 or without R1GO_AMX=1")
+	if on && !(cpu.X86.HasAMXTile && cpu.X86.HasAMXBF16 && os.Getenv("R1GO_AMX") != "0") {
+		t.Fatal("AMX path on without AMX-BF16 or with R1GO_AMX=0")
 	}
 	if !on && why == "" {
 		t.Fatal("AMX path off without a reason")

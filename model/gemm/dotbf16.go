@@ -64,15 +64,14 @@ func SgemmDotBF16TransB(m, n, k int, alpha float32, a []float32, lda int, b []ui
 			cvtBF16(k/32, &a[i*lda], &row[0])
 		}
 	})
-	if on, _ := HasAMX(); on {
+	switch bf16Kernel(m) {
+	case "amx":
 		sgemmAMX(m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
-		return true
-	}
-	if takePanels(m) {
+	case "panels":
 		dotPanels(m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
-		return true
+	default:
+		dotRows(m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
 	}
-	dotRows(m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
 	return true
 }
 

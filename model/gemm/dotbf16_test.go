@@ -215,10 +215,35 @@ func BenchmarkDotBF16(b *testing.B) {
 	})
 }
 
-// BenchmarkDotBF16Rows times the bf16 dot path's two kernels, the
-// broadcast panels and the four-row tiles (dotForce), on Qwen2.5-0.5B's
-// gate-up (9,728 × 896) and down (896 × 4,864) weights for decode batches
-// of 8 to 64 rows, on every thread: the figures behind usePanels.
+// bf16Kernels names the bf16 product's kernels on this CPU for
+// useBF16Kernel: the vector kernels, and where AMX is on the tile unit
+// with and without its prefetch of the next block (amxPrefetch).
+func bf16Kernels() []string {
+	k := []string{"panels", "tiles"}
+	if on, _ := HasAMX(); on {
+		k = append(k, "amx", "amx-noprefetch")
+	}
+	return k
+}
+
+// useBF16Kernel sends the bf16 products to the named kernel and returns
+// the function that puts the choice back.
+func useBF16Kernel(kern string) (undo func()) {
+	switch kern {
+	case "amx":
+	case "amx-noprefetch":
+		amxPrefetch = false
+	default:
+		dotForce = kern
+	}
+	return func() { dotForce, amxPrefetch = "", true }
+}
+
+// BenchmarkDotBF16Rows times the bf16 dot path's kernels (bf16Kernels) on
+// Qwen2.5-0.5B's gate-up (9,728 × 896) and down (896 × 4,864) weights for
+// decode batches of 8 to 64 rows, on every thread: the figures behind
+// usePanels. The weights (17 and 9 MB) stay in a large L3 from one
+// product to the next; BenchmarkDotBF16Stream reads them from memory.
 func BenchmarkDotBF16Rows(b *testing.B) {
 	if !HasDotBF16() {
 		b.Skip("no AVX512_BF16")
@@ -237,10 +262,9 @@ func BenchmarkDotBF16Rows(b *testing.B) {
 				a[i] = float32(i%13) * 0.1
 			}
 			c := make([]float32, m*w.n)
-			for _, kern := range []string{"panels", "tiles"} {
+			for _, kern := range bf16Kernels() {
 				b.Run(fmt.Sprintf("%s/m%d/%s", w.name, m, kern), func(b *testing.B) {
-					dotForce = kern
-					defer func() { dotForce = "" }()
+					defer useBF16Kernel(kern)()
 					for b.Loop() {
 						SgemmDotBF16TransB(m, w.n, w.k, 1, a, w.k, b16, w.k, 0, c, w.n, 0)
 					}
@@ -248,5 +272,52 @@ func BenchmarkDotBF16Rows(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkDotBF16Stream times a batch-32 decode's products as a step
+// reads them, from memory: 0.9 GB of bf16 weights (more than any L3) in 24
+// layers' gate-up and down matrices of Qwen2.5-0.5B, and again with the
+// 151,936-row LM head, every kernel of bf16Kernels on every thread, in
+// GB/s of weights read (the figure to set beside the read bandwidth).
+func BenchmarkDotBF16Stream(b *testing.B) {
+	if !HasDotBF16() {
+		b.Skip("no AVX512_BF16")
+	}
+	const m, layers = 32, 24
+	type mat struct {
+		w    []uint16
+		n, k int
+	}
+	var mats []mat
+	bytes := 0
+	add := func(n, k int) {
+		w := make([]uint16, n*k)
+		for i := range w {
+			w[i] = uint16(0x3c00 + i%97)
+		}
+		mats = append(mats, mat{w, n, k})
+		bytes += 2 * n * k
+	}
+	for range layers {
+		add(9728, 896)
+		add(896, 4864)
+	}
+	add(151936, 896)
+	a := make([]float32, m*4864)
+	for i := range a {
+		a[i] = float32(i%13) * 0.1
+	}
+	c := make([]float32, m*151936)
+	for _, kern := range bf16Kernels() {
+		b.Run(kern, func(b *testing.B) {
+			defer useBF16Kernel(kern)()
+			for b.Loop() {
+				for _, w := range mats {
+					SgemmDotBF16TransB(m, w.n, w.k, 1, a, w.k, w.w, w.k, 0, c, w.n, 0)
+				}
+			}
+			b.ReportMetric(float64(bytes)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
 	}
 }

@@ -46,19 +46,30 @@ func usePanels(m int) bool {
 }
 
 // dotForce sends every product to one kernel, "panels" (up to
-// panelMaxRows rows) or "tiles", instead of usePanels's choice (tests,
-// benchmarks).
+// panelMaxRows rows) or "tiles", instead of bf16Kernel's choice (tests,
+// benchmarks: the vector kernels beside the tile unit in the same run).
 var dotForce string
 
-// takePanels is usePanels unless dotForce decides.
-func takePanels(m int) bool {
+// bf16Kernel picks the product's kernel for m rows of A: the tile unit
+// where it is on, else the broadcast panels where usePanels says so, else
+// the four-row tiles; dotForce overrides.
+func bf16Kernel(m int) string {
 	switch dotForce {
 	case "panels":
-		return m <= panelMaxRows
+		if m <= panelMaxRows {
+			return "panels"
+		}
+		return "tiles"
 	case "tiles":
-		return false
+		return "tiles"
 	}
-	return usePanels(m)
+	if on, _ := HasAMX(); on {
+		return "amx"
+	}
+	if usePanels(m) {
+		return "panels"
+	}
+	return "tiles"
 }
 
 // dotPanels is the broadcast path's product from the rounded rows a16 (k

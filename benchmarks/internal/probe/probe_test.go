@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/r1go/r1go/model/gemm"
 )
 
 // The probes are timed by nature; these tests only check that every loop
@@ -108,5 +110,27 @@ func TestDotBF16Peak(t *testing.T) {
 	sane(t, "DotBF16Peak PerCore", p.PerCore)
 	if p.ISA != DotBF16ISA || p.Threads != 1 {
 		t.Fatalf("Peak = %+v, want ISA %s on 1 thread", p, DotBF16ISA)
+	}
+}
+
+func TestAMXPeak(t *testing.T) {
+	shortWindows(t)
+	p, err := AMXPeak(1)
+	if on, why := gemm.HasAMX(); !on {
+		if err == nil {
+			t.Fatal("AMXPeak succeeded with the tile path off:", why)
+		}
+		t.Skip("AMX tile path off:", why)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AMXPeak(0); err == nil {
+		t.Fatal("AMXPeak with 0 threads succeeded, want an error")
+	}
+	sane(t, "AMXPeak Wall", p.Wall)
+	sane(t, "AMXPeak PerCore", p.PerCore)
+	if p.ISA != AMXISA || p.Threads != 1 {
+		t.Fatalf("Peak = %+v, want ISA %s on 1 thread", p, AMXISA)
 	}
 }
