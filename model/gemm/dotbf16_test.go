@@ -276,10 +276,11 @@ func BenchmarkDotBF16Rows(b *testing.B) {
 }
 
 // BenchmarkDotBF16Stream times a batch-32 decode's products as a step
-// reads them, from memory: 0.9 GB of bf16 weights (more than any L3) in 24
-// layers' gate-up and down matrices of Qwen2.5-0.5B, and again with the
-// 151,936-row LM head, every kernel of bf16Kernels on every thread, in
-// GB/s of weights read (the figure to set beside the read bandwidth).
+// reads them, from memory: 0.9 GB of bf16 weights (three times the GPU
+// machine's 300 MB of L3), 24 layers' gate-up and down matrices of
+// Qwen2.5-0.5B and its 151,936-row LM head, with every kernel of
+// bf16Kernels on every thread, in GB/s of weights read (the figure to set
+// beside the read bandwidth).
 func BenchmarkDotBF16Stream(b *testing.B) {
 	if !HasDotBF16() {
 		b.Skip("no AVX512_BF16")

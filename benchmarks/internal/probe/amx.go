@@ -10,10 +10,10 @@ import (
 // AMXISA names the tile unit's product in Peak.ISA.
 const AMXISA = "amx-bf16"
 
-// amxShape is the product AMXPeak repeats: a decode batch of 32 rows of A
-// against 256 bf16 rows of depth 896 (448 KiB, in a core's L2), the whole
-// path of gemm.SgemmDotBF16TransB (rounding A, packing it, the tiles, the
-// transposed write of C) on one thread.
+// amxM, amxN and amxK are the product AMXPeak repeats: a decode batch of
+// 32 rows of A against 256 bf16 rows of depth 896 (448 KiB, in a core's
+// L2), through the whole path of gemm.SgemmDotBF16TransB (rounding A,
+// packing it, the tiles, the transposed write of C) on one thread.
 const amxM, amxN, amxK = 32, 256, 896
 
 // amxOperands pools one goroutine's operands (L2 is a core's own).
