@@ -166,7 +166,7 @@ cpudecode() { # the batch-32 decode kernels alone (model's DecodeBatch05B: float
 amxtests() { # package gemm's bf16 and AMX tests (.gpu/gemm.test): the tile kernel against its Go model, the driver, the whole product against float64
 	[ -x "$ROOT/.gpu/gemm.test" ] || return 0
 	step "gemm AMX and bf16 tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && R1GO_AMX=1 R1GO_AMX_REQUIRE=1 '$ROOT/.gpu/gemm.test' \
-		-test.run 'AMX|DotBF16|CvtBF16|Swapped|PackPairs' -test.v -test.bench '${AMX_BENCH:-DotBF16}' -test.benchtime 200x"
+		-test.run 'AMX|DotBF16|CvtBF16|Swapped|PackPairs' -test.v -test.bench '${AMX_BENCH:-DotBF16$|DotBF16Rows|AMXBlock}' -test.benchtime 200x"
 }
 
 amxbench() { # amxbench N: BenchmarkDotBF16Rows's batch-16, -32 and -64 rows on N cores, every kernel this CPU has
@@ -254,7 +254,7 @@ amx) # issue 20 on this host's Xeon: the AMX tile path (gemm's tests, then the b
 amxab) # after a change to the AMX path: its tests, then .gpu/base (R1GO_AMX=1) and the head (AMX by default) alternating
 	info >/dev/null
 	lscpu >>"$OUT/amx.log" 2>&1
-	AMX_BENCH='DotBF16$' amxtests
+	AMX_BENCH='DotBF16$|AMXBlock' amxtests
 	amxstream 2
 	export CPU_THREADS=2
 	for rep in 1 2; do

@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -137,4 +138,32 @@ func TestHasAMXFollowsTheCPU(t *testing.T) {
 		t.Fatal("AMX path off without a reason")
 	}
 	t.Logf("AMX path on: %v %s", on, why)
+}
+
+// BenchmarkAMXBlock times the tile kernel alone on one block (32 rows of
+// B against 32 packed rows of A), repeated on the same operands, at the
+// depths of a decode's products: at k = 256 both operands (16 KiB each)
+// stay in L1, at 896 (56 KiB each) and 4,864 (304 KiB) they come from L2.
+// Set beside the tile unit's rate (16 × 16 × 32 multiply-adds per
+// TDPBF16PS) it says how much of a block's time goes to its tile loads.
+func BenchmarkAMXBlock(b *testing.B) {
+	if on, why := HasAMX(); !on {
+		b.Skip("AMX path off:", why)
+	}
+	for _, k := range []int{256, 896, 4864} {
+		bw := make([]uint16, amxRows*k)
+		a := make([]uint16, amxRows*k)
+		for i := range bw {
+			bw[i], a[i] = bf16Bits(float32(i%29-14)/8), bf16Bits(float32(i%23-11)/16)
+		}
+		act := make([]uint16, amxRows*k)
+		packAMX(a, amxRows, k, act)
+		out := make([]float32, amxRows*amxRows)
+		b.Run(fmt.Sprintf("k%d", k), func(b *testing.B) {
+			for b.Loop() {
+				amxAsm(k/32, bw, k, act, out, nil)
+			}
+			b.ReportMetric(2*float64(amxRows*amxRows*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
 }
