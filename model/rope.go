@@ -94,8 +94,7 @@ func ropeAngles(theta float64, HS, n int) *ropeTable {
 		return t
 	}
 	half := len(t.invFreq)
-	grown := &ropeTable{invFreq: t.invFreq, n: max(n, 2*t.n, 256)}
-	grown.n = min(grown.n, ropeTableMax)
+	grown := &ropeTable{invFreq: t.invFreq, n: min(max(n, 2*t.n, 256), ropeTableMax)}
 	grown.cos, grown.sin = make([]float64, grown.n*half), make([]float64, grown.n*half)
 	copy(grown.cos, t.cos)
 	copy(grown.sin, t.sin)
