@@ -268,6 +268,24 @@ amxab) # after a change to the AMX path: its tests, then .gpu/base (R1GO_AMX=1) 
 	CPU_THREADS=$(nproc) BIN_TAG=head DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
 	BIN_TAG="head, profile" DECODE_FILTER='DecodeBatch05B/bf16-copy' DECODE_STEPS=16 DECODE_ARGS="-test.cpuprofile $OUT/decode_amx.pprof" cpudecode
 	;;
+amxrun) # the AMX run kernels (runs of blocks a call; prefetch modes; B packed) against the block kernel, same binaries, taking turns
+	info >/dev/null
+	lscpu >>"$OUT/amx.log" 2>&1
+	AMX_BENCH='AMXRun' amxtests
+	amxstream 2
+	export CPU_THREADS=2
+	for rep in 1 2; do
+		for mode in block run run-nopf; do
+			R1GO_AMX_MODE=$mode BIN_TAG="$mode, run $rep" DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
+		done
+	done
+	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
+	for mode in ${ROLLOUT_MODES:-run block}; do
+		R1GO_AMX_MODE=$mode BIN_TAG=$mode STEP_ROLLOUT=bfloat16 cpustep
+	done
+	amxstream "$(nproc)"
+	R1GO_AMX_MODE=run BIN_TAG="run, profile" DECODE_FILTER='DecodeBatch05B/bf16-copy' DECODE_STEPS=16 DECODE_ARGS="-test.cpuprofile $OUT/decode_amx.pprof" cpudecode
+	;;
 cpu) # issue 20 on this host's CPU after the decode changes, then the transformers RL step
 	info >/dev/null
 	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
@@ -279,7 +297,7 @@ cpu) # issue 20 on this host's CPU after the decode changes, then the transforme
 cuda) cudatests ;;
 e2e) e2e ;;
 *)
-	echo "usage: run_on_gpu.sh parity|bench|all|first|again|final|session8|cpu|amx|amxab|cuda|e2e" >&2
+	echo "usage: run_on_gpu.sh parity|bench|all|first|again|final|session8|cpu|amx|amxab|amxrun|cuda|e2e" >&2
 	exit 2
 	;;
 esac

@@ -198,7 +198,11 @@ func sgemmAMX(m, n, k int, alpha float32, a16 []uint16, b []uint16, ldb int, bet
 		rows := min(chunk, m-r0)
 		pk := (*act)[:(rows+amxRows-1)/amxRows*amxRows*k]
 		packAMX(a16[r0*k:], rows, k, pk)
-		amxChunk(r0, rows, full, k, alpha, pk, b, ldb, beta, c, ldc, threads)
+		if amxMode == "block" {
+			amxChunk(r0, rows, full, k, alpha, pk, b, ldb, beta, c, ldc, threads)
+		} else {
+			amxChunkRun(r0, rows, full, k, alpha, pk, b, amxRowsLayout(ldb), beta, c, ldc, threads, amxRunKern[amxMode])
+		}
 	}
 }
 

@@ -101,3 +101,338 @@ loop:
 	BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x0b; BYTE $0x40 // TILESTORED T3, 64(R11)(R9*1)
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
 	RET
+
+// func amxRunBF16(nb, k32 int, b *uint16, ldb, bstep, bhalf, bblock uintptr, act *uint16, out *float32, cfg *byte, last uintptr)
+//
+// nb blocks of 32 rows of B one after the other (bblock bytes apart)
+// against the same 32 packed rows of A, as amxBlockBF16 computes one:
+// a block's rows 16-31 start bhalf bytes after its rows 0-15, a tile's
+// rows are ldb bytes apart, each step of depth 32 moves bstep bytes
+// (B in place: 2k, 16·2k, 64; B packed by packAMXB: 64, k32 KiB, 1 KiB).
+// out receives nb blocks of 32 × 32 float32, 4 KiB apart. Each block's
+// steps ask for the next block (the last block: last) into L2, 2 KiB a
+// step.
+TEXT ·amxRunBF16(SB), NOSPLIT, $0-88
+	MOVQ cfg+72(FP), AX
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00 // LDTILECFG (AX)
+	MOVQ out+64(FP), AX
+	MOVQ b+16(FP), R13 // this block of B
+	MOVQ nb+0(FP), BX
+	MOVQ ldb+24(FP), DX
+	MOVQ bstep+32(FP), R11
+	MOVQ $64, R9 // a packed A tile's row pitch
+amxRunBF16_block:
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // TILEZERO T0
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // TILEZERO T1
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // TILEZERO T2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd8 // TILEZERO T3
+	MOVQ R13, SI
+	MOVQ bhalf+40(FP), R8
+	ADDQ SI, R8 // B's row 16
+	MOVQ act+56(FP), DI
+	MOVQ k32+8(FP), CX
+	MOVQ CX, R10
+	SHLQ $10, R10
+	ADDQ DI, R10 // the second half's run of A tiles
+	MOVQ bblock+48(FP), R12
+	ADDQ R13, R12 // the next block, to prefetch
+	CMPQ BX, $1
+	JNE amxRunBF16_step
+	MOVQ last+80(FP), R12
+amxRunBF16_step:
+	PREFETCHT1 0(R12)
+	PREFETCHT1 64(R12)
+	PREFETCHT1 128(R12)
+	PREFETCHT1 192(R12)
+	PREFETCHT1 256(R12)
+	PREFETCHT1 320(R12)
+	PREFETCHT1 384(R12)
+	PREFETCHT1 448(R12)
+	PREFETCHT1 512(R12)
+	PREFETCHT1 576(R12)
+	PREFETCHT1 640(R12)
+	PREFETCHT1 704(R12)
+	PREFETCHT1 768(R12)
+	PREFETCHT1 832(R12)
+	PREFETCHT1 896(R12)
+	PREFETCHT1 960(R12)
+	PREFETCHT1 1024(R12)
+	PREFETCHT1 1088(R12)
+	PREFETCHT1 1152(R12)
+	PREFETCHT1 1216(R12)
+	PREFETCHT1 1280(R12)
+	PREFETCHT1 1344(R12)
+	PREFETCHT1 1408(R12)
+	PREFETCHT1 1472(R12)
+	PREFETCHT1 1536(R12)
+	PREFETCHT1 1600(R12)
+	PREFETCHT1 1664(R12)
+	PREFETCHT1 1728(R12)
+	PREFETCHT1 1792(R12)
+	PREFETCHT1 1856(R12)
+	PREFETCHT1 1920(R12)
+	PREFETCHT1 1984(R12)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x16 // TILELOADD (SI)(DX*1), T4
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7b; BYTE $0x4b; BYTE $0x2c; BYTE $0x10 // TILELOADD (R8)(DX*1), T5
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x0f // TILELOADD (DI)(R9*1), T6
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x3c; BYTE $0x0a // TILELOADD (R10)(R9*1), T7
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xc4 // TDPBF16PS T0 += T4·T6
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xcc // TDPBF16PS T1 += T4·T7
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xd5 // TDPBF16PS T2 += T5·T6
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xdd // TDPBF16PS T3 += T5·T7
+	ADDQ R11, SI
+	ADDQ R11, R8
+	ADDQ $1024, DI
+	ADDQ $1024, R10
+	ADDQ $2048, R12
+	DECQ CX
+	JNZ amxRunBF16_step
+	LEAQ 2048(AX), CX // the block's row 16
+	MOVQ $128, DI // the block's row pitch
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x38 // TILESTORED T0, (AX)(DI*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x38; BYTE $0x40 // TILESTORED T1, 64(AX)(DI*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x14; BYTE $0x39 // TILESTORED T2, (CX)(DI*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x39; BYTE $0x40 // TILESTORED T3, 64(CX)(DI*1)
+	ADDQ $4096, AX
+	ADDQ bblock+48(FP), R13
+	DECQ BX
+	JNZ amxRunBF16_block
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
+	RET
+
+// func amxRunBF16T0(nb, k32 int, b *uint16, ldb, bstep, bhalf, bblock uintptr, act *uint16, out *float32, cfg *byte, last uintptr)
+//
+// nb blocks of 32 rows of B one after the other (bblock bytes apart)
+// against the same 32 packed rows of A, as amxBlockBF16 computes one:
+// a block's rows 16-31 start bhalf bytes after its rows 0-15, a tile's
+// rows are ldb bytes apart, each step of depth 32 moves bstep bytes
+// (B in place: 2k, 16·2k, 64; B packed by packAMXB: 64, k32 KiB, 1 KiB).
+// out receives nb blocks of 32 × 32 float32, 4 KiB apart. Each block's
+// steps ask for the next block (the last block: last) into L2, 2 KiB a
+// step. Each step also asks for B's and A's tiles two steps
+// ahead into L1, so that the tile loads find their lines there.
+TEXT ·amxRunBF16T0(SB), NOSPLIT, $0-88
+	MOVQ cfg+72(FP), AX
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00 // LDTILECFG (AX)
+	MOVQ out+64(FP), AX
+	MOVQ b+16(FP), R13 // this block of B
+	MOVQ nb+0(FP), BX
+	MOVQ ldb+24(FP), DX
+	MOVQ bstep+32(FP), R11
+	MOVQ $64, R9 // a packed A tile's row pitch
+	LEAQ (DX)(DX*2), R15 // 3 rows of B
+amxRunBF16T0_block:
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // TILEZERO T0
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // TILEZERO T1
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // TILEZERO T2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd8 // TILEZERO T3
+	MOVQ R13, SI
+	MOVQ bhalf+40(FP), R8
+	ADDQ SI, R8 // B's row 16
+	MOVQ act+56(FP), DI
+	MOVQ k32+8(FP), CX
+	MOVQ CX, R10
+	SHLQ $10, R10
+	ADDQ DI, R10 // the second half's run of A tiles
+	MOVQ bblock+48(FP), R12
+	ADDQ R13, R12 // the next block, to prefetch
+	CMPQ BX, $1
+	JNE amxRunBF16T0_step
+	MOVQ last+80(FP), R12
+amxRunBF16T0_step:
+	PREFETCHT1 0(R12)
+	PREFETCHT1 64(R12)
+	PREFETCHT1 128(R12)
+	PREFETCHT1 192(R12)
+	PREFETCHT1 256(R12)
+	PREFETCHT1 320(R12)
+	PREFETCHT1 384(R12)
+	PREFETCHT1 448(R12)
+	PREFETCHT1 512(R12)
+	PREFETCHT1 576(R12)
+	PREFETCHT1 640(R12)
+	PREFETCHT1 704(R12)
+	PREFETCHT1 768(R12)
+	PREFETCHT1 832(R12)
+	PREFETCHT1 896(R12)
+	PREFETCHT1 960(R12)
+	PREFETCHT1 1024(R12)
+	PREFETCHT1 1088(R12)
+	PREFETCHT1 1152(R12)
+	PREFETCHT1 1216(R12)
+	PREFETCHT1 1280(R12)
+	PREFETCHT1 1344(R12)
+	PREFETCHT1 1408(R12)
+	PREFETCHT1 1472(R12)
+	PREFETCHT1 1536(R12)
+	PREFETCHT1 1600(R12)
+	PREFETCHT1 1664(R12)
+	PREFETCHT1 1728(R12)
+	PREFETCHT1 1792(R12)
+	PREFETCHT1 1856(R12)
+	PREFETCHT1 1920(R12)
+	PREFETCHT1 1984(R12)
+	LEAQ (SI)(R11*2), R14
+	PREFETCHT0 (R14)
+	PREFETCHT0 (R14)(DX*1)
+	PREFETCHT0 (R14)(DX*2)
+	PREFETCHT0 (R14)(R15*1)
+	LEAQ (R14)(DX*4), R14
+	PREFETCHT0 (R14)
+	PREFETCHT0 (R14)(DX*1)
+	PREFETCHT0 (R14)(DX*2)
+	PREFETCHT0 (R14)(R15*1)
+	LEAQ (R14)(DX*4), R14
+	PREFETCHT0 (R14)
+	PREFETCHT0 (R14)(DX*1)
+	PREFETCHT0 (R14)(DX*2)
+	PREFETCHT0 (R14)(R15*1)
+	LEAQ (R14)(DX*4), R14
+	PREFETCHT0 (R14)
+	PREFETCHT0 (R14)(DX*1)
+	PREFETCHT0 (R14)(DX*2)
+	PREFETCHT0 (R14)(R15*1)
+	LEAQ (R8)(R11*2), R14
+	PREFETCHT0 (R14)
+	PREFETCHT0 (R14)(DX*1)
+	PREFETCHT0 (R14)(DX*2)
+	PREFETCHT0 (R14)(R15*1)
+	LEAQ (R14)(DX*4), R14
+	PREFETCHT0 (R14)
+	PREFETCHT0 (R14)(DX*1)
+	PREFETCHT0 (R14)(DX*2)
+	PREFETCHT0 (R14)(R15*1)
+	LEAQ (R14)(DX*4), R14
+	PREFETCHT0 (R14)
+	PREFETCHT0 (R14)(DX*1)
+	PREFETCHT0 (R14)(DX*2)
+	PREFETCHT0 (R14)(R15*1)
+	LEAQ (R14)(DX*4), R14
+	PREFETCHT0 (R14)
+	PREFETCHT0 (R14)(DX*1)
+	PREFETCHT0 (R14)(DX*2)
+	PREFETCHT0 (R14)(R15*1)
+	PREFETCHT0 2048(DI)
+	PREFETCHT0 2112(DI)
+	PREFETCHT0 2176(DI)
+	PREFETCHT0 2240(DI)
+	PREFETCHT0 2304(DI)
+	PREFETCHT0 2368(DI)
+	PREFETCHT0 2432(DI)
+	PREFETCHT0 2496(DI)
+	PREFETCHT0 2560(DI)
+	PREFETCHT0 2624(DI)
+	PREFETCHT0 2688(DI)
+	PREFETCHT0 2752(DI)
+	PREFETCHT0 2816(DI)
+	PREFETCHT0 2880(DI)
+	PREFETCHT0 2944(DI)
+	PREFETCHT0 3008(DI)
+	PREFETCHT0 2048(R10)
+	PREFETCHT0 2112(R10)
+	PREFETCHT0 2176(R10)
+	PREFETCHT0 2240(R10)
+	PREFETCHT0 2304(R10)
+	PREFETCHT0 2368(R10)
+	PREFETCHT0 2432(R10)
+	PREFETCHT0 2496(R10)
+	PREFETCHT0 2560(R10)
+	PREFETCHT0 2624(R10)
+	PREFETCHT0 2688(R10)
+	PREFETCHT0 2752(R10)
+	PREFETCHT0 2816(R10)
+	PREFETCHT0 2880(R10)
+	PREFETCHT0 2944(R10)
+	PREFETCHT0 3008(R10)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x16 // TILELOADD (SI)(DX*1), T4
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7b; BYTE $0x4b; BYTE $0x2c; BYTE $0x10 // TILELOADD (R8)(DX*1), T5
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x0f // TILELOADD (DI)(R9*1), T6
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x3c; BYTE $0x0a // TILELOADD (R10)(R9*1), T7
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xc4 // TDPBF16PS T0 += T4·T6
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xcc // TDPBF16PS T1 += T4·T7
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xd5 // TDPBF16PS T2 += T5·T6
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xdd // TDPBF16PS T3 += T5·T7
+	ADDQ R11, SI
+	ADDQ R11, R8
+	ADDQ $1024, DI
+	ADDQ $1024, R10
+	ADDQ $2048, R12
+	DECQ CX
+	JNZ amxRunBF16T0_step
+	LEAQ 2048(AX), CX // the block's row 16
+	MOVQ $128, DI // the block's row pitch
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x38 // TILESTORED T0, (AX)(DI*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x38; BYTE $0x40 // TILESTORED T1, 64(AX)(DI*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x14; BYTE $0x39 // TILESTORED T2, (CX)(DI*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x39; BYTE $0x40 // TILESTORED T3, 64(CX)(DI*1)
+	ADDQ $4096, AX
+	ADDQ bblock+48(FP), R13
+	DECQ BX
+	JNZ amxRunBF16T0_block
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
+	RET
+
+// func amxRunBF16NP(nb, k32 int, b *uint16, ldb, bstep, bhalf, bblock uintptr, act *uint16, out *float32, cfg *byte, last uintptr)
+//
+// nb blocks of 32 rows of B one after the other (bblock bytes apart)
+// against the same 32 packed rows of A, as amxBlockBF16 computes one:
+// a block's rows 16-31 start bhalf bytes after its rows 0-15, a tile's
+// rows are ldb bytes apart, each step of depth 32 moves bstep bytes
+// (B in place: 2k, 16·2k, 64; B packed by packAMXB: 64, k32 KiB, 1 KiB).
+// out receives nb blocks of 32 × 32 float32, 4 KiB apart.
+// Nothing is prefetched (last is not read): the hardware's prefetchers alone.
+TEXT ·amxRunBF16NP(SB), NOSPLIT, $0-88
+	MOVQ cfg+72(FP), AX
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00 // LDTILECFG (AX)
+	MOVQ out+64(FP), AX
+	MOVQ b+16(FP), R13 // this block of B
+	MOVQ nb+0(FP), BX
+	MOVQ ldb+24(FP), DX
+	MOVQ bstep+32(FP), R11
+	MOVQ $64, R9 // a packed A tile's row pitch
+amxRunBF16NP_block:
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // TILEZERO T0
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // TILEZERO T1
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // TILEZERO T2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd8 // TILEZERO T3
+	MOVQ R13, SI
+	MOVQ bhalf+40(FP), R8
+	ADDQ SI, R8 // B's row 16
+	MOVQ act+56(FP), DI
+	MOVQ k32+8(FP), CX
+	MOVQ CX, R10
+	SHLQ $10, R10
+	ADDQ DI, R10 // the second half's run of A tiles
+	MOVQ bblock+48(FP), R12
+	ADDQ R13, R12 // the next block, to prefetch
+	CMPQ BX, $1
+	JNE amxRunBF16NP_step
+	MOVQ last+80(FP), R12
+amxRunBF16NP_step:
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x16 // TILELOADD (SI)(DX*1), T4
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7b; BYTE $0x4b; BYTE $0x2c; BYTE $0x10 // TILELOADD (R8)(DX*1), T5
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x0f // TILELOADD (DI)(R9*1), T6
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x3c; BYTE $0x0a // TILELOADD (R10)(R9*1), T7
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xc4 // TDPBF16PS T0 += T4·T6
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xcc // TDPBF16PS T1 += T4·T7
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xd5 // TDPBF16PS T2 += T5·T6
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xdd // TDPBF16PS T3 += T5·T7
+	ADDQ R11, SI
+	ADDQ R11, R8
+	ADDQ $1024, DI
+	ADDQ $1024, R10
+	ADDQ $2048, R12
+	DECQ CX
+	JNZ amxRunBF16NP_step
+	LEAQ 2048(AX), CX // the block's row 16
+	MOVQ $128, DI // the block's row pitch
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x38 // TILESTORED T0, (AX)(DI*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x38; BYTE $0x40 // TILESTORED T1, 64(AX)(DI*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x14; BYTE $0x39 // TILESTORED T2, (CX)(DI*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x39; BYTE $0x40 // TILESTORED T3, 64(CX)(DI*1)
+	ADDQ $4096, AX
+	ADDQ bblock+48(FP), R13
+	DECQ BX
+	JNZ amxRunBF16NP_block
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
+	RET

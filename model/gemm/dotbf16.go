@@ -47,12 +47,27 @@ func SgemmDotBF16TransB(m, n, k int, alpha float32, a []float32, lda int, b []ui
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	// A rounded once, in rows of k padded with zero rows to a multiple of
-	// eight (the tile kernel's tile is four rows, packPairs takes eight),
-	// shared by every thread.
+	sa := roundRowsBF16(m, k, a, lda, threads)
+	defer putDotScratch(sa)
+	a16 := *sa
+	switch bf16Kernel(m) {
+	case "amx":
+		sgemmAMX(m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
+	case "panels":
+		dotPanels(m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
+	default:
+		dotRows(m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
+	}
+	return true
+}
+
+// roundRowsBF16 returns A rounded to bf16 once, in rows of k padded with
+// zero rows to a multiple of eight (the tile kernel's tile is four rows,
+// packPairs takes eight), shared by every thread; putDotScratch takes it
+// back.
+func roundRowsBF16(m, k int, a []float32, lda int, threads int) *[]uint16 {
 	mp := (m + 7) &^ 7
 	sa := getDotScratch(mp * k)
-	defer putDotScratch(sa)
 	a16 := *sa
 	forEach(threads, mp/8, func(t int) {
 		for i := t * 8; i < t*8+8; i++ {
@@ -64,15 +79,7 @@ func SgemmDotBF16TransB(m, n, k int, alpha float32, a []float32, lda int, b []ui
 			cvtBF16(k/32, &a[i*lda], &row[0])
 		}
 	})
-	switch bf16Kernel(m) {
-	case "amx":
-		sgemmAMX(m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
-	case "panels":
-		dotPanels(m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
-	default:
-		dotRows(m, n, k, alpha, a16, b, ldb, beta, c, ldc, threads)
-	}
-	return true
+	return sa
 }
 
 // dotRows is the tile kernel's product from the rounded rows a16 (k

@@ -88,4 +88,101 @@ amx("tilestored %tmm2, (%r11,%r9,1)", "TILESTORED T2, (R11)(R9*1)")
 amx("tilestored %tmm3, 64(%r11,%r9,1)", "TILESTORED T3, 64(R11)(R9*1)")
 amx("tilerelease", "TILERELEASE")
 w("\tRET")
+def run_kernel(name, t0, t1=True):
+    """A run of nb blocks of B in one call (one tile configuration for
+    all of them), B's layout given by its pitches; with t0, each step also
+    asks for the tiles two steps ahead into L1."""
+    w("")
+    w(f"// func {name}(nb, k32 int, b *uint16, ldb, bstep, bhalf, bblock uintptr, act *uint16, out *float32, cfg *byte, last uintptr)")
+    w("//")
+    w("// nb blocks of 32 rows of B one after the other (bblock bytes apart)")
+    w("// against the same 32 packed rows of A, as amxBlockBF16 computes one:")
+    w("// a block's rows 16-31 start bhalf bytes after its rows 0-15, a tile's")
+    w("// rows are ldb bytes apart, each step of depth 32 moves bstep bytes")
+    w("// (B in place: 2k, 16·2k, 64; B packed by packAMXB: 64, k32 KiB, 1 KiB).")
+    w("// out receives nb blocks of 32 × 32 float32, 4 KiB apart." + (" Each block's" if t1 else ""))
+    if t1:
+        w("// steps ask for the next block (the last block: last) into L2, 2 KiB a")
+        w("// step." + (" Each step also asks for B's and A's tiles two steps" if t0 else ""))
+    else:
+        w("// Nothing is prefetched (last is not read): the hardware's prefetchers alone.")
+    if t0:
+        w("// ahead into L1, so that the tile loads find their lines there.")
+    w(f"TEXT ·{name}(SB), NOSPLIT, $0-88")
+    w("\tMOVQ cfg+72(FP), AX")
+    amx("ldtilecfg (%rax)", "LDTILECFG (AX)")
+    w("\tMOVQ out+64(FP), AX")
+    w("\tMOVQ b+16(FP), R13 // this block of B")
+    w("\tMOVQ nb+0(FP), BX")
+    w("\tMOVQ ldb+24(FP), DX")
+    w("\tMOVQ bstep+32(FP), R11")
+    w("\tMOVQ $64, R9 // a packed A tile's row pitch")
+    if t0:
+        w("\tLEAQ (DX)(DX*2), R15 // 3 rows of B")
+    w(f"{name}_block:")
+    for t in range(4):
+        amx(f"tilezero %tmm{t}", f"TILEZERO T{t}")
+    w("\tMOVQ R13, SI")
+    w("\tMOVQ bhalf+40(FP), R8")
+    w("\tADDQ SI, R8 // B's row 16")
+    w("\tMOVQ act+56(FP), DI")
+    w("\tMOVQ k32+8(FP), CX")
+    w("\tMOVQ CX, R10")
+    w("\tSHLQ $10, R10")
+    w("\tADDQ DI, R10 // the second half's run of A tiles")
+    w("\tMOVQ bblock+48(FP), R12")
+    w("\tADDQ R13, R12 // the next block, to prefetch")
+    w("\tCMPQ BX, $1")
+    w(f"\tJNE {name}_step")
+    w("\tMOVQ last+80(FP), R12")
+    w(f"{name}_step:")
+    if t1:
+        for line in range(32):
+            w(f"\tPREFETCHT1 {64 * line}(R12)")
+    if t0:
+        for base in ("SI", "R8"):
+            w(f"\tLEAQ ({base})(R11*2), R14")
+            for quad in range(4):
+                w("\tPREFETCHT0 (R14)")
+                w("\tPREFETCHT0 (R14)(DX*1)")
+                w("\tPREFETCHT0 (R14)(DX*2)")
+                w("\tPREFETCHT0 (R14)(R15*1)")
+                if quad < 3:
+                    w("\tLEAQ (R14)(DX*4), R14")
+        for base in ("DI", "R10"):
+            for line in range(16):
+                w(f"\tPREFETCHT0 {2048 + 64 * line}({base})")
+    amx("tileloadd (%rsi,%rdx,1), %tmm4", "TILELOADD (SI)(DX*1), T4")
+    amx("tileloadd (%r8,%rdx,1), %tmm5", "TILELOADD (R8)(DX*1), T5")
+    amx("tileloadd (%rdi,%r9,1), %tmm6", "TILELOADD (DI)(R9*1), T6")
+    amx("tileloadd (%r10,%r9,1), %tmm7", "TILELOADD (R10)(R9*1), T7")
+    amx("tdpbf16ps %tmm6, %tmm4, %tmm0", "TDPBF16PS T0 += T4·T6")
+    amx("tdpbf16ps %tmm7, %tmm4, %tmm1", "TDPBF16PS T1 += T4·T7")
+    amx("tdpbf16ps %tmm6, %tmm5, %tmm2", "TDPBF16PS T2 += T5·T6")
+    amx("tdpbf16ps %tmm7, %tmm5, %tmm3", "TDPBF16PS T3 += T5·T7")
+    w("\tADDQ R11, SI")
+    w("\tADDQ R11, R8")
+    w("\tADDQ $1024, DI")
+    w("\tADDQ $1024, R10")
+    w("\tADDQ $2048, R12")
+    w("\tDECQ CX")
+    w(f"\tJNZ {name}_step")
+    w("\tLEAQ 2048(AX), CX // the block's row 16")
+    w("\tMOVQ $128, DI // the block's row pitch")
+    amx("tilestored %tmm0, (%rax,%rdi,1)", "TILESTORED T0, (AX)(DI*1)")
+    amx("tilestored %tmm1, 64(%rax,%rdi,1)", "TILESTORED T1, 64(AX)(DI*1)")
+    amx("tilestored %tmm2, (%rcx,%rdi,1)", "TILESTORED T2, (CX)(DI*1)")
+    amx("tilestored %tmm3, 64(%rcx,%rdi,1)", "TILESTORED T3, 64(CX)(DI*1)")
+    w("\tADDQ $4096, AX")
+    w("\tADDQ bblock+48(FP), R13")
+    w("\tDECQ BX")
+    w(f"\tJNZ {name}_block")
+    amx("tilerelease", "TILERELEASE")
+    w("\tRET")
+
+
+run_kernel("amxRunBF16", False)
+run_kernel("amxRunBF16T0", True)
+run_kernel("amxRunBF16NP", False, t1=False)
+
 print("\n".join(out))
