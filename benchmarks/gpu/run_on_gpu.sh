@@ -166,7 +166,7 @@ cpudecode() { # the batch-32 decode kernels alone (model's DecodeBatch05B: float
 amxtests() { # package gemm's bf16 and AMX tests (.gpu/gemm.test): the tile kernel against its Go model, the driver, the whole product against float64
 	[ -x "$ROOT/.gpu/gemm.test" ] || return 0
 	step "gemm AMX and bf16 tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && R1GO_AMX=1 R1GO_AMX_REQUIRE=1 '$ROOT/.gpu/gemm.test' \
-		-test.run 'AMX|DotBF16|CvtBF16|Swapped|PackPairs' -test.v -test.bench '${AMX_BENCH:-DotBF16$|DotBF16Rows|AMXBlock}' -test.benchtime 200x"
+		-test.run 'AMX|DotBF16|CvtBF16|Swapped|PackPairs' -test.v -test.bench '${AMX_BENCH:-DotBF16$|DotBF16Rows|AMXRun}' -test.benchtime 200x"
 }
 
 amxbench() { # amxbench N: BenchmarkDotBF16Rows's batch-16, -32 and -64 rows on N cores, every kernel this CPU has
@@ -254,10 +254,10 @@ amx) # issue 20 on this host's Xeon: the AMX tile path (gemm's tests, then the b
 amxab) # after a change to the AMX path: its tests, then .gpu/base (R1GO_AMX=1) and the head (AMX by default) alternating
 	info >/dev/null
 	lscpu >>"$OUT/amx.log" 2>&1
-	AMX_BENCH='DotBF16$|AMXBlock' amxtests
+	AMX_BENCH='AMXRun' amxtests
 	amxstream 2
 	export CPU_THREADS=2
-	for rep in 1 2; do
+	for rep in 1 2 3; do
 		R1GO_AMX=1 BIN_DIR=$ROOT/.gpu/base BIN_TAG="base, run $rep" DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
 		BIN_TAG="head, run $rep" DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
 	done
@@ -267,24 +267,6 @@ amxab) # after a change to the AMX path: its tests, then .gpu/base (R1GO_AMX=1) 
 	amxstream "$(nproc)"
 	CPU_THREADS=$(nproc) BIN_TAG=head DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
 	BIN_TAG="head, profile" DECODE_FILTER='DecodeBatch05B/bf16-copy' DECODE_STEPS=16 DECODE_ARGS="-test.cpuprofile $OUT/decode_amx.pprof" cpudecode
-	;;
-amxrun) # the AMX run kernels (runs of blocks a call; prefetch modes; B packed) against the block kernel, same binaries, taking turns
-	info >/dev/null
-	lscpu >>"$OUT/amx.log" 2>&1
-	AMX_BENCH='AMXRun' amxtests
-	amxstream 2
-	export CPU_THREADS=2
-	for rep in 1 2; do
-		for mode in block run run-nopf; do
-			R1GO_AMX_MODE=$mode BIN_TAG="$mode, run $rep" DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
-		done
-	done
-	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
-	for mode in ${ROLLOUT_MODES:-run block}; do
-		R1GO_AMX_MODE=$mode BIN_TAG=$mode STEP_ROLLOUT=bfloat16 cpustep
-	done
-	amxstream "$(nproc)"
-	R1GO_AMX_MODE=run BIN_TAG="run, profile" DECODE_FILTER='DecodeBatch05B/bf16-copy' DECODE_STEPS=16 DECODE_ARGS="-test.cpuprofile $OUT/decode_amx.pprof" cpudecode
 	;;
 cpu) # issue 20 on this host's CPU after the decode changes, then the transformers RL step
 	info >/dev/null
@@ -297,7 +279,7 @@ cpu) # issue 20 on this host's CPU after the decode changes, then the transforme
 cuda) cudatests ;;
 e2e) e2e ;;
 *)
-	echo "usage: run_on_gpu.sh parity|bench|all|first|again|final|session8|cpu|amx|amxab|amxrun|cuda|e2e" >&2
+	echo "usage: run_on_gpu.sh parity|bench|all|first|again|final|session8|cpu|amx|amxab|cuda|e2e" >&2
 	exit 2
 	;;
 esac

@@ -23,7 +23,8 @@ import (
 // row's bf16 values at depth 2kk and 2kk+1 side by side (packAMX, the
 // broadcast kernels' packPairs for 16 rows at a time). Each
 // block of 32 B rows × 32 A rows is four tiles of sums, stored and then
-// written to C transposed. The contract is SgemmDotBF16TransB's: A rounded
+// written to C transposed; a kernel call takes a run of blocks, so that
+// the tile configuration is loaded once for several. The contract is SgemmDotBF16TransB's: A rounded
 // to bf16, products summed in float32 (in another order than the vector
 // path; the tile unit also treats denormal inputs as zero).
 //
@@ -31,7 +32,7 @@ import (
 // (arch_prctl ARCH_REQ_XCOMP_PERM), once, for all its threads; a
 // process that did not ask dies of SIGILL at the first tile instruction.
 // The path is taken where the CPU reports AMX-BF16, the kernel grants the
-// state and a first product agrees with amxBlockGo, unless R1GO_AMX=0
+// state and a first product agrees with amxRunGo, unless R1GO_AMX=0
 // turns it off. On the GPU machine's Xeon (Emerald Rapids, 2 cores) it
 // ran the bf16 rollout copy's batch-32 decode 2.8 × faster than the
 // vector kernels (benchmarks/README.md, session 7).
@@ -39,7 +40,7 @@ import (
 // amxRows is the block's side: two tiles of 16 rows of B, two of A.
 const amxRows = 32
 
-// amxTileConfig is the tile configuration amxBlockBF16 loads: palette 1,
+// amxTileConfig is the tile configuration the kernels load: palette 1,
 // eight tiles of 16 rows of 64 bytes (byte 0 the palette, bytes 16-31 the
 // bytes per row of tiles 0-7 as uint16, bytes 48-55 their rows).
 var amxTileConfig = func() (cfg [64]byte) {
@@ -83,10 +84,9 @@ func enableAMX() (bool, string) {
 }
 
 // amxSelfCheck runs one block of 32 × 32 × 64 on the tile unit and on
-// amxBlockGo and reports any disagreement (the values make every sum
-// exact, so there is no rounding to allow for): a CPU, kernel or emulator
-// that gets the tile instructions wrong must not silently corrupt a
-// rollout.
+// amxRunGo and reports any disagreement (the values make every sum exact,
+// so there is no rounding to allow for): a CPU, kernel or emulator that
+// gets the tile instructions wrong must not silently corrupt a rollout.
 func amxSelfCheck() error {
 	const k = 64
 	b := make([]uint16, amxRows*k)
@@ -98,8 +98,8 @@ func amxSelfCheck() error {
 	act := make([]uint16, amxRows*k)
 	packAMX(a, amxRows, k, act)
 	got, want := make([]float32, amxRows*amxRows), make([]float32, amxRows*amxRows)
-	amxAsm(k/32, b, k, act, got, nil)
-	amxBlockGo(k/32, b, k, act, want, nil)
+	amxRunAsm(true)(1, k/32, b, amxRowsLayout(k), act, got, b)
+	amxRunGo(1, k/32, b, amxRowsLayout(k), act, want, nil)
 	for i := range got {
 		// The values are small multiples of 2⁻⁷: every sum is exact.
 		if got[i] != want[i] {
@@ -112,12 +112,12 @@ func amxSelfCheck() error {
 func bf16Bits(f float32) uint16 { return uint16(math.Float32bits(f) >> 16) }
 
 // packAMX writes rows [0, rows) of the bf16 matrix a16 (k values each, k
-// apart, padded with zero rows to a multiple of 8) into dst as
-// amxBlockBF16's A operand, rows padded with zeros to a multiple of 32:
-// for each block of 32 rows, its two halves of 16 one after the other,
-// each in packPairs's 16-lane form (the 16 rows' pair p at 32-bit words
-// 16p to 16p+15), which is a run of k/32 tiles, one a step of depth 32.
-// dst has ceil(rows/32)·32·k values.
+// apart, padded with zero rows to a multiple of 8) into dst as the run
+// kernels' A operand, rows padded with zeros to a multiple of 32: for
+// each block of 32 rows, its two halves of 16 one after the other, each
+// in packPairs's 16-lane form (the 16 rows' pair p at 32-bit words 16p to
+// 16p+15), which is a run of k/32 tiles, one a step of depth 32. dst has
+// ceil(rows/32)·32·k values.
 func packAMX(a16 []uint16, rows, k int, dst []uint16) {
 	const half = amxRows / 2
 	for r0 := 0; r0 < ceilDiv(rows, amxRows)*amxRows; r0 += half {
@@ -130,53 +130,79 @@ func packAMX(a16 []uint16, rows, k int, dst []uint16) {
 	}
 }
 
-// amxBlockGo is amxBlockBF16 in Go, the tile instruction's arithmetic
+// amxLayout says where a run kernel finds B's tiles, in uint16 elements:
+// a tile's 16 rows are ld apart, a step of depth 32 moves step, a block's
+// rows 16-31 start half after its rows 0-15, and the next block starts
+// block after this one.
+type amxLayout struct{ ld, step, half, block int }
+
+// amxRowsLayout is B read in place, rows ldb apart: a tile row is 64
+// bytes of one row of B.
+func amxRowsLayout(ldb int) amxLayout { return amxLayout{ldb, 32, 16 * ldb, 32 * ldb} }
+
+// amxRunKernel computes nb blocks of Cᵀ = B·Aᵀ (32 rows of B each, in
+// layout lay from b) against the 32 packed rows act into out (nb blocks
+// of 32 × 32, B's rows down, A's across), asking, if it prefetches, for
+// last's lines while it does the last block.
+type amxRunKernel func(nb, k32 int, b []uint16, lay amxLayout, act []uint16, out []float32, last []uint16)
+
+// amxRunAsm returns the tile run kernel that prefetches the next block
+// into L2 (B from memory), or the one that prefetches nothing (B in cache).
+func amxRunAsm(prefetch bool) amxRunKernel {
+	fn := amxRunBF16NP
+	if prefetch {
+		fn = amxRunBF16
+	}
+	return func(nb, k32 int, b []uint16, lay amxLayout, act []uint16, out []float32, last []uint16) {
+		fn(nb, k32, &b[0], uintptr(2*lay.ld), uintptr(2*lay.step), uintptr(2*lay.half), uintptr(2*lay.block),
+			&act[0], &out[0], &amxTileConfig[0], uintptr(unsafe.Pointer(&last[0])))
+	}
+}
+
+// amxRunGo is the run kernel in Go, the tile instruction's arithmetic
 // spelled out (float32 sums, two products of a pair per step): the
 // reference of the self-check and the tests, and the kernel the driver's
 // tests run on CPUs without AMX.
-func amxBlockGo(k32 int, b []uint16, ldb int, act []uint16, out []float32, _ []uint16) {
+func amxRunGo(nb, k32 int, b []uint16, lay amxLayout, act []uint16, out []float32, _ []uint16) {
 	wide := func(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
-	for r := 0; r < amxRows; r++ {
-		for i := 0; i < amxRows; i++ {
-			t, ii := i/16, i%16
-			var s float32
-			for st := 0; st < k32; st++ {
-				tile := act[(t*k32+st)*512:][:512]
-				row := b[r*ldb+st*32:][:32]
-				for kk := 0; kk < 16; kk++ {
-					s = float32(s + wide(row[2*kk])*wide(tile[kk*32+2*ii]))
-					s = float32(s + wide(row[2*kk+1])*wide(tile[kk*32+2*ii+1]))
+	for q := 0; q < nb; q++ {
+		blk := b[q*lay.block:]
+		for r := 0; r < amxRows; r++ {
+			for i := 0; i < amxRows; i++ {
+				t, ii := i/16, i%16
+				var s float32
+				for st := 0; st < k32; st++ {
+					tile := act[(t*k32+st)*512:][:512]
+					row := blk[(r/16)*lay.half+st*lay.step+(r%16)*lay.ld:][:32]
+					for kk := 0; kk < 16; kk++ {
+						s = float32(s + wide(row[2*kk])*wide(tile[kk*32+2*ii]))
+						s = float32(s + wide(row[2*kk+1])*wide(tile[kk*32+2*ii+1]))
+					}
 				}
+				out[q*amxRows*amxRows+r*amxRows+i] = s
 			}
-			out[r*amxRows+i] = s
 		}
 	}
 }
 
-// amxKernel is a block kernel: amxKern is amxAsm, or amxBlockGo, which the
-// tests swap in to run the driver on CPUs without AMX. next, where not
-// nil, is the block of B this thread reads after b, for the kernel to
-// prefetch (amxBlockGo ignores it).
-type amxKernel func(k32 int, b []uint16, ldb int, act []uint16, out []float32, next []uint16)
+// amxKern holds the run kernels, streaming ([true]) and in cache
+// ([false]); the tests swap in amxRunGo.
+var amxKern = [2]amxRunKernel{amxRunAsm(false), amxRunAsm(true)}
 
-var amxKern amxKernel = amxAsm
-
-func amxAsm(k32 int, b []uint16, ldb int, act []uint16, out []float32, next []uint16) {
-	pf := uintptr(unsafe.Pointer(&b[0])) // no next block: the prefetches hit lines in hand
-	if next != nil {
-		pf = uintptr(unsafe.Pointer(&next[0]))
-	}
-	amxBlockBF16(k32, &b[0], uintptr(2*ldb), &act[0], &out[0], &amxTileConfig[0], pf)
-}
-
-// amxPrefetch passes each block's kernel the task's next block of B to
-// prefetch into L2 (the kernel's comment says why); off, the benchmarks'
-// same-run before. A decode step's products from memory (0.9 GB,
-// BenchmarkDotBF16Stream) on the GPU machine's Xeon read 19.2 GB/s with
-// it and 18.6 without on 2 cores, 48.9 and 45.8 on 16. Copying each block
-// in order into an L2 buffer first, so that memory is read as one stream,
-// was slower than both (12.7 and 41.1).
+// amxPrefetch lets the streaming kernel prefetch; off, the benchmarks'
+// same-run before. A decode step's products from memory
+// (BenchmarkDotBF16Stream) on the GPU machine's Xeon, best of five passes
+// taking turns: 23.0 GB/s with it, 22.8 without on 2 cores (session 12).
 var amxPrefetch = true
+
+// amxRunBytes bounds the bytes of B one kernel call takes (at least one
+// block, at most amxRunMax): a run is read from memory once and then, for
+// A of more than one block, again from L2.
+const amxRunBytes = 512 << 10
+
+// amxRunMax is the most blocks one call takes: their sums, 4 KiB a
+// block, are written to C after the call.
+const amxRunMax = 8
 
 // sgemmAMX is SgemmDotBF16TransB on the tile unit for the first n/32·32
 // rows of B, the vector path for the rest. a16 holds A already rounded
@@ -189,8 +215,14 @@ func sgemmAMX(m, n, k int, alpha float32, a16 []uint16, b []uint16, ldb int, bet
 	if full == 0 {
 		return
 	}
-	// A's blocks in chunks that stay in L2 while every block of B passes
-	// them: B is read from memory once per chunk (once for a decode batch).
+	amxProduct(m, full, k, alpha, a16, b, amxRowsLayout(ldb), beta, c, ldc, threads)
+}
+
+// amxProduct computes C's first full columns (full a multiple of 32) from
+// the rounded rows a16 and B in layout lay. A's blocks go in chunks that
+// stay in L2 while every block of B passes them: B is read from memory
+// once per chunk (once for a decode batch).
+func amxProduct(m, full, k int, alpha float32, a16, b []uint16, lay amxLayout, beta float32, c []float32, ldc int, threads int) {
 	chunk := max(amxRows, dotBlockBytes/(2*k)/amxRows*amxRows)
 	act := getDotScratch((min(m, chunk) + amxRows - 1) / amxRows * amxRows * k)
 	defer putDotScratch(act)
@@ -198,44 +230,45 @@ func sgemmAMX(m, n, k int, alpha float32, a16 []uint16, b []uint16, ldb int, bet
 		rows := min(chunk, m-r0)
 		pk := (*act)[:(rows+amxRows-1)/amxRows*amxRows*k]
 		packAMX(a16[r0*k:], rows, k, pk)
-		if amxMode == "block" {
-			amxChunk(r0, rows, full, k, alpha, pk, b, ldb, beta, c, ldc, threads)
-		} else {
-			amxChunkRun(r0, rows, full, k, alpha, pk, b, amxRowsLayout(ldb), beta, c, ldc, threads, amxRunKern[amxMode])
-		}
+		amxChunk(r0, rows, full, k, alpha, pk, b, lay, beta, c, ldc, threads)
 	}
 }
 
 // amxOut pools the blocks of sums a task writes C from.
-var amxOut sync.Pool
+var amxOut = sync.Pool{New: func() any { return new([amxRunMax * amxRows * amxRows]float32) }}
 
 // amxChunk computes rows [r0, r0+rows) of C's first full columns from the
-// packed rows pk, the threads taking runs of 32-row blocks of B.
-func amxChunk(r0, rows, full, k int, alpha float32, pk, b []uint16, ldb int, beta float32, c []float32, ldc int, threads int) {
+// packed rows pk, the threads taking runs of 32-row blocks of B (in
+// layout lay): the first block of A streams each run from memory, asking
+// for the next as it goes; the others find it in L2.
+func amxChunk(r0, rows, full, k int, alpha float32, pk, b []uint16, lay amxLayout, beta float32, c []float32, ldc int, threads int) {
 	blocksB, blocksA := full/amxRows, (rows+amxRows-1)/amxRows
 	tasks := min(blocksB, 8*threads)
+	perRun := min(amxRunMax, max(1, amxRunBytes/(amxRows*2*k)))
 	forEach(threads, tasks, func(t int) {
-		ob, _ := amxOut.Get().(*[amxRows * amxRows]float32)
-		if ob == nil {
-			ob = new([amxRows * amxRows]float32)
-		}
+		ob := amxOut.Get().(*[amxRunMax * amxRows * amxRows]float32)
 		defer amxOut.Put(ob)
-		out := ob[:]
 		end := (t + 1) * blocksB / tasks
-		for jb := t * blocksB / tasks; jb < end; jb++ {
-			j0 := jb * amxRows
-			// The task's last block prefetches nothing: the block after it
-			// is another task's, often on another core (prefetched anyway,
-			// it cost the down product, 28 blocks in 16 tasks on 2 cores,
-			// 7-15 %).
-			var next []uint16
-			if amxPrefetch && jb+1 < end {
-				next = b[(j0+amxRows)*ldb:]
+		for j := t * blocksB / tasks; j < end; j += perRun {
+			nb := min(perRun, end-j)
+			// The run's last block asks for the task's next run, or for
+			// its own lines: the block after the task is another task's,
+			// often on another core (prefetched anyway, it cost the down
+			// product, 28 blocks in 16 tasks on 2 cores, 7-15 %).
+			last := b[(j+nb-1)*lay.block:]
+			if j+nb < end {
+				last = b[(j+nb)*lay.block:]
 			}
 			for ib := 0; ib < blocksA; ib++ {
-				amxKern(k/32, b[j0*ldb:], ldb, pk[ib*amxRows*k:], out, next)
-				// out is Cᵀ's block: B's rows down, A's across.
-				storeCT(out, amxRows, amxRows, r0+ib*amxRows, min(amxRows, rows-ib*amxRows), j0, alpha, beta, c, ldc)
+				kern := amxKern[0]
+				if ib == 0 && amxPrefetch {
+					kern = amxKern[1]
+				}
+				kern(nb, k/32, b[j*lay.block:], lay, pk[ib*amxRows*k:], ob[:], last)
+				for q := 0; q < nb; q++ {
+					// ob's blocks are Cᵀ's: B's rows down, A's across.
+					storeCT(ob[q*amxRows*amxRows:], amxRows, amxRows, r0+ib*amxRows, min(amxRows, rows-ib*amxRows), (j+q)*amxRows, alpha, beta, c, ldc)
+				}
 			}
 		}
 	})

@@ -2,116 +2,31 @@
 
 #include "textflag.h"
 
-// func amxBlockBF16(k32 int, b *uint16, ldb uintptr, act *uint16, out *float32, cfg *byte, next uintptr)
-//
-// One block of Cᵀ = B·Aᵀ: 32 rows of B (bf16, ldb bytes apart, read in
-// place) against 32 rows of A packed by packAMX (two runs of k32 1 KiB
-// tiles, one run a half of the rows: row kk of step s's tile holds, for
-// its 16 rows of A, the bf16 pair at depth 32s+2kk, 32s+2kk+1). out
-// receives the 32 × 32 float32 block row-major, B's rows down, A's
-// across (128 bytes a row). The tile configuration cfg (palette 1,
-// eight tiles of 16 rows of 64 bytes) is loaded on entry and released
-// on exit, so no tile state outlives the call: a goroutine may move to
-// another thread between calls, never within one (Go does not preempt
-// assembly).
-//
-// next is where the block this thread reads after this one starts (or
-// this block, to prefetch nothing new): each step asks for 2 KiB of it
-// into L2, 32 lines, so that it has arrived when the loop is done with
-// this one (a block of 32 rows is 32 · 2k bytes, k32 steps of 2 KiB).
-// The tile loads read 32 rows a line at a time, 32 streams that the
-// hardware prefetchers follow less well than one (amx.go, amxPrefetch).
-// next is a plain address (prefetches do not fault).
-//
-// Tiles: T0-T3 the four 16 × 16 float32 quarters of the block, T4-T5
-// B's rows 0-15 and 16-31 (16 × 32 bf16), T6-T7 the packed A tiles.
-TEXT ·amxBlockBF16(SB), NOSPLIT, $0-56
-	MOVQ cfg+40(FP), AX
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00 // LDTILECFG (AX)
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // TILEZERO T0
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // TILEZERO T1
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // TILEZERO T2
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd8 // TILEZERO T3
-	MOVQ k32+0(FP), CX
-	MOVQ b+8(FP), SI
-	MOVQ ldb+16(FP), DX
-	MOVQ DX, R8
-	SHLQ $4, R8
-	ADDQ SI, R8 // B's row 16
-	MOVQ act+24(FP), DI
-	MOVQ CX, R10
-	SHLQ $10, R10
-	ADDQ DI, R10 // the second half's run of A tiles
-	MOVQ $64, R9 // a packed tile's row pitch
-	MOVQ next+48(FP), R12
-loop:
-	PREFETCHT1 0(R12)
-	PREFETCHT1 64(R12)
-	PREFETCHT1 128(R12)
-	PREFETCHT1 192(R12)
-	PREFETCHT1 256(R12)
-	PREFETCHT1 320(R12)
-	PREFETCHT1 384(R12)
-	PREFETCHT1 448(R12)
-	PREFETCHT1 512(R12)
-	PREFETCHT1 576(R12)
-	PREFETCHT1 640(R12)
-	PREFETCHT1 704(R12)
-	PREFETCHT1 768(R12)
-	PREFETCHT1 832(R12)
-	PREFETCHT1 896(R12)
-	PREFETCHT1 960(R12)
-	PREFETCHT1 1024(R12)
-	PREFETCHT1 1088(R12)
-	PREFETCHT1 1152(R12)
-	PREFETCHT1 1216(R12)
-	PREFETCHT1 1280(R12)
-	PREFETCHT1 1344(R12)
-	PREFETCHT1 1408(R12)
-	PREFETCHT1 1472(R12)
-	PREFETCHT1 1536(R12)
-	PREFETCHT1 1600(R12)
-	PREFETCHT1 1664(R12)
-	PREFETCHT1 1728(R12)
-	PREFETCHT1 1792(R12)
-	PREFETCHT1 1856(R12)
-	PREFETCHT1 1920(R12)
-	PREFETCHT1 1984(R12)
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x16 // TILELOADD (SI)(DX*1), T4
-	BYTE $0xc4; BYTE $0xc2; BYTE $0x7b; BYTE $0x4b; BYTE $0x2c; BYTE $0x10 // TILELOADD (R8)(DX*1), T5
-	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x0f // TILELOADD (DI)(R9*1), T6
-	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x3c; BYTE $0x0a // TILELOADD (R10)(R9*1), T7
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xc4 // TDPBF16PS T0 += T4·T6
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xcc // TDPBF16PS T1 += T4·T7
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xd5 // TDPBF16PS T2 += T5·T6
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xdd // TDPBF16PS T3 += T5·T7
-	ADDQ $64, SI
-	ADDQ $64, R8
-	ADDQ $1024, DI
-	ADDQ $1024, R10
-	ADDQ $2048, R12
-	DECQ CX
-	JNZ loop
-	MOVQ out+32(FP), AX
-	LEAQ 2048(AX), R11 // the block's row 16
-	MOVQ $128, R9 // the block's row pitch
-	BYTE $0xc4; BYTE $0xa2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x08 // TILESTORED T0, (AX)(R9*1)
-	BYTE $0xc4; BYTE $0xa2; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x08; BYTE $0x40 // TILESTORED T1, 64(AX)(R9*1)
-	BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x14; BYTE $0x0b // TILESTORED T2, (R11)(R9*1)
-	BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x0b; BYTE $0x40 // TILESTORED T3, 64(R11)(R9*1)
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
-	RET
-
 // func amxRunBF16(nb, k32 int, b *uint16, ldb, bstep, bhalf, bblock uintptr, act *uint16, out *float32, cfg *byte, last uintptr)
 //
-// nb blocks of 32 rows of B one after the other (bblock bytes apart)
-// against the same 32 packed rows of A, as amxBlockBF16 computes one:
-// a block's rows 16-31 start bhalf bytes after its rows 0-15, a tile's
-// rows are ldb bytes apart, each step of depth 32 moves bstep bytes
-// (B in place: 2k, 16·2k, 64; B packed by packAMXB: 64, k32 KiB, 1 KiB).
-// out receives nb blocks of 32 × 32 float32, 4 KiB apart. Each block's
-// steps ask for the next block (the last block: last) into L2, 2 KiB a
-// step.
+// nb blocks of Cᵀ = B·Aᵀ, each 32 rows of B against the same 32 rows of
+// A packed by packAMX (two runs of k32 1 KiB tiles, one run a half of the
+// rows: row kk of step s's tile holds, for its 16 rows of A, the bf16
+// pair at depth 32s+2kk, 32s+2kk+1). Where B's tiles are is given in
+// bytes: a tile's 16 rows are ldb apart, a step of depth 32 moves bstep,
+// a block's rows 16-31 start bhalf after its rows 0-15, the next block
+// bblock after this one (B in place: 2k, 64, 16·2k, 32·2k). out receives
+// the nb blocks of 32 × 32 float32 sums 4 KiB apart, each row-major, B's
+// rows down, A's across (128 bytes a row). The tile configuration cfg
+// (palette 1, eight tiles of 16 rows of 64 bytes) is loaded on entry and
+// released on exit, so no tile state outlives the call: a goroutine may
+// move to another thread between calls, never within one (Go does not
+// preempt assembly).
+//
+// Each step of a block asks for 2 KiB of the next block (of the last
+// block: of last, a plain address, as prefetches do not fault) into
+// L2, 32 lines, so that it has arrived when the loop is done with this
+// one (a block is 32 · 2k bytes, k32 steps of 2 KiB): the tile loads
+// read 32 rows a line at a time, 32 streams that the hardware
+// prefetchers follow less well than one.
+//
+// Tiles: T0-T3 the four 16 × 16 float32 quarters of a block, T4-T5 B's
+// rows 0-15 and 16-31 (16 × 32 bf16), T6-T7 the packed A tiles.
 TEXT ·amxRunBF16(SB), NOSPLIT, $0-88
 	MOVQ cfg+72(FP), AX
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00 // LDTILECFG (AX)
@@ -200,187 +115,27 @@ amxRunBF16_step:
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
 	RET
 
-// func amxRunBF16T0(nb, k32 int, b *uint16, ldb, bstep, bhalf, bblock uintptr, act *uint16, out *float32, cfg *byte, last uintptr)
-//
-// nb blocks of 32 rows of B one after the other (bblock bytes apart)
-// against the same 32 packed rows of A, as amxBlockBF16 computes one:
-// a block's rows 16-31 start bhalf bytes after its rows 0-15, a tile's
-// rows are ldb bytes apart, each step of depth 32 moves bstep bytes
-// (B in place: 2k, 16·2k, 64; B packed by packAMXB: 64, k32 KiB, 1 KiB).
-// out receives nb blocks of 32 × 32 float32, 4 KiB apart. Each block's
-// steps ask for the next block (the last block: last) into L2, 2 KiB a
-// step. Each step also asks for B's and A's tiles two steps
-// ahead into L1, so that the tile loads find their lines there.
-TEXT ·amxRunBF16T0(SB), NOSPLIT, $0-88
-	MOVQ cfg+72(FP), AX
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00 // LDTILECFG (AX)
-	MOVQ out+64(FP), AX
-	MOVQ b+16(FP), R13 // this block of B
-	MOVQ nb+0(FP), BX
-	MOVQ ldb+24(FP), DX
-	MOVQ bstep+32(FP), R11
-	MOVQ $64, R9 // a packed A tile's row pitch
-	LEAQ (DX)(DX*2), R15 // 3 rows of B
-amxRunBF16T0_block:
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // TILEZERO T0
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // TILEZERO T1
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // TILEZERO T2
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd8 // TILEZERO T3
-	MOVQ R13, SI
-	MOVQ bhalf+40(FP), R8
-	ADDQ SI, R8 // B's row 16
-	MOVQ act+56(FP), DI
-	MOVQ k32+8(FP), CX
-	MOVQ CX, R10
-	SHLQ $10, R10
-	ADDQ DI, R10 // the second half's run of A tiles
-	MOVQ bblock+48(FP), R12
-	ADDQ R13, R12 // the next block, to prefetch
-	CMPQ BX, $1
-	JNE amxRunBF16T0_step
-	MOVQ last+80(FP), R12
-amxRunBF16T0_step:
-	PREFETCHT1 0(R12)
-	PREFETCHT1 64(R12)
-	PREFETCHT1 128(R12)
-	PREFETCHT1 192(R12)
-	PREFETCHT1 256(R12)
-	PREFETCHT1 320(R12)
-	PREFETCHT1 384(R12)
-	PREFETCHT1 448(R12)
-	PREFETCHT1 512(R12)
-	PREFETCHT1 576(R12)
-	PREFETCHT1 640(R12)
-	PREFETCHT1 704(R12)
-	PREFETCHT1 768(R12)
-	PREFETCHT1 832(R12)
-	PREFETCHT1 896(R12)
-	PREFETCHT1 960(R12)
-	PREFETCHT1 1024(R12)
-	PREFETCHT1 1088(R12)
-	PREFETCHT1 1152(R12)
-	PREFETCHT1 1216(R12)
-	PREFETCHT1 1280(R12)
-	PREFETCHT1 1344(R12)
-	PREFETCHT1 1408(R12)
-	PREFETCHT1 1472(R12)
-	PREFETCHT1 1536(R12)
-	PREFETCHT1 1600(R12)
-	PREFETCHT1 1664(R12)
-	PREFETCHT1 1728(R12)
-	PREFETCHT1 1792(R12)
-	PREFETCHT1 1856(R12)
-	PREFETCHT1 1920(R12)
-	PREFETCHT1 1984(R12)
-	LEAQ (SI)(R11*2), R14
-	PREFETCHT0 (R14)
-	PREFETCHT0 (R14)(DX*1)
-	PREFETCHT0 (R14)(DX*2)
-	PREFETCHT0 (R14)(R15*1)
-	LEAQ (R14)(DX*4), R14
-	PREFETCHT0 (R14)
-	PREFETCHT0 (R14)(DX*1)
-	PREFETCHT0 (R14)(DX*2)
-	PREFETCHT0 (R14)(R15*1)
-	LEAQ (R14)(DX*4), R14
-	PREFETCHT0 (R14)
-	PREFETCHT0 (R14)(DX*1)
-	PREFETCHT0 (R14)(DX*2)
-	PREFETCHT0 (R14)(R15*1)
-	LEAQ (R14)(DX*4), R14
-	PREFETCHT0 (R14)
-	PREFETCHT0 (R14)(DX*1)
-	PREFETCHT0 (R14)(DX*2)
-	PREFETCHT0 (R14)(R15*1)
-	LEAQ (R8)(R11*2), R14
-	PREFETCHT0 (R14)
-	PREFETCHT0 (R14)(DX*1)
-	PREFETCHT0 (R14)(DX*2)
-	PREFETCHT0 (R14)(R15*1)
-	LEAQ (R14)(DX*4), R14
-	PREFETCHT0 (R14)
-	PREFETCHT0 (R14)(DX*1)
-	PREFETCHT0 (R14)(DX*2)
-	PREFETCHT0 (R14)(R15*1)
-	LEAQ (R14)(DX*4), R14
-	PREFETCHT0 (R14)
-	PREFETCHT0 (R14)(DX*1)
-	PREFETCHT0 (R14)(DX*2)
-	PREFETCHT0 (R14)(R15*1)
-	LEAQ (R14)(DX*4), R14
-	PREFETCHT0 (R14)
-	PREFETCHT0 (R14)(DX*1)
-	PREFETCHT0 (R14)(DX*2)
-	PREFETCHT0 (R14)(R15*1)
-	PREFETCHT0 2048(DI)
-	PREFETCHT0 2112(DI)
-	PREFETCHT0 2176(DI)
-	PREFETCHT0 2240(DI)
-	PREFETCHT0 2304(DI)
-	PREFETCHT0 2368(DI)
-	PREFETCHT0 2432(DI)
-	PREFETCHT0 2496(DI)
-	PREFETCHT0 2560(DI)
-	PREFETCHT0 2624(DI)
-	PREFETCHT0 2688(DI)
-	PREFETCHT0 2752(DI)
-	PREFETCHT0 2816(DI)
-	PREFETCHT0 2880(DI)
-	PREFETCHT0 2944(DI)
-	PREFETCHT0 3008(DI)
-	PREFETCHT0 2048(R10)
-	PREFETCHT0 2112(R10)
-	PREFETCHT0 2176(R10)
-	PREFETCHT0 2240(R10)
-	PREFETCHT0 2304(R10)
-	PREFETCHT0 2368(R10)
-	PREFETCHT0 2432(R10)
-	PREFETCHT0 2496(R10)
-	PREFETCHT0 2560(R10)
-	PREFETCHT0 2624(R10)
-	PREFETCHT0 2688(R10)
-	PREFETCHT0 2752(R10)
-	PREFETCHT0 2816(R10)
-	PREFETCHT0 2880(R10)
-	PREFETCHT0 2944(R10)
-	PREFETCHT0 3008(R10)
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x16 // TILELOADD (SI)(DX*1), T4
-	BYTE $0xc4; BYTE $0xc2; BYTE $0x7b; BYTE $0x4b; BYTE $0x2c; BYTE $0x10 // TILELOADD (R8)(DX*1), T5
-	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x0f // TILELOADD (DI)(R9*1), T6
-	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x3c; BYTE $0x0a // TILELOADD (R10)(R9*1), T7
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xc4 // TDPBF16PS T0 += T4·T6
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xcc // TDPBF16PS T1 += T4·T7
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xd5 // TDPBF16PS T2 += T5·T6
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xdd // TDPBF16PS T3 += T5·T7
-	ADDQ R11, SI
-	ADDQ R11, R8
-	ADDQ $1024, DI
-	ADDQ $1024, R10
-	ADDQ $2048, R12
-	DECQ CX
-	JNZ amxRunBF16T0_step
-	LEAQ 2048(AX), CX // the block's row 16
-	MOVQ $128, DI // the block's row pitch
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x38 // TILESTORED T0, (AX)(DI*1)
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x38; BYTE $0x40 // TILESTORED T1, 64(AX)(DI*1)
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x14; BYTE $0x39 // TILESTORED T2, (CX)(DI*1)
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x39; BYTE $0x40 // TILESTORED T3, 64(CX)(DI*1)
-	ADDQ $4096, AX
-	ADDQ bblock+48(FP), R13
-	DECQ BX
-	JNZ amxRunBF16T0_block
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
-	RET
-
 // func amxRunBF16NP(nb, k32 int, b *uint16, ldb, bstep, bhalf, bblock uintptr, act *uint16, out *float32, cfg *byte, last uintptr)
 //
-// nb blocks of 32 rows of B one after the other (bblock bytes apart)
-// against the same 32 packed rows of A, as amxBlockBF16 computes one:
-// a block's rows 16-31 start bhalf bytes after its rows 0-15, a tile's
-// rows are ldb bytes apart, each step of depth 32 moves bstep bytes
-// (B in place: 2k, 16·2k, 64; B packed by packAMXB: 64, k32 KiB, 1 KiB).
-// out receives nb blocks of 32 × 32 float32, 4 KiB apart.
-// Nothing is prefetched (last is not read): the hardware's prefetchers alone.
+// nb blocks of Cᵀ = B·Aᵀ, each 32 rows of B against the same 32 rows of
+// A packed by packAMX (two runs of k32 1 KiB tiles, one run a half of the
+// rows: row kk of step s's tile holds, for its 16 rows of A, the bf16
+// pair at depth 32s+2kk, 32s+2kk+1). Where B's tiles are is given in
+// bytes: a tile's 16 rows are ldb apart, a step of depth 32 moves bstep,
+// a block's rows 16-31 start bhalf after its rows 0-15, the next block
+// bblock after this one (B in place: 2k, 64, 16·2k, 32·2k). out receives
+// the nb blocks of 32 × 32 float32 sums 4 KiB apart, each row-major, B's
+// rows down, A's across (128 bytes a row). The tile configuration cfg
+// (palette 1, eight tiles of 16 rows of 64 bytes) is loaded on entry and
+// released on exit, so no tile state outlives the call: a goroutine may
+// move to another thread between calls, never within one (Go does not
+// preempt assembly).
+//
+// Nothing is prefetched (last is not read): for B already in cache,
+// where the prefetches only cost issue slots.
+//
+// Tiles: T0-T3 the four 16 × 16 float32 quarters of a block, T4-T5 B's
+// rows 0-15 and 16-31 (16 × 32 bf16), T6-T7 the packed A tiles.
 TEXT ·amxRunBF16NP(SB), NOSPLIT, $0-88
 	MOVQ cfg+72(FP), AX
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00 // LDTILECFG (AX)
@@ -403,11 +158,6 @@ amxRunBF16NP_block:
 	MOVQ CX, R10
 	SHLQ $10, R10
 	ADDQ DI, R10 // the second half's run of A tiles
-	MOVQ bblock+48(FP), R12
-	ADDQ R13, R12 // the next block, to prefetch
-	CMPQ BX, $1
-	JNE amxRunBF16NP_step
-	MOVQ last+80(FP), R12
 amxRunBF16NP_step:
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x16 // TILELOADD (SI)(DX*1), T4
 	BYTE $0xc4; BYTE $0xc2; BYTE $0x7b; BYTE $0x4b; BYTE $0x2c; BYTE $0x10 // TILELOADD (R8)(DX*1), T5
@@ -421,7 +171,6 @@ amxRunBF16NP_step:
 	ADDQ R11, R8
 	ADDQ $1024, DI
 	ADDQ $1024, R10
-	ADDQ $2048, R12
 	DECQ CX
 	JNZ amxRunBF16NP_step
 	LEAQ 2048(AX), CX // the block's row 16

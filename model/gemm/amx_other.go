@@ -2,15 +2,7 @@
 
 package gemm
 
-func amxBlockBF16(k32 int, b *uint16, ldb uintptr, act *uint16, out *float32, cfg *byte, next uintptr) {
-	panic("gemm: no AMX kernel off amd64")
-}
-
 func amxRunBF16(nb, k32 int, b *uint16, ldb, bstep, bhalf, bblock uintptr, act *uint16, out *float32, cfg *byte, last uintptr) {
-	panic("gemm: no AMX kernel off amd64")
-}
-
-func amxRunBF16T0(nb, k32 int, b *uint16, ldb, bstep, bhalf, bblock uintptr, act *uint16, out *float32, cfg *byte, last uintptr) {
 	panic("gemm: no AMX kernel off amd64")
 }
 

@@ -6,24 +6,25 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/cpu"
 )
 
 // The AMX path's driver (packing, blocks of 32, the ragged rest of B on
 // the vector path, the transposed write of each block with alpha and
-// beta) runs everywhere with amxBlockGo as its kernel; the tile kernel
+// beta) runs everywhere with amxRunGo as its kernel; the tile kernels
 // itself only where the CPU has AMX (a Sapphire Rapids or
 // later Xeon, or Linux inside the Bochs emulator's sapphire_rapids model:
 // benchmarks/README.md, session 5).
 
-// withGoAMX turns the AMX path on with amxBlockGo as its kernel for the
+// withGoAMX turns the AMX path on with amxRunGo as its kernels for the
 // rest of the test.
 func withGoAMX(t *testing.T) {
 	t.Helper()
 	HasAMX() // decide once, then override
 	on, kern := amx.on, amxKern
-	amx.on, amxKern = true, amxBlockGo
+	amx.on, amxKern = true, [2]amxRunKernel{amxRunGo, amxRunGo}
 	t.Cleanup(func() { amx.on, amxKern = on, kern })
 }
 
@@ -66,12 +67,13 @@ func TestPackAMXLayout(t *testing.T) {
 	}
 }
 
-// TestSgemmAMXDriver runs SgemmDotBF16TransB's AMX path with amxBlockGo
+// TestSgemmAMXDriver runs SgemmDotBF16TransB's AMX path with amxRunGo
 // against the float64 product, with and without prefetching: B row counts
-// below one block, at one, with ragged rests, and of ten blocks (tasks of
-// more than one); A row counts of one, a partial block, two blocks and
-// more than one chunk of A (k 4,864: 32 rows a chunk); B's rows packed and
-// with a pitch beyond k.
+// below one block, at one, with ragged rests, of ten blocks (tasks of
+// more than one) and of twenty (on 2 threads, tasks of more than
+// amxRunMax); A row counts of one, a partial block, two blocks and more
+// than one chunk of A (k 4,864: 32 rows a chunk, runs of one block); B's
+// rows packed and with a pitch beyond k.
 func TestSgemmAMXDriver(t *testing.T) {
 	if !HasDotBF16() {
 		t.Skip("no AVX512_BF16 (the path rounds A with it)")
@@ -85,45 +87,8 @@ func TestSgemmAMXDriver(t *testing.T) {
 		checkDotBF16(t, []dotCase{
 			{1, 32, 32, 32, 32, 32}, {5, 37, 64, 70, 64, 40}, {32, 64, 96, 96, 100, 64},
 			{33, 100, 128, 128, 128, 101}, {70, 8, 64, 64, 64, 8}, {40, 65, 4864, 4864, 4864, 65},
-			{8, 320, 64, 64, 72, 320},
+			{8, 320, 64, 64, 72, 320}, {3, 640, 32, 32, 32, 640},
 		})
-	}
-}
-
-// TestAMXKernelAgainstGo compares the tile kernel with amxBlockGo on
-// random bf16 operands of a decode product's depth (896): the same sums
-// up to float32 rounding order, within 2⁻²⁰ of Σ|a·b|.
-func TestAMXKernelAgainstGo(t *testing.T) {
-	if on, why := HasAMX(); !on {
-		if os.Getenv("R1GO_AMX_REQUIRE") == "1" { // where the tile kernel must run: an AMX machine, the emulator
-			t.Fatal("AMX path off:", why)
-		}
-		t.Skip("AMX path off:", why)
-	}
-	const k = 896
-	r := rand.New(rand.NewPCG(7, 8))
-	b := make([]uint16, amxRows*k)
-	a := make([]uint16, amxRows*k)
-	for i := range b {
-		b[i] = bf16Bits(float32(r.NormFloat64() * 0.1))
-		a[i] = bf16Bits(float32(r.NormFloat64()))
-	}
-	act := make([]uint16, amxRows*k)
-	packAMX(a, amxRows, k, act)
-	got, want := make([]float32, amxRows*amxRows), make([]float32, amxRows*amxRows)
-	amxAsm(k/32, b, k, act, got, nil)
-	amxBlockGo(k/32, b, k, act, want, nil)
-	wide := func(h uint16) float64 { return float64(math.Float32frombits(uint32(h) << 16)) }
-	for j := 0; j < amxRows; j++ {
-		for i := 0; i < amxRows; i++ {
-			var mag float64
-			for p := 0; p < k; p++ {
-				mag += math.Abs(wide(b[j*k+p]) * wide(a[i*k+p]))
-			}
-			if d := math.Abs(float64(got[j*amxRows+i] - want[j*amxRows+i])); d > mag*math.Pow(2, -20) {
-				t.Fatalf("block[%d][%d] = %g, amxBlockGo %g (Σ|a·b| %g)", j, i, got[j*amxRows+i], want[j*amxRows+i], mag)
-			}
-		}
 	}
 }
 
@@ -140,30 +105,210 @@ func TestHasAMXFollowsTheCPU(t *testing.T) {
 	t.Logf("AMX path on: %v %s", on, why)
 }
 
-// BenchmarkAMXBlock times the tile kernel alone on one block (32 rows of
-// B against 32 packed rows of A), repeated on the same operands, at the
-// depths of a decode's products: at k = 256 both operands (16 KiB each)
-// stay in L1, at 896 (56 KiB each) and 4,864 (304 KiB) they come from L2.
-// Set beside the tile unit's rate (16 × 16 × 32 multiply-adds per
-// TDPBF16PS) it says how much of a block's time goes to its tile loads.
-func BenchmarkAMXBlock(b *testing.B) {
+// randAMXOperands returns n rows of B (k apart) and 32 rows of A packed by
+// packAMX, random bf16 values of a decode product's magnitudes.
+func randAMXOperands(seed uint64, n, k int) (b, act []uint16) {
+	r := rand.New(rand.NewPCG(seed, 9))
+	b = make([]uint16, n*k)
+	a := make([]uint16, amxRows*k)
+	for i := range b {
+		b[i] = bf16Bits(float32(r.NormFloat64() * 0.1))
+	}
+	for i := range a {
+		a[i] = bf16Bits(float32(r.NormFloat64()))
+	}
+	act = make([]uint16, amxRows*k)
+	packAMX(a, amxRows, k, act)
+	return b, act
+}
+
+// amxPackedLayout is B as packAMXB writes it: each tile's 1 KiB in one
+// piece, a block's tiles in the order the kernels read them, so that B is
+// one stream (the benchmarks' other layout).
+func amxPackedLayout(k int) amxLayout { return amxLayout{32, 512, k / 32 * 512, 32 * k} }
+
+// packAMXB writes the first n/32·32 rows of B (bf16, k values each, ldb
+// apart; k a multiple of 32) into dst in amxPackedLayout(k): for each block
+// of 32 rows, its rows 0-15 then 16-31, each a run of k/32 tiles of 16
+// rows × 32 values. dst has n/32·32·k values.
+func packAMXB(b []uint16, n, k, ldb int, dst []uint16) {
+	k32 := k / 32
+	for blk := 0; blk < n/amxRows; blk++ {
+		for h := 0; h < 2; h++ {
+			for st := 0; st < k32; st++ {
+				tile := dst[((blk*2+h)*k32+st)*512:][:512]
+				for rr := 0; rr < 16; rr++ {
+					copy(tile[rr*32:][:32], b[(blk*amxRows+h*16+rr)*ldb+st*32:][:32])
+				}
+			}
+		}
+	}
+}
+
+// sgemmAMXPacked is sgemmAMX for B packed by packAMXB (n a multiple of 32).
+func sgemmAMXPacked(m, n, k int, alpha float32, a16, bp []uint16, beta float32, c []float32, ldc int, threads int) {
+	amxProduct(m, n, k, alpha, a16, bp, amxPackedLayout(k), beta, c, ldc, threads)
+}
+
+// TestAMXRunLayouts: packAMXB puts every value of B where amxPackedLayout
+// says, and amxRunGo over B in place and over B packed gives the same
+// bits.
+func TestAMXRunLayouts(t *testing.T) {
+	const n, k, nb = 96, 128, 3
+	b, act := randAMXOperands(1, n, k)
+	bp := make([]uint16, n*k)
+	packAMXB(b, n, k, k, bp)
+	lay := amxPackedLayout(k)
+	for row := 0; row < n; row++ {
+		for p := 0; p < k; p++ {
+			at := row/amxRows*lay.block + (row%amxRows)/16*lay.half + p/32*lay.step + row%16*lay.ld + p%32
+			if bp[at] != b[row*k+p] {
+				t.Fatalf("B[%d][%d] packed at %d as %#x, want %#x", row, p, at, bp[at], b[row*k+p])
+			}
+		}
+	}
+	want, got := make([]float32, nb*amxRows*amxRows), make([]float32, nb*amxRows*amxRows)
+	amxRunGo(nb, k/32, b, amxRowsLayout(k), act, want, nil)
+	amxRunGo(nb, k/32, bp, lay, act, got, nil)
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("sum %d is %g over packed B, %g in place", i, got[i], want[i])
+		}
+	}
+}
+
+// TestAMXRunKernelsAgainstGo runs the tile run kernels (prefetching and
+// not) on runs of one and three blocks of depth 896, B in
+// place (pitch beyond k) and packed, against amxRunGo: within 2⁻²⁰ of
+// Σ|a·b|.
+func TestAMXRunKernelsAgainstGo(t *testing.T) {
+	if on, why := HasAMX(); !on {
+		if os.Getenv("R1GO_AMX_REQUIRE") == "1" {
+			t.Fatal("AMX path off:", why)
+		}
+		t.Skip("AMX path off:", why)
+	}
+	const n, k, ldb = 96, 896, 928
+	b, act := randAMXOperands(2, n, ldb)
+	bp := make([]uint16, n*k)
+	packAMXB(b, n, k, ldb, bp)
+	for _, nb := range []int{1, 3} {
+		for _, c := range []struct {
+			name string
+			b    []uint16
+			lay  amxLayout
+		}{{"rows", b, amxRowsLayout(ldb)}, {"packed", bp, amxPackedLayout(k)}} {
+			want := make([]float32, nb*amxRows*amxRows)
+			amxRunGo(nb, k/32, c.b, c.lay, act, want, nil)
+			for _, prefetch := range []bool{true, false} {
+				got := make([]float32, len(want))
+				amxRunAsm(prefetch)(nb, k/32, c.b, c.lay, act, got, c.b)
+				for i := range got {
+					q, r, col := i/(amxRows*amxRows), i/amxRows%amxRows, i%amxRows
+					var mag float64
+					for p := 0; p < k; p++ {
+						row := c.b[q*c.lay.block+r/16*c.lay.half+p/32*c.lay.step+r%16*c.lay.ld+p%32]
+						tile := act[(col/16*(k/32)+p/32)*512+(p%32)/2*32+2*(col%16)+p%2]
+						mag += math.Abs(float64(math.Float32frombits(uint32(row)<<16)) * float64(math.Float32frombits(uint32(tile)<<16)))
+					}
+					if d := math.Abs(float64(got[i] - want[i])); d > mag*math.Pow(2, -20) {
+						t.Fatalf("%s nb %d prefetch %v: sum %d is %g, amxRunGo %g (Σ|a·b| %g)", c.name, nb, prefetch, i, got[i], want[i], mag)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSgemmAMXPacked: the product over B packed by packAMXB equals, bit for
+// bit, the product over B in place (same kernel, same order of sums), with
+// alpha and beta, for A of one row, a partial block and two chunks.
+func TestSgemmAMXPacked(t *testing.T) {
+	if !HasDotBF16() {
+		t.Skip("no AVX512_BF16 (the path rounds A with it)")
+	}
+	withGoAMX(t)
+	for _, c := range []struct{ m, n, k int }{{1, 64, 64}, {20, 320, 96}, {40, 64, 4864}} {
+		b, _ := randAMXOperands(3, c.n, c.k)
+		bp := make([]uint16, c.n*c.k)
+		packAMXB(b, c.n, c.k, c.k, bp)
+		r := rand.New(rand.NewPCG(4, 5))
+		a := make([]float32, c.m*c.k)
+		for i := range a {
+			a[i] = float32(r.NormFloat64())
+		}
+		c0 := make([]float32, c.m*c.n)
+		for i := range c0 {
+			c0[i] = float32(r.NormFloat64())
+		}
+		want := append([]float32(nil), c0...)
+		SgemmDotBF16TransB(c.m, c.n, c.k, 0.5, a, c.k, b, c.k, 0.25, want, c.n, 2)
+		got := append([]float32(nil), c0...)
+		sa := roundRowsBF16(c.m, c.k, a, c.k, 2)
+		sgemmAMXPacked(c.m, c.n, c.k, 0.5, *sa, bp, 0.25, got, c.n, 2)
+		putDotScratch(sa)
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("%+v: C[%d] = %g over packed B, %g in place", c, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// BenchmarkAMXRun times the tile run kernels alone on operands in cache,
+// prefetching ("rows", "packed") and not ("-nopf"), over B in place and
+// packed by packAMXB. k = 256, one block: everything in L1; 896, four
+// blocks, and 4,864, two: in L2. The kernels take turns, each a
+// millisecond or so a turn, and each reports its best turn: on a shared
+// machine whose speed drifts within seconds, the ratios of one run are
+// what to read. Set beside the tile unit's 1,024 flops a cycle they say
+// what the tile loads cost.
+func BenchmarkAMXRun(b *testing.B) {
 	if on, why := HasAMX(); !on {
 		b.Skip("AMX path off:", why)
 	}
-	for _, k := range []int{256, 896, 4864} {
-		bw := make([]uint16, amxRows*k)
-		a := make([]uint16, amxRows*k)
-		for i := range bw {
-			bw[i], a[i] = bf16Bits(float32(i%29-14)/8), bf16Bits(float32(i%23-11)/16)
+	for _, s := range []struct{ k, nb int }{{256, 1}, {896, 4}, {4864, 2}} {
+		n := s.nb * amxRows
+		bw, act := randAMXOperands(5, n, s.k)
+		bp := make([]uint16, n*s.k)
+		packAMXB(bw, n, s.k, s.k, bp)
+		out := make([]float32, s.nb*amxRows*amxRows)
+		flops := 2 * float64(n*amxRows*s.k)
+		reps := max(1, int(2e8/flops)) // a turn: about a millisecond
+		type variant struct {
+			name string
+			run  func()
 		}
-		act := make([]uint16, amxRows*k)
-		packAMX(a, amxRows, k, act)
-		out := make([]float32, amxRows*amxRows)
-		b.Run(fmt.Sprintf("k%d", k), func(b *testing.B) {
-			for b.Loop() {
-				amxAsm(k/32, bw, k, act, out, nil)
+		var vs []variant
+		for _, lay := range []struct {
+			name string
+			b    []uint16
+			lay  amxLayout
+		}{{"rows", bw, amxRowsLayout(s.k)}, {"packed", bp, amxPackedLayout(s.k)}} {
+			for _, prefetch := range []bool{true, false} {
+				kern, name := amxRunAsm(prefetch), lay.name
+				if !prefetch {
+					name += "-nopf"
+				}
+				vs = append(vs, variant{name, func() { kern(s.nb, s.k/32, lay.b, lay.lay, act, out, lay.b) }})
 			}
-			b.ReportMetric(2*float64(amxRows*amxRows*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		}
+		b.Run(fmt.Sprintf("k%d", s.k), func(b *testing.B) {
+			best := make([]time.Duration, len(vs))
+			for b.Loop() {
+				for i, v := range vs {
+					t0 := time.Now()
+					for range reps {
+						v.run()
+					}
+					if d := time.Since(t0); best[i] == 0 || d < best[i] {
+						best[i] = d
+					}
+				}
+			}
+			for i, v := range vs {
+				b.ReportMetric(flops*float64(reps)/best[i].Seconds()/1e9, v.name+"-GFLOP/s")
+			}
 		})
 	}
 }

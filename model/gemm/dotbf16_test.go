@@ -224,9 +224,6 @@ func bf16Kernels() []string {
 	k := []string{"panels", "tiles"}
 	if on, _ := HasAMX(); on {
 		k = append(k, "amx", "amx-noprefetch")
-		for _, m := range amxRunModes {
-			k = append(k, "amx-"+m)
-		}
 	}
 	return k
 }
@@ -238,12 +235,10 @@ func useBF16Kernel(kern string) (undo func()) {
 	case "amx":
 	case "amx-noprefetch":
 		amxPrefetch = false
-	case "amx-run", "amx-run-t0", "amx-run-nopf":
-		amxMode = kern[len("amx-"):]
 	default:
 		dotForce = kern
 	}
-	return func() { dotForce, amxPrefetch, amxMode = "", true, "block" }
+	return func() { dotForce, amxPrefetch = "", true }
 }
 
 // BenchmarkDotBF16Rows times the bf16 dot path's kernels (bf16Kernels) on
@@ -336,12 +331,18 @@ func BenchmarkDotBF16Stream(b *testing.B) {
 			mats[i].packed = make([]uint16, len(w.w))
 			packAMXB(w.w, w.n, w.k, w.k, mats[i].packed)
 		}
-		for _, mode := range amxRunModes {
-			vs = append(vs, variant{"amx-packed" + mode[len("run"):], func() {
+		for _, prefetch := range []bool{true, false} {
+			name := "amx-packed"
+			if !prefetch {
+				name += "-noprefetch"
+			}
+			vs = append(vs, variant{name, func() {
+				defer func(p bool) { amxPrefetch = p }(amxPrefetch)
+				amxPrefetch = prefetch
 				threads := runtime.GOMAXPROCS(0)
 				for _, w := range mats {
 					sa := roundRowsBF16(m, w.k, a, w.k, threads)
-					sgemmAMXPacked(m, w.n, w.k, 1, *sa, w.packed, 0, c, w.n, threads, mode)
+					sgemmAMXPacked(m, w.n, w.k, 1, *sa, w.packed, 0, c, w.n, threads)
 					putDotScratch(sa)
 				}
 			}})
