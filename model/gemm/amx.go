@@ -191,8 +191,10 @@ var amxKern = [2]amxRunKernel{amxRunAsm(false), amxRunAsm(true)}
 
 // amxPrefetch lets the streaming kernel prefetch; off, the benchmarks'
 // same-run before. A decode step's products from memory
-// (BenchmarkDotBF16Stream) on the GPU machine's Xeon, best of five passes
-// taking turns: 23.0 GB/s with it, 22.8 without on 2 cores (session 12).
+// (BenchmarkDotBF16Stream, best of five passes taking turns) on the GPU
+// machine's Xeon, in two calls: 23.0 and 16.4 GB/s with it, 22.8 and 15.7
+// without on 2 cores, the decode's case; on 16 cores 48.1 and 47.4 with,
+// 53.1 and 49.8 without (benchmarks/README.md, session 8).
 var amxPrefetch = true
 
 // amxRunBytes bounds the bytes of B one kernel call takes (at least one

@@ -281,8 +281,10 @@ func BenchmarkDotBF16Rows(b *testing.B) {
 // reads them, from memory: 0.9 GB of bf16 weights (three times the GPU
 // machine's 300 MB of L3), 24 layers' gate-up and down matrices of
 // Qwen2.5-0.5B and its 151,936-row LM head, with every kernel of
-// bf16Kernels on every thread, in GB/s of weights read (the figure to set
-// beside the read bandwidth).
+// bf16Kernels on every thread (and on AMX, B packed by packAMXB, one stream
+// a block), in GB/s of weights read (the figure to set beside the read
+// bandwidth). The kernels take turns, a pass each, and each reports its
+// best pass: the GPU machine's bandwidth drifts by a third within a call.
 func BenchmarkDotBF16Stream(b *testing.B) {
 	if !HasDotBF16() {
 		b.Skip("no AVX512_BF16")
@@ -348,8 +350,6 @@ func BenchmarkDotBF16Stream(b *testing.B) {
 			}})
 		}
 	}
-	// The kernels take turns, a pass over the weights each, and each
-	// reports its best pass (the machine's bandwidth drifts within seconds).
 	best := make([]time.Duration, len(vs))
 	for b.Loop() {
 		for i, v := range vs {
