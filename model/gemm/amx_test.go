@@ -70,10 +70,10 @@ func TestPackAMXLayout(t *testing.T) {
 // TestSgemmAMXDriver runs SgemmDotBF16TransB's AMX path with amxRunGo
 // against the float64 product, with and without prefetching: B row counts
 // below one block, at one, with ragged rests, of ten blocks (tasks of
-// more than one) and of twenty (on 2 threads, tasks of more than
-// amxRunMax); A row counts of one, a partial block, two blocks and more
-// than one chunk of A (k 4,864: 32 rows a chunk, runs of one block); B's
-// rows packed and with a pitch beyond k.
+// more than one) and of 130 (on 2 threads, 16 tasks of eight or nine
+// blocks: runs of amxRunMax and of one); A row counts of one, a partial
+// block, two blocks and more than one chunk of A (k 4,864: 32 rows a
+// chunk, runs of one block); B's rows packed and with a pitch beyond k.
 func TestSgemmAMXDriver(t *testing.T) {
 	if !HasDotBF16() {
 		t.Skip("no AVX512_BF16 (the path rounds A with it)")
@@ -87,7 +87,7 @@ func TestSgemmAMXDriver(t *testing.T) {
 		checkDotBF16(t, []dotCase{
 			{1, 32, 32, 32, 32, 32}, {5, 37, 64, 70, 64, 40}, {32, 64, 96, 96, 100, 64},
 			{33, 100, 128, 128, 128, 101}, {70, 8, 64, 64, 64, 8}, {40, 65, 4864, 4864, 4864, 65},
-			{8, 320, 64, 64, 72, 320}, {3, 640, 32, 32, 32, 640},
+			{8, 320, 64, 64, 72, 320}, {3, 4160, 32, 32, 32, 4160},
 		})
 	}
 }
