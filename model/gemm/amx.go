@@ -24,9 +24,10 @@ import (
 // broadcast kernels' packPairs for 16 rows at a time). Each
 // block of 32 B rows × 32 A rows is four tiles of sums, stored and then
 // written to C transposed; a kernel call takes a run of blocks, so that
-// the tile configuration is loaded once for several. The contract is SgemmDotBF16TransB's: A rounded
-// to bf16, products summed in float32 (in another order than the vector
-// path; the tile unit also treats denormal inputs as zero).
+// the tile configuration is loaded once for several. The contract is
+// SgemmDotBF16TransB's: A rounded to bf16, products summed in float32 (in
+// another order than the vector path; the tile unit also treats denormal
+// inputs as zero).
 //
 // Linux hands out the 8 KiB tile state only to a process that asks
 // (arch_prctl ARCH_REQ_XCOMP_PERM), once, for all its threads; a
@@ -185,8 +186,8 @@ func amxRunGo(nb, k32 int, b []uint16, lay amxLayout, act []uint16, out []float3
 	}
 }
 
-// amxKern holds the run kernels, streaming ([true]) and in cache
-// ([false]); the tests swap in amxRunGo.
+// amxKern holds the run kernels, for B in cache ([0]) and streamed from
+// memory ([1]); the tests swap in amxRunGo.
 var amxKern = [2]amxRunKernel{amxRunAsm(false), amxRunAsm(true)}
 
 // amxPrefetch lets the streaming kernel prefetch; off, the benchmarks'

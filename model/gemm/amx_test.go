@@ -14,7 +14,7 @@ import (
 // The AMX path's driver (packing, blocks of 32, the ragged rest of B on
 // the vector path, the transposed write of each block with alpha and
 // beta) runs everywhere with amxRunGo as its kernel; the tile kernels
-// itself only where the CPU has AMX (a Sapphire Rapids or
+// themselves only where the CPU has AMX (a Sapphire Rapids or
 // later Xeon, or Linux inside the Bochs emulator's sapphire_rapids model:
 // benchmarks/README.md, session 5).
 
