@@ -99,8 +99,10 @@ func amxSelfCheck() error {
 	act := make([]uint16, amxRows*k)
 	packAMX(a, amxRows, k, act)
 	got, want := make([]float32, amxRows*amxRows), make([]float32, amxRows*amxRows)
-	amxRunAsm(true)(1, k/32, b, amxRowsLayout(k), act, got, b)
-	amxRunGo(1, k/32, b, amxRowsLayout(k), act, want, nil)
+	call := amxRunArgs{nb: 1, k32: k / 32, l: b, ls: amxRowsSide(k), r: act, out: got, os: amxBlockSums, pf: b, last: b}
+	amxRunAsm(true)(&call)
+	call.out = want
+	amxRunGo(&call)
 	for i := range got {
 		// The values are small multiples of 2⁻⁷: every sum is exact.
 		if got[i] != want[i] {
@@ -131,32 +133,62 @@ func packAMX(a16 []uint16, rows, k int, dst []uint16) {
 	}
 }
 
-// amxLayout says where a run kernel finds B's tiles, in uint16 elements:
-// a tile's 16 rows are ld apart, a step of depth 32 moves step, a block's
-// rows 16-31 start half after its rows 0-15, and the next block starts
-// block after this one.
-type amxLayout struct{ ld, step, half, block int }
+// amxSide says where a run kernel finds its left operand's tiles, in
+// uint16 elements: a tile's 16 rows are ld apart, a step of depth 32
+// moves step, a block's rows 16-31 start half after its rows 0-15, and
+// the next block starts block after this one.
+type amxSide struct{ ld, step, half, block int }
 
-// amxRowsLayout is B read in place, rows ldb apart: a tile row is 64
-// bytes of one row of B.
-func amxRowsLayout(ldb int) amxLayout { return amxLayout{ldb, 32, 16 * ldb, 32 * ldb} }
+// amxRowsSide is a matrix read in place, rows ld apart: a tile row is 64
+// bytes of one row.
+func amxRowsSide(ld int) amxSide { return amxSide{ld, 32, 16 * ld, 32 * ld} }
 
-// amxRunKernel computes nb blocks of Cᵀ = B·Aᵀ (32 rows of B each, in
-// layout lay from b) against the 32 packed rows act into out (nb blocks
-// of 32 × 32, B's rows down, A's across), asking, if it prefetches, for
-// last's lines while it does the last block.
-type amxRunKernel func(nb, k32 int, b []uint16, lay amxLayout, act []uint16, out []float32, last []uint16)
+// amxSums says where a run kernel writes its sums, in float32 elements:
+// rows pitch apart, rows 16-31 half after rows 0-15, the next block block
+// after this one.
+type amxSums struct{ pitch, half, block int }
 
-// amxRunAsm returns the tile run kernel that prefetches the next block
-// into L2 (B from memory), or the one that prefetches nothing (B in cache).
+// amxBlockSums is the driver's buffer: 32 × 32 blocks one after another.
+var amxBlockSums = amxSums{amxRows, 16 * amxRows, amxRows * amxRows}
+
+// amxRunArgs is one call of a run kernel: nb blocks over depth 32·k32,
+// each the sums of 32 rows of the left operand l (in place, where ls
+// says) with 32 rows of the right operand r (packed by packAMX, the next
+// block rblock after), written to out where os says. A prefetching kernel
+// asks, while it does block q, for pf[q·pfstride:], and for last while it
+// does the last block.
+type amxRunArgs struct {
+	nb, k32  int
+	l        []uint16
+	ls       amxSide
+	r        []uint16
+	rblock   int
+	out      []float32
+	os       amxSums
+	pf       []uint16
+	pfstride int
+	last     []uint16
+}
+
+// amxRunKernel is a run kernel: amxRunAsm's, or amxRunGo.
+type amxRunKernel func(a *amxRunArgs)
+
+// amxRunAsm returns the tile run kernel that prefetches the streamed
+// operand's next block into L2, or the one that prefetches nothing (the
+// operands in cache).
 func amxRunAsm(prefetch bool) amxRunKernel {
 	fn := amxRunBF16NP
 	if prefetch {
 		fn = amxRunBF16
 	}
-	return func(nb, k32 int, b []uint16, lay amxLayout, act []uint16, out []float32, last []uint16) {
-		fn(nb, k32, &b[0], uintptr(2*lay.ld), uintptr(2*lay.step), uintptr(2*lay.half), uintptr(2*lay.block),
-			&act[0], &out[0], &amxTileConfig[0], uintptr(unsafe.Pointer(&last[0])))
+	return func(a *amxRunArgs) {
+		pf, last := &a.l[0], &a.l[0] // read only by the prefetching kernel
+		if prefetch {
+			pf, last = &a.pf[0], &a.last[0]
+		}
+		fn(a.nb, a.k32, &a.l[0], uintptr(2*a.ls.ld), uintptr(2*a.ls.step), uintptr(2*a.ls.half), uintptr(2*a.ls.block),
+			&a.r[0], uintptr(2*a.rblock), &a.out[0], uintptr(4*a.os.pitch), uintptr(4*a.os.half), uintptr(4*a.os.block),
+			&amxTileConfig[0], uintptr(unsafe.Pointer(pf)), uintptr(2*a.pfstride), uintptr(unsafe.Pointer(last)))
 	}
 }
 
@@ -164,23 +196,22 @@ func amxRunAsm(prefetch bool) amxRunKernel {
 // spelled out (float32 sums, two products of a pair per step): the
 // reference of the self-check and the tests, and the kernel the driver's
 // tests run on CPUs without AMX.
-func amxRunGo(nb, k32 int, b []uint16, lay amxLayout, act []uint16, out []float32, _ []uint16) {
+func amxRunGo(a *amxRunArgs) {
 	wide := func(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
-	for q := 0; q < nb; q++ {
-		blk := b[q*lay.block:]
-		for r := 0; r < amxRows; r++ {
-			for i := 0; i < amxRows; i++ {
-				t, ii := i/16, i%16
+	for q := 0; q < a.nb; q++ {
+		l, r := a.l[q*a.ls.block:], a.r[q*a.rblock:]
+		for i := 0; i < amxRows; i++ {
+			for j := 0; j < amxRows; j++ {
 				var s float32
-				for st := 0; st < k32; st++ {
-					tile := act[(t*k32+st)*512:][:512]
-					row := blk[(r/16)*lay.half+st*lay.step+(r%16)*lay.ld:][:32]
+				for st := 0; st < a.k32; st++ {
+					row := l[(i/16)*a.ls.half+st*a.ls.step+(i%16)*a.ls.ld:][:32]
+					tile := r[((j/16)*a.k32+st)*512:][:512]
 					for kk := 0; kk < 16; kk++ {
-						s = float32(s + wide(row[2*kk])*wide(tile[kk*32+2*ii]))
-						s = float32(s + wide(row[2*kk+1])*wide(tile[kk*32+2*ii+1]))
+						s = float32(s + wide(row[2*kk])*wide(tile[kk*32+2*(j%16)]))
+						s = float32(s + wide(row[2*kk+1])*wide(tile[kk*32+2*(j%16)+1]))
 					}
 				}
-				out[q*amxRows*amxRows+r*amxRows+i] = s
+				a.out[q*a.os.block+(i/16)*a.os.half+(i%16)*a.os.pitch+j] = s
 			}
 		}
 	}
@@ -218,14 +249,14 @@ func sgemmAMX(m, n, k int, alpha float32, a16 []uint16, b []uint16, ldb int, bet
 	if full == 0 {
 		return
 	}
-	amxProduct(m, full, k, alpha, a16, b, amxRowsLayout(ldb), beta, c, ldc, threads)
+	amxProduct(m, full, k, alpha, a16, b, amxRowsSide(ldb), beta, c, ldc, threads)
 }
 
 // amxProduct computes C's first full columns (full a multiple of 32) from
-// the rounded rows a16 and B in layout lay. A's blocks go in chunks that
+// the rounded rows a16 and B, read where bs says. A's blocks go in chunks that
 // stay in L2 while every block of B passes them: B is read from memory
 // once per chunk (once for a decode batch).
-func amxProduct(m, full, k int, alpha float32, a16, b []uint16, lay amxLayout, beta float32, c []float32, ldc int, threads int) {
+func amxProduct(m, full, k int, alpha float32, a16, b []uint16, bs amxSide, beta float32, c []float32, ldc int, threads int) {
 	chunk := max(amxRows, dotBlockBytes/(2*k)/amxRows*amxRows)
 	act := getDotScratch((min(m, chunk) + amxRows - 1) / amxRows * amxRows * k)
 	defer putDotScratch(act)
@@ -233,7 +264,7 @@ func amxProduct(m, full, k int, alpha float32, a16, b []uint16, lay amxLayout, b
 		rows := min(chunk, m-r0)
 		pk := (*act)[:(rows+amxRows-1)/amxRows*amxRows*k]
 		packAMX(a16[r0*k:], rows, k, pk)
-		amxChunk(r0, rows, full, k, alpha, pk, b, lay, beta, c, ldc, threads)
+		amxChunk(r0, rows, full, k, alpha, pk, b, bs, beta, c, ldc, threads)
 	}
 }
 
@@ -241,34 +272,42 @@ func amxProduct(m, full, k int, alpha float32, a16, b []uint16, lay amxLayout, b
 var amxOut = sync.Pool{New: func() any { return new([amxRunMax * amxRows * amxRows]float32) }}
 
 // amxChunk computes rows [r0, r0+rows) of C's first full columns from the
-// packed rows pk, the threads taking runs of 32-row blocks of B (in
-// layout lay): the first block of A streams each run from memory, asking
-// for the next as it goes; the others find it in L2.
-func amxChunk(r0, rows, full, k int, alpha float32, pk, b []uint16, lay amxLayout, beta float32, c []float32, ldc int, threads int) {
+// packed rows pk, the threads taking runs of 32-row blocks of B (read
+// where bs says): the first block of A streams each run from memory,
+// asking for the next as it goes; the others find it in L2.
+func amxChunk(r0, rows, full, k int, alpha float32, pk, b []uint16, bs amxSide, beta float32, c []float32, ldc int, threads int) {
 	blocksB, blocksA := full/amxRows, (rows+amxRows-1)/amxRows
 	tasks := min(blocksB, 8*threads)
 	perRun := min(amxRunMax, max(1, amxRunBytes/(amxRows*2*k)))
 	forEach(threads, tasks, func(t int) {
 		ob := amxOut.Get().(*[amxRunMax * amxRows * amxRows]float32)
 		defer amxOut.Put(ob)
+		call := amxRunArgs{k32: k / 32, ls: bs, out: ob[:], os: amxBlockSums, pfstride: bs.block}
 		end := (t + 1) * blocksB / tasks
 		for j := t * blocksB / tasks; j < end; j += perRun {
-			nb := min(perRun, end-j)
+			call.nb = min(perRun, end-j)
+			call.l = b[j*bs.block:]
 			// The run's last block asks for the task's next run, or for
 			// its own lines: the block after the task is another task's,
 			// often on another core (prefetched anyway, it cost the down
-			// product, 28 blocks in 16 tasks on 2 cores, 7-15 %).
-			last := b[(j+nb-1)*lay.block:]
-			if j+nb < end {
-				last = b[(j+nb)*lay.block:]
+			// product, 28 blocks in 16 tasks on 2 cores, 7-15 %). The
+			// others ask for the block after them.
+			call.last = b[(j+call.nb-1)*bs.block:]
+			if j+call.nb < end {
+				call.last = b[(j+call.nb)*bs.block:]
+			}
+			call.pf = call.last
+			if call.nb > 1 {
+				call.pf = b[(j+1)*bs.block:]
 			}
 			for ib := 0; ib < blocksA; ib++ {
 				kern := amxKern[0]
 				if ib == 0 && amxPrefetch {
 					kern = amxKern[1]
 				}
-				kern(nb, k/32, b[j*lay.block:], lay, pk[ib*amxRows*k:], ob[:], last)
-				for q := 0; q < nb; q++ {
+				call.r = pk[ib*amxRows*k:]
+				kern(&call)
+				for q := 0; q < call.nb; q++ {
 					// ob's blocks are Cᵀ's: B's rows down, A's across.
 					storeCT(ob[q*amxRows*amxRows:], amxRows, amxRows, r0+ib*amxRows, min(amxRows, rows-ib*amxRows), (j+q)*amxRows, alpha, beta, c, ldc)
 				}

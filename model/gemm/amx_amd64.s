@@ -2,58 +2,66 @@
 
 #include "textflag.h"
 
-// func amxRunBF16(nb, k32 int, b *uint16, ldb, bstep, bhalf, bblock uintptr, act *uint16, out *float32, cfg *byte, last uintptr)
+// func amxRunBF16(nb, k32 int, l *uint16, lld, lstep, lhalf, lblock uintptr, r *uint16, rblock uintptr, out *float32, opitch, ohalf, oblock uintptr, cfg *byte, pf, pfstride, last uintptr)
 //
-// nb blocks of Cᵀ = B·Aᵀ, each 32 rows of B against the same 32 rows of
-// A packed by packAMX (two runs of k32 1 KiB tiles, one run a half of the
-// rows: row kk of step s's tile holds, for its 16 rows of A, the bf16
-// pair at depth 32s+2kk, 32s+2kk+1). Where B's tiles are is given in
-// bytes: a tile's 16 rows are ldb apart, a step of depth 32 moves bstep,
-// a block's rows 16-31 start bhalf after its rows 0-15, the next block
-// bblock after this one (B in place: 2k, 64, 16·2k, 32·2k). out receives
-// the nb blocks of 32 × 32 float32 sums 4 KiB apart, each row-major, B's
-// rows down, A's across (128 bytes a row). The tile configuration cfg
-// (palette 1, eight tiles of 16 rows of 64 bytes) is loaded on entry and
-// released on exit, so no tile state outlives the call: a goroutine may
-// move to another thread between calls, never within one (Go does not
-// preempt assembly).
+// nb blocks of 32 × 32 float32 sums, each the product of 32 rows of the
+// left operand l with 32 rows of the right operand r over depth 32·k32.
+// The left operand's tiles are 16 rows of 32 bf16 values, rows lld bytes
+// apart; a step of depth moves lstep bytes, rows 16-31 start lhalf after
+// rows 0-15, the next block lblock after this one. The right operand is
+// packed in pairs by packAMX (two runs of k32 1 KiB tiles, one run a half
+// of the rows: row kk of step s's tile holds, for its 16 rows, the bf16
+// pair at depth 32s+2kk, 32s+2kk+1); its next block starts rblock bytes
+// after this one. The sums of left row i with right row j go to out at
+// row i, column j: rows opitch bytes apart, rows 16-31 ohalf after rows
+// 0-15, the next block oblock after this one. The driver uses it with B
+// (the weights, read in place) on the left and A packed on the right,
+// writing Cᵀ's blocks to a buffer; the benchmarks also with A in place on
+// the left and B packed on the right, writing C itself. The tile
+// configuration cfg (palette 1, eight tiles of 16 rows of 64 bytes) is
+// loaded on entry and released on exit, so no tile state outlives the
+// call: a goroutine may move to another thread between calls, never
+// within one (Go does not preempt assembly).
 //
-// Each step of a block asks for 2 KiB of the next block (of the last
-// block: of last, a plain address, as prefetches do not fault) into
-// L2, 32 lines, so that it has arrived when the loop is done with this
-// one (a block is 32 · 2k bytes, k32 steps of 2 KiB): the tile loads
-// read 32 rows a line at a time, 32 streams that the hardware
-// prefetchers follow less well than one.
+// Each step of block q asks for 2 KiB at pf + q·pfstride (of the last
+// block: at last, a plain address, as prefetches do not fault) into L2,
+// 32 lines, so that the next block of the operand streamed from memory
+// has arrived when the loop is done with this one (a block of B is
+// 32 · 2k bytes, k32 steps of 2 KiB): the tile loads read 32 rows a line
+// at a time, 32 streams that the hardware prefetchers follow less well
+// than one.
 //
-// Tiles: T0-T3 the four 16 × 16 float32 quarters of a block, T4-T5 B's
-// rows 0-15 and 16-31 (16 × 32 bf16), T6-T7 the packed A tiles.
-TEXT ·amxRunBF16(SB), NOSPLIT, $0-88
-	MOVQ cfg+72(FP), AX
+// Tiles: T0-T3 the four 16 × 16 float32 quarters of a block, T4-T5 the
+// left operand's rows 0-15 and 16-31 (16 × 32 bf16), T6-T7 the right
+// operand's packed tiles.
+TEXT ·amxRunBF16(SB), NOSPLIT, $0-136
+	MOVQ cfg+104(FP), AX
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00 // LDTILECFG (AX)
-	MOVQ out+64(FP), AX
-	MOVQ b+16(FP), R13 // this block of B
+	MOVQ out+72(FP), AX
+	MOVQ l+16(FP), R13 // this block of the left operand
+	MOVQ r+56(FP), R14 // this block of the right operand
+	MOVQ pf+112(FP), R15 // what this block prefetches
 	MOVQ nb+0(FP), BX
-	MOVQ ldb+24(FP), DX
-	MOVQ bstep+32(FP), R11
-	MOVQ $64, R9 // a packed A tile's row pitch
+	MOVQ lld+24(FP), DX
+	MOVQ lstep+32(FP), R11
+	MOVQ $64, R9 // a packed tile's row pitch
 amxRunBF16_block:
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // TILEZERO T0
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // TILEZERO T1
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // TILEZERO T2
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd8 // TILEZERO T3
 	MOVQ R13, SI
-	MOVQ bhalf+40(FP), R8
-	ADDQ SI, R8 // B's row 16
-	MOVQ act+56(FP), DI
+	MOVQ lhalf+40(FP), R8
+	ADDQ SI, R8 // the left operand's row 16
+	MOVQ R14, DI
 	MOVQ k32+8(FP), CX
 	MOVQ CX, R10
 	SHLQ $10, R10
-	ADDQ DI, R10 // the second half's run of A tiles
-	MOVQ bblock+48(FP), R12
-	ADDQ R13, R12 // the next block, to prefetch
+	ADDQ DI, R10 // the right operand's second run of tiles
+	MOVQ R15, R12
 	CMPQ BX, $1
 	JNE amxRunBF16_step
-	MOVQ last+80(FP), R12
+	MOVQ last+128(FP), R12
 amxRunBF16_step:
 	PREFETCHT1 0(R12)
 	PREFETCHT1 64(R12)
@@ -102,62 +110,72 @@ amxRunBF16_step:
 	ADDQ $2048, R12
 	DECQ CX
 	JNZ amxRunBF16_step
-	LEAQ 2048(AX), CX // the block's row 16
-	MOVQ $128, DI // the block's row pitch
+	MOVQ ohalf+88(FP), CX
+	ADDQ AX, CX // the block's row 16
+	MOVQ opitch+80(FP), DI
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x38 // TILESTORED T0, (AX)(DI*1)
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x38; BYTE $0x40 // TILESTORED T1, 64(AX)(DI*1)
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x14; BYTE $0x39 // TILESTORED T2, (CX)(DI*1)
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x39; BYTE $0x40 // TILESTORED T3, 64(CX)(DI*1)
-	ADDQ $4096, AX
-	ADDQ bblock+48(FP), R13
+	ADDQ oblock+96(FP), AX
+	ADDQ lblock+48(FP), R13
+	ADDQ rblock+64(FP), R14
+	ADDQ pfstride+120(FP), R15
 	DECQ BX
 	JNZ amxRunBF16_block
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
 	RET
 
-// func amxRunBF16NP(nb, k32 int, b *uint16, ldb, bstep, bhalf, bblock uintptr, act *uint16, out *float32, cfg *byte, last uintptr)
+// func amxRunBF16NP(nb, k32 int, l *uint16, lld, lstep, lhalf, lblock uintptr, r *uint16, rblock uintptr, out *float32, opitch, ohalf, oblock uintptr, cfg *byte, pf, pfstride, last uintptr)
 //
-// nb blocks of Cᵀ = B·Aᵀ, each 32 rows of B against the same 32 rows of
-// A packed by packAMX (two runs of k32 1 KiB tiles, one run a half of the
-// rows: row kk of step s's tile holds, for its 16 rows of A, the bf16
-// pair at depth 32s+2kk, 32s+2kk+1). Where B's tiles are is given in
-// bytes: a tile's 16 rows are ldb apart, a step of depth 32 moves bstep,
-// a block's rows 16-31 start bhalf after its rows 0-15, the next block
-// bblock after this one (B in place: 2k, 64, 16·2k, 32·2k). out receives
-// the nb blocks of 32 × 32 float32 sums 4 KiB apart, each row-major, B's
-// rows down, A's across (128 bytes a row). The tile configuration cfg
-// (palette 1, eight tiles of 16 rows of 64 bytes) is loaded on entry and
-// released on exit, so no tile state outlives the call: a goroutine may
-// move to another thread between calls, never within one (Go does not
-// preempt assembly).
+// nb blocks of 32 × 32 float32 sums, each the product of 32 rows of the
+// left operand l with 32 rows of the right operand r over depth 32·k32.
+// The left operand's tiles are 16 rows of 32 bf16 values, rows lld bytes
+// apart; a step of depth moves lstep bytes, rows 16-31 start lhalf after
+// rows 0-15, the next block lblock after this one. The right operand is
+// packed in pairs by packAMX (two runs of k32 1 KiB tiles, one run a half
+// of the rows: row kk of step s's tile holds, for its 16 rows, the bf16
+// pair at depth 32s+2kk, 32s+2kk+1); its next block starts rblock bytes
+// after this one. The sums of left row i with right row j go to out at
+// row i, column j: rows opitch bytes apart, rows 16-31 ohalf after rows
+// 0-15, the next block oblock after this one. The driver uses it with B
+// (the weights, read in place) on the left and A packed on the right,
+// writing Cᵀ's blocks to a buffer; the benchmarks also with A in place on
+// the left and B packed on the right, writing C itself. The tile
+// configuration cfg (palette 1, eight tiles of 16 rows of 64 bytes) is
+// loaded on entry and released on exit, so no tile state outlives the
+// call: a goroutine may move to another thread between calls, never
+// within one (Go does not preempt assembly).
 //
-// Nothing is prefetched (last is not read): for B already in cache,
-// where the prefetches only cost issue slots.
+// Nothing is prefetched (pf and last are not read): for operands
+// already in cache, where the prefetches only cost issue slots.
 //
-// Tiles: T0-T3 the four 16 × 16 float32 quarters of a block, T4-T5 B's
-// rows 0-15 and 16-31 (16 × 32 bf16), T6-T7 the packed A tiles.
-TEXT ·amxRunBF16NP(SB), NOSPLIT, $0-88
-	MOVQ cfg+72(FP), AX
+// Tiles: T0-T3 the four 16 × 16 float32 quarters of a block, T4-T5 the
+// left operand's rows 0-15 and 16-31 (16 × 32 bf16), T6-T7 the right
+// operand's packed tiles.
+TEXT ·amxRunBF16NP(SB), NOSPLIT, $0-136
+	MOVQ cfg+104(FP), AX
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00 // LDTILECFG (AX)
-	MOVQ out+64(FP), AX
-	MOVQ b+16(FP), R13 // this block of B
+	MOVQ out+72(FP), AX
+	MOVQ l+16(FP), R13 // this block of the left operand
+	MOVQ r+56(FP), R14 // this block of the right operand
 	MOVQ nb+0(FP), BX
-	MOVQ ldb+24(FP), DX
-	MOVQ bstep+32(FP), R11
-	MOVQ $64, R9 // a packed A tile's row pitch
+	MOVQ lld+24(FP), DX
+	MOVQ lstep+32(FP), R11
+	MOVQ $64, R9 // a packed tile's row pitch
 amxRunBF16NP_block:
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // TILEZERO T0
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // TILEZERO T1
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // TILEZERO T2
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd8 // TILEZERO T3
 	MOVQ R13, SI
-	MOVQ bhalf+40(FP), R8
-	ADDQ SI, R8 // B's row 16
-	MOVQ act+56(FP), DI
+	MOVQ lhalf+40(FP), R8
+	ADDQ SI, R8 // the left operand's row 16
+	MOVQ R14, DI
 	MOVQ k32+8(FP), CX
 	MOVQ CX, R10
 	SHLQ $10, R10
-	ADDQ DI, R10 // the second half's run of A tiles
+	ADDQ DI, R10 // the right operand's second run of tiles
 amxRunBF16NP_step:
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x16 // TILELOADD (SI)(DX*1), T4
 	BYTE $0xc4; BYTE $0xc2; BYTE $0x7b; BYTE $0x4b; BYTE $0x2c; BYTE $0x10 // TILELOADD (R8)(DX*1), T5
@@ -173,14 +191,16 @@ amxRunBF16NP_step:
 	ADDQ $1024, R10
 	DECQ CX
 	JNZ amxRunBF16NP_step
-	LEAQ 2048(AX), CX // the block's row 16
-	MOVQ $128, DI // the block's row pitch
+	MOVQ ohalf+88(FP), CX
+	ADDQ AX, CX // the block's row 16
+	MOVQ opitch+80(FP), DI
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x38 // TILESTORED T0, (AX)(DI*1)
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x38; BYTE $0x40 // TILESTORED T1, 64(AX)(DI*1)
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x14; BYTE $0x39 // TILESTORED T2, (CX)(DI*1)
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x39; BYTE $0x40 // TILESTORED T3, 64(CX)(DI*1)
-	ADDQ $4096, AX
-	ADDQ bblock+48(FP), R13
+	ADDQ oblock+96(FP), AX
+	ADDQ lblock+48(FP), R13
+	ADDQ rblock+64(FP), R14
 	DECQ BX
 	JNZ amxRunBF16NP_block
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE

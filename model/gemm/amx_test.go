@@ -105,12 +105,13 @@ func TestHasAMXFollowsTheCPU(t *testing.T) {
 	t.Logf("AMX path on: %v %s", on, why)
 }
 
-// randAMXOperands returns n rows of B (k apart) and 32 rows of A packed by
-// packAMX, random bf16 values of a decode product's magnitudes.
-func randAMXOperands(seed uint64, n, k int) (b, act []uint16) {
+// randAMXOperands returns n rows of B and 32 rows of A (bf16, k apart,
+// random values of a decode product's magnitudes), and A packed by
+// packAMX.
+func randAMXOperands(seed uint64, n, k int) (b, a, act []uint16) {
 	r := rand.New(rand.NewPCG(seed, 9))
 	b = make([]uint16, n*k)
-	a := make([]uint16, amxRows*k)
+	a = make([]uint16, amxRows*k)
 	for i := range b {
 		b[i] = bf16Bits(float32(r.NormFloat64() * 0.1))
 	}
@@ -119,18 +120,25 @@ func randAMXOperands(seed uint64, n, k int) (b, act []uint16) {
 	}
 	act = make([]uint16, amxRows*k)
 	packAMX(a, amxRows, k, act)
-	return b, act
+	return b, a, act
 }
 
-// amxPackedLayout is B as packAMXB writes it: each tile's 1 KiB in one
-// piece, a block's tiles in the order the kernels read them, so that B is
-// one stream (the benchmarks' other layout).
-func amxPackedLayout(k int) amxLayout { return amxLayout{32, 512, k / 32 * 512, 32 * k} }
+// The benchmarks' other ways of running the tile unit (the driver's is B
+// in place on the left, A packed on the right, Cᵀ's blocks written to a
+// buffer and transposed into C):
+//   - packed: B packed by packAMXB on the left, each tile's 1 KiB in one
+//     piece, a block's tiles in the order the kernels read them, so that B
+//     is one stream;
+//   - direct: A in place on the left and B packed in pairs by packAMX on
+//     the right, the tiles of sums stored straight into C (no transpose).
+
+// amxPackedSide is where packAMXB puts B.
+func amxPackedSide(k int) amxSide { return amxSide{32, 512, k / 32 * 512, 32 * k} }
 
 // packAMXB writes the first n/32·32 rows of B (bf16, k values each, ldb
-// apart; k a multiple of 32) into dst in amxPackedLayout(k): for each block
-// of 32 rows, its rows 0-15 then 16-31, each a run of k/32 tiles of 16
-// rows × 32 values. dst has n/32·32·k values.
+// apart; k a multiple of 32) into dst where amxPackedSide(k) says: for each
+// block of 32 rows, its rows 0-15 then 16-31, each a run of k/32 tiles of
+// 16 rows × 32 values. dst has n/32·32·k values.
 func packAMXB(b []uint16, n, k, ldb int, dst []uint16) {
 	k32 := k / 32
 	for blk := 0; blk < n/amxRows; blk++ {
@@ -147,40 +155,91 @@ func packAMXB(b []uint16, n, k, ldb int, dst []uint16) {
 
 // sgemmAMXPacked is sgemmAMX for B packed by packAMXB (n a multiple of 32).
 func sgemmAMXPacked(m, n, k int, alpha float32, a16, bp []uint16, beta float32, c []float32, ldc int, threads int) {
-	amxProduct(m, n, k, alpha, a16, bp, amxPackedLayout(k), beta, c, ldc, threads)
+	amxProduct(m, n, k, alpha, a16, bp, amxPackedSide(k), beta, c, ldc, threads)
 }
 
-// TestAMXRunLayouts: packAMXB puts every value of B where amxPackedLayout
-// says, and amxRunGo over B in place and over B packed gives the same
-// bits.
+// amxDirectSums is C itself, ldc apart, as the direct way's sums.
+func amxDirectSums(ldc int) amxSums { return amxSums{ldc, 16 * ldc, amxRows} }
+
+// sgemmAMXDirect is C = A·Bᵀ the direct way for a decode batch: exactly
+// 32 rounded rows of A (a16, k apart), B packed in pairs by packAMX (bp,
+// n a multiple of 32), the threads taking runs of blocks of B as
+// amxChunk does.
+func sgemmAMXDirect(n, k int, a16, bp []uint16, c []float32, ldc int, threads int) {
+	blocks := n / amxRows
+	tasks := min(blocks, 8*threads)
+	perRun := min(amxRunMax, max(1, amxRunBytes/(amxRows*2*k)))
+	forEach(threads, tasks, func(t int) {
+		call := amxRunArgs{k32: k / 32, l: a16, ls: amxSide{k, 32, 16 * k, 0}, os: amxDirectSums(ldc), pfstride: amxRows * k}
+		end := (t + 1) * blocks / tasks
+		for j := t * blocks / tasks; j < end; j += perRun {
+			call.nb = min(perRun, end-j)
+			call.r, call.out = bp[j*amxRows*k:], c[j*amxRows:]
+			call.last = bp[(j+call.nb-1)*amxRows*k:]
+			if j+call.nb < end {
+				call.last = bp[(j+call.nb)*amxRows*k:]
+			}
+			call.pf = call.last
+			if call.nb > 1 {
+				call.pf = bp[(j+1)*amxRows*k:]
+			}
+			amxKern[b2i(amxPrefetch)](&call)
+		}
+	})
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestAMXRunLayouts: packAMXB puts every value of B where amxPackedSide
+// says, and amxRunGo gives the same bits over B in place, over B packed,
+// and the direct way (A on the left, B packed in pairs on the right, C
+// written as it is).
 func TestAMXRunLayouts(t *testing.T) {
 	const n, k, nb = 96, 128, 3
-	b, act := randAMXOperands(1, n, k)
+	b, a, act := randAMXOperands(1, n, k)
 	bp := make([]uint16, n*k)
 	packAMXB(b, n, k, k, bp)
-	lay := amxPackedLayout(k)
+	ps := amxPackedSide(k)
 	for row := 0; row < n; row++ {
 		for p := 0; p < k; p++ {
-			at := row/amxRows*lay.block + (row%amxRows)/16*lay.half + p/32*lay.step + row%16*lay.ld + p%32
+			at := row/amxRows*ps.block + (row%amxRows)/16*ps.half + p/32*ps.step + row%16*ps.ld + p%32
 			if bp[at] != b[row*k+p] {
 				t.Fatalf("B[%d][%d] packed at %d as %#x, want %#x", row, p, at, bp[at], b[row*k+p])
 			}
 		}
 	}
 	want, got := make([]float32, nb*amxRows*amxRows), make([]float32, nb*amxRows*amxRows)
-	amxRunGo(nb, k/32, b, amxRowsLayout(k), act, want, nil)
-	amxRunGo(nb, k/32, bp, lay, act, got, nil)
+	amxRunGo(&amxRunArgs{nb: nb, k32: k / 32, l: b, ls: amxRowsSide(k), r: act, out: want, os: amxBlockSums})
+	amxRunGo(&amxRunArgs{nb: nb, k32: k / 32, l: bp, ls: ps, r: act, out: got, os: amxBlockSums})
 	for i := range got {
 		if got[i] != want[i] {
 			t.Fatalf("sum %d is %g over packed B, %g in place", i, got[i], want[i])
 		}
 	}
+	bpairs := make([]uint16, n*k)
+	packAMX(b, n, k, bpairs)
+	c := make([]float32, amxRows*n)
+	amxRunGo(&amxRunArgs{nb: nb, k32: k / 32, l: a, ls: amxSide{k, 32, 16 * k, 0}, r: bpairs, rblock: amxRows * k, out: c, os: amxDirectSums(n)})
+	for q := 0; q < nb; q++ {
+		for w := 0; w < amxRows; w++ {
+			for x := 0; x < amxRows; x++ {
+				if d, tr := c[x*n+q*amxRows+w], want[q*amxRows*amxRows+w*amxRows+x]; d != tr {
+					t.Fatalf("C[%d][%d] is %g the direct way, %g transposed", x, q*amxRows+w, d, tr)
+				}
+			}
+		}
+	}
 }
 
 // TestAMXRunKernelsAgainstGo runs the tile run kernels (prefetching and
-// not) on runs of one and three blocks of depth 896, B in
-// place (pitch beyond k) and packed, against amxRunGo: within 2⁻²⁰ of
-// Σ|a·b|.
+// not) on runs of one and three blocks of depth 896 (B in place with a
+// pitch beyond k, packed, and the direct way) against amxRunGo: within
+// 2⁻²⁰ of Σ|a·b|.
 func TestAMXRunKernelsAgainstGo(t *testing.T) {
 	if on, why := HasAMX(); !on {
 		if os.Getenv("R1GO_AMX_REQUIRE") == "1" {
@@ -189,30 +248,89 @@ func TestAMXRunKernelsAgainstGo(t *testing.T) {
 		t.Skip("AMX path off:", why)
 	}
 	const n, k, ldb = 96, 896, 928
-	b, act := randAMXOperands(2, n, ldb)
-	bp := make([]uint16, n*k)
+	b, a, _ := randAMXOperands(2, n, ldb) // rows ldb apart, of which the first k count
+	compact := func(m []uint16, rows int) []uint16 {
+		c := make([]uint16, rows*k)
+		for i := range rows {
+			copy(c[i*k:][:k], m[i*ldb:][:k])
+		}
+		return c
+	}
+	act, bp, bpairs := make([]uint16, amxRows*k), make([]uint16, n*k), make([]uint16, n*k)
+	packAMX(compact(a, amxRows), amxRows, k, act)
 	packAMXB(b, n, k, ldb, bp)
+	packAMX(compact(b, n), n, k, bpairs)
+	wide := func(h uint16) float64 { return float64(math.Float32frombits(uint32(h) << 16)) }
 	for _, nb := range []int{1, 3} {
 		for _, c := range []struct {
 			name string
-			b    []uint16
-			lay  amxLayout
-		}{{"rows", b, amxRowsLayout(ldb)}, {"packed", bp, amxPackedLayout(k)}} {
+			call amxRunArgs
+			at   func(q, i, j int) int // where sum (left row i, right row j) of block q is
+			mag  func(q, i, j int) float64
+		}{
+			{"rows", amxRunArgs{l: b, ls: amxRowsSide(ldb), r: act, os: amxBlockSums, pf: b, last: b, pfstride: amxRows * ldb},
+				func(q, i, j int) int { return q*amxRows*amxRows + i*amxRows + j },
+				func(q, i, j int) (m float64) {
+					for p := 0; p < k; p++ {
+						m += math.Abs(wide(b[(q*amxRows+i)*ldb+p]) * wide(a[j*ldb+p]))
+					}
+					return m
+				}},
+			{"packed", amxRunArgs{l: bp, ls: amxPackedSide(k), r: act, os: amxBlockSums, pf: bp, last: bp, pfstride: amxRows * k},
+				func(q, i, j int) int { return q*amxRows*amxRows + i*amxRows + j },
+				func(q, i, j int) (m float64) {
+					for p := 0; p < k; p++ {
+						m += math.Abs(wide(b[(q*amxRows+i)*ldb+p]) * wide(a[j*ldb+p]))
+					}
+					return m
+				}},
+		} {
+			c.call.nb, c.call.k32 = nb, k/32
 			want := make([]float32, nb*amxRows*amxRows)
-			amxRunGo(nb, k/32, c.b, c.lay, act, want, nil)
+			c.call.out = want
+			amxRunGo(&c.call)
 			for _, prefetch := range []bool{true, false} {
 				got := make([]float32, len(want))
-				amxRunAsm(prefetch)(nb, k/32, c.b, c.lay, act, got, c.b)
-				for i := range got {
-					q, r, col := i/(amxRows*amxRows), i/amxRows%amxRows, i%amxRows
-					var mag float64
-					for p := 0; p < k; p++ {
-						row := c.b[q*c.lay.block+r/16*c.lay.half+p/32*c.lay.step+r%16*c.lay.ld+p%32]
-						tile := act[(col/16*(k/32)+p/32)*512+(p%32)/2*32+2*(col%16)+p%2]
-						mag += math.Abs(float64(math.Float32frombits(uint32(row)<<16)) * float64(math.Float32frombits(uint32(tile)<<16)))
+				c.call.out = got
+				amxRunAsm(prefetch)(&c.call)
+				for q := 0; q < nb; q++ {
+					for i := 0; i < amxRows; i++ {
+						for j := 0; j < amxRows; j++ {
+							at := c.at(q, i, j)
+							if d := math.Abs(float64(got[at] - want[at])); d > c.mag(q, i, j)*math.Pow(2, -20) {
+								t.Fatalf("%s nb %d prefetch %v: block %d sum (%d, %d) is %g, amxRunGo %g", c.name, nb, prefetch, q, i, j, got[at], want[at])
+							}
+						}
 					}
-					if d := math.Abs(float64(got[i] - want[i])); d > mag*math.Pow(2, -20) {
-						t.Fatalf("%s nb %d prefetch %v: sum %d is %g, amxRunGo %g (Σ|a·b| %g)", c.name, nb, prefetch, i, got[i], want[i], mag)
+				}
+			}
+		}
+		// The direct way: A on the left (32 rows in place, ldb apart), B's
+		// pairs on the right, C (32 × n) written in place.
+		call := amxRunArgs{nb: nb, k32: k / 32, l: a, ls: amxSide{ldb, 32, 16 * ldb, 0}, r: bpairs, rblock: amxRows * k,
+			os: amxDirectSums(n), pf: bpairs, last: bpairs, pfstride: amxRows * k}
+		want := make([]float32, amxRows*n)
+		call.out = want
+		amxRunGo(&call)
+		for _, prefetch := range []bool{true, false} {
+			got := make([]float32, amxRows*n)
+			call.out = got
+			amxRunAsm(prefetch)(&call)
+			for x := 0; x < amxRows; x++ {
+				for w := 0; w < nb*amxRows; w++ {
+					var m float64
+					for p := 0; p < k; p++ {
+						m += math.Abs(wide(b[w*ldb+p]) * wide(a[x*ldb+p]))
+					}
+					if d := math.Abs(float64(got[x*n+w] - want[x*n+w])); d > m*math.Pow(2, -20) {
+						t.Fatalf("direct nb %d prefetch %v: C[%d][%d] is %g, amxRunGo %g", nb, prefetch, x, w, got[x*n+w], want[x*n+w])
+					}
+				}
+			}
+			for x := 0; x < amxRows; x++ { // columns past the run untouched
+				for w := nb * amxRows; w < n; w++ {
+					if got[x*n+w] != 0 {
+						t.Fatalf("direct nb %d: C[%d][%d] outside the run was written", nb, x, w)
 					}
 				}
 			}
@@ -220,16 +338,18 @@ func TestAMXRunKernelsAgainstGo(t *testing.T) {
 	}
 }
 
-// TestSgemmAMXPacked: the product over B packed by packAMXB equals, bit for
-// bit, the product over B in place (same kernel, same order of sums), with
-// alpha and beta, for A of one row, a partial block and two chunks.
+// TestSgemmAMXPacked: the product over B packed by packAMXB, and the
+// direct way's (alpha 1, beta 0, 32 rows of A), equal, bit for bit, the
+// product over B in place (same kernel arithmetic, same order of sums),
+// the first with alpha and beta, for A of one row, a partial block and
+// two chunks.
 func TestSgemmAMXPacked(t *testing.T) {
 	if !HasDotBF16() {
 		t.Skip("no AVX512_BF16 (the path rounds A with it)")
 	}
 	withGoAMX(t)
-	for _, c := range []struct{ m, n, k int }{{1, 64, 64}, {20, 320, 96}, {40, 64, 4864}} {
-		b, _ := randAMXOperands(3, c.n, c.k)
+	for _, c := range []struct{ m, n, k int }{{1, 64, 64}, {20, 320, 96}, {40, 64, 4864}, {32, 320, 896}} {
+		b, _, _ := randAMXOperands(3, c.n, c.k)
 		bp := make([]uint16, c.n*c.k)
 		packAMXB(b, c.n, c.k, c.k, bp)
 		r := rand.New(rand.NewPCG(4, 5))
@@ -246,18 +366,30 @@ func TestSgemmAMXPacked(t *testing.T) {
 		got := append([]float32(nil), c0...)
 		sa := roundRowsBF16(c.m, c.k, a, c.k, 2)
 		sgemmAMXPacked(c.m, c.n, c.k, 0.5, *sa, bp, 0.25, got, c.n, 2)
-		putDotScratch(sa)
 		for i := range got {
 			if got[i] != want[i] {
 				t.Fatalf("%+v: C[%d] = %g over packed B, %g in place", c, i, got[i], want[i])
 			}
 		}
+		if c.m == amxRows {
+			SgemmDotBF16TransB(c.m, c.n, c.k, 1, a, c.k, b, c.k, 0, want, c.n, 2)
+			bpairs := make([]uint16, c.n*c.k)
+			packAMX(b, c.n, c.k, bpairs)
+			sgemmAMXDirect(c.n, c.k, *sa, bpairs, got, c.n, 2)
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%+v: C[%d] = %g the direct way, %g in place", c, i, got[i], want[i])
+				}
+			}
+		}
+		putDotScratch(sa)
 	}
 }
 
 // BenchmarkAMXRun times the tile run kernels alone on operands in cache,
-// prefetching ("rows", "packed") and not ("-nopf"), over B in place and
-// packed by packAMXB. k = 256, one block: everything in L1; 896, four
+// prefetching and not ("-nopf"): B in place ("rows"), B packed by packAMXB
+// ("packed"), and the direct way ("direct": A in place, B in pairs, C
+// written as it is). k = 256, one block: everything in L1; 896, four
 // blocks, and 4,864, two: in L2. The kernels take turns, each a
 // millisecond or so a turn, and each reports its best turn: on a shared
 // machine whose speed drifts within seconds, the ratios of one run are
@@ -269,9 +401,10 @@ func BenchmarkAMXRun(b *testing.B) {
 	}
 	for _, s := range []struct{ k, nb int }{{256, 1}, {896, 4}, {4864, 2}} {
 		n := s.nb * amxRows
-		bw, act := randAMXOperands(5, n, s.k)
-		bp := make([]uint16, n*s.k)
+		bw, a, act := randAMXOperands(5, n, s.k)
+		bp, bpairs := make([]uint16, n*s.k), make([]uint16, n*s.k)
 		packAMXB(bw, n, s.k, s.k, bp)
+		packAMX(bw, n, s.k, bpairs)
 		out := make([]float32, s.nb*amxRows*amxRows)
 		flops := 2 * float64(n*amxRows*s.k)
 		reps := max(1, int(2e8/flops)) // a turn: about a millisecond
@@ -280,17 +413,25 @@ func BenchmarkAMXRun(b *testing.B) {
 			run  func()
 		}
 		var vs []variant
-		for _, lay := range []struct {
+		for _, c := range []struct {
 			name string
-			b    []uint16
-			lay  amxLayout
-		}{{"rows", bw, amxRowsLayout(s.k)}, {"packed", bp, amxPackedLayout(s.k)}} {
+			call amxRunArgs
+		}{
+			{"rows", amxRunArgs{l: bw, ls: amxRowsSide(s.k), r: act, os: amxBlockSums, pfstride: amxRows * s.k}},
+			{"packed", amxRunArgs{l: bp, ls: amxPackedSide(s.k), r: act, os: amxBlockSums, pfstride: amxRows * s.k}},
+			{"direct", amxRunArgs{l: a, ls: amxSide{s.k, 32, 16 * s.k, 0}, r: bpairs, rblock: amxRows * s.k, os: amxDirectSums(n), pfstride: amxRows * s.k}},
+		} {
+			c.call.nb, c.call.k32, c.call.out = s.nb, s.k/32, out
+			c.call.pf, c.call.last = c.call.l, c.call.l
+			if c.name == "direct" {
+				c.call.pf, c.call.last = bpairs, bpairs
+			}
 			for _, prefetch := range []bool{true, false} {
-				kern, name := amxRunAsm(prefetch), lay.name
+				kern, name, call := amxRunAsm(prefetch), c.name, c.call
 				if !prefetch {
 					name += "-nopf"
 				}
-				vs = append(vs, variant{name, func() { kern(s.nb, s.k/32, lay.b, lay.lay, act, out, lay.b) }})
+				vs = append(vs, variant{name, func() { kern(&call) }})
 			}
 		}
 		b.Run(fmt.Sprintf("k%d", s.k), func(b *testing.B) {

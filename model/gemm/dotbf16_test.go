@@ -282,7 +282,8 @@ func BenchmarkDotBF16Rows(b *testing.B) {
 // machine's 300 MB of L3), 24 layers' gate-up and down matrices of
 // Qwen2.5-0.5B and its 151,936-row LM head, with every kernel of
 // bf16Kernels on every thread (and on AMX, B packed by packAMXB, one stream
-// a block), in GB/s of weights read (the figure to set beside the read
+// a block, and the direct way, C written from the tiles without a
+// transpose), in GB/s of weights read (the figure to set beside the read
 // bandwidth). The kernels take turns, a pass each, and each reports its
 // best pass: the GPU machine's bandwidth drifts by a third within a call.
 func BenchmarkDotBF16Stream(b *testing.B) {
@@ -291,8 +292,8 @@ func BenchmarkDotBF16Stream(b *testing.B) {
 	}
 	const m, layers = 32, 24
 	type mat struct {
-		w, packed []uint16
-		n, k      int
+		w, packed, pairs []uint16
+		n, k             int
 	}
 	var mats []mat
 	bytes := 0
@@ -328,10 +329,12 @@ func BenchmarkDotBF16Stream(b *testing.B) {
 		}})
 	}
 	if on, _ := HasAMX(); on {
-		// B packed by packAMXB, each block one stream (the packing untimed).
+		// B packed by packAMXB, each block one stream, and in pairs for
+		// the direct way (the packing untimed; amx_test.go).
 		for i, w := range mats {
-			mats[i].packed = make([]uint16, len(w.w))
+			mats[i].packed, mats[i].pairs = make([]uint16, len(w.w)), make([]uint16, len(w.w))
 			packAMXB(w.w, w.n, w.k, w.k, mats[i].packed)
+			packAMX(w.w, w.n, w.k, mats[i].pairs)
 		}
 		for _, prefetch := range []bool{true, false} {
 			name := "amx-packed"
@@ -345,6 +348,16 @@ func BenchmarkDotBF16Stream(b *testing.B) {
 				for _, w := range mats {
 					sa := roundRowsBF16(m, w.k, a, w.k, threads)
 					sgemmAMXPacked(m, w.n, w.k, 1, *sa, w.packed, 0, c, w.n, threads)
+					putDotScratch(sa)
+				}
+			}})
+			vs = append(vs, variant{"amx-direct" + name[len("amx-packed"):], func() {
+				defer func(p bool) { amxPrefetch = p }(amxPrefetch)
+				amxPrefetch = prefetch
+				threads := runtime.GOMAXPROCS(0)
+				for _, w := range mats {
+					sa := roundRowsBF16(m, w.k, a, w.k, threads)
+					sgemmAMXDirect(w.n, w.k, *sa, w.pairs, c, w.n, threads)
 					putDotScratch(sa)
 				}
 			}})
