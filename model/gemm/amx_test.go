@@ -265,72 +265,43 @@ func TestAMXRunKernelsAgainstGo(t *testing.T) {
 		for _, c := range []struct {
 			name string
 			call amxRunArgs
-			at   func(q, i, j int) int // where sum (left row i, right row j) of block q is
-			mag  func(q, i, j int) float64
+			at   func(w, x int) int // where the sum of B's row w and A's row x is
 		}{
 			{"rows", amxRunArgs{l: b, ls: amxRowsSide(ldb), r: act, os: amxBlockSums, pf: b, last: b, pfstride: amxRows * ldb},
-				func(q, i, j int) int { return q*amxRows*amxRows + i*amxRows + j },
-				func(q, i, j int) (m float64) {
-					for p := 0; p < k; p++ {
-						m += math.Abs(wide(b[(q*amxRows+i)*ldb+p]) * wide(a[j*ldb+p]))
-					}
-					return m
-				}},
+				func(w, x int) int { return w*amxRows + x }},
 			{"packed", amxRunArgs{l: bp, ls: amxPackedSide(k), r: act, os: amxBlockSums, pf: bp, last: bp, pfstride: amxRows * k},
-				func(q, i, j int) int { return q*amxRows*amxRows + i*amxRows + j },
-				func(q, i, j int) (m float64) {
-					for p := 0; p < k; p++ {
-						m += math.Abs(wide(b[(q*amxRows+i)*ldb+p]) * wide(a[j*ldb+p]))
-					}
-					return m
-				}},
+				func(w, x int) int { return w*amxRows + x }},
+			// A on the left (32 rows in place, ldb apart), B's pairs on the
+			// right, C (32 × n) written in place.
+			{"direct", amxRunArgs{l: a, ls: amxSide{ldb, 32, 16 * ldb, 0}, r: bpairs, rblock: amxRows * k,
+				os: amxDirectSums(n), pf: bpairs, last: bpairs, pfstride: amxRows * k},
+				func(w, x int) int { return x*n + w }},
 		} {
 			c.call.nb, c.call.k32 = nb, k/32
-			want := make([]float32, nb*amxRows*amxRows)
+			want := make([]float32, amxRows*n)
 			c.call.out = want
 			amxRunGo(&c.call)
 			for _, prefetch := range []bool{true, false} {
-				got := make([]float32, len(want))
+				got := make([]float32, amxRows*n)
 				c.call.out = got
 				amxRunAsm(prefetch)(&c.call)
-				for q := 0; q < nb; q++ {
-					for i := 0; i < amxRows; i++ {
-						for j := 0; j < amxRows; j++ {
-							at := c.at(q, i, j)
-							if d := math.Abs(float64(got[at] - want[at])); d > c.mag(q, i, j)*math.Pow(2, -20) {
-								t.Fatalf("%s nb %d prefetch %v: block %d sum (%d, %d) is %g, amxRunGo %g", c.name, nb, prefetch, q, i, j, got[at], want[at])
-							}
+				for w := 0; w < nb*amxRows; w++ {
+					for x := 0; x < amxRows; x++ {
+						var mag float64
+						for p := 0; p < k; p++ {
+							mag += math.Abs(wide(b[w*ldb+p]) * wide(a[x*ldb+p]))
+						}
+						at := c.at(w, x)
+						if d := math.Abs(float64(got[at] - want[at])); d > mag*math.Pow(2, -20) {
+							t.Fatalf("%s nb %d prefetch %v: the sum of B's row %d and A's row %d is %g, amxRunGo %g", c.name, nb, prefetch, w, x, got[at], want[at])
 						}
 					}
 				}
-			}
-		}
-		// The direct way: A on the left (32 rows in place, ldb apart), B's
-		// pairs on the right, C (32 × n) written in place.
-		call := amxRunArgs{nb: nb, k32: k / 32, l: a, ls: amxSide{ldb, 32, 16 * ldb, 0}, r: bpairs, rblock: amxRows * k,
-			os: amxDirectSums(n), pf: bpairs, last: bpairs, pfstride: amxRows * k}
-		want := make([]float32, amxRows*n)
-		call.out = want
-		amxRunGo(&call)
-		for _, prefetch := range []bool{true, false} {
-			got := make([]float32, amxRows*n)
-			call.out = got
-			amxRunAsm(prefetch)(&call)
-			for x := 0; x < amxRows; x++ {
-				for w := 0; w < nb*amxRows; w++ {
-					var m float64
-					for p := 0; p < k; p++ {
-						m += math.Abs(wide(b[w*ldb+p]) * wide(a[x*ldb+p]))
-					}
-					if d := math.Abs(float64(got[x*n+w] - want[x*n+w])); d > m*math.Pow(2, -20) {
-						t.Fatalf("direct nb %d prefetch %v: C[%d][%d] is %g, amxRunGo %g", nb, prefetch, x, w, got[x*n+w], want[x*n+w])
-					}
-				}
-			}
-			for x := 0; x < amxRows; x++ { // columns past the run untouched
-				for w := nb * amxRows; w < n; w++ {
-					if got[x*n+w] != 0 {
-						t.Fatalf("direct nb %d: C[%d][%d] outside the run was written", nb, x, w)
+				for w := nb * amxRows; w < n; w++ { // past the run: untouched
+					for x := 0; x < amxRows; x++ {
+						if got[c.at(w, x)] != 0 {
+							t.Fatalf("%s nb %d: the sum of B's row %d and A's row %d is outside the run but was written", c.name, nb, w, x)
+						}
 					}
 				}
 			}
