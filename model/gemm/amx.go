@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"os"
 	"sync"
@@ -276,30 +277,14 @@ var amxOut = sync.Pool{New: func() any { return new([amxRunMax * amxRows * amxRo
 // where bs says): the first block of A streams each run from memory,
 // asking for the next as it goes; the others find it in L2.
 func amxChunk(r0, rows, full, k int, alpha float32, pk, b []uint16, bs amxSide, beta float32, c []float32, ldc int, threads int) {
-	blocksB, blocksA := full/amxRows, (rows+amxRows-1)/amxRows
-	tasks := min(blocksB, 8*threads)
-	perRun := min(amxRunMax, max(1, amxRunBytes/(amxRows*2*k)))
-	forEach(threads, tasks, func(t int) {
+	blocksA := (rows + amxRows - 1) / amxRows
+	amxTasks(full/amxRows, threads, func(start, end int) {
 		ob := amxOut.Get().(*[amxRunMax * amxRows * amxRows]float32)
 		defer amxOut.Put(ob)
 		call := amxRunArgs{k32: k / 32, ls: bs, out: ob[:], os: amxBlockSums, pfstride: bs.block}
-		end := (t + 1) * blocksB / tasks
-		for j := t * blocksB / tasks; j < end; j += perRun {
-			call.nb = min(perRun, end-j)
-			call.l = b[j*bs.block:]
-			// The run's last block asks for the task's next run, or for
-			// its own lines: the block after the task is another task's,
-			// often on another core (prefetched anyway, it cost the down
-			// product, 28 blocks in 16 tasks on 2 cores, 7-15 %). The
-			// others ask for the block after them.
-			call.last = b[(j+call.nb-1)*bs.block:]
-			if j+call.nb < end {
-				call.last = b[(j+call.nb)*bs.block:]
-			}
-			call.pf = call.last
-			if call.nb > 1 {
-				call.pf = b[(j+1)*bs.block:]
-			}
+		for run := range amxRuns(start, end, k) {
+			call.nb, call.l = run.nb, b[run.j*bs.block:]
+			call.pf, call.last = b[run.pf*bs.block:], b[run.last*bs.block:]
 			for ib := 0; ib < blocksA; ib++ {
 				kern := amxKern[0]
 				if ib == 0 && amxPrefetch {
@@ -307,11 +292,48 @@ func amxChunk(r0, rows, full, k int, alpha float32, pk, b []uint16, bs amxSide, 
 				}
 				call.r = pk[ib*amxRows*k:]
 				kern(&call)
-				for q := 0; q < call.nb; q++ {
+				for q := 0; q < run.nb; q++ {
 					// ob's blocks are Cᵀ's: B's rows down, A's across.
-					storeCT(ob[q*amxRows*amxRows:], amxRows, amxRows, r0+ib*amxRows, min(amxRows, rows-ib*amxRows), (j+q)*amxRows, alpha, beta, c, ldc)
+					storeCT(ob[q*amxRows*amxRows:], amxRows, amxRows, r0+ib*amxRows, min(amxRows, rows-ib*amxRows), (run.j+q)*amxRows, alpha, beta, c, ldc)
 				}
 			}
 		}
 	})
+}
+
+// amxTasks splits blocks of B among the threads, task(start, end) taking
+// blocks [start, end), eight tasks a thread at most.
+func amxTasks(blocks, threads int, task func(start, end int)) {
+	tasks := min(blocks, 8*threads)
+	forEach(threads, tasks, func(t int) { task(t*blocks/tasks, (t+1)*blocks/tasks) })
+}
+
+// amxRun is one kernel call's blocks of B, [j, j+nb): its first block
+// prefetches block pf, its last block last.
+type amxRun struct{ j, nb, pf, last int }
+
+// amxRuns yields a task's blocks [start, end) of depth k in runs of at
+// most amxRunBytes (and amxRunMax blocks). Each block but the last asks
+// for the block after it; the run's last asks for the task's next run,
+// or for its own lines: the block after the task is another task's,
+// often on another core (prefetched anyway, it cost the down product, 28
+// blocks in 16 tasks on 2 cores, 7-15 %).
+func amxRuns(start, end, k int) iter.Seq[amxRun] {
+	perRun := min(amxRunMax, max(1, amxRunBytes/(amxRows*2*k)))
+	return func(yield func(amxRun) bool) {
+		for j := start; j < end; j += perRun {
+			r := amxRun{j: j, nb: min(perRun, end-j)}
+			r.last = j + r.nb - 1
+			if j+r.nb < end {
+				r.last = j + r.nb
+			}
+			r.pf = r.last
+			if r.nb > 1 {
+				r.pf = j + 1
+			}
+			if !yield(r) {
+				return
+			}
+		}
+	}
 }

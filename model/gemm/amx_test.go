@@ -163,36 +163,20 @@ func amxDirectSums(ldc int) amxSums { return amxSums{ldc, 16 * ldc, amxRows} }
 
 // sgemmAMXDirect is C = A·Bᵀ the direct way for a decode batch: exactly
 // 32 rounded rows of A (a16, k apart), B packed in pairs by packAMX (bp,
-// n a multiple of 32), the threads taking runs of blocks of B as
-// amxChunk does.
+// n a multiple of 32), in amxChunk's tasks and runs.
 func sgemmAMXDirect(n, k int, a16, bp []uint16, c []float32, ldc int, threads int) {
-	blocks := n / amxRows
-	tasks := min(blocks, 8*threads)
-	perRun := min(amxRunMax, max(1, amxRunBytes/(amxRows*2*k)))
-	forEach(threads, tasks, func(t int) {
-		call := amxRunArgs{k32: k / 32, l: a16, ls: amxSide{k, 32, 16 * k, 0}, os: amxDirectSums(ldc), pfstride: amxRows * k}
-		end := (t + 1) * blocks / tasks
-		for j := t * blocks / tasks; j < end; j += perRun {
-			call.nb = min(perRun, end-j)
-			call.r, call.out = bp[j*amxRows*k:], c[j*amxRows:]
-			call.last = bp[(j+call.nb-1)*amxRows*k:]
-			if j+call.nb < end {
-				call.last = bp[(j+call.nb)*amxRows*k:]
-			}
-			call.pf = call.last
-			if call.nb > 1 {
-				call.pf = bp[(j+1)*amxRows*k:]
-			}
-			amxKern[b2i(amxPrefetch)](&call)
+	kern := amxKern[0]
+	if amxPrefetch {
+		kern = amxKern[1]
+	}
+	amxTasks(n/amxRows, threads, func(start, end int) {
+		call := amxRunArgs{k32: k / 32, l: a16, ls: amxSide{k, 32, 16 * k, 0}, rblock: amxRows * k, os: amxDirectSums(ldc), pfstride: amxRows * k}
+		for run := range amxRuns(start, end, k) {
+			call.nb, call.r, call.out = run.nb, bp[run.j*amxRows*k:], c[run.j*amxRows:]
+			call.pf, call.last = bp[run.pf*amxRows*k:], bp[run.last*amxRows*k:]
+			kern(&call)
 		}
 	})
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // TestAMXRunLayouts: packAMXB puts every value of B where amxPackedSide
@@ -313,13 +297,15 @@ func TestAMXRunKernelsAgainstGo(t *testing.T) {
 // direct way's (alpha 1, beta 0, 32 rows of A), equal, bit for bit, the
 // product over B in place (same kernel arithmetic, same order of sums),
 // the first with alpha and beta, for A of one row, a partial block and
-// two chunks.
+// two chunks; the direct way over 40 blocks of B (tasks of two and three
+// blocks on 2 threads: runs of more than one, each block its own part of
+// B and of C).
 func TestSgemmAMXPacked(t *testing.T) {
 	if !HasDotBF16() {
 		t.Skip("no AVX512_BF16 (the path rounds A with it)")
 	}
 	withGoAMX(t)
-	for _, c := range []struct{ m, n, k int }{{1, 64, 64}, {20, 320, 96}, {40, 64, 4864}, {32, 320, 896}} {
+	for _, c := range []struct{ m, n, k int }{{1, 64, 64}, {20, 320, 96}, {40, 64, 4864}, {32, 1280, 896}} {
 		b, _, _ := randAMXOperands(3, c.n, c.k)
 		bp := make([]uint16, c.n*c.k)
 		packAMXB(b, c.n, c.k, c.k, bp)
