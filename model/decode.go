@@ -63,10 +63,14 @@ func (m *Model) StepSample(c *KVCache, chunks []Chunk, s Sampling, seeds []uint6
 				return Decoded{}, err
 			}
 		}
-		EachRow(len(chunks), func(j int, scratch *[]int32) {
-			rng := rand.New(rand.NewPCG(seeds[j], 0x5eed))
-			out.Tokens[j], out.LogProbs[j] = SampleToken(logits[j*V:(j+1)*V], s, rng, scratch)
-		})
+		draws := make([]Draw, len(chunks))
+		for j := range draws {
+			draws[j] = Draw{Row: logits[j*V : (j+1)*V], S: s, Rng: rand.New(rand.NewPCG(seeds[j], 0x5eed))}
+		}
+		SampleAll(draws)
+		for j, d := range draws {
+			out.Tokens[j], out.LogProbs[j] = d.ID, d.LogProb
+		}
 		for i, j := range keep {
 			copy(out.Logits[i*V:(i+1)*V], logits[j*V:(j+1)*V])
 		}

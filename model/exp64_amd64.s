@@ -109,3 +109,150 @@ done:
 	SETNE    special+24(FP)
 	VZEROUPPER
 	RET
+
+// sumExps8AVX512 is sumExps for eight rows at once, a lane a row. Eight
+// columns of the eight rows are loaded and transposed (8 × 8 floats), so
+// that each vector holds one column of every row; each column then goes
+// through x = float64(v)·invT − m (a rounded product, then a rounded
+// difference, as the Go loop computes it), math.Exp's FMA path (the
+// sequence of exp64AVX512FMA) and sum += e. Every lane's sum therefore
+// takes its row's terms in column order with the bits of the one-row loop.
+// A lane whose x lies outside (−708, 709), where math.Exp would take
+// another branch (or x is NaN), is reported: the caller redoes the rows.
+
+DATA sumc<>+0(SB)/8, $-708.0
+DATA sumc<>+8(SB)/8, $709.0
+GLOBL sumc<>(SB), RODATA, $16
+
+// SUMEXP(col) takes one column (col: eight floats, a row each) through x,
+// the range check, math.Exp and sum += e. Z16-Z19 are its scratch; the
+// polynomial's inner coefficients are read from exp64c<> (R11).
+#define SUMEXP(col) \
+	VCVTPS2PD col, Z16; \
+	VMULPD  Z28, Z16, Z16; \
+	VSUBPD  Z29, Z16, Z16; \
+	VCMPPD  $0x1a, Z26, Z16, K1; \
+	VCMPPD  $0x15, Z27, Z16, K2; \
+	KORW    K1, K7, K7; \
+	KORW    K2, K7, K7; \
+	VMULPD  Z16, Z20, Z17; \
+	VCVTPD2DQ Z17, Y18; \
+	VCVTDQ2PD Y18, Z17; \
+	VFNMADD231PD Z21, Z17, Z16; \
+	VFNMADD231PD Z22, Z17, Z16; \
+	VMULPD  Z23, Z16, Z16; \
+	VBROADCASTSD 32(R11), Z17; \
+	VFMADD213PD.BCST 40(R11), Z16, Z17; \
+	VFMADD213PD.BCST 48(R11), Z16, Z17; \
+	VFMADD213PD.BCST 56(R11), Z16, Z17; \
+	VFMADD213PD.BCST 64(R11), Z16, Z17; \
+	VFMADD213PD.BCST 72(R11), Z16, Z17; \
+	VFMADD213PD.BCST 80(R11), Z16, Z17; \
+	VFMADD213PD Z24, Z16, Z17; \
+	VMULPD  Z17, Z16, Z16; \
+	VADDPD  Z25, Z16, Z17; \
+	VMULPD  Z17, Z16, Z16; \
+	VADDPD  Z25, Z16, Z17; \
+	VMULPD  Z17, Z16, Z16; \
+	VADDPD  Z25, Z16, Z17; \
+	VMULPD  Z17, Z16, Z16; \
+	VADDPD  Z25, Z16, Z17; \
+	VFMADD213PD Z24, Z17, Z16; \
+	VPADDD  Y31, Y18, Y18; \
+	VPMOVSXDQ Y18, Z19; \
+	VPSLLQ  $52, Z19, Z19; \
+	VMULPD  Z19, Z16, Z16; \
+	VADDPD  Z16, Z30, Z30
+
+// func sumExps8AVX512(rows *[8]*float32, off, n int, invT, m, sums *[8]float64) (special bool)
+TEXT ·sumExps8AVX512(SB), NOSPLIT, $0-49
+	MOVQ rows+0(FP), R11
+	MOVQ 0(R11), AX
+	MOVQ 8(R11), BX
+	MOVQ 16(R11), CX
+	MOVQ 24(R11), DX
+	MOVQ 32(R11), SI
+	MOVQ 40(R11), DI
+	MOVQ 48(R11), R8
+	MOVQ 56(R11), R9
+	MOVQ off+8(FP), R10
+	SHLQ $2, R10                // byte offset of the first column
+	MOVQ n+16(FP), R12
+	SHRQ $3, R12
+	MOVQ invT+24(FP), R13
+	VMOVUPD (R13), Z28          // invT, a lane a row
+	MOVQ m+32(FP), R13
+	VMOVUPD (R13), Z29          // m
+	MOVQ sums+40(FP), R13
+	VMOVUPD (R13), Z30          // the running sums
+	LEAQ exp64c<>(SB), R11
+	VBROADCASTSD 0(R11), Z20    // LOG2E
+	VBROADCASTSD 8(R11), Z21    // LN2U
+	VBROADCASTSD 16(R11), Z22   // LN2L
+	VBROADCASTSD 24(R11), Z23   // 1/16
+	VBROADCASTSD 88(R11), Z24   // 1
+	VBROADCASTSD 96(R11), Z25   // 2
+	VBROADCASTSD sumc<>+0(SB), Z26 // −708
+	VBROADCASTSD sumc<>+8(SB), Z27 // 709
+	MOVL $1023, R13
+	MOVQ R13, X15
+	VPBROADCASTD X15, Y31       // exponent bias
+	KXORW  K7, K7, K7           // lanes out of range: none yet
+	TESTQ R12, R12
+	JZ    done
+
+loop:
+	VMOVUPS (AX)(R10*1), Y0
+	VMOVUPS (BX)(R10*1), Y1
+	VMOVUPS (CX)(R10*1), Y2
+	VMOVUPS (DX)(R10*1), Y3
+	VMOVUPS (SI)(R10*1), Y4
+	VMOVUPS (DI)(R10*1), Y5
+	VMOVUPS (R8)(R10*1), Y6
+	VMOVUPS (R9)(R10*1), Y7
+
+	VUNPCKLPS Y1, Y0, Y8        // a0 b0 a1 b1 | a4 b4 a5 b5
+	VUNPCKHPS Y1, Y0, Y9        // a2 b2 a3 b3 | a6 b6 a7 b7
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+	VSHUFPS $0x44, Y10, Y8, Y0  // a0 b0 c0 d0 | a4 b4 c4 d4
+	VSHUFPS $0xEE, Y10, Y8, Y1  // a1 b1 c1 d1 | a5 ...
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xEE, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4 // e0 f0 g0 h0 | e4 ...
+	VSHUFPS $0xEE, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xEE, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8  // column 0: a0 .. h0
+	VPERM2F128 $0x20, Y5, Y1, Y9  // column 1
+	VPERM2F128 $0x20, Y6, Y2, Y10 // column 2
+	VPERM2F128 $0x20, Y7, Y3, Y11 // column 3
+	VPERM2F128 $0x31, Y4, Y0, Y12 // column 4
+	VPERM2F128 $0x31, Y5, Y1, Y13 // column 5
+	VPERM2F128 $0x31, Y6, Y2, Y14 // column 6
+	VPERM2F128 $0x31, Y7, Y3, Y15 // column 7
+
+	SUMEXP(Y8)
+	SUMEXP(Y9)
+	SUMEXP(Y10)
+	SUMEXP(Y11)
+	SUMEXP(Y12)
+	SUMEXP(Y13)
+	SUMEXP(Y14)
+	SUMEXP(Y15)
+
+	ADDQ $32, R10
+	DECQ R12
+	JNZ  loop
+
+done:
+	MOVQ sums+40(FP), R13
+	VMOVUPD Z30, (R13)
+	KORTESTW K7, K7
+	SETNE    special+48(FP)
+	VZEROUPPER
+	RET

@@ -46,3 +46,12 @@ func exp64AVX512FMA(dst, src *float64, n int) (special bool)
 // exp64Vector: the CPU runs exp64AVX512FMA, and math.Exp takes its FMA
 // path here too (it does where the CPU has AVX and FMA).
 var exp64Vector = cpu.X86.HasAVX512F && cpu.X86.HasAVX && cpu.X86.HasFMA
+
+// sumExps8AVX512 (exp64_amd64.s) is sumExps's loop for eight rows at once,
+// columns [off, off+n) of each (n a multiple of 8), a lane a row: sums[i]
+// += exp(float64(rows[i][j])·invT[i] − m[i]) for j in order, with
+// math.Exp's bits. It reports whether some x lay outside (−708, 709) or
+// was NaN (then the sums are garbage).
+//
+//go:noescape
+func sumExps8AVX512(rows *[8]*float32, off, n int, invT, m, sums *[8]float64) (special bool)

@@ -189,11 +189,20 @@ func SampleToken(logits []float32, s Sampling, rng *rand.Rand, scratch *[]int32)
 	m := float64(logits[best]) * invT
 	// e^x over the vocabulary goes through exp64Into a block at a time
 	// (math.Exp's bits, vectorised); the sums stay in order.
-	blocks := (len(logits) + sampleBlock - 1) / sampleBlock
-	sc := getRow[float64](2*sampleBlock + blocks)
+	sc := getRow[float64](2*sampleBlock + numBlocks(len(logits)))
 	defer putRow(sc)
 	arg, ex, starts := (*sc)[:sampleBlock], (*sc)[sampleBlock:2*sampleBlock], (*sc)[2*sampleBlock:]
 	sum := sumExps(logits, invT, m, arg, ex, starts)
+	return drawToken(logits, s, rng, scratch, best, invT, m, sum, starts, arg, ex)
+}
+
+// numBlocks is how many blocks of sampleBlock logits a row of n has.
+func numBlocks(n int) int { return (n + sampleBlock - 1) / sampleBlock }
+
+// drawToken is SampleToken after the first pass: best is the argmax, m
+// the largest logit over T, sum and starts what sumExps gave; arg and ex
+// are scratch blocks.
+func drawToken(logits []float32, s Sampling, rng *rand.Rand, scratch *[]int32, best int, invT, m, sum float64, starts, arg, ex []float64) (int32, float32) {
 	lse := m + math.Log(sum)
 	logp := func(i int) float64 { return float64(logits[i])*invT - lse }
 

@@ -267,23 +267,27 @@ func (e *Engine) feed(active []*genJob, chunks []model.Chunk, V int) ([]GenToken
 	if err != nil {
 		return nil, err
 	}
+	draws := make([]model.Draw, len(active))
+	for i, j := range active {
+		draws[i] = model.Draw{Row: logits[i*V : (i+1)*V], S: j.req.Sampling, Rng: j.rng}
+	}
+	model.SampleAll(draws)
 	toks := make([]GenToken, len(active))
-	model.EachRow(len(active), func(i int, scratch *[]int32) {
-		j := active[i]
-		toks[i] = sampleGen(logits[i*V:(i+1)*V], &j.req, j.rng, scratch)
+	model.EachRow(len(active), func(i int, _ *[]int32) {
+		toks[i] = genToken(draws[i], &active[i].req)
 	})
 	return toks, nil
 }
 
-// sampleGen draws one token and, when asked, its model log-probabilities.
-func sampleGen(row []float32, req *GenRequest, rng *rand.Rand, scratch *[]int32) GenToken {
-	id, lp := model.SampleToken(row, req.Sampling, rng, scratch)
-	t := GenToken{ID: id, SampleLogprob: lp}
+// genToken is a drawn token and, when asked, its model log-probabilities.
+func genToken(d model.Draw, req *GenRequest) GenToken {
+	t := GenToken{ID: d.ID, SampleLogprob: d.LogProb}
 	if !req.Logprobs && req.TopLogprobs == 0 {
 		return t
 	}
+	row := d.Row
 	lse := logSumExp(row)
-	t.Logprob = row[id] - lse
+	t.Logprob = row[d.ID] - lse
 	if k := req.TopLogprobs; k > 0 {
 		t.Top = topK(row, k, lse)
 	}

@@ -304,6 +304,7 @@ func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, 
 		chunks  []model.Chunk
 		owners  []*trajState
 		draws   []hostDraw
+		picks   []model.Draw // the draws as model.SampleAll takes them
 		scratch []int32
 	)
 	for s := r.Policy.Slots() - 1; s >= 0; s-- {
@@ -397,10 +398,14 @@ func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, 
 				}
 			}
 		}
-		model.EachRow(len(draws), func(i int, scratch *[]int32) {
-			d := &draws[i]
-			d.id, d.lp = model.SampleToken(d.row, r.Cfg.Sampling, d.s.rng, scratch)
-		})
+		picks = picks[:0]
+		for _, d := range draws {
+			picks = append(picks, model.Draw{Row: d.row, S: r.Cfg.Sampling, Rng: d.s.rng})
+		}
+		model.SampleAll(picks)
+		for i, p := range picks {
+			draws[i].id, draws[i].lp = p.ID, p.LogProb
+		}
 		for i := 0; i < len(draws); {
 			s := draws[i].s
 			s.pending = s.pending[:0]
