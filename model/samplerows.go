@@ -20,11 +20,11 @@ type Draw struct {
 }
 
 // groupCost is what a group of eight rows costs against one row drawn
-// alone: the group saves each row's in-order sum (a chain of dependent
-// additions, a quarter of a draw) and its scalar loop of arguments (another
-// quarter), and spends nothing on lanes it leaves empty except their
-// exponentials. BenchmarkSampleAll: 0.40 ms a row alone, 1.7 ms a group of
-// eight on this project's Zen 4; 4 rounds the ratio up.
+// alone. The group saves each row's scalar loop of arguments and its
+// in-order sum (a chain of dependent additions), about half of a draw,
+// and spends a lane's exponentials whether the lane holds a row or not.
+// BenchmarkSampleAll on this project's Zen 4, one thread: 0.41 ms a row
+// alone, 1.63 ms a group of eight (0.20 ms a row).
 const groupCost = 4
 
 // groupable says whether d's first pass can run in a group: a draw at a
