@@ -7,20 +7,51 @@ import "math"
 func (d *CPU[F]) RMSNorm(out, rstd, inp, w Buffer, rows, C int, eps float32) {
 	o, rs, x, g := buf[F](out), buf[F](rstd), buf[F](inp), vec[F](w)
 	d.parallel(rows, 16, func(lo, hi int) {
-		for t := lo; t < hi; t++ {
-			xr := x[t*C : (t+1)*C]
-			var ss float64
-			for _, v := range xr {
-				ss += float64(v) * float64(v)
-			}
+		finish := func(t int, ss float64) {
 			r := 1 / math.Sqrt(ss/float64(C)+float64(eps))
 			rs[t] = F(r)
 			or := o[t*C : (t+1)*C]
-			for c, v := range xr {
+			for c, v := range x[t*C : (t+1)*C] {
 				or[c] = F(float64(v)*r) * g[c]
 			}
 		}
+		t := lo
+		for ; t+4 <= hi; t += 4 {
+			ss := sumSquares4(x[t*C:(t+4)*C], C)
+			for i, s := range ss {
+				finish(t+i, s)
+			}
+		}
+		for ; t < hi; t++ {
+			finish(t, sumSquares(x[t*C:(t+1)*C]))
+		}
 	})
+}
+
+// sumSquares is Σ x² in float64, in order.
+func sumSquares[F Float](x []F) float64 {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	return ss
+}
+
+// sumSquares4 is sumSquares of four rows of C (x, one after another) at
+// once: four independent chains of additions instead of one (a decode
+// step's norms of 32 rows were a chain of 896 dependent additions each),
+// each in its row's order, so each sum has sumSquares's bits.
+func sumSquares4[F Float](x []F, C int) [4]float64 {
+	x0, x1, x2, x3 := x[:C], x[C:2*C], x[2*C:3*C], x[3*C:4*C]
+	var s0, s1, s2, s3 float64
+	for c := range x0 {
+		v0, v1, v2, v3 := float64(x0[c]), float64(x1[c]), float64(x2[c]), float64(x3[c])
+		s0 += v0 * v0
+		s1 += v1 * v1
+		s2 += v2 * v2
+		s3 += v3 * v3
+	}
+	return [4]float64{s0, s1, s2, s3}
 }
 
 // RMSNormBackward: with n = x·r,
