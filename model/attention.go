@@ -244,8 +244,9 @@ var groupScratches sync.Pool
 // attendGroup32 is AttentionCached on the float32 device for one row and
 // nh ≤ 8 query heads sharing a KV head (q and out: nh rows of HS), with
 // the vector kernels: the scores of every head against the n cached keys
-// (dotsGroupAVX512), their softmax in float64 with the float32 exp, and
-// the weighted sums of the value rows in float64 (axpyGroupF64AVX512). Per
+// (dotsGroupAVX512), their softmax in float64 with the float32 exp
+// (scoresGroupAVX512, argsGroupAVX512, weightsGroupAVX512: a vector holds
+// the eight heads of one key), and the weighted sums of the value rows in float64 (axpyGroupF64AVX512). Per
 // head the arithmetic, and its order, is the element-by-element loop's in
 // AttentionCached, so the result is the same bits; each key and value row
 // is read once for the group instead of once per head.
@@ -270,10 +271,38 @@ func attendGroup32(out, q, k, v []float32, kvw, n, nh, HS int, scale float64, w 
 	sc := grow(&w.sc, G*n)
 	dotsGroupAVX512(&qp[0], &k[0], uintptr(kvw)*4, n, chunks, &sc[0])
 	p := grow(&w.p, G*n)
+	arg, ex := grow(&w.arg, G*n), grow(&w.ex, G*n)
 	var m, sum [G]float64
 	for h := range m {
 		m[h] = math.Inf(-1)
 	}
+	if !scoresGroupAVX512(&sc[0], &p[0], n, scale, &m) {
+		argsGroupAVX512(&p[0], &arg[0], n, &m)
+		exp32Into(ex, arg)
+		weightsGroupAVX512(&ex[0], &p[0], n, &sum)
+	} else {
+		// A NaN score: the loops, whose max keeps the builtin's NaN rules.
+		for h := range m {
+			m[h] = math.Inf(-1)
+		}
+		softmaxGroupLoops(sc, p, arg, ex, n, scale, &m, &sum)
+	}
+	acc := grow(&w.acc, G*HS)
+	clear(acc)
+	axpyGroupF64AVX512(&acc[0], &v[0], uintptr(kvw)*4, &p[0], n, HS)
+	for h := 0; h < nh; h++ {
+		for c := 0; c < HS; c++ {
+			out[h*HS+c] = float32(acc[h*HS+c] / sum[h])
+		}
+	}
+}
+
+// softmaxGroupLoops is attendGroup32's softmax element by element (the
+// vector kernels' reference, and their fallback when a score is NaN):
+// p = score·scale, m its largest per head, p = e^(p − m) through the
+// float32 exp, sum their sum per head in order.
+func softmaxGroupLoops(sc []float32, p []float64, arg, ex []float32, n int, scale float64, m, sum *[attnGroup]float64) {
+	const G = attnGroup
 	for i := 0; i < n; i++ {
 		for h := 0; h < G; h++ {
 			x := float64(sc[i*G+h]) * scale
@@ -281,7 +310,6 @@ func attendGroup32(out, q, k, v []float32, kvw, n, nh, HS int, scale float64, w 
 			m[h] = max(m[h], x) // the builtin: math.Max's rules, inlined
 		}
 	}
-	arg, ex := grow(&w.arg, G*n), grow(&w.ex, G*n)
 	for i := 0; i < n; i++ {
 		for h := 0; h < G; h++ {
 			arg[i*G+h] = float32(p[i*G+h] - m[h])
@@ -293,14 +321,6 @@ func attendGroup32(out, q, k, v []float32, kvw, n, nh, HS int, scale float64, w 
 			e := float64(ex[i*G+h])
 			p[i*G+h] = e
 			sum[h] += e
-		}
-	}
-	acc := grow(&w.acc, G*HS)
-	clear(acc)
-	axpyGroupF64AVX512(&acc[0], &v[0], uintptr(kvw)*4, &p[0], n, HS)
-	for h := 0; h < nh; h++ {
-		for c := 0; c < HS; c++ {
-			out[h*HS+c] = float32(acc[h*HS+c] / sum[h])
 		}
 	}
 }

@@ -13,3 +13,15 @@ func dotsGroupAVX512(qp, k *float32, ldk uintptr, n, chunks int, out *float32)
 
 //go:noescape
 func axpyGroupF64AVX512(acc *float64, v *float32, ldv uintptr, e *float64, n, hs int)
+
+// scoresGroupAVX512, argsGroupAVX512 and weightsGroupAVX512 are
+// attendGroup32's softmax loops, eight heads a vector (attn_amd64.s).
+//
+//go:noescape
+func scoresGroupAVX512(sc *float32, p *float64, n int, scale float64, m *[8]float64) (nan bool)
+
+//go:noescape
+func argsGroupAVX512(p *float64, arg *float32, n int, m *[8]float64)
+
+//go:noescape
+func weightsGroupAVX512(ex *float32, p *float64, n int, sum *[8]float64)

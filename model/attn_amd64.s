@@ -233,3 +233,99 @@ astore:
 	JLT  acols
 	VZEROUPPER
 	RET
+
+// The softmax between the two kernels above, eight heads a vector (the
+// scores and weights are laid out 8i + h): attendGroup32's three loops.
+
+// func scoresGroupAVX512(sc *float32, p *float64, n int, scale float64, m *[8]float64) (nan bool)
+//
+// p[8i + h] = float64(sc[8i + h])·scale and m[h] = max(m[h], p[8i + h])
+// over i, with the builtin max's result where no value is NaN: VMAXPD
+// where the two differ, and where they compare equal (±0 among them) the
+// AND of their bits (+0 wins, as the builtin's does). A NaN is reported
+// (then m is not the builtin's; the caller takes its loop).
+TEXT ·scoresGroupAVX512(SB), NOSPLIT, $0-41
+	MOVQ sc+0(FP), SI
+	MOVQ p+8(FP), DI
+	MOVQ n+16(FP), CX
+	VBROADCASTSD scale+24(FP), Z1
+	MOVQ m+32(FP), DX
+	VMOVUPD (DX), Z2
+	KXORW K3, K3, K3
+	TESTQ CX, CX
+	JZ    sdone
+
+sloop:
+	VCVTPS2PD (SI), Z0
+	VMULPD    Z1, Z0, Z0
+	VMOVUPD   Z0, (DI)
+	VCMPPD    $0x03, Z0, Z0, K1 // UNORD_Q: NaN
+	KORW      K1, K3, K3
+	VCMPPD    $0x00, Z0, Z2, K2 // EQ_OQ: m = x (±0 too)
+	VPANDQ    Z0, Z2, Z3
+	VMAXPD    Z0, Z2, Z2
+	VMOVAPD   Z3, K2, Z2
+	ADDQ $32, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  sloop
+
+sdone:
+	VMOVUPD Z2, (DX)
+	KORTESTW K3, K3
+	SETNE    nan+40(FP)
+	VZEROUPPER
+	RET
+
+// func argsGroupAVX512(p *float64, arg *float32, n int, m *[8]float64)
+//
+// arg[8i + h] = float32(p[8i + h] − m[h]): a rounded difference, then
+// rounded to float32 to nearest, as the Go conversion.
+TEXT ·argsGroupAVX512(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	MOVQ arg+8(FP), DI
+	MOVQ n+16(FP), CX
+	MOVQ m+24(FP), DX
+	VMOVUPD (DX), Z2
+	TESTQ CX, CX
+	JZ    adone
+
+argloop:
+	VMOVUPD   (SI), Z0
+	VSUBPD    Z2, Z0, Z0
+	VCVTPD2PS Z0, Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ $64, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  argloop
+
+adone:
+	VZEROUPPER
+	RET
+
+// func weightsGroupAVX512(ex *float32, p *float64, n int, sum *[8]float64)
+//
+// p[8i + h] = float64(ex[8i + h]) and sum[h] += p[8i + h], i in order.
+TEXT ·weightsGroupAVX512(SB), NOSPLIT, $0-32
+	MOVQ ex+0(FP), SI
+	MOVQ p+8(FP), DI
+	MOVQ n+16(FP), CX
+	MOVQ sum+24(FP), DX
+	VMOVUPD (DX), Z2
+	TESTQ CX, CX
+	JZ    wdone
+
+wloop:
+	VCVTPS2PD (SI), Z0
+	VMOVUPD   Z0, (DI)
+	VADDPD    Z0, Z2, Z2
+	ADDQ $32, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  wloop
+
+wdone:
+	VMOVUPD Z2, (DX)
+	VZEROUPPER
+	RET

@@ -11,3 +11,15 @@ func dotsGroupAVX512(qp, k *float32, ldk uintptr, n, chunks int, out *float32) {
 func axpyGroupF64AVX512(acc *float64, v *float32, ldv uintptr, e *float64, n, hs int) {
 	panic("model: no vector attention kernel")
 }
+
+func scoresGroupAVX512(sc *float32, p *float64, n int, scale float64, m *[8]float64) bool {
+	panic("model: no vector attention kernel")
+}
+
+func argsGroupAVX512(p *float64, arg *float32, n int, m *[8]float64) {
+	panic("model: no vector attention kernel")
+}
+
+func weightsGroupAVX512(ex *float32, p *float64, n int, sum *[8]float64) {
+	panic("model: no vector attention kernel")
+}

@@ -290,3 +290,72 @@ func TestSampleTokenBitForBitFormer(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftmaxGroupKernelsSameBits runs attendGroup32's softmax through
+// the three vector kernels and through softmaxGroupLoops on scores with
+// ties, zeros of both signs (the largest of a head among them), infinities
+// and wide ranges: p, m and the sums must agree bit for bit. A NaN score
+// must be reported.
+func TestSoftmaxGroupKernelsSameBits(t *testing.T) {
+	if !attnVector {
+		t.Skip("no vector attention kernels on this CPU")
+	}
+	const G = attnGroup
+	rng := rand.New(rand.NewPCG(13, 14))
+	negZero := float32(math.Copysign(0, -1))
+	for trial := range 300 {
+		n := 1 + rng.IntN(40)
+		sc := make([]float32, G*n)
+		for i := range sc {
+			switch rng.IntN(8) {
+			case 0:
+				sc[i] = 0
+			case 1:
+				sc[i] = negZero
+			case 2:
+				sc[i] = sc[max(i-G, 0)] // a tie within the head
+			case 3:
+				if trial%5 == 0 {
+					sc[i] = float32(math.Inf(-1 + 2*rng.IntN(2)))
+					break
+				}
+				fallthrough
+			default:
+				sc[i] = float32(rng.NormFloat64() * math.Exp(3*rng.NormFloat64()))
+			}
+			if trial%3 == 0 && sc[i] > 0 {
+				sc[i] = -sc[i] // heads whose largest score is a zero
+			}
+		}
+		scale := 0.125 + rng.Float64()
+		p, arg, ex := make([]float64, G*n), make([]float32, G*n), make([]float32, G*n)
+		wp, warg, wex := make([]float64, G*n), make([]float32, G*n), make([]float32, G*n)
+		var m, sum, wm, wsum [G]float64
+		for h := range G {
+			m[h], wm[h] = math.Inf(-1), math.Inf(-1)
+		}
+		if scoresGroupAVX512(&sc[0], &p[0], n, scale, &m) {
+			t.Fatalf("trial %d: a NaN reported among scores without one", trial)
+		}
+		argsGroupAVX512(&p[0], &arg[0], n, &m)
+		exp32Into(ex, arg)
+		weightsGroupAVX512(&ex[0], &p[0], n, &sum)
+		softmaxGroupLoops(sc, wp, warg, wex, n, scale, &wm, &wsum)
+		for h := range G {
+			if math.Float64bits(m[h]) != math.Float64bits(wm[h]) || math.Float64bits(sum[h]) != math.Float64bits(wsum[h]) {
+				t.Fatalf("trial %d, head %d: max %v sum %v, the loops' %v and %v", trial, h, m[h], sum[h], wm[h], wsum[h])
+			}
+		}
+		for i := range p {
+			if math.Float64bits(p[i]) != math.Float64bits(wp[i]) || math.Float32bits(arg[i]) != math.Float32bits(warg[i]) {
+				t.Fatalf("trial %d, element %d: p %v arg %v, the loops' %v and %v", trial, i, p[i], arg[i], wp[i], warg[i])
+			}
+		}
+	}
+	sc := make([]float32, G*3)
+	sc[13] = float32(math.NaN())
+	p, m := make([]float64, G*3), [G]float64{}
+	if !scoresGroupAVX512(&sc[0], &p[0], 3, 1, &m) {
+		t.Fatal("a NaN score was not reported")
+	}
+}
