@@ -173,7 +173,12 @@ func (d *CPU[F]) Add(out, a, b Buffer) {
 		panic("model: Add of buffers with different lengths")
 	}
 	d.parallel(len(o), 1<<14, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
+		// Slices of one length: the loop runs without bounds checks (a
+		// decode step's 48 residual adds of 32 × 896 values took 1.6 % of
+		// it with them).
+		o, x, y := o[lo:hi], x[lo:hi], y[lo:hi]
+		x, y = x[:len(o)], y[:len(o)]
+		for i := range o {
 			o[i] = x[i] + y[i]
 		}
 	})
