@@ -181,6 +181,22 @@ amxstream() { # amxstream N: BenchmarkDotBF16Stream (a decode step's products fr
 		-test.run '^\$' -test.bench 'DotBF16Stream' -test.benchtime 5x -test.cpu $1"
 }
 
+modelkernels() { # the decode's host kernels beside their former loops, same run, 2 cores: sampling's groups, the norm, the cached attention
+	local bin=${BIN_DIR:-$ROOT/.gpu}/model.test
+	[ -x "$bin" ] || return 0
+	step "SampleAll, RMSNormDecode, AttentionCached05B, 2 threads" "$OUT/cpustep.log" bash -c "cd '$ROOT/model' && taskset -c 0-1 '$bin' \
+		-test.run '^\$' -test.bench 'SampleAll|RMSNormDecode|AttentionCached05B' -test.benchtime 300x -test.cpu 2"
+}
+
+corepairs() { # whether two of this VM's vCPUs share a core: the products' stream on 0,1 and on 0 with the last vCPU
+	[ -x "$ROOT/.gpu/gemm.test" ] || return 0
+	local last=$(($(nproc) - 1)) pair
+	for pair in 0,1 "0,$last"; do
+		step "DotBF16Stream, vCPUs $pair" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && taskset -c $pair '$ROOT/.gpu/gemm.test' \
+			-test.run '^\$' -test.bench 'DotBF16Stream' -test.benchtime 3x -test.cpu 2"
+	done
+}
+
 vmm() { # ZeRO-2's VMM gradient arena on real hardware: a world of one, cuMem* chunks given back and mapped again
 	R1GO_CUDA_VMM=1 E2E_ARGS="dp.zero=2 ${E2E_ARGS:-}" e2e
 }
@@ -256,6 +272,8 @@ amxab) # after a change to the AMX path: its tests, then .gpu/base (R1GO_AMX=1) 
 	lscpu >>"$OUT/amx.log" 2>&1
 	AMX_BENCH='AMXRun' amxtests
 	amxstream 2
+	corepairs
+	modelkernels
 	export CPU_THREADS=2
 	for rep in 1 2 3; do
 		R1GO_AMX=1 BIN_DIR=$ROOT/.gpu/base BIN_TAG="base, run $rep" DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
