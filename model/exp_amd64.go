@@ -55,3 +55,7 @@ var exp64Vector = cpu.X86.HasAVX512F && cpu.X86.HasAVX && cpu.X86.HasFMA
 //
 //go:noescape
 func sumExps8AVX512(rows *[8]*float32, off, n int, invT, m, sums *[8]float64) (special bool)
+
+// sumExps8Vector: the CPU runs sumExps8AVX512, whose 256-bit integer
+// operations on registers 16-31 need AVX512VL beside exp64Vector's set.
+var sumExps8Vector = exp64Vector && cpu.X86.HasAVX512VL

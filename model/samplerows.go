@@ -31,7 +31,7 @@ const groupCost = 4
 // temperature above 0 over the whole vocabulary (no top-k, no top-p cut),
 // where the CPU has the eight-row kernel.
 func groupable(d *Draw) bool {
-	return exp64Vector && !expNoVector && d.S.Temperature > 0 && d.S.TopP >= 1 &&
+	return sumExps8Vector && !expNoVector && d.S.Temperature > 0 && d.S.TopP >= 1 &&
 		(d.S.TopK <= 0 || d.S.TopK >= len(d.Row)) && len(d.Row) >= 8
 }
 

@@ -25,7 +25,7 @@ func logitRow(r *rand.Rand, n int, scale float64) []float32 {
 // and the kernel's width, and temperatures from 0.3 to 2. Rows whose
 // arguments leave the kernel's range must be reported.
 func TestSumExpsGroupSameBits(t *testing.T) {
-	if !exp64Vector {
+	if !sumExps8Vector {
 		t.Skip("no eight-row kernel on this CPU")
 	}
 	r := rand.New(rand.NewPCG(5, 6))
@@ -119,7 +119,7 @@ func TestSampleAllSameAsSampleToken(t *testing.T) {
 			for i := range want {
 				want[i].ID, want[i].LogProb = SampleToken(want[i].Row, want[i].S, want[i].Rng, &scratch)
 			}
-			if procs == 2 && n >= 16 && exp64Vector {
+			if procs == 2 && n >= 16 && sumExps8Vector {
 				groups := 0
 				for _, u := range planDraws(draws, 2) {
 					if u.group {
