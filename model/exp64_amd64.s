@@ -125,8 +125,11 @@ DATA sumc<>+8(SB)/8, $709.0
 GLOBL sumc<>(SB), RODATA, $16
 
 // SUMEXP(col) takes one column (col: eight floats, a row each) through x,
-// the range check, math.Exp and sum += e. Z16-Z19 are its scratch; the
-// polynomial's inner coefficients are read from exp64c<> (R11).
+// the range check (K7 collects the lanes out of range), math.Exp and
+// sum += e. From LOG2E·x on, its operations are exp64AVX512FMA's loop one
+// for one (its comments name each step), with the polynomial's inner
+// coefficients read from exp64c<> (R11) instead of registers. Z16-Z19 are
+// its scratch.
 #define SUMEXP(col) \
 	VCVTPS2PD col, Z16; \
 	VMULPD  Z28, Z16, Z16; \
