@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sync"
 	"sync/atomic"
+
+	"github.com/r1go/r1go/internal/pool"
 )
 
 // Float is the element type of a CPU device: float32 for real work, float64
@@ -213,23 +214,13 @@ func (d *CPU[F]) SumSquares(x Buffer) float64 {
 	v := buf[F](x)
 	parts := make([]float64, d.threads)
 	chunk := (len(v) + d.threads - 1) / d.threads
-	var wg sync.WaitGroup
-	for t := 0; t < d.threads; t++ {
-		lo, hi := t*chunk, min((t+1)*chunk, len(v))
-		if lo >= hi {
-			continue
+	pool.For(d.threads, d.threads, func(t int) {
+		var s float64
+		for _, e := range v[min(t*chunk, len(v)):min((t+1)*chunk, len(v))] {
+			s += float64(e) * float64(e)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var s float64
-			for _, e := range v[lo:hi] {
-				s += float64(e) * float64(e)
-			}
-			parts[t] = s
-		}()
-	}
-	wg.Wait()
+		parts[t] = s
+	})
 	var s float64
 	for _, p := range parts {
 		s += p
@@ -269,23 +260,9 @@ func (d *CPU[F]) AdamW(p, g, m, v Buffer, hp AdamWParams) {
 // indices one at a time (for tasks of unequal cost); each worker has its
 // own scratch slice.
 func (d *CPU[F]) dynamic(n int, fn func(i int, scratch *[]F)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < min(d.threads, n); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var scratch []F
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				fn(i, &scratch)
-			}
-		}()
-	}
-	wg.Wait()
+	workers := min(d.threads, n)
+	scratch := make([][]F, workers)
+	pool.ForWorker(workers, n, func(w, i int) { fn(i, &scratch[w]) })
 }
 
 // parallel splits [0, n) into at most d.threads contiguous ranges of at
@@ -299,15 +276,6 @@ func (d *CPU[F]) parallel(n, grain int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	var wg sync.WaitGroup
 	chunk := (n + parts - 1) / parts
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(lo, hi)
-		}()
-	}
-	wg.Wait()
+	pool.For(parts, (n+chunk-1)/chunk, func(p int) { fn(p*chunk, min((p+1)*chunk, n)) })
 }

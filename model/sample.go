@@ -7,7 +7,8 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"sync"
+
+	"github.com/r1go/r1go/internal/pool"
 )
 
 // Sampling chooses the next token from a row of logits.
@@ -39,25 +40,8 @@ func (s Sampling) Validate() error {
 // own random stream above all), so the draws do not depend on the split.
 func EachRow(n int, f func(j int, scratch *[]int32)) {
 	workers := min(n, runtime.GOMAXPROCS(0))
-	if workers <= 1 {
-		var scratch []int32
-		for j := range n {
-			f(j, &scratch)
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var scratch []int32
-			for j := w; j < n; j += workers {
-				f(j, &scratch)
-			}
-		}()
-	}
-	wg.Wait()
+	scratch := make([][]int32, workers)
+	pool.ForWorker(workers, n, func(w, j int) { f(j, &scratch[w]) })
 }
 
 // argmax is the first index of the largest logit, as the loop

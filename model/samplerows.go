@@ -4,8 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"sync"
-	"sync/atomic"
+
+	"github.com/r1go/r1go/internal/pool"
 )
 
 // Draw is one token to draw by SampleAll: its row of logits, its sampling
@@ -45,32 +45,16 @@ func groupable(d *Draw) bool {
 func SampleAll(draws []Draw) {
 	workers := runtime.GOMAXPROCS(0)
 	units := planDraws(draws, workers)
-	var next atomic.Int64
-	work := func() {
-		var scratch []int32
-		for {
-			k := int(next.Add(1) - 1)
-			if k >= len(units) {
-				return
-			}
-			if u := units[k]; u.group {
-				sampleGroup(draws, u.draws, &scratch)
-			} else {
-				d := &draws[u.draws[0]]
-				d.ID, d.LogProb = SampleToken(d.Row, d.S, d.Rng, &scratch)
-			}
-		}
-	}
 	workers = min(workers, len(units))
-	if workers <= 1 {
-		work()
-		return
-	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(work)
-	}
-	wg.Wait()
+	scratch := make([][]int32, workers)
+	pool.ForWorker(workers, len(units), func(w, k int) {
+		if u := units[k]; u.group {
+			sampleGroup(draws, u.draws, &scratch[w])
+		} else {
+			d := &draws[u.draws[0]]
+			d.ID, d.LogProb = SampleToken(d.Row, d.S, d.Rng, &scratch[w])
+		}
+	})
 }
 
 // sampleUnit is a unit of SampleAll's work: a group of draws for

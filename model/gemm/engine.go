@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"sync/atomic"
+
+	"github.com/r1go/r1go/internal/pool"
 )
 
 // Engine runs SGEMM with one micro-kernel on a fixed or GOMAXPROCS-sized
@@ -225,35 +226,10 @@ func depthSlice(k, kc int) int { return ceilDiv(ceilDiv(k, ceilDiv(k, kc)), 8) *
 // forEach runs body(i) for every i < n on up to threads goroutines that take
 // the next index as they finish the last one, so a thread the OS preempts
 // (the machine is shared) or an uneven item slows the call by one item at
-// most, not by its whole share.
+// most, not by its whole share. The goroutines are package pool's, awake
+// between calls.
 func forEach(threads, n int, body func(i int)) {
-	threads = min(threads, n)
-	if threads <= 1 {
-		for i := 0; i < n; i++ {
-			body(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	work := func() {
-		for {
-			i := int(next.Add(1)) - 1
-			if i >= n {
-				return
-			}
-			body(i)
-		}
-	}
-	var wg sync.WaitGroup
-	wg.Add(threads - 1)
-	for t := 1; t < threads; t++ {
-		go func() {
-			defer wg.Done()
-			work()
-		}()
-	}
-	work()
-	wg.Wait()
+	pool.For(threads, n, body)
 }
 
 // run is the blocked product. For each NC-wide column block of op(B) and
