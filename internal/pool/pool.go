@@ -26,6 +26,10 @@ import (
 // that an idle program stops spinning at once.
 var Spin = 500 * time.Microsecond
 
+// Fresh makes every loop start fresh goroutines, as before the pool: the
+// benchmarks' same-run before.
+var Fresh bool
+
 // job is one loop: tasks [0, n) handed out one at a time to at most max
 // participants, the caller being participant 0.
 type job struct {
@@ -78,7 +82,7 @@ func ForWorker(workers, n int, body func(w, i int)) {
 		}
 		return
 	}
-	if !busy.CompareAndSwap(false, true) {
+	if Fresh || !busy.CompareAndSwap(false, true) {
 		spawn(workers, n, body)
 		return
 	}

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/r1go/r1go/internal/pool"
 )
 
 // roundBF16 is float32 → bf16 → float32, to nearest even (denormals
@@ -375,5 +377,40 @@ func BenchmarkDotBF16Stream(b *testing.B) {
 	}
 	for i, v := range vs {
 		b.ReportMetric(float64(bytes)/best[i].Seconds()/1e9, v.name+"-GB/s")
+	}
+}
+
+// BenchmarkDotBF16Threads times a decode batch's bf16 product (32 rows,
+// depth 896) against 512, 2,048 and 9,728 rows of B on one thread and on
+// GOMAXPROCS, with the pool's helpers (awake between calls) and with fresh
+// goroutines each call (pool.Fresh, as before), in the same run: the
+// smaller the product, the more a helper's start costs.
+func BenchmarkDotBF16Threads(b *testing.B) {
+	const m, k = 32, 896
+	threads := runtime.GOMAXPROCS(0)
+	for _, n := range []int{512, 2048, 9728} {
+		b16 := make([]uint16, n*k)
+		for i := range b16 {
+			b16[i] = uint16(0x3c00 + i%97)
+		}
+		a := make([]float32, m*k)
+		for i := range a {
+			a[i] = float32(i%13) * 0.1
+		}
+		c := make([]float32, m*n)
+		for _, v := range []struct {
+			name    string
+			threads int
+			fresh   bool
+		}{{"1-thread", 1, false}, {"pool", threads, false}, {"fresh-goroutines", threads, true}} {
+			b.Run(fmt.Sprintf("n%d/%s", n, v.name), func(b *testing.B) {
+				pool.Fresh = v.fresh
+				defer func() { pool.Fresh = false }()
+				for b.Loop() {
+					SgemmDotBF16TransB(m, n, k, 1, a, k, b16, k, 0, c, n, v.threads)
+				}
+				b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
 	}
 }
