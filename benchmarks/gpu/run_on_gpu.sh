@@ -181,11 +181,14 @@ amxstream() { # amxstream N: BenchmarkDotBF16Stream (a decode step's products fr
 		-test.run '^\$' -test.bench 'DotBF16Stream' -test.benchtime 5x -test.cpu $1"
 }
 
-modelkernels() { # the decode's host kernels beside their former loops, same run, 2 cores: sampling's groups, the norm, the cached attention
+modelkernels() { # the decode's host work beside its former code, same run, 2 cores: sampling's groups, the norm, the cached attention, the pool's helpers
 	local bin=${BIN_DIR:-$ROOT/.gpu}/model.test
 	[ -x "$bin" ] || return 0
 	step "SampleAll, RMSNormDecode, AttentionCached05B, 2 threads" "$OUT/cpustep.log" bash -c "cd '$ROOT/model' && taskset -c 0-1 '$bin' \
 		-test.run '^\$' -test.bench 'SampleAll|RMSNormDecode|AttentionCached05B' -test.benchtime 300x -test.cpu 2"
+	[ -x "$ROOT/.gpu/gemm.test" ] || return 0
+	step "DotBF16Threads, 2 threads" "$OUT/cpustep.log" bash -c "cd '$ROOT/model/gemm' && taskset -c 0-1 '$ROOT/.gpu/gemm.test' \
+		-test.run '^\$' -test.bench 'DotBF16Threads' -test.benchtime 300x -test.cpu 2"
 }
 
 corepairs() { # whether two of this VM's vCPUs share a core: the products' stream on 0,1 and on 0 with the last vCPU
