@@ -282,9 +282,6 @@ func attendGroup32(out, q, k, v []float32, kvw, n, nh, HS int, scale float64, w 
 		weightsGroupAVX512(&ex[0], &p[0], n, &sum)
 	} else {
 		// A NaN score: the loops, whose max keeps the builtin's NaN rules.
-		for h := range m {
-			m[h] = math.Inf(-1)
-		}
 		softmaxGroupLoops(sc, p, arg, ex, n, scale, &m, &sum)
 	}
 	acc := grow(&w.acc, G*HS)
@@ -300,9 +297,13 @@ func attendGroup32(out, q, k, v []float32, kvw, n, nh, HS int, scale float64, w 
 // softmaxGroupLoops is attendGroup32's softmax element by element (the
 // vector kernels' reference, and their fallback when a score is NaN):
 // p = score·scale, m its largest per head, p = e^(p − m) through the
-// float32 exp, sum their sum per head in order.
+// float32 exp, sum their sum per head in order (m and sum are set, not
+// added to).
 func softmaxGroupLoops(sc []float32, p []float64, arg, ex []float32, n int, scale float64, m, sum *[attnGroup]float64) {
 	const G = attnGroup
+	for h := range G {
+		m[h], sum[h] = math.Inf(-1), 0
+	}
 	for i := 0; i < n; i++ {
 		for h := 0; h < G; h++ {
 			x := float64(sc[i*G+h]) * scale

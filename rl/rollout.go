@@ -304,7 +304,7 @@ func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, 
 		chunks  []model.Chunk
 		owners  []*trajState
 		draws   []hostDraw
-		picks   []model.Draw // the draws as model.SampleAll takes them
+		picks   []model.Draw // each draw's row, stream and token, for model.SampleAll
 		scratch []int32
 	)
 	for s := r.Policy.Slots() - 1; s >= 0; s-- {
@@ -388,35 +388,30 @@ func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, 
 		// of a leader that just prefilled (from the leader's logits), is
 		// drawn first, the rows spread over the cores; each state draws
 		// from its own stream, so the tokens are those of drawing in turn.
-		draws = draws[:0]
+		draws, picks = draws[:0], picks[:0]
 		for j, s := range owners {
 			row := logits[j*V : (j+1)*V]
-			draws = append(draws, hostDraw{s: s, row: row})
+			draws = append(draws, hostDraw{s: s})
+			picks = append(picks, model.Draw{Row: row, S: r.Cfg.Sampling, Rng: s.rng})
 			for _, f := range active {
 				if f.leader == s && waitsFirstToken(f) {
-					draws = append(draws, hostDraw{s: f, row: row, follower: true})
+					draws = append(draws, hostDraw{s: f, follower: true})
+					picks = append(picks, model.Draw{Row: row, S: r.Cfg.Sampling, Rng: f.rng})
 				}
 			}
 		}
-		picks = picks[:0]
-		for _, d := range draws {
-			picks = append(picks, model.Draw{Row: d.row, S: r.Cfg.Sampling, Rng: d.s.rng})
-		}
 		model.SampleAll(picks)
-		for i, p := range picks {
-			draws[i].id, draws[i].lp = p.ID, p.LogProb
-		}
 		for i := 0; i < len(draws); {
 			s := draws[i].s
 			s.pending = s.pending[:0]
-			r.appendSample(s, draws[i].id, draws[i].lp)
+			r.appendSample(s, picks[i].ID, picks[i].LogProb)
 			i++
 			// Followers take the leader's cache; the order of forks and of
 			// afterSample is the one of drawing in turn.
 			for ; i < len(draws) && draws[i].follower; i++ {
 				f := draws[i].s
 				r.Policy.Fork(f.slot, s.slot)
-				r.appendSample(f, draws[i].id, draws[i].lp)
+				r.appendSample(f, picks[i].ID, picks[i].LogProb)
 				r.afterSample(ctx, f, sem, results, &running, &free)
 			}
 			r.afterSample(ctx, s, sem, results, &running, &free)
@@ -440,15 +435,13 @@ func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, 
 	return out, nil
 }
 
-// hostDraw is one token drawn on the host: the state it belongs to, the
-// logits row it is drawn from (a follower's first token: its leader's row,
-// the draw just after the leader's), and the draw.
+// hostDraw is one token drawn on the host: the state it belongs to and
+// whether it is a follower's first token (drawn from its leader's row, just
+// after the leader's draw). Its row, stream and draw are the model.Draw at
+// the same index of picks.
 type hostDraw struct {
 	s        *trajState
-	row      []float32
 	follower bool
-	id       int32
-	lp       float32
 }
 
 // sample draws the next token of s from its logits row.
