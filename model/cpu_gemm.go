@@ -10,6 +10,10 @@ func (d *CPU[F]) Gemm(transA, transB bool, m, n, k int, alpha float32, a Buffer,
 	if m == 0 || n == 0 {
 		return
 	}
+	if t, ok := b.(bf16TileBuf); ok {
+		d.gemmTiles(transA, transB, m, n, k, alpha, a, lda, t, ldb, beta, c, ldc)
+		return
+	}
 	if h, ok := b.(bf16DotBuf); ok && transB && !transA {
 		if a32, ok := any(buf[F](a)).([]float32); ok &&
 			gemm.SgemmDotBF16TransB(m, n, k, alpha, a32, lda, h, ldb, beta, any(buf[F](c)).([]float32), ldc, d.threads) {

@@ -4,6 +4,10 @@ import "fmt"
 
 // Embedding copies row ids[t] of table[V, C] into out[t, :].
 func (d *CPU[F]) Embedding(out Buffer, ids []int32, table Buffer, C int) {
+	if t, ok := table.(bf16TileBuf); ok {
+		d.embeddingTiles(buf[F](out), ids, t)
+		return
+	}
 	if h, ok := asBF16(table); ok {
 		d.embeddingBF16(buf[F](out), ids, h, C)
 		return

@@ -61,6 +61,7 @@ func (m *Model) InitRandom(seed uint64) {
 		}
 	}
 	m.Dev.Upload(m.Params, host)
+	m.packTiles()
 }
 
 // LoadOptions says how a loaded model is stored.
@@ -193,6 +194,7 @@ func LoadWith(dir string, dev Device, head Head, opt LoadOptions) (*Model, error
 	if freshValueHead {
 		m.initValueHead(0x5eed)
 	}
+	m.packTiles() // the matrices were read in rows
 	return m, nil
 }
 
@@ -266,10 +268,14 @@ func (m *Model) CloneWith(opt LoadOptions) (*Model, error) {
 	if opt.DType == "auto" {
 		opt.DType = "float32"
 	}
+	if m.tiles {
+		return nil, errTileSource
+	}
 	c, err := NewWith(m.Config, m.Dev, m.Head, opt)
 	if err != nil {
 		return nil, err
 	}
 	m.Dev.Copy(c.Params, m.Params)
+	c.packTiles()
 	return c, nil
 }

@@ -59,6 +59,7 @@ type Model struct {
 
 	sampleLogits Buffer // StepSample's logits on a device without DeviceSampler, reused
 	spilled      bool   // Params is a file mapping (SpillWeights)
+	tiles        bool   // the product matrices are in the tile layout (tiles.go)
 }
 
 // saveBound is the most float32 bytes of saved layer activations a
@@ -146,13 +147,15 @@ func NewWith(cfg *Config, dev Device, head Head, opt LoadOptions) (*Model, error
 		}
 		if da, ok := dev.(BF16DotAllocator); ok && opt.BF16Products {
 			m.Params = da.AllocBF16Dot(n)
+			td, ok := dev.(tileDevice)
+			m.tiles = ok && td.TileLayout()
 		} else {
 			m.Params = ha.AllocBF16(n)
 		}
 	default:
 		return nil, fmt.Errorf("model: weight dtype %q is neither float32 nor bfloat16", opt.DType)
 	}
-	m.p = views(d, specs, m.Params)
+	m.setViews()
 	if !opt.Frozen {
 		m.Grads = dev.Alloc(n)
 		m.g = views(d, specs, m.Grads)

@@ -35,7 +35,7 @@ func (m *Model) SpillWeights(dir string) error {
 	}
 	old := m.Params
 	m.Params, m.spilled = sp, true
-	m.p = views(m.d, m.specs, m.Params)
+	m.setViews()
 	m.Dev.Free(old)
 	return nil
 }
@@ -106,7 +106,11 @@ func (m *Model) CopyWeightsFrom(src *Model) error {
 	if m.Params.Len() != src.Params.Len() || m.d != src.d {
 		return fmt.Errorf("model: CopyWeightsFrom a model of another shape (%d parameters into %d)", src.Params.Len(), m.Params.Len())
 	}
+	if src.tiles {
+		return errTileSource
+	}
 	m.Dev.Copy(m.Params, src.Params)
+	m.packTiles()
 	return nil
 }
 

@@ -14,6 +14,9 @@
 #   bash benchmarks/gpu/run_on_gpu.sh final    cuda, bench, e2e with device auto, kernel lab
 #   bash benchmarks/gpu/run_on_gpu.sh session8 cuda, a ZeRO-2 run on VMM arenas, the CPU
 #                                              rollout on this host (2 cores and all), bench
+#   bash benchmarks/gpu/run_on_gpu.sh tiles    the rollout copy in the tile layout: the tests on
+#                                              the tile unit, then .gpu/base's decode and
+#                                              rollout and the head's, alternating
 #   bash benchmarks/gpu/run_on_gpu.sh cpu      the CPU rollout and DecodeBatch05B on this
 #                                              host (.gpu/cpubench, .gpu/model.test), then
 #                                              transformers' RL step
@@ -166,13 +169,19 @@ cpudecode() { # the batch-32 decode kernels alone (model's DecodeBatch05B: float
 amxtests() { # package gemm's bf16 and AMX tests (.gpu/gemm.test): the tile kernel against its Go model, the driver, the whole product against float64
 	[ -x "$ROOT/.gpu/gemm.test" ] || return 0
 	step "gemm AMX and bf16 tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && R1GO_AMX=1 R1GO_AMX_REQUIRE=1 '$ROOT/.gpu/gemm.test' \
-		-test.run 'AMX|DotBF16|CvtBF16|Swapped|PackPairs' -test.v -test.bench '${AMX_BENCH:-DotBF16$|DotBF16Rows|AMXRun}' -test.benchtime 200x"
+		-test.run 'AMX|DotBF16|CvtBF16|Swapped|PackPairs|Tile' -test.v -test.bench '${AMX_BENCH:-DotBF16$|DotBF16Rows|AMXRun}' -test.benchtime 200x"
 }
 
 amxbench() { # amxbench N: BenchmarkDotBF16Rows's batch-16, -32 and -64 rows on N cores, every kernel this CPU has
 	[ -x "$ROOT/.gpu/gemm.test" ] || return 0
 	step "DotBF16Rows, $1 threads${R1GO_AMX:+, R1GO_AMX=$R1GO_AMX}" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && taskset -c 0-$(($1 - 1)) '$ROOT/.gpu/gemm.test' \
 		-test.run '^\$' -test.bench 'DotBF16Rows/.*/m(16|32|64)/' -test.benchtime 100x -test.cpu $1"
+}
+
+modeltiles() { # package model's rollout-copy tests on the tile unit: the tile layout against rows, bit for bit
+	[ -x "$ROOT/.gpu/model.test" ] || return 0
+	step "model rollout-copy tests (tile layout)" "$OUT/amx.log" bash -c "cd '$ROOT/model' && R1GO_AMX_REQUIRE=1 '$ROOT/.gpu/model.test' \
+		-test.run 'RolloutCopy' -test.v"
 }
 
 amxstream() { # amxstream N: BenchmarkDotBF16Stream (a decode step's products from memory) on N cores, every kernel this CPU has
@@ -289,6 +298,26 @@ amxab) # after a change to the AMX path: its tests, then .gpu/base (R1GO_AMX=1) 
 	CPU_THREADS=$(nproc) BIN_TAG=head DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
 	BIN_TAG="head, profile" DECODE_FILTER='DecodeBatch05B/bf16-copy' DECODE_STEPS=16 DECODE_ARGS="-test.cpuprofile $OUT/decode_amx.pprof" cpudecode
 	;;
+tiles) # the rollout copy's matrices in the tile layout: the tests on the tile unit, then .gpu/base and the head alternating
+	info >/dev/null
+	lscpu >>"$OUT/amx.log" 2>&1
+	AMX_BENCH='AMXRun' amxtests
+	modeltiles
+	amxstream 2
+	export CPU_THREADS=2
+	for rep in 1 2 3; do
+		BIN_DIR=$ROOT/.gpu/base BIN_TAG="base, run $rep" DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
+		BIN_TAG="head, run $rep" DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
+	done
+	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
+	for rep in 1 2; do
+		BIN_TAG="head, run $rep" STEP_ROLLOUT=bfloat16 cpustep
+		BIN_DIR=$ROOT/.gpu/base BIN_TAG="base, run $rep" STEP_ROLLOUT=bfloat16 cpustep
+	done
+	amxstream "$(nproc)"
+	CPU_THREADS=$(nproc) BIN_TAG=head DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
+	BIN_TAG="head, profile" DECODE_FILTER='DecodeBatch05B/bf16-copy' DECODE_STEPS=16 DECODE_ARGS="-test.cpuprofile $OUT/decode_amx.pprof" cpudecode
+	;;
 cpu) # issue 20 on this host's CPU after the decode changes, then the transformers RL step
 	info >/dev/null
 	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
@@ -300,7 +329,7 @@ cpu) # issue 20 on this host's CPU after the decode changes, then the transforme
 cuda) cudatests ;;
 e2e) e2e ;;
 *)
-	echo "usage: run_on_gpu.sh parity|bench|all|first|again|final|session8|cpu|amx|amxab|cuda|e2e" >&2
+	echo "usage: run_on_gpu.sh parity|bench|all|first|again|final|session8|cpu|amx|amxab|tiles|cuda|e2e" >&2
 	exit 2
 	;;
 esac

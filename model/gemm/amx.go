@@ -218,6 +218,22 @@ func amxRunGo(a *amxRunArgs) {
 	}
 }
 
+// EmulateAMX turns the AMX path on with amxRunGo, the tile instruction's
+// arithmetic in Go, as its kernels, for the tests of packages above this
+// one on CPUs without AMX (hundreds of times slower than the tile unit);
+// restore puts the path back as it was. The path still rounds A and packs
+// its operands with the vector kernels: without AVX512_BF16 ok is false and
+// nothing changes.
+func EmulateAMX() (restore func(), ok bool) {
+	if !hasDotBF16 || blockTr8 == nil {
+		return func() {}, false
+	}
+	HasAMX() // decide once, then override
+	on, kern := amx.on, amxKern
+	amx.on, amxKern = true, [2]amxRunKernel{amxRunGo, amxRunGo}
+	return func() { amx.on, amxKern = on, kern }, true
+}
+
 // amxKern holds the run kernels, for B in cache ([0]) and streamed from
 // memory ([1]); the tests swap in amxRunGo.
 var amxKern = [2]amxRunKernel{amxRunAsm(false), amxRunAsm(true)}

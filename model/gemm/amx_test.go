@@ -22,10 +22,11 @@ import (
 // rest of the test.
 func withGoAMX(t *testing.T) {
 	t.Helper()
-	HasAMX() // decide once, then override
-	on, kern := amx.on, amxKern
-	amx.on, amxKern = true, [2]amxRunKernel{amxRunGo, amxRunGo}
-	t.Cleanup(func() { amx.on, amxKern = on, kern })
+	restore, ok := EmulateAMX()
+	if !ok {
+		t.Skip("no AVX512_BF16: the AMX path's driver rounds and packs with it")
+	}
+	t.Cleanup(restore)
 }
 
 // TestPackAMXLayout places every value of A where the tile unit reads it:
@@ -156,27 +157,6 @@ func packAMXB(b []uint16, n, k, ldb int, dst []uint16) {
 // sgemmAMXPacked is sgemmAMX for B packed by packAMXB (n a multiple of 32).
 func sgemmAMXPacked(m, n, k int, alpha float32, a16, bp []uint16, beta float32, c []float32, ldc int, threads int) {
 	amxProduct(m, n, k, alpha, a16, bp, amxPackedSide(k), beta, c, ldc, threads)
-}
-
-// amxDirectSums is C itself, ldc apart, as the direct way's sums.
-func amxDirectSums(ldc int) amxSums { return amxSums{ldc, 16 * ldc, amxRows} }
-
-// sgemmAMXDirect is C = A·Bᵀ the direct way for a decode batch: exactly
-// 32 rounded rows of A (a16, k apart), B packed in pairs by packAMX (bp,
-// n a multiple of 32), in amxChunk's tasks and runs.
-func sgemmAMXDirect(n, k int, a16, bp []uint16, c []float32, ldc int, threads int) {
-	kern := amxKern[0]
-	if amxPrefetch {
-		kern = amxKern[1]
-	}
-	amxTasks(n/amxRows, threads, func(start, end int) {
-		call := amxRunArgs{k32: k / 32, l: a16, ls: amxSide{k, 32, 16 * k, 0}, rblock: amxRows * k, os: amxDirectSums(ldc), pfstride: amxRows * k}
-		for run := range amxRuns(start, end, k) {
-			call.nb, call.r, call.out = run.nb, bp[run.j*amxRows*k:], c[run.j*amxRows:]
-			call.pf, call.last = bp[run.pf*amxRows*k:], bp[run.last*amxRows*k:]
-			kern(&call)
-		}
-	})
 }
 
 // TestAMXRunLayouts: packAMXB puts every value of B where amxPackedSide
@@ -321,7 +301,7 @@ func TestSgemmAMXPacked(t *testing.T) {
 		want := append([]float32(nil), c0...)
 		SgemmDotBF16TransB(c.m, c.n, c.k, 0.5, a, c.k, b, c.k, 0.25, want, c.n, 2)
 		got := append([]float32(nil), c0...)
-		sa := roundRowsBF16(c.m, c.k, a, c.k, 2)
+		sa := roundRowsBF16(c.m, c.k, a, c.k, 8, 2)
 		sgemmAMXPacked(c.m, c.n, c.k, 0.5, *sa, bp, 0.25, got, c.n, 2)
 		for i := range got {
 			if got[i] != want[i] {
@@ -330,9 +310,9 @@ func TestSgemmAMXPacked(t *testing.T) {
 		}
 		if c.m == amxRows {
 			SgemmDotBF16TransB(c.m, c.n, c.k, 1, a, c.k, b, c.k, 0, want, c.n, 2)
-			bpairs := make([]uint16, c.n*c.k)
-			packAMX(b, c.n, c.k, bpairs)
-			sgemmAMXDirect(c.n, c.k, *sa, bpairs, got, c.n, 2)
+			bt := append([]uint16(nil), b...)
+			PackTileBF16(bt, c.n, c.k, 2)
+			SgemmTileBF16TransB(c.m, c.n, c.k, 1, a, c.k, bt, 0, got, c.n, 2)
 			for i := range got {
 				if got[i] != want[i] {
 					t.Fatalf("%+v: C[%d] = %g the direct way, %g in place", c, i, got[i], want[i])

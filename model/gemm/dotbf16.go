@@ -47,7 +47,7 @@ func SgemmDotBF16TransB(m, n, k int, alpha float32, a []float32, lda int, b []ui
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	sa := roundRowsBF16(m, k, a, lda, threads)
+	sa := roundRowsBF16(m, k, a, lda, 8, threads)
 	defer putDotScratch(sa)
 	a16 := *sa
 	switch bf16Kernel(m) {
@@ -62,11 +62,11 @@ func SgemmDotBF16TransB(m, n, k int, alpha float32, a []float32, lda int, b []ui
 }
 
 // roundRowsBF16 returns A rounded to bf16 once, in rows of k padded with
-// zero rows to a multiple of eight (the tile kernel's tile is four rows,
-// packPairs takes eight), shared by every thread; putDotScratch takes it
-// back.
-func roundRowsBF16(m, k int, a []float32, lda int, threads int) *[]uint16 {
-	mp := (m + 7) &^ 7
+// zero rows to a multiple of pad, itself a multiple of eight (the tile
+// kernel's tile is four rows, packPairs takes eight, the tile layout's
+// products 32), shared by every thread; putDotScratch takes it back.
+func roundRowsBF16(m, k int, a []float32, lda int, pad int, threads int) *[]uint16 {
+	mp := ceilDiv(m, pad) * pad
 	sa := getDotScratch(mp * k)
 	a16 := *sa
 	forEach(threads, mp/8, func(t int) {

@@ -336,7 +336,8 @@ func BenchmarkDotBF16Stream(b *testing.B) {
 		for i, w := range mats {
 			mats[i].packed, mats[i].pairs = make([]uint16, len(w.w)), make([]uint16, len(w.w))
 			packAMXB(w.w, w.n, w.k, w.k, mats[i].packed)
-			packAMX(w.w, w.n, w.k, mats[i].pairs)
+			copy(mats[i].pairs, w.w)
+			PackTileBF16(mats[i].pairs, w.n, w.k, 0)
 		}
 		for _, prefetch := range []bool{true, false} {
 			name := "amx-packed"
@@ -348,7 +349,7 @@ func BenchmarkDotBF16Stream(b *testing.B) {
 				amxPrefetch = prefetch
 				threads := runtime.GOMAXPROCS(0)
 				for _, w := range mats {
-					sa := roundRowsBF16(m, w.k, a, w.k, threads)
+					sa := roundRowsBF16(m, w.k, a, w.k, 8, threads)
 					sgemmAMXPacked(m, w.n, w.k, 1, *sa, w.packed, 0, c, w.n, threads)
 					putDotScratch(sa)
 				}
@@ -358,9 +359,7 @@ func BenchmarkDotBF16Stream(b *testing.B) {
 				amxPrefetch = prefetch
 				threads := runtime.GOMAXPROCS(0)
 				for _, w := range mats {
-					sa := roundRowsBF16(m, w.k, a, w.k, threads)
-					sgemmAMXDirect(w.n, w.k, *sa, w.pairs, c, w.n, threads)
-					putDotScratch(sa)
+					SgemmTileBF16TransB(m, w.n, w.k, 1, a, w.k, w.pairs, 0, c, w.n, threads)
 				}
 			}})
 		}

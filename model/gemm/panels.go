@@ -179,14 +179,7 @@ func storeCT(out []float32, lanes, cols, i0, rows, j0 int, alpha, beta float32, 
 			r0 = cols / 8 * 8 // the transposes wrote these
 		}
 		for r := r0; r < cols; r++ {
-			s := out[r*lanes+i]
-			if alpha != 1 || beta != 0 {
-				s *= alpha
-				if beta != 0 {
-					s += beta * cr[r]
-				}
-			}
-			cr[r] = s
+			cr[r] = scaleSum(out[r*lanes+i], alpha, beta, cr[r])
 		}
 	}
 }

@@ -1,0 +1,118 @@
+package gemm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestPackTileBF16Layout: PackTileBF16 puts every value of the full
+// blocks where packAMX does (the run kernels' right operand), leaves the
+// ragged last rows as they were, and TileRowBF16 reads every row back.
+func TestPackTileBF16Layout(t *testing.T) {
+	if blockTr8 == nil {
+		t.Skip("no 8 × 8 transpose kernel here")
+	}
+	const n, k = 70, 96 // two blocks of 32 and 6 rows
+	b, _, _ := randAMXOperands(11, n, k)
+	want := make([]uint16, 64*k)
+	packAMX(b, 64, k, want)
+	for _, threads := range []int{1, 3} {
+		tl := append([]uint16(nil), b...)
+		PackTileBF16(tl, n, k, threads)
+		for i := range want {
+			if tl[i] != want[i] {
+				t.Fatalf("threads %d: value %d of the packed blocks is %#x, packAMX's %#x", threads, i, tl[i], want[i])
+			}
+		}
+		for i := 64 * k; i < n*k; i++ {
+			if tl[i] != b[i] {
+				t.Fatalf("threads %d: value %d of the ragged rows changed from %#x to %#x", threads, i, b[i], tl[i])
+			}
+		}
+		row := make([]uint16, k)
+		for r := range n {
+			TileRowBF16(row, tl, n, k, r)
+			for p, v := range row {
+				if v != b[r*k+p] {
+					t.Fatalf("threads %d: TileRowBF16 row %d value %d is %#x, want %#x", threads, r, p, v, b[r*k+p])
+				}
+			}
+		}
+	}
+}
+
+// TestSgemmTileBF16TransB: the product over B in the tile layout equals,
+// bit for bit, SgemmDotBF16TransB's AMX path over B in rows, for
+// batches of one row, a partial block, whole blocks and chunks of A (k
+// 4,864: one block of A a chunk), B with and without ragged rows, with
+// alpha and beta and without, on 1 to 3 threads; with amxRunGo as the
+// kernel everywhere, and with the tile unit's own kernels where the CPU
+// has them.
+func TestSgemmTileBF16TransB(t *testing.T) {
+	if !HasDotBF16() || blockTr8 == nil {
+		t.Skip("no AVX512_BF16 (the path rounds A with it)")
+	}
+	kernels := []string{"amxRunGo"}
+	if on, _ := HasAMX(); on {
+		kernels = append(kernels, "tile unit")
+	}
+	for _, kern := range kernels {
+		t.Run(kern, func(t *testing.T) {
+			if kern == "amxRunGo" {
+				withGoAMX(t)
+			}
+			for _, c := range []struct{ m, n, k int }{
+				{1, 64, 64}, {20, 70, 96}, {32, 1280, 896}, {40, 64, 4864}, {100, 326, 4864}, {64, 96, 896},
+			} {
+				b, _, _ := randAMXOperands(uint64(c.n), c.n, c.k)
+				bt := append([]uint16(nil), b...)
+				PackTileBF16(bt, c.n, c.k, 2)
+				r := rand.New(rand.NewPCG(uint64(c.m), 5))
+				a := make([]float32, c.m*c.k)
+				for i := range a {
+					a[i] = float32(r.NormFloat64())
+				}
+				c0 := make([]float32, c.m*c.n)
+				for i := range c0 {
+					c0[i] = float32(r.NormFloat64())
+				}
+				for _, ab := range [][2]float32{{1, 0}, {0.5, 0.25}, {1, 1}} {
+					for _, threads := range []int{1, 2, 3} {
+						name := fmt.Sprintf("%+v alpha %g beta %g threads %d", c, ab[0], ab[1], threads)
+						want := append([]float32(nil), c0...)
+						SgemmDotBF16TransB(c.m, c.n, c.k, ab[0], a, c.k, b, c.k, ab[1], want, c.n, threads)
+						got := append([]float32(nil), c0...)
+						if !SgemmTileBF16TransB(c.m, c.n, c.k, ab[0], a, c.k, bt, ab[1], got, c.n, threads) {
+							t.Fatalf("%s: declined with the AMX path on", name)
+						}
+						for i := range got {
+							if got[i] != want[i] {
+								t.Fatalf("%s: C[%d][%d] = %g over B in the tile layout, %g over B in rows", name, i/c.n, i%c.n, got[i], want[i])
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSgemmTileBF16TransBDeclines: with the AMX path off the product
+// returns false and leaves C alone, so that a caller goes elsewhere.
+func TestSgemmTileBF16TransBDeclines(t *testing.T) {
+	HasAMX()
+	on := amx.on
+	amx.on = false
+	t.Cleanup(func() { amx.on = on })
+	c := []float32{7, 7, 7, 7}
+	b := make([]uint16, 2*32)
+	if SgemmTileBF16TransB(2, 2, 32, 1, make([]float32, 64), 32, b, 0, c, 2, 1) {
+		t.Fatal("the tile-layout product ran with the AMX path off")
+	}
+	for _, v := range c {
+		if v != 7 {
+			t.Fatalf("C written by a declined product: %v", c)
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/r1go/r1go/model/gemm"
+)
+
+// A rollout copy's weight matrices in the tile layout. On a CPU whose bf16
+// products run on AMX tiles, a model with BF16Products keeps each matrix
+// that is the B of a product (q|k|v, o, gate|up, down, the LM head) in
+// gemm's tile layout (gemm.SgemmTileBF16TransB): the tile unit reads it as
+// one stream and writes rows of C with no transpose, for the same bits as
+// the same matrix in rows. The arena keeps its size and every other tensor
+// (norms, biases) its place; the matrices' views are bf16TileBufs, which
+// only a float32 A·Bᵀ product (Gemm) and a row lookup (Embedding, for a
+// tied LM head) read. Whatever writes the arena in rows (CloneWith,
+// CopyWeightsFrom, LoadWith, InitRandom) packs it afterwards, and such a
+// model is never the source of a copy: its arena is not in the Hugging
+// Face layout.
+
+// errTileSource refuses to copy from a model in the tile layout.
+var errTileSource = errors.New("model: a model whose matrices are in the tile layout (a rollout copy with bf16 products on AMX) is not a source to copy weights from")
+
+// bf16TileBuf is a weight matrix of n rows of k values in gemm's tile
+// layout, a view of a bf16DotBuf arena.
+type bf16TileBuf struct {
+	bits []uint16
+	n, k int
+}
+
+func (b bf16TileBuf) Len() int { return len(b.bits) }
+
+// Slice takes rows of the matrix: from the start of a block of 32 rows,
+// whole blocks or everything to the end (the LM head's chunks of the
+// vocabulary).
+func (b bf16TileBuf) Slice(off, n int) Buffer {
+	block := 32 * b.k
+	full := b.n / 32 * block
+	if off < 0 || n < 0 || off%block != 0 || off > full || !(n%block == 0 && off+n <= full || off+n == len(b.bits)) {
+		panic(fmt.Sprintf("model: values [%d, %d) of a %d × %d matrix in the tile layout: only whole blocks of 32 rows, or the rest", off, off+n, b.n, b.k))
+	}
+	return bf16TileBuf{b.bits[off : off+n : off+n], n / b.k, b.k}
+}
+
+// tileDevice is implemented by devices that can keep matrices in the tile
+// layout.
+type tileDevice interface {
+	// TileLayout says whether products from the tile layout run here.
+	TileLayout() bool
+	// PackTiles rearranges a matrix, written in rows, into its layout.
+	PackTiles(b Buffer)
+}
+
+// tileLayoutOff keeps every matrix in rows (tests: the same model both
+// ways on the same path).
+var tileLayoutOff bool
+
+// TileLayout says whether a rollout copy's matrices go into the tile
+// layout: where the products run on AMX tiles, in float32.
+func (d *CPU[F]) TileLayout() bool {
+	_, f32 := any(F(0)).(float32)
+	return f32 && !tileLayoutOff && gemm.TileLayout()
+}
+
+// PackTiles rearranges b, a bf16TileBuf whose values were written in rows,
+// into the tile layout.
+func (d *CPU[F]) PackTiles(b Buffer) {
+	t := b.(bf16TileBuf)
+	gemm.PackTileBF16(t.bits, t.n, t.k, d.threads)
+}
+
+// tileViews turns the product matrices among p's views (bf16DotBuf) into
+// bf16TileBufs where their depth suits the tile unit (a multiple of 32);
+// the rest stay rows.
+func tileViews(d dims, p params) params {
+	tile := func(b Buffer, n, k int) Buffer {
+		h, ok := b.(bf16DotBuf)
+		if !ok || k%gemm.DotBF16Step != 0 {
+			return b
+		}
+		return bf16TileBuf{[]uint16(h), n, k}
+	}
+	layers := make([]layerParams, len(p.layers))
+	for l, lp := range p.layers {
+		lp.wqkv = tile(lp.wqkv, d.QKV, d.C)
+		lp.wo = tile(lp.wo, d.C, d.Q)
+		lp.wgu = tile(lp.wgu, 2*d.I, d.C)
+		lp.wd = tile(lp.wd, d.C, d.I)
+		layers[l] = lp
+	}
+	p.layers = layers
+	if p.lmHead != nil {
+		p.lmHead = tile(p.lmHead, d.V, d.C)
+		if d.tied {
+			p.wte = p.lmHead // one matrix: the embedding reads its rows back
+		}
+	}
+	return p
+}
+
+// setViews makes the parameter views of the arena, the product matrices
+// in the tile layout when the model keeps them so.
+func (m *Model) setViews() {
+	m.p = views(m.d, m.specs, m.Params)
+	if m.tiles {
+		m.p = tileViews(m.d, m.p)
+	}
+}
+
+// packTiles rearranges the tile-layout matrices after the arena was
+// written in rows.
+func (m *Model) packTiles() {
+	if !m.tiles {
+		return
+	}
+	td := m.Dev.(tileDevice)
+	for _, b := range m.tileMatrices() {
+		td.PackTiles(b)
+	}
+}
+
+// tileMatrices lists the views in the tile layout, each once.
+func (m *Model) tileMatrices() []Buffer {
+	var out []Buffer
+	add := func(b Buffer) {
+		if _, ok := b.(bf16TileBuf); ok {
+			out = append(out, b)
+		}
+	}
+	for _, lp := range m.p.layers {
+		add(lp.wqkv)
+		add(lp.wo)
+		add(lp.wgu)
+		add(lp.wd)
+	}
+	add(m.p.lmHead)
+	return out
+}
+
+// gemmTiles is Gemm with B in the tile layout: only float32 A·Bᵀ over the
+// whole matrix, which is all a rollout copy computes.
+func (d *CPU[F]) gemmTiles(transA, transB bool, m, n, k int, alpha float32, a Buffer, lda int, b bf16TileBuf, ldb int, beta float32, c Buffer, ldc int) {
+	a32, ok := any(buf[F](a)).([]float32)
+	if !ok || transA || !transB || n != b.n || k != b.k || ldb != k ||
+		!gemm.SgemmTileBF16TransB(m, n, k, alpha, a32, lda, b.bits, beta, any(buf[F](c)).([]float32), ldc, d.threads) {
+		panic(fmt.Sprintf("model: a product with a %d × %d matrix in the tile layout as transB=%v B of [%d, %d] (transA=%v, ldb %d, float32 A: %v, AMX path on: %v): only A·Bᵀ over the whole matrix in float32 runs there",
+			b.n, b.k, transB, n, k, transA, ldb, ok, gemm.TileLayout()))
+	}
+}
+
+// embeddingTiles copies widened rows of a tied embedding kept in the tile
+// layout.
+func (d *CPU[F]) embeddingTiles(o []F, ids []int32, w bf16TileBuf) {
+	C := w.k
+	d.parallel(len(ids), 64, func(lo, hi int) {
+		row := make([]uint16, C)
+		for t := lo; t < hi; t++ {
+			id := int(ids[t])
+			if id < 0 || id >= w.n {
+				panic(fmt.Sprintf("model: token id %d at position %d outside the vocabulary [0, %d)", id, t, w.n))
+			}
+			gemm.TileRowBF16(row, w.bits, w.n, C, id)
+			dst := o[t*C : (t+1)*C]
+			for c, h := range row {
+				dst[c] = F(widen(h))
+			}
+		}
+	})
+}
