@@ -178,6 +178,12 @@ amxbench() { # amxbench N: BenchmarkDotBF16Rows's batch-16, -32 and -64 rows on 
 		-test.run '^\$' -test.bench 'DotBF16Rows/.*/m(16|32|64)/' -test.benchtime 100x -test.cpu $1"
 }
 
+tilelayers() { # tilelayers N: BenchmarkTileLayers (a decode step's products as the model runs them, by kind and tasks a thread) on N cores
+	[ -x "$ROOT/.gpu/gemm.test" ] || return 0
+	step "TileLayers, $1 threads" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && taskset -c 0-$(($1 - 1)) '$ROOT/.gpu/gemm.test' \
+		-test.run '^\$' -test.bench 'TileLayers' -test.benchtime 5x -test.cpu $1"
+}
+
 modeltiles() { # package model's rollout-copy tests on the tile unit: the tile layout against rows, bit for bit
 	[ -x "$ROOT/.gpu/model.test" ] || return 0
 	step "model rollout-copy tests (tile layout)" "$OUT/amx.log" bash -c "cd '$ROOT/model' && R1GO_AMX_REQUIRE=1 '$ROOT/.gpu/model.test' \
@@ -303,6 +309,7 @@ tiles) # the rollout copy's matrices in the tile layout: the tests on the tile u
 	lscpu >>"$OUT/amx.log" 2>&1
 	AMX_BENCH='AMXRun' amxtests
 	modeltiles
+	tilelayers 2
 	amxstream 2
 	export CPU_THREADS=2
 	for rep in 1 2 3; do
@@ -314,7 +321,7 @@ tiles) # the rollout copy's matrices in the tile layout: the tests on the tile u
 		BIN_TAG="head, run $rep" STEP_ROLLOUT=bfloat16 cpustep
 		BIN_DIR=$ROOT/.gpu/base BIN_TAG="base, run $rep" STEP_ROLLOUT=bfloat16 cpustep
 	done
-	amxstream "$(nproc)"
+	tilelayers "$(nproc)"
 	CPU_THREADS=$(nproc) BIN_TAG=head DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
 	BIN_TAG="head, profile" DECODE_FILTER='DecodeBatch05B/bf16-copy' DECODE_STEPS=16 DECODE_ARGS="-test.cpuprofile $OUT/decode_amx.pprof" cpudecode
 	;;

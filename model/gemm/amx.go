@@ -317,10 +317,15 @@ func amxChunk(r0, rows, full, k int, alpha float32, pk, b []uint16, bs amxSide, 
 	})
 }
 
+// amxTasksPerThread is how many tasks amxTasks makes a thread at most:
+// more even out a thread that starts late or is preempted, fewer keep
+// each thread's stream of B in longer runs (BenchmarkTileLayers).
+var amxTasksPerThread = 8
+
 // amxTasks splits blocks of B among the threads, task(start, end) taking
-// blocks [start, end), eight tasks a thread at most.
+// blocks [start, end), amxTasksPerThread tasks a thread at most.
 func amxTasks(blocks, threads int, task func(start, end int)) {
-	tasks := min(blocks, 8*threads)
+	tasks := min(blocks, amxTasksPerThread*threads)
 	forEach(threads, tasks, func(t int) { task(t*blocks/tasks, (t+1)*blocks/tasks) })
 }
 

@@ -3,7 +3,9 @@ package gemm
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
+	"time"
 )
 
 // TestPackTileBF16Layout: PackTileBF16 puts every value of the full
@@ -113,6 +115,88 @@ func TestSgemmTileBF16TransBDeclines(t *testing.T) {
 	for _, v := range c {
 		if v != 7 {
 			t.Fatalf("C written by a declined product: %v", c)
+		}
+	}
+}
+
+// BenchmarkTileLayers times a batch-32 decode step's products as the
+// model runs them, from memory: Qwen2.5-0.5B's 24 layers of q|k|v (1,152
+// × 896), o (896 × 896), gate|up (9,728 × 896) and down (896 × 4,864),
+// then the 151,936-row LM head, 0.99 GB of bf16 weights. The tile layout
+// with eight, two and one tasks a thread (amxTasksPerThread), and the
+// matrices in rows on the AMX path ("rows"), take turns, a pass each; each
+// reports its best pass in GB/s of weights read, in all ("-GB/s") and by
+// kind (the layers' small q|k|v and o, their MLP, the head), the figures
+// to set beside BenchmarkDotBF16Stream's (MLP and head only, back to
+// back) and the read bandwidth.
+func BenchmarkTileLayers(b *testing.B) {
+	if on, why := HasAMX(); !on {
+		b.Skip("AMX path off:", why)
+	}
+	const m, layers = 32, 24
+	type mat struct {
+		rows, tiles []uint16
+		n, k, kind  int
+	}
+	kinds := []string{"small", "mlp", "head"}
+	var mats []mat
+	bytes := make([]float64, len(kinds))
+	add := func(n, k, kind int) {
+		w := make([]uint16, n*k)
+		for i := range w {
+			w[i] = uint16(0x3c00 + i%97)
+		}
+		t := append([]uint16(nil), w...)
+		PackTileBF16(t, n, k, 0)
+		mats = append(mats, mat{w, t, n, k, kind})
+		bytes[kind] += float64(2 * n * k)
+	}
+	for range layers {
+		add(1152, 896, 0)
+		add(896, 896, 0)
+		add(9728, 896, 1)
+		add(896, 4864, 1)
+	}
+	add(151936, 896, 2)
+	a := make([]float32, m*4864)
+	for i := range a {
+		a[i] = float32(i%13) * 0.1
+	}
+	c := make([]float32, m*151936)
+	threads := runtime.GOMAXPROCS(0)
+	type variant struct {
+		name  string
+		tasks int
+		tiles bool
+	}
+	vs := []variant{{"t8", 8, true}, {"t2", 2, true}, {"t1", 1, true}, {"rows", 8, false}}
+	best := make([]time.Duration, len(vs))
+	bestKinds := make([][]time.Duration, len(vs))
+	for b.Loop() {
+		for i, v := range vs {
+			amxTasksPerThread = v.tasks
+			per := make([]time.Duration, len(kinds))
+			t0 := time.Now()
+			for _, w := range mats {
+				tk := time.Now()
+				if v.tiles {
+					SgemmTileBF16TransB(m, w.n, w.k, 1, a, w.k, w.tiles, 0, c, w.n, threads)
+				} else {
+					SgemmDotBF16TransB(m, w.n, w.k, 1, a, w.k, w.rows, w.k, 0, c, w.n, threads)
+				}
+				per[w.kind] += time.Since(tk)
+			}
+			if d := time.Since(t0); best[i] == 0 || d < best[i] {
+				best[i], bestKinds[i] = d, per
+			}
+		}
+	}
+	amxTasksPerThread = 8
+	total := bytes[0] + bytes[1] + bytes[2]
+	for i, v := range vs {
+		b.ReportMetric(total/best[i].Seconds()/1e9, v.name+"-GB/s")
+		for j, kind := range kinds {
+			b.ReportMetric(bytes[j]/bestKinds[i][j].Seconds()/1e9, v.name+"-"+kind+"-GB/s")
 		}
 	}
 }
