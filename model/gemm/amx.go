@@ -317,15 +317,32 @@ func amxChunk(r0, rows, full, k int, alpha float32, pk, b []uint16, bs amxSide, 
 	})
 }
 
-// amxTasksPerThread is how many tasks amxTasks makes a thread at most:
-// more even out a thread that starts late or is preempted, fewer keep
-// each thread's stream of B in longer runs (BenchmarkTileLayers).
-var amxTasksPerThread = 8
+// amxTasksPerThread, when positive, replaces tasksPerThread's choice
+// (the benchmarks' same-run variants).
+var amxTasksPerThread = 0
+
+// tasksPerThread is how many tasks amxTasks makes a thread at most. More
+// tasks even out a thread that starts late or is preempted; fewer keep
+// each thread's stream of B in longer runs, each task's first block
+// read without a prefetch ahead of it. A decode step's products in the
+// tile layout on the GPU machine's Xeon (BenchmarkTileLayers, same run):
+// on 2 cores two tasks a thread read 26.7 GB/s, eight 24.9 (the small
+// q|k|v and o products 23.5 against 19.9); on 16 cores eight read 61.1,
+// two 58.6 (benchmarks/README.md, session 10).
+func tasksPerThread(threads int) int {
+	switch {
+	case amxTasksPerThread > 0:
+		return amxTasksPerThread
+	case threads <= 2:
+		return 2
+	}
+	return 8
+}
 
 // amxTasks splits blocks of B among the threads, task(start, end) taking
-// blocks [start, end), amxTasksPerThread tasks a thread at most.
+// blocks [start, end), tasksPerThread tasks a thread at most.
 func amxTasks(blocks, threads int, task func(start, end int)) {
-	tasks := min(blocks, amxTasksPerThread*threads)
+	tasks := min(blocks, tasksPerThread(threads)*threads)
 	forEach(threads, tasks, func(t int) { task(t*blocks/tasks, (t+1)*blocks/tasks) })
 }
 
@@ -338,7 +355,7 @@ type amxRun struct{ j, nb, pf, last int }
 // for the block after it; the run's last asks for the task's next run,
 // or for its own lines: the block after the task is another task's,
 // often on another core (prefetched anyway, it cost the down product, 28
-// blocks in 16 tasks on 2 cores, 7-15 %).
+// blocks in 16 tasks on 2 cores, 7-15 %, at eight tasks a thread).
 func amxRuns(start, end, k int) iter.Seq[amxRun] {
 	perRun := min(amxRunMax, max(1, amxRunBytes/(amxRows*2*k)))
 	return func(yield func(amxRun) bool) {

@@ -191,7 +191,7 @@ func BenchmarkTileLayers(b *testing.B) {
 			}
 		}
 	}
-	amxTasksPerThread = 8
+	amxTasksPerThread = 0
 	total := bytes[0] + bytes[1] + bytes[2]
 	for i, v := range vs {
 		b.ReportMetric(total/best[i].Seconds()/1e9, v.name+"-GB/s")
