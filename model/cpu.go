@@ -186,7 +186,9 @@ func (d *CPU[F]) Add(out, a, b Buffer) {
 }
 
 func (d *CPU[F]) AddBias(out Buffer, ldo int, bias Buffer, rows, cols int) {
-	o, b := buf[F](out), vec[F](bias)
+	o := buf[F](out)
+	b, bp := vec[F](bias)
+	defer putVec(bp)
 	d.parallel(rows, 1+4096/max(cols, 1), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row := o[r*ldo : r*ldo+cols]

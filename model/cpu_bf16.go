@@ -122,17 +122,28 @@ func narrowStochastic(f float32, r uint32) uint16 {
 }
 
 // vec returns a small vector operand (a norm weight, a bias) as []F,
-// widening a bf16 one into a fresh slice.
-func vec[F Float](b Buffer) []F {
+// widening a bf16 one into a pooled row, which putVec gives back (nil:
+// the operand itself). Fresh slices were 73 allocations a decode step of
+// the 0.5B bf16 rollout copy, 0.3-0.4 s of its 12.5 s of 128 steps on
+// this project's Zen 4 (CPU profile of benchmarks/cpu's rollout).
+func vec[F Float](b Buffer) ([]F, *[]F) {
 	h, ok := asBF16(b)
 	if !ok {
-		return buf[F](b)
+		return buf[F](b), nil
 	}
-	out := make([]F, len(h))
+	p := getRow[F](len(h))
+	out := *p
 	for i, v := range h {
 		out[i] = F(widen(v))
 	}
-	return out
+	return out, p
+}
+
+// putVec gives back vec's pooled row, if any.
+func putVec[F Float](p *[]F) {
+	if p != nil {
+		putRow(p)
+	}
 }
 
 // bf16Scratch holds float32 panels of widened weights between calls.

@@ -185,7 +185,9 @@ func (d *CPU[F]) lmHeadBackward(dh, dw, dlogprob, dentropy, keep, h, w, lse, ent
 
 func (d *CPU[F]) Logits(logits, h, w Buffer, rows []int32, C, V int) {
 	x := buf[F](h)
-	g := make(cpuBuf[F], len(rows)*C)
+	gp := getRow[F](len(rows) * C) // pooled: fresh, it was an allocation a decode step
+	defer putRow(gp)
+	g := cpuBuf[F](*gp)
 	for i, r := range rows {
 		copy(g[i*C:(i+1)*C], x[int(r)*C:(int(r)+1)*C])
 	}

@@ -5,7 +5,9 @@ import "math"
 // RMSNorm, as Qwen2 computes it in float32: y = w ⊙ x·r with
 // r = 1/sqrt(mean(x²) + eps); r is saved per row for the backward.
 func (d *CPU[F]) RMSNorm(out, rstd, inp, w Buffer, rows, C int, eps float32) {
-	o, rs, x, g := buf[F](out), buf[F](rstd), buf[F](inp), vec[F](w)
+	o, rs, x := buf[F](out), buf[F](rstd), buf[F](inp)
+	g, gp := vec[F](w)
+	defer putVec(gp)
 	d.parallel(rows, 16, func(lo, hi int) {
 		finish := func(t int, ss float64) {
 			r := 1 / math.Sqrt(ss/float64(C)+float64(eps))
@@ -60,7 +62,9 @@ func sumSquares4[F Float](x []F, C int) [4]float64 {
 // that workers never share a row of it and the sum does not depend on which
 // worker finishes first (runs are bit-for-bit reproducible).
 func (d *CPU[F]) RMSNormBackward(dinp, dw, dout, inp, w, rstd Buffer, rows, C int) {
-	dx, dg, dy, x, g, rs := buf[F](dinp), buf[F](dw), buf[F](dout), buf[F](inp), vec[F](w), buf[F](rstd)
+	dx, dg, dy, x, rs := buf[F](dinp), buf[F](dw), buf[F](dout), buf[F](inp), buf[F](rstd)
+	g, gp := vec[F](w)
+	defer putVec(gp)
 	const block = 64
 	nb := (rows + block - 1) / block
 	partial := make([]float64, nb*C)
