@@ -106,6 +106,15 @@ func TestHasAMXFollowsTheCPU(t *testing.T) {
 	t.Logf("AMX path on: %v %s", on, why)
 }
 
+// randNormals returns n standard normal values.
+func randNormals(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	return v
+}
+
 // randAMXOperands returns n rows of B and 32 rows of A (bf16, k apart,
 // random values of a decode product's magnitudes), and A packed by
 // packAMX.
@@ -290,14 +299,7 @@ func TestSgemmAMXPacked(t *testing.T) {
 		bp := make([]uint16, c.n*c.k)
 		packAMXB(b, c.n, c.k, c.k, bp)
 		r := rand.New(rand.NewPCG(4, 5))
-		a := make([]float32, c.m*c.k)
-		for i := range a {
-			a[i] = float32(r.NormFloat64())
-		}
-		c0 := make([]float32, c.m*c.n)
-		for i := range c0 {
-			c0[i] = float32(r.NormFloat64())
-		}
+		a, c0 := randNormals(r, c.m*c.k), randNormals(r, c.m*c.n)
 		want := append([]float32(nil), c0...)
 		SgemmDotBF16TransB(c.m, c.n, c.k, 0.5, a, c.k, b, c.k, 0.25, want, c.n, 2)
 		got := append([]float32(nil), c0...)

@@ -71,14 +71,7 @@ func TestSgemmTileBF16TransB(t *testing.T) {
 				bt := append([]uint16(nil), b...)
 				PackTileBF16(bt, c.n, c.k, 2)
 				r := rand.New(rand.NewPCG(uint64(c.m), 5))
-				a := make([]float32, c.m*c.k)
-				for i := range a {
-					a[i] = float32(r.NormFloat64())
-				}
-				c0 := make([]float32, c.m*c.n)
-				for i := range c0 {
-					c0[i] = float32(r.NormFloat64())
-				}
+				a, c0 := randNormals(r, c.m*c.k), randNormals(r, c.m*c.n)
 				for _, ab := range [][2]float32{{1, 0}, {0.5, 0.25}, {1, 1}} {
 					for _, threads := range []int{1, 2, 3} {
 						name := fmt.Sprintf("%+v alpha %g beta %g threads %d", c, ab[0], ab[1], threads)
