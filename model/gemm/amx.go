@@ -294,7 +294,7 @@ var amxOut = sync.Pool{New: func() any { return new([amxRunMax * amxRows * amxRo
 // asking for the next as it goes; the others find it in L2.
 func amxChunk(r0, rows, full, k int, alpha float32, pk, b []uint16, bs amxSide, beta float32, c []float32, ldc int, threads int) {
 	blocksA := (rows + amxRows - 1) / amxRows
-	amxTasks(full/amxRows, threads, func(start, end int) {
+	amxTasks(full/amxRows, threads, rows, func(start, end int) {
 		ob := amxOut.Get().(*[amxRunMax * amxRows * amxRows]float32)
 		defer amxOut.Put(ob)
 		call := amxRunArgs{k32: k / 32, ls: bs, out: ob[:], os: amxBlockSums, pfstride: bs.block}
@@ -321,28 +321,31 @@ func amxChunk(r0, rows, full, k int, alpha float32, pk, b []uint16, bs amxSide, 
 // (the benchmarks' same-run variants).
 var amxTasksPerThread = 0
 
-// tasksPerThread is how many tasks amxTasks makes a thread at most. More
-// tasks even out a thread that starts late or is preempted; fewer keep
-// each thread's stream of B in longer runs, each task's first block
-// read without a prefetch ahead of it. A decode step's products in the
-// tile layout on the GPU machine's Xeon (BenchmarkTileLayers, same run):
-// on 2 cores two tasks a thread read 26.7 GB/s, eight 24.9 (the small
-// q|k|v and o products 23.5 against 19.9); on 16 cores eight read 61.1,
-// two 58.6 (benchmarks/README.md, session 10).
-func tasksPerThread(threads int) int {
+// tasksPerThread is how many tasks amxTasks makes a thread at most, for
+// rows of A against B. More tasks even out a thread that starts late or
+// is preempted; fewer keep each thread's stream of B in longer runs, each
+// task's first block read without a prefetch ahead of it, which counts
+// where B streams from memory past one block of A (a decode batch). A
+// decode step's products in the tile layout on the GPU machine's Xeon
+// (BenchmarkTileLayers, same run): on 2 cores two tasks a thread read
+// 26.7 GB/s, eight 24.9 (the small q|k|v and o products 23.5 against
+// 19.9); on 16 cores eight read 61.1, two 58.6 (benchmarks/README.md,
+// session 10). Longer products (prefill, scoring) are bound by the tile
+// unit, where the balance counts: eight.
+func tasksPerThread(threads, rows int) int {
 	switch {
 	case amxTasksPerThread > 0:
 		return amxTasksPerThread
-	case threads <= 2:
+	case threads <= 2 && rows <= amxRows:
 		return 2
 	}
 	return 8
 }
 
-// amxTasks splits blocks of B among the threads, task(start, end) taking
-// blocks [start, end), tasksPerThread tasks a thread at most.
-func amxTasks(blocks, threads int, task func(start, end int)) {
-	tasks := min(blocks, tasksPerThread(threads)*threads)
+// amxTasks splits blocks of B among the threads for rows of A, task(start,
+// end) taking blocks [start, end), tasksPerThread tasks a thread at most.
+func amxTasks(blocks, threads, rows int, task func(start, end int)) {
+	tasks := min(blocks, tasksPerThread(threads, rows)*threads)
 	forEach(threads, tasks, func(t int) { task(t*blocks/tasks, (t+1)*blocks/tasks) })
 }
 

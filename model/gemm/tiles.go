@@ -137,7 +137,7 @@ var tileSums = amxSums{pitch: amxRunMax * amxRows, half: 16 * amxRunMax * amxRow
 func tileChunk(r0, rows, full, k int, alpha float32, a16, b []uint16, beta float32, c []float32, ldc int, threads int) {
 	blocksA := ceilDiv(rows, amxRows)
 	block := amxRows * k
-	amxTasks(full/amxRows, threads, func(start, end int) {
+	amxTasks(full/amxRows, threads, rows, func(start, end int) {
 		var ob *[amxRunMax * amxRows * amxRows]float32
 		defer func() {
 			if ob != nil {
