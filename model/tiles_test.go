@@ -64,7 +64,7 @@ func TestRolloutCopyTileLayout(t *testing.T) {
 			}
 			same := func(what string) {
 				t.Helper()
-				want, got := run(t, rows, cfg.VocabSize), run(t, tiles, cfg.VocabSize)
+				want, got := tileRunOutputs(t, rows, cfg.VocabSize), tileRunOutputs(t, tiles, cfg.VocabSize)
 				if len(got) != len(want) {
 					t.Fatalf("%s: %d values from the tile layout, %d from rows", what, len(got), len(want))
 				}
@@ -98,10 +98,10 @@ func TestRolloutCopyTileLayout(t *testing.T) {
 	}
 }
 
-// run returns m's logits over a prefill of three sequences and four
+// tileRunOutputs returns m's logits over a prefill of three sequences and four
 // decode steps, then its log-probabilities and entropies over a scoring
 // Forward of the same tokens.
-func run(t *testing.T, m *Model, V int) []float32 {
+func tileRunOutputs(t *testing.T, m *Model, V int) []float32 {
 	t.Helper()
 	c := m.NewKVCache(3, 64)
 	defer c.Free(m.Dev)
