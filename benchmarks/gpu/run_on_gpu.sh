@@ -152,7 +152,7 @@ cpustep() { # issue 20's rollout on this machine's CPU (benchmarks/cpu, no updat
 	for n in ${CPU_THREADS:-2 $(nproc)}; do
 		step "CPU rollout, $n threads${R1GO_AMX:+, R1GO_AMX=$R1GO_AMX}${BIN_TAG:+, $BIN_TAG}" "$log" taskset -c 0-$((n - 1)) "$bin" -sections step -threads "$n" \
 			-step_peer=false -step_score=false -step_update=false -step_response_len "${CPU_RESPONSE_LEN:-128}" \
-			-step_rollout "${STEP_ROLLOUT:-float32,bfloat16}"
+			-step_rollout "${STEP_ROLLOUT:-float32,bfloat16}" ${STEP_ARGS:-}
 	done
 }
 
@@ -318,7 +318,9 @@ tiles) # the rollout copy's matrices in the tile layout: the tests on the tile u
 	done
 	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
 	for rep in 1 2; do
-		BIN_TAG="head, run $rep" STEP_ROLLOUT=bfloat16 cpustep
+		# the head's second rollout with a CPU profile: the rollout's own split
+		# (longer contexts than DecodeBatch05B's) between products, attention and the rest
+		BIN_TAG="head, run $rep" STEP_ROLLOUT=bfloat16 STEP_ARGS="$([ $rep = 2 ] && echo "-cpuprofile $OUT/rollout_amx.pprof")" cpustep
 		BIN_DIR=$ROOT/.gpu/base BIN_TAG="base, run $rep" STEP_ROLLOUT=bfloat16 cpustep
 	done
 	tilelayers "$(nproc)"
