@@ -71,41 +71,42 @@ func (d *CPU[F]) PackTiles(b Buffer) {
 	gemm.PackTileBF16(t.bits, t.n, t.k, d.threads)
 }
 
-// tileViews turns the product matrices among p's views (bf16DotBuf) into
-// bf16TileBufs where their depth suits the tile unit (a multiple of 32);
-// the rest stay rows.
-func tileViews(d dims, p params) params {
-	tile := func(b Buffer, n, k int) Buffer {
-		h, ok := b.(bf16DotBuf)
-		if !ok || k%gemm.DotBF16Step != 0 {
-			return b
-		}
-		return bf16TileBuf{[]uint16(h), n, k}
+// matrixView is a view of p that is the B of a product, n × k.
+type matrixView struct {
+	b    *Buffer
+	n, k int
+}
+
+// productMatrices lists p's product matrices, each once: every layer's
+// q|k|v, o, gate|up and down, and the LM head.
+func productMatrices(d dims, p *params) []matrixView {
+	var out []matrixView
+	for l := range p.layers {
+		lp := &p.layers[l]
+		out = append(out, matrixView{&lp.wqkv, d.QKV, d.C}, matrixView{&lp.wo, d.C, d.Q},
+			matrixView{&lp.wgu, 2 * d.I, d.C}, matrixView{&lp.wd, d.C, d.I})
 	}
-	layers := make([]layerParams, len(p.layers))
-	for l, lp := range p.layers {
-		lp.wqkv = tile(lp.wqkv, d.QKV, d.C)
-		lp.wo = tile(lp.wo, d.C, d.Q)
-		lp.wgu = tile(lp.wgu, 2*d.I, d.C)
-		lp.wd = tile(lp.wd, d.C, d.I)
-		layers[l] = lp
-	}
-	p.layers = layers
 	if p.lmHead != nil {
-		p.lmHead = tile(p.lmHead, d.V, d.C)
-		if d.tied {
-			p.wte = p.lmHead // one matrix: the embedding reads its rows back
-		}
+		out = append(out, matrixView{&p.lmHead, d.V, d.C})
 	}
-	return p
+	return out
 }
 
 // setViews makes the parameter views of the arena, the product matrices
-// in the tile layout when the model keeps them so.
+// in the tile layout (bf16TileBufs) when the model keeps them so and
+// their depth suits the tile unit (a multiple of 32).
 func (m *Model) setViews() {
 	m.p = views(m.d, m.specs, m.Params)
-	if m.tiles {
-		m.p = tileViews(m.d, m.p)
+	if !m.tiles {
+		return
+	}
+	for _, v := range productMatrices(m.d, &m.p) {
+		if h, ok := (*v.b).(bf16DotBuf); ok && v.k%gemm.DotBF16Step == 0 {
+			*v.b = bf16TileBuf{[]uint16(h), v.n, v.k}
+		}
+	}
+	if m.d.tied {
+		m.p.wte = m.p.lmHead // one matrix: the embedding reads its rows back
 	}
 }
 
@@ -124,18 +125,11 @@ func (m *Model) packTiles() {
 // tileMatrices lists the views in the tile layout, each once.
 func (m *Model) tileMatrices() []Buffer {
 	var out []Buffer
-	add := func(b Buffer) {
-		if _, ok := b.(bf16TileBuf); ok {
-			out = append(out, b)
+	for _, v := range productMatrices(m.d, &m.p) {
+		if _, ok := (*v.b).(bf16TileBuf); ok {
+			out = append(out, *v.b)
 		}
 	}
-	for _, lp := range m.p.layers {
-		add(lp.wqkv)
-		add(lp.wo)
-		add(lp.wgu)
-		add(lp.wd)
-	}
-	add(m.p.lmHead)
 	return out
 }
 

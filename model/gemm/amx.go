@@ -238,6 +238,16 @@ func EmulateAMX() (restore func(), ok bool) {
 // memory ([1]); the tests swap in amxRunGo.
 var amxKern = [2]amxRunKernel{amxRunAsm(false), amxRunAsm(true)}
 
+// amxKernFor is the kernel for A's block ib against a run of B: the
+// first streams the run from memory, prefetching as it goes (unless
+// amxPrefetch is off); the others find the run in L2.
+func amxKernFor(ib int) amxRunKernel {
+	if ib == 0 && amxPrefetch {
+		return amxKern[1]
+	}
+	return amxKern[0]
+}
+
 // amxPrefetch lets the streaming kernel prefetch; off, the benchmarks'
 // same-run before. A decode step's products from memory
 // (BenchmarkDotBF16Stream, best of five passes taking turns) on the GPU
@@ -302,12 +312,8 @@ func amxChunk(r0, rows, full, k int, alpha float32, pk, b []uint16, bs amxSide, 
 			call.nb, call.l = run.nb, b[run.j*bs.block:]
 			call.pf, call.last = b[run.pf*bs.block:], b[run.last*bs.block:]
 			for ib := 0; ib < blocksA; ib++ {
-				kern := amxKern[0]
-				if ib == 0 && amxPrefetch {
-					kern = amxKern[1]
-				}
 				call.r = pk[ib*amxRows*k:]
-				kern(&call)
+				amxKernFor(ib)(&call)
 				for q := 0; q < run.nb; q++ {
 					// ob's blocks are Cᵀ's: B's rows down, A's across.
 					storeCT(ob[q*amxRows*amxRows:], amxRows, amxRows, r0+ib*amxRows, min(amxRows, rows-ib*amxRows), (run.j+q)*amxRows, alpha, beta, c, ldc)

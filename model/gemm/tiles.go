@@ -138,34 +138,23 @@ func tileChunk(r0, rows, full, k int, alpha float32, a16, b []uint16, beta float
 	blocksA := ceilDiv(rows, amxRows)
 	block := amxRows * k
 	amxTasks(full/amxRows, threads, rows, func(start, end int) {
-		var ob *[amxRunMax * amxRows * amxRows]float32
-		defer func() {
-			if ob != nil {
-				amxOut.Put(ob)
-			}
-		}()
+		ob := amxOut.Get().(*[amxRunMax * amxRows * amxRows]float32)
+		defer amxOut.Put(ob)
 		call := amxRunArgs{k32: k / 32, ls: amxSide{k, 32, 16 * k, 0}, rblock: block, pfstride: block}
 		for run := range amxRuns(start, end, k) {
 			call.nb, call.r = run.nb, b[run.j*block:]
 			call.pf, call.last = b[run.pf*block:], b[run.last*block:]
 			for ib := range blocksA {
-				kern := amxKern[0]
-				if ib == 0 && amxPrefetch {
-					kern = amxKern[1]
-				}
 				call.l = a16[ib*block:]
 				i0, nr := r0+ib*amxRows, min(amxRows, rows-ib*amxRows)
 				if nr == amxRows && alpha == 1 && beta == 0 {
 					// A whole block of a plain product: the sums are C's.
 					call.out, call.os = c[i0*ldc+run.j*amxRows:], amxDirectSums(ldc)
-					kern(&call)
+					amxKernFor(ib)(&call)
 					continue
 				}
-				if ob == nil {
-					ob = amxOut.Get().(*[amxRunMax * amxRows * amxRows]float32)
-				}
 				call.out, call.os = ob[:], tileSums
-				kern(&call)
+				amxKernFor(ib)(&call)
 				for i := range nr {
 					cr := c[(i0+i)*ldc+run.j*amxRows:][:run.nb*amxRows]
 					for j, s := range ob[i*tileSums.pitch:][:len(cr)] {
