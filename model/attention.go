@@ -269,7 +269,7 @@ func attendGroup32(out, q, k, v []float32, kvw, n, nh, HS int, scale float64, w 
 		}
 	}
 	sc := grow(&w.sc, G*n)
-	dotsGroupAVX512(&qp[0], &k[0], uintptr(kvw)*4, n, chunks, &sc[0])
+	dotsGroupAVX512(&qp[0], &k[0], uintptr(kvw)*4, n, chunks, &sc[0], &v[0])
 	p := grow(&w.p, G*n)
 	arg, ex := grow(&w.arg, G*n), grow(&w.ex, G*n)
 	var m, sum [G]float64
@@ -286,7 +286,7 @@ func attendGroup32(out, q, k, v []float32, kvw, n, nh, HS int, scale float64, w 
 	}
 	acc := grow(&w.acc, G*HS)
 	clear(acc)
-	axpyGroupF64AVX512(&acc[0], &v[0], uintptr(kvw)*4, &p[0], n, HS)
+	axpyGroupF64AVX512(&acc[0], &v[0], uintptr(kvw)*4, &p[0], n, HS, nh)
 	for h := 0; h < nh; h++ {
 		for c := 0; c < HS; c++ {
 			out[h*HS+c] = float32(acc[h*HS+c] / sum[h])

@@ -9,10 +9,10 @@ var attnVector = cpu.X86.HasAVX512F
 // eight query heads sharing a KV head at once (attn_amd64.s).
 //
 //go:noescape
-func dotsGroupAVX512(qp, k *float32, ldk uintptr, n, chunks int, out *float32)
+func dotsGroupAVX512(qp, k *float32, ldk uintptr, n, chunks int, out, pv *float32)
 
 //go:noescape
-func axpyGroupF64AVX512(acc *float64, v *float32, ldv uintptr, e *float64, n, hs int)
+func axpyGroupF64AVX512(acc *float64, v *float32, ldv uintptr, e *float64, n, hs, nh int)
 
 // scoresGroupAVX512, argsGroupAVX512 and weightsGroupAVX512 are
 // attendGroup32's softmax loops, eight heads a vector (attn_amd64.s).
@@ -25,3 +25,4 @@ func argsGroupAVX512(p *float64, arg *float32, n int, m *[8]float64)
 
 //go:noescape
 func weightsGroupAVX512(ex *float32, p *float64, n int, sum *[8]float64)
+

@@ -31,7 +31,15 @@ GLOBL attnPick<>(SB), RODATA|NOPTR, $64
 	VPERMILPS $0x4E, z, Z12 \
 	VADDPS    Z12, z, z
 
-// func dotsGroupAVX512(qp, k *float32, ldk uintptr, n, chunks int, out *float32)
+// PREFROWS asks for the cache line at SI of four rows ldk (R8) apart
+// into L2.
+#define PREFROWS \
+	PREFETCHT1 (SI) \
+	PREFETCHT1 (SI)(R8*1) \
+	PREFETCHT1 (SI)(R8*2) \
+	PREFETCHT1 (SI)(R10*1)
+
+// func dotsGroupAVX512(qp, k *float32, ldk uintptr, n, chunks int, out, pv *float32)
 //
 // out[8i + h] = dot(q_h, k + i·ldk bytes) for i < n and eight heads h, as
 // attention.go's dot: lane j of a head's four partial sums takes the
@@ -40,13 +48,17 @@ GLOBL attnPick<>(SB), RODATA|NOPTR, $64
 // heads 0-3 then 4-7, four values each. A key's chunk is broadcast to the
 // four 128-bit lanes of a vector, so each lane group is one head's four
 // partial sums. Four keys at a time (Z0..Z7: key r, heads 4h..4h+3 in
-// Z(2r+h)), then one.
-TEXT ·dotsGroupAVX512(SB), NOSPLIT, $0-48
+// Z(2r+h)), then one. pv: the value rows at the same pitch, asked for
+// into L2 as their keys are read.
+TEXT ·dotsGroupAVX512(SB), NOSPLIT, $0-56
 	MOVQ k+8(FP), DI
 	MOVQ ldk+16(FP), R8
 	MOVQ n+24(FP), CX
 	MOVQ out+40(FP), DX
+	MOVQ pv+48(FP), BX
 	LEAQ (R8)(R8*2), R10 // 3·ldk
+	MOVQ R8, R14
+	SHLQ $4, R14 // 16·ldk
 	VMOVDQU32 attnPick<>(SB), Z14
 
 gfour:
@@ -60,6 +72,24 @@ gfour:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
+	// The four keys' value rows, for axpy after the softmax, and the key
+	// rows sixteen ahead: DRAM's latency is several passes of this loop
+	// (only its prefetchers' guesses otherwise: half the speed from
+	// memory, BenchmarkAttentionDecodeStep05B).
+	MOVQ chunks+32(FP), R11
+	SHLQ $4, R11 // a row's bytes
+	LEAQ (DI)(R14*1), AX
+	XORQ R9, R9
+
+gpref:
+	LEAQ (BX)(R9*1), SI
+	PREFROWS
+	LEAQ (AX)(R9*1), SI
+	PREFROWS
+	ADDQ $64, R9
+	CMPQ R9, R11
+	JLT  gpref
+	LEAQ (BX)(R8*4), BX
 	MOVQ qp+0(FP), SI
 	MOVQ chunks+32(FP), R9
 	XORQ AX, AX
@@ -171,7 +201,7 @@ gdone:
 	VMOVUPD d0, 0(base)(R14*1) \
 	VMOVUPD d1, 64(base)(R14*1)
 
-// func axpyGroupF64AVX512(acc *float64, v *float32, ldv uintptr, e *float64, n, hs int)
+// func axpyGroupF64AVX512(acc *float64, v *float32, ldv uintptr, e *float64, n, hs, nh int)
 //
 // acc[h·hs + c] += e[8i + h]·float64(v[i·ldv bytes + c]) for i < n in
 // order, eight heads h and c < hs (a multiple of 16), sixteen columns at a
@@ -179,7 +209,7 @@ gdone:
 // float32 values is exact in float64, so the fused multiply-add rounds
 // once where the Go loop rounds the product (exactly) and then the sum:
 // the same bits.
-TEXT ·axpyGroupF64AVX512(SB), NOSPLIT, $0-48
+TEXT ·axpyGroupF64AVX512(SB), NOSPLIT, $0-56
 	MOVQ acc+0(FP), DI
 	MOVQ v+8(FP), BX
 	MOVQ ldv+16(FP), R8
@@ -200,6 +230,8 @@ acols:
 	MOVQ n+32(FP), CX
 	TESTQ CX, CX
 	JZ    astore
+	CMPQ nh+48(FP), $7
+	JEQ  aloop7
 
 aloop:
 	VCVTPS2PD 0(SI), Z16
@@ -224,6 +256,31 @@ aloop:
 	ADDQ $64, DX
 	DECQ CX
 	JNZ  aloop
+	JMP  astore
+
+	// Seven heads (Qwen2.5-0.5B's 14 over 2 KV heads): the eighth's
+	// accumulators stay as loaded.
+aloop7:
+	VCVTPS2PD 0(SI), Z16
+	VCVTPS2PD 32(SI), Z17
+	VFMADD231PD.BCST 0(DX), Z16, Z0
+	VFMADD231PD.BCST 0(DX), Z17, Z1
+	VFMADD231PD.BCST 8(DX), Z16, Z2
+	VFMADD231PD.BCST 8(DX), Z17, Z3
+	VFMADD231PD.BCST 16(DX), Z16, Z4
+	VFMADD231PD.BCST 16(DX), Z17, Z5
+	VFMADD231PD.BCST 24(DX), Z16, Z6
+	VFMADD231PD.BCST 24(DX), Z17, Z7
+	VFMADD231PD.BCST 32(DX), Z16, Z8
+	VFMADD231PD.BCST 32(DX), Z17, Z9
+	VFMADD231PD.BCST 40(DX), Z16, Z10
+	VFMADD231PD.BCST 40(DX), Z17, Z11
+	VFMADD231PD.BCST 48(DX), Z16, Z12
+	VFMADD231PD.BCST 48(DX), Z17, Z13
+	ADDQ R8, SI
+	ADDQ $64, DX
+	DECQ CX
+	JNZ  aloop7
 
 astore:
 	ACC4ST(R12, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
@@ -329,3 +386,4 @@ wdone:
 	VMOVUPD Z2, (DX)
 	VZEROUPPER
 	RET
+

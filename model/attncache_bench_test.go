@@ -41,3 +41,48 @@ func BenchmarkAttentionCached05B(b *testing.B) {
 	b.ReportMetric(ts.Seconds()*1e3/n, "ms-scalar")
 	b.ReportMetric(tv.Seconds()/ts.Seconds(), "vector/scalar")
 }
+
+// BenchmarkAttentionDecodeStep05B times the attention of a whole decode
+// step at Qwen2.5-0.5B's shapes: 24 layers, each with its own KV cache
+// (32 sequences at position 128, the middle of the rollout section's
+// 64 + 128 tokens), on GOMAXPROCS threads, so the keys and values come
+// from memory as in a rollout (24 layers × 2 × 32 × 129 × 512 bytes,
+// about 100 MB, read once a step). It reports ms a step and the KV bytes'
+// read rate (GB/s), next to the same step on one layer's cache 24 times
+// (in cache once warm): their ratio is what memory costs the kernels.
+func BenchmarkAttentionDecodeStep05B(b *testing.B) {
+	d := NewCPU().(*CPU[float32])
+	rng := rand.New(rand.NewPCG(3, 5))
+	const layers, slots, maxLen, NH, KVH, HS, at = 24, 32, 192, 14, 2, 64, 128
+	W := (NH + 2*KVH) * HS
+	qkv := cpuBuf[float32](randF32(rng, slots*W, 1))
+	K, V := make([]cpuBuf[float32], layers), make([]cpuBuf[float32], layers)
+	for l := range K {
+		K[l], V[l] = randF32(rng, slots*maxLen*KVH*HS, 1), randF32(rng, slots*maxLen*KVH*HS, 1)
+	}
+	out := make(cpuBuf[float32], slots*NH*HS)
+	sl, pos, lens := make([]int32, slots), make([]int32, slots), make([]int32, slots)
+	for s := range sl {
+		sl[s], pos[s], lens[s] = int32(s), at, 1
+	}
+	var tm, tc time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		for l := range layers {
+			d.AttentionCached(out, qkv, K[l], V[l], sl, pos, lens, maxLen, NH, KVH, HS)
+		}
+		t1 := time.Now()
+		for range layers * cacheReps {
+			d.AttentionCached(out, qkv, K[0], V[0], sl, pos, lens, maxLen, NH, KVH, HS)
+		}
+		tm += t1.Sub(t0)
+		tc += time.Since(t1)
+	}
+	n := float64(b.N)
+	kvBytes := float64(layers * 2 * slots * (at + 1) * KVH * HS * 4)
+	b.ReportMetric(tm.Seconds()*1e3/n, "ms-memory")
+	b.ReportMetric(tc.Seconds()*1e3/n, "ms-cache")
+	b.ReportMetric(kvBytes*n/tm.Seconds()/1e9, "GB/s")
+}
+
+var cacheReps = 1
