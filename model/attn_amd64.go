@@ -25,4 +25,3 @@ func argsGroupAVX512(p *float64, arg *float32, n int, m *[8]float64)
 
 //go:noescape
 func weightsGroupAVX512(ex *float32, p *float64, n int, sum *[8]float64)
-
