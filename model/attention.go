@@ -141,7 +141,7 @@ func (d *CPU[F]) AttentionBackward(dqkv, dout, out, lse, qkv Buffer, seqs []int3
 }
 
 func (d *CPU[F]) AttentionCached(out, qkv, kc, vc Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int) {
-	o, x, K, V := buf[F](out), buf[F](qkv), buf[F](kc), buf[F](vc)
+	o, x := buf[F](out), buf[F](qkv)
 	a := newAttnDims(NH, KVH, HS)
 	T := len(x) / a.W
 	kvw := KVH * HS
@@ -153,6 +153,11 @@ func (d *CPU[F]) AttentionCached(out, qkv, kc, vc Buffer, slots, pos0, lens []in
 		}
 	}
 	checkSeqs(starts, T)
+	if K16, V16, ok := bf16Cache(kc, vc); ok {
+		attendCachedBF16(d, o, x, K16, V16, starts, slots, pos0, lens, maxLen, NH, KVH, HS)
+		return
+	}
+	K, V := buf[F](kc), buf[F](vc)
 	// Write this step's keys and values into the cache first.
 	for j := range lens {
 		base := int(slots[j]) * maxLen * kvw
@@ -232,8 +237,8 @@ const attnGroup = 8
 
 // groupScratch is a task's scratch for attendGroup32.
 type groupScratch struct {
-	qp, sc, arg, ex []float32
-	p, acc          []float64
+	qp, sc, arg, ex, acc32 []float32
+	p, acc                 []float64
 }
 
 // groupScratches keeps the scratch between calls: a decode step calls

@@ -25,3 +25,12 @@ func argsGroupAVX512(p *float64, arg *float32, n int, m *[8]float64)
 
 //go:noescape
 func weightsGroupAVX512(ex *float32, p *float64, n int, sum *[8]float64)
+
+// dotsGroupBF16AVX512 and axpyGroupBF16AVX512 are attendGroupBF16's
+// kernels against a bf16 KV cache (attn_bf16_amd64.s).
+//
+//go:noescape
+func dotsGroupBF16AVX512(qp *float32, k *uint16, ldk uintptr, n, chunks int, out *float32, pv *uint16)
+
+//go:noescape
+func axpyGroupBF16AVX512(acc *float32, v *uint16, ldv uintptr, e *float32, n, hs, nh int)

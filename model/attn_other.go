@@ -23,3 +23,11 @@ func argsGroupAVX512(p *float64, arg *float32, n int, m *[8]float64) {
 func weightsGroupAVX512(ex *float32, p *float64, n int, sum *[8]float64) {
 	panic("model: no vector attention kernel")
 }
+
+func dotsGroupBF16AVX512(qp *float32, k *uint16, ldk uintptr, n, chunks int, out *float32, pv *uint16) {
+	panic("model: no vector attention kernel")
+}
+
+func axpyGroupBF16AVX512(acc *float32, v *uint16, ldv uintptr, e *float32, n, hs, nh int) {
+	panic("model: no vector attention kernel")
+}

@@ -47,42 +47,49 @@ func BenchmarkAttentionCached05B(b *testing.B) {
 // (32 sequences at position 128, the middle of the rollout section's
 // 64 + 128 tokens), on GOMAXPROCS threads, so the keys and values come
 // from memory as in a rollout (24 layers × 2 × 32 × 129 × 512 bytes,
-// about 100 MB, read once a step). It reports ms a step and the KV bytes'
-// read rate (GB/s), next to the same step on one layer's cache 24 times
-// (in cache once warm): their ratio is what memory costs the kernels.
+// about 100 MB in float32, read once a step). In the same loop: the same
+// step on one layer's cache 24 times (in cache once warm: their ratio is
+// what memory costs the kernels), and on a bf16 cache (a rollout copy's,
+// half the bytes, float32 sums). It reports ms a step of each, the float32
+// cache's read rate (GB/s) and the bf16 cache's time ÷ the float32's.
 func BenchmarkAttentionDecodeStep05B(b *testing.B) {
 	d := NewCPU().(*CPU[float32])
 	rng := rand.New(rand.NewPCG(3, 5))
 	const layers, slots, maxLen, NH, KVH, HS, at = 24, 32, 192, 14, 2, 64, 128
 	W := (NH + 2*KVH) * HS
 	qkv := cpuBuf[float32](randF32(rng, slots*W, 1))
-	K, V := make([]cpuBuf[float32], layers), make([]cpuBuf[float32], layers)
+	K, V := make([]Buffer, layers), make([]Buffer, layers)
+	K16, V16 := make([]Buffer, layers), make([]Buffer, layers)
 	for l := range K {
-		K[l], V[l] = randF32(rng, slots*maxLen*KVH*HS, 1), randF32(rng, slots*maxLen*KVH*HS, 1)
+		K[l], V[l] = cpuBuf[float32](randF32(rng, slots*maxLen*KVH*HS, 1)), cpuBuf[float32](randF32(rng, slots*maxLen*KVH*HS, 1))
+		K16[l], V16[l] = d.AllocBF16(K[l].Len()), d.AllocBF16(V[l].Len())
+		d.Copy(K16[l], K[l])
+		d.Copy(V16[l], V[l])
 	}
 	out := make(cpuBuf[float32], slots*NH*HS)
 	sl, pos, lens := make([]int32, slots), make([]int32, slots), make([]int32, slots)
 	for s := range sl {
 		sl[s], pos[s], lens[s] = int32(s), at, 1
 	}
-	var tm, tc time.Duration
-	for b.Loop() {
+	step := func(K, V []Buffer, layer func(int) int) time.Duration {
 		t0 := time.Now()
 		for l := range layers {
-			d.AttentionCached(out, qkv, K[l], V[l], sl, pos, lens, maxLen, NH, KVH, HS)
+			d.AttentionCached(out, qkv, K[layer(l)], V[layer(l)], sl, pos, lens, maxLen, NH, KVH, HS)
 		}
-		t1 := time.Now()
-		for range layers * cacheReps {
-			d.AttentionCached(out, qkv, K[0], V[0], sl, pos, lens, maxLen, NH, KVH, HS)
-		}
-		tm += t1.Sub(t0)
-		tc += time.Since(t1)
+		return time.Since(t0)
+	}
+	each, first := func(l int) int { return l }, func(int) int { return 0 }
+	var tm, tc, th time.Duration
+	for b.Loop() {
+		tm += step(K, V, each)
+		tc += step(K, V, first)
+		th += step(K16, V16, each)
 	}
 	n := float64(b.N)
 	kvBytes := float64(layers * 2 * slots * (at + 1) * KVH * HS * 4)
 	b.ReportMetric(tm.Seconds()*1e3/n, "ms-memory")
 	b.ReportMetric(tc.Seconds()*1e3/n, "ms-cache")
+	b.ReportMetric(th.Seconds()*1e3/n, "ms-bf16")
 	b.ReportMetric(kvBytes*n/tm.Seconds()/1e9, "GB/s")
+	b.ReportMetric(th.Seconds()/tm.Seconds(), "bf16/f32")
 }
-
-var cacheReps = 1

@@ -13,12 +13,16 @@ type KVCache struct {
 }
 
 // NewKVCache allocates a cache of slots sequences of up to maxLen tokens,
-// in the device's compute storage where it has one (ComputeStorage).
+// in the device's compute storage where it has one (ComputeStorage), and
+// in bf16 for a model with bf16 products on the CPU (a rollout copy: see
+// attn_bf16.go).
 func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
 	c := &KVCache{Slots: slots, MaxLen: maxLen, Lens: make([]int32, slots), kvw: m.d.KV}
 	alloc := m.Dev.Alloc
 	if cs, ok := m.Dev.(ComputeStorage); ok {
 		alloc = cs.AllocCompute // bf16 under mixed precision
+	} else if ba, ok := m.Dev.(BF16Allocator); ok && m.bf16Products() && !kvCacheF32 {
+		alloc = ba.AllocBF16
 	}
 	for l := 0; l < m.d.L; l++ {
 		c.K = append(c.K, alloc(slots*maxLen*m.d.KV))
@@ -26,6 +30,14 @@ func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
 	}
 	return c
 }
+
+// kvCacheF32 keeps a rollout copy's KV cache in float32: the tests'
+// reference for what the bf16 cache changes.
+var kvCacheF32 bool
+
+// bf16Products says whether m's products round their inputs to bf16 on
+// the CPU's bf16 dot product (LoadOptions.BF16Products).
+func (m *Model) bf16Products() bool { _, ok := m.Params.(bf16DotBuf); return ok }
 
 // Free releases the cache's device memory.
 func (c *KVCache) Free(dev Device) {

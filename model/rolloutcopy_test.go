@@ -46,6 +46,9 @@ func TestRolloutCopyBF16Products(t *testing.T) {
 	}
 	logits := func(m *Model) []float32 {
 		c := m.NewKVCache(3, 32)
+		if _, bf := c.K[0].(bf16Buf); bf != (m == dotCopy && !kvCacheF32) {
+			t.Fatalf("a KV cache in %T for a model with weights in %T", c.K[0], m.Params)
+		}
 		chunks := []Chunk{{Slot: 0, Tokens: []int32{1, 2, 3, 4, 5}}, {Slot: 1, Tokens: []int32{7, 8}}, {Slot: 2, Tokens: []int32{500, 9, 10, 11}}}
 		var all []float32
 		for step := 0; step < 6; step++ {
@@ -75,6 +78,9 @@ func TestRolloutCopyBF16Products(t *testing.T) {
 	}
 	check("bf16 copy, exact products", logits(exact), 1.0/64)
 	check("bf16 copy, bf16 products", logits(dotCopy), 1.0/64)
+	kvCacheF32 = true
+	check("bf16 copy, bf16 products, float32 KV cache", logits(dotCopy), 1.0/64)
+	kvCacheF32 = false
 
 	// The policy trains on: the copy follows it.
 	w, _ := HostF32(pol.Params)

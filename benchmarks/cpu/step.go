@@ -491,7 +491,11 @@ func rollout(o stepOptions, m *model.Model, seqs, T int, bounds func() (bw, peak
 	}
 	weightBytes := bytesPer * float64(m.NumParams()) // every weight once per step (tied head: once)
 	kvw := float64(cfg.NumKeyValueHeads * cfg.HeadDim())
-	kvBytes := float64(cfg.NumHiddenLayers) * 2 * kvw * 4 * float64(seqs) * float64(o.promptLen+o.respLen/2)
+	kvBytesPer := 4.0
+	if model.IsBF16(cache.K[0]) { // a rollout copy's cache
+		kvBytesPer = 2
+	}
+	kvBytes := float64(cfg.NumHiddenLayers) * 2 * kvw * kvBytesPer * float64(seqs) * float64(o.promptLen+o.respLen/2)
 	bound := float64(seqs) * bw * 1e9 / weightBytes
 	tps := float64(seqs*o.respLen) / decode
 	r := stepRow(fmt.Sprintf("rollout decode (%s weights), batch %d, %d steps", dtypeOf(m), seqs, o.respLen), tps, "tok/s",

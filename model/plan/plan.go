@@ -55,7 +55,7 @@ type Settings struct {
 	RefBF16   bool // the reference's frozen weights are stored as bf16 (a bf16 source folder on the CPU)
 	// RolloutBF16: the rollout samples from a bf16 copy of the policy
 	// (rollout.dtype bfloat16), rewritten before each rollout and
-	// discarded after it.
+	// discarded after it; its KV cache is bf16 too.
 	RolloutBF16 bool
 	// RefOffload and OptimOffload: the reference's weights and the actor's
 	// AdamW moments live in file mappings, resident while the reference
@@ -303,9 +303,12 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 	if s.RolloutSlots > 0 {
 		// Mixed precision stores the cache in bf16 (cuda AllocCompute, which
 		// model.NewKVCache uses); attention widens it and accumulates in fp32.
+		// So does a bf16 rollout copy's on the CPU (its bf16 products).
 		kvb, kvt := int64(4), "fp32"
 		if mixed {
 			kvb, kvt = 2, "bf16"
+		} else if s.RolloutBF16 {
+			kvb, kvt = 2, "bf16, the rollout copy's"
 		}
 		kv := 2 * int64(sh.L) * int64(s.RolloutSlots) * int64(s.MaxContext) * int64(sh.KV) * kvb
 		add("KV cache", kv, "%d slots × %d positions × %d layers × K and V × %d, %s", s.RolloutSlots, s.MaxContext, sh.L, sh.KV, kvt)

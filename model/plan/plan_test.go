@@ -33,6 +33,11 @@ func (c *counting) AllocBF16(n int) model.Buffer {
 	return c.Device.(model.BF16Allocator).AllocBF16(n)
 }
 
+func (c *counting) AllocBF16Dot(n int) model.Buffer {
+	c.add(int64(n) * 2)
+	return c.Device.(model.BF16DotAllocator).AllocBF16Dot(n)
+}
+
 func (c *counting) Free(b model.Buffer) {
 	if model.IsBF16(b) {
 		c.live -= int64(b.Len()) * 2
@@ -69,11 +74,14 @@ func tinyConfig(t *testing.T, modelType string) *model.Config {
 // moments, LoRA adapters on a frozen base, and saved-layer bounds
 // (SaveBytes) below one layer (recomputation by itself), of two layer sets
 // (one layer saved, one set shared by the rest) and of every layer but not
-// the logits (the automatic bound keeps the LM head's logits too).
+// the logits (the automatic bound keeps the LM head's logits too), and a
+// rollout that samples from a bf16 copy with bf16 products (its bf16 KV
+// cache half the policy's).
 func TestPlanMatchesCPUAllocations(t *testing.T) {
 	type tc struct {
 		mt                                     string
 		recompute, refBF16, stateBF16, grouped bool
+		rolloutBF16                            bool // the rollout samples from a bf16 copy, with its bf16 KV cache
 		lora                                   int
 		saveBytes                              int64
 		saveSets                               int // saveBytes: this many layer sets of the micro-batch; -1: every layer
@@ -85,7 +93,7 @@ func TestPlanMatchesCPUAllocations(t *testing.T) {
 		}
 		cases = append(cases, tc{mt: mt, refBF16: true, stateBF16: true}, tc{mt: mt, lora: 4},
 			tc{mt: mt, recompute: true, grouped: true}, tc{mt: mt, grouped: true}, tc{mt: mt, saveBytes: 1024},
-			tc{mt: mt, saveSets: 2}, tc{mt: mt, saveSets: -1})
+			tc{mt: mt, saveSets: 2}, tc{mt: mt, saveSets: -1}, tc{mt: mt, rolloutBF16: true})
 	}
 	defer func(old int) { model.GroupBytes = old }(model.GroupBytes)
 	for _, c := range cases {
@@ -107,9 +115,9 @@ func TestPlanMatchesCPUAllocations(t *testing.T) {
 				t.Fatalf("the tiny %s config has %d layers: two sets save them all", c.mt, sh.L)
 			}
 		}
-		name := fmt.Sprintf("%s recompute=%v refBF16=%v stateBF16=%v lora=%d grouped=%v saveBytes=%d", c.mt, c.recompute, c.refBF16, c.stateBF16, c.lora, c.grouped, c.saveBytes)
+		name := fmt.Sprintf("%s recompute=%v refBF16=%v stateBF16=%v lora=%d grouped=%v saveBytes=%d rolloutBF16=%v", c.mt, c.recompute, c.refBF16, c.stateBF16, c.lora, c.grouped, c.saveBytes, c.rolloutBF16)
 		s := Settings{Device: "cpu", Train: true, Reference: true, Critic: true, Recompute: c.recompute, SaveBytes: c.saveBytes,
-			RefBF16: c.refBF16, StateBF16: c.stateBF16, LoRARank: c.lora,
+			RefBF16: c.refBF16, StateBF16: c.stateBF16, LoRARank: c.lora, RolloutBF16: c.rolloutBF16,
 			MicroBatchTokens: 48, RolloutSlots: 6, MaxContext: 40, MaxPromptTokens: 7, GroupSize: 3}
 		p, err := New(cfg, s)
 		if err != nil {
@@ -152,8 +160,15 @@ func TestPlanMatchesCPUAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 		// One rollout step: two group leaders prefill 7-token prompts, the
-		// four other slots decode one token each.
-		cache := policy.NewKVCache(s.RolloutSlots, s.MaxContext)
+		// four other slots decode one token each, on the policy or its bf16
+		// copy (rl.NewTrainer's).
+		sampler := policy
+		if c.rolloutBF16 {
+			if sampler, err = policy.CloneWith(model.LoadOptions{Frozen: true, DType: "bfloat16", BF16Products: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cache := sampler.NewKVCache(s.RolloutSlots, s.MaxContext)
 		var chunks []model.Chunk
 		for slot := 0; slot < s.RolloutSlots; slot++ {
 			n := 1
@@ -162,7 +177,7 @@ func TestPlanMatchesCPUAllocations(t *testing.T) {
 			}
 			chunks = append(chunks, model.Chunk{Slot: slot, Tokens: make([]int32, n)})
 		}
-		if _, err := policy.Step(cache, chunks); err != nil {
+		if _, err := sampler.Step(cache, chunks); err != nil {
 			t.Fatal(err)
 		}
 		b := model.Batch{Tokens: make([]int32, s.MicroBatchTokens), Seqs: []int32{0, 20, 40, 48}}
@@ -186,7 +201,7 @@ func TestPlanMatchesCPUAllocations(t *testing.T) {
 		// The next step's rollout and the reference's scoring: the policy
 		// keeps its training arena (a grouped scoring arena is freed after
 		// each Forward, so it peaks beside the training arenas only here).
-		if _, err := policy.Step(cache, chunks); err != nil {
+		if _, err := sampler.Step(cache, chunks); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := ref.Forward(b, false); err != nil {
@@ -335,7 +350,12 @@ func TestPlanPhases(t *testing.T) {
 		} else {
 			phases[it.Phase] += it.Bytes
 		}
-		if it.Name != "rollout copy" {
+		if it.Name == "KV cache" {
+			// The copy's products are bf16, and so is its cache.
+			if b, _ := bytesOf(plain, it.Name); 2*it.Bytes != b {
+				t.Errorf("KV cache: %d bytes for the bf16 copy's, %d for the policy's: want half", it.Bytes, b)
+			}
+		} else if it.Name != "rollout copy" {
 			if b, _ := bytesOf(plain, it.Name); b != it.Bytes {
 				t.Errorf("%s: %d bytes offloaded, %d not", it.Name, it.Bytes, b)
 			}

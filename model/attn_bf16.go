@@ -1,0 +1,214 @@
+package model
+
+import (
+	"fmt"
+	"math"
+)
+
+// The bf16 KV cache of a rollout copy. A model whose products round their
+// inputs to bf16 (LoadOptions.BF16Products) samples as a bf16 inference
+// engine does, and such an engine keeps its keys and values in bf16 too:
+// NewKVCache gives it a bf16 cache, rounded to nearest (even) as each
+// step writes it. The cache then takes half the memory, a decode step
+// reads half the bytes of it, and attention runs in float32 (fused
+// multiply-adds, sixteen lanes) instead of accumulating the weighted sums
+// in float64: the float32 cache's exact-sum discipline is for models whose
+// decode must give the bits of their scoring forward, which a rollout
+// copy's never did (its sampled tokens are scored again by the policy).
+//
+// The arithmetic, in both the vector kernels (attn_bf16_amd64.s) and the
+// loops here, which give the same bits:
+//   - score of head h and key i: four float32 partial sums, lane j taking
+//     the elements c with c mod 8 ∈ {2j, 2j+1} in order through fused
+//     multiply-adds, then (s0 + s1) + (s2 + s3);
+//   - softmax: attendGroup32's (softmaxGroupLoops and its kernels): the
+//     scores times scale in float64, their maximum, the float32 exp of the
+//     differences, the sum of those in float64;
+//   - output: per head and column, the fused multiply-add of each key's
+//     exp with its value in key order, in float32, then times the
+//     reciprocal of the sum in float64, rounded to float32.
+
+// attendCachedBF16 is AttentionCached against a bf16 cache (kc, vc):
+// keys and values of this step's rows are rounded into it first, then
+// each row attends over its slot's positions up to its own.
+func attendCachedBF16[F Float](d *CPU[F], o, x []F, K, V bf16Buf, starts, slots, pos0, lens []int32, maxLen, NH, KVH, HS int) {
+	a := newAttnDims(NH, KVH, HS)
+	T := len(x) / a.W
+	kvw := KVH * HS
+	for j := range lens {
+		base := int(slots[j]) * maxLen * kvw
+		for i := 0; i < int(lens[j]); i++ {
+			t, p := int(starts[j])+i, int(pos0[j])+i
+			narrowRow(K[base+p*kvw:][:kvw], x[t*a.W+a.kOff:][:kvw])
+			narrowRow(V[base+p*kvw:][:kvw], x[t*a.W+a.vOff:][:kvw])
+		}
+	}
+	scale := 1 / math.Sqrt(float64(HS))
+	G := NH / KVH
+	subs := (G + attnGroup - 1) / attnGroup
+	o32, x32 := any(o).([]float32), any(x).([]float32)
+	vector := x32 != nil && attnVector && !attnNoVector && HS%32 == 0
+	d.parallel(T*KVH*subs, 1, func(lo, hi int) {
+		w, _ := groupScratches.Get().(*groupScratch)
+		if w == nil {
+			w = new(groupScratch)
+		}
+		defer groupScratches.Put(w)
+		for task := lo; task < hi; task++ {
+			t, kv, sub := task/(KVH*subs), task/subs%KVH, task%subs
+			j := seqStart32(starts, t)
+			base := int(slots[j]) * maxLen * kvw
+			last := int(pos0[j]) + t - int(starts[j]) // this row's own position
+			h0, nh := kv*G+sub*attnGroup, min(attnGroup, G-sub*attnGroup)
+			k, v := K[base+kv*HS:], V[base+kv*HS:]
+			if vector {
+				attendGroupBF16(o32[t*NH*HS+h0*HS:][:nh*HS], x32[t*a.W+a.qOff+h0*HS:][:nh*HS], k, v, kvw, last+1, nh, HS, scale, w)
+			} else {
+				attendGroupBF16Loop(o[t*NH*HS+h0*HS:][:nh*HS], x[t*a.W+a.qOff+h0*HS:][:nh*HS], k, v, kvw, last+1, nh, HS, scale, w)
+			}
+		}
+	})
+}
+
+// narrowRow rounds src into dst, to nearest even.
+func narrowRow[F Float](dst []uint16, src []F) {
+	if s32, ok := any(src).([]float32); ok {
+		for c, v := range s32 {
+			dst[c] = narrow(v)
+		}
+		return
+	}
+	for c, v := range src {
+		dst[c] = narrow(float32(v))
+	}
+}
+
+// attendGroupBF16 is attendGroupBF16Loop with the vector kernels: the
+// scores of up to eight heads against each key at once
+// (dotsGroupBF16AVX512), attendGroup32's softmax kernels, and the weighted
+// sums of the value rows (axpyGroupBF16AVX512), which keep each 32-column
+// block of a head's sums with its even columns first, then its odd ones
+// (bf16 pairs widen that way without a shuffle).
+func attendGroupBF16(out, q []float32, k, v []uint16, kvw, n, nh, HS int, scale float64, w *groupScratch) {
+	const G = attnGroup
+	_ = k[(n-1)*kvw+HS-1]
+	_ = v[(n-1)*kvw+HS-1]
+	chunks := HS / 8
+	// Chunk c of the queries: four vectors of four heads × four lanes,
+	// the even elements 8c + 2j of heads 0-3, of heads 4-7, then the odd
+	// ones 8c + 2j + 1 (zero for the heads past nh).
+	qp := grow(&w.qp, chunks*4*16)
+	clear(qp)
+	for h := 0; h < nh; h++ {
+		qh := q[h*HS:][:HS]
+		hb, lane := h/4, h%4*4
+		for c := 0; c < chunks; c++ {
+			ev, od, x := qp[(c*4+hb)*16+lane:][:4], qp[(c*4+2+hb)*16+lane:][:4], qh[8*c:][:8]
+			ev[0], od[0], ev[1], od[1], ev[2], od[2], ev[3], od[3] = x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
+		}
+	}
+	sc := grow(&w.sc, G*n)
+	dotsGroupBF16AVX512(&qp[0], &k[0], uintptr(kvw)*2, n, chunks, &sc[0], &v[0])
+	p := grow(&w.p, G*n)
+	arg, ex := grow(&w.arg, G*n), grow(&w.ex, G*n)
+	var m, sum [G]float64
+	for h := range m {
+		m[h] = math.Inf(-1)
+	}
+	if !scoresGroupAVX512(&sc[0], &p[0], n, scale, &m) {
+		argsGroupAVX512(&p[0], &arg[0], n, &m)
+		exp32Into(ex, arg)
+		weightsGroupAVX512(&ex[0], &p[0], n, &sum)
+	} else {
+		softmaxGroupLoops(sc, p, arg, ex, n, scale, &m, &sum)
+	}
+	acc := grow(&w.acc32, G*HS)
+	clear(acc)
+	axpyGroupBF16AVX512(&acc[0], &v[0], uintptr(kvw)*2, &ex[0], n, HS, nh)
+	for h := 0; h < nh; h++ {
+		r := 1 / sum[h]
+		ah, oh := acc[h*HS:][:HS], out[h*HS:][:HS]
+		for b := 0; b < HS; b += 32 {
+			ev, od, o := ah[b:][:16], ah[b+16:][:16], oh[b:][:32]
+			for m := range 16 {
+				o[2*m] = float32(float64(ev[m]) * r)
+				o[2*m+1] = float32(float64(od[m]) * r)
+			}
+		}
+	}
+}
+
+// attendGroupBF16Loop is one row's attention for nh ≤ 8 query heads
+// sharing a KV head against n cached bf16 keys and values (rows kvw
+// apart), element by element: the reference of the vector kernels, and
+// the path of CPUs without them.
+func attendGroupBF16Loop[F Float](out, q []F, k, v []uint16, kvw, n, nh, HS int, scale float64, w *groupScratch) {
+	const G = attnGroup
+	sc := grow(&w.sc, G*n)
+	for i := 0; i < n; i++ {
+		kr := k[i*kvw:][:HS]
+		for h := 0; h < G; h++ {
+			var s [4]float32
+			if h < nh {
+				for c := 0; c < HS; c++ {
+					j := c % 8 / 2
+					s[j] = fma32(float32(q[h*HS+c]), widen(kr[c]), s[j])
+				}
+			}
+			sc[i*G+h] = (s[0] + s[1]) + (s[2] + s[3])
+		}
+	}
+	p := grow(&w.p, G*n)
+	arg, ex := grow(&w.arg, G*n), grow(&w.ex, G*n)
+	var m, sum [G]float64
+	softmaxGroupLoops(sc, p, arg, ex, n, scale, &m, &sum)
+	acc := grow(&w.acc32, HS)
+	for h := 0; h < nh; h++ {
+		clear(acc)
+		for i := 0; i < n; i++ {
+			vr, e := v[i*kvw:][:HS], ex[i*G+h]
+			for c := range acc {
+				acc[c] = fma32(e, widen(vr[c]), acc[c])
+			}
+		}
+		r := 1 / sum[h]
+		for c := range acc {
+			out[h*HS+c] = F(float32(float64(acc[c]) * r))
+		}
+	}
+}
+
+// fma32 is a·b + c rounded once to float32, as a fused multiply-add
+// instruction computes it. The product of two float32 values is exact in
+// float64; their sum is rounded there to odd (the last bit set when
+// inexact), which leaves enough bits (53 ≥ 24 + 2) for the rounding to
+// float32 to be the correct one.
+func fma32(a, b, c float32) float32 {
+	p, z := float64(a)*float64(b), float64(c)
+	s := p + z
+	if math.IsInf(s, 0) || math.IsNaN(s) {
+		return float32(s)
+	}
+	t := s - p
+	e := (p - (s - t)) + (z - t) // s's rounding error, exactly
+	if bits := math.Float64bits(s); e != 0 && bits&1 == 0 {
+		if (e > 0) == (s > 0) {
+			bits++ // away from zero, toward the exact sum
+		} else {
+			bits--
+		}
+		s = math.Float64frombits(bits)
+	}
+	return float32(s)
+}
+
+// bf16Cache returns a bf16 KV cache's buffers, or false for a float32 one;
+// a mix is a bug.
+func bf16Cache(kc, vc Buffer) (bf16Buf, bf16Buf, bool) {
+	K, kok := kc.(bf16Buf)
+	V, vok := vc.(bf16Buf)
+	if kok != vok {
+		panic(fmt.Sprintf("model: AttentionCached keys in %T, values in %T", kc, vc))
+	}
+	return K, V, kok
+}

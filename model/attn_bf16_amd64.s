@@ -1,0 +1,273 @@
+#include "textflag.h"
+
+// Kernels of the cached attention against a bf16 KV cache (attn_bf16.go):
+// its loops in vector registers, with their exact arithmetic. A dword of
+// bf16 pairs holds element 2j in its low half and 2j + 1 in its high
+// half: shifted left by 16 it is the even element as float32, masked to
+// its high half the odd one, so nothing is shuffled.
+
+DATA bf16HiHalf<>+0(SB)/4, $0xffff0000
+GLOBL bf16HiHalf<>(SB), RODATA|NOPTR, $4
+
+// The lanes of the eight heads' sums: lane 0 of each 128-bit group of the
+// first table (heads 0-3), then of the second (heads 4-7).
+DATA bf16Pick<>+0(SB)/4, $0
+DATA bf16Pick<>+4(SB)/4, $4
+DATA bf16Pick<>+8(SB)/4, $8
+DATA bf16Pick<>+12(SB)/4, $12
+DATA bf16Pick<>+16(SB)/4, $16
+DATA bf16Pick<>+20(SB)/4, $20
+DATA bf16Pick<>+24(SB)/4, $24
+DATA bf16Pick<>+28(SB)/4, $28
+DATA bf16Pick<>+32(SB)/8, $0
+DATA bf16Pick<>+40(SB)/8, $0
+DATA bf16Pick<>+48(SB)/8, $0
+DATA bf16Pick<>+56(SB)/8, $0
+GLOBL bf16Pick<>(SB), RODATA|NOPTR, $64
+
+// FOLD leaves (s0 + s1) + (s2 + s3) in lane 0 of each 128-bit group
+// [s0 s1 s2 s3] of z (Z12 scratch).
+#define FOLD(z) \
+	VPERMILPS $0xB1, z, Z12 \
+	VADDPS    Z12, z, z \
+	VPERMILPS $0x4E, z, Z12 \
+	VADDPS    Z12, z, z
+
+// KEY adds one key's chunk (the 8 bf16 at row + AX) to heads 0-3 in a and
+// 4-7 in b: the even elements against the queries in Z8 and Z9, then the
+// odd ones against Z10 and Z11.
+#define KEY(row, a, b) \
+	VBROADCASTI32X4 (row)(AX*1), Z12 \
+	VPANDD          Z15, Z12, Z13 \
+	VPSLLD          $16, Z12, Z12 \
+	VFMADD231PS     Z8, Z12, a \
+	VFMADD231PS     Z10, Z13, a \
+	VFMADD231PS     Z9, Z12, b \
+	VFMADD231PS     Z11, Z13, b
+
+// PREF asks for the cache line at SI of four rows ldk (R8) apart into L2.
+#define PREF \
+	PREFETCHT1 (SI) \
+	PREFETCHT1 (SI)(R8*1) \
+	PREFETCHT1 (SI)(R8*2) \
+	PREFETCHT1 (SI)(R10*1)
+
+// func dotsGroupBF16AVX512(qp *float32, k *uint16, ldk uintptr, n, chunks int, out *float32, pv *uint16)
+//
+// out[8i + h] = the score of head h against the bf16 key at k + i·ldk
+// bytes, for i < n: chunks of eight elements; qp holds four vectors a
+// chunk (attendGroupBF16). Four keys at a time (Z0..Z7: key r, heads
+// 4h..4h+3 in Z(2r+h)), then one. pv: the value rows at the same pitch,
+// asked for into L2 as their keys are read, as are the keys sixteen ahead.
+TEXT ·dotsGroupBF16AVX512(SB), NOSPLIT, $0-56
+	MOVQ k+8(FP), DI
+	MOVQ ldk+16(FP), R8
+	MOVQ n+24(FP), CX
+	MOVQ out+40(FP), DX
+	MOVQ pv+48(FP), BX
+	LEAQ (R8)(R8*2), R10 // 3·ldk
+	MOVQ R8, R14
+	SHLQ $4, R14 // 16·ldk
+	VMOVDQU32    bf16Pick<>(SB), Z14
+	VPBROADCASTD bf16HiHalf<>(SB), Z15
+
+bfour:
+	CMPQ CX, $4
+	JLT  bone
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ chunks+32(FP), R11
+	SHLQ $4, R11 // a row's bytes
+	LEAQ (DI)(R14*1), AX
+	XORQ R9, R9
+
+bpref:
+	LEAQ (BX)(R9*1), SI
+	PREF
+	LEAQ (AX)(R9*1), SI
+	PREF
+	ADDQ $64, R9
+	CMPQ R9, R11
+	JLT  bpref
+	LEAQ (BX)(R8*4), BX
+	MOVQ qp+0(FP), SI
+	MOVQ chunks+32(FP), R9
+	XORQ AX, AX
+	LEAQ (DI)(R8*1), R11
+	LEAQ (DI)(R8*2), R12
+	LEAQ (DI)(R10*1), R13
+
+bfourloop:
+	VMOVUPS (SI), Z8
+	VMOVUPS 64(SI), Z9
+	VMOVUPS 128(SI), Z10
+	VMOVUPS 192(SI), Z11
+	KEY(DI, Z0, Z1)
+	KEY(R11, Z2, Z3)
+	KEY(R12, Z4, Z5)
+	KEY(R13, Z6, Z7)
+	ADDQ $16, AX
+	ADDQ $256, SI
+	DECQ R9
+	JNZ  bfourloop
+
+	FOLD(Z0)
+	FOLD(Z1)
+	FOLD(Z2)
+	FOLD(Z3)
+	FOLD(Z4)
+	FOLD(Z5)
+	FOLD(Z6)
+	FOLD(Z7)
+	VPERMT2PS Z1, Z14, Z0
+	VMOVUPS   Y0, (DX)
+	VPERMT2PS Z3, Z14, Z2
+	VMOVUPS   Y2, 32(DX)
+	VPERMT2PS Z5, Z14, Z4
+	VMOVUPS   Y4, 64(DX)
+	VPERMT2PS Z7, Z14, Z6
+	VMOVUPS   Y6, 96(DX)
+	LEAQ (DI)(R8*4), DI
+	ADDQ $128, DX
+	SUBQ $4, CX
+	JMP  bfour
+
+bone:
+	TESTQ CX, CX
+	JZ    bdone
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	MOVQ qp+0(FP), SI
+	MOVQ chunks+32(FP), R9
+	XORQ AX, AX
+
+boneloop:
+	VMOVUPS (SI), Z8
+	VMOVUPS 64(SI), Z9
+	VMOVUPS 128(SI), Z10
+	VMOVUPS 192(SI), Z11
+	KEY(DI, Z0, Z1)
+	ADDQ $16, AX
+	ADDQ $256, SI
+	DECQ R9
+	JNZ  boneloop
+	FOLD(Z0)
+	FOLD(Z1)
+	VPERMT2PS Z1, Z14, Z0
+	VMOVUPS   Y0, (DX)
+	ADDQ R8, DI
+	ADDQ $32, DX
+	DECQ CX
+	JMP  bone
+
+bdone:
+	VZEROUPPER
+	RET
+
+// ACCLD and ACCST load and store four heads' 32-column blocks of acc (two
+// vectors a head, even columns then odd): heads at base, base + R10,
+// + 2·R10, + R14 (3·R10).
+#define ACCLD(base, a0, a1, b0, b1, c0, c1, d0, d1) \
+	VMOVUPS 0(base), a0 \
+	VMOVUPS 64(base), a1 \
+	VMOVUPS 0(base)(R10*1), b0 \
+	VMOVUPS 64(base)(R10*1), b1 \
+	VMOVUPS 0(base)(R10*2), c0 \
+	VMOVUPS 64(base)(R10*2), c1 \
+	VMOVUPS 0(base)(R14*1), d0 \
+	VMOVUPS 64(base)(R14*1), d1
+
+#define ACCST(base, a0, a1, b0, b1, c0, c1, d0, d1) \
+	VMOVUPS a0, 0(base) \
+	VMOVUPS a1, 64(base) \
+	VMOVUPS b0, 0(base)(R10*1) \
+	VMOVUPS b1, 64(base)(R10*1) \
+	VMOVUPS c0, 0(base)(R10*2) \
+	VMOVUPS c1, 64(base)(R10*2) \
+	VMOVUPS d0, 0(base)(R14*1) \
+	VMOVUPS d1, 64(base)(R14*1)
+
+// HEAD adds e[8i + h]·v to head h's even (a) and odd (b) columns.
+#define HEAD(off, a, b) \
+	VFMADD231PS.BCST off(DX), Z16, a \
+	VFMADD231PS.BCST off(DX), Z17, b
+
+// func axpyGroupBF16AVX512(acc *float32, v *uint16, ldv uintptr, e *float32, n, hs, nh int)
+//
+// acc[h·hs + 32b + m] and acc[h·hs + 32b + 16 + m] += e[8i + h]·v[i][32b
+// + 2m] and ·v[i][32b + 2m + 1] for i < n in order, through fused
+// multiply-adds, eight heads h (seven: the eighth's sums untouched), one
+// block b of 32 columns at a time (Z0..Z15: head h's in Z(2h), Z(2h+1)).
+TEXT ·axpyGroupBF16AVX512(SB), NOSPLIT, $0-56
+	MOVQ acc+0(FP), DI
+	MOVQ v+8(FP), BX
+	MOVQ ldv+16(FP), R8
+	MOVQ hs+40(FP), R10
+	SHLQ $2, R10 // a head's row of acc in bytes
+	LEAQ (R10)(R10*2), R14 // 3 rows
+	VPBROADCASTD bf16HiHalf<>(SB), Z18
+	XORQ R11, R11 // the block's offset in acc (bytes); v's is half
+
+bcols:
+	LEAQ (DI)(R11*1), R12
+	LEAQ (R12)(R10*4), R13 // heads 4-7
+	ACCLD(R12, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ACCLD(R13, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	MOVQ R11, AX
+	SHRQ $1, AX
+	LEAQ (BX)(AX*1), SI // v's block
+	MOVQ e+24(FP), DX
+	MOVQ n+32(FP), CX
+	TESTQ CX, CX
+	JZ    bstore
+	CMPQ nh+48(FP), $7
+	JEQ  bloop7
+
+bloop:
+	VMOVDQU32 (SI), Z16
+	VPANDD    Z18, Z16, Z17
+	VPSLLD    $16, Z16, Z16
+	HEAD(0, Z0, Z1)
+	HEAD(4, Z2, Z3)
+	HEAD(8, Z4, Z5)
+	HEAD(12, Z6, Z7)
+	HEAD(16, Z8, Z9)
+	HEAD(20, Z10, Z11)
+	HEAD(24, Z12, Z13)
+	HEAD(28, Z14, Z15)
+	ADDQ R8, SI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  bloop
+	JMP  bstore
+
+bloop7:
+	VMOVDQU32 (SI), Z16
+	VPANDD    Z18, Z16, Z17
+	VPSLLD    $16, Z16, Z16
+	HEAD(0, Z0, Z1)
+	HEAD(4, Z2, Z3)
+	HEAD(8, Z4, Z5)
+	HEAD(12, Z6, Z7)
+	HEAD(16, Z8, Z9)
+	HEAD(20, Z10, Z11)
+	HEAD(24, Z12, Z13)
+	ADDQ R8, SI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  bloop7
+
+bstore:
+	ACCST(R12, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ACCST(R13, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	ADDQ $128, R11
+	CMPQ R11, R10
+	JLT  bcols
+	VZEROUPPER
+	RET

@@ -1,0 +1,170 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+)
+
+// fma32 rounds a·b + c once, to nearest even: checked against the exact
+// value in big.Float for random operands and for sums that cancel or sit
+// next to a tie, where a rounding in float64 first would be wrong.
+func TestFMA32Exact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	exact := func(a, b, c float32) float32 {
+		x := new(big.Float).SetPrec(256).SetFloat64(float64(a))
+		x.Mul(x, new(big.Float).SetPrec(256).SetFloat64(float64(b)))
+		x.Add(x, new(big.Float).SetPrec(256).SetFloat64(float64(c)))
+		f, _ := x.Float32()
+		return f
+	}
+	bad := 0
+	for i := 0; i < 200000; i++ {
+		a, b := float32(rng.NormFloat64()), float32(rng.NormFloat64()*math.Exp2(float64(rng.IntN(40)-20)))
+		var c float32
+		switch i % 4 {
+		case 0:
+			c = float32(rng.NormFloat64())
+		case 1: // cancels most of the product
+			c = -float32(float64(a) * float64(b))
+		case 2: // the product plus half an ulp of c, give or take a tiny bit
+			c = float32(rng.NormFloat64()) * 1024
+			half := math.Float32frombits(math.Float32bits(c)&0x7f800000) * 0x1p-24
+			a, b = half, 1+float32(rng.IntN(3)-1)*0x1p-23
+		default: // c far below the product: only its sign decides a tie
+			c = float32(rng.NormFloat64()) * 0x1p-40
+		}
+		if got, want := fma32(a, b, c), exact(a, b, c); math.Float32bits(got) != math.Float32bits(want) {
+			if bad++; bad <= 5 {
+				t.Errorf("fma32(%g, %g, %g) = %g, exact %g", a, b, c, got, want)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of 200000 wrong", bad)
+	}
+	if got := fma32(float32(math.Inf(1)), 1, 1); !math.IsInf(float64(got), 1) {
+		t.Errorf("fma32(+Inf, 1, 1) = %g", got)
+	}
+	if got := fma32(3e38, 3e38, 0); !math.IsInf(float64(got), 1) {
+		t.Errorf("fma32 overflow = %g, want +Inf", got)
+	}
+}
+
+// bf16CacheCase runs AttentionCached for chunks of one and several tokens
+// at different cache positions against a cache made with alloc, from
+// random keys and values (bf16 values already where round is set, so that
+// either cache holds the same), and returns the output and the cache.
+func bf16CacheCase(d *CPU[float32], rng *rand.Rand, HS, NH, KVH int, alloc func(n int) Buffer, round bool) ([]float32, Buffer, Buffer) {
+	const slots, maxLen = 5, 300
+	W := (NH + 2*KVH) * HS
+	lens := []int32{1, 3, 1, 7, 1}
+	pos0 := []int32{0, 17, 255, 100, 4}
+	sl := []int32{4, 0, 2, 1, 3}
+	T := 0
+	for _, n := range lens {
+		T += int(n)
+	}
+	qkv := randF32(rng, T*W, 3)
+	K0, V0 := randF32(rng, slots*maxLen*KVH*HS, 1), randF32(rng, slots*maxLen*KVH*HS, 1)
+	if round {
+		for _, x := range [][]float32{K0, V0} {
+			for i, v := range x {
+				x[i] = widen(narrow(v))
+			}
+		}
+		for r := 0; r < T; r++ {
+			kv := qkv[r*W+NH*HS:][:2*KVH*HS]
+			for i, v := range kv {
+				kv[i] = widen(narrow(v))
+			}
+		}
+	}
+	K, V := alloc(len(K0)), alloc(len(V0))
+	d.Upload(K, K0)
+	d.Upload(V, V0)
+	out := make(cpuBuf[float32], T*NH*HS)
+	d.AttentionCached(out, cpuBuf[float32](qkv), K, V, sl, pos0, lens, maxLen, NH, KVH, HS)
+	return out, K, V
+}
+
+var bf16CacheShapes = []struct{ HS, NH, KVH int }{
+	{32, 6, 2}, {64, 6, 2}, {128, 6, 2}, {48, 14, 2}, {64, 14, 2}, {64, 8, 8}, {32, 16, 2}, {64, 18, 2},
+}
+
+// Against a bf16 cache the vector kernels give the loops' bits, for the
+// float32 cache's shapes (groups of 1, 3, 7, 8 and 9 query heads a KV head;
+// head size 48 takes the loops on either side), and the cache holds the
+// step's keys and values rounded to nearest.
+func TestAttentionCachedBF16BitForBitLoops(t *testing.T) {
+	if !attnVector {
+		t.Skip("no vector attention kernels on this CPU")
+	}
+	d := &CPU[float32]{threads: 2}
+	for i, c := range bf16CacheShapes {
+		what := fmt.Sprintf("HS %d, %d heads, %d KV heads", c.HS, c.NH, c.KVH)
+		vec, Kv, Vv := bf16CacheCase(d, rand.New(rand.NewPCG(31, uint64(i))), c.HS, c.NH, c.KVH, d.AllocBF16, false)
+		attnNoVector = true
+		ref, Kr, Vr := bf16CacheCase(d, rand.New(rand.NewPCG(31, uint64(i))), c.HS, c.NH, c.KVH, d.AllocBF16, false)
+		attnNoVector = false
+		sameBits(t, what+": out", vec, ref)
+		for j, b := range []Buffer{Kv, Vv, Kr, Vr} {
+			if _, ok := b.(bf16Buf); !ok {
+				t.Fatalf("%s: cache buffer %d is %T", what, j, b)
+			}
+		}
+		// The rounded cache against the float32 one written from the same
+		// random state: every value is its float32 twin rounded to nearest.
+		_, K32, V32 := bf16CacheCase(d, rand.New(rand.NewPCG(31, uint64(i))), c.HS, c.NH, c.KVH, d.Alloc, false)
+		for j, pair := range [][2]Buffer{{Kv, K32}, {Vv, V32}} {
+			h, f := pair[0].(bf16Buf), pair[1].(cpuBuf[float32])
+			for e := range h {
+				if h[e] != narrow(f[e]) {
+					t.Fatalf("%s: cache %d value %d is %#04x, the float32 cache's %g rounds to %#04x", what, j, e, h[e], f[e], narrow(f[e]))
+				}
+			}
+		}
+	}
+}
+
+// The bf16 cache's attention against the float32 cache's (float64 sums)
+// given the same rounded keys and values: float32 sums of at most 300
+// terms of weights in [0, 1] keep |Δout| ≤ 2⁻¹⁶·max|v| (n·u·max|v| bounds
+// it at 300·2⁻²⁴ ≈ 2⁻¹⁵·⁸, seen far below); against the unrounded cache,
+// rounding keys and values to bf16 moves the output by less than 2⁻⁶·max|v|
+// here (2⁻⁹ relative per value, the scores' error through the softmax).
+func TestAttentionCachedBF16Accuracy(t *testing.T) {
+	d := &CPU[float32]{threads: 2}
+	for i, c := range bf16CacheShapes {
+		what := fmt.Sprintf("HS %d, %d heads, %d KV heads", c.HS, c.NH, c.KVH)
+		run := func(alloc func(int) Buffer, round bool) ([]float32, Buffer) {
+			out, _, V := bf16CacheCase(d, rand.New(rand.NewPCG(41, uint64(i))), c.HS, c.NH, c.KVH, alloc, round)
+			return out, V
+		}
+		got, V16 := run(d.AllocBF16, true)
+		same, _ := run(d.Alloc, true)
+		gotRounding, _ := run(d.AllocBF16, false)
+		plain, _ := run(d.Alloc, false)
+		var maxV float64
+		for _, h := range V16.(bf16Buf) {
+			maxV = max(maxV, math.Abs(float64(widen(h))))
+		}
+		var dSame, dPlain float64
+		for j := range got {
+			dSame = max(dSame, math.Abs(float64(got[j]-same[j])))
+			dPlain = max(dPlain, math.Abs(float64(gotRounding[j]-plain[j])))
+		}
+		if dSame == 0 && c.HS%32 == 0 && attnVector {
+			t.Errorf("%s: the bf16 cache gave the float32 cache's bits: are its float32 sums in use?", what)
+		}
+		if dSame > 0x1p-16*maxV {
+			t.Errorf("%s: |bf16 cache − float32 cache of the same values| = %g > 2⁻¹⁶·%g", what, dSame, maxV)
+		}
+		if dPlain > 0x1p-6*maxV {
+			t.Errorf("%s: |bf16 cache − unrounded float32 cache| = %g > 2⁻⁶·%g", what, dPlain, maxV)
+		}
+		t.Logf("%s: vs the same values %.3g, vs unrounded %.3g (max |v| %.3g)", what, dSame, dPlain, maxV)
+	}
+}
