@@ -184,6 +184,12 @@ tilelayers() { # tilelayers N: BenchmarkTileLayers (a decode step's products as 
 		-test.run '^\$' -test.bench 'TileLayers' -test.benchtime 5x -test.cpu $1"
 }
 
+attnbench() { # attnbench N: BenchmarkAttentionDecodeStep05B (a decode step's attention from memory, in cache, and on a bf16 cache) on N cores
+	[ -x "$ROOT/.gpu/model.test" ] || return 0
+	step "AttentionDecodeStep05B, $1 threads" "$OUT/amx.log" bash -c "cd '$ROOT/model' && taskset -c 0-$(($1 - 1)) '$ROOT/.gpu/model.test' \
+		-test.run '^\$' -test.bench 'AttentionDecodeStep05B' -test.benchtime 40x -test.count 3 -test.cpu $1"
+}
+
 modeltiles() { # package model's rollout-copy tests on the tile unit: the tile layout against rows, bit for bit
 	[ -x "$ROOT/.gpu/model.test" ] || return 0
 	step "model rollout-copy tests (tile layout)" "$OUT/amx.log" bash -c "cd '$ROOT/model' && R1GO_AMX_REQUIRE=1 '$ROOT/.gpu/model.test' \
@@ -327,6 +333,21 @@ tiles) # the rollout copy's matrices in the tile layout: the tests on the tile u
 	CPU_THREADS=$(nproc) BIN_TAG=head DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
 	BIN_TAG="head, profile" DECODE_FILTER='DecodeBatch05B/bf16-copy' DECODE_STEPS=16 DECODE_ARGS="-test.cpuprofile $OUT/decode_amx.pprof" cpudecode
 	;;
+attn) # session 15's attention (prefetching kernels, the rollout copy's bf16 KV cache): its tests and benchmark, then the rollout, .gpu/base and the head alternating
+	info >/dev/null
+	lscpu >>"$OUT/amx.log" 2>&1
+	[ -x "$ROOT/.gpu/model.test" ] && step "model attention and rollout-copy tests" "$OUT/amx.log" bash -c "cd '$ROOT/model' && R1GO_AMX_REQUIRE=1 \
+		'$ROOT/.gpu/model.test' -test.run 'Attention|FMA32|RolloutCopy|GroupedMatches' -test.v"
+	attnbench 2
+	export CPU_THREADS=2
+	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
+	for rep in 1 2; do
+		# the head's second rollout with a CPU profile: what is left beside the products
+		BIN_TAG="head, run $rep" STEP_ROLLOUT=bfloat16 STEP_ARGS="$([ $rep = 2 ] && echo "-cpuprofile $OUT/rollout_amx.pprof")" cpustep
+		BIN_DIR=$ROOT/.gpu/base BIN_TAG="base, run $rep" STEP_ROLLOUT=bfloat16 cpustep
+	done
+	attnbench "$(nproc)"
+	;;
 cpu) # issue 20 on this host's CPU after the decode changes, then the transformers RL step
 	info >/dev/null
 	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
@@ -338,7 +359,7 @@ cpu) # issue 20 on this host's CPU after the decode changes, then the transforme
 cuda) cudatests ;;
 e2e) e2e ;;
 *)
-	echo "usage: run_on_gpu.sh parity|bench|all|first|again|final|session8|cpu|amx|amxab|tiles|cuda|e2e" >&2
+	echo "usage: run_on_gpu.sh parity|bench|all|first|again|final|session8|cpu|amx|amxab|tiles|attn|cuda|e2e" >&2
 	exit 2
 	;;
 esac
