@@ -208,7 +208,7 @@ gdone:
 // time (Z0..Z15: head h's columns in Z(2h), Z(2h+1)). The product of two
 // float32 values is exact in float64, so the fused multiply-add rounds
 // once where the Go loop rounds the product (exactly) and then the sum:
-// the same bits.
+// the same bits. nh = 7 leaves the eighth head's sums as they are.
 TEXT ·axpyGroupF64AVX512(SB), NOSPLIT, $0-56
 	MOVQ acc+0(FP), DI
 	MOVQ v+8(FP), BX

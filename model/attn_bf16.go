@@ -12,9 +12,10 @@ import (
 // step writes it. The cache then takes half the memory, a decode step
 // reads half the bytes of it, and attention runs in float32 (fused
 // multiply-adds, sixteen lanes) instead of accumulating the weighted sums
-// in float64: the float32 cache's exact-sum discipline is for models whose
-// decode must give the bits of their scoring forward, which a rollout
-// copy's never did (its sampled tokens are scored again by the policy).
+// in float64 as the float32 cache does. That one keeps the policy's own
+// decode (a float32 rollout, evaluation, the server) as it was, bit for
+// bit; a rollout copy's sampled tokens are scored again by the policy, so
+// its attention need only be as close as its bf16 products are.
 //
 // The arithmetic, in both the vector kernels (attn_bf16_amd64.s) and the
 // loops here, which give the same bits:

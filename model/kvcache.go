@@ -35,8 +35,8 @@ func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
 // reference for what the bf16 cache changes.
 var kvCacheF32 bool
 
-// bf16Products says whether m's products round their inputs to bf16 on
-// the CPU's bf16 dot product (LoadOptions.BF16Products).
+// bf16Products says whether m was made with LoadOptions.BF16Products
+// (its weights a bf16DotBuf): a rollout copy.
 func (m *Model) bf16Products() bool { _, ok := m.Params.(bf16DotBuf); return ok }
 
 // Free releases the cache's device memory.

@@ -81,6 +81,17 @@ func TestRolloutCopyBF16Products(t *testing.T) {
 	kvCacheF32 = true
 	check("bf16 copy, bf16 products, float32 KV cache", logits(dotCopy), 1.0/64)
 	kvCacheF32 = false
+	// A copied slot of the bf16 cache continues exactly as its source.
+	c := dotCopy.NewKVCache(2, 16)
+	if _, err := dotCopy.Step(c, []Chunk{{Slot: 1, Tokens: []int32{4, 5, 6}}}); err != nil {
+		t.Fatal(err)
+	}
+	c.CopySlot(dotCopy.Dev, 0, 1)
+	two, err := dotCopy.Step(c, []Chunk{{Slot: 0, Tokens: []int32{9}}, {Slot: 1, Tokens: []int32{9}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBits(t, "a copied slot of the bf16 cache against its source", two[:cfg.VocabSize], two[cfg.VocabSize:])
 
 	// The policy trains on: the copy follows it.
 	w, _ := HostF32(pol.Params)
