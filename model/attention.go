@@ -171,25 +171,10 @@ func (d *CPU[F]) AttentionCached(out, qkv, kc, vc Buffer, slots, pos0, lens []in
 	if _, is32 := any(o).([]float32); is32 && attnVector && !attnNoVector && HS%16 == 0 {
 		// The heads that share a KV head together, eight at a time: each
 		// cached key and value row is read once for all of them.
-		G := NH / KVH
-		subs := (G + attnGroup - 1) / attnGroup
 		o32, x32 := any(o).([]float32), any(x).([]float32)
 		K32, V32 := any(K).([]float32), any(V).([]float32)
-		d.parallel(T*KVH*subs, 1, func(lo, hi int) {
-			w, _ := groupScratches.Get().(*groupScratch)
-			if w == nil {
-				w = new(groupScratch)
-			}
-			defer groupScratches.Put(w)
-			for task := lo; task < hi; task++ {
-				t, kv, sub := task/(KVH*subs), task/subs%KVH, task%subs
-				j := seqStart32(starts, t)
-				base := int(slots[j]) * maxLen * kvw
-				last := int(pos0[j]) + t - int(starts[j]) // this row's own position
-				h0, nh := kv*G+sub*attnGroup, min(attnGroup, G-sub*attnGroup)
-				attendGroup32(o32[t*NH*HS+h0*HS:][:nh*HS], x32[t*a.W+a.qOff+h0*HS:][:nh*HS],
-					K32[base+kv*HS:], V32[base+kv*HS:], kvw, last+1, nh, HS, scale, w)
-			}
+		groupTasks(d, T, NH, KVH, HS, maxLen, starts, slots, pos0, func(w *groupScratch, t, h0, nh, off, n int) {
+			attendGroup32(o32[t*NH*HS+h0*HS:][:nh*HS], x32[t*a.W+a.qOff+h0*HS:][:nh*HS], K32[off:], V32[off:], kvw, n, nh, HS, scale, w)
 		})
 		return
 	}
@@ -224,6 +209,30 @@ func (d *CPU[F]) AttentionCached(out, qkv, kc, vc Buffer, slots, pos0, lens []in
 			for c := range or {
 				or[c] = F(acc[c] / sum)
 			}
+		}
+	})
+}
+
+// groupTasks runs fn on d's threads for each row t of a cached step and
+// each group of up to eight query heads sharing a KV head (h0 its first
+// head, nh how many), with pooled scratch w, off the cache offset of the
+// group's KV head at the row's slot's first position, and n the positions
+// the row attends to (its own included).
+func groupTasks[F Float](d *CPU[F], T, NH, KVH, HS, maxLen int, starts, slots, pos0 []int32, fn func(w *groupScratch, t, h0, nh, off, n int)) {
+	G := NH / KVH
+	subs := (G + attnGroup - 1) / attnGroup
+	kvw := KVH * HS
+	d.parallel(T*KVH*subs, 1, func(lo, hi int) {
+		w, _ := groupScratches.Get().(*groupScratch)
+		if w == nil {
+			w = new(groupScratch)
+		}
+		defer groupScratches.Put(w)
+		for task := lo; task < hi; task++ {
+			t, kv, sub := task/(KVH*subs), task/subs%KVH, task%subs
+			j := seqStart32(starts, t)
+			last := int(pos0[j]) + t - int(starts[j]) // this row's own position
+			fn(w, t, kv*G+sub*attnGroup, min(attnGroup, G-sub*attnGroup), int(slots[j])*maxLen*kvw+kv*HS, last+1)
 		}
 	})
 }
@@ -275,9 +284,26 @@ func attendGroup32(out, q, k, v []float32, kvw, n, nh, HS int, scale float64, w 
 	}
 	sc := grow(&w.sc, G*n)
 	dotsGroupAVX512(&qp[0], &k[0], uintptr(kvw)*4, n, chunks, &sc[0], &v[0])
-	p := grow(&w.p, G*n)
-	arg, ex := grow(&w.arg, G*n), grow(&w.ex, G*n)
-	var m, sum [G]float64
+	p, _, sum := softmaxGroup(w, sc, n, scale)
+	acc := grow(&w.acc, G*HS)
+	clear(acc)
+	axpyGroupF64AVX512(&acc[0], &v[0], uintptr(kvw)*4, &p[0], n, HS, nh)
+	for h := 0; h < nh; h++ {
+		for c := 0; c < HS; c++ {
+			out[h*HS+c] = float32(acc[h*HS+c] / sum[h])
+		}
+	}
+}
+
+// softmaxGroup is the grouped kernels' softmax of the scores sc [n][8]
+// (scoresGroupAVX512, argsGroupAVX512, exp32Into, weightsGroupAVX512):
+// the exps as float32 (ex) and float64 (p), each head's sum.
+func softmaxGroup(w *groupScratch, sc []float32, n int, scale float64) (p []float64, ex []float32, sum [attnGroup]float64) {
+	const G = attnGroup
+	p = grow(&w.p, G*n)
+	arg := grow(&w.arg, G*n)
+	ex = grow(&w.ex, G*n)
+	var m [G]float64
 	for h := range m {
 		m[h] = math.Inf(-1)
 	}
@@ -289,14 +315,7 @@ func attendGroup32(out, q, k, v []float32, kvw, n, nh, HS int, scale float64, w 
 		// A NaN score: the loops, whose max keeps the builtin's NaN rules.
 		softmaxGroupLoops(sc, p, arg, ex, n, scale, &m, &sum)
 	}
-	acc := grow(&w.acc, G*HS)
-	clear(acc)
-	axpyGroupF64AVX512(&acc[0], &v[0], uintptr(kvw)*4, &p[0], n, HS, nh)
-	for h := 0; h < nh; h++ {
-		for c := 0; c < HS; c++ {
-			out[h*HS+c] = float32(acc[h*HS+c] / sum[h])
-		}
-	}
+	return p, ex, sum
 }
 
 // softmaxGroupLoops is attendGroup32's softmax element by element (the

@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "attn_amd64.h"
 
 // Kernels of the cached (decode) attention, attention.go's loops in vector
 // registers with their exact arithmetic (the same operations in the same
@@ -6,38 +7,6 @@
 
 // The query heads that share a KV head (up to eight) go against each
 // cached key and value at once, each key and value read once for all.
-
-// The lanes of the eight heads' sums: lane 0 of each 128-bit group of the
-// first table (heads 0-3), then of the second (heads 4-7).
-DATA attnPick<>+0(SB)/4, $0
-DATA attnPick<>+4(SB)/4, $4
-DATA attnPick<>+8(SB)/4, $8
-DATA attnPick<>+12(SB)/4, $12
-DATA attnPick<>+16(SB)/4, $16
-DATA attnPick<>+20(SB)/4, $20
-DATA attnPick<>+24(SB)/4, $24
-DATA attnPick<>+28(SB)/4, $28
-DATA attnPick<>+32(SB)/8, $0
-DATA attnPick<>+40(SB)/8, $0
-DATA attnPick<>+48(SB)/8, $0
-DATA attnPick<>+56(SB)/8, $0
-GLOBL attnPick<>(SB), RODATA|NOPTR, $64
-
-// LANEFOLD leaves (s0 + s1) + (s2 + s3) in lane 0 of each 128-bit group
-// [s0 s1 s2 s3] of z (Z12 scratch): the element loop's final sum.
-#define LANEFOLD(z) \
-	VPERMILPS $0xB1, z, Z12 \
-	VADDPS    Z12, z, z \
-	VPERMILPS $0x4E, z, Z12 \
-	VADDPS    Z12, z, z
-
-// PREFROWS asks for the cache line at SI of four rows ldk (R8) apart
-// into L2.
-#define PREFROWS \
-	PREFETCHT1 (SI) \
-	PREFETCHT1 (SI)(R8*1) \
-	PREFETCHT1 (SI)(R8*2) \
-	PREFETCHT1 (SI)(R10*1)
 
 // func dotsGroupAVX512(qp, k *float32, ldk uintptr, n, chunks int, out, pv *float32)
 //
@@ -72,30 +41,7 @@ gfour:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
-	// The four keys' value rows, for axpy after the softmax, and the key
-	// rows sixteen ahead: DRAM's latency is several passes of this loop
-	// (only its prefetchers' guesses otherwise: half the speed from
-	// memory, BenchmarkAttentionDecodeStep05B).
-	MOVQ chunks+32(FP), R11
-	SHLQ $4, R11 // a row's bytes
-	LEAQ (DI)(R14*1), AX
-	XORQ R9, R9
-
-gpref:
-	LEAQ (BX)(R9*1), SI
-	PREFROWS
-	LEAQ (AX)(R9*1), SI
-	PREFROWS
-	ADDQ $64, R9
-	CMPQ R9, R11
-	JLT  gpref
-	LEAQ (BX)(R8*4), BX
-	MOVQ qp+0(FP), SI
-	MOVQ chunks+32(FP), R9
-	XORQ AX, AX
-	LEAQ (DI)(R8*1), R11
-	LEAQ (DI)(R8*2), R12
-	LEAQ (DI)(R10*1), R13
+	FOURKEYS(gpref)
 
 gfourloop:
 	VMOVUPS (SI), Z8
@@ -126,22 +72,7 @@ gfourloop:
 	JNZ  gfourloop
 
 	// Per lane group: (s0 + s1) + (s2 + s3) in its first lane.
-	LANEFOLD(Z0)
-	LANEFOLD(Z1)
-	LANEFOLD(Z2)
-	LANEFOLD(Z3)
-	LANEFOLD(Z4)
-	LANEFOLD(Z5)
-	LANEFOLD(Z6)
-	LANEFOLD(Z7)
-	VPERMT2PS Z1, Z14, Z0
-	VMOVUPS   Y0, (DX)
-	VPERMT2PS Z3, Z14, Z2
-	VMOVUPS   Y2, 32(DX)
-	VPERMT2PS Z5, Z14, Z4
-	VMOVUPS   Y4, 64(DX)
-	VPERMT2PS Z7, Z14, Z6
-	VMOVUPS   Y6, 96(DX)
+	SCORES4
 	LEAQ (DI)(R8*4), DI
 	ADDQ $128, DX
 	SUBQ $4, CX
@@ -179,27 +110,25 @@ gdone:
 	VZEROUPPER
 	RET
 
-// ACC4LD and ACC4ST load and store four heads' 16-column slices of acc
-// (two vectors a head): heads at base, base + R10, + 2·R10, + R14 (3·R10).
-#define ACC4LD(base, a0, a1, b0, b1, c0, c1, d0, d1) \
-	VMOVUPD 0(base), a0 \
-	VMOVUPD 64(base), a1 \
-	VMOVUPD 0(base)(R10*1), b0 \
-	VMOVUPD 64(base)(R10*1), b1 \
-	VMOVUPD 0(base)(R10*2), c0 \
-	VMOVUPD 64(base)(R10*2), c1 \
-	VMOVUPD 0(base)(R14*1), d0 \
-	VMOVUPD 64(base)(R14*1), d1
-
-#define ACC4ST(base, a0, a1, b0, b1, c0, c1, d0, d1) \
-	VMOVUPD a0, 0(base) \
-	VMOVUPD a1, 64(base) \
-	VMOVUPD b0, 0(base)(R10*1) \
-	VMOVUPD b1, 64(base)(R10*1) \
-	VMOVUPD c0, 0(base)(R10*2) \
-	VMOVUPD c1, 64(base)(R10*2) \
-	VMOVUPD d0, 0(base)(R14*1) \
-	VMOVUPD d1, 64(base)(R14*1)
+// F64KEY7 adds key i's value row (at SI, widened) times e[8i + h] (at DX)
+// to heads 0-6's sixteen columns.
+#define F64KEY7 \
+	VCVTPS2PD 0(SI), Z16 \
+	VCVTPS2PD 32(SI), Z17 \
+	VFMADD231PD.BCST 0(DX), Z16, Z0 \
+	VFMADD231PD.BCST 0(DX), Z17, Z1 \
+	VFMADD231PD.BCST 8(DX), Z16, Z2 \
+	VFMADD231PD.BCST 8(DX), Z17, Z3 \
+	VFMADD231PD.BCST 16(DX), Z16, Z4 \
+	VFMADD231PD.BCST 16(DX), Z17, Z5 \
+	VFMADD231PD.BCST 24(DX), Z16, Z6 \
+	VFMADD231PD.BCST 24(DX), Z17, Z7 \
+	VFMADD231PD.BCST 32(DX), Z16, Z8 \
+	VFMADD231PD.BCST 32(DX), Z17, Z9 \
+	VFMADD231PD.BCST 40(DX), Z16, Z10 \
+	VFMADD231PD.BCST 40(DX), Z17, Z11 \
+	VFMADD231PD.BCST 48(DX), Z16, Z12 \
+	VFMADD231PD.BCST 48(DX), Z17, Z13
 
 // func axpyGroupF64AVX512(acc *float64, v *float32, ldv uintptr, e *float64, n, hs, nh int)
 //
@@ -234,22 +163,7 @@ acols:
 	JEQ  aloop7
 
 aloop:
-	VCVTPS2PD 0(SI), Z16
-	VCVTPS2PD 32(SI), Z17
-	VFMADD231PD.BCST 0(DX), Z16, Z0
-	VFMADD231PD.BCST 0(DX), Z17, Z1
-	VFMADD231PD.BCST 8(DX), Z16, Z2
-	VFMADD231PD.BCST 8(DX), Z17, Z3
-	VFMADD231PD.BCST 16(DX), Z16, Z4
-	VFMADD231PD.BCST 16(DX), Z17, Z5
-	VFMADD231PD.BCST 24(DX), Z16, Z6
-	VFMADD231PD.BCST 24(DX), Z17, Z7
-	VFMADD231PD.BCST 32(DX), Z16, Z8
-	VFMADD231PD.BCST 32(DX), Z17, Z9
-	VFMADD231PD.BCST 40(DX), Z16, Z10
-	VFMADD231PD.BCST 40(DX), Z17, Z11
-	VFMADD231PD.BCST 48(DX), Z16, Z12
-	VFMADD231PD.BCST 48(DX), Z17, Z13
+	F64KEY7
 	VFMADD231PD.BCST 56(DX), Z16, Z14
 	VFMADD231PD.BCST 56(DX), Z17, Z15
 	ADDQ R8, SI
@@ -261,22 +175,7 @@ aloop:
 	// Seven heads (Qwen2.5-0.5B's 14 over 2 KV heads): the eighth's
 	// accumulators stay as loaded.
 aloop7:
-	VCVTPS2PD 0(SI), Z16
-	VCVTPS2PD 32(SI), Z17
-	VFMADD231PD.BCST 0(DX), Z16, Z0
-	VFMADD231PD.BCST 0(DX), Z17, Z1
-	VFMADD231PD.BCST 8(DX), Z16, Z2
-	VFMADD231PD.BCST 8(DX), Z17, Z3
-	VFMADD231PD.BCST 16(DX), Z16, Z4
-	VFMADD231PD.BCST 16(DX), Z17, Z5
-	VFMADD231PD.BCST 24(DX), Z16, Z6
-	VFMADD231PD.BCST 24(DX), Z17, Z7
-	VFMADD231PD.BCST 32(DX), Z16, Z8
-	VFMADD231PD.BCST 32(DX), Z17, Z9
-	VFMADD231PD.BCST 40(DX), Z16, Z10
-	VFMADD231PD.BCST 40(DX), Z17, Z11
-	VFMADD231PD.BCST 48(DX), Z16, Z12
-	VFMADD231PD.BCST 48(DX), Z17, Z13
+	F64KEY7
 	ADDQ R8, SI
 	ADDQ $64, DX
 	DECQ CX

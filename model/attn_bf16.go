@@ -45,28 +45,13 @@ func attendCachedBF16[F Float](d *CPU[F], o, x []F, K, V bf16Buf, starts, slots,
 		}
 	}
 	scale := 1 / math.Sqrt(float64(HS))
-	G := NH / KVH
-	subs := (G + attnGroup - 1) / attnGroup
 	o32, x32 := any(o).([]float32), any(x).([]float32)
 	vector := x32 != nil && attnVector && !attnNoVector && HS%32 == 0
-	d.parallel(T*KVH*subs, 1, func(lo, hi int) {
-		w, _ := groupScratches.Get().(*groupScratch)
-		if w == nil {
-			w = new(groupScratch)
-		}
-		defer groupScratches.Put(w)
-		for task := lo; task < hi; task++ {
-			t, kv, sub := task/(KVH*subs), task/subs%KVH, task%subs
-			j := seqStart32(starts, t)
-			base := int(slots[j]) * maxLen * kvw
-			last := int(pos0[j]) + t - int(starts[j]) // this row's own position
-			h0, nh := kv*G+sub*attnGroup, min(attnGroup, G-sub*attnGroup)
-			k, v := K[base+kv*HS:], V[base+kv*HS:]
-			if vector {
-				attendGroupBF16(o32[t*NH*HS+h0*HS:][:nh*HS], x32[t*a.W+a.qOff+h0*HS:][:nh*HS], k, v, kvw, last+1, nh, HS, scale, w)
-			} else {
-				attendGroupBF16Loop(o[t*NH*HS+h0*HS:][:nh*HS], x[t*a.W+a.qOff+h0*HS:][:nh*HS], k, v, kvw, last+1, nh, HS, scale, w)
-			}
+	groupTasks(d, T, NH, KVH, HS, maxLen, starts, slots, pos0, func(w *groupScratch, t, h0, nh, off, n int) {
+		if vector {
+			attendGroupBF16(o32[t*NH*HS+h0*HS:][:nh*HS], x32[t*a.W+a.qOff+h0*HS:][:nh*HS], K[off:], V[off:], kvw, n, nh, HS, scale, w)
+		} else {
+			attendGroupBF16Loop(o[t*NH*HS+h0*HS:][:nh*HS], x[t*a.W+a.qOff+h0*HS:][:nh*HS], K[off:], V[off:], kvw, n, nh, HS, scale, w)
 		}
 	})
 }
@@ -110,19 +95,7 @@ func attendGroupBF16(out, q []float32, k, v []uint16, kvw, n, nh, HS int, scale 
 	}
 	sc := grow(&w.sc, G*n)
 	dotsGroupBF16AVX512(&qp[0], &k[0], uintptr(kvw)*2, n, chunks, &sc[0], &v[0])
-	p := grow(&w.p, G*n)
-	arg, ex := grow(&w.arg, G*n), grow(&w.ex, G*n)
-	var m, sum [G]float64
-	for h := range m {
-		m[h] = math.Inf(-1)
-	}
-	if !scoresGroupAVX512(&sc[0], &p[0], n, scale, &m) {
-		argsGroupAVX512(&p[0], &arg[0], n, &m)
-		exp32Into(ex, arg)
-		weightsGroupAVX512(&ex[0], &p[0], n, &sum)
-	} else {
-		softmaxGroupLoops(sc, p, arg, ex, n, scale, &m, &sum)
-	}
+	_, ex, sum := softmaxGroup(w, sc, n, scale)
 	acc := grow(&w.acc32, G*HS)
 	clear(acc)
 	axpyGroupBF16AVX512(&acc[0], &v[0], uintptr(kvw)*2, &ex[0], n, HS, nh)

@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "attn_amd64.h"
 
 // Kernels of the cached attention against a bf16 KV cache (attn_bf16.go):
 // its loops in vector registers, with their exact arithmetic. A dword of
@@ -8,30 +9,6 @@
 
 DATA bf16HiHalf<>+0(SB)/4, $0xffff0000
 GLOBL bf16HiHalf<>(SB), RODATA|NOPTR, $4
-
-// The lanes of the eight heads' sums: lane 0 of each 128-bit group of the
-// first table (heads 0-3), then of the second (heads 4-7).
-DATA bf16Pick<>+0(SB)/4, $0
-DATA bf16Pick<>+4(SB)/4, $4
-DATA bf16Pick<>+8(SB)/4, $8
-DATA bf16Pick<>+12(SB)/4, $12
-DATA bf16Pick<>+16(SB)/4, $16
-DATA bf16Pick<>+20(SB)/4, $20
-DATA bf16Pick<>+24(SB)/4, $24
-DATA bf16Pick<>+28(SB)/4, $28
-DATA bf16Pick<>+32(SB)/8, $0
-DATA bf16Pick<>+40(SB)/8, $0
-DATA bf16Pick<>+48(SB)/8, $0
-DATA bf16Pick<>+56(SB)/8, $0
-GLOBL bf16Pick<>(SB), RODATA|NOPTR, $64
-
-// FOLD leaves (s0 + s1) + (s2 + s3) in lane 0 of each 128-bit group
-// [s0 s1 s2 s3] of z (Z12 scratch).
-#define FOLD(z) \
-	VPERMILPS $0xB1, z, Z12 \
-	VADDPS    Z12, z, z \
-	VPERMILPS $0x4E, z, Z12 \
-	VADDPS    Z12, z, z
 
 // KEY adds one key's chunk (the 8 bf16 at row + AX) to heads 0-3 in a and
 // 4-7 in b: the even elements against the queries in Z8 and Z9, then the
@@ -44,13 +21,6 @@ GLOBL bf16Pick<>(SB), RODATA|NOPTR, $64
 	VFMADD231PS     Z10, Z13, a \
 	VFMADD231PS     Z9, Z12, b \
 	VFMADD231PS     Z11, Z13, b
-
-// PREF asks for the cache line at SI of four rows ldk (R8) apart into L2.
-#define PREF \
-	PREFETCHT1 (SI) \
-	PREFETCHT1 (SI)(R8*1) \
-	PREFETCHT1 (SI)(R8*2) \
-	PREFETCHT1 (SI)(R10*1)
 
 // func dotsGroupBF16AVX512(qp *float32, k *uint16, ldk uintptr, n, chunks int, out *float32, pv *uint16)
 //
@@ -68,7 +38,7 @@ TEXT ·dotsGroupBF16AVX512(SB), NOSPLIT, $0-56
 	LEAQ (R8)(R8*2), R10 // 3·ldk
 	MOVQ R8, R14
 	SHLQ $4, R14 // 16·ldk
-	VMOVDQU32    bf16Pick<>(SB), Z14
+	VMOVDQU32    attnPick<>(SB), Z14
 	VPBROADCASTD bf16HiHalf<>(SB), Z15
 
 bfour:
@@ -82,26 +52,7 @@ bfour:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
-	MOVQ chunks+32(FP), R11
-	SHLQ $4, R11 // a row's bytes
-	LEAQ (DI)(R14*1), AX
-	XORQ R9, R9
-
-bpref:
-	LEAQ (BX)(R9*1), SI
-	PREF
-	LEAQ (AX)(R9*1), SI
-	PREF
-	ADDQ $64, R9
-	CMPQ R9, R11
-	JLT  bpref
-	LEAQ (BX)(R8*4), BX
-	MOVQ qp+0(FP), SI
-	MOVQ chunks+32(FP), R9
-	XORQ AX, AX
-	LEAQ (DI)(R8*1), R11
-	LEAQ (DI)(R8*2), R12
-	LEAQ (DI)(R10*1), R13
+	FOURKEYS(bpref)
 
 bfourloop:
 	VMOVUPS (SI), Z8
@@ -117,22 +68,7 @@ bfourloop:
 	DECQ R9
 	JNZ  bfourloop
 
-	FOLD(Z0)
-	FOLD(Z1)
-	FOLD(Z2)
-	FOLD(Z3)
-	FOLD(Z4)
-	FOLD(Z5)
-	FOLD(Z6)
-	FOLD(Z7)
-	VPERMT2PS Z1, Z14, Z0
-	VMOVUPS   Y0, (DX)
-	VPERMT2PS Z3, Z14, Z2
-	VMOVUPS   Y2, 32(DX)
-	VPERMT2PS Z5, Z14, Z4
-	VMOVUPS   Y4, 64(DX)
-	VPERMT2PS Z7, Z14, Z6
-	VMOVUPS   Y6, 96(DX)
+	SCORES4
 	LEAQ (DI)(R8*4), DI
 	ADDQ $128, DX
 	SUBQ $4, CX
@@ -157,8 +93,8 @@ boneloop:
 	ADDQ $256, SI
 	DECQ R9
 	JNZ  boneloop
-	FOLD(Z0)
-	FOLD(Z1)
+	LANEFOLD(Z0)
+	LANEFOLD(Z1)
 	VPERMT2PS Z1, Z14, Z0
 	VMOVUPS   Y0, (DX)
 	ADDQ R8, DI
@@ -170,33 +106,24 @@ bdone:
 	VZEROUPPER
 	RET
 
-// ACCLD and ACCST load and store four heads' 32-column blocks of acc (two
-// vectors a head, even columns then odd): heads at base, base + R10,
-// + 2·R10, + R14 (3·R10).
-#define ACCLD(base, a0, a1, b0, b1, c0, c1, d0, d1) \
-	VMOVUPS 0(base), a0 \
-	VMOVUPS 64(base), a1 \
-	VMOVUPS 0(base)(R10*1), b0 \
-	VMOVUPS 64(base)(R10*1), b1 \
-	VMOVUPS 0(base)(R10*2), c0 \
-	VMOVUPS 64(base)(R10*2), c1 \
-	VMOVUPS 0(base)(R14*1), d0 \
-	VMOVUPS 64(base)(R14*1), d1
-
-#define ACCST(base, a0, a1, b0, b1, c0, c1, d0, d1) \
-	VMOVUPS a0, 0(base) \
-	VMOVUPS a1, 64(base) \
-	VMOVUPS b0, 0(base)(R10*1) \
-	VMOVUPS b1, 64(base)(R10*1) \
-	VMOVUPS c0, 0(base)(R10*2) \
-	VMOVUPS c1, 64(base)(R10*2) \
-	VMOVUPS d0, 0(base)(R14*1) \
-	VMOVUPS d1, 64(base)(R14*1)
-
 // HEAD adds e[8i + h]·v to head h's even (a) and odd (b) columns.
 #define HEAD(off, a, b) \
 	VFMADD231PS.BCST off(DX), Z16, a \
 	VFMADD231PS.BCST off(DX), Z17, b
+
+// BF16KEY7 adds key i's value block (at SI, widened: even columns in
+// Z16, odd in Z17) times e[8i + h] (at DX) to heads 0-6.
+#define BF16KEY7 \
+	VMOVDQU32 (SI), Z16 \
+	VPANDD    Z18, Z16, Z17 \
+	VPSLLD    $16, Z16, Z16 \
+	HEAD(0, Z0, Z1) \
+	HEAD(4, Z2, Z3) \
+	HEAD(8, Z4, Z5) \
+	HEAD(12, Z6, Z7) \
+	HEAD(16, Z8, Z9) \
+	HEAD(20, Z10, Z11) \
+	HEAD(24, Z12, Z13)
 
 // func axpyGroupBF16AVX512(acc *float32, v *uint16, ldv uintptr, e *float32, n, hs, nh int)
 //
@@ -217,8 +144,8 @@ TEXT ·axpyGroupBF16AVX512(SB), NOSPLIT, $0-56
 bcols:
 	LEAQ (DI)(R11*1), R12
 	LEAQ (R12)(R10*4), R13 // heads 4-7
-	ACCLD(R12, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	ACCLD(R13, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	ACC4LD(R12, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ACC4LD(R13, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
 	MOVQ R11, AX
 	SHRQ $1, AX
 	LEAQ (BX)(AX*1), SI // v's block
@@ -230,16 +157,7 @@ bcols:
 	JEQ  bloop7
 
 bloop:
-	VMOVDQU32 (SI), Z16
-	VPANDD    Z18, Z16, Z17
-	VPSLLD    $16, Z16, Z16
-	HEAD(0, Z0, Z1)
-	HEAD(4, Z2, Z3)
-	HEAD(8, Z4, Z5)
-	HEAD(12, Z6, Z7)
-	HEAD(16, Z8, Z9)
-	HEAD(20, Z10, Z11)
-	HEAD(24, Z12, Z13)
+	BF16KEY7
 	HEAD(28, Z14, Z15)
 	ADDQ R8, SI
 	ADDQ $32, DX
@@ -248,24 +166,15 @@ bloop:
 	JMP  bstore
 
 bloop7:
-	VMOVDQU32 (SI), Z16
-	VPANDD    Z18, Z16, Z17
-	VPSLLD    $16, Z16, Z16
-	HEAD(0, Z0, Z1)
-	HEAD(4, Z2, Z3)
-	HEAD(8, Z4, Z5)
-	HEAD(12, Z6, Z7)
-	HEAD(16, Z8, Z9)
-	HEAD(20, Z10, Z11)
-	HEAD(24, Z12, Z13)
+	BF16KEY7
 	ADDQ R8, SI
 	ADDQ $32, DX
 	DECQ CX
 	JNZ  bloop7
 
 bstore:
-	ACCST(R12, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	ACCST(R13, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	ACC4ST(R12, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ACC4ST(R13, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
 	ADDQ $128, R11
 	CMPQ R11, R10
 	JLT  bcols

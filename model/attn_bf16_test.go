@@ -53,11 +53,12 @@ func TestFMA32Exact(t *testing.T) {
 	}
 }
 
-// bf16CacheCase runs AttentionCached for chunks of one and several tokens
-// at different cache positions against a cache made with alloc, from
-// random keys and values (bf16 values already where round is set, so that
-// either cache holds the same), and returns the output and the cache.
-func bf16CacheCase(d *CPU[float32], rng *rand.Rand, HS, NH, KVH int, alloc func(n int) Buffer, round bool) ([]float32, Buffer, Buffer) {
+// cachedCase runs AttentionCached for chunks of one and several tokens
+// at different cache positions (5 slots of 300) against a cache made with
+// alloc (float32 or bf16), from random keys and values (bf16 values
+// already where round is set, so that either cache holds the same), and
+// returns the output and the cache.
+func cachedCase(d *CPU[float32], rng *rand.Rand, HS, NH, KVH int, alloc func(n int) Buffer, round bool) ([]float32, Buffer, Buffer) {
 	const slots, maxLen = 5, 300
 	W := (NH + 2*KVH) * HS
 	lens := []int32{1, 3, 1, 7, 1}
@@ -90,24 +91,27 @@ func bf16CacheCase(d *CPU[float32], rng *rand.Rand, HS, NH, KVH int, alloc func(
 	return out, K, V
 }
 
-var bf16CacheShapes = []struct{ HS, NH, KVH int }{
+// cachedShapes are head sizes of 32, 48 (a bf16 cache's loops only), 64
+// and 128, and groups of 1, 3, 7 (Qwen2.5-0.5B), 8 and 9 query heads
+// a KV head (9: two passes of the eight-wide kernels, the second with one
+// head).
+var cachedShapes = []struct{ HS, NH, KVH int }{
 	{32, 6, 2}, {64, 6, 2}, {128, 6, 2}, {48, 14, 2}, {64, 14, 2}, {64, 8, 8}, {32, 16, 2}, {64, 18, 2},
 }
 
-// Against a bf16 cache the vector kernels give the loops' bits, for the
-// float32 cache's shapes (groups of 1, 3, 7, 8 and 9 query heads a KV head;
-// head size 48 takes the loops on either side), and the cache holds the
-// step's keys and values rounded to nearest.
+// Against a bf16 cache the vector kernels give the loops' bits
+// (cachedShapes), and the cache holds the step's keys and values rounded
+// to nearest.
 func TestAttentionCachedBF16BitForBitLoops(t *testing.T) {
 	if !attnVector {
 		t.Skip("no vector attention kernels on this CPU")
 	}
 	d := &CPU[float32]{threads: 2}
-	for i, c := range bf16CacheShapes {
+	for i, c := range cachedShapes {
 		what := fmt.Sprintf("HS %d, %d heads, %d KV heads", c.HS, c.NH, c.KVH)
-		vec, Kv, Vv := bf16CacheCase(d, rand.New(rand.NewPCG(31, uint64(i))), c.HS, c.NH, c.KVH, d.AllocBF16, false)
+		vec, Kv, Vv := cachedCase(d, rand.New(rand.NewPCG(31, uint64(i))), c.HS, c.NH, c.KVH, d.AllocBF16, false)
 		attnNoVector = true
-		ref, Kr, Vr := bf16CacheCase(d, rand.New(rand.NewPCG(31, uint64(i))), c.HS, c.NH, c.KVH, d.AllocBF16, false)
+		ref, Kr, Vr := cachedCase(d, rand.New(rand.NewPCG(31, uint64(i))), c.HS, c.NH, c.KVH, d.AllocBF16, false)
 		attnNoVector = false
 		sameBits(t, what+": out", vec, ref)
 		for j, b := range []Buffer{Kv, Vv, Kr, Vr} {
@@ -117,7 +121,7 @@ func TestAttentionCachedBF16BitForBitLoops(t *testing.T) {
 		}
 		// The rounded cache against the float32 one written from the same
 		// random state: every value is its float32 twin rounded to nearest.
-		_, K32, V32 := bf16CacheCase(d, rand.New(rand.NewPCG(31, uint64(i))), c.HS, c.NH, c.KVH, d.Alloc, false)
+		_, K32, V32 := cachedCase(d, rand.New(rand.NewPCG(31, uint64(i))), c.HS, c.NH, c.KVH, d.Alloc, false)
 		for j, pair := range [][2]Buffer{{Kv, K32}, {Vv, V32}} {
 			h, f := pair[0].(bf16Buf), pair[1].(cpuBuf[float32])
 			for e := range h {
@@ -137,10 +141,10 @@ func TestAttentionCachedBF16BitForBitLoops(t *testing.T) {
 // here (2⁻⁹ relative per value, the scores' error through the softmax).
 func TestAttentionCachedBF16Accuracy(t *testing.T) {
 	d := &CPU[float32]{threads: 2}
-	for i, c := range bf16CacheShapes {
+	for i, c := range cachedShapes {
 		what := fmt.Sprintf("HS %d, %d heads, %d KV heads", c.HS, c.NH, c.KVH)
 		run := func(alloc func(int) Buffer, round bool) ([]float32, Buffer) {
-			out, _, V := bf16CacheCase(d, rand.New(rand.NewPCG(41, uint64(i))), c.HS, c.NH, c.KVH, alloc, round)
+			out, _, V := cachedCase(d, rand.New(rand.NewPCG(41, uint64(i))), c.HS, c.NH, c.KVH, alloc, round)
 			return out, V
 		}
 		got, V16 := run(d.AllocBF16, true)

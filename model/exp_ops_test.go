@@ -185,43 +185,19 @@ func TestAttentionBitForBitScalar(t *testing.T) {
 	sameBits(t, "dqkv", v.dqkv, s.dqkv)
 }
 
-// AttentionCached on the float32 device: the vector kernels give the
-// element-by-element loops' bits, for chunks of one and several tokens at
-// different cache positions, head sizes of 2-8 vectors, and groups of
-// query heads per KV head of 1, 3, 7 (Qwen2.5-0.5B), 8 and 9 (two passes
-// of the eight-wide kernels, the second with one head).
+// AttentionCached against a float32 cache: the vector kernels give the
+// element-by-element loops' bits (cachedCase, cachedShapes).
 func TestAttentionCachedBitForBitScalar(t *testing.T) {
+	if !attnVector {
+		t.Skip("no vector attention kernels on this CPU")
+	}
 	d := &CPU[float32]{threads: 2}
-	rng := rand.New(rand.NewPCG(11, 12))
-	for _, c := range []struct{ HS, NH, KVH int }{
-		{32, 6, 2}, {64, 6, 2}, {128, 6, 2}, {48, 14, 2}, {64, 14, 2}, {64, 8, 8}, {32, 16, 2}, {64, 18, 2},
-	} {
-		HS, NH, KVH := c.HS, c.NH, c.KVH
-		const slots, maxLen = 5, 300
-		W := (NH + 2*KVH) * HS
-		lens := []int32{1, 3, 1, 7, 1}
-		pos0 := []int32{0, 17, 255, 100, 4}
-		sl := []int32{4, 0, 2, 1, 3}
-		T := 0
-		for _, n := range lens {
-			T += int(n)
-		}
-		qkv := randF32(rng, T*W, 3)
-		K0, V0 := randF32(rng, slots*maxLen*KVH*HS, 1), randF32(rng, slots*maxLen*KVH*HS, 1)
-		run := func() []float32 {
-			K, V := append(cpuBuf[float32](nil), K0...), append(cpuBuf[float32](nil), V0...)
-			out := make(cpuBuf[float32], T*NH*HS)
-			d.AttentionCached(out, cpuBuf[float32](qkv), K, V, sl, pos0, lens, maxLen, NH, KVH, HS)
-			return out
-		}
-		vec := run()
+	for i, c := range cachedShapes {
+		vec, _, _ := cachedCase(d, rand.New(rand.NewPCG(11, uint64(i))), c.HS, c.NH, c.KVH, d.Alloc, false)
 		attnNoVector = true
-		ref := run()
+		ref, _, _ := cachedCase(d, rand.New(rand.NewPCG(11, uint64(i))), c.HS, c.NH, c.KVH, d.Alloc, false)
 		attnNoVector = false
-		if !attnVector {
-			t.Skip("no vector attention kernels on this CPU")
-		}
-		sameBits(t, fmt.Sprintf("HS %d, %d heads, %d KV heads: out", HS, NH, KVH), vec, ref)
+		sameBits(t, fmt.Sprintf("HS %d, %d heads, %d KV heads: out", c.HS, c.NH, c.KVH), vec, ref)
 	}
 }
 
