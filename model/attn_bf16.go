@@ -45,7 +45,8 @@ func attendCachedBF16[F Float](d *CPU[F], o, x []F, K, V bf16Buf, starts, slots,
 		}
 	}
 	scale := 1 / math.Sqrt(float64(HS))
-	o32, x32 := any(o).([]float32), any(x).([]float32)
+	o32, _ := any(o).([]float32)
+	x32, _ := any(x).([]float32)
 	vector := x32 != nil && attnVector && !attnNoVector && HS%32 == 0
 	groupTasks(d, T, NH, KVH, HS, maxLen, starts, slots, pos0, func(w *groupScratch, t, h0, nh, off, n int) {
 		if vector {

@@ -172,3 +172,38 @@ func TestAttentionCachedBF16Accuracy(t *testing.T) {
 		t.Logf("%s: vs the same values %.3g, vs unrounded %.3g (max |v| %.3g)", what, dSame, dPlain, maxV)
 	}
 }
+
+// The float64 device against a bf16 cache takes the loops, which round its
+// queries to float32 first: from float32 inputs, the float32 device's bits.
+func TestAttentionCachedBF16Float64Device(t *testing.T) {
+	d32, d64 := &CPU[float32]{threads: 2}, &CPU[float64]{threads: 2}
+	const HS, NH, KVH, slots, maxLen = 64, 14, 2, 3, 40
+	W := (NH + 2*KVH) * HS
+	lens, pos0, sl := []int32{1, 4, 1}, []int32{9, 0, 30}, []int32{2, 0, 1}
+	T := 6
+	rng := rand.New(rand.NewPCG(51, 52))
+	qkv32 := randF32(rng, T*W, 2)
+	kv0 := randF32(rng, slots*maxLen*KVH*HS, 1)
+	qkv64 := make([]float64, len(qkv32))
+	for i, v := range qkv32 {
+		qkv64[i] = float64(v)
+	}
+	K32, V32 := d32.AllocBF16(len(kv0)), d32.AllocBF16(len(kv0))
+	K64, V64 := d64.AllocBF16(len(kv0)), d64.AllocBF16(len(kv0))
+	for _, b := range []Buffer{K32, V32, K64, V64} {
+		h, _ := HostBF16(b)
+		for i, v := range kv0 {
+			h[i] = narrow(v)
+		}
+	}
+	out32, out64 := make(cpuBuf[float32], T*NH*HS), make(cpuBuf[float64], T*NH*HS)
+	attnNoVector = true
+	d32.AttentionCached(out32, cpuBuf[float32](qkv32), K32, V32, sl, pos0, lens, maxLen, NH, KVH, HS)
+	attnNoVector = false
+	d64.AttentionCached(out64, cpuBuf[float64](qkv64), K64, V64, sl, pos0, lens, maxLen, NH, KVH, HS)
+	for i := range out32 {
+		if float64(out32[i]) != out64[i] {
+			t.Fatalf("output %d: float64 device %v, float32 device %v", i, out64[i], out32[i])
+		}
+	}
+}

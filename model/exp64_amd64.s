@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "transpose8_amd64.h"
 
 // math.Exp's amd64 assembly (its FMA path, taken where the CPU has AVX and
 // FMA), eight lanes at a time: the same constants and the same sequence of
@@ -214,30 +215,7 @@ loop:
 	VMOVUPS (R8)(R10*1), Y6
 	VMOVUPS (R9)(R10*1), Y7
 
-	VUNPCKLPS Y1, Y0, Y8        // a0 b0 a1 b1 | a4 b4 a5 b5
-	VUNPCKHPS Y1, Y0, Y9        // a2 b2 a3 b3 | a6 b6 a7 b7
-	VUNPCKLPS Y3, Y2, Y10
-	VUNPCKHPS Y3, Y2, Y11
-	VUNPCKLPS Y5, Y4, Y12
-	VUNPCKHPS Y5, Y4, Y13
-	VUNPCKLPS Y7, Y6, Y14
-	VUNPCKHPS Y7, Y6, Y15
-	VSHUFPS $0x44, Y10, Y8, Y0  // a0 b0 c0 d0 | a4 b4 c4 d4
-	VSHUFPS $0xEE, Y10, Y8, Y1  // a1 b1 c1 d1 | a5 ...
-	VSHUFPS $0x44, Y11, Y9, Y2
-	VSHUFPS $0xEE, Y11, Y9, Y3
-	VSHUFPS $0x44, Y14, Y12, Y4 // e0 f0 g0 h0 | e4 ...
-	VSHUFPS $0xEE, Y14, Y12, Y5
-	VSHUFPS $0x44, Y15, Y13, Y6
-	VSHUFPS $0xEE, Y15, Y13, Y7
-	VPERM2F128 $0x20, Y4, Y0, Y8  // column 0: a0 .. h0
-	VPERM2F128 $0x20, Y5, Y1, Y9  // column 1
-	VPERM2F128 $0x20, Y6, Y2, Y10 // column 2
-	VPERM2F128 $0x20, Y7, Y3, Y11 // column 3
-	VPERM2F128 $0x31, Y4, Y0, Y12 // column 4
-	VPERM2F128 $0x31, Y5, Y1, Y13 // column 5
-	VPERM2F128 $0x31, Y6, Y2, Y14 // column 6
-	VPERM2F128 $0x31, Y7, Y3, Y15 // column 7
+	TRANSPOSE8
 
 	SUMEXP(Y8)
 	SUMEXP(Y9)

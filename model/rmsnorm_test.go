@@ -24,15 +24,17 @@ func rmsNormRows(o, rs, x, g []float32, rows, C int, eps float32) {
 }
 
 // TestRMSNormSameBitsAsRowLoop compares the float32 device's RMSNorm
-// (rows four at a time) with the row-by-row loop, bit for bit, for 1 to
-// 70 rows on 1 to 3 threads (parts with and without a remainder of rows).
-// A last bit of the float64 sum seldom reaches a float32 output, so the
-// sums of four rows are also compared with sumSquares's directly.
+// (rows eight at a time in vector lanes where the CPU can, then four, then
+// one; outputs sixteen at a time) with the row-by-row loop, bit for bit,
+// for 1 to 70 rows on 1 to 3 threads (parts with and without a remainder
+// of rows) and rows of 7, 64 and 896. A last bit of the float64 sum
+// seldom reaches a float32 output, so the sums of four and of eight rows
+// are also compared with sumSquares's directly.
 func TestRMSNormSameBitsAsRowLoop(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for trial := range 200 {
 		C := 1 + r.IntN(900)
-		x := make([]float32, 4*C)
+		x := make([]float32, 8*C)
 		for i := range x {
 			x[i] = float32(r.NormFloat64() * math.Exp(2*r.NormFloat64()))
 		}
@@ -40,6 +42,14 @@ func TestRMSNormSameBitsAsRowLoop(t *testing.T) {
 		for i, s := range got {
 			if want := sumSquares(x[i*C : (i+1)*C]); math.Float64bits(s) != math.Float64bits(want) {
 				t.Fatalf("trial %d, rows of %d: row %d's sum of squares is %v, sumSquares %v", trial, C, i, s, want)
+			}
+		}
+		if !rmsVector {
+			continue
+		}
+		for i, s := range sumSquares8(x, C) {
+			if want := sumSquares(x[i*C : (i+1)*C]); math.Float64bits(s) != math.Float64bits(want) {
+				t.Fatalf("trial %d, rows of %d: row %d's sum of squares is %v in eight rows, sumSquares %v", trial, C, i, s, want)
 			}
 		}
 	}
@@ -73,8 +83,9 @@ func TestRMSNormSameBitsAsRowLoop(t *testing.T) {
 }
 
 // BenchmarkRMSNormDecode times a batch-32 decode step's norm (32 rows of
-// Qwen2.5-0.5B's 896): the device's (rows four at a time) and the row loop
-// it replaced, one thread each.
+// Qwen2.5-0.5B's 896): the device's (eight rows in vector lanes where the
+// CPU can, else four), its Go loops (rmsNoVector: four rows at a time) and
+// the row loop they replaced, one thread each.
 func BenchmarkRMSNormDecode(b *testing.B) {
 	const rows, C = 32, 896
 	r := rand.New(rand.NewPCG(1, 2))
@@ -87,7 +98,14 @@ func BenchmarkRMSNormDecode(b *testing.B) {
 	}
 	out, rstd := make([]float32, rows*C), make([]float32, rows)
 	d := &CPU[float32]{threads: 1}
+	b.Run("device", func(b *testing.B) {
+		for b.Loop() {
+			d.RMSNorm(cpuBuf[float32](out), cpuBuf[float32](rstd), cpuBuf[float32](x), cpuBuf[float32](g), rows, C, 1e-6)
+		}
+	})
 	b.Run("four-rows", func(b *testing.B) {
+		rmsNoVector = true
+		defer func() { rmsNoVector = false }()
 		for b.Loop() {
 			d.RMSNorm(cpuBuf[float32](out), cpuBuf[float32](rstd), cpuBuf[float32](x), cpuBuf[float32](g), rows, C, 1e-6)
 		}

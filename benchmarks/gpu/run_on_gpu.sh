@@ -333,12 +333,14 @@ tiles) # the rollout copy's matrices in the tile layout: the tests on the tile u
 	CPU_THREADS=$(nproc) BIN_TAG=head DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
 	BIN_TAG="head, profile" DECODE_FILTER='DecodeBatch05B/bf16-copy' DECODE_STEPS=16 DECODE_ARGS="-test.cpuprofile $OUT/decode_amx.pprof" cpudecode
 	;;
-attn) # session 15's attention (prefetching kernels, the rollout copy's bf16 KV cache): its tests and benchmark, then the rollout, .gpu/base and the head alternating
+attn) # session 15's host work (prefetching attention kernels, the rollout copy's bf16 KV cache, the vector norm): tests and benchmarks, then the rollout, .gpu/base and the head alternating
 	info >/dev/null
 	lscpu >>"$OUT/amx.log" 2>&1
 	[ -x "$ROOT/.gpu/model.test" ] && step "model attention and rollout-copy tests" "$OUT/amx.log" bash -c "cd '$ROOT/model' && R1GO_AMX_REQUIRE=1 \
-		'$ROOT/.gpu/model.test' -test.run 'Attention|FMA32|RolloutCopy|GroupedMatches' -test.v"
+		'$ROOT/.gpu/model.test' -test.run 'Attention|FMA32|RolloutCopy|GroupedMatches|RMSNorm' -test.v"
 	attnbench 2
+	[ -x "$ROOT/.gpu/model.test" ] && step "RMSNormDecode, 1 thread" "$OUT/amx.log" bash -c "cd '$ROOT/model' && taskset -c 0 \
+		'$ROOT/.gpu/model.test' -test.run '^\$' -test.bench 'RMSNormDecode' -test.benchtime 3000x -test.count 3"
 	export CPU_THREADS=2
 	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
 	for rep in 1 2; do
