@@ -12,14 +12,14 @@
 // two float32 values is exact in float64: the bits of sumSquares's loop.
 TEXT ·sumSquares8AVX512(SB), NOSPLIT, $0-32
 	MOVQ x+0(FP), AX
-	MOVQ ld+8(FP), R8
-	LEAQ (AX)(R8*1), BX
-	LEAQ (BX)(R8*1), CX
-	LEAQ (CX)(R8*1), DX
-	LEAQ (DX)(R8*1), SI
-	LEAQ (SI)(R8*1), DI
-	LEAQ (DI)(R8*1), R9
-	LEAQ (R9)(R8*1), R11
+	MOVQ ld+8(FP), R11
+	LEAQ (AX)(R11*1), BX
+	LEAQ (BX)(R11*1), CX
+	LEAQ (CX)(R11*1), DX
+	LEAQ (DX)(R11*1), SI
+	LEAQ (SI)(R11*1), DI
+	LEAQ (DI)(R11*1), R8
+	LEAQ (R8)(R11*1), R9
 	MOVQ n8+16(FP), R12
 	MOVQ ss+24(FP), R13
 	VMOVUPD (R13), Z30
@@ -28,14 +28,7 @@ TEXT ·sumSquares8AVX512(SB), NOSPLIT, $0-32
 	JZ    sdone
 
 sloop:
-	VMOVUPS (AX)(R10*1), Y0
-	VMOVUPS (BX)(R10*1), Y1
-	VMOVUPS (CX)(R10*1), Y2
-	VMOVUPS (DX)(R10*1), Y3
-	VMOVUPS (SI)(R10*1), Y4
-	VMOVUPS (DI)(R10*1), Y5
-	VMOVUPS (R9)(R10*1), Y6
-	VMOVUPS (R11)(R10*1), Y7
+	LOAD8
 	TRANSPOSE8
 	VCVTPS2PD Y8, Z16
 	VFMADD231PD Z16, Z16, Z30

@@ -1,3 +1,15 @@
+// LOAD8 loads eight floats at byte offset R10 of eight rows (AX, BX, CX,
+// DX, SI, DI, R8, R9) into Y0..Y7.
+#define LOAD8 \
+	VMOVUPS (AX)(R10*1), Y0 \
+	VMOVUPS (BX)(R10*1), Y1 \
+	VMOVUPS (CX)(R10*1), Y2 \
+	VMOVUPS (DX)(R10*1), Y3 \
+	VMOVUPS (SI)(R10*1), Y4 \
+	VMOVUPS (DI)(R10*1), Y5 \
+	VMOVUPS (R8)(R10*1), Y6 \
+	VMOVUPS (R9)(R10*1), Y7
+
 // TRANSPOSE8 turns eight rows of eight floats (Y0..Y7: row a..h) into
 // eight columns (Y8..Y15: column j holds a_j .. h_j); Y0-Y7 are
 // overwritten. Shared by the kernels that run a lane a row
