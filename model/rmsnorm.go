@@ -61,8 +61,8 @@ var rmsNoVector bool
 
 // sumSquares8 is sumSquares of eight rows of C (x, one after another) at
 // once, a lane a row (sumSquares8AVX512), each in its row's order: each
-// sum has sumSquares's bits. Decode steps norm 32 rows of C at a time,
-// where the four-row loop's scalar sums were a fifth of the norm.
+// sum has sumSquares's bits (a decode step norms 32 rows at a time:
+// BenchmarkRMSNormDecode).
 func sumSquares8(x []float32, C int) [8]float64 {
 	var ss [8]float64
 	n8 := C / 8
