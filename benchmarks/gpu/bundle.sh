@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# bundle.sh [BASE]: builds the CPU binaries that run_on_gpu.sh's amx, amxab,
+# tiles and attn stages run on the device machine's host (no Go there):
+# package gemm's and model's tests, benchmarks/cpu and its memstep, into
+# .gpu/, and with BASE (a commit) model's tests and benchmarks/cpu of that
+# commit into .gpu/base/ (the "before" side of the A/B stages), then packs
+# them into .gpub/bundle.tar.gz, the one path to carry:
+#
+#	bash benchmarks/gpu/bundle.sh 2f68ca8
+#	run(command="DEADLINE_S=280 bash benchmarks/gpu/run_on_gpu.sh attn", carry=[".gpub"], timeout_s=300)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+mkdir -p .gpu/base .gpub
+build() { # build DIR: the four binaries of the tree at DIR into .gpu/$2
+	local dir=$1 out=$2
+	(cd "$dir" && CGO_ENABLED=0 go test -ldflags='-s -w' -c -o "$out/model.test" ./model &&
+		CGO_ENABLED=0 go build -ldflags='-s -w' -o "$out/cpubench" ./benchmarks/cpu)
+}
+build "$ROOT" "$ROOT/.gpu"
+CGO_ENABLED=0 go test -ldflags='-s -w' -c -o .gpu/gemm.test ./model/gemm
+CGO_ENABLED=0 go build -ldflags='-s -w' -o .gpu/memstep ./benchmarks/cpu/memstep
+files=(gemm.test model.test cpubench memstep)
+if [ $# -ge 1 ]; then
+	wt=$(mktemp -d)
+	trap 'git -C "$ROOT" worktree remove --force "$wt" >/dev/null 2>&1 || true' EXIT
+	git worktree add -q --detach "$wt" "$1"
+	build "$wt" "$ROOT/.gpu/base"
+	files+=(base/model.test base/cpubench)
+fi
+tar -czf .gpub/bundle.tar.gz -C .gpu "${files[@]}"
+ls -l .gpub/bundle.tar.gz
