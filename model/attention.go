@@ -244,7 +244,7 @@ var attnNoVector bool
 // attnGroup is the grouped kernels' width: query heads per pass.
 const attnGroup = 8
 
-// groupScratch is a task's scratch for attendGroup32.
+// groupScratch is a task's scratch for attendGroup32 and attendGroupBF16.
 type groupScratch struct {
 	qp, sc, arg, ex, acc32 []float32
 	p, acc                 []float64
