@@ -156,6 +156,15 @@ cpustep() { # issue 20's rollout on this machine's CPU (benchmarks/cpu, no updat
 	done
 }
 
+rolloutab() { # the bf16 rollout of the head and of .gpu/base alternating twice (CPU_THREADS), a CPU profile of the head's second ($OUT/rollout_amx.pprof): its split between products, attention and the rest
+	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
+	local rep
+	for rep in 1 2; do
+		BIN_TAG="head, run $rep" STEP_ROLLOUT=bfloat16 STEP_ARGS="$([ $rep = 2 ] && echo "-cpuprofile $OUT/rollout_amx.pprof")" cpustep
+		BIN_DIR=$ROOT/.gpu/base BIN_TAG="base, run $rep" STEP_ROLLOUT=bfloat16 cpustep
+	done
+}
+
 cpudecode() { # the batch-32 decode kernels alone (model's DecodeBatch05B: float32, bf16 dot products, widening bf16)
 	local bin=${BIN_DIR:-$ROOT/.gpu}/model.test
 	[ -x "$bin" ] || return 0
@@ -322,13 +331,7 @@ tiles) # the rollout copy's matrices in the tile layout: the tests on the tile u
 		BIN_DIR=$ROOT/.gpu/base BIN_TAG="base, run $rep" DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
 		BIN_TAG="head, run $rep" DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
 	done
-	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
-	for rep in 1 2; do
-		# the head's second rollout with a CPU profile: the rollout's own split
-		# (longer contexts than DecodeBatch05B's) between products, attention and the rest
-		BIN_TAG="head, run $rep" STEP_ROLLOUT=bfloat16 STEP_ARGS="$([ $rep = 2 ] && echo "-cpuprofile $OUT/rollout_amx.pprof")" cpustep
-		BIN_DIR=$ROOT/.gpu/base BIN_TAG="base, run $rep" STEP_ROLLOUT=bfloat16 cpustep
-	done
+	rolloutab
 	tilelayers "$(nproc)"
 	CPU_THREADS=$(nproc) BIN_TAG=head DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
 	BIN_TAG="head, profile" DECODE_FILTER='DecodeBatch05B/bf16-copy' DECODE_STEPS=16 DECODE_ARGS="-test.cpuprofile $OUT/decode_amx.pprof" cpudecode
@@ -342,12 +345,7 @@ attn) # session 15's host work (prefetching attention kernels, the rollout copy'
 	[ -x "$ROOT/.gpu/model.test" ] && step "RMSNormDecode, 1 thread" "$OUT/amx.log" bash -c "cd '$ROOT/model' && taskset -c 0 \
 		'$ROOT/.gpu/model.test' -test.run '^\$' -test.bench 'RMSNormDecode' -test.benchtime 3000x -test.count 3"
 	export CPU_THREADS=2
-	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
-	for rep in 1 2; do
-		# the head's second rollout with a CPU profile: what is left beside the products
-		BIN_TAG="head, run $rep" STEP_ROLLOUT=bfloat16 STEP_ARGS="$([ $rep = 2 ] && echo "-cpuprofile $OUT/rollout_amx.pprof")" cpustep
-		BIN_DIR=$ROOT/.gpu/base BIN_TAG="base, run $rep" STEP_ROLLOUT=bfloat16 cpustep
-	done
+	rolloutab
 	attnbench "$(nproc)"
 	;;
 cpu) # issue 20 on this host's CPU after the decode changes, then the transformers RL step
