@@ -141,6 +141,7 @@ func (d *CPU[F]) AttentionBackward(dqkv, dout, out, lse, qkv Buffer, seqs []int3
 }
 
 func (d *CPU[F]) AttentionCached(out, qkv, kc, vc Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int) {
+	defer d.timed(opAttention)()
 	o, x := buf[F](out), buf[F](qkv)
 	a := newAttnDims(NH, KVH, HS)
 	T := len(x) / a.W

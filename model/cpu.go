@@ -23,7 +23,9 @@ func (b cpuBuf[F]) Slice(off, n int) Buffer { return b[off : off+n : off+n] }
 // parallel over all cores. It is the oracle every GPU op is tested against.
 type CPU[F Float] struct {
 	threads int
-	freed   atomic.Int64 // values of large buffers freed since the last collection
+	freed   atomic.Int64            // values of large buffers freed since the last collection
+	times   atomic.Pointer[OpTimes] // where timed operations add their wall time (TimeOps), or nil
+	timing  atomic.Bool             // a timed operation is running
 }
 
 // NewCPU returns the float32 CPU device using every core.
@@ -131,6 +133,7 @@ func (d *CPU[F]) Zero(b Buffer) {
 // Copy copies between buffers of the same length; into or out of a bf16
 // buffer it narrows (round to nearest even) or widens.
 func (d *CPU[F]) Copy(dst, src Buffer) {
+	defer d.timed(opCopy)()
 	hd, dok := asBF16(dst)
 	hs, sok := asBF16(src)
 	switch {
@@ -169,6 +172,7 @@ func (d *CPU[F]) Copy(dst, src Buffer) {
 }
 
 func (d *CPU[F]) Add(out, a, b Buffer) {
+	defer d.timed(opAdd)()
 	o, x, y := buf[F](out), buf[F](a), buf[F](b)
 	if len(x) != len(o) || len(y) != len(o) {
 		panic("model: Add of buffers with different lengths")
@@ -186,6 +190,7 @@ func (d *CPU[F]) Add(out, a, b Buffer) {
 }
 
 func (d *CPU[F]) AddBias(out Buffer, ldo int, bias Buffer, rows, cols int) {
+	defer d.timed(opAddBias)()
 	o := buf[F](out)
 	b, bp := vec[F](bias)
 	defer putVec(bp)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/r1go/r1go/internal/pages"
 	"github.com/r1go/r1go/model/gemm"
 )
 
@@ -27,10 +28,11 @@ type BF16Allocator interface {
 	AllocBF16(n int) Buffer // zero-filled
 }
 
-// AllocBF16 returns a zero-filled bfloat16 buffer.
+// AllocBF16 returns a zero-filled bfloat16 buffer, in huge pages where
+// it is large and the kernel lends them (package pages).
 func (d *CPU[F]) AllocBF16(n int) Buffer {
 	d.collectFreed(n)
-	return bf16Buf(make([]uint16, n))
+	return bf16Buf(pages.Alloc[uint16](n, !pages.Off))
 }
 
 // IsBF16 says whether b holds bfloat16 values.
@@ -63,10 +65,12 @@ type BF16DotAllocator interface {
 }
 
 // AllocBF16Dot returns a zero-filled bf16 buffer whose products round
-// their other operand to bf16 where the CPU has a bf16 dot product.
+// their other operand to bf16 where the CPU has a bf16 dot product: a
+// rollout copy's weights, which every decode step streams from memory,
+// in huge pages where the kernel lends them (package pages).
 func (d *CPU[F]) AllocBF16Dot(n int) Buffer {
 	d.collectFreed(n)
-	return bf16DotBuf(make([]uint16, n))
+	return bf16DotBuf(pages.Alloc[uint16](n, !pages.Off))
 }
 
 // HostF32 returns the memory behind a float32 CPU buffer, so that loading

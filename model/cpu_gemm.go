@@ -7,6 +7,7 @@ import (
 // Gemm on the CPU: float32 goes to the tuned, parallel kernels of package
 // gemm; float64 (tests only) to a straightforward loop in float64.
 func (d *CPU[F]) Gemm(transA, transB bool, m, n, k int, alpha float32, a Buffer, lda int, b Buffer, ldb int, beta float32, c Buffer, ldc int) {
+	defer d.timed(opGemm)()
 	if m == 0 || n == 0 {
 		return
 	}

@@ -67,7 +67,9 @@ func (m *Model) StepSample(c *KVCache, chunks []Chunk, s Sampling, seeds []uint6
 		for j := range draws {
 			draws[j] = Draw{Row: logits[j*V : (j+1)*V], S: s, Rng: rand.New(rand.NewPCG(seeds[j], 0x5eed))}
 		}
+		endSample := timeOp(m.Dev, opSample)
 		SampleAll(draws)
+		endSample()
 		for j, d := range draws {
 			out.Tokens[j], out.LogProbs[j] = d.ID, d.LogProb
 		}

@@ -4,6 +4,7 @@ import "fmt"
 
 // Embedding copies row ids[t] of table[V, C] into out[t, :].
 func (d *CPU[F]) Embedding(out Buffer, ids []int32, table Buffer, C int) {
+	defer d.timed(opEmbedding)()
 	if t, ok := table.(bf16TileBuf); ok {
 		d.embeddingTiles(buf[F](out), ids, t)
 		return

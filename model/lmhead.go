@@ -184,6 +184,7 @@ func (d *CPU[F]) lmHeadBackward(dh, dw, dlogprob, dentropy, keep, h, w, lse, ent
 }
 
 func (d *CPU[F]) Logits(logits, h, w Buffer, rows []int32, C, V int) {
+	defer d.timed(opLogits)()
 	x := buf[F](h)
 	gp := getRow[F](len(rows) * C) // pooled: fresh, it was an allocation a decode step
 	defer putRow(gp)

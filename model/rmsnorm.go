@@ -5,6 +5,7 @@ import "math"
 // RMSNorm, as Qwen2 computes it in float32: y = w ⊙ x·r with
 // r = 1/sqrt(mean(x²) + eps); r is saved per row for the backward.
 func (d *CPU[F]) RMSNorm(out, rstd, inp, w Buffer, rows, C int, eps float32) {
+	defer d.timed(opRMSNorm)()
 	o, rs, x := buf[F](out), buf[F](rstd), buf[F](inp)
 	g, gp := vec[F](w)
 	defer putVec(gp)

@@ -10,6 +10,7 @@ import (
 // Angles are computed in float64 from the integer position, so long
 // contexts lose no precision to an accumulated angle.
 func (d *CPU[F]) RoPE(x Buffer, ld, off int, pos []int32, nHeads, HS int, theta float64) {
+	defer d.timed(opRoPE)()
 	d.rope(buf[F](x), ld, off, pos, nHeads, HS, theta, 1)
 }
 

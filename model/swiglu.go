@@ -6,6 +6,7 @@ package model
 // −g is exact in F), then silu(g)·up by swigluTail (eight lanes at a time
 // where the CPU has the kernel, the same bits).
 func (d *CPU[F]) SwiGLU(out, gu Buffer, rows, I int) {
+	defer d.timed(opSwiGLU)()
 	o, x := buf[F](out), buf[F](gu)
 	// Two rows a part at least: a batch-32 decode step spreads over 16
 	// cores (with 8 it took at most 4).

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/r1go/r1go/benchmarks/internal/probe"
+	"github.com/r1go/r1go/internal/pages"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/gemm"
 	"github.com/r1go/r1go/optim"
@@ -163,6 +164,14 @@ func stepSection(e *env) []row {
 			}
 			sampler = c
 			copyNote = fmt.Sprintf(", copy rounded from the policy in %.1f s", time.Since(t0).Seconds())
+			// Whether the copy's weights sit in huge pages (THP mode, the
+			// process's huge-page total; R1GO_HUGEPAGES=0 asks for none).
+			if mode := pages.Mode(); mode != "" {
+				copyNote += fmt.Sprintf(", THP %s: %d MiB of the process in huge pages", mode, pages.AnonHugeBytes()>>20)
+				if pages.Off {
+					copyNote += " (R1GO_HUGEPAGES=0)"
+				}
+			}
 		}
 		// The products' ceiling: the float32 FMA peak, or for the bf16
 		// copy the tile unit's in-cache product where it runs on AMX, else
@@ -469,6 +478,9 @@ func rollout(o stepOptions, m *model.Model, seqs, T int, bounds func() (bw, peak
 	for s := range chunks {
 		chunks[s].Tokens = []int32{int32(rng.IntN(cfg.VocabSize))}
 	}
+	// The decode's wall time by operation (model.TimeOps): what the
+	// products take of a step, and what the host work between them does.
+	ops := model.TimeOps(m.Dev, true)
 	t0 = time.Now()
 	for step := 0; step < o.respLen; step++ {
 		for s := range seeds {
@@ -484,6 +496,10 @@ func rollout(o stepOptions, m *model.Model, seqs, T int, bounds func() (bw, peak
 		}
 	}
 	decode := time.Since(t0).Seconds()
+	model.TimeOps(m.Dev, false)
+	if ops != nil {
+		fmt.Printf("step     decode wall time a step (%s weights): %s\n", dtypeOf(m), decodeSplit(ops, decode, o.respLen))
+	}
 	bw, peak := bounds()
 	bytesPer := 4.0
 	if model.IsBF16(m.Params) {
@@ -510,6 +526,22 @@ func rollout(o stepOptions, m *model.Model, seqs, T int, bounds func() (bw, peak
 		r.note += fmt.Sprintf("; compute bound %.0f tok/s (%.1f GFLOP a token at %.1f GFLOP/s)", computeBound, flops/1e9, peak)
 	}
 	return seqTokens, tps, r, nil
+}
+
+// decodeSplit lists a decode's wall time a step by operation, the
+// longest first, each with its share of the decode, and what no timed
+// operation covers (the step's own code, building the next step's
+// input) last.
+func decodeSplit(ops *model.OpTimes, decode float64, steps int) string {
+	var parts []string
+	var timed time.Duration
+	for _, op := range ops.Split() {
+		timed += op.Time
+		parts = append(parts, fmt.Sprintf("%s %.2f ms (%.1f%%)", op.Op, op.Time.Seconds()*1e3/float64(steps), 100*op.Time.Seconds()/decode))
+	}
+	rest := decode - timed.Seconds()
+	parts = append(parts, fmt.Sprintf("untimed %.2f ms (%.1f%%)", rest*1e3/float64(steps), 100*rest/decode))
+	return strings.Join(parts, ", ")
 }
 
 // decodeFlops is the floating-point work of decoding one token at a

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bundle.sh [BASE]: builds the CPU binaries that run_on_gpu.sh's amx, amxab,
 # tiles and attn stages run on the device machine's host (no Go there):
-# package gemm's and model's tests, benchmarks/cpu and its memstep, into
+# package gemm's, model's, pages' and probe's tests, benchmarks/cpu and its memstep, into
 # .gpu/, and with BASE (a commit) model's tests and benchmarks/cpu of that
 # commit into .gpu/base/ (the "before" side of the A/B stages), then packs
 # them into .gpub/bundle.tar.gz, the one path to carry:
@@ -20,7 +20,9 @@ build() { # build DIR: the four binaries of the tree at DIR into .gpu/$2
 build "$ROOT" "$ROOT/.gpu"
 CGO_ENABLED=0 go test -ldflags='-s -w' -c -o .gpu/gemm.test ./model/gemm
 CGO_ENABLED=0 go build -ldflags='-s -w' -o .gpu/memstep ./benchmarks/cpu/memstep
-files=(gemm.test model.test cpubench memstep)
+CGO_ENABLED=0 go test -ldflags='-s -w' -c -o .gpu/pages.test ./internal/pages
+CGO_ENABLED=0 go test -ldflags='-s -w' -c -o .gpu/probe.test ./benchmarks/internal/probe
+files=(gemm.test model.test cpubench memstep pages.test probe.test)
 if [ $# -ge 1 ]; then
 	wt=$(mktemp -d)
 	trap 'git -C "$ROOT" worktree remove --force "$wt" >/dev/null 2>&1 || true' EXIT

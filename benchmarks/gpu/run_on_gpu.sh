@@ -348,6 +348,22 @@ attn) # session 15's host work (prefetching attention kernels, the rollout copy'
 	rolloutab
 	attnbench "$(nproc)"
 	;;
+pages) # the rollout copy's weights in huge pages: the THP settings, package pages' tests, the read probe in 4 KiB and huge pages, then the bf16 rollout with huge pages and without (R1GO_HUGEPAGES=0) alternating, the decode's wall time split by operation in each
+	info >/dev/null
+	lscpu >>"$OUT/amx.log" 2>&1
+	step "THP settings" "$OUT/amx.log" bash -c 'grep -H . /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/defrag; grep -i huge /proc/meminfo'
+	[ -x "$ROOT/.gpu/pages.test" ] && step "pages tests" "$OUT/amx.log" bash -c "cd '$ROOT/internal/pages' && '$ROOT/.gpu/pages.test' -test.v"
+	[ -x "$ROOT/.gpu/probe.test" ] && step "ReadPages, 2 threads" "$OUT/amx.log" bash -c "cd '$ROOT/benchmarks/internal/probe' && taskset -c 0-1 \
+		'$ROOT/.gpu/probe.test' -test.run '^\$' -test.bench 'ReadPages' -test.benchtime 3x -test.cpu 2"
+	export CPU_THREADS=2
+	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
+	for rep in 1 2 3; do
+		R1GO_HUGEPAGES=1 BIN_TAG="huge pages, run $rep" STEP_ROLLOUT=bfloat16 STEP_ARGS="$([ $rep = 3 ] && echo "-cpuprofile $OUT/rollout_amx.pprof")" cpustep
+		R1GO_HUGEPAGES=0 BIN_TAG="4 KiB pages, run $rep" STEP_ROLLOUT=bfloat16 cpustep
+	done
+	[ -x "$ROOT/.gpu/probe.test" ] && step "ReadPages, $(nproc) threads" "$OUT/amx.log" bash -c "cd '$ROOT/benchmarks/internal/probe' && \
+		'$ROOT/.gpu/probe.test' -test.run '^\$' -test.bench 'ReadPages' -test.benchtime 3x"
+	;;
 cpu) # issue 20 on this host's CPU after the decode changes, then the transformers RL step
 	info >/dev/null
 	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
@@ -359,7 +375,7 @@ cpu) # issue 20 on this host's CPU after the decode changes, then the transforme
 cuda) cudatests ;;
 e2e) e2e ;;
 *)
-	echo "usage: run_on_gpu.sh parity|bench|all|first|again|final|session8|cpu|amx|amxab|tiles|attn|cuda|e2e" >&2
+	echo "usage: run_on_gpu.sh parity|bench|all|first|again|final|session8|cpu|amx|amxab|tiles|attn|pages|cuda|e2e" >&2
 	exit 2
 	;;
 esac

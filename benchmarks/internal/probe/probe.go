@@ -12,6 +12,8 @@ package probe
 
 import (
 	"fmt"
+
+	"github.com/r1go/r1go/internal/pages"
 	"runtime"
 	"sync"
 	"time"
@@ -225,10 +227,17 @@ type Bandwidth struct {
 // than cache.
 func ReadBandwidth(bytes, threads int) float64 { return ReadBandwidthDetail(bytes, threads).Wall }
 
-// ReadBandwidthDetail is ReadBandwidth with the per-core figure.
-func ReadBandwidthDetail(bytes, threads int) Bandwidth {
+// ReadBandwidthDetail is ReadBandwidth with the per-core figure. The
+// buffer is in huge pages where the kernel lends them (package pages,
+// whatever R1GO_HUGEPAGES says), as a rollout copy's weights are: the
+// bound is what the machine reads at best.
+func ReadBandwidthDetail(bytes, threads int) Bandwidth { return readBandwidth(bytes, threads, true) }
+
+// readBandwidth is ReadBandwidthDetail with the buffer in huge pages or
+// not.
+func readBandwidth(bytes, threads int, huge bool) Bandwidth {
 	checkArgs(bytes, threads)
-	x := make([]float32, bytes/4)
+	x := pages.Alloc[float32](bytes/4, huge)
 	for i := range x {
 		x[i] = 1 // touch every page before timing
 	}

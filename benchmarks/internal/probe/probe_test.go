@@ -2,6 +2,7 @@ package probe
 
 import (
 	"math"
+	"runtime"
 	"testing"
 	"time"
 
@@ -133,4 +134,22 @@ func TestAMXPeak(t *testing.T) {
 	if p.ISA != AMXISA || p.Threads != 1 {
 		t.Fatalf("Peak = %+v, want ISA %s on 1 thread", p, AMXISA)
 	}
+}
+
+// BenchmarkReadPages reads a 512 MiB buffer on every core in 4 KiB pages
+// and in huge pages (package pages), taking turns, each its best pass,
+// reported in GB/s: what the page size is worth to a stream from memory
+// on this machine (a rollout copy's weights are in huge pages where the
+// kernel lends them).
+func BenchmarkReadPages(b *testing.B) {
+	threads := runtime.GOMAXPROCS(0)
+	var best [2]float64
+	for b.Loop() {
+		for i, huge := range []bool{false, true} {
+			best[i] = max(best[i], readBandwidth(512<<20, threads, huge).Wall)
+		}
+	}
+	b.ReportMetric(best[0], "4KiB-GB/s")
+	b.ReportMetric(best[1], "huge-GB/s")
+	b.ReportMetric(best[1]/best[0], "huge/4KiB")
 }
