@@ -29,10 +29,11 @@ type BF16Allocator interface {
 }
 
 // AllocBF16 returns a zero-filled bfloat16 buffer, in huge pages where
-// it is large and the kernel lends them (package pages).
+// it is large, R1GO_HUGEPAGES=1 asks and the kernel lends them (package
+// pages).
 func (d *CPU[F]) AllocBF16(n int) Buffer {
 	d.collectFreed(n)
-	return bf16Buf(pages.Alloc[uint16](n, !pages.Off))
+	return bf16Buf(pages.Alloc[uint16](n, pages.On))
 }
 
 // IsBF16 says whether b holds bfloat16 values.
@@ -67,10 +68,11 @@ type BF16DotAllocator interface {
 // AllocBF16Dot returns a zero-filled bf16 buffer whose products round
 // their other operand to bf16 where the CPU has a bf16 dot product: a
 // rollout copy's weights, which every decode step streams from memory,
-// in huge pages where the kernel lends them (package pages).
+// in huge pages where R1GO_HUGEPAGES=1 asks and the kernel lends them
+// (package pages).
 func (d *CPU[F]) AllocBF16Dot(n int) Buffer {
 	d.collectFreed(n)
-	return bf16DotBuf(pages.Alloc[uint16](n, !pages.Off))
+	return bf16DotBuf(pages.Alloc[uint16](n, pages.On))
 }
 
 // HostF32 returns the memory behind a float32 CPU buffer, so that loading

@@ -164,13 +164,10 @@ func stepSection(e *env) []row {
 			}
 			sampler = c
 			copyNote = fmt.Sprintf(", copy rounded from the policy in %.1f s", time.Since(t0).Seconds())
-			// Whether the copy's weights sit in huge pages (THP mode, the
-			// process's huge-page total; R1GO_HUGEPAGES=0 asks for none).
-			if mode := pages.Mode(); mode != "" {
-				copyNote += fmt.Sprintf(", THP %s: %d MiB of the process in huge pages", mode, pages.AnonHugeBytes()>>20)
-				if pages.Off {
-					copyNote += " (R1GO_HUGEPAGES=0)"
-				}
+			// Whether the copy's weights sit in huge pages (R1GO_HUGEPAGES=1
+			// asks; the THP mode, the process's huge-page total).
+			if mode := pages.Mode(); mode != "" && pages.On {
+				copyNote += fmt.Sprintf(", THP %s: %d MiB of the process in huge pages (R1GO_HUGEPAGES=1)", mode, pages.AnonHugeBytes()>>20)
 			}
 		}
 		// The products' ceiling: the float32 FMA peak, or for the bf16

@@ -348,7 +348,7 @@ attn) # session 15's host work (prefetching attention kernels, the rollout copy'
 	rolloutab
 	attnbench "$(nproc)"
 	;;
-pages) # the rollout copy's weights in huge pages: the THP settings, package pages' tests, the read probe in 4 KiB and huge pages, then the bf16 rollout with huge pages and without (R1GO_HUGEPAGES=0) alternating, the decode's wall time split by operation in each
+pages) # the rollout copy's weights in huge pages: the THP settings, package pages' tests, the read probe in 4 KiB and huge pages, then the bf16 rollout with huge pages (R1GO_HUGEPAGES=1) and without alternating, the decode's wall time split by operation in each
 	info >/dev/null
 	lscpu >>"$OUT/amx.log" 2>&1
 	step "THP settings" "$OUT/amx.log" bash -c 'grep -H . /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/defrag; grep -i huge /proc/meminfo'

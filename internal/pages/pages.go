@@ -10,7 +10,10 @@
 // page walk, which inside a virtual machine walks the host's tables too;
 // and the hardware prefetchers stop at every 4 KiB boundary. In 2 MiB
 // pages it is 500. Linux's default THP mode on many systems ("madvise")
-// gives huge pages only to ranges a process asks for with madvise.
+// gives huge pages only to ranges a process asks for with madvise. The
+// model asks only where R1GO_HUGEPAGES=1 says so (On): on a virtual
+// machine whose host maps its memory in small pages they can cost more
+// than they save.
 package pages
 
 import (
@@ -25,9 +28,14 @@ const HugeSize = 2 << 20
 // that aligns it (up to HugeSize) stays under an eighth of it.
 const MinBytes = 8 * HugeSize
 
-// Off turns the model's requests off (R1GO_HUGEPAGES=0): the same
-// binary's before, for the benchmarks.
-var Off = os.Getenv("R1GO_HUGEPAGES") == "0"
+// On says whether the model's bf16 arenas and the read probe ask for huge
+// pages: R1GO_HUGEPAGES=1. Off by default, because what they are worth
+// depends on the machine: reading 512 MiB on 2 cores (BenchmarkReadPages)
+// went 1.22 × faster in huge pages on this project's Zen 4 VM but 0.87 ×
+// on the GPU machine's Xeon VM (1.07 × there on 16 cores), and its bf16
+// rollout decoded 317-454 tok/s with them against 436-521 without, taking
+// turns (benchmarks/README.md, session 16).
+var On = os.Getenv("R1GO_HUGEPAGES") == "1"
 
 // Alloc returns n zero values. With huge set and n values of at least
 // MinBytes, the slice starts on a huge-page boundary and its whole huge

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/r1go/r1go/internal/pages"
 )
 
 // TestPackTileBF16Layout: PackTileBF16 puts every value of the full
@@ -50,7 +52,7 @@ func TestPackTileBF16Layout(t *testing.T) {
 // 4,864: one block of A a chunk), B with and without ragged rows, with
 // alpha and beta and without, on 1 to 3 threads; with amxRunGo as the
 // kernel everywhere, and with the tile unit's own kernels where the CPU
-// has them.
+// has them, in each way of prefetching; an unknown way is refused.
 func TestSgemmTileBF16TransB(t *testing.T) {
 	if !HasDotBF16() || blockTr8 == nil {
 		t.Skip("no AVX512_BF16 (the path rounds A with it)")
@@ -60,36 +62,59 @@ func TestSgemmTileBF16TransB(t *testing.T) {
 		kernels = append(kernels, "tile unit")
 	}
 	for _, kern := range kernels {
-		t.Run(kern, func(t *testing.T) {
-			if kern == "amxRunGo" {
-				withGoAMX(t)
-			}
-			for _, c := range []struct{ m, n, k int }{
-				{1, 64, 64}, {20, 70, 96}, {32, 1280, 896}, {40, 64, 4864}, {100, 326, 4864}, {64, 96, 896},
-			} {
-				b, _, _ := randAMXOperands(uint64(c.n), c.n, c.k)
-				bt := append([]uint16(nil), b...)
-				PackTileBF16(bt, c.n, c.k, 2)
-				r := rand.New(rand.NewPCG(uint64(c.m), 5))
-				a, c0 := randNormals(r, c.m*c.k), randNormals(r, c.m*c.n)
-				for _, ab := range [][2]float32{{1, 0}, {0.5, 0.25}, {1, 1}} {
-					for _, threads := range []int{1, 2, 3} {
-						name := fmt.Sprintf("%+v alpha %g beta %g threads %d", c, ab[0], ab[1], threads)
-						want := append([]float32(nil), c0...)
-						SgemmDotBF16TransB(c.m, c.n, c.k, ab[0], a, c.k, b, c.k, ab[1], want, c.n, threads)
-						got := append([]float32(nil), c0...)
-						if !SgemmTileBF16TransB(c.m, c.n, c.k, ab[0], a, c.k, bt, ab[1], got, c.n, threads) {
-							t.Fatalf("%s: declined with the AMX path on", name)
-						}
-						for i := range got {
-							if got[i] != want[i] {
-								t.Fatalf("%s: C[%d][%d] = %g over B in the tile layout, %g over B in rows", name, i/c.n, i%c.n, got[i], want[i])
-							}
-						}
+		// The ways of prefetching (setAMXStream): only ahead2 changes what
+		// the driver slices, so amxRunGo, which reads no prefetch address,
+		// runs that and the default.
+		streams := []string{"", "ahead2"}
+		if kern == "tile unit" {
+			streams = append(streams, "nopf", "l1")
+		}
+		for _, stream := range streams {
+			t.Run(kern+"/"+stream, func(t *testing.T) {
+				if kern == "amxRunGo" {
+					withGoAMX(t)
+				}
+				if err := setAMXStream(stream); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = setAMXStream("") })
+				testTileProducts(t)
+			})
+		}
+	}
+	if err := setAMXStream("far"); err == nil {
+		t.Error(`R1GO_AMX_STREAM="far" was taken`)
+	}
+}
+
+// testTileProducts: SgemmTileBF16TransB against SgemmDotBF16TransB over
+// B in rows, bit for bit, for shapes from one row to several blocks of A,
+// three pairs of alpha and beta, on 1-3 threads.
+func testTileProducts(t *testing.T) {
+	for _, c := range []struct{ m, n, k int }{
+		{1, 64, 64}, {20, 70, 96}, {32, 1280, 896}, {40, 64, 4864}, {100, 326, 4864}, {64, 96, 896},
+	} {
+		b, _, _ := randAMXOperands(uint64(c.n), c.n, c.k)
+		bt := append([]uint16(nil), b...)
+		PackTileBF16(bt, c.n, c.k, 2)
+		r := rand.New(rand.NewPCG(uint64(c.m), 5))
+		a, c0 := randNormals(r, c.m*c.k), randNormals(r, c.m*c.n)
+		for _, ab := range [][2]float32{{1, 0}, {0.5, 0.25}, {1, 1}} {
+			for _, threads := range []int{1, 2, 3} {
+				name := fmt.Sprintf("%+v alpha %g beta %g threads %d", c, ab[0], ab[1], threads)
+				want := append([]float32(nil), c0...)
+				SgemmDotBF16TransB(c.m, c.n, c.k, ab[0], a, c.k, b, c.k, ab[1], want, c.n, threads)
+				got := append([]float32(nil), c0...)
+				if !SgemmTileBF16TransB(c.m, c.n, c.k, ab[0], a, c.k, bt, ab[1], got, c.n, threads) {
+					t.Fatalf("%s: declined with the AMX path on", name)
+				}
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("%s: C[%d][%d] = %g over B in the tile layout, %g over B in rows", name, i/c.n, i%c.n, got[i], want[i])
 					}
 				}
 			}
-		})
+		}
 	}
 }
 
@@ -117,19 +142,22 @@ func TestSgemmTileBF16TransBDeclines(t *testing.T) {
 // × 896), o (896 × 896), gate|up (9,728 × 896) and down (896 × 4,864),
 // then the 151,936-row LM head, 0.99 GB of bf16 weights. The tile layout
 // with eight, two and one tasks a thread (amxTasksPerThread), and the
-// matrices in rows on the AMX path ("rows"), take turns, a pass each; each
-// reports its best pass in GB/s of weights read, in all ("-GB/s") and by
-// kind (the layers' small q|k|v and o, their MLP, the head), the figures
-// to set beside BenchmarkDotBF16Stream's (MLP and head only, back to
-// back) and the read bandwidth.
+// matrices in rows on the AMX path ("rows"), take turns, a pass each; so
+// do, at two tasks a thread, the other ways of prefetching (setAMXStream:
+// "t2-nopf", "t2-ahead2", "t2-l1") and the tile layout in huge pages
+// ("t2-huge", package pages). Each reports its best pass in GB/s of
+// weights read, in all ("-GB/s") and by kind (the layers' small q|k|v
+// and o, their MLP, the head), the figures to set beside
+// BenchmarkDotBF16Stream's (MLP and head only, back to back) and the read
+// bandwidth.
 func BenchmarkTileLayers(b *testing.B) {
 	if on, why := HasAMX(); !on {
 		b.Skip("AMX path off:", why)
 	}
 	const m, layers = 32, 24
 	type mat struct {
-		rows, tiles []uint16
-		n, k, kind  int
+		rows, tiles, huge []uint16
+		n, k, kind        int
 	}
 	kinds := []string{"small", "mlp", "head"}
 	var mats []mat
@@ -141,7 +169,9 @@ func BenchmarkTileLayers(b *testing.B) {
 		}
 		t := append([]uint16(nil), w...)
 		PackTileBF16(t, n, k, 0)
-		mats = append(mats, mat{w, t, n, k, kind})
+		h := pages.Alloc[uint16](len(t), true)
+		copy(h, t)
+		mats = append(mats, mat{w, t, h, n, k, kind})
 		bytes[kind] += float64(2 * n * k)
 	}
 	for range layers {
@@ -158,22 +188,33 @@ func BenchmarkTileLayers(b *testing.B) {
 	c := make([]float32, m*151936)
 	threads := runtime.GOMAXPROCS(0)
 	type variant struct {
-		name  string
-		tasks int
-		tiles bool
+		name   string
+		tasks  int
+		tiles  bool
+		stream string // setAMXStream's way of prefetching
+		huge   bool   // the tile layout in huge pages
 	}
-	vs := []variant{{"t8", 8, true}, {"t2", 2, true}, {"t1", 1, true}, {"rows", 8, false}}
+	vs := []variant{{"t8", 8, true, "", false}, {"t2", 2, true, "", false}, {"t1", 1, true, "", false}, {"rows", 8, false, "", false},
+		{"t2-nopf", 2, true, "nopf", false}, {"t2-ahead2", 2, true, "ahead2", false}, {"t2-l1", 2, true, "l1", false}, {"t2-huge", 2, true, "", true}}
+	defer func() { _ = setAMXStream("") }()
 	best := make([]time.Duration, len(vs))
 	bestKinds := make([][]time.Duration, len(vs))
 	for b.Loop() {
 		for i, v := range vs {
 			amxTasksPerThread = v.tasks
+			if err := setAMXStream(v.stream); err != nil {
+				b.Fatal(err)
+			}
 			per := make([]time.Duration, len(kinds))
 			t0 := time.Now()
 			for _, w := range mats {
 				tk := time.Now()
 				if v.tiles {
-					SgemmTileBF16TransB(m, w.n, w.k, 1, a, w.k, w.tiles, 0, c, w.n, threads)
+					t := w.tiles
+					if v.huge {
+						t = w.huge
+					}
+					SgemmTileBF16TransB(m, w.n, w.k, 1, a, w.k, t, 0, c, w.n, threads)
 				} else {
 					SgemmDotBF16TransB(m, w.n, w.k, 1, a, w.k, w.rows, w.k, 0, c, w.n, threads)
 				}

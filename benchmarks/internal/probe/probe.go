@@ -228,10 +228,10 @@ type Bandwidth struct {
 func ReadBandwidth(bytes, threads int) float64 { return ReadBandwidthDetail(bytes, threads).Wall }
 
 // ReadBandwidthDetail is ReadBandwidth with the per-core figure. The
-// buffer is in huge pages where the kernel lends them (package pages,
-// whatever R1GO_HUGEPAGES says), as a rollout copy's weights are: the
-// bound is what the machine reads at best.
-func ReadBandwidthDetail(bytes, threads int) Bandwidth { return readBandwidth(bytes, threads, true) }
+// buffer is in huge pages where a rollout copy's weights are
+// (R1GO_HUGEPAGES=1, package pages), so that a bound set from it reads
+// the way the weights are read.
+func ReadBandwidthDetail(bytes, threads int) Bandwidth { return readBandwidth(bytes, threads, pages.On) }
 
 // readBandwidth is ReadBandwidthDetail with the buffer in huge pages or
 // not.
