@@ -231,7 +231,9 @@ func ReadBandwidth(bytes, threads int) float64 { return ReadBandwidthDetail(byte
 // buffer is in huge pages where a rollout copy's weights are
 // (R1GO_HUGEPAGES=1, package pages), so that a bound set from it reads
 // the way the weights are read.
-func ReadBandwidthDetail(bytes, threads int) Bandwidth { return readBandwidth(bytes, threads, pages.On) }
+func ReadBandwidthDetail(bytes, threads int) Bandwidth {
+	return readBandwidth(bytes, threads, pages.On)
+}
 
 // readBandwidth is ReadBandwidthDetail with the buffer in huge pages or
 // not.
