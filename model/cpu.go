@@ -177,29 +177,39 @@ func (d *CPU[F]) Add(out, a, b Buffer) {
 	if len(x) != len(o) || len(y) != len(o) {
 		panic("model: Add of buffers with different lengths")
 	}
-	d.parallel(len(o), 1<<14, func(lo, hi int) {
-		// Slices of one length: the loop runs without bounds checks (a
-		// decode step's 48 residual adds of 32 × 896 values took 1.6 % of
-		// it with them).
-		o, x, y := o[lo:hi], x[lo:hi], y[lo:hi]
-		x, y = x[:len(o)], y[:len(o)]
-		for i := range o {
-			o[i] = x[i] + y[i]
-		}
-	})
+	// A part of at least 64 Ki values: a decode step's residual add (32 ×
+	// 896) runs on one thread, in under the time a parallel loop takes
+	// to start and join (BenchmarkDecodeHostOps).
+	d.parallel(len(o), 1<<16, func(lo, hi int) { addRow(o[lo:hi], x[lo:hi], y[lo:hi]) })
 }
+
+// addRow sets o[i] = x[i] + y[i], sixteen lanes at a time where the CPU
+// can (the same bits); o may be x or y.
+func addRow[F Float](o, x, y []F) {
+	x, y = x[:len(o)], y[:len(o)] // one length: no bounds checks below
+	done := 0
+	if o32, ok := any(o).([]float32); ok && addVector && !addNoVector {
+		if done = len(o) &^ 63; done > 0 {
+			addAVX512(&o32[0], &any(x).([]float32)[0], &any(y).([]float32)[0], done)
+		}
+	}
+	for i := done; i < len(o); i++ {
+		o[i] = x[i] + y[i]
+	}
+}
+
+// addNoVector turns the vector add off (tests).
+var addNoVector bool
 
 func (d *CPU[F]) AddBias(out Buffer, ldo int, bias Buffer, rows, cols int) {
 	defer d.timed(opAddBias)()
 	o := buf[F](out)
 	b, bp := vec[F](bias)
 	defer putVec(bp)
-	d.parallel(rows, 1+4096/max(cols, 1), func(lo, hi int) {
+	d.parallel(rows, 1+(1<<16)/max(cols, 1), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row := o[r*ldo : r*ldo+cols]
-			for c := range row {
-				row[c] += b[c]
-			}
+			addRow(row, row, b)
 		}
 	})
 }

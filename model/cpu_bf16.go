@@ -139,6 +139,10 @@ func vec[F Float](b Buffer) ([]F, *[]F) {
 	}
 	p := getRow[F](len(h))
 	out := *p
+	if o32, ok := any(out).([]float32); ok {
+		widenInto(o32, h)
+		return out, p
+	}
 	for i, v := range h {
 		out[i] = F(widen(v))
 	}

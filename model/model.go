@@ -366,7 +366,11 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 			lo.forward(dev, ad, s.ln2, colSlice(s.gu, t.off, 2*d.I, T, ad.out), 2*d.I, T, a.row0, drop)
 		}
 	}
-	dev.SwiGLU(s.act, s.gu, T, d.I)
+	if sw, ok := dev.(swiGLUFloat32); ok && m.bf16Products() {
+		sw.swiGLU32(s.act, s.gu, T, d.I) // a rollout copy: float32 arithmetic
+	} else {
+		dev.SwiGLU(s.act, s.gu, T, d.I)
+	}
 	dev.Gemm(false, true, T, d.C, d.I, 1, s.act, d.I, w.wd, d.I, 0, a.tmp, d.C)
 	if ad := lo.adapterOrNil(l, "down_proj"); ad != nil {
 		lo.forward(dev, ad, s.act, a.tmp, d.C, T, a.row0, drop)

@@ -27,7 +27,10 @@ func (d *CPU[F]) rope(x []F, ld, off int, pos []int32, nHeads, HS int, theta flo
 		maxPos = max(maxPos, p)
 	}
 	tab := ropeAngles(theta, HS, int(maxPos)+1)
-	d.parallel(len(pos), 8, func(lo, hi int) {
+	// A part of at least 64 rows: a decode step's 32 (14 heads of q or 2
+	// of k) rotate on one thread, in less than a parallel loop's start
+	// and join (BenchmarkDecodeHostOps).
+	d.parallel(len(pos), 64, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			p := int(pos[t])
 			var cos, sin []float64
@@ -38,6 +41,11 @@ func (d *CPU[F]) rope(x []F, ld, off int, pos []int32, nHeads, HS int, theta flo
 				tab.angles(p, cos, sin)
 			}
 			row := x[t*ld+off:]
+			if r32, ok := any(row).([]float32); ok && ropeVector && !ropeNoVector && half%8 == 0 && nHeads > 0 {
+				_ = r32[nHeads*HS-1]
+				ropeRowAVX512(&r32[0], nHeads, HS, &cos[0], &sin[0], sign)
+				continue
+			}
 			for h := 0; h < nHeads; h++ {
 				v := row[h*HS : (h+1)*HS]
 				for i := 0; i < half; i++ {
@@ -49,6 +57,9 @@ func (d *CPU[F]) rope(x []F, ld, off int, pos []int32, nHeads, HS int, theta flo
 		}
 	})
 }
+
+// ropeNoVector turns the vector kernel off (tests).
+var ropeNoVector bool
 
 // ropeTable holds cos and sin of every angle for positions [0, n), half
 // values a position: a decode step rotates q and k in every layer at the

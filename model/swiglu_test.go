@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// The vector SwiGLU tail and negation give the scalar loops' bits on every
-// lane: random rows with the values that take other branches (NaN, ±Inf,
+// The vector SwiGLU tails (float64 and the rollout copy's float32), the
+// rollout copy's fused pass and negation give the scalar loops' bits on
+// every lane: random rows with the values that take other branches (NaN, ±Inf,
 // ±0, denormals, gates whose e^(−g) overflows or underflows), at lengths
 // around the kernels' 8 and 16 lanes.
 func TestSwiGLUTailBitForBit(t *testing.T) {
@@ -32,15 +33,33 @@ func TestSwiGLUTailBitForBit(t *testing.T) {
 			neg[i] = -gate[i]
 		}
 		expInto(ex, neg)
-		got, want := make([]float32, n), make([]float32, n)
+		for _, tail := range []struct {
+			name string
+			f    func(out, gate, up, ex []float32)
+		}{{"float64", swigluTail[float32]}, {"float32", swigluTail32}} {
+			got, want := make([]float32, n), make([]float32, n)
+			swigluNoVector = false
+			tail.f(got, gate, up, ex)
+			swigluNoVector = true
+			tail.f(want, gate, up, ex)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s tail, n=%d, element %d (gate %v, up %v, e^-g %v): vector %v (%#x), scalar %v (%#x)",
+						tail.name, n, i, gate[i], up[i], ex[i], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+				}
+			}
+		}
+		// The rollout copy's SwiGLU (one fused pass over the vectors) is
+		// the float32 loop of exp32 and the tail, bit for bit.
+		gu := append(append([]float32(nil), gate...), up...)
+		fused := make([]float32, n)
 		swigluNoVector = false
-		swigluTail(got, gate, up, ex)
-		swigluNoVector = true
-		swigluTail(want, gate, up, ex)
-		for i := range got {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("n=%d, element %d (gate %v, up %v, e^-g %v): vector %v (%#x), scalar %v (%#x)",
-					n, i, gate[i], up[i], ex[i], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+		(&CPU[float32]{threads: 1}).swiGLU32(cpuBuf[float32](fused), cpuBuf[float32](gu), 1, n)
+		for i := range fused {
+			want := gate[i] / (1 + exp32(-gate[i])) * up[i]
+			if math.Float32bits(fused[i]) != math.Float32bits(want) {
+				t.Fatalf("swiGLU32, n=%d, element %d (gate %v, up %v): %v (%#x), the loop %v (%#x)",
+					n, i, gate[i], up[i], fused[i], math.Float32bits(fused[i]), want, math.Float32bits(want))
 			}
 		}
 		// The vector negation flips the sign bit of every lane, as Go's does.
@@ -52,5 +71,45 @@ func TestSwiGLUTailBitForBit(t *testing.T) {
 				t.Fatalf("n=%d, element %d: −(%v) is %#x, Go's %#x", n, i, gate[i], math.Float32bits(vneg[i]), math.Float32bits(neg[i]))
 			}
 		}
+	}
+}
+
+// TestSwiGLU32Accuracy: the rollout copy's float32 SwiGLU is within 2⁻²⁰
+// (relative, eight float32 ulps) of silu(g)·up in float64 wherever that
+// is a normal float32, for gates across the range where the sigmoid
+// turns and beyond, rows of 4,871 (vector lanes and a tail); NaN stays
+// NaN and a gate whose e^(−g) overflows gives a zero.
+func TestSwiGLU32Accuracy(t *testing.T) {
+	const rows, I = 3, 4871
+	rng := rand.New(rand.NewPCG(5, 6))
+	gu := make([]float32, rows*2*I)
+	for i := range gu {
+		gu[i] = float32(rng.NormFloat64() * 6)
+	}
+	gu[0], gu[1], gu[2] = float32(math.NaN()), -100, 100
+	d := &CPU[float32]{threads: 2}
+	out := make([]float32, rows*I)
+	d.swiGLU32(cpuBuf[float32](out), cpuBuf[float32](gu), rows, I)
+	for r := 0; r < rows; r++ {
+		for i := 0; i < I; i++ {
+			g, u := float64(gu[r*2*I+i]), float64(gu[r*2*I+I+i])
+			want := g / (1 + math.Exp(-g)) * u
+			got := float64(out[r*I+i])
+			switch {
+			case math.IsNaN(g):
+				if !math.IsNaN(got) {
+					t.Fatalf("row %d, element %d: gate NaN gave %v", r, i, got)
+				}
+			case math.Abs(want) < 0x1p-126:
+				if math.Abs(got) > 0x1p-126 {
+					t.Fatalf("row %d, element %d (gate %v, up %v): %v, want %v", r, i, g, u, got, want)
+				}
+			case math.Abs(got-want) > math.Abs(want)*0x1p-20:
+				t.Fatalf("row %d, element %d (gate %v, up %v): %v, want %v (relative error %.3g)", r, i, g, u, got, want, math.Abs(got-want)/math.Abs(want))
+			}
+		}
+	}
+	if out[1] != 0 {
+		t.Errorf("gate −100: %v, want a zero", out[1])
 	}
 }

@@ -1,0 +1,11 @@
+package model
+
+import "golang.org/x/sys/cpu"
+
+// addAVX512 (add_amd64.s) adds n float32 pairs, n a multiple of 64.
+//
+//go:noescape
+func addAVX512(dst, a, b *float32, n int)
+
+// addVector says whether this CPU runs addAVX512.
+var addVector = cpu.X86.HasAVX512F
