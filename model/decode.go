@@ -68,7 +68,11 @@ func (m *Model) StepSample(c *KVCache, chunks []Chunk, s Sampling, seeds []uint6
 			draws[j] = Draw{Row: logits[j*V : (j+1)*V], S: s, Rng: rand.New(rand.NewPCG(seeds[j], 0x5eed))}
 		}
 		endSample := timeOp(m.Dev, opSample)
-		SampleAll(draws)
+		if m.bf16Products() {
+			sampleAll32(draws) // a rollout copy samples in float32 (sample32.go)
+		} else {
+			SampleAll(draws)
+		}
 		endSample()
 		for j, d := range draws {
 			out.Tokens[j], out.LogProbs[j] = d.ID, d.LogProb

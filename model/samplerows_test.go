@@ -147,7 +147,8 @@ func TestSampleAllSameAsSampleToken(t *testing.T) {
 
 // BenchmarkSampleAll draws a decode step's 32 rows of Qwen2.5's 151,936
 // logits at temperature 1, with SampleAll (groups of eight where they
-// pay) and a row at a time (EachRow and SampleToken, as before).
+// pay), a rollout copy's float32 pass (sampleAll32) and a row at a time
+// (EachRow and SampleToken, as before).
 func BenchmarkSampleAll(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	const rows, V = 32, 151936
@@ -163,6 +164,16 @@ func BenchmarkSampleAll(b *testing.B) {
 				draws[i] = Draw{Row: logits[i], S: s, Rng: rand.New(rand.NewPCG(uint64(i), 3))}
 			}
 			SampleAll(draws)
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*rows), "µs/row")
+	})
+	b.Run("float32", func(b *testing.B) { // a rollout copy's (sample32.go)
+		draws := make([]Draw, rows)
+		for b.Loop() {
+			for i := range draws {
+				draws[i] = Draw{Row: logits[i], S: s, Rng: rand.New(rand.NewPCG(uint64(i), 3))}
+			}
+			sampleAll32(draws)
 		}
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*rows), "µs/row")
 	})

@@ -1,0 +1,113 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestBlockSums32BitForBit: the vector kernel's block sums are the loop's
+// bits, for rows of whole blocks, a short last block and a tail of fewer
+// than sixteen, at temperatures 1 and 0.7, with logits far below the
+// largest (terms that underflow to 0).
+func TestBlockSums32BitForBit(t *testing.T) {
+	if !sample32Vector {
+		t.Skip("no float32 sampling kernel on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	defer func() { expNoVector = false }()
+	for _, n := range []int{16, 17, 1024, 1040, 3000, 151936} {
+		row := make([]float32, n)
+		for i := range row {
+			row[i] = float32(rng.NormFloat64() * 4)
+			if rng.IntN(50) == 0 {
+				row[i] = -200
+			}
+		}
+		for _, invT := range []float32{1, 1 / float32(0.7)} {
+			m := row[argmax(row)] * invT
+			got, want := make([]float64, numBlocks(n)), make([]float64, numBlocks(n))
+			expNoVector = false
+			blockSums32(row, invT, m, got)
+			expNoVector = true
+			blockSums32(row, invT, m, want)
+			for b := range got {
+				if math.Float64bits(got[b]) != math.Float64bits(want[b]) {
+					t.Fatalf("n=%d invT %v: block %d sums to %v, the loop %v", n, invT, b, got[b], want[b])
+				}
+			}
+		}
+	}
+}
+
+// TestSample32AgainstSampleToken: over 3,000 draws from rows of a
+// 151,936-token vocabulary (logits spread like a model's, one row nearly
+// one-hot), each with its own stream, the float32 draw picks SampleToken's
+// token (the same u from the same stream) in all but a handful, and its
+// log-probability lies within 10⁻⁵ of SampleToken's; after the draw both
+// streams are in the same place. Rows with a NaN or an infinity, and
+// truncated or greedy draws, get SampleToken's results exactly.
+func TestSample32AgainstSampleToken(t *testing.T) {
+	const V, rows, perRow = 151936, 6, 500
+	rng := rand.New(rand.NewPCG(9, 10))
+	differ := 0
+	var scratch []int32
+	for r := 0; r < rows; r++ {
+		row := make([]float32, V)
+		scale := 2 + 3*float64(r)
+		for i := range row {
+			row[i] = float32(rng.NormFloat64() * scale)
+		}
+		if r == rows-1 {
+			row[123] = 60 // nearly all the mass on one token
+		}
+		for k := 0; k < perRow; k++ {
+			T := []float64{1, 0.6, 1.3}[k%3]
+			seed := uint64(r*perRow + k)
+			a, b := rand.New(rand.NewPCG(seed, 1)), rand.New(rand.NewPCG(seed, 1))
+			id, lp, ok := sampleToken32(row, T, a)
+			if !ok {
+				t.Fatalf("row %d: the float32 draw declined a finite row", r)
+			}
+			wid, wlp := SampleToken(row, Sampling{Temperature: T, TopP: 1, TopK: -1}, b, &scratch)
+			if id != wid {
+				differ++
+			} else if math.Abs(float64(lp-wlp)) > 1e-5 {
+				t.Fatalf("row %d T %v: token %d log-probability %v, SampleToken's %v", r, T, id, lp, wlp)
+			}
+			if a.Uint64() != b.Uint64() {
+				t.Fatalf("row %d draw %d: the streams part after the draw", r, k)
+			}
+		}
+	}
+	if differ > 3 {
+		t.Errorf("%d of %d float32 draws picked another token than SampleToken", differ, rows*perRow)
+	}
+	t.Logf("%d of %d draws differ", differ, rows*perRow)
+
+	// Rows the float32 pass leaves to SampleToken, and draws it does not take.
+	row := make([]float32, 4096)
+	for i := range row {
+		row[i] = float32(i % 7)
+	}
+	for _, c := range []struct {
+		name string
+		set  func(r []float32)
+		s    Sampling
+	}{
+		{"NaN", func(r []float32) { r[100] = float32(math.NaN()) }, Sampling{Temperature: 1, TopP: 1}},
+		{"+Inf", func(r []float32) { r[7] = float32(math.Inf(1)) }, Sampling{Temperature: 1, TopP: 1}},
+		{"top-p", func([]float32) {}, Sampling{Temperature: 1, TopP: 0.5}},
+		{"top-k", func([]float32) {}, Sampling{Temperature: 1, TopP: 1, TopK: 3}},
+		{"greedy", func([]float32) {}, Greedy},
+	} {
+		r := append([]float32(nil), row...)
+		c.set(r)
+		draws := []Draw{{Row: r, S: c.s, Rng: rand.New(rand.NewPCG(1, 2))}}
+		sampleAll32(draws)
+		wid, wlp := SampleToken(r, c.s, rand.New(rand.NewPCG(1, 2)), &scratch)
+		if draws[0].ID != wid || math.Float32bits(draws[0].LogProb) != math.Float32bits(wlp) {
+			t.Errorf("%s: token %d log-probability %v, SampleToken's %d %v", c.name, draws[0].ID, draws[0].LogProb, wid, wlp)
+		}
+	}
+}
