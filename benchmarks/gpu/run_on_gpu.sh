@@ -374,7 +374,7 @@ stream) # session 16: the tests on the tile unit, the ways of prefetching the we
 	tilelayers 2
 	tilelayers 2
 	# The fastest way of prefetching in the two passes, if 3 % above the default's.
-	best=$(grep -h '^BenchmarkTileLayers' "$OUT/amx.log" | awk '{for (i = 2; i <= NF; i++) if ($i ~ /^t2(-nopf|-ahead2|-l1)?-GB\/s$/) { v = $i; sub(/-GB\/s$/, "", v); s[v] += $(i-1); n[v]++ } }
+	best=$(grep -h '^BenchmarkTileLayers' "$OUT/amx.log" | awk '{for (i = 2; i <= NF; i++) if ($i ~ /^t2(-nopf)?-GB\/s$/) { v = $i; sub(/-GB\/s$/, "", v); s[v] += $(i-1); n[v]++ } }
 		END { b = "t2"; for (v in s) if (s[v] / n[v] > 1.03 * s["t2"] / n["t2"] && s[v] / n[v] > s[b] / n[b]) b = v; sub(/^t2-?/, "", b); print b }')
 	echo "fastest way of prefetching: '${best:-default}'" | tee -a "$OUT/amx.log"
 	[ -x "$ROOT/.gpu/model.test" ] && step "DecodeHostOps and SampleAll, 2 threads" "$OUT/amx.log" bash -c "cd '$ROOT/model' && taskset -c 0-1 \

@@ -73,7 +73,7 @@ func enableAMX() (bool, string) {
 		return false, "turned off (R1GO_AMX=0)"
 	}
 	if err := setAMXStream(os.Getenv("R1GO_AMX_STREAM")); err != nil {
-		fmt.Fprintf(os.Stderr, "%v; the streaming kernels prefetch as by default\n", err)
+		fmt.Fprintf(os.Stderr, "%v; the streaming kernel prefetches\n", err)
 	}
 	if !hasDotBF16 {
 		return false, "no AVX512_BF16"
@@ -181,27 +181,13 @@ type amxRunKernel func(a *amxRunArgs)
 // operand's next block into L2, or the one that prefetches nothing (the
 // operands in cache).
 func amxRunAsm(prefetch bool) amxRunKernel {
+	fn := amxRunBF16NP
 	if prefetch {
-		return amxRunAsmKind(amxKindPF)
+		fn = amxRunBF16
 	}
-	return amxRunAsmKind(amxKindNP)
-}
-
-// The asm run kernels: prefetching nothing, the next block into L2, and
-// that and the right operand's tiles two steps ahead into L1.
-const (
-	amxKindNP = iota
-	amxKindPF
-	amxKindL1
-)
-
-// amxRunAsmKind returns the asm run kernel of a kind.
-func amxRunAsmKind(kind int) amxRunKernel {
-	fn := [...]func(nb, k32 int, l *uint16, lld, lstep, lhalf, lblock uintptr, r *uint16, rblock uintptr, out *float32, opitch, ohalf, oblock uintptr, cfg *byte, pf, pfstride, last uintptr){
-		amxKindNP: amxRunBF16NP, amxKindPF: amxRunBF16, amxKindL1: amxRunBF16L1}[kind]
 	return func(a *amxRunArgs) {
-		pf, last := &a.l[0], &a.l[0] // read only by the prefetching kernels
-		if kind != amxKindNP {
+		pf, last := &a.l[0], &a.l[0] // read only by the prefetching kernel
+		if prefetch {
 			pf, last = &a.pf[0], &a.last[0]
 		}
 		fn(a.nb, a.k32, &a.l[0], uintptr(2*a.ls.ld), uintptr(2*a.ls.step), uintptr(2*a.ls.half), uintptr(2*a.ls.block),
@@ -247,18 +233,13 @@ func EmulateAMX() (restore func(), ok bool) {
 	}
 	HasAMX() // decide once, then override
 	on, kern := amx.on, amxKern
-	amx.on, amxKern, amxEmulating = true, [3]amxRunKernel{amxRunGo, amxRunGo, amxRunGo}, true
-	return func() { amx.on, amxKern, amxEmulating = on, kern, false }, true
+	amx.on, amxKern = true, [2]amxRunKernel{amxRunGo, amxRunGo}
+	return func() { amx.on, amxKern = on, kern }, true
 }
 
-// amxEmulating says whether EmulateAMX put amxRunGo in place.
-var amxEmulating bool
-
-// amxKern holds the run kernels, for B in cache ([0]), streamed from
-// memory ([1]), and streamed as the right operand in the tile layout,
-// where amxPrefetchL1 may also ask for its tiles into L1 ([2]); the
-// tests swap in amxRunGo.
-var amxKern = [3]amxRunKernel{amxRunAsm(false), amxRunAsm(true), amxRunAsm(true)}
+// amxKern holds the run kernels, for B in cache ([0]) and streamed from
+// memory ([1]); the tests swap in amxRunGo.
+var amxKern = [2]amxRunKernel{amxRunAsm(false), amxRunAsm(true)}
 
 // amxKernFor is the kernel for A's block ib against a run of B: the
 // first streams the run from memory, prefetching as it goes (unless
@@ -266,14 +247,6 @@ var amxKern = [3]amxRunKernel{amxRunAsm(false), amxRunAsm(true), amxRunAsm(true)
 func amxKernFor(ib int) amxRunKernel {
 	if ib == 0 && amxPrefetch {
 		return amxKern[1]
-	}
-	return amxKern[0]
-}
-
-// tileKernFor is amxKernFor for the tile layout's products.
-func tileKernFor(ib int) amxRunKernel {
-	if ib == 0 && amxPrefetch {
-		return amxKern[2]
 	}
 	return amxKern[0]
 }
@@ -286,40 +259,23 @@ func tileKernFor(ib int) amxRunKernel {
 // 53.1 and 49.8 without (benchmarks/README.md, session 8).
 var amxPrefetch = true
 
-// amxPrefetchAhead is how many blocks ahead of the one it reads a
-// streaming kernel asks for (clamped to the task's last block).
-var amxPrefetchAhead = 1
-
-// amxPrefetchL1 makes the tile layout's streaming kernel also ask for
-// the weights' tiles two steps ahead into L1 (amxRunBF16L1).
-var amxPrefetchL1 = false
-
-// setAMXStream sets how the streaming kernels prefetch: "" (the next
-// block into L2), "nopf" (nothing: the hardware prefetchers alone),
-// "ahead2" (the block after the next), "l1" (the next block into L2 and,
-// in the tile layout, the tiles two steps ahead into L1). R1GO_AMX_STREAM
-// names one for the benchmarks' A/B runs of the same binary; the
-// benchmarks' same-run variants call it directly.
+// setAMXStream sets how the streaming kernel reads B from memory: ""
+// (prefetching the next block into L2) or "nopf" (not: the hardware
+// prefetchers alone). R1GO_AMX_STREAM names one, for A/B runs of one
+// binary; BenchmarkTileLayers's variants call it. On the GPU machine's
+// Xeon, 2 cores, the two read a decode step's weights at 16.5 and 16.8
+// GB/s, then 14.8 and 16.3, and their rollouts took turns at 396-438
+// against 376-426 tok/s; prefetching the block after the next (12.9,
+// 12.6) or also the tiles two steps ahead into L1 (13.8, 12.9) lost
+// (benchmarks/README.md, session 16).
 func setAMXStream(v string) error {
-	pf, ahead, l1 := true, 1, false
 	switch v {
 	case "":
+		amxPrefetch = true
 	case "nopf":
-		pf = false
-	case "ahead2":
-		ahead = 2
-	case "l1":
-		l1 = true
+		amxPrefetch = false
 	default:
-		return fmt.Errorf("gemm: R1GO_AMX_STREAM=%q is none of nopf, ahead2, l1", v)
-	}
-	amxPrefetch, amxPrefetchAhead, amxPrefetchL1 = pf, ahead, l1
-	kind := amxKindPF
-	if l1 {
-		kind = amxKindL1
-	}
-	if !amxEmulating {
-		amxKern[2] = amxRunAsmKind(kind)
+		return fmt.Errorf("gemm: R1GO_AMX_STREAM=%q is neither empty nor nopf", v)
 	}
 	return nil
 }
@@ -433,25 +389,18 @@ type amxRun struct{ j, nb, pf, last int }
 // or for its own lines: the block after the task is another task's,
 // often on another core (prefetched anyway, it cost the down product, 28
 // blocks in 16 tasks on 2 cores, 7-15 %, at eight tasks a thread).
-//
-// With amxPrefetchAhead a > 1 each block asks for the block a ahead
-// instead, clamped to the task's last: the run's first block names it
-// (the kernel adds a block per block after it, which near the task's end
-// asks for lines past it, another task's or none; prefetches do not
-// fault), its last the block a − 1 past the next run's first.
 func amxRuns(start, end, k int) iter.Seq[amxRun] {
 	perRun := min(amxRunMax, max(1, amxRunBytes/(amxRows*2*k)))
-	ahead := max(1, amxPrefetchAhead)
 	return func(yield func(amxRun) bool) {
 		for j := start; j < end; j += perRun {
 			r := amxRun{j: j, nb: min(perRun, end-j)}
 			r.last = j + r.nb - 1
 			if j+r.nb < end {
-				r.last = min(j+r.nb+ahead-1, end-1)
+				r.last = j + r.nb
 			}
 			r.pf = r.last
 			if r.nb > 1 {
-				r.pf = min(j+ahead, end-1)
+				r.pf = j + 1
 			}
 			if !yield(r) {
 				return

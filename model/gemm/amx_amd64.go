@@ -1,15 +1,11 @@
 package gemm
 
-// amxRunBF16, amxRunBF16NP and amxRunBF16L1 are the AMX run kernels
-// (amx_amd64.s, written by gen_amx.py): nb blocks a call, asking for the
-// next block of the streamed operand into L2 as they go, or not, or that
-// and the right operand's tiles two steps ahead into L1; see amx.go.
+// amxRunBF16 and amxRunBF16NP are the AMX run kernels (amx_amd64.s, written
+// by gen_amx.py): nb blocks a call, asking for the next block of the
+// streamed operand into L2 as they go, or not; see amx.go.
 //
 //go:noescape
 func amxRunBF16(nb, k32 int, l *uint16, lld, lstep, lhalf, lblock uintptr, r *uint16, rblock uintptr, out *float32, opitch, ohalf, oblock uintptr, cfg *byte, pf, pfstride, last uintptr)
 
 //go:noescape
 func amxRunBF16NP(nb, k32 int, l *uint16, lld, lstep, lhalf, lblock uintptr, r *uint16, rblock uintptr, out *float32, opitch, ohalf, oblock uintptr, cfg *byte, pf, pfstride, last uintptr)
-
-//go:noescape
-func amxRunBF16L1(nb, k32 int, l *uint16, lld, lstep, lhalf, lblock uintptr, r *uint16, rblock uintptr, out *float32, opitch, ohalf, oblock uintptr, cfg *byte, pf, pfstride, last uintptr)

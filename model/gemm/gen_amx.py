@@ -17,10 +17,9 @@ def amx(att, comment):
     w(byte_line(encode([att])[0], comment))
 
 
-def run_kernel(name, prefetch, l1=False):
+def run_kernel(name, prefetch):
     """nb blocks in one call; with prefetch, each block's steps ask for
-    the next block of the streamed operand into L2; with l1 also for the
-    right operand's tiles two steps ahead into L1."""
+    the next block of the streamed operand into L2."""
     w("")
     w(f"// func {name}(nb, k32 int, l *uint16, lld, lstep, lhalf, lblock uintptr, r *uint16, rblock uintptr, out *float32, opitch, ohalf, oblock uintptr, cfg *byte, pf, pfstride, last uintptr)")
     w("//")
@@ -51,11 +50,6 @@ def run_kernel(name, prefetch, l1=False):
         w("// 32 · 2k bytes, k32 steps of 2 KiB): the tile loads read 32 rows a line")
         w("// at a time, 32 streams that the hardware prefetchers follow less well")
         w("// than one.")
-        if l1:
-            w("//")
-            w("// Each step also asks for the right operand's two tiles two steps")
-            w("// ahead into L1 (32 lines): the tile layout's weights, streamed, so")
-            w("// that their tile loads find L1 rather than L2.")
     else:
         w("// Nothing is prefetched (pf and last are not read): for operands")
         w("// already in cache, where the prefetches only cost issue slots.")
@@ -95,11 +89,6 @@ def run_kernel(name, prefetch, l1=False):
     if prefetch:
         for line in range(32):
             w(f"\tPREFETCHT1 {64 * line}(R12)")
-    if l1:
-        for line in range(16):
-            w(f"\tPREFETCHT0 {2048 + 64 * line}(DI)")
-        for line in range(16):
-            w(f"\tPREFETCHT0 {2048 + 64 * line}(R10)")
     amx("tileloadd (%rsi,%rdx,1), %tmm4", "TILELOADD (SI)(DX*1), T4")
     amx("tileloadd (%r8,%rdx,1), %tmm5", "TILELOADD (R8)(DX*1), T5")
     amx("tileloadd (%rdi,%r9,1), %tmm6", "TILELOADD (DI)(R9*1), T6")
@@ -139,5 +128,4 @@ w("")
 w('#include "textflag.h"')
 run_kernel("amxRunBF16", True)
 run_kernel("amxRunBF16NP", False)
-run_kernel("amxRunBF16L1", True, l1=True)
 print("\n".join(out))

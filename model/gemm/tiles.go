@@ -150,11 +150,11 @@ func tileChunk(r0, rows, full, k int, alpha float32, a16, b []uint16, beta float
 				if nr == amxRows && alpha == 1 && beta == 0 {
 					// A whole block of a plain product: the sums are C's.
 					call.out, call.os = c[i0*ldc+run.j*amxRows:], amxDirectSums(ldc)
-					tileKernFor(ib)(&call)
+					amxKernFor(ib)(&call)
 					continue
 				}
 				call.out, call.os = ob[:], tileSums
-				tileKernFor(ib)(&call)
+				amxKernFor(ib)(&call)
 				for i := range nr {
 					cr := c[(i0+i)*ldc+run.j*amxRows:][:run.nb*amxRows]
 					for j, s := range ob[i*tileSums.pitch:][:len(cr)] {

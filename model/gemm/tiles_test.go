@@ -62,12 +62,11 @@ func TestSgemmTileBF16TransB(t *testing.T) {
 		kernels = append(kernels, "tile unit")
 	}
 	for _, kern := range kernels {
-		// The ways of prefetching (setAMXStream): only ahead2 changes what
-		// the driver slices, so amxRunGo, which reads no prefetch address,
-		// runs that and the default.
-		streams := []string{"", "ahead2"}
+		// The ways of reading B (setAMXStream) change the kernel the tile
+		// unit runs; amxRunGo reads no prefetch address.
+		streams := []string{""}
 		if kern == "tile unit" {
-			streams = append(streams, "nopf", "l1")
+			streams = append(streams, "nopf")
 		}
 		for _, stream := range streams {
 			t.Run(kern+"/"+stream, func(t *testing.T) {
@@ -143,9 +142,9 @@ func TestSgemmTileBF16TransBDeclines(t *testing.T) {
 // then the 151,936-row LM head, 0.99 GB of bf16 weights. The tile layout
 // with eight, two and one tasks a thread (amxTasksPerThread), and the
 // matrices in rows on the AMX path ("rows"), take turns, a pass each; so
-// do, at two tasks a thread, the other ways of prefetching (setAMXStream:
-// "t2-nopf", "t2-ahead2", "t2-l1") and the tile layout in huge pages
-// ("t2-huge", package pages). Each reports its best pass in GB/s of
+// do, at two tasks a thread, the tile layout read without prefetching
+// (setAMXStream "nopf": "t2-nopf") and in huge pages ("t2-huge", package
+// pages). Each reports its best pass in GB/s of
 // weights read, in all ("-GB/s") and by kind (the layers' small q|k|v
 // and o, their MLP, the head), the figures to set beside
 // BenchmarkDotBF16Stream's (MLP and head only, back to back) and the read
@@ -195,7 +194,7 @@ func BenchmarkTileLayers(b *testing.B) {
 		huge   bool   // the tile layout in huge pages
 	}
 	vs := []variant{{"t8", 8, true, "", false}, {"t2", 2, true, "", false}, {"t1", 1, true, "", false}, {"rows", 8, false, "", false},
-		{"t2-nopf", 2, true, "nopf", false}, {"t2-ahead2", 2, true, "ahead2", false}, {"t2-l1", 2, true, "l1", false}, {"t2-huge", 2, true, "", true}}
+		{"t2-nopf", 2, true, "nopf", false}, {"t2-huge", 2, true, "", true}}
 	defer func() { _ = setAMXStream("") }()
 	best := make([]time.Duration, len(vs))
 	bestKinds := make([][]time.Duration, len(vs))
