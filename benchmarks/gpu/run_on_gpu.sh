@@ -26,6 +26,11 @@
 #   bash benchmarks/gpu/run_on_gpu.sh amxab    after a change to it: the tests, then the
 #                                              bf16 decode and rollout of .gpu/base's
 #                                              binaries and the head's, alternating
+#   bash benchmarks/gpu/run_on_gpu.sh pages    huge pages: THP settings, the read probe in
+#                                              both page sizes, the rollout with and without
+#   bash benchmarks/gpu/run_on_gpu.sh stream   the tile tests, the ways of reading the
+#                                              weights, the host-work benchmarks, the
+#                                              rollout of .gpu/base and the head
 #
 # Stages of "first": cuda (package cuda's tests, .gpu/cuda.test), e2e (a
 # random-weight Qwen2.5-0.5B folder from .gpu/memstep with the real Qwen
