@@ -9,10 +9,11 @@ import (
 // Wall time by operation on the CPU device: where a decode step's
 // milliseconds go, as a profile cannot say (a CPU profile counts the
 // cycles of every thread; a step's length is the caller's wall clock,
-// which also holds the waits at each parallel loop's end). A device
-// whose Times is set adds each timed call's wall time to its operation;
-// the calls come one at a time from the model's goroutine, so the sums
-// split the step without overlap.
+// which also holds the waits at each parallel loop's end). While TimeOps
+// is on, the device adds each call's wall time to its operation; the
+// calls come one at a time from the model's goroutine, so the sums split
+// the step without overlap (a call from another goroutine meanwhile, or
+// from inside a timed one, is not counted).
 
 // cpuOp is an operation the CPU device times.
 type cpuOp int
@@ -58,9 +59,9 @@ func (t *OpTimes) Split() []OpTime {
 	return s
 }
 
-// TimeOps makes dev, a CPU device, add its operations' wall time to a
-// fresh OpTimes from now on and returns it; t = nil stops that. Other
-// devices return nil.
+// TimeOps(dev, true) makes dev, a CPU device, add its operations' wall
+// time to a fresh OpTimes from now on and returns it; TimeOps(dev,
+// false) stops that. Other devices return nil.
 func TimeOps(dev Device, on bool) *OpTimes {
 	ct, ok := dev.(opTimer)
 	if !ok {

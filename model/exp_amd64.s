@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "exp32_amd64.h"
 
 // exp32's operations (model/exp.go), lane by lane, in its order: separate
 // multiplies and adds (no FMA), floor by rounding down, the scale 2^n built
@@ -14,54 +15,16 @@ TEXT ·exp32AVX512(SB), NOSPLIT, $0-33
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
 	MOVQ c+24(FP), DX
-	VBROADCASTSS 0(DX), Z16
-	VBROADCASTSS 4(DX), Z17
-	VBROADCASTSS 8(DX), Z18
-	VBROADCASTSS 12(DX), Z19
-	VBROADCASTSS 16(DX), Z20
-	VBROADCASTSS 20(DX), Z21
-	VBROADCASTSS 24(DX), Z22
-	VBROADCASTSS 28(DX), Z23
-	VBROADCASTSS 32(DX), Z24
-	VBROADCASTSS 36(DX), Z25
-	VBROADCASTSS 40(DX), Z26
-	MOVL $127, AX
-	VPBROADCASTD AX, Z27
+	EXP32CONSTS(DX)
 	KXORW K3, K3, K3
 	SHRQ $4, CX
 	JZ   done512
 
 loop512:
 	VMOVUPS (SI), Z0
-	VMULPS  Z16, Z0, Z1        // x·log2e
-	VADDPS  Z17, Z1, Z1        // + 0.5
-	VRNDSCALEPS $9, Z1, Z1     // n = floor (round down, no precision exception)
-	VMULPS  Z18, Z1, Z2        // n·ln2hi
-	VSUBPS  Z2, Z0, Z2         // r = x − n·ln2hi
-	VMULPS  Z19, Z1, Z3        // n·ln2lo
-	VSUBPS  Z3, Z2, Z2         // r −= n·ln2lo
-	VMULPS  Z20, Z2, Z3        // p = r/720
-	VADDPS  Z21, Z3, Z3
-	VMULPS  Z2, Z3, Z3         // p = r(1/120 + p)
-	VADDPS  Z22, Z3, Z3
-	VMULPS  Z2, Z3, Z3         // p = r(1/24 + p)
-	VADDPS  Z23, Z3, Z3
-	VMULPS  Z2, Z3, Z3         // p = r(1/6 + p)
-	VADDPS  Z17, Z3, Z3
-	VMULPS  Z2, Z3, Z3         // p = r(0.5 + p)
-	VADDPS  Z24, Z3, Z3
-	VMULPS  Z2, Z3, Z3         // p = r(1 + p)
-	VADDPS  Z24, Z3, Z3        // p = 1 + p
-	VCVTTPS2DQ Z1, Z4
-	VPADDD  Z27, Z4, Z4
-	VPSLLD  $23, Z4, Z4        // 2^n
-	VMULPS  Z4, Z3, Z3
-	VCMPPS  $0x1d, Z25, Z0, K1 // x ≥ expLo (false for NaN)
-	VCMPPS  $0x03, Z0, Z0, K2  // NaN
+	EXP32                      // Z5 = e^x, 0 below expLo; K2 the NaN lanes
 	VCMPPS  $0x1e, Z26, Z0, K4 // x > expHi
-	KORW    K2, K1, K1         // keep NaN lanes too (reported)
-	VMOVUPS.Z Z3, K1, Z5       // 0 below expLo
-	KORW    K2, K4, K4
+	KORW    K2, K4, K4         // NaN and above expHi: reported
 	KORW    K4, K3, K3
 	VMOVUPS Z5, (DI)
 	ADDQ $64, SI

@@ -49,9 +49,11 @@ func (d *CPU[F]) rope(x []F, ld, off int, pos []int32, nHeads, HS int, theta flo
 			for h := 0; h < nHeads; h++ {
 				v := row[h*HS : (h+1)*HS]
 				for i := 0; i < half; i++ {
+					// Each product converted: the compiler may not fuse it
+					// with the sum (GOAMD64=v3), so the kernel's bits hold.
 					a, b := float64(v[i]), float64(v[i+half])
-					v[i] = F(a*cos[i] - sign*b*sin[i])
-					v[i+half] = F(b*cos[i] + sign*a*sin[i])
+					v[i] = F(float64(a*cos[i]) - float64(sign*b*sin[i]))
+					v[i+half] = F(float64(b*cos[i]) + float64(sign*a*sin[i]))
 				}
 			}
 		}

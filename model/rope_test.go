@@ -46,7 +46,7 @@ func testRoPESameBits(t *testing.T, HS int) {
 					ang := float64(float32(float64(p) * f))
 					c, s := math.Cos(ang), sign*math.Sin(ang)
 					a, b := float64(v[i]), float64(v[i+half])
-					v[i], v[i+half] = float32(a*c-b*s), float32(b*c+a*s)
+					v[i], v[i+half] = float32(float64(a*c)-float64(b*s)), float32(float64(b*c)+float64(a*s))
 				}
 			}
 		}

@@ -25,12 +25,14 @@ func (d *CPU[F]) SwiGLU(out, gu Buffer, rows, I int) {
 
 // swiGLU32 is SwiGLU in float32 arithmetic, the rollout copy's (a model
 // whose products round to bf16, LoadOptions.BF16Products): silu(g)·up as
-// g / (1 + e^(−g)) · up with each operation rounded to float32, sixteen
-// lanes at a time (swigluTail32), where SwiGLU divides in float64, eight
-// lanes: a quarter of its time on a batch-32 decode step
-// (BenchmarkDecodeHostOps) for a relative error of a few float32 ulps,
-// which the copy's bf16 products (2⁻⁹) dwarf. The policy's forward and
-// backward keep SwiGLU's bits.
+// g / (1 + exp32(−g)) · up with each operation rounded to float32, one
+// pass of sixteen lanes (swiglu32AVX512; the rows' last values, and
+// CPUs without the kernel, by negate, exp32Into and swigluTail32, the
+// same bits), where SwiGLU divides in float64, eight lanes, in a second
+// pass: 0.6 of its time on a batch-32 decode step (BenchmarkDecodeHostOps,
+// Zen 4 and Xeon) for a relative error of a few float32 ulps, which the
+// copy's bf16 products (2⁻⁹) dwarf. The policy's forward and backward
+// keep SwiGLU's bits.
 func (d *CPU[F]) swiGLU32(out, gu Buffer, rows, I int) {
 	defer d.timed(opSwiGLU)()
 	o, x := buf[F](out), buf[F](gu)

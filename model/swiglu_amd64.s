@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "exp32_amd64.h"
 
 // func swigluTailAVX512(out, gate, up, ex *float32, n int)
 //
@@ -110,19 +111,7 @@ TEXT ·swiglu32AVX512(SB), NOSPLIT, $0-41
 	MOVQ up+16(FP), DX
 	MOVQ n+24(FP), CX
 	MOVQ c+32(FP), BX
-	VBROADCASTSS 0(BX), Z16
-	VBROADCASTSS 4(BX), Z17
-	VBROADCASTSS 8(BX), Z18
-	VBROADCASTSS 12(BX), Z19
-	VBROADCASTSS 16(BX), Z20
-	VBROADCASTSS 20(BX), Z21
-	VBROADCASTSS 24(BX), Z22
-	VBROADCASTSS 28(BX), Z23
-	VBROADCASTSS 32(BX), Z24
-	VBROADCASTSS 36(BX), Z25
-	VBROADCASTSS 40(BX), Z26
-	MOVL $127, AX
-	VPBROADCASTD AX, Z27
+	EXP32CONSTS(BX)
 	MOVL $0x80000000, AX
 	VPBROADCASTD AX, Z28 // the sign bit
 	KXORW K3, K3, K3
@@ -132,34 +121,8 @@ TEXT ·swiglu32AVX512(SB), NOSPLIT, $0-41
 floop:
 	VMOVUPS (SI), Z6           // gate
 	VPXORD  Z28, Z6, Z0        // x = −gate
-	VMULPS  Z16, Z0, Z1        // x·log2e
-	VADDPS  Z17, Z1, Z1        // + 0.5
-	VRNDSCALEPS $9, Z1, Z1     // n = floor
-	VMULPS  Z18, Z1, Z2        // n·ln2hi
-	VSUBPS  Z2, Z0, Z2         // r = x − n·ln2hi
-	VMULPS  Z19, Z1, Z3        // n·ln2lo
-	VSUBPS  Z3, Z2, Z2         // r −= n·ln2lo
-	VMULPS  Z20, Z2, Z3        // p = r/720
-	VADDPS  Z21, Z3, Z3
-	VMULPS  Z2, Z3, Z3         // p = r(1/120 + p)
-	VADDPS  Z22, Z3, Z3
-	VMULPS  Z2, Z3, Z3         // p = r(1/24 + p)
-	VADDPS  Z23, Z3, Z3
-	VMULPS  Z2, Z3, Z3         // p = r(1/6 + p)
-	VADDPS  Z17, Z3, Z3
-	VMULPS  Z2, Z3, Z3         // p = r(0.5 + p)
-	VADDPS  Z24, Z3, Z3
-	VMULPS  Z2, Z3, Z3         // p = r(1 + p)
-	VADDPS  Z24, Z3, Z3        // p = 1 + p
-	VCVTTPS2DQ Z1, Z4
-	VPADDD  Z27, Z4, Z4
-	VPSLLD  $23, Z4, Z4        // 2^n
-	VMULPS  Z4, Z3, Z3         // e
-	VCMPPS  $0x1d, Z25, Z0, K1 // x ≥ expLo (false for NaN)
-	VCMPPS  $0x03, Z0, Z0, K2  // NaN
+	EXP32                      // Z5 = e^x, 0 below expLo
 	VCMPPS  $0x1e, Z26, Z0, K4 // x > expHi
-	KORW    K2, K1, K1
-	VMOVUPS.Z Z3, K1, Z5       // 0 below expLo
 	KORW    K4, K3, K3         // above expHi: reported
 	VADDPS  Z24, Z5, Z5        // 1 + e
 	VDIVPS  Z5, Z6, Z6         // gate / (1 + e)

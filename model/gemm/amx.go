@@ -267,7 +267,7 @@ var amxPrefetch = true
 // GB/s, then 14.8 and 16.3, and their rollouts took turns at 396-438
 // against 376-426 tok/s; prefetching the block after the next (12.9,
 // 12.6) or also the tiles two steps ahead into L1 (13.8, 12.9) lost
-// (benchmarks/README.md, session 16).
+// (benchmarks/README.md, session 12).
 func setAMXStream(v string) error {
 	switch v {
 	case "":
