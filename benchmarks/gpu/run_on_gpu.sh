@@ -31,6 +31,9 @@
 #   bash benchmarks/gpu/run_on_gpu.sh stream   the tile tests, the ways of reading the
 #                                              weights, the host-work benchmarks, the
 #                                              rollout of .gpu/base and the head
+#   bash benchmarks/gpu/run_on_gpu.sh streamshape  the weights' stream alone, read by
+#                                              AVX loads, tile loads, and tile loads
+#                                              with prefetches or loads ahead (~1 min)
 #
 # Stages of "first": cuda (package cuda's tests, .gpu/cuda.test), e2e (a
 # random-weight Qwen2.5-0.5B folder from .gpu/memstep with the real Qwen
@@ -397,6 +400,18 @@ stream) # session 16: the tests on the tile unit, the ways of prefetching the we
 		done
 	fi
 	;;
+streamshape) # why the products read the weights slower than the probe: the stream kernels' test on the tile unit, then BenchmarkAMXStream (AVX loads, tile loads alone, with the run kernel's prefetch, with AVX loads ahead) and TileLayers on 2 cores, AMXStream on all
+	info >/dev/null
+	lscpu >>"$OUT/amx.log" 2>&1
+	step "gemm stream tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && R1GO_AMX_REQUIRE=1 '$ROOT/.gpu/gemm.test' -test.run 'AMXStreamKernels|AMXRunKernels' -test.v"
+	for rep in 1 2 3; do
+		step "AMXStream, 2 threads, turn $rep" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && taskset -c 0-1 '$ROOT/.gpu/gemm.test' \
+			-test.run '^\$' -test.bench 'AMXStream' -test.benchtime 3x -test.cpu 2"
+	done
+	tilelayers 2
+	step "AMXStream, $(nproc) threads" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && '$ROOT/.gpu/gemm.test' \
+		-test.run '^\$' -test.bench 'AMXStream' -test.benchtime 3x"
+	;;
 cpu) # issue 20 on this host's CPU after the decode changes, then the transformers RL step
 	info >/dev/null
 	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
@@ -408,7 +423,7 @@ cpu) # issue 20 on this host's CPU after the decode changes, then the transforme
 cuda) cudatests ;;
 e2e) e2e ;;
 *)
-	echo "usage: run_on_gpu.sh parity|bench|all|first|again|final|session8|cpu|amx|amxab|tiles|attn|pages|stream|cuda|e2e" >&2
+	echo "usage: run_on_gpu.sh parity|bench|all|first|again|final|session8|cpu|amx|amxab|tiles|attn|pages|stream|streamshape|cuda|e2e" >&2
 	exit 2
 	;;
 esac

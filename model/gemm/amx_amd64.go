@@ -9,3 +9,19 @@ func amxRunBF16(nb, k32 int, l *uint16, lld, lstep, lhalf, lblock uintptr, r *ui
 
 //go:noescape
 func amxRunBF16NP(nb, k32 int, l *uint16, lld, lstep, lhalf, lblock uintptr, r *uint16, rblock uintptr, out *float32, opitch, ohalf, oblock uintptr, cfg *byte, pf, pfstride, last uintptr)
+
+// amxStreamAVX, amxStreamTiles, amxStreamTilesPF and amxStreamTilesAVX
+// (amx_amd64.s) read a stream of 2 KiB steps the ways BenchmarkAMXStream
+// compares, with no arithmetic.
+//
+//go:noescape
+func amxStreamAVX(p *uint16, steps int, cfg *byte, out *uint16, ahead uintptr)
+
+//go:noescape
+func amxStreamTiles(p *uint16, steps int, cfg *byte, out *uint16, ahead uintptr)
+
+//go:noescape
+func amxStreamTilesPF(p *uint16, steps int, cfg *byte, out *uint16, ahead uintptr)
+
+//go:noescape
+func amxStreamTilesAVX(p *uint16, steps int, cfg *byte, out *uint16, ahead uintptr)

@@ -205,3 +205,212 @@ amxRunBF16NP_step:
 	JNZ amxRunBF16NP_block
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
 	RET
+
+// func amxStreamAVX(p *uint16, steps int, cfg *byte, out *uint16, ahead uintptr)
+//
+// Reads steps · 2 KiB from p with AVX-512 loads, the read probe's way,
+// OR-ing them into the 64 bytes written to out (ahead and cfg unused):
+// the denominator of BenchmarkAMXStream's shapes of the same stream.
+TEXT ·amxStreamAVX(SB), NOSPLIT, $0-40
+	MOVQ p+0(FP), SI
+	MOVQ steps+8(FP), CX
+	MOVQ ahead+32(FP), R8
+	MOVQ $64, R9 // a packed tile's row pitch
+	VPXORQ Z0, Z0, Z0
+	TESTQ CX, CX
+	JZ amxStreamAVX_done
+amxStreamAVX_step:
+	VPORQ 0(SI), Z0, Z0
+	VPORQ 64(SI), Z0, Z0
+	VPORQ 128(SI), Z0, Z0
+	VPORQ 192(SI), Z0, Z0
+	VPORQ 256(SI), Z0, Z0
+	VPORQ 320(SI), Z0, Z0
+	VPORQ 384(SI), Z0, Z0
+	VPORQ 448(SI), Z0, Z0
+	VPORQ 512(SI), Z0, Z0
+	VPORQ 576(SI), Z0, Z0
+	VPORQ 640(SI), Z0, Z0
+	VPORQ 704(SI), Z0, Z0
+	VPORQ 768(SI), Z0, Z0
+	VPORQ 832(SI), Z0, Z0
+	VPORQ 896(SI), Z0, Z0
+	VPORQ 960(SI), Z0, Z0
+	VPORQ 1024(SI), Z0, Z0
+	VPORQ 1088(SI), Z0, Z0
+	VPORQ 1152(SI), Z0, Z0
+	VPORQ 1216(SI), Z0, Z0
+	VPORQ 1280(SI), Z0, Z0
+	VPORQ 1344(SI), Z0, Z0
+	VPORQ 1408(SI), Z0, Z0
+	VPORQ 1472(SI), Z0, Z0
+	VPORQ 1536(SI), Z0, Z0
+	VPORQ 1600(SI), Z0, Z0
+	VPORQ 1664(SI), Z0, Z0
+	VPORQ 1728(SI), Z0, Z0
+	VPORQ 1792(SI), Z0, Z0
+	VPORQ 1856(SI), Z0, Z0
+	VPORQ 1920(SI), Z0, Z0
+	VPORQ 1984(SI), Z0, Z0
+	ADDQ $2048, SI
+	DECQ CX
+	JNZ amxStreamAVX_step
+amxStreamAVX_done:
+	MOVQ out+24(FP), DI
+	VMOVDQU64 Z0, (DI)
+	VZEROUPPER
+	RET
+
+// func amxStreamTiles(p *uint16, steps int, cfg *byte, out *uint16, ahead uintptr)
+//
+// Reads steps · 2 KiB from p as the run kernels read a packed operand,
+// two 1 KiB tiles a step (TILELOADD), and nothing else; the last tile
+// goes to out + 64 (1 KiB) and zeros to out's first 64 bytes.
+// The tile configuration cfg is loaded and released.
+TEXT ·amxStreamTiles(SB), NOSPLIT, $0-40
+	MOVQ p+0(FP), SI
+	MOVQ steps+8(FP), CX
+	MOVQ ahead+32(FP), R8
+	MOVQ $64, R9 // a packed tile's row pitch
+	MOVQ cfg+16(FP), AX
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00 // LDTILECFG (AX)
+	VPXORQ Z0, Z0, Z0
+	TESTQ CX, CX
+	JZ amxStreamTiles_done
+amxStreamTiles_step:
+	LEAQ 1024(SI), R10
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x0e // TILELOADD (SI)(R9*1), T6
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x3c; BYTE $0x0a // TILELOADD (R10)(R9*1), T7
+	ADDQ $2048, SI
+	DECQ CX
+	JNZ amxStreamTiles_step
+amxStreamTiles_done:
+	MOVQ out+24(FP), DI
+	VMOVDQU64 Z0, (DI)
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7a; BYTE $0x4b; BYTE $0x7c; BYTE $0x0f; BYTE $0x40 // TILESTORED T7, 64(DI)(R9*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
+	VZEROUPPER
+	RET
+
+// func amxStreamTilesPF(p *uint16, steps int, cfg *byte, out *uint16, ahead uintptr)
+//
+// amxStreamTiles with the run kernel's prefetch: each step also asks for
+// its 2 KiB ahead bytes on (PREFETCHT1, 32 lines) into L2.
+TEXT ·amxStreamTilesPF(SB), NOSPLIT, $0-40
+	MOVQ p+0(FP), SI
+	MOVQ steps+8(FP), CX
+	MOVQ ahead+32(FP), R8
+	MOVQ $64, R9 // a packed tile's row pitch
+	MOVQ cfg+16(FP), AX
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00 // LDTILECFG (AX)
+	VPXORQ Z0, Z0, Z0
+	TESTQ CX, CX
+	JZ amxStreamTilesPF_done
+amxStreamTilesPF_step:
+	PREFETCHT1 0(SI)(R8*1)
+	PREFETCHT1 64(SI)(R8*1)
+	PREFETCHT1 128(SI)(R8*1)
+	PREFETCHT1 192(SI)(R8*1)
+	PREFETCHT1 256(SI)(R8*1)
+	PREFETCHT1 320(SI)(R8*1)
+	PREFETCHT1 384(SI)(R8*1)
+	PREFETCHT1 448(SI)(R8*1)
+	PREFETCHT1 512(SI)(R8*1)
+	PREFETCHT1 576(SI)(R8*1)
+	PREFETCHT1 640(SI)(R8*1)
+	PREFETCHT1 704(SI)(R8*1)
+	PREFETCHT1 768(SI)(R8*1)
+	PREFETCHT1 832(SI)(R8*1)
+	PREFETCHT1 896(SI)(R8*1)
+	PREFETCHT1 960(SI)(R8*1)
+	PREFETCHT1 1024(SI)(R8*1)
+	PREFETCHT1 1088(SI)(R8*1)
+	PREFETCHT1 1152(SI)(R8*1)
+	PREFETCHT1 1216(SI)(R8*1)
+	PREFETCHT1 1280(SI)(R8*1)
+	PREFETCHT1 1344(SI)(R8*1)
+	PREFETCHT1 1408(SI)(R8*1)
+	PREFETCHT1 1472(SI)(R8*1)
+	PREFETCHT1 1536(SI)(R8*1)
+	PREFETCHT1 1600(SI)(R8*1)
+	PREFETCHT1 1664(SI)(R8*1)
+	PREFETCHT1 1728(SI)(R8*1)
+	PREFETCHT1 1792(SI)(R8*1)
+	PREFETCHT1 1856(SI)(R8*1)
+	PREFETCHT1 1920(SI)(R8*1)
+	PREFETCHT1 1984(SI)(R8*1)
+	LEAQ 1024(SI), R10
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x0e // TILELOADD (SI)(R9*1), T6
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x3c; BYTE $0x0a // TILELOADD (R10)(R9*1), T7
+	ADDQ $2048, SI
+	DECQ CX
+	JNZ amxStreamTilesPF_step
+amxStreamTilesPF_done:
+	MOVQ out+24(FP), DI
+	VMOVDQU64 Z0, (DI)
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7a; BYTE $0x4b; BYTE $0x7c; BYTE $0x0f; BYTE $0x40 // TILESTORED T7, 64(DI)(R9*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
+	VZEROUPPER
+	RET
+
+// func amxStreamTilesAVX(p *uint16, steps int, cfg *byte, out *uint16, ahead uintptr)
+//
+// amxStreamTiles with AVX-512 loads of each step's 2 KiB ahead bytes on,
+// OR-ed into out's first 64 bytes: the hardware prefetchers trained by
+// ordinary loads, the tile loads finding the lines in cache.
+TEXT ·amxStreamTilesAVX(SB), NOSPLIT, $0-40
+	MOVQ p+0(FP), SI
+	MOVQ steps+8(FP), CX
+	MOVQ ahead+32(FP), R8
+	MOVQ $64, R9 // a packed tile's row pitch
+	MOVQ cfg+16(FP), AX
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00 // LDTILECFG (AX)
+	VPXORQ Z0, Z0, Z0
+	TESTQ CX, CX
+	JZ amxStreamTilesAVX_done
+amxStreamTilesAVX_step:
+	VPORQ 0(SI)(R8*1), Z0, Z0
+	VPORQ 64(SI)(R8*1), Z0, Z0
+	VPORQ 128(SI)(R8*1), Z0, Z0
+	VPORQ 192(SI)(R8*1), Z0, Z0
+	VPORQ 256(SI)(R8*1), Z0, Z0
+	VPORQ 320(SI)(R8*1), Z0, Z0
+	VPORQ 384(SI)(R8*1), Z0, Z0
+	VPORQ 448(SI)(R8*1), Z0, Z0
+	VPORQ 512(SI)(R8*1), Z0, Z0
+	VPORQ 576(SI)(R8*1), Z0, Z0
+	VPORQ 640(SI)(R8*1), Z0, Z0
+	VPORQ 704(SI)(R8*1), Z0, Z0
+	VPORQ 768(SI)(R8*1), Z0, Z0
+	VPORQ 832(SI)(R8*1), Z0, Z0
+	VPORQ 896(SI)(R8*1), Z0, Z0
+	VPORQ 960(SI)(R8*1), Z0, Z0
+	VPORQ 1024(SI)(R8*1), Z0, Z0
+	VPORQ 1088(SI)(R8*1), Z0, Z0
+	VPORQ 1152(SI)(R8*1), Z0, Z0
+	VPORQ 1216(SI)(R8*1), Z0, Z0
+	VPORQ 1280(SI)(R8*1), Z0, Z0
+	VPORQ 1344(SI)(R8*1), Z0, Z0
+	VPORQ 1408(SI)(R8*1), Z0, Z0
+	VPORQ 1472(SI)(R8*1), Z0, Z0
+	VPORQ 1536(SI)(R8*1), Z0, Z0
+	VPORQ 1600(SI)(R8*1), Z0, Z0
+	VPORQ 1664(SI)(R8*1), Z0, Z0
+	VPORQ 1728(SI)(R8*1), Z0, Z0
+	VPORQ 1792(SI)(R8*1), Z0, Z0
+	VPORQ 1856(SI)(R8*1), Z0, Z0
+	VPORQ 1920(SI)(R8*1), Z0, Z0
+	VPORQ 1984(SI)(R8*1), Z0, Z0
+	LEAQ 1024(SI), R10
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x0e // TILELOADD (SI)(R9*1), T6
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x3c; BYTE $0x0a // TILELOADD (R10)(R9*1), T7
+	ADDQ $2048, SI
+	DECQ CX
+	JNZ amxStreamTilesAVX_step
+amxStreamTilesAVX_done:
+	MOVQ out+24(FP), DI
+	VMOVDQU64 Z0, (DI)
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7a; BYTE $0x4b; BYTE $0x7c; BYTE $0x0f; BYTE $0x40 // TILESTORED T7, 64(DI)(R9*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
+	VZEROUPPER
+	RET
