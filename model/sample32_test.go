@@ -111,3 +111,70 @@ func TestSample32AgainstSampleToken(t *testing.T) {
 		}
 	}
 }
+
+// TestDrawBlock32: the draw finds the first token whose running sum
+// passes the target, the running sum being the block sums' prefix at
+// each block's start and the terms added in order within the block, for
+// targets at random, equal to running sums, just below and just above
+// every block's start, and past the total (the row's last token with a
+// term above 0).
+func TestDrawBlock32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	const V = 5000 // four whole blocks and a short one
+	row := make([]float32, V)
+	for i := range row {
+		row[i] = float32(rng.NormFloat64() * 3)
+	}
+	for i := V - 40; i < V; i++ {
+		row[i] = -1000 // a tail of zero terms
+	}
+	invT := float32(1)
+	m := row[argmax(row)] * invT
+	sums := make([]float64, numBlocks(V))
+	blockSums32(row, invT, m, sums)
+	want := func(target float64) int {
+		start, last := 0.0, -1
+		for b := range sums {
+			run := start
+			for i := b * sampleBlock; i < min((b+1)*sampleBlock, V); i++ {
+				e := exp32Arg(row[i], invT, m)
+				if e > 0 {
+					last = i
+				}
+				if run += float64(e); run > target && (b == len(sums)-1 || start+sums[b] > target) {
+					return i
+				}
+			}
+			start += sums[b]
+		}
+		return last
+	}
+	var S float64
+	targets := []float64{0}
+	for _, s := range sums {
+		targets = append(targets, S*(1-1e-12), S, S*(1+1e-12))
+		S += s
+	}
+	targets = append(targets, S*0.999999, S, 2*S)
+	for range 2000 {
+		targets = append(targets, rng.Float64()*S)
+	}
+	// Running sums themselves: the draw needs a sum past the target, so
+	// a target equal to token i's running sum picks a later token.
+	start := 0.0
+	for b := range sums {
+		run := start
+		for i := b * sampleBlock; i < min((b+1)*sampleBlock, V-40); i++ {
+			run += float64(exp32Arg(row[i], invT, m))
+			if i%97 == 0 {
+				targets = append(targets, run)
+			}
+		}
+		start += sums[b]
+	}
+	for _, target := range targets {
+		if got, w := drawBlock32(row, invT, m, sums, target), want(target); got != w {
+			t.Fatalf("target %v (of %v): token %d, want %d", target, S, got, w)
+		}
+	}
+}
