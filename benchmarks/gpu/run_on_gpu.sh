@@ -33,7 +33,8 @@
 #                                              rollout of .gpu/base and the head
 #   bash benchmarks/gpu/run_on_gpu.sh streamshape  the weights' stream alone, read by
 #                                              AVX loads, tile loads, and tile loads
-#                                              with prefetches or loads ahead (~1 min)
+#                                              with prefetches or loads ahead, then the
+#                                              rollout with R1GO_AMX_STREAM=avx (~3 min)
 #
 # Stages of "first": cuda (package cuda's tests, .gpu/cuda.test), e2e (a
 # random-weight Qwen2.5-0.5B folder from .gpu/memstep with the real Qwen
@@ -400,10 +401,10 @@ stream) # session 16: the tests on the tile unit, the ways of prefetching the we
 		done
 	fi
 	;;
-streamshape) # why the products read the weights slower than the probe: the stream kernels' test on the tile unit, then BenchmarkAMXStream (AVX loads, tile loads alone, with the run kernel's prefetch, with AVX loads ahead) and TileLayers on 2 cores, AMXStream on all
+streamshape) # why the products read the weights slower than the probe: the stream kernels' and run kernels' tests on the tile unit, then BenchmarkAMXStream (AVX loads, tile loads alone, with the run kernel's prefetch, with AVX loads ahead) and TileLayers (t2-avx: the run kernel reading ahead with AVX loads) on 2 cores, AMXStream on all, then the bf16 rollout with R1GO_AMX_STREAM=avx and the default alternating
 	info >/dev/null
 	lscpu >>"$OUT/amx.log" 2>&1
-	step "gemm stream tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && R1GO_AMX_REQUIRE=1 '$ROOT/.gpu/gemm.test' -test.run 'AMXStreamKernels|AMXRunKernels' -test.v"
+	step "gemm stream tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && R1GO_AMX_REQUIRE=1 '$ROOT/.gpu/gemm.test' -test.run 'AMXStreamKernels|AMXRunKernels|TileBF16' -test.v"
 	for rep in 1 2 3; do
 		step "AMXStream, 2 threads, turn $rep" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && taskset -c 0-1 '$ROOT/.gpu/gemm.test' \
 			-test.run '^\$' -test.bench 'AMXStream' -test.benchtime 3x -test.cpu 2"
@@ -411,6 +412,12 @@ streamshape) # why the products read the weights slower than the probe: the stre
 	tilelayers 2
 	step "AMXStream, $(nproc) threads" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && '$ROOT/.gpu/gemm.test' \
 		-test.run '^\$' -test.bench 'AMXStream' -test.benchtime 3x"
+	export CPU_THREADS=2
+	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
+	for rep in 1 2; do
+		R1GO_AMX_STREAM=avx BIN_TAG="R1GO_AMX_STREAM=avx, run $rep" STEP_ROLLOUT=bfloat16 cpustep
+		BIN_TAG="default, run $rep" STEP_ROLLOUT=bfloat16 cpustep
+	done
 	;;
 cpu) # issue 20 on this host's CPU after the decode changes, then the transformers RL step
 	info >/dev/null

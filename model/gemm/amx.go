@@ -185,6 +185,12 @@ func amxRunAsm(prefetch bool) amxRunKernel {
 	if prefetch {
 		fn = amxRunBF16
 	}
+	return amxRunWith(fn, prefetch)
+}
+
+// amxRunWith wraps one asm run kernel; prefetch says whether it reads pf
+// and last.
+func amxRunWith(fn func(nb, k32 int, l *uint16, lld, lstep, lhalf, lblock uintptr, r *uint16, rblock uintptr, out *float32, opitch, ohalf, oblock uintptr, cfg *byte, pf, pfstride, last uintptr), prefetch bool) amxRunKernel {
 	return func(a *amxRunArgs) {
 		pf, last := &a.l[0], &a.l[0] // read only by the prefetching kernel
 		if prefetch {
@@ -233,9 +239,12 @@ func EmulateAMX() (restore func(), ok bool) {
 	}
 	HasAMX() // decide once, then override
 	on, kern := amx.on, amxKern
-	amx.on, amxKern = true, [2]amxRunKernel{amxRunGo, amxRunGo}
-	return func() { amx.on, amxKern = on, kern }, true
+	amx.on, amxKern, amxEmulating = true, [2]amxRunKernel{amxRunGo, amxRunGo}, true
+	return func() { amx.on, amxKern, amxEmulating = on, kern, false }, true
 }
+
+// amxEmulating says whether EmulateAMX put amxRunGo in place.
+var amxEmulating bool
 
 // amxKern holds the run kernels, for B in cache ([0]) and streamed from
 // memory ([1]); the tests swap in amxRunGo.
@@ -260,22 +269,31 @@ func amxKernFor(ib int) amxRunKernel {
 var amxPrefetch = true
 
 // setAMXStream sets how the streaming kernel reads B from memory: ""
-// (prefetching the next block into L2) or "nopf" (not: the hardware
-// prefetchers alone). R1GO_AMX_STREAM names one, for A/B runs of one
-// binary; BenchmarkTileLayers's variants call it. On the GPU machine's
-// Xeon, 2 cores, the two read a decode step's weights at 16.5 and 16.8
-// GB/s, then 14.8 and 16.3, and their rollouts took turns at 396-438
-// against 376-426 tok/s; prefetching the block after the next (12.9,
-// 12.6) or also the tiles two steps ahead into L1 (13.8, 12.9) lost
-// (benchmarks/README.md, session 12).
+// (prefetching the next block into L2), "nopf" (not: the hardware
+// prefetchers alone) or "avx" (loading the next block's lines with
+// AVX-512 loads, amxRunBF16AVX). R1GO_AMX_STREAM names one, for A/B runs
+// of one binary; BenchmarkTileLayers's variants call it. On the GPU
+// machine's Xeon, 2 cores, the first two read a decode step's weights at
+// 16.5 and 16.8 GB/s, then 14.8 and 16.3, and their rollouts took turns
+// at 396-438 against 376-426 tok/s; prefetching the block after the next
+// (12.9, 12.6) or also the tiles two steps ahead into L1 (13.8, 12.9)
+// lost (benchmarks/README.md, session 12). "avx" waits for a device
+// session (BenchmarkAMXStream says whether loads beat prefetches there).
 func setAMXStream(v string) error {
+	stream := amxRunAsm(true)
 	switch v {
 	case "":
 		amxPrefetch = true
 	case "nopf":
 		amxPrefetch = false
+	case "avx":
+		amxPrefetch = true
+		stream = amxRunWith(amxRunBF16AVX, true)
 	default:
-		return fmt.Errorf("gemm: R1GO_AMX_STREAM=%q is neither empty nor nopf", v)
+		return fmt.Errorf("gemm: R1GO_AMX_STREAM=%q is none of nopf, avx", v)
+	}
+	if !amxEmulating {
+		amxKern[1] = stream
 	}
 	return nil
 }

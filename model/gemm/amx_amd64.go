@@ -10,6 +10,12 @@ func amxRunBF16(nb, k32 int, l *uint16, lld, lstep, lhalf, lblock uintptr, r *ui
 //go:noescape
 func amxRunBF16NP(nb, k32 int, l *uint16, lld, lstep, lhalf, lblock uintptr, r *uint16, rblock uintptr, out *float32, opitch, ohalf, oblock uintptr, cfg *byte, pf, pfstride, last uintptr)
 
+// amxRunBF16AVX is amxRunBF16 reading the next block with AVX-512 loads
+// instead of prefetching it (R1GO_AMX_STREAM=avx).
+//
+//go:noescape
+func amxRunBF16AVX(nb, k32 int, l *uint16, lld, lstep, lhalf, lblock uintptr, r *uint16, rblock uintptr, out *float32, opitch, ohalf, oblock uintptr, cfg *byte, pf, pfstride, last uintptr)
+
 // amxStreamAVX, amxStreamTiles, amxStreamTilesPF and amxStreamTilesAVX
 // (amx_amd64.s) read a stream of 2 KiB steps the ways BenchmarkAMXStream
 // compares, with no arithmetic.

@@ -206,6 +206,130 @@ amxRunBF16NP_step:
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
 	RET
 
+// func amxRunBF16AVX(nb, k32 int, l *uint16, lld, lstep, lhalf, lblock uintptr, r *uint16, rblock uintptr, out *float32, opitch, ohalf, oblock uintptr, cfg *byte, pf, pfstride, last uintptr)
+//
+// nb blocks of 32 × 32 float32 sums, each the product of 32 rows of the
+// left operand l with 32 rows of the right operand r over depth 32·k32.
+// The left operand's tiles are 16 rows of 32 bf16 values, rows lld bytes
+// apart; a step of depth moves lstep bytes, rows 16-31 start lhalf after
+// rows 0-15, the next block lblock after this one. The right operand is
+// packed in pairs by packAMX (two runs of k32 1 KiB tiles, one run a half
+// of the rows: row kk of step s's tile holds, for its 16 rows, the bf16
+// pair at depth 32s+2kk, 32s+2kk+1); its next block starts rblock bytes
+// after this one. The sums of left row i with right row j go to out at
+// row i, column j: rows opitch bytes apart, rows 16-31 ohalf after rows
+// 0-15, the next block oblock after this one. The driver uses it with B
+// (the weights, read in place) on the left and A packed on the right,
+// writing Cᵀ's blocks to a buffer; the benchmarks also with A in place on
+// the left and B packed on the right, writing C itself. The tile
+// configuration cfg (palette 1, eight tiles of 16 rows of 64 bytes) is
+// loaded on entry and released on exit, so no tile state outlives the
+// call: a goroutine may move to another thread between calls, never
+// within one (Go does not preempt assembly).
+//
+// Each step of block q loads 2 KiB at pf + q·pfstride (of the last
+// block: at last) into a vector register it discards, 32 lines of
+// AVX-512 loads: amxRunBF16's prefetch done by ordinary loads, which
+// train the hardware prefetchers as the read probe's do, for the
+// benchmarks to set beside it (R1GO_AMX_STREAM=avx). pf + q·pfstride
+// and last must be readable for the block's 2·k32 KiB.
+//
+// Tiles: T0-T3 the four 16 × 16 float32 quarters of a block, T4-T5 the
+// left operand's rows 0-15 and 16-31 (16 × 32 bf16), T6-T7 the right
+// operand's packed tiles.
+TEXT ·amxRunBF16AVX(SB), NOSPLIT, $0-136
+	MOVQ cfg+104(FP), AX
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00 // LDTILECFG (AX)
+	MOVQ out+72(FP), AX
+	MOVQ l+16(FP), R13 // this block of the left operand
+	MOVQ r+56(FP), R14 // this block of the right operand
+	MOVQ pf+112(FP), R15 // what this block prefetches
+	MOVQ nb+0(FP), BX
+	MOVQ lld+24(FP), DX
+	MOVQ lstep+32(FP), R11
+	MOVQ $64, R9 // a packed tile's row pitch
+amxRunBF16AVX_block:
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // TILEZERO T0
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // TILEZERO T1
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // TILEZERO T2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd8 // TILEZERO T3
+	MOVQ R13, SI
+	MOVQ lhalf+40(FP), R8
+	ADDQ SI, R8 // the left operand's row 16
+	MOVQ R14, DI
+	MOVQ k32+8(FP), CX
+	MOVQ CX, R10
+	SHLQ $10, R10
+	ADDQ DI, R10 // the right operand's second run of tiles
+	MOVQ R15, R12
+	CMPQ BX, $1
+	JNE amxRunBF16AVX_step
+	MOVQ last+128(FP), R12
+amxRunBF16AVX_step:
+	VPORQ 0(R12), Z0, Z0
+	VPORQ 64(R12), Z0, Z0
+	VPORQ 128(R12), Z0, Z0
+	VPORQ 192(R12), Z0, Z0
+	VPORQ 256(R12), Z0, Z0
+	VPORQ 320(R12), Z0, Z0
+	VPORQ 384(R12), Z0, Z0
+	VPORQ 448(R12), Z0, Z0
+	VPORQ 512(R12), Z0, Z0
+	VPORQ 576(R12), Z0, Z0
+	VPORQ 640(R12), Z0, Z0
+	VPORQ 704(R12), Z0, Z0
+	VPORQ 768(R12), Z0, Z0
+	VPORQ 832(R12), Z0, Z0
+	VPORQ 896(R12), Z0, Z0
+	VPORQ 960(R12), Z0, Z0
+	VPORQ 1024(R12), Z0, Z0
+	VPORQ 1088(R12), Z0, Z0
+	VPORQ 1152(R12), Z0, Z0
+	VPORQ 1216(R12), Z0, Z0
+	VPORQ 1280(R12), Z0, Z0
+	VPORQ 1344(R12), Z0, Z0
+	VPORQ 1408(R12), Z0, Z0
+	VPORQ 1472(R12), Z0, Z0
+	VPORQ 1536(R12), Z0, Z0
+	VPORQ 1600(R12), Z0, Z0
+	VPORQ 1664(R12), Z0, Z0
+	VPORQ 1728(R12), Z0, Z0
+	VPORQ 1792(R12), Z0, Z0
+	VPORQ 1856(R12), Z0, Z0
+	VPORQ 1920(R12), Z0, Z0
+	VPORQ 1984(R12), Z0, Z0
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x16 // TILELOADD (SI)(DX*1), T4
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7b; BYTE $0x4b; BYTE $0x2c; BYTE $0x10 // TILELOADD (R8)(DX*1), T5
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x0f // TILELOADD (DI)(R9*1), T6
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x3c; BYTE $0x0a // TILELOADD (R10)(R9*1), T7
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xc4 // TDPBF16PS T0 += T4·T6
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xcc // TDPBF16PS T1 += T4·T7
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xd5 // TDPBF16PS T2 += T5·T6
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xdd // TDPBF16PS T3 += T5·T7
+	ADDQ R11, SI
+	ADDQ R11, R8
+	ADDQ $1024, DI
+	ADDQ $1024, R10
+	ADDQ $2048, R12
+	DECQ CX
+	JNZ amxRunBF16AVX_step
+	MOVQ ohalf+88(FP), CX
+	ADDQ AX, CX // the block's row 16
+	MOVQ opitch+80(FP), DI
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x38 // TILESTORED T0, (AX)(DI*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x38; BYTE $0x40 // TILESTORED T1, 64(AX)(DI*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x14; BYTE $0x39 // TILESTORED T2, (CX)(DI*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x39; BYTE $0x40 // TILESTORED T3, 64(CX)(DI*1)
+	ADDQ oblock+96(FP), AX
+	ADDQ lblock+48(FP), R13
+	ADDQ rblock+64(FP), R14
+	ADDQ pfstride+120(FP), R15
+	DECQ BX
+	JNZ amxRunBF16AVX_block
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
+	VZEROUPPER
+	RET
+
 // func amxStreamAVX(p *uint16, steps int, cfg *byte, out *uint16, ahead uintptr)
 //
 // Reads steps · 2 KiB from p with AVX-512 loads, the read probe's way,

@@ -10,6 +10,10 @@ func amxRunBF16NP(nb, k32 int, l *uint16, lld, lstep, lhalf, lblock uintptr, r *
 	panic("gemm: no AMX kernel off amd64")
 }
 
+func amxRunBF16AVX(nb, k32 int, l *uint16, lld, lstep, lhalf, lblock uintptr, r *uint16, rblock uintptr, out *float32, opitch, ohalf, oblock uintptr, cfg *byte, pf, pfstride, last uintptr) {
+	panic("gemm: no AMX kernel off amd64")
+}
+
 func amxStreamAVX(p *uint16, steps int, cfg *byte, out *uint16, ahead uintptr) {
 	panic("gemm: no AMX kernel off amd64")
 }

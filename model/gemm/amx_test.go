@@ -209,8 +209,8 @@ func TestAMXRunLayouts(t *testing.T) {
 	}
 }
 
-// TestAMXRunKernelsAgainstGo runs the tile run kernels (prefetching and
-// not) on runs of one and three blocks of depth 896 (B in place with a
+// TestAMXRunKernelsAgainstGo runs the tile run kernels (prefetching, not,
+// and loading the next block with AVX-512 loads) on runs of one and three blocks of depth 896 (B in place with a
 // pitch beyond k, packed, and the direct way) against amxRunGo: within
 // 2⁻²⁰ of Σ|a·b|.
 func TestAMXRunKernelsAgainstGo(t *testing.T) {
@@ -254,10 +254,15 @@ func TestAMXRunKernelsAgainstGo(t *testing.T) {
 			want := make([]float32, amxRows*n)
 			c.call.out = want
 			amxRunGo(&c.call)
-			for _, prefetch := range []bool{true, false} {
+			for _, kern := range []string{"prefetch", "nopf", "avx"} {
+				prefetch := kern != "nopf"
 				got := make([]float32, amxRows*n)
 				c.call.out = got
-				amxRunAsm(prefetch)(&c.call)
+				if kern == "avx" {
+					amxRunWith(amxRunBF16AVX, true)(&c.call)
+				} else {
+					amxRunAsm(prefetch)(&c.call)
+				}
 				for w := 0; w < nb*amxRows; w++ {
 					for x := 0; x < amxRows; x++ {
 						var mag float64
@@ -266,7 +271,7 @@ func TestAMXRunKernelsAgainstGo(t *testing.T) {
 						}
 						at := c.at(w, x)
 						if d := math.Abs(float64(got[at] - want[at])); d > mag*math.Pow(2, -20) {
-							t.Fatalf("%s nb %d prefetch %v: the sum of B's row %d and A's row %d is %g, amxRunGo %g", c.name, nb, prefetch, w, x, got[at], want[at])
+							t.Fatalf("%s nb %d kernel %s: the sum of B's row %d and A's row %d is %g, amxRunGo %g", c.name, nb, kern, w, x, got[at], want[at])
 						}
 					}
 				}

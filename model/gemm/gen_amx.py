@@ -17,9 +17,10 @@ def amx(att, comment):
     w(byte_line(encode([att])[0], comment))
 
 
-def run_kernel(name, prefetch):
+def run_kernel(name, prefetch, touch=False):
     """nb blocks in one call; with prefetch, each block's steps ask for
-    the next block of the streamed operand into L2."""
+    the next block of the streamed operand into L2, with PREFETCHT1 or,
+    with touch, by AVX-512 loads of its lines."""
     w("")
     w(f"// func {name}(nb, k32 int, l *uint16, lld, lstep, lhalf, lblock uintptr, r *uint16, rblock uintptr, out *float32, opitch, ohalf, oblock uintptr, cfg *byte, pf, pfstride, last uintptr)")
     w("//")
@@ -42,7 +43,14 @@ def run_kernel(name, prefetch):
     w("// call: a goroutine may move to another thread between calls, never")
     w("// within one (Go does not preempt assembly).")
     w("//")
-    if prefetch:
+    if touch:
+        w("// Each step of block q loads 2 KiB at pf + q·pfstride (of the last")
+        w("// block: at last) into a vector register it discards, 32 lines of")
+        w("// AVX-512 loads: amxRunBF16's prefetch done by ordinary loads, which")
+        w("// train the hardware prefetchers as the read probe's do, for the")
+        w("// benchmarks to set beside it (R1GO_AMX_STREAM=avx). pf + q·pfstride")
+        w("// and last must be readable for the block's 2·k32 KiB.")
+    elif prefetch:
         w("// Each step of block q asks for 2 KiB at pf + q·pfstride (of the last")
         w("// block: at last, a plain address, as prefetches do not fault) into L2,")
         w("// 32 lines, so that the next block of the operand streamed from memory")
@@ -86,7 +94,10 @@ def run_kernel(name, prefetch):
         w(f"\tJNE {name}_step")
         w("\tMOVQ last+128(FP), R12")
     w(f"{name}_step:")
-    if prefetch:
+    if touch:
+        for line in range(32):
+            w(f"\tVPORQ {64 * line}(R12), Z0, Z0")
+    elif prefetch:
         for line in range(32):
             w(f"\tPREFETCHT1 {64 * line}(R12)")
     amx("tileloadd (%rsi,%rdx,1), %tmm4", "TILELOADD (SI)(DX*1), T4")
@@ -120,6 +131,8 @@ def run_kernel(name, prefetch):
     w("\tDECQ BX")
     w(f"\tJNZ {name}_block")
     amx("tilerelease", "TILERELEASE")
+    if touch:
+        w("\tVZEROUPPER")
     w("\tRET")
 
 
@@ -175,6 +188,7 @@ w("")
 w('#include "textflag.h"')
 run_kernel("amxRunBF16", True)
 run_kernel("amxRunBF16NP", False)
+run_kernel("amxRunBF16AVX", True, touch=True)
 stream_kernel("amxStreamAVX", False, False, False, [
     "Reads steps · 2 KiB from p with AVX-512 loads, the read probe's way,",
     "OR-ing them into the 64 bytes written to out (ahead and cfg unused):",

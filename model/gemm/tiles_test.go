@@ -66,7 +66,7 @@ func TestSgemmTileBF16TransB(t *testing.T) {
 		// unit runs; amxRunGo reads no prefetch address.
 		streams := []string{""}
 		if kern == "tile unit" {
-			streams = append(streams, "nopf")
+			streams = append(streams, "nopf", "avx")
 		}
 		for _, stream := range streams {
 			t.Run(kern+"/"+stream, func(t *testing.T) {
@@ -143,8 +143,8 @@ func TestSgemmTileBF16TransBDeclines(t *testing.T) {
 // with eight, two and one tasks a thread (amxTasksPerThread), and the
 // matrices in rows on the AMX path ("rows"), take turns, a pass each; so
 // do, at two tasks a thread, the tile layout read without prefetching
-// (setAMXStream "nopf": "t2-nopf") and in huge pages ("t2-huge", package
-// pages). Each reports its best pass in GB/s of
+// (setAMXStream "nopf": "t2-nopf"), with AVX-512 loads of the next block
+// ("avx": "t2-avx") and in huge pages ("t2-huge", package pages). Each reports its best pass in GB/s of
 // weights read, in all ("-GB/s") and by kind (the layers' small q|k|v
 // and o, their MLP, the head), the figures to set beside
 // BenchmarkDotBF16Stream's (MLP and head only, back to back) and the read
@@ -194,7 +194,7 @@ func BenchmarkTileLayers(b *testing.B) {
 		huge   bool   // the tile layout in huge pages
 	}
 	vs := []variant{{"t8", 8, true, "", false}, {"t2", 2, true, "", false}, {"t1", 1, true, "", false}, {"rows", 8, false, "", false},
-		{"t2-nopf", 2, true, "nopf", false}, {"t2-huge", 2, true, "", true}}
+		{"t2-nopf", 2, true, "nopf", false}, {"t2-avx", 2, true, "avx", false}, {"t2-huge", 2, true, "", true}}
 	defer func() { _ = setAMXStream("") }()
 	best := make([]time.Duration, len(vs))
 	bestKinds := make([][]time.Duration, len(vs))
