@@ -12,11 +12,11 @@ package probe
 
 import (
 	"fmt"
-
-	"github.com/r1go/r1go/internal/pages"
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/r1go/r1go/internal/pages"
 )
 
 // Window is how long one timed run of a probe lasts; Repeats is how many
