@@ -175,8 +175,12 @@ func main() {
 	flag.Float64Var(&so.saveGiB, "step_save_gib", 1.5, "step: the policy's saved-activation bound in GiB (model.Model.SaveBytes; 0: the automatic 1 GiB): 1.5 keeps every layer and the logits of a 640-token micro-batch")
 	flag.BoolVar(&so.offloadOptim, "step_offload_optim", true, "step: keep AdamW's moments in file mappings in $TMPDIR, resident during its step only (trainer.optim_offload)")
 	rolloutDTypes := flag.String("step_rollout", "float32,bfloat16", "step: rollouts to time, comma-separated: float32 (from the policy), bfloat16 (from its bf16 copy, rollout.dtype bfloat16); the last one's sequences are trained on")
+	streams := flag.String("step_streams", "", `step: on the AMX path, decode the bf16 rollout again with each of these R1GO_AMX_STREAM values, comma-separated ("" the default, nopf, avx: ",avx" compares the default with avx), taking turns three times`)
 	flag.Parse()
 	so.rolloutDTypes = strings.Split(*rolloutDTypes, ",")
+	if *streams != "" {
+		so.streams = strings.Split(*streams, ",")
+	}
 	if *threads < 1 || *reps < 1 {
 		fmt.Fprintln(os.Stderr, "cpu: -threads and -reps must be ≥ 1")
 		os.Exit(2)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +36,7 @@ type stepOptions struct {
 	spillRef           bool     // the reference's weights in a file mapping, resident only while scoring
 	saveGiB            float64  // the policy's saved-layer bound (model.Model.SaveBytes; 0: the automatic 1 GiB)
 	rolloutDTypes      []string // rollouts to time, in order: float32 (the policy), bfloat16 (its copy)
+	streams            []string // R1GO_AMX_STREAM values whose bf16 decodes take turns after the rollout
 	offloadOptim       bool     // AdamW's moments in file mappings, resident during its step only
 }
 
@@ -186,9 +188,19 @@ func stepSection(e *env) []row {
 			}
 			return e.reprobeBandwidth().Wall, e.fmaPeak(isa)
 		}
-		toks, tps, r, err := rollout(o, sampler, seqs, T, bounds, peakName, copyNote)
+		var lastBW, lastPeak float64
+		measured := func() (float64, float64) {
+			lastBW, lastPeak = bounds()
+			return lastBW, lastPeak
+		}
+		toks, tps, r, err := rollout(o, sampler, seqs, T, measured, peakName, copyNote)
 		if err != nil {
 			return fail("rollout "+dtype, err)
+		}
+		if on, _ := gemm.HasAMX(); dtype == "bfloat16" && on && len(o.streams) > 0 {
+			if err := streamTurns(o, sampler, seqs, T, func() (float64, float64) { return lastBW, lastPeak }, peakName); err != nil {
+				return fail("-step_streams", err)
+			}
 		}
 		if dtype == "float32" {
 			f32tps = tps
@@ -523,6 +535,35 @@ func rollout(o stepOptions, m *model.Model, seqs, T int, bounds func() (bw, peak
 		r.note += fmt.Sprintf("; compute bound %.0f tok/s (%.1f GFLOP a token at %.1f GFLOP/s)", computeBound, flops/1e9, peak)
 	}
 	return seqTokens, tps, r, nil
+}
+
+// streamTurns decodes the rollout again with each way of reading the
+// weights in o.streams (gemm.SetAMXStream), taking turns three times in
+// this one process, so that the comparison does not span processes on a
+// machine whose speed drifts between them; each turn prints its tokens/s
+// (and its wall time by operation), then the median of each way. The
+// way R1GO_AMX_STREAM set is put back.
+func streamTurns(o stepOptions, m *model.Model, seqs, T int, bounds func() (float64, float64), peakName string) error {
+	defer func() { _ = gemm.SetAMXStream(os.Getenv("R1GO_AMX_STREAM")) }()
+	tps := make(map[string][]float64)
+	for turn := 1; turn <= 3; turn++ {
+		for _, v := range o.streams {
+			if err := gemm.SetAMXStream(v); err != nil {
+				return err
+			}
+			_, t, _, err := rollout(o, m, seqs, T, bounds, peakName, "")
+			if err != nil {
+				return err
+			}
+			tps[v] = append(tps[v], t)
+			fmt.Printf("step     bf16 decode, R1GO_AMX_STREAM=%q, turn %d: %.1f tok/s\n", v, turn, t)
+		}
+	}
+	for _, v := range o.streams {
+		ts := slices.Sorted(slices.Values(tps[v]))
+		fmt.Printf("step     bf16 decode, R1GO_AMX_STREAM=%q: median %.1f tok/s (%.1f-%.1f)\n", v, ts[len(ts)/2], ts[0], ts[len(ts)-1])
+	}
+	return nil
 }
 
 // decodeSplit lists a decode's wall time a step by operation, the

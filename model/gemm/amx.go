@@ -268,6 +268,15 @@ func amxKernFor(ib int) amxRunKernel {
 // 53.1 and 49.8 without (benchmarks/README.md, session 8).
 var amxPrefetch = true
 
+// SetAMXStream sets how the AMX path's streaming kernel reads the
+// weights, as R1GO_AMX_STREAM does ("", "nopf" or "avx"), for a
+// benchmark's A/B turns in one process (benchmarks/cpu -step_streams). It
+// must not run beside a product.
+func SetAMXStream(v string) error {
+	HasAMX() // the path decided, and R1GO_AMX_STREAM read, first
+	return setAMXStream(v)
+}
+
 // setAMXStream sets how the streaming kernel reads B from memory: ""
 // (prefetching the next block into L2), "nopf" (not: the hardware
 // prefetchers alone) or "avx" (loading the next block's lines with
