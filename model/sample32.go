@@ -105,9 +105,7 @@ func blockSums32(logits []float32, invT, m float32, sums []float64) {
 			sums[b] = d[0] + d[1]
 		}
 	}
-	if n16 == 0 {
-		clear(sums)
-	}
+	clear(sums[numBlocks(n16):]) // a last block of fewer than sixteen: its terms below
 	for i := n16; i < len(logits); i++ {
 		sums[len(sums)-1] += float64(exp32Arg(logits[i], invT, m))
 	}

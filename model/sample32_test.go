@@ -7,16 +7,18 @@ import (
 )
 
 // TestBlockSums32BitForBit: the vector kernel's block sums are the loop's
-// bits, for rows of whole blocks, a short last block and a tail of fewer
-// than sixteen, at temperatures 1 and 0.7, with logits far below the
-// largest (terms that underflow to 0).
+// bits, and together within 10⁻⁶ of the terms' sum, for rows of whole
+// blocks, a short last block, a tail of fewer than sixteen, and a last
+// block of only such a tail (over sums that held NaNs before), at
+// temperatures 1 and 0.7, with logits far below the largest (terms that
+// underflow to 0).
 func TestBlockSums32BitForBit(t *testing.T) {
 	if !sample32Vector {
 		t.Skip("no float32 sampling kernel on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
 	defer func() { expNoVector = false }()
-	for _, n := range []int{16, 17, 1024, 1040, 3000, 151936} {
+	for _, n := range []int{16, 17, 1024, 1029, 1040, 2051, 3000, 151936} {
 		row := make([]float32, n)
 		for i := range row {
 			row[i] = float32(rng.NormFloat64() * 4)
@@ -26,15 +28,27 @@ func TestBlockSums32BitForBit(t *testing.T) {
 		}
 		for _, invT := range []float32{1, 1 / float32(0.7)} {
 			m := row[argmax(row)] * invT
+			// Pooled rows come back holding old sums: start from NaNs.
 			got, want := make([]float64, numBlocks(n)), make([]float64, numBlocks(n))
+			for b := range got {
+				got[b], want[b] = math.NaN(), math.NaN()
+			}
 			expNoVector = false
 			blockSums32(row, invT, m, got)
 			expNoVector = true
 			blockSums32(row, invT, m, want)
+			var total, ref float64
 			for b := range got {
 				if math.Float64bits(got[b]) != math.Float64bits(want[b]) {
 					t.Fatalf("n=%d invT %v: block %d sums to %v, the loop %v", n, invT, b, got[b], want[b])
 				}
+				total += got[b]
+			}
+			for _, l := range row {
+				ref += float64(exp32Arg(l, invT, m))
+			}
+			if !(math.Abs(total-ref) <= ref*1e-6) { // a NaN fails too
+				t.Fatalf("n=%d invT %v: the blocks sum to %v, the terms to %v", n, invT, total, ref)
 			}
 		}
 	}
