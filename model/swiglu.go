@@ -25,14 +25,14 @@ func (d *CPU[F]) SwiGLU(out, gu Buffer, rows, I int) {
 
 // swiGLU32 is SwiGLU in float32 arithmetic, the rollout copy's (a model
 // whose products round to bf16, LoadOptions.BF16Products): silu(g)·up as
-// g / (1 + exp32(−g)) · up with each operation rounded to float32, one
-// pass of sixteen lanes (swiglu32AVX512; the rows' last values, and
-// CPUs without the kernel, by negate, exp32Into and swigluTail32, the
-// same bits), where SwiGLU divides in float64, eight lanes, in a second
-// pass: 0.6 of its time on a batch-32 decode step (BenchmarkDecodeHostOps,
-// Zen 4 and Xeon) for a relative error of a few float32 ulps, which the
-// copy's bf16 products (2⁻⁹) dwarf. The policy's forward and backward
-// keep SwiGLU's bits.
+// g / (1 + exp32(−g)) · up with each operation rounded to float32
+// (silu32), one pass of sixteen lanes over a row's whole vectors
+// (swiglu32AVX512, the same bits; a copy's CPU has AVX-512, as its bf16
+// products need), where SwiGLU divides in float64, eight lanes, in a
+// second pass: 0.6 of its time on a batch-32 decode step
+// (BenchmarkDecodeHostOps, Zen 4 and Xeon) for a relative error of a few
+// float32 ulps, which the copy's bf16 products (2⁻⁹) dwarf. The policy's
+// forward and backward keep SwiGLU's bits.
 func (d *CPU[F]) swiGLU32(out, gu Buffer, rows, I int) {
 	defer d.timed(opSwiGLU)()
 	o, x := buf[F](out), buf[F](gu)
@@ -43,43 +43,27 @@ func (d *CPU[F]) swiGLU32(out, gu Buffer, rows, I int) {
 	}
 	x32 := any(x).([]float32)
 	d.parallel(rows, 2, func(lo, hi int) {
-		sc := getRow[float32](I)
-		defer putRow(sc)
-		ex := *sc
 		for t := lo; t < hi; t++ {
 			gate, up, or := x32[t*2*I:t*2*I+I], x32[t*2*I+I:(t+1)*2*I], o32[t*I:(t+1)*I]
 			done := 0
-			if swigluVector && !swigluNoVector && expVector != nil && !expNoVector {
-				// One pass for the whole vectors, the same bits as the three.
+			if swigluVector && !swigluNoVector {
 				if done = I &^ 15; done > 0 && swiglu32AVX512(&or[0], &gate[0], &up[0], done, &expConsts) {
 					for i, g := range gate[:done] {
 						if -g > expHi { // e^(−g) is exp32's, past the kernel's range
-							or[i] = g / (1 + exp32(-g)) * up[i]
+							or[i] = silu32(g, up[i])
 						}
 					}
 				}
 			}
-			gate, up, or = gate[done:], up[done:], or[done:]
-			negate(or, gate) // −g, in the output row until the tail overwrites it
-			exp32Into(ex[:len(gate)], or)
-			swigluTail32(or, gate, up, ex)
+			for i := done; i < I; i++ {
+				or[i] = silu32(gate[i], up[i])
+			}
 		}
 	})
 }
 
-// swigluTail32 sets out[i] = gate[i] / (1 + ex[i]) · up[i] in float32.
-func swigluTail32(out, gate, up, ex []float32) {
-	done := 0
-	if swigluVector && !swigluNoVector {
-		if done = len(out) &^ 15; done > 0 {
-			_, _, _ = gate[done-1], up[done-1], ex[done-1]
-			swigluTail32AVX512(&out[0], &gate[0], &up[0], &ex[0], done)
-		}
-	}
-	for i := done; i < len(out); i++ {
-		out[i] = gate[i] / (1 + ex[i]) * up[i]
-	}
-}
+// silu32 is g / (1 + exp32(−g)) · u, each operation rounded to float32.
+func silu32(g, u float32) float32 { return g / (1 + exp32(-g)) * u }
 
 // swiGLUFloat32 is a device with swiGLU32 (the CPU).
 type swiGLUFloat32 interface {

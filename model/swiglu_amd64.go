@@ -8,15 +8,10 @@ import "golang.org/x/sys/cpu"
 //go:noescape
 func swigluTailAVX512(out, gate, up, ex *float32, n int)
 
-// swigluTail32AVX512 (swiglu_amd64.s) is swigluTail32's loop sixteen
-// lanes at a time, n a multiple of 16.
-//
-//go:noescape
-func swigluTail32AVX512(out, gate, up, ex *float32, n int)
-
-// swiglu32AVX512 (swiglu_amd64.s) is swiGLU32's three passes over a row
-// as one, n a multiple of 16, c the exp kernels' constants (expConsts),
-// reporting whether any lane's −gate lay above expHi (to redo).
+// swiglu32AVX512 (swiglu_amd64.s) is swiGLU32's loop of silu32 sixteen
+// lanes at a time, n a multiple of 16, c the exp kernels' constants
+// (expConsts), reporting whether any lane's −gate lay above expHi (to
+// redo).
 //
 //go:noescape
 func swiglu32AVX512(out, gate, up *float32, n int, c *[12]float32) (special bool)

@@ -64,47 +64,14 @@ negloop:
 negdone:
 	RET
 
-// func swigluTail32AVX512(out, gate, up, ex *float32, n int)
-//
-// out[i] = gate[i] / (1 + ex[i]) · up[i] in float32 for i < n, n a
-// multiple of 16: swigluTail32's loop (swiglu.go) sixteen lanes at a
-// time, the same IEEE operations in the same order, so the same bits.
-TEXT ·swigluTail32AVX512(SB), NOSPLIT, $0-40
-	MOVQ out+0(FP), DI
-	MOVQ gate+8(FP), SI
-	MOVQ up+16(FP), DX
-	MOVQ ex+24(FP), CX
-	MOVQ n+32(FP), BX
-	SHRQ $4, BX
-	JZ   done32
-	MOVL $0x3F800000, AX // 1.0
-	VPBROADCASTD AX, Z15
-
-loop32:
-	VADDPS  (CX), Z15, Z1
-	VMOVUPS (SI), Z0
-	VDIVPS  Z1, Z0, Z0
-	VMULPS  (DX), Z0, Z0
-	VMOVUPS Z0, (DI)
-	ADDQ $64, SI
-	ADDQ $64, CX
-	ADDQ $64, DX
-	ADDQ $64, DI
-	DECQ BX
-	JNZ  loop32
-	VZEROUPPER
-
-done32:
-	RET
-
 // func swiglu32AVX512(out, gate, up *float32, n int, c *[12]float32) (special bool)
 //
-// swiGLU32's three passes over a row (swiglu.go: negate, exp32Into,
-// swigluTail32) as one, sixteen lanes at a time, n a multiple of 16:
-// e = exp32(−gate) by exp32AVX512's operations (constants c as there),
-// then out = gate / (1 + e) · up; a NaN gate's NaN passes through. The
-// lanes with −gate above expHi, which exp32AVX512 leaves to exp32, are
-// reported (special) for the caller to redo. The same bits as the passes.
+// silu32 of each gate and up (swiglu.go), sixteen lanes at a time, n a
+// multiple of 16: e = exp32(−gate) by exp32AVX512's operations
+// (constants c as there), then out = gate / (1 + e) · up; a NaN gate's
+// NaN passes through. The lanes with −gate above expHi, which
+// exp32AVX512 leaves to exp32, are reported (special) for the caller to
+// redo. The same bits as silu32.
 TEXT ·swiglu32AVX512(SB), NOSPLIT, $0-41
 	MOVQ out+0(FP), DI
 	MOVQ gate+8(FP), SI

@@ -6,8 +6,6 @@ var swigluVector = false
 
 func swigluTailAVX512(out, gate, up, ex *float32, n int) { panic("model: no SwiGLU vector kernel") }
 
-func swigluTail32AVX512(out, gate, up, ex *float32, n int) { panic("model: no SwiGLU vector kernel") }
-
 func swiglu32AVX512(out, gate, up *float32, n int, c *[12]float32) bool {
 	panic("model: no SwiGLU vector kernel")
 }

@@ -6,9 +6,8 @@ import (
 	"testing"
 )
 
-// The vector SwiGLU tails (float64 and the rollout copy's float32), the
-// rollout copy's fused pass and negation give the scalar loops' bits on
-// every lane: random rows with the values that take other branches (NaN, ±Inf,
+// The vector SwiGLU tail, the rollout copy's fused pass and negation
+// give the scalar loops' bits on every lane: random rows with the values that take other branches (NaN, ±Inf,
 // ±0, denormals, gates whose e^(−g) overflows or underflows), at lengths
 // around the kernels' 8 and 16 lanes.
 func TestSwiGLUTailBitForBit(t *testing.T) {
@@ -33,33 +32,31 @@ func TestSwiGLUTailBitForBit(t *testing.T) {
 			neg[i] = -gate[i]
 		}
 		expInto(ex, neg)
-		for _, tail := range []struct {
-			name string
-			f    func(out, gate, up, ex []float32)
-		}{{"float64", swigluTail[float32]}, {"float32", swigluTail32}} {
-			got, want := make([]float32, n), make([]float32, n)
-			swigluNoVector = false
-			tail.f(got, gate, up, ex)
-			swigluNoVector = true
-			tail.f(want, gate, up, ex)
-			for i := range got {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("%s tail, n=%d, element %d (gate %v, up %v, e^-g %v): vector %v (%#x), scalar %v (%#x)",
-						tail.name, n, i, gate[i], up[i], ex[i], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
-				}
+		got, want := make([]float32, n), make([]float32, n)
+		swigluNoVector = false
+		swigluTail(got, gate, up, ex)
+		swigluNoVector = true
+		swigluTail(want, gate, up, ex)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("n=%d, element %d (gate %v, up %v, e^-g %v): vector %v (%#x), scalar %v (%#x)",
+					n, i, gate[i], up[i], ex[i], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
 			}
 		}
 		// The rollout copy's SwiGLU (one fused pass over the vectors) is
-		// the float32 loop of exp32 and the tail, bit for bit.
+		// the float32 loop of exp32, bit for bit, with the kernel and
+		// without.
 		gu := append(append([]float32(nil), gate...), up...)
-		fused := make([]float32, n)
-		swigluNoVector = false
-		(&CPU[float32]{threads: 1}).swiGLU32(cpuBuf[float32](fused), cpuBuf[float32](gu), 1, n)
-		for i := range fused {
-			want := gate[i] / (1 + exp32(-gate[i])) * up[i]
-			if math.Float32bits(fused[i]) != math.Float32bits(want) {
-				t.Fatalf("swiGLU32, n=%d, element %d (gate %v, up %v): %v (%#x), the loop %v (%#x)",
-					n, i, gate[i], up[i], fused[i], math.Float32bits(fused[i]), want, math.Float32bits(want))
+		for _, noVector := range []bool{false, true} {
+			swigluNoVector = noVector
+			fused := make([]float32, n)
+			(&CPU[float32]{threads: 1}).swiGLU32(cpuBuf[float32](fused), cpuBuf[float32](gu), 1, n)
+			for i := range fused {
+				want := gate[i] / (1 + exp32(-gate[i])) * up[i]
+				if math.Float32bits(fused[i]) != math.Float32bits(want) {
+					t.Fatalf("swiGLU32 (vector off %v), n=%d, element %d (gate %v, up %v): %v (%#x), the loop %v (%#x)",
+						noVector, n, i, gate[i], up[i], fused[i], math.Float32bits(fused[i]), want, math.Float32bits(want))
+				}
 			}
 		}
 		// The vector negation flips the sign bit of every lane, as Go's does.
