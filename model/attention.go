@@ -285,7 +285,7 @@ func attendGroup32(out, q, k, v []float32, kvw, n, nh, HS int, scale float64, w 
 	}
 	sc := grow(&w.sc, G*n)
 	dotsGroupAVX512(&qp[0], &k[0], uintptr(kvw)*4, n, chunks, &sc[0], &v[0])
-	p, _, sum := softmaxGroup(w, sc, n, scale)
+	p, sum := softmaxGroup(w, sc, n, scale)
 	acc := grow(&w.acc, G*HS)
 	clear(acc)
 	axpyGroupF64AVX512(&acc[0], &v[0], uintptr(kvw)*4, &p[0], n, HS, nh)
@@ -296,14 +296,14 @@ func attendGroup32(out, q, k, v []float32, kvw, n, nh, HS int, scale float64, w 
 	}
 }
 
-// softmaxGroup is the grouped kernels' softmax of the scores sc [n][8]
+// softmaxGroup is attendGroup32's softmax of the scores sc [n][8]
 // (scoresGroupAVX512, argsGroupAVX512, exp32Into, weightsGroupAVX512):
-// the exps as float32 (ex) and float64 (p), each head's sum.
-func softmaxGroup(w *groupScratch, sc []float32, n int, scale float64) (p []float64, ex []float32, sum [attnGroup]float64) {
+// the exps in float64 (p), each head's sum.
+func softmaxGroup(w *groupScratch, sc []float32, n int, scale float64) (p []float64, sum [attnGroup]float64) {
 	const G = attnGroup
 	p = grow(&w.p, G*n)
 	arg := grow(&w.arg, G*n)
-	ex = grow(&w.ex, G*n)
+	ex := grow(&w.ex, G*n)
 	var m [G]float64
 	for h := range m {
 		m[h] = math.Inf(-1)
@@ -316,7 +316,7 @@ func softmaxGroup(w *groupScratch, sc []float32, n int, scale float64) (p []floa
 		// A NaN score: the loops, whose max keeps the builtin's NaN rules.
 		softmaxGroupLoops(sc, p, arg, ex, n, scale, &m, &sum)
 	}
-	return p, ex, sum
+	return p, sum
 }
 
 // softmaxGroupLoops is attendGroup32's softmax element by element (the

@@ -34,3 +34,9 @@ func dotsGroupBF16AVX512(qp *float32, k *uint16, ldk uintptr, n, chunks int, out
 
 //go:noescape
 func axpyGroupBF16AVX512(acc *float32, v *uint16, ldv uintptr, e *float32, n, hs, nh int)
+
+// softmaxGroup32AVX512 is softmaxGroup32Loops in vector lanes, or false
+// when a score is not finite (attn_bf16_amd64.s).
+//
+//go:noescape
+func softmaxGroup32AVX512(sc, ex *float32, n int, scale float32, c *[12]float32, sum *[8]float64) (ok bool)

@@ -22,9 +22,9 @@ import (
 //   - score of head h and key i: four float32 partial sums, lane j taking
 //     the elements c with c mod 8 ∈ {2j, 2j+1} in order through fused
 //     multiply-adds, then (s0 + s1) + (s2 + s3);
-//   - softmax: attendGroup32's (softmaxGroupLoops and its kernels): the
-//     scores times scale in float64, their maximum, the float32 exp of the
-//     differences, the sum of those in float64;
+//   - softmax in float32 (softmaxGroup32Loops and its kernel): the largest
+//     score times scale, the float32 exp of each score times scale less
+//     it, the sum of those in float64;
 //   - output: per head and column, the fused multiply-add of each key's
 //     exp with its value in key order, in float32, then times the
 //     reciprocal of the sum in float64, rounded to float32.
@@ -72,7 +72,8 @@ func narrowRow[F Float](dst []uint16, src []F) {
 
 // attendGroupBF16 is attendGroupBF16Loop with the vector kernels: the
 // scores of up to eight heads against each key at once
-// (dotsGroupBF16AVX512), attendGroup32's softmax kernels, and the weighted
+// (dotsGroupBF16AVX512), their softmax (softmaxGroup32AVX512, two keys a
+// vector), and the weighted
 // sums of the value rows (axpyGroupBF16AVX512), which keep each 32-column
 // block of a head's sums with its even columns first, then its odd ones
 // (bf16 pairs widen that way without a shuffle).
@@ -96,7 +97,11 @@ func attendGroupBF16(out, q []float32, k, v []uint16, kvw, n, nh, HS int, scale 
 	}
 	sc := grow(&w.sc, G*n)
 	dotsGroupBF16AVX512(&qp[0], &k[0], uintptr(kvw)*2, n, chunks, &sc[0], &v[0])
-	_, ex, sum := softmaxGroup(w, sc, n, scale)
+	ex := grow(&w.ex, G*n)
+	var sum [G]float64
+	if !softmaxGroup32AVX512(&sc[0], &ex[0], n, float32(scale), &expConsts, &sum) {
+		softmaxGroup32Loops(sc, ex, n, float32(scale), &sum)
+	}
 	acc := grow(&w.acc32, G*HS)
 	clear(acc)
 	axpyGroupBF16AVX512(&acc[0], &v[0], uintptr(kvw)*2, &ex[0], n, HS, nh)
@@ -133,10 +138,9 @@ func attendGroupBF16Loop[F Float](out, q []F, k, v []uint16, kvw, n, nh, HS int,
 			sc[i*G+h] = (s[0] + s[1]) + (s[2] + s[3])
 		}
 	}
-	p := grow(&w.p, G*n)
-	arg, ex := grow(&w.arg, G*n), grow(&w.ex, G*n)
-	var m, sum [G]float64
-	softmaxGroupLoops(sc, p, arg, ex, n, scale, &m, &sum)
+	ex := grow(&w.ex, G*n)
+	var sum [G]float64
+	softmaxGroup32Loops(sc, ex, n, float32(scale), &sum)
 	acc := grow(&w.acc32, HS)
 	for h := 0; h < nh; h++ {
 		clear(acc)
@@ -149,6 +153,35 @@ func attendGroupBF16Loop[F Float](out, q []F, k, v []uint16, kvw, n, nh, HS int,
 		r := 1 / sum[h]
 		for c := range acc {
 			out[h*HS+c] = F(float32(float64(acc[c]) * r))
+		}
+	}
+}
+
+// softmaxGroup32Loops is the softmax of a bf16 cache's attention, in
+// float32 as an inference engine's: for each head h of sc[8i + h] (n
+// keys), m = float32(max_i s·scale) (scale > 0, so the largest product is
+// the product of the largest score), ex = exp32(float32(s·scale) − m),
+// every argument ≤ 0 and the largest 0 exactly, and sum[h] the float64 sum
+// of ex in key order. A NaN or an infinity among the scores gives NaNs.
+func softmaxGroup32Loops(sc, ex []float32, n int, scale float32, sum *[attnGroup]float64) {
+	const G = attnGroup
+	var m [G]float32
+	for h := range m {
+		m[h] = float32(math.Inf(-1))
+	}
+	for i := range n {
+		for h := range G {
+			m[h] = max(m[h], sc[i*G+h])
+		}
+	}
+	for h := range m {
+		m[h], sum[h] = m[h]*scale, 0
+	}
+	for i := range n {
+		for h := range G {
+			e := exp32(float32(sc[i*G+h]*scale) - m[h])
+			ex[i*G+h] = e
+			sum[h] += float64(e)
 		}
 	}
 }

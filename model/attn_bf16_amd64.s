@@ -1,5 +1,6 @@
 #include "textflag.h"
 #include "attn_amd64.h"
+#include "exp32_amd64.h"
 
 // Kernels of the cached attention against a bf16 KV cache (attn_bf16.go):
 // its loops in vector registers, with their exact arithmetic. A dword of
@@ -178,5 +179,107 @@ bstore:
 	ADDQ $128, R11
 	CMPQ R11, R10
 	JLT  bcols
+	VZEROUPPER
+	RET
+
+DATA f32NegInf<>+0(SB)/4, $0xff800000
+GLOBL f32NegInf<>(SB), RODATA|NOPTR, $4
+DATA f32Abs<>+0(SB)/4, $0x7fffffff
+GLOBL f32Abs<>(SB), RODATA|NOPTR, $4
+DATA f32PosInf<>+0(SB)/4, $0x7f800000
+GLOBL f32PosInf<>(SB), RODATA|NOPTR, $4
+
+// func softmaxGroup32AVX512(sc, ex *float32, n int, scale float32, c *[12]float32, sum *[8]float64) (ok bool)
+//
+// softmaxGroup32Loops sixteen lanes at a time (a vector: keys i and i+1,
+// eight heads each) for n ≥ 1 scores sc[8i + h], or false, with nothing
+// written, when a score is a NaN or an infinity (the loops then give
+// their NaNs). Pass 1: each head's largest score (order does not matter:
+// the scores are finite, and ±0 give the same weights), times scale in
+// float32. Pass 2: ex = exp32(float32(s·scale) − m) by EXP32 (x ≤ 0, so
+// no lane is above expHi), sum[h] adding float64(ex) key by key.
+TEXT ·softmaxGroup32AVX512(SB), NOSPLIT, $0-49
+	MOVQ sc+0(FP), SI
+	MOVQ ex+8(FP), DI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS scale+24(FP), Z28
+	MOVQ c+32(FP), BX
+	MOVQ sum+40(FP), DX
+	VBROADCASTSS f32NegInf<>(SB), Z8 // the largest scores
+	VBROADCASTSS f32Abs<>(SB), Z9
+	VBROADCASTSS f32PosInf<>(SB), Z10
+	KXORW K3, K3, K3 // lanes with a NaN or an infinity
+	MOVQ SI, R9
+	MOVQ CX, R8
+	SHRQ $1, R8 // pairs of keys
+	JZ   mfold
+
+mpair:
+	VMOVUPS (R9), Z0
+	VMAXPS  Z0, Z8, Z8
+	VPANDD  Z9, Z0, Z1
+	VCMPPS  $0x05, Z10, Z1, K1 // not below +Inf: an infinity or a NaN
+	KORW    K1, K3, K3
+	ADDQ    $64, R9
+	DECQ    R8
+	JNZ     mpair
+
+mfold:
+	VEXTRACTF64X4 $1, Z8, Y1
+	VMAXPS        Y1, Y8, Y8 // even keys' and odd keys' largest
+	TESTQ $1, CX
+	JZ    mcheck
+	VMOVUPS (R9), Y0 // the last key
+	VMAXPS  Y0, Y8, Y8
+	VPANDD  Y9, Y0, Y1
+	VCMPPS  $0x05, Y10, Y1, K1
+	KORW    K1, K3, K3
+
+mcheck:
+	KORTESTW K3, K3
+	JNZ      mbad
+	VMULPS        Y28, Y8, Y8 // m = float32(max·scale)
+	VINSERTF64X4  $1, Y8, Z8, Z8
+	EXP32CONSTS(BX)
+	VPXORQ Z11, Z11, Z11 // sum, eight heads in float64
+	MOVQ CX, R8
+	SHRQ $1, R8
+	JZ   etail
+
+epair:
+	VMOVUPS (SI), Z0
+	VMULPS  Z28, Z0, Z0
+	VSUBPS  Z8, Z0, Z0
+	EXP32
+	VMOVUPS       Z5, (DI)
+	VCVTPS2PD     Y5, Z6
+	VADDPD        Z6, Z11, Z11 // key i
+	VEXTRACTF64X4 $1, Z5, Y7
+	VCVTPS2PD     Y7, Z7
+	VADDPD        Z7, Z11, Z11 // key i + 1
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ R8
+	JNZ  epair
+
+etail:
+	TESTQ $1, CX
+	JZ    edone
+	VMOVUPS   (SI), Y0
+	VMULPS    Z28, Z0, Z0
+	VSUBPS    Z8, Z0, Z0
+	EXP32
+	VMOVUPS   Y5, (DI)
+	VCVTPS2PD Y5, Z6
+	VADDPD    Z6, Z11, Z11
+
+edone:
+	VMOVUPD Z11, (DX)
+	MOVB    $1, ok+48(FP)
+	VZEROUPPER
+	RET
+
+mbad:
+	MOVB $0, ok+48(FP)
 	VZEROUPPER
 	RET

@@ -207,3 +207,74 @@ func TestAttentionCachedBF16Float64Device(t *testing.T) {
 		}
 	}
 }
+
+// softmaxGroup32AVX512 gives softmaxGroup32Loops' bits for odd and even
+// key counts and scores from tiny to near float32's largest (where a
+// fused s·scale − m would leave the largest weight far from 1); each
+// head's largest weight is exactly 1. A NaN or an infinity makes it
+// refuse, writing nothing, and the loops give NaN weights for a NaN.
+func TestSoftmaxGroup32Kernel(t *testing.T) {
+	if !attnVector {
+		t.Skip("no vector attention kernels on this CPU")
+	}
+	const G = attnGroup
+	rng := rand.New(rand.NewPCG(61, 62))
+	for _, n := range []int{1, 2, 3, 16, 17, 129, 300} {
+		for _, mag := range []float64{1e-3, 1, 30, 1e30} {
+			what := fmt.Sprintf("n %d, scores ~%g", n, mag)
+			sc := make([]float32, G*n)
+			for i := range sc {
+				sc[i] = float32(rng.NormFloat64() * mag)
+			}
+			want, got := make([]float32, G*n), make([]float32, G*n)
+			var sumWant, sumGot [G]float64
+			softmaxGroup32Loops(sc, want, n, 0.125, &sumWant)
+			if !softmaxGroup32AVX512(&sc[0], &got[0], n, 0.125, &expConsts, &sumGot) {
+				t.Fatalf("%s: the kernel refused finite scores", what)
+			}
+			sameBits(t, what, got, want)
+			for h := range G {
+				if sumGot[h] != sumWant[h] {
+					t.Fatalf("%s: head %d sum %v, loops %v", what, h, sumGot[h], sumWant[h])
+				}
+				top := 0
+				for i := range n {
+					if sc[i*G+h] > sc[top*G+h] {
+						top = i
+					}
+				}
+				if got[top*G+h] != 1 || sumGot[h] < 1 {
+					t.Fatalf("%s: head %d's largest score has weight %v, sum %v", what, h, got[top*G+h], sumGot[h])
+				}
+			}
+		}
+	}
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+		for _, n := range []int{1, 5, 6} {
+			sc := make([]float32, G*n)
+			for i := range sc {
+				sc[i] = float32(rng.NormFloat64())
+			}
+			sc[(n-1)*G+3] = bad // the last key: the odd count's tail, or the last pair
+			ex := make([]float32, G*n)
+			for i := range ex {
+				ex[i] = -7
+			}
+			var sum [G]float64
+			if softmaxGroup32AVX512(&sc[0], &ex[0], n, 0.125, &expConsts, &sum) {
+				t.Fatalf("n %d: the kernel took a score of %v", n, bad)
+			}
+			for i, e := range ex {
+				if e != -7 {
+					t.Fatalf("n %d, score %v: the refusing kernel wrote ex[%d] = %v", n, bad, i, e)
+				}
+			}
+			if math.IsNaN(float64(bad)) {
+				softmaxGroup32Loops(sc, ex, n, 0.125, &sum)
+				if !math.IsNaN(sum[3]) || !math.IsNaN(float64(ex[3])) {
+					t.Fatalf("n %d: a NaN score gave head 3 weights %v, sum %v", n, ex[3], sum[3])
+				}
+			}
+		}
+	}
+}

@@ -31,3 +31,7 @@ func dotsGroupBF16AVX512(qp *float32, k *uint16, ldk uintptr, n, chunks int, out
 func axpyGroupBF16AVX512(acc *float32, v *uint16, ldv uintptr, e *float32, n, hs, nh int) {
 	panic("model: no vector attention kernel")
 }
+
+func softmaxGroup32AVX512(sc, ex *float32, n int, scale float32, c *[12]float32, sum *[8]float64) bool {
+	panic("model: no vector attention kernel")
+}
