@@ -36,6 +36,13 @@ func (d *CPU[F]) AllocBF16(n int) Buffer {
 	return bf16Buf(pages.Alloc[uint16](n, pages.On))
 }
 
+// allocKVArena returns a zero-filled bf16 buffer for a whole KV cache, in
+// huge pages where KVCacheHugePages asks (NewKVCache).
+func (d *CPU[F]) allocKVArena(n int) Buffer {
+	d.collectFreed(n)
+	return bf16Buf(pages.Alloc[uint16](n, KVCacheHugePages))
+}
+
 // IsBF16 says whether b holds bfloat16 values.
 func IsBF16(b Buffer) bool { _, ok := asBF16(b); return ok }
 

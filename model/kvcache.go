@@ -1,6 +1,10 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/r1go/r1go/internal/pages"
+)
 
 // KVCache holds the keys and values of every layer for a fixed number of
 // sequence slots, each up to MaxLen positions: K[l] and V[l] are
@@ -10,6 +14,7 @@ type KVCache struct {
 	K, V          []Buffer // [L] per layer
 	Lens          []int32  // [Slots]
 	kvw           int
+	arena         Buffer // where K and V are slices of one buffer, that buffer
 }
 
 // NewKVCache allocates a cache of slots sequences of up to maxLen tokens,
@@ -23,12 +28,43 @@ func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
 		alloc = cs.AllocCompute // bf16 under mixed precision
 	} else if ba, ok := m.Dev.(BF16Allocator); ok && m.bf16Products() && !kvCacheF32 {
 		alloc = ba.AllocBF16
+		if ka, ok := m.Dev.(kvArenaAllocator); ok {
+			// Every layer's keys and values in one buffer, in huge
+			// pages where it is large enough (see KVCacheHugePages).
+			per := slots * maxLen * m.d.KV
+			c.arena = ka.allocKVArena(2 * m.d.L * per)
+			for l := 0; l < m.d.L; l++ {
+				c.K = append(c.K, c.arena.Slice(2*l*per, per))
+				c.V = append(c.V, c.arena.Slice((2*l+1)*per, per))
+			}
+			return c
+		}
 	}
 	for l := 0; l < m.d.L; l++ {
 		c.K = append(c.K, alloc(slots*maxLen*m.d.KV))
 		c.V = append(c.V, alloc(slots*maxLen*m.d.KV))
 	}
 	return c
+}
+
+// KVCacheHugePages puts a rollout copy's bf16 KV cache (on the CPU, one
+// buffer for every layer) in transparent huge pages, where Linux lends
+// them and the cache is at least pages.MinBytes: R1GO_HUGEPAGES=1, as for
+// the copy's weights (pages.On). A decode step's attention reads every
+// slot's keys and values of every layer, a few KiB here and there over
+// tens of MiB, and in 4 KiB pages most of those reads miss the TLB: the
+// 24 layers of BenchmarkAttentionDecodeStep05B took 0.90 × the time in
+// huge pages on this project's Zen 4 VM. Off by default all the same: in
+// the rollout there (benchmarks/cpu -step_kvpages, taking turns) the
+// decode was no faster, 311 and 349 tok/s against 322 and 355 (medians of
+// three), and on the GPU machine's Xeon huge pages read slower on 2 cores
+// (package pages). Read when a cache is made.
+var KVCacheHugePages = pages.On
+
+// kvArenaAllocator is a device that can hold a whole bf16 KV cache in one
+// buffer (the CPU's, in huge pages where KVCacheHugePages says so).
+type kvArenaAllocator interface {
+	allocKVArena(n int) Buffer
 }
 
 // kvCacheF32 keeps a rollout copy's KV cache in float32: the tests'
@@ -41,6 +77,11 @@ func (m *Model) bf16Products() bool { _, ok := m.Params.(bf16DotBuf); return ok 
 
 // Free releases the cache's device memory.
 func (c *KVCache) Free(dev Device) {
+	if c.arena != nil {
+		dev.Free(c.arena)
+		c.arena, c.K, c.V = nil, nil, nil
+		return
+	}
 	for l := range c.K {
 		dev.Free(c.K[l])
 		dev.Free(c.V[l])

@@ -4,7 +4,9 @@ import (
 	"math"
 	"path/filepath"
 	"testing"
+	"unsafe"
 
+	"github.com/r1go/r1go/internal/pages"
 	"github.com/r1go/r1go/model/gemm"
 )
 
@@ -118,4 +120,80 @@ func TestRolloutCopyBF16Products(t *testing.T) {
 	if err := dotCopy.CopyWeightsFrom(other); err == nil {
 		t.Error("CopyWeightsFrom a model of another shape was taken")
 	}
+}
+
+// A rollout copy's bf16 KV cache on the CPU is one buffer (KVCacheHugePages):
+// each layer's keys then values, slices that neither overlap nor leave gaps,
+// in huge pages where the kernel lends them on request; the decode through
+// it matches the same cache in small pages bit for bit, and Free lets it go.
+func TestKVCacheArena(t *testing.T) {
+	cfg, err := LoadConfig(filepath.Join("testdata", "golden", "qwen2_tied", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HiddenSize, cfg.IntermediateSize, cfg.VocabSize, cfg.NumHiddenLayers = 128, 320, 515, 3
+	cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDimOverride = 4, 2, 0
+	pol, err := New(cfg, NewCPU(), LMHeadOutput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol.InitRandom(5)
+	cp, err := pol.CloneWith(LoadOptions{Frozen: true, DType: "bfloat16", BF16Products: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const slots, maxLen = 8, 2800 // 3 layers · 2 · 8 · 2800 · 64 values: 17 MiB, past pages.MinBytes
+	decode := func(huge bool) []float32 {
+		was := KVCacheHugePages
+		KVCacheHugePages = huge
+		defer func() { KVCacheHugePages = was }()
+		before := pages.AnonHugeBytes()
+		c := cp.NewKVCache(slots, maxLen)
+		arena, ok := c.arena.(bf16Buf)
+		if !ok {
+			t.Fatalf("the copy's cache arena is %T", c.arena)
+		}
+		per := slots * maxLen * cp.d.KV
+		if len(arena) != 2*cfg.NumHiddenLayers*per {
+			t.Fatalf("arena of %d values, want %d", len(arena), 2*cfg.NumHiddenLayers*per)
+		}
+		for l := range c.K {
+			for j, b := range []Buffer{c.K[l], c.V[l]} {
+				s := b.(bf16Buf)
+				if len(s) != per || cap(s) != per || &s[0] != &arena[(2*l+j)*per] {
+					t.Fatalf("layer %d buffer %d: %d values (cap %d) at the wrong place in the arena", l, j, len(s), cap(s))
+				}
+			}
+		}
+		chunks := []Chunk{{Slot: 0, Tokens: []int32{1, 2, 3}}, {Slot: 5, Tokens: []int32{9}}, {Slot: 7, Tokens: []int32{4, 4}}}
+		var all []float32
+		for step := range 4 {
+			l, err := cp.Step(c, chunks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, l...)
+			for s := range chunks {
+				chunks[s].Tokens = []int32{int32((step*31 + s*7) % cfg.VocabSize)}
+			}
+		}
+		clear(arena) // every page written: the kernel has placed them all
+		mode, after := pages.Mode(), pages.AnonHugeBytes()
+		aligned := uintptr(unsafe.Pointer(&arena[0]))%pages.HugeSize == 0
+		t.Logf("huge %v, THP %q: aligned %v, huge pages %d → %d MiB", huge, mode, aligned, before>>20, after>>20)
+		if huge && (mode == "always" || mode == "madvise") {
+			if !aligned {
+				t.Errorf("THP %s: the arena does not start on a huge page", mode)
+			}
+			if before >= 0 && after-before < int64(len(arena)) { // half its 2-byte values' bytes
+				t.Errorf("THP %s: a written %d MiB arena added %d MiB of huge pages", mode, 2*len(arena)>>20, (after-before)>>20)
+			}
+		}
+		c.Free(cp.Dev)
+		if c.arena != nil || c.K != nil || c.V != nil {
+			t.Error("Free kept the cache's buffers")
+		}
+		return all
+	}
+	sameBits(t, "decode with the cache in huge pages and in small", decode(true), decode(false))
 }

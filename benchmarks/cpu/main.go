@@ -176,6 +176,7 @@ func main() {
 	flag.BoolVar(&so.offloadOptim, "step_offload_optim", true, "step: keep AdamW's moments in file mappings in $TMPDIR, resident during its step only (trainer.optim_offload)")
 	rolloutDTypes := flag.String("step_rollout", "float32,bfloat16", "step: rollouts to time, comma-separated: float32 (from the policy), bfloat16 (from its bf16 copy, rollout.dtype bfloat16); the last one's sequences are trained on")
 	streams := flag.String("step_streams", "", `step: on the AMX path, decode the bf16 rollout again with each of these R1GO_AMX_STREAM values, comma-separated ("" the default, nopf, avx: ",avx" compares the default with avx), taking turns three times`)
+	flag.BoolVar(&so.kvPages, "step_kvpages", false, "step: decode the bf16 rollout again with its KV cache in huge pages and in 4 KiB pages (model.KVCacheHugePages), taking turns three times")
 	flag.Parse()
 	so.rolloutDTypes = strings.Split(*rolloutDTypes, ",")
 	if *streams != "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -37,6 +38,7 @@ type stepOptions struct {
 	saveGiB            float64  // the policy's saved-layer bound (model.Model.SaveBytes; 0: the automatic 1 GiB)
 	rolloutDTypes      []string // rollouts to time, in order: float32 (the policy), bfloat16 (its copy)
 	streams            []string // R1GO_AMX_STREAM values whose bf16 decodes take turns after the rollout
+	kvPages            bool     // bf16 decodes with the KV cache in huge and in small pages take turns after the rollout
 	offloadOptim       bool     // AdamW's moments in file mappings, resident during its step only
 }
 
@@ -197,9 +199,15 @@ func stepSection(e *env) []row {
 		if err != nil {
 			return fail("rollout "+dtype, err)
 		}
+		last := func() (float64, float64) { return lastBW, lastPeak }
 		if on, _ := gemm.HasAMX(); dtype == "bfloat16" && on && len(o.streams) > 0 {
-			if err := streamTurns(o, sampler, seqs, T, func() (float64, float64) { return lastBW, lastPeak }, peakName); err != nil {
+			if err := takeTurns(o, sampler, seqs, T, last, peakName, streamVariants(o.streams)); err != nil {
 				return fail("-step_streams", err)
+			}
+		}
+		if dtype == "bfloat16" && o.kvPages {
+			if err := takeTurns(o, sampler, seqs, T, last, peakName, kvPageVariants()); err != nil {
+				return fail("-step_kvpages", err)
 			}
 		}
 		if dtype == "float32" {
@@ -537,31 +545,67 @@ func rollout(o stepOptions, m *model.Model, seqs, T int, bounds func() (bw, peak
 	return seqTokens, tps, r, nil
 }
 
-// streamTurns decodes the rollout again with each way of reading the
-// weights in o.streams (gemm.SetAMXStream), taking turns three times in
-// this one process, so that the comparison does not span processes on a
-// machine whose speed drifts between them; each turn prints its tokens/s
-// (and its wall time by operation), then the median of each way. The
-// way R1GO_AMX_STREAM set is put back.
-func streamTurns(o stepOptions, m *model.Model, seqs, T int, bounds func() (float64, float64), peakName string) error {
-	defer func() { _ = gemm.SetAMXStream(os.Getenv("R1GO_AMX_STREAM")) }()
-	tps := make(map[string][]float64)
+// variant is one way of running the bf16 rollout's decode, for turns:
+// set puts it in place, reset puts back what was there before.
+type variant struct {
+	name       string
+	set, reset func() error
+}
+
+// streamVariants are the ways of reading the weights on the AMX path
+// (R1GO_AMX_STREAM values, gemm.SetAMXStream).
+func streamVariants(values []string) []variant {
+	var vs []variant
+	for _, v := range values {
+		vs = append(vs, variant{
+			name:  fmt.Sprintf("R1GO_AMX_STREAM=%q", v),
+			set:   func() error { return gemm.SetAMXStream(v) },
+			reset: func() error { return gemm.SetAMXStream(os.Getenv("R1GO_AMX_STREAM")) },
+		})
+	}
+	return vs
+}
+
+// kvPageVariants are the rollout copy's KV cache in huge pages and in
+// 4 KiB pages (model.KVCacheHugePages, read as each rollout makes its
+// cache).
+func kvPageVariants() []variant {
+	was := model.KVCacheHugePages
+	reset := func() error { model.KVCacheHugePages = was; return nil }
+	return []variant{
+		{name: "KV cache in huge pages", set: func() error { model.KVCacheHugePages = true; return nil }, reset: reset},
+		{name: "KV cache in 4 KiB pages", set: func() error { model.KVCacheHugePages = false; return nil }, reset: reset},
+	}
+}
+
+// takeTurns decodes the rollout again in each variant, taking turns three
+// times in this one process, so that the comparison does not span
+// processes on a machine whose speed drifts between them; each turn
+// prints its tokens/s (and its wall time by operation), then the median
+// of each variant. What was in place before is put back.
+func takeTurns(o stepOptions, m *model.Model, seqs, T int, bounds func() (float64, float64), peakName string, vs []variant) (err error) {
+	defer func() {
+		for _, v := range vs {
+			err = errors.Join(err, v.reset())
+		}
+	}()
+	tps := make([][]float64, len(vs))
 	for turn := 1; turn <= 3; turn++ {
-		for _, v := range o.streams {
-			if err := gemm.SetAMXStream(v); err != nil {
+		for i, v := range vs {
+			if err := v.set(); err != nil {
 				return err
 			}
 			_, t, _, err := rollout(o, m, seqs, T, bounds, peakName, "")
 			if err != nil {
 				return err
 			}
-			tps[v] = append(tps[v], t)
-			fmt.Printf("step     bf16 decode, R1GO_AMX_STREAM=%q, turn %d: %.1f tok/s\n", v, turn, t)
+			tps[i] = append(tps[i], t)
+			fmt.Printf("step     bf16 decode, %s, turn %d: %.1f tok/s\n", v.name, turn, t)
 		}
 	}
-	for _, v := range o.streams {
-		ts := slices.Sorted(slices.Values(tps[v]))
-		fmt.Printf("step     bf16 decode, R1GO_AMX_STREAM=%q: median %.1f tok/s (%.1f-%.1f)\n", v, ts[len(ts)/2], ts[0], ts[len(ts)-1])
+	for i, v := range vs {
+		ts := slices.Sorted(slices.Values(tps[i]))
+		fmt.Printf("step     bf16 decode, %s: median %.1f tok/s (%.1f-%.1f)\n", v.name, ts[len(ts)/2], ts[0], ts[len(ts)-1])
 	}
 	return nil
 }

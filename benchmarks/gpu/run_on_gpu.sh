@@ -34,7 +34,8 @@
 #   bash benchmarks/gpu/run_on_gpu.sh streamshape  the weights' stream alone, read by
 #                                              AVX loads, tile loads, and tile loads
 #                                              with prefetches or loads ahead, then the
-#                                              rollout with R1GO_AMX_STREAM=avx (~3 min)
+#                                              rollout with R1GO_AMX_STREAM=avx and nopf,
+#                                              and its KV cache in huge pages (~4 min)
 #
 # Stages of "first": cuda (package cuda's tests, .gpu/cuda.test), e2e (a
 # random-weight Qwen2.5-0.5B folder from .gpu/memstep with the real Qwen
@@ -401,7 +402,7 @@ stream) # session 16: the tests on the tile unit, the ways of prefetching the we
 		done
 	fi
 	;;
-streamshape) # why the products read the weights slower than the probe: the stream kernels' and run kernels' tests on the tile unit, then BenchmarkAMXStream (AVX loads, tile loads alone, with the run kernel's prefetch, with AVX loads ahead) and TileLayers (t2-avx: the run kernel reading ahead with AVX loads) on 2 cores, AMXStream on all, then the bf16 rollout's decode with the default, avx and nopf taking turns in one process
+streamshape) # why the products read the weights slower than the probe: the stream kernels' and run kernels' tests on the tile unit, then BenchmarkAMXStream (AVX loads, tile loads alone, with the run kernel's prefetch, with AVX loads ahead) and TileLayers (t2-avx: the run kernel reading ahead with AVX loads) on 2 cores, AMXStream on all, then the bf16 rollout's decode with the default, avx and nopf taking turns in one process, and with its KV cache in huge and in small pages
 	info >/dev/null
 	lscpu >>"$OUT/amx.log" 2>&1
 	step "gemm stream tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && R1GO_AMX_REQUIRE=1 '$ROOT/.gpu/gemm.test' -test.run 'AMXStreamKernels|AMXRunKernels|TileBF16' -test.v"
@@ -414,8 +415,9 @@ streamshape) # why the products read the weights slower than the probe: the stre
 		-test.run '^\$' -test.bench 'AMXStream' -test.benchtime 3x"
 	export CPU_THREADS=2
 	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
-	# The default, avx and nopf taking turns three times in one process (-step_streams).
-	BIN_TAG="ways of reading in turns" STEP_ROLLOUT=bfloat16 STEP_ARGS="-step_streams ,avx,nopf" cpustep
+	# The default, avx and nopf taking turns three times in one process
+	# (-step_streams), then the KV cache in huge and in small pages (-step_kvpages).
+	BIN_TAG="ways of reading in turns" STEP_ROLLOUT=bfloat16 STEP_ARGS="-step_streams ,avx,nopf -step_kvpages" cpustep
 	;;
 cpu) # issue 20 on this host's CPU after the decode changes, then the transformers RL step
 	info >/dev/null
