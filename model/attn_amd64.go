@@ -3,7 +3,7 @@ package model
 import "golang.org/x/sys/cpu"
 
 // attnVector: the CPU runs both kernels.
-var attnVector = cpu.X86.HasAVX512F
+var attnVector = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
 
 // dotsGroupAVX512 and axpyGroupF64AVX512 are the grouped kernels: up to
 // eight query heads sharing a KV head at once (attn_amd64.s).
@@ -26,14 +26,19 @@ func argsGroupAVX512(p *float64, arg *float32, n int, m *[8]float64)
 //go:noescape
 func weightsGroupAVX512(ex *float32, p *float64, n int, sum *[8]float64)
 
-// dotsGroupBF16AVX512 and axpyGroupBF16AVX512 are attendGroupBF16's
+// dotsGroupBF16AVX512 and axpyOutBF16AVX512 are attendGroupBF16's
 // kernels against a bf16 KV cache (attn_bf16_amd64.s).
 //
 //go:noescape
 func dotsGroupBF16AVX512(qp *float32, k *uint16, ldk uintptr, n, chunks int, out *float32, pv *uint16)
 
 //go:noescape
-func axpyGroupBF16AVX512(acc *float32, v *uint16, ldv uintptr, e *float32, n, hs, nh int)
+func axpyOutBF16AVX512(out *float32, v *uint16, ldv uintptr, e *float32, n, hs, nh int, r *[8]float64)
+
+// packQBF16AVX512 lays out a group's queries for dotsGroupBF16AVX512.
+//
+//go:noescape
+func packQBF16AVX512(qp, q *float32, nh, hs int)
 
 // softmaxGroup32AVX512 is softmaxGroup32Loops in vector lanes, or false
 // when a score is not finite (attn_bf16_amd64.s).

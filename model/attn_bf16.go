@@ -72,29 +72,17 @@ func narrowRow[F Float](dst []uint16, src []F) {
 
 // attendGroupBF16 is attendGroupBF16Loop with the vector kernels: the
 // scores of up to eight heads against each key at once
-// (dotsGroupBF16AVX512), their softmax (softmaxGroup32AVX512, two keys a
-// vector), and the weighted
-// sums of the value rows (axpyGroupBF16AVX512), which keep each 32-column
-// block of a head's sums with its even columns first, then its odd ones
-// (bf16 pairs widen that way without a shuffle).
+// (dotsGroupBF16AVX512, from the queries as packQBF16AVX512 lays them
+// out), their softmax (softmaxGroup32AVX512, two keys a vector), and the
+// weighted sums of the value rows, scaled into out
+// (axpyOutBF16AVX512).
 func attendGroupBF16(out, q []float32, k, v []uint16, kvw, n, nh, HS int, scale float64, w *groupScratch) {
 	const G = attnGroup
 	_ = k[(n-1)*kvw+HS-1]
 	_ = v[(n-1)*kvw+HS-1]
 	chunks := HS / 8
-	// Chunk c of the queries: four vectors of four heads × four lanes,
-	// the even elements 8c + 2j of heads 0-3, of heads 4-7, then the odd
-	// ones 8c + 2j + 1 (zero for the heads past nh).
 	qp := grow(&w.qp, chunks*4*16)
-	clear(qp)
-	for h := 0; h < nh; h++ {
-		qh := q[h*HS:][:HS]
-		hb, lane := h/4, h%4*4
-		for c := 0; c < chunks; c++ {
-			ev, od, x := qp[(c*4+hb)*16+lane:][:4], qp[(c*4+2+hb)*16+lane:][:4], qh[8*c:][:8]
-			ev[0], od[0], ev[1], od[1], ev[2], od[2], ev[3], od[3] = x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
-		}
-	}
+	packQBF16AVX512(&qp[0], &q[0], nh, HS)
 	sc := grow(&w.sc, G*n)
 	dotsGroupBF16AVX512(&qp[0], &k[0], uintptr(kvw)*2, n, chunks, &sc[0], &v[0])
 	ex := grow(&w.ex, G*n)
@@ -102,20 +90,12 @@ func attendGroupBF16(out, q []float32, k, v []uint16, kvw, n, nh, HS int, scale 
 	if !softmaxGroup32AVX512(&sc[0], &ex[0], n, float32(scale), &expConsts, &sum) {
 		softmaxGroup32Loops(sc, ex, n, float32(scale), &sum)
 	}
-	acc := grow(&w.acc32, G*HS)
-	clear(acc)
-	axpyGroupBF16AVX512(&acc[0], &v[0], uintptr(kvw)*2, &ex[0], n, HS, nh)
-	for h := 0; h < nh; h++ {
-		r := 1 / sum[h]
-		ah, oh := acc[h*HS:][:HS], out[h*HS:][:HS]
-		for b := 0; b < HS; b += 32 {
-			ev, od, o := ah[b:][:16], ah[b+16:][:16], oh[b:][:32]
-			for m := range 16 {
-				o[2*m] = float32(float64(ev[m]) * r)
-				o[2*m+1] = float32(float64(od[m]) * r)
-			}
-		}
+	var r [G]float64
+	for h := range r {
+		r[h] = 1 / sum[h]
 	}
+	_ = out[nh*HS-1]
+	axpyOutBF16AVX512(&out[0], &v[0], uintptr(kvw)*2, &ex[0], n, HS, nh, &r)
 }
 
 // attendGroupBF16Loop is one row's attention for nh ≤ 8 query heads

@@ -126,27 +126,93 @@ bdone:
 	HEAD(20, Z10, Z11) \
 	HEAD(24, Z12, Z13)
 
-// func axpyGroupBF16AVX512(acc *float32, v *uint16, ldv uintptr, e *float32, n, hs, nh int)
+// The output's columns from a block's even (lanes 0-15) and odd (16-31)
+// sums: the first sixteen, then the last.
+DATA outPickLo<>+0(SB)/4, $0
+DATA outPickLo<>+4(SB)/4, $16
+DATA outPickLo<>+8(SB)/4, $1
+DATA outPickLo<>+12(SB)/4, $17
+DATA outPickLo<>+16(SB)/4, $2
+DATA outPickLo<>+20(SB)/4, $18
+DATA outPickLo<>+24(SB)/4, $3
+DATA outPickLo<>+28(SB)/4, $19
+DATA outPickLo<>+32(SB)/4, $4
+DATA outPickLo<>+36(SB)/4, $20
+DATA outPickLo<>+40(SB)/4, $5
+DATA outPickLo<>+44(SB)/4, $21
+DATA outPickLo<>+48(SB)/4, $6
+DATA outPickLo<>+52(SB)/4, $22
+DATA outPickLo<>+56(SB)/4, $7
+DATA outPickLo<>+60(SB)/4, $23
+GLOBL outPickLo<>(SB), RODATA|NOPTR, $64
+
+// SCALED sets z to the sixteen float32 lanes of s (y: its low half) times
+// Z20 (eight float64 copies of a reciprocal) in float64, each rounded to
+// float32 (Z22 scratch).
+#define SCALED(s, y, z, zy) \
+	VCVTPS2PD     y, z \
+	VEXTRACTF64X4 $1, s, Y22 \
+	VCVTPS2PD     Y22, Z22 \
+	VMULPD        Z20, z, z \
+	VMULPD        Z20, Z22, Z22 \
+	VCVTPD2PS     z, zy \
+	VCVTPD2PS     Z22, Y22 \
+	VINSERTF64X4  $1, Y22, z, z
+
+// OUTHEAD writes head h's block of 32 outputs (its even columns' sums in
+// ev, odd in od) at lo and hi (the first and last sixteen): each sum
+// times 1/sum[h] (at roff(R9)) in float64, rounded to float32, in column
+// order (Z26, Z27: outPickLo and its upper half).
+#define OUTHEAD(ev, evy, od, ody, roff, lo, hi) \
+	VBROADCASTSD roff(R9), Z20 \
+	SCALED(ev, evy, Z21, Y21) \
+	SCALED(od, ody, Z23, Y23) \
+	VMOVAPS      Z21, Z24 \
+	VPERMT2PS    Z23, Z26, Z24 \
+	VPERMT2PS    Z23, Z27, Z21 \
+	VMOVUPS      Z24, lo \
+	VMOVUPS      Z21, hi
+
+// func axpyOutBF16AVX512(out *float32, v *uint16, ldv uintptr, e *float32, n, hs, nh int, r *[8]float64)
 //
-// acc[h·hs + 32b + m] and acc[h·hs + 32b + 16 + m] += e[8i + h]·v[i][32b
-// + 2m] and ·v[i][32b + 2m + 1] for i < n in order, through fused
-// multiply-adds, eight heads h (seven: the eighth's sums untouched), one
-// block b of 32 columns at a time (Z0..Z15: head h's in Z(2h), Z(2h+1)).
-TEXT ·axpyGroupBF16AVX512(SB), NOSPLIT, $0-56
-	MOVQ acc+0(FP), DI
+// out[h·hs + 32b + c] = float32(float64(sum_i e[8i + h]·v[i][32b + c]) ·
+// r[h]) for the heads h < nh (the others are not written): the sums of
+// each block b of 32 columns through fused multiply-adds in key order,
+// eight heads (seven when nh is 7) at a time, the even columns' in Z(2h)
+// and the odd ones' in Z(2h+1) (bf16 pairs widen that way without a
+// shuffle), then scaled and put back in column order.
+TEXT ·axpyOutBF16AVX512(SB), NOSPLIT, $0-64
+	MOVQ out+0(FP), DI
 	MOVQ v+8(FP), BX
 	MOVQ ldv+16(FP), R8
 	MOVQ hs+40(FP), R10
-	SHLQ $2, R10 // a head's row of acc in bytes
+	SHLQ $2, R10 // a head's row of out in bytes
 	LEAQ (R10)(R10*2), R14 // 3 rows
+	MOVQ r+56(FP), R9
 	VPBROADCASTD bf16HiHalf<>(SB), Z18
-	XORQ R11, R11 // the block's offset in acc (bytes); v's is half
+	VMOVDQU32    outPickLo<>(SB), Z26
+	MOVL         $8, AX
+	VPBROADCASTD AX, Z27
+	VPADDD       Z27, Z26, Z27 // the second sixteen columns
+	XORQ R11, R11 // the block's offset in out (bytes); v's is half
 
 bcols:
-	LEAQ (DI)(R11*1), R12
-	LEAQ (R12)(R10*4), R13 // heads 4-7
-	ACC4LD(R12, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	ACC4LD(R13, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
 	MOVQ R11, AX
 	SHRQ $1, AX
 	LEAQ (BX)(AX*1), SI // v's block
@@ -174,11 +240,104 @@ bloop7:
 	JNZ  bloop7
 
 bstore:
-	ACC4ST(R12, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	ACC4ST(R13, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	LEAQ (DI)(R11*1), R12
+	LEAQ (R12)(R10*4), R13 // heads 4-7
+	MOVQ nh+48(FP), CX
+	OUTHEAD(Z0, Y0, Z1, Y1, 0, (R12), 64(R12))
+	CMPQ CX, $1
+	JLE  bnext
+	OUTHEAD(Z2, Y2, Z3, Y3, 8, (R12)(R10*1), 64(R12)(R10*1))
+	CMPQ CX, $2
+	JLE  bnext
+	OUTHEAD(Z4, Y4, Z5, Y5, 16, (R12)(R10*2), 64(R12)(R10*2))
+	CMPQ CX, $3
+	JLE  bnext
+	OUTHEAD(Z6, Y6, Z7, Y7, 24, (R12)(R14*1), 64(R12)(R14*1))
+	CMPQ CX, $4
+	JLE  bnext
+	OUTHEAD(Z8, Y8, Z9, Y9, 32, (R13), 64(R13))
+	CMPQ CX, $5
+	JLE  bnext
+	OUTHEAD(Z10, Y10, Z11, Y11, 40, (R13)(R10*1), 64(R13)(R10*1))
+	CMPQ CX, $6
+	JLE  bnext
+	OUTHEAD(Z12, Y12, Z13, Y13, 48, (R13)(R10*2), 64(R13)(R10*2))
+	CMPQ CX, $7
+	JLE  bnext
+	OUTHEAD(Z14, Y14, Z15, Y15, 56, (R13)(R14*1), 64(R13)(R14*1))
+
+bnext:
 	ADDQ $128, R11
 	CMPQ R11, R10
 	JLT  bcols
+	VZEROUPPER
+	RET
+
+// Each head's chunk of eight values, evens first.
+DATA qSplit<>+0(SB)/4, $0
+DATA qSplit<>+4(SB)/4, $2
+DATA qSplit<>+8(SB)/4, $4
+DATA qSplit<>+12(SB)/4, $6
+DATA qSplit<>+16(SB)/4, $1
+DATA qSplit<>+20(SB)/4, $3
+DATA qSplit<>+24(SB)/4, $5
+DATA qSplit<>+28(SB)/4, $7
+GLOBL qSplit<>(SB), RODATA|NOPTR, $32
+
+// func packQBF16AVX512(qp, q *float32, nh, hs int)
+//
+// The queries as dotsGroupBF16AVX512 reads them: for each chunk c of
+// eight values (hs/8 of them), four vectors of sixteen lanes at qp +
+// 256c: the even values 8c + 2j of heads 0-3, of heads 4-7, then the
+// odd ones 8c + 2j + 1, head h in lanes 4(h mod 4) + j. Head h's four
+// evens of a chunk are therefore at qp + 256c + 16h and its odds 128
+// bytes on; heads nh-7 get zeros.
+TEXT ·packQBF16AVX512(SB), NOSPLIT, $0-32
+	MOVQ qp+0(FP), DI
+	MOVQ q+8(FP), SI
+	MOVQ nh+16(FP), DX
+	MOVQ hs+24(FP), R8
+	MOVQ R8, R9
+	SHRQ $3, R9 // chunks
+	SHLQ $2, R8 // a head's row of q in bytes
+	VMOVDQU qSplit<>(SB), Y2
+	VPXOR   X1, X1, X1
+	XORQ    BX, BX // the head
+
+phead:
+	CMPQ BX, $8
+	JGE  pdone
+	MOVQ BX, AX
+	SHLQ $4, AX
+	ADDQ DI, AX // its place in chunk 0
+	MOVQ R9, CX
+	CMPQ BX, DX
+	JGE  pzero
+	MOVQ SI, R10
+
+pchunk:
+	VMOVUPS    (R10), Y0
+	VPERMPS    Y0, Y2, Y0
+	VMOVUPS    X0, (AX)
+	VEXTRACTF128 $1, Y0, 128(AX)
+	ADDQ $32, R10
+	ADDQ $256, AX
+	DECQ CX
+	JNZ  pchunk
+	ADDQ R8, SI
+	INCQ BX
+	JMP  phead
+
+pzero:
+	VMOVUPS X1, (AX)
+	VMOVUPS X1, 128(AX)
+	ADDQ $256, AX
+	DECQ CX
+	JNZ  pzero
+	INCQ BX
+	JMP  phead
+
+pdone:
 	VZEROUPPER
 	RET
 

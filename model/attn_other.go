@@ -28,7 +28,11 @@ func dotsGroupBF16AVX512(qp *float32, k *uint16, ldk uintptr, n, chunks int, out
 	panic("model: no vector attention kernel")
 }
 
-func axpyGroupBF16AVX512(acc *float32, v *uint16, ldv uintptr, e *float32, n, hs, nh int) {
+func axpyOutBF16AVX512(out *float32, v *uint16, ldv uintptr, e *float32, n, hs, nh int, r *[8]float64) {
+	panic("model: no vector attention kernel")
+}
+
+func packQBF16AVX512(qp, q *float32, nh, hs int) {
 	panic("model: no vector attention kernel")
 }
 
