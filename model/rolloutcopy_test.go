@@ -10,6 +10,29 @@ import (
 	"github.com/r1go/r1go/model/gemm"
 )
 
+// rolloutCopyCase is a random three-layer policy on the CPU (the golden
+// qwen2_tied config, its dimensions multiples of 32, the dot path's k, and
+// more than a kernel tile of rows and columns) and its rollout copy.
+func rolloutCopyCase(t *testing.T, seed uint64) (*Config, *Model, *Model) {
+	t.Helper()
+	cfg, err := LoadConfig(filepath.Join("testdata", "golden", "qwen2_tied", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HiddenSize, cfg.IntermediateSize, cfg.VocabSize, cfg.NumHiddenLayers = 128, 320, 515, 3
+	cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDimOverride = 4, 2, 0
+	pol, err := New(cfg, NewCPU(), LMHeadOutput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol.InitRandom(seed)
+	cp, err := pol.CloneWith(LoadOptions{Frozen: true, DType: "bfloat16", BF16Products: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, pol, cp
+}
+
 // TestRolloutCopyBF16Products checks a rollout copy (frozen bf16 weights
 // with BF16Products) against the float32 policy it was rounded from: the
 // logits of a prefill of 3 sequences and of 5 decode steps of all 3 must
@@ -22,23 +45,7 @@ func TestRolloutCopyBF16Products(t *testing.T) {
 	if !gemm.HasDotBF16() {
 		t.Log("no AVX512_BF16: the copy's products take the exact bf16 path")
 	}
-	cfg, err := LoadConfig(filepath.Join("testdata", "golden", "qwen2_tied", "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Dimensions that are multiples of 32 (the dot path's k) and more than
-	// a kernel tile of rows and columns.
-	cfg.HiddenSize, cfg.IntermediateSize, cfg.VocabSize, cfg.NumHiddenLayers = 128, 320, 515, 3
-	cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDimOverride = 4, 2, 0
-	pol, err := New(cfg, NewCPU(), LMHeadOutput)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol.InitRandom(3)
-	dotCopy, err := pol.CloneWith(LoadOptions{Frozen: true, DType: "bfloat16", BF16Products: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, pol, dotCopy := rolloutCopyCase(t, 3)
 	exact, err := pol.CloneWith(LoadOptions{Frozen: true, DType: "bfloat16"})
 	if err != nil {
 		t.Fatal(err)
@@ -127,21 +134,7 @@ func TestRolloutCopyBF16Products(t *testing.T) {
 // in huge pages where the kernel lends them on request; the decode through
 // it matches the same cache in small pages bit for bit, and Free lets it go.
 func TestKVCacheArena(t *testing.T) {
-	cfg, err := LoadConfig(filepath.Join("testdata", "golden", "qwen2_tied", "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.HiddenSize, cfg.IntermediateSize, cfg.VocabSize, cfg.NumHiddenLayers = 128, 320, 515, 3
-	cfg.NumAttentionHeads, cfg.NumKeyValueHeads, cfg.HeadDimOverride = 4, 2, 0
-	pol, err := New(cfg, NewCPU(), LMHeadOutput)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol.InitRandom(5)
-	cp, err := pol.CloneWith(LoadOptions{Frozen: true, DType: "bfloat16", BF16Products: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, _, cp := rolloutCopyCase(t, 5)
 	const slots, maxLen = 8, 2800 // 3 layers · 2 · 8 · 2800 · 64 values: 17 MiB, past pages.MinBytes
 	decode := func(huge bool) []float32 {
 		was := KVCacheHugePages
