@@ -80,6 +80,8 @@ func BenchmarkAttentionDecodeStep05B(b *testing.B) {
 	}
 	each, first := func(l int) int { return l }, func(int) int { return 0 }
 	var tm, tc, th time.Duration
+	ops := TimeOps(d, true)
+	defer TimeOps(d, false)
 	for b.Loop() {
 		tm += step(K, V, each)
 		tc += step(K, V, first)
@@ -92,4 +94,5 @@ func BenchmarkAttentionDecodeStep05B(b *testing.B) {
 	b.ReportMetric(th.Seconds()*1e3/n, "ms-bf16")
 	b.ReportMetric(kvBytes*n/tm.Seconds()/1e9, "GB/s")
 	b.ReportMetric(th.Seconds()/tm.Seconds(), "bf16/f32")
+	b.ReportMetric(ops.JoinWait().Seconds()*1e3/n/3, "ms-waits")
 }

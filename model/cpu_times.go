@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/r1go/r1go/internal/pool"
 )
 
 // Wall time by operation on the CPU device: where a decode step's
@@ -37,14 +39,29 @@ var opNames = [numOps]string{"products", "attention", "norm", "swiglu", "add", "
 
 // OpTimes holds the wall time and calls of each timed operation.
 type OpTimes struct {
-	ns, calls [numOps]atomic.Int64
+	ns, calls, waits [numOps]atomic.Int64
+	joinsFrom        time.Duration // pool.JoinWait when timing began
+	joinsTo          atomic.Int64  // and when it ended (-1: not yet)
 }
 
-// OpTime is one operation's share of an OpTimes.
+// JoinWait is how long, while timing was on (so far, if it still is),
+// parallel loops' callers waited at the loops' ends for the other
+// threads' last tasks (pool.TimeJoins): the cost of uneven tasks and late
+// helpers.
+func (t *OpTimes) JoinWait() time.Duration {
+	to := time.Duration(t.joinsTo.Load())
+	if to < 0 {
+		to = pool.JoinWait()
+	}
+	return to - t.joinsFrom
+}
+
+// OpTime is one operation's share of an OpTimes: Wait is the part of
+// Time its parallel loops' callers spent waiting at the loops' ends.
 type OpTime struct {
-	Op    string
-	Time  time.Duration
-	Calls int64
+	Op         string
+	Time, Wait time.Duration
+	Calls      int64
 }
 
 // Split lists the operations that ran, the longest first.
@@ -52,7 +69,7 @@ func (t *OpTimes) Split() []OpTime {
 	var s []OpTime
 	for op := range numOps {
 		if c := t.calls[op].Load(); c > 0 {
-			s = append(s, OpTime{opNames[op], time.Duration(t.ns[op].Load()), c})
+			s = append(s, OpTime{opNames[op], time.Duration(t.ns[op].Load()), time.Duration(t.waits[op].Load()), c})
 		}
 	}
 	slices.SortStableFunc(s, func(a, b OpTime) int { return int(b.Time - a.Time) })
@@ -69,7 +86,12 @@ func TimeOps(dev Device, on bool) *OpTimes {
 	}
 	var t *OpTimes
 	if on {
-		t = new(OpTimes)
+		t = &OpTimes{joinsFrom: pool.JoinWait()}
+		t.joinsTo.Store(-1)
+		pool.TimeJoins(true)
+	} else if old := ct.timesNow(); old != nil {
+		pool.TimeJoins(false)
+		old.joinsTo.Store(int64(pool.JoinWait()))
 	}
 	ct.setTimes(t)
 	return t
@@ -78,10 +100,12 @@ func TimeOps(dev Device, on bool) *OpTimes {
 // opTimer is a device that times its operations.
 type opTimer interface {
 	setTimes(t *OpTimes)
+	timesNow() *OpTimes
 	timed(op cpuOp) func()
 }
 
 func (d *CPU[F]) setTimes(t *OpTimes) { d.times.Store(t) }
+func (d *CPU[F]) timesNow() *OpTimes  { return d.times.Load() }
 
 // timed starts timing one call of op; the returned func ends it. A call
 // made inside a timed one (the LM head's product inside Logits) counts
@@ -91,9 +115,10 @@ func (d *CPU[F]) timed(op cpuOp) func() {
 	if t == nil || !d.timing.CompareAndSwap(false, true) {
 		return untimed
 	}
-	t0 := time.Now()
+	t0, w0 := time.Now(), pool.JoinWait()
 	return func() {
 		t.ns[op].Add(int64(time.Since(t0)))
+		t.waits[op].Add(int64(pool.JoinWait() - w0))
 		t.calls[op].Add(1)
 		d.timing.Store(false)
 	}

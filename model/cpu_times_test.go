@@ -47,8 +47,8 @@ func TestTimeOps(t *testing.T) {
 	for _, op := range ops.Split() {
 		got[op.Op] = op.Calls
 		sum += op.Time
-		if op.Time <= 0 {
-			t.Errorf("%s: %d calls in %v", op.Op, op.Calls, op.Time)
+		if op.Time <= 0 || op.Wait < 0 || op.Wait > op.Time {
+			t.Errorf("%s: %d calls in %v, %v of it waiting at loops' ends", op.Op, op.Calls, op.Time, op.Wait)
 		}
 	}
 	for op, n := range want {
@@ -59,11 +59,18 @@ func TestTimeOps(t *testing.T) {
 	if sum > wall {
 		t.Errorf("timed operations add up to %v, more than the %v the steps took", sum, wall)
 	}
+	jw := ops.JoinWait()
+	if jw < 0 || jw > wall {
+		t.Errorf("the loops' callers waited %v at their ends, in steps of %v", jw, wall)
+	}
 	if _, err := m.StepSample(c, chunks, s, []uint64{1, 2}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := ops.Split()[0].Calls; got[ops.Split()[0].Op] != n {
 		t.Errorf("a step after TimeOps(dev, false) was counted")
+	}
+	if ops.JoinWait() != jw {
+		t.Errorf("the join waits went from %v to %v after TimeOps(dev, false)", jw, ops.JoinWait())
 	}
 	if TimeOps(nil, true) != nil {
 		t.Error("TimeOps on a device that does not time returned an OpTimes")

@@ -611,19 +611,25 @@ func takeTurns(o stepOptions, m *model.Model, seqs, T int, bounds func() (float6
 }
 
 // decodeSplit lists a decode's wall time a step by operation, the
-// longest first, each with its share of the decode, and what no timed
-// operation covers (the step's own code, building the next step's
-// input) last.
+// longest first, each with its share of the decode and the part of it
+// spent waiting at its parallel loops' ends (uneven tasks, late helpers),
+// what no timed operation covers (the step's own code, building the next
+// step's input), then all the waits together.
 func decodeSplit(ops *model.OpTimes, decode float64, steps int) string {
 	var parts []string
 	var timed time.Duration
 	for _, op := range ops.Split() {
 		timed += op.Time
-		parts = append(parts, fmt.Sprintf("%s %.2f ms (%.1f%%)", op.Op, op.Time.Seconds()*1e3/float64(steps), 100*op.Time.Seconds()/decode))
+		part := fmt.Sprintf("%s %.2f ms (%.1f%%", op.Op, op.Time.Seconds()*1e3/float64(steps), 100*op.Time.Seconds()/decode)
+		if op.Wait > 0 {
+			part += fmt.Sprintf("; waits %.2f ms", op.Wait.Seconds()*1e3/float64(steps))
+		}
+		parts = append(parts, part+")")
 	}
 	rest := decode - timed.Seconds()
 	parts = append(parts, fmt.Sprintf("untimed %.2f ms (%.1f%%)", rest*1e3/float64(steps), 100*rest/decode))
-	return strings.Join(parts, ", ")
+	jw := ops.JoinWait().Seconds()
+	return strings.Join(parts, ", ") + fmt.Sprintf("; of all that, waiting at parallel loops' ends %.2f ms (%.1f%%)", jw*1e3/float64(steps), 100*jw/decode)
 }
 
 // decodeFlops is the floating-point work of decoding one token at a

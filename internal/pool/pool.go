@@ -101,13 +101,39 @@ func ForWorker(workers, n int, body func(w, i int)) {
 		}
 	}
 	j.work(0)
-	for spins := 0; j.pending.Load() > 0; spins++ {
-		if spins >= 64 {
-			runtime.Gosched() // a helper still runs its last task
+	if j.pending.Load() > 0 {
+		var t0 time.Time
+		timing := timingJoins.Load()
+		if timing {
+			t0 = time.Now()
+		}
+		for spins := 0; j.pending.Load() > 0; spins++ {
+			if spins >= 64 {
+				runtime.Gosched() // a helper still runs its last task
+			}
+		}
+		if timing {
+			joinWait.Add(int64(time.Since(t0)))
 		}
 	}
 	current.Store(nil)
 }
+
+var (
+	timingJoins atomic.Bool
+	joinWait    atomic.Int64 // nanoseconds
+)
+
+// TimeJoins(true) makes every loop's caller add, from now on, the time it
+// waits at the loop's end, its own tasks done, for the helpers' last ones
+// (JoinWait); TimeJoins(false) stops that. That wait is where a loop's
+// tasks came out uneven between the cores, or a helper started late: a
+// decode step's products on two cores spend it once a product.
+func TimeJoins(on bool) { timingJoins.Store(on) }
+
+// JoinWait is the time waited at loops' ends while TimeJoins was on, in
+// total since the program started.
+func JoinWait() time.Duration { return time.Duration(joinWait.Load()) }
 
 // spawn is ForWorker on fresh goroutines, for a loop started while
 // another runs (from inside a task, or from another goroutine).

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -101,4 +102,48 @@ func BenchmarkForEmpty(b *testing.B) {
 			spawn(2, 2, body)
 		}
 	})
+}
+
+// TestTimeJoins: a loop whose helper's task takes 50 ms while the caller's
+// ends as soon as the helper has started adds about that to JoinWait; with
+// TimeJoins off, nothing is added.
+func TestTimeJoins(t *testing.T) {
+	For(2, 2, func(int) {}) // a helper exists
+	run := func() bool {
+		var helped atomic.Bool
+		ForWorker(2, 2, func(w, _ int) {
+			if w != 0 {
+				helped.Store(true)
+				time.Sleep(50 * time.Millisecond)
+				return
+			}
+			for deadline := time.Now().Add(time.Second); !helped.Load() && time.Now().Before(deadline); {
+				runtime.Gosched()
+			}
+		})
+		return helped.Load()
+	}
+	TimeJoins(true)
+	defer TimeJoins(false)
+	for try := 0; ; try++ {
+		before := JoinWait()
+		if !run() {
+			if try == 20 {
+				t.Skip("no helper joined a loop in 20 tries")
+			}
+			continue
+		}
+		if waited := JoinWait() - before; waited < 25*time.Millisecond || waited > 5*time.Second {
+			t.Fatalf("a helper's 50 ms task: the caller waited %v at the loop's end", waited)
+		}
+		break
+	}
+	TimeJoins(false)
+	before := JoinWait()
+	for range 3 {
+		run()
+	}
+	if got := JoinWait(); got != before {
+		t.Fatalf("with TimeJoins off the waits rose from %v to %v", before, got)
+	}
 }

@@ -374,8 +374,9 @@ func amxChunk(r0, rows, full, k int, alpha float32, pk, b []uint16, bs amxSide, 
 	})
 }
 
-// amxTasksPerThread, when positive, replaces tasksPerThread's choice
-// (the benchmarks' same-run variants).
+// amxTasksPerThread, when positive, replaces tasksPerThread's choice;
+// negative, amxTasks splits the blocks in guided tasks (the benchmarks'
+// same-run variants).
 var amxTasksPerThread = 0
 
 // tasksPerThread is how many tasks amxTasks makes a thread at most, for
@@ -402,6 +403,14 @@ func tasksPerThread(threads, rows int) int {
 // amxTasks splits blocks of B among the threads for rows of A, task(start,
 // end) taking blocks [start, end), tasksPerThread tasks a thread at most.
 func amxTasks(blocks, threads, rows int, task func(start, end int)) {
+	if amxTasksPerThread < 0 {
+		// Guided (guidedTasks), down to a sixteenth of the product on 2
+		// threads: BenchmarkTileLayers' "tg", for the Xeon to say whether
+		// it beats two equal tasks a thread.
+		starts := guidedTasks(blocks, threads, max(1, blocks/(8*threads)))
+		forEach(threads, len(starts)-1, func(t int) { task(starts[t], starts[t+1]) })
+		return
+	}
 	tasks := min(blocks, tasksPerThread(threads, rows)*threads)
 	forEach(threads, tasks, func(t int) { task(t*blocks/tasks, (t+1)*blocks/tasks) })
 }

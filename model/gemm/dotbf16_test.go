@@ -413,3 +413,66 @@ func BenchmarkDotBF16Threads(b *testing.B) {
 		}
 	}
 }
+
+// guidedTasks covers [0, n) in tasks that start at 0, end at n, each a
+// 1/(2·threads) share of what is left or minUnits, whichever is more (the
+// last: what remains), so never longer than the one before it.
+func TestGuidedTasks(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 112, 144, 1216, 18992} {
+		for _, threads := range []int{1, 2, 16} {
+			for _, minUnits := range []int{1, 3, 18} {
+				s := guidedTasks(n, threads, minUnits)
+				what := fmt.Sprintf("n %d, %d threads, at least %d", n, threads, minUnits)
+				if s[0] != 0 || s[len(s)-1] != n {
+					t.Fatalf("%s: starts %v", what, s)
+				}
+				for i := 1; i < len(s); i++ {
+					size, left := s[i]-s[i-1], n-s[i-1]
+					if want := min(left, max(minUnits, (left+2*threads-1)/(2*threads))); size != want {
+						t.Fatalf("%s: task %d of %d units, want %d (%d left)", what, i-1, size, want, left)
+					}
+					if i > 1 && size > s[i-1]-s[i-2] {
+						t.Fatalf("%s: task %d longer than the one before it: %v", what, i-1, s)
+					}
+				}
+			}
+		}
+	}
+}
+
+// A decode batch's product on the broadcast panels gives the same bits on
+// 1, 2 and 3 threads: each panel's sums do not depend on the task that
+// computes them.
+func TestDotPanelsSameBitsAnyThreads(t *testing.T) {
+	if !HasDotBF16() {
+		t.Skip("no AVX512_BF16")
+	}
+	defer func() { dotForce = "" }()
+	dotForce = "panels"
+	const m, n, k = 32, 8*700 + 5, 128
+	r := rand.New(rand.NewPCG(9, 10))
+	a := make([]float32, m*k)
+	for i := range a {
+		a[i] = float32(r.NormFloat64())
+	}
+	b := make([]uint16, n*k)
+	for i := range b {
+		b[i] = uint16(math.Float32bits(float32(r.NormFloat64()*0.1)) >> 16)
+	}
+	var want []float32
+	for threads := 1; threads <= 3; threads++ {
+		c := make([]float32, m*n)
+		if !SgemmDotBF16TransB(m, n, k, 1, a, k, b, k, 0, c, n, threads) {
+			t.Fatal("declined")
+		}
+		if want == nil {
+			want = c
+			continue
+		}
+		for i := range c {
+			if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%d threads: C[%d] = %g, on one thread %g", threads, i, c[i], want[i])
+			}
+		}
+	}
+}

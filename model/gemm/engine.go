@@ -232,6 +232,24 @@ func forEach(threads, n int, body func(i int)) {
 	pool.For(threads, n, body)
 }
 
+// guidedTasks splits n units into tasks for threads taking them in order
+// (forEach): each task a 1/(2·threads) share of what the ones before it
+// left, but at least minUnits (the last: what remains). The first tasks
+// are long, each one contiguous stream of B; the last are short, so that
+// the threads finish close together: with equal tasks the one that ends a
+// product can start when the other thread has most of a task left, and
+// the caller waits that long (pool.TimeJoins: 3.5 % of a bf16 decode
+// step's products with sixteen tasks on 2 cores of the Zen 4 VM). It
+// returns the starts of the tasks, then n.
+func guidedTasks(n, threads, minUnits int) []int {
+	starts := []int{0}
+	for s := 0; s < n; {
+		s = min(n, s+max(minUnits, ceilDiv(n-s, 2*threads)))
+		starts = append(starts, s)
+	}
+	return starts
+}
+
 // run is the blocked product. For each NC-wide column block of op(B) and
 // each KC-deep slice, the threads first pack that KC×NC block of op(B) and an
 // MB×KC block of op(A) together (one micro-panel per item), then multiply

@@ -84,12 +84,12 @@ func dotPanels(m, n, k int, alpha float32, a16, b []uint16, ldb int, beta float3
 	}
 	full := n / panelRows
 	run := max(1, panelRunBytes/(panelRows*2*k))
-	tasks := min(ceilDiv(full, run), 8*threads)
-	forEach(threads, tasks, func(t int) {
+	starts := guidedTasks(full, threads, run)
+	forEach(threads, len(starts)-1, func(t int) {
 		ob := getScratch(&dotOut, run*panelRows*32)
 		defer putScratch(&dotOut, ob)
-		for p := t * full / tasks; p < (t+1)*full/tasks; p += run {
-			np := min(run, (t+1)*full/tasks-p)
+		for p := starts[t]; p < starts[t+1]; p += run {
+			np := min(run, starts[t+1]-p)
 			panelRun(m, k, alpha, (*pk)[:blocks*32*k], b[p*panelRows*ldb:], ldb, np, np*panelRows, beta, c, ldc, p*panelRows, ob.data)
 		}
 	})

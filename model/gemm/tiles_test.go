@@ -2,6 +2,7 @@ package gemm
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -81,6 +82,33 @@ func TestSgemmTileBF16TransB(t *testing.T) {
 			})
 		}
 	}
+	// Guided tasks (BenchmarkTileLayers' "tg") split the blocks of B
+	// differently, not the sums: the same bits as two equal tasks a
+	// thread, on 2 and 3 threads.
+	t.Run("amxRunGo/guided", func(t *testing.T) {
+		withGoAMX(t)
+		t.Cleanup(func() { amxTasksPerThread = 0 })
+		for _, c := range []struct{ m, n, k int }{{32, 2560, 256}, {20, 1600, 96}, {64, 1280, 128}} {
+			b, _, _ := randAMXOperands(uint64(c.n), c.n, c.k)
+			PackTileBF16(b, c.n, c.k, 2)
+			a := randNormals(rand.New(rand.NewPCG(uint64(c.m), 6)), c.m*c.k)
+			for _, threads := range []int{2, 3} {
+				var out [2][]float32
+				for i, tasks := range []int{0, -1} {
+					amxTasksPerThread = tasks
+					out[i] = make([]float32, c.m*c.n)
+					if !SgemmTileBF16TransB(c.m, c.n, c.k, 1, a, c.k, b, 0, out[i], c.n, threads) {
+						t.Fatal("declined with the AMX path on")
+					}
+				}
+				for i := range out[0] {
+					if math.Float32bits(out[1][i]) != math.Float32bits(out[0][i]) {
+						t.Fatalf("%+v, %d threads: C[%d][%d] = %g in guided tasks, %g in equal ones", c, threads, i/c.n, i%c.n, out[1][i], out[0][i])
+					}
+				}
+			}
+		}
+	})
 	if err := setAMXStream("far"); err == nil {
 		t.Error(`R1GO_AMX_STREAM="far" was taken`)
 	}
@@ -140,7 +168,8 @@ func TestSgemmTileBF16TransBDeclines(t *testing.T) {
 // model runs them, from memory: Qwen2.5-0.5B's 24 layers of q|k|v (1,152
 // × 896), o (896 × 896), gate|up (9,728 × 896) and down (896 × 4,864),
 // then the 151,936-row LM head, 0.99 GB of bf16 weights. The tile layout
-// with eight, two and one tasks a thread (amxTasksPerThread), and the
+// with eight, two and one tasks a thread (amxTasksPerThread) and in
+// guided tasks ("tg": guidedTasks, long first, short last), and the
 // matrices in rows on the AMX path ("rows"), take turns, a pass each; so
 // do, at two tasks a thread, the tile layout read without prefetching
 // (setAMXStream "nopf": "t2-nopf"), with AVX-512 loads of the next block
@@ -194,7 +223,8 @@ func BenchmarkTileLayers(b *testing.B) {
 		huge   bool   // the tile layout in huge pages
 	}
 	vs := []variant{{"t8", 8, true, "", false}, {"t2", 2, true, "", false}, {"t1", 1, true, "", false}, {"rows", 8, false, "", false},
-		{"t2-nopf", 2, true, "nopf", false}, {"t2-avx", 2, true, "avx", false}, {"t2-huge", 2, true, "", true}}
+		{"t2-nopf", 2, true, "nopf", false}, {"t2-avx", 2, true, "avx", false}, {"t2-huge", 2, true, "", true},
+		{"tg", -1, true, "", false}}
 	defer func() { _ = setAMXStream("") }()
 	best := make([]time.Duration, len(vs))
 	bestKinds := make([][]time.Duration, len(vs))
