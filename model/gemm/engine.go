@@ -238,7 +238,7 @@ func forEach(threads, n int, body func(i int)) {
 // are long, each one contiguous stream of B; the last are short, so that
 // the threads finish close together: with equal tasks the one that ends a
 // product can start when the other thread has most of a task left, and
-// the caller waits that long (pool.TimeJoins: 3.5 % of a bf16 decode
+// the caller waits that long (pool.TimeJoins: about 3 % of a bf16 decode
 // step's products with sixteen tasks on 2 cores of the Zen 4 VM). It
 // returns the starts of the tasks, then n.
 func guidedTasks(n, threads, minUnits int) []int {
