@@ -76,6 +76,22 @@ func argmax(logits []float32) int {
 	return best
 }
 
+// rowMax is the largest logit, or false where the row holds a NaN: the
+// value at argmax's index without the second pass that finds the index.
+func rowMax(logits []float32) (float32, bool) {
+	m, nan := float32(math.Inf(-1)), false
+	tail := logits
+	if n16 := len(logits) / 16; argmaxVector && n16 > 0 {
+		m, nan = maxAVX512(&logits[0], n16)
+		tail = logits[16*n16:]
+	}
+	for _, v := range tail {
+		nan = nan || v != v
+		m = max(m, v)
+	}
+	return m, !nan
+}
+
 // sampleBlock is how many logits SampleToken exponentiates at a time.
 const sampleBlock = 1024
 

@@ -51,10 +51,10 @@ func sampleable32(d *Draw) bool {
 // logit over T is not finite or whose sum is not a positive number (a
 // NaN or an infinity in it): SampleToken's rules then decide.
 func sampleToken32(logits []float32, T float64, rng *rand.Rand) (int32, float32, bool) {
-	best := argmax(logits)
+	top, ok := rowMax(logits)
 	invT := float32(1 / T)
-	m := logits[best] * invT
-	if math.IsInf(float64(m), 0) || m != m {
+	m := top * invT
+	if !ok || math.IsInf(float64(m), 0) || m != m {
 		return 0, 0, false
 	}
 	blocks := numBlocks(len(logits))

@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -138,6 +139,13 @@ func TestArgmaxMatchesLoop(t *testing.T) {
 		}
 		if got, want := argmax(x), loop(x); got != want {
 			t.Fatalf("row of %d: argmax %d (%v), the loop %d (%v)", n, got, x[got], want, x[want])
+		}
+		// rowMax: the largest value's bits up to the sign of a zero, or
+		// false exactly where a NaN is.
+		hasNaN := slices.ContainsFunc(x, func(v float32) bool { return v != v })
+		m, ok := rowMax(x)
+		if ok == hasNaN || ok && m != x[loop(x)] {
+			t.Fatalf("row of %d: rowMax %v, %v; the loop's largest %v, NaN %v", n, m, ok, x[loop(x)], hasNaN)
 		}
 	}
 }
