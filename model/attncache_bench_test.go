@@ -51,7 +51,9 @@ func BenchmarkAttentionCached05B(b *testing.B) {
 // step on one layer's cache 24 times (in cache once warm: their ratio is
 // what memory costs the kernels), and on a bf16 cache (a rollout copy's,
 // half the bytes, float32 sums). It reports ms a step of each, the float32
-// cache's read rate (GB/s) and the bf16 cache's time ÷ the float32's.
+// cache's read rate (GB/s), the bf16 cache's time ÷ the float32's, and
+// the ms a step, over all three, that the loops' callers waited at their
+// ends (pool.TimeJoins).
 func BenchmarkAttentionDecodeStep05B(b *testing.B) {
 	d := NewCPU().(*CPU[float32])
 	rng := rand.New(rand.NewPCG(3, 5))

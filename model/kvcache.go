@@ -23,26 +23,24 @@ type KVCache struct {
 // attn_bf16.go).
 func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
 	c := &KVCache{Slots: slots, MaxLen: maxLen, Lens: make([]int32, slots), kvw: m.d.KV}
+	per := slots * maxLen * m.d.KV
+	if ka, ok := m.Dev.(kvArenaAllocator); ok && m.bf16Products() && !kvCacheF32 {
+		// Every layer's keys and values in one bf16 buffer, in huge pages
+		// where it is large enough (see KVCacheHugePages).
+		c.arena = ka.allocKVArena(2 * m.d.L * per)
+		for l := 0; l < m.d.L; l++ {
+			c.K = append(c.K, c.arena.Slice(2*l*per, per))
+			c.V = append(c.V, c.arena.Slice((2*l+1)*per, per))
+		}
+		return c
+	}
 	alloc := m.Dev.Alloc
 	if cs, ok := m.Dev.(ComputeStorage); ok {
 		alloc = cs.AllocCompute // bf16 under mixed precision
-	} else if ba, ok := m.Dev.(BF16Allocator); ok && m.bf16Products() && !kvCacheF32 {
-		alloc = ba.AllocBF16
-		if ka, ok := m.Dev.(kvArenaAllocator); ok {
-			// Every layer's keys and values in one buffer, in huge
-			// pages where it is large enough (see KVCacheHugePages).
-			per := slots * maxLen * m.d.KV
-			c.arena = ka.allocKVArena(2 * m.d.L * per)
-			for l := 0; l < m.d.L; l++ {
-				c.K = append(c.K, c.arena.Slice(2*l*per, per))
-				c.V = append(c.V, c.arena.Slice((2*l+1)*per, per))
-			}
-			return c
-		}
 	}
 	for l := 0; l < m.d.L; l++ {
-		c.K = append(c.K, alloc(slots*maxLen*m.d.KV))
-		c.V = append(c.V, alloc(slots*maxLen*m.d.KV))
+		c.K = append(c.K, alloc(per))
+		c.V = append(c.V, alloc(per))
 	}
 	return c
 }
@@ -61,8 +59,9 @@ func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
 // (package pages). Read when a cache is made.
 var KVCacheHugePages = pages.On
 
-// kvArenaAllocator is a device that can hold a whole bf16 KV cache in one
-// buffer (the CPU's, in huge pages where KVCacheHugePages says so).
+// kvArenaAllocator is a device that holds a rollout copy's whole KV cache
+// in one bf16 buffer (the CPU, in huge pages where KVCacheHugePages says
+// so); other devices keep theirs in their compute storage.
 type kvArenaAllocator interface {
 	allocKVArena(n int) Buffer
 }
