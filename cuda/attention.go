@@ -97,7 +97,8 @@ func attnDQSmem(HS int) int      { return 4 * (2*attnKeys*(HS+1) + 2*attnRows*HS
 func attnDKVSmem(HS int) int     { return 4 * (2*attnKeys*(HS+1) + 2*attnRows*HS + 2*attnKeys) }
 
 // Attention is causal grouped-query attention over packed sequences. qkv
-// and out are both float32 or both bf16 (mixed precision's storage).
+// and out are both float32 or both bf16 (mixed precision's storage); bf16
+// of head size 64 or 128 runs on the tensor cores (attention_tc.go).
 func (d *Device) Attention(out, lse, qkv model.Buffer, seqs []int32, NH, KVH, HS int) {
 	a := newAttnLayout(NH, KVH, HS)
 	T := qkv.Len() / a.W
@@ -111,6 +112,10 @@ func (d *Device) Attention(out, lse, qkv model.Buffer, seqs []int32, NH, KVH, HS
 	tiles := queryTiles(seqs)
 	scale := float32(1 / math.Sqrt(float64(HS)))
 	defer d.enter()()
+	if d.tensorCores(a, bf, px) {
+		d.attentionTC(tcForwardShape(HS), po, pl, px, a, seqs, T, scale)
+		return
+	}
 	pt := d.ints("attn-query-tiles", tiles)
 	d.launch(k, dim3{len(tiles) / 4, NH, 1}, grid1(32*attnRows), attnForwardSmem(HS),
 		argPtr(po), argPtr(pl), argPtr(px), argPtr(px+uintptr(es*a.kOff)), argPtr(px+uintptr(es*a.vOff)), argPtr(pt),
@@ -131,9 +136,13 @@ func (d *Device) AttentionBackward(dqkv, dout, out, lse, qkv model.Buffer, seqs 
 	if bf {
 		kdq, kdkv = kAttentionBackwardDQBF16, kAttentionBackwardDKVBF16
 	}
-	qt, kt := queryTiles(seqs), keyTiles(seqs)
 	scale := float32(1 / math.Sqrt(float64(HS)))
 	defer d.enter()()
+	if d.tensorCores(a, bf, px) {
+		d.attentionBackwardTC(pdx, pdy, po, pl, px, a, seqs, T, scale)
+		return
+	}
+	qt, kt := queryTiles(seqs), keyTiles(seqs)
 	D := d.scratchBuf("attn-D", NH*T, F32)
 	pk, pv := px+uintptr(es*a.kOff), px+uintptr(es*a.vOff)
 	d.launch(kdq, dim3{len(qt) / 4, NH, 1}, grid1(32*attnRows), attnDQSmem(HS),
