@@ -113,7 +113,7 @@ func (d *Device) Attention(out, lse, qkv model.Buffer, seqs []int32, NH, KVH, HS
 	scale := float32(1 / math.Sqrt(float64(HS)))
 	defer d.enter()()
 	if d.tensorCores(a, bf, px) {
-		d.attentionTC(tcForwardShape(HS), po, pl, px, a, seqs, T, scale)
+		d.attentionTC(d.tcForwardShape(HS), po, pl, px, a, seqs, T, scale)
 		return
 	}
 	pt := d.ints("attn-query-tiles", tiles)

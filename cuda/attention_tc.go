@@ -3,6 +3,7 @@ package cuda
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -125,14 +126,31 @@ func flatTiles(tl [][4]int32) []int32 {
 	return out
 }
 
-// tcForwardShape returns the forward shape for head size hs: the one the
-// environment names, else the default.
-func tcForwardShape(hs int) tcForward {
+// tcForwardShape returns the forward shape for head size hs: the one
+// SetAttentionForward or the environment names, else the default.
+func (d *Device) tcForwardShape(hs int) tcForward {
 	shapes := tcForwards[hs]
-	if f, ok := shapes[attnEnv().forward]; ok {
-		return f
+	for _, name := range []string{d.attnForward, attnEnv().forward} {
+		if f, ok := shapes[name]; ok {
+			return f
+		}
 	}
 	return shapes[""]
+}
+
+// AttentionForwardShapes lists the tensor-core forward's tile shapes for
+// head size hs ("" is the default; none when the head size has no
+// tensor-core kernels).
+func AttentionForwardShapes(hs int) []string {
+	return slices.Sorted(maps.Keys(tcForwards[hs]))
+}
+
+// SetAttentionForward makes the tensor-core forward use the tile shape of
+// that name for the head sizes that have one ("" restores the default);
+// the benchmarks time each shape with it.
+func (d *Device) SetAttentionForward(shape string) {
+	defer d.enter()()
+	d.attnForward = shape
 }
 
 // Shared memory of the tensor-core kernels, in bytes: bf16 tiles of HS

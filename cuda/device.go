@@ -88,7 +88,8 @@ type Device struct {
 	invFreq      map[ropeKey]Buffer
 	args         argPack
 
-	deterministic bool // the tensor-core attention's backward without atomics (attention_tc.go)
+	deterministic bool   // the tensor-core attention's backward without atomics (attention_tc.go)
+	attnForward   string // the tensor-core forward's tile shape (attention_tc.go)
 
 	// Mixed precision (mixed.go): registered weights and their bf16 copies.
 	mixed   bool

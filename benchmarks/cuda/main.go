@@ -13,12 +13,17 @@
 // Usage (on a GPU machine; elsewhere it says why it cannot run):
 //
 //	go run ./benchmarks/cuda [-tokens 4096] [-reps 20] [-cpu=true] [-tf32=false] [-cases attention,lmhead]
+//	go run ./benchmarks/cuda -attention-tc [-tokens 4096] [-tc-validate 512]
 //
 // Two whole-model cases follow the kernels: train_step (forward and
 // backward of -tokens packed tokens; tokens/s and model FLOPs utilisation
 // against the GEMM ceiling) and decode_step (-decode-slots sequences, one
 // token each, against a KV cache of -decode-ctx tokens), on the -model
 // configuration with random weights.
+//
+// -attention-tc times the tensor-core attention instead (tc.go): bf16
+// q|k|v on the heads of Qwen2.5-0.5B and 1.5B, every forward tile shape
+// and both backwards, against cuBLAS's bf16 GEMM rate in the same run.
 //
 // With -precompile DIR it needs no GPU, only NVRTC: it compiles every
 // kernel for -arch (default sm_90a) into DIR, a kernel cache that a GPU
@@ -56,6 +61,8 @@ func main() {
 	cfgPath := flag.String("model", "model/testdata/config_qwen2.5-0.5b.json", "config.json of the whole-model cases (random weights)")
 	slots := flag.Int("decode-slots", 64, "sequences of the decode_step case")
 	ctx := flag.Int("decode-ctx", 512, "tokens already in the cache in the decode_step case")
+	tcOnly := flag.Bool("attention-tc", false, "time the tensor-core attention (bf16, both head configurations, every forward tile shape, both backwards) and exit")
+	tcValidate := flag.Int("tc-validate", 512, "tokens of the tensor-core attention's validation against the CPU device (0: none)")
 	flag.Parse()
 
 	if *precompile != "" {
@@ -83,6 +90,10 @@ func main() {
 	fmt.Printf("device: %s, TF32 %v, %d tokens, %d reps\n", gpu.Name(), *tf32, *tokens, *reps)
 
 	l := &lab{gpu: gpu, cpu: model.NewCPU(), reps: *reps, withCPU: *withCPU}
+	if *tcOnly {
+		l.tensorCoreAttention(os.Stdout, *tokens, *gemmN, *tcValidate)
+		return
+	}
 	l.copyGBs = l.copyCeiling(*copyMB << 18)
 	l.gemmTFs = l.gemmCeiling(*gemmN)
 	fmt.Printf("ceilings (same run): device copy of %d MiB %.0f GB/s, cuBLAS GEMM %d³ %.1f TFLOP/s\n\n", *copyMB, l.copyGBs, *gemmN, l.gemmTFs)

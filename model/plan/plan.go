@@ -431,7 +431,9 @@ const headMaxRows, headLogitBudget = 2048, 32 << 20
 // matmuls round their float32 inputs into: "mixed-a", the largest of the
 // head's input rows, the backward's logit-gradient chunk and a layer's
 // widest gradient (dgu is 2I wide), and "mixed-b", the head's input rows
-// for its weight gradient. The layers' activations are bf16 already.
+// for its weight gradient; and with the tensor-core attention (head size
+// 64 or 128) the backward's dO in bf16. The layers' activations are bf16
+// already.
 func (s Settings) cudaScratch(sh shape, T, bt int) int64 {
 	geometry := func(T int) (rows, chunk int64) {
 		rows = int64(max(1, min(T, headMaxRows)))
@@ -448,6 +450,9 @@ func (s Settings) cudaScratch(sh shape, T, bt int) int64 {
 			a = max(a, br*bc, b*wide)
 		}
 		n += a*2 + rows*C*2
+		if bt > 0 && (sh.HS == 64 || sh.HS == 128) {
+			n += b * int64(sh.Q) * 2 // the tensor-core attention backward's bf16 dO
+		}
 	}
 	return n
 }
