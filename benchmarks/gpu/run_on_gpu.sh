@@ -11,6 +11,9 @@
 #   bash benchmarks/gpu/run_on_gpu.sh first    a first call within a 15-minute device
 #                                              budget: cuda, e2e, parity, then bench
 #                                              with what is left of DEADLINE_S (420)
+#   bash benchmarks/gpu/run_on_gpu.sh tc       the tensor-core check: the tensor-core tests, the
+#                                              kernel lab's attention, train and decode against
+#                                              transformers, ncu, the rest while DEADLINE_S allows
 #   bash benchmarks/gpu/run_on_gpu.sh final    cuda, bench, e2e with device auto, kernel lab
 #   bash benchmarks/gpu/run_on_gpu.sh session8 cuda, a ZeRO-2 run on VMM arenas, the CPU
 #                                              rollout on this host (2 cores and all), bench
@@ -40,9 +43,9 @@
 # Stages of "first": cuda (package cuda's tests, .gpu/cuda.test), e2e (a
 # random-weight Qwen2.5-0.5B folder from .gpu/memstep with the real Qwen
 # tokenizer in .gpu/, then three GRPO steps of .gpu/train on the GPU with
-# nvidia-smi sampling the memory). When .gpub/bundle.tar.gz (or .xz) is carried
-# (the binaries compressed to fit the 64 MiB carry limit) it is unpacked
-# into .gpu/ first.
+# nvidia-smi sampling the memory). Every .gpub/*.tar.* carried (bundle.sh,
+# bundle_cuda.sh: the binaries compressed to fit the 64 MiB carry limit) is
+# unpacked into .gpu/ first.
 #
 # Everything goes to $OUT (default /tmp/gpu-out): parity.log, bench.log,
 # fixtures.tar.gz (the new fixture folders, to unpack at the repository root
@@ -59,7 +62,7 @@ declare -a STATUS
 T0=$SECONDS
 DEADLINE_S=${DEADLINE_S:-420}
 left() { echo $((DEADLINE_S - (SECONDS - T0))); }
-for f in "$ROOT"/.gpub/bundle.tar.*; do
+for f in "$ROOT"/.gpub/*.tar.*; do
 	[ -f "$f" ] && mkdir -p "$ROOT/.gpu" && tar -xf "$f" -C "$ROOT/.gpu"
 done
 # One kernel cache for every stage, so that NVRTC compiles each file once.
@@ -245,20 +248,43 @@ vmm() { # ZeRO-2's VMM gradient arena on real hardware: a world of one, cuMem* c
 }
 
 bench() {
-	local log=$OUT/bench.log r1go=()
+	local log=$OUT/bench.log r1go=() jd=${BENCH_JSON_DIR:-$OUT}
 	# r1go's GPU side of the table, when a binary for it was carried
 	# (README.md: the JSON layout it must write).
 	if [ -x "$ROOT/.gpu/r1go-gpu-bench" ]; then
-		step "r1go GPU benchmark" "$log" "$ROOT/.gpu/r1go-gpu-bench" -json "$OUT/r1go_bench.json"
-		[ -s "$OUT/r1go_bench.json" ] && r1go=(--r1go "$OUT/r1go_bench.json")
+		step "r1go GPU benchmark" "$log" "$ROOT/.gpu/r1go-gpu-bench" -json "$jd/r1go_bench.json" -sections "${GPUBENCH_SECTIONS:-train,decode,rl}"
+		[ -s "$jd/r1go_bench.json" ] && r1go=(--r1go "$jd/r1go_bench.json")
 	fi
 	local budget=${BENCH_BUDGET_S:-480}
 	[ "$budget" -gt "$(($(left) - 20))" ] && budget=$(($(left) - 20))
-	step "transformers benchmark" "$log" python3 benchmarks/gpu/transformers_bench.py \
-		--json "$OUT/transformers_bench.json" --budget-s "$budget" "${r1go[@]}"
+	step "transformers benchmark" "$log" python3 benchmarks/gpu/transformers_bench.py --sections "${BENCH_SECTIONS:-ceilings,train,decode,rl}" \
+		--json "$jd/transformers_bench.json" --budget-s "$budget" "${r1go[@]}"
+}
+
+tclab() { # the kernel lab's tensor-core attention: both head configurations, every forward tile shape, both backwards, validated against the CPU
+	[ -x "$ROOT/.gpu/cudabench" ] || return 0
+	step "tensor-core attention (benchmarks/cuda -attention-tc)" "$OUT/tclab.log" "$ROOT/.gpu/cudabench" -attention-tc -tokens 4096 -reps 20
+}
+
+tcncu() { # ncu on the tensor-core attention kernels (Firecracker only), while time remains
+	[ -x "$ROOT/.gpu/cudabench" ] && command -v ncu >/dev/null || return 0
+	[ "$(uname -r)" = 4.4.0 ] && return 0 # gVisor: no hardware counters
+	step "ncu: tensor-core attention kernels" "$OUT/ncu.log" ncu --clock-control none -k 'regex:attention_tc_(fwd|bwd|dq)' -c 8 \
+		--section SpeedOfLight --section ComputeWorkloadAnalysis --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis_Tables \
+		"$ROOT/.gpu/cudabench" -attention-tc -tokens 4096 -reps 1 -tc-validate 0
+	grep -E '^  attention_tc|Duration|Registers Per|Achieved Occupancy|Issue Slots Busy|Compute \(SM\) Throughput|L2 Cache Throughput|bank' "$OUT/ncu.log" | head -80
 }
 
 case $stage in
+tc) # the tensor-core check, in priority order within DEADLINE_S: the tensor-core tests, the kernel lab's attention, training and decode against transformers, ncu, then package cuda's other tests and the RL step
+	info
+	step "cuda: tensor-core tests" "$OUT/cuda.log" bash -c "cd '$ROOT/cuda' && '$ROOT/.gpu/cuda.test' -test.run 'TC|BF16|Mixed' -test.v -test.timeout=120s"
+	tclab
+	GPUBENCH_SECTIONS=train,decode BENCH_SECTIONS=ceilings,train,decode BENCH_BUDGET_S=${BENCH_BUDGET_S:-240} bench
+	tcncu
+	CUDA_TEST_TIMEOUT=$(($(left) - 10))s cudatests
+	mkdir -p /tmp/rl && BENCH_JSON_DIR=/tmp/rl GPUBENCH_SECTIONS=rl BENCH_SECTIONS=rl bench # its table goes to bench.log ($OUT returns 8 files at most)
+	;;
 parity) parity ;;
 bench) bench ;;
 all)
@@ -430,7 +456,7 @@ cpu) # issue 20 on this host's CPU after the decode changes, then the transforme
 cuda) cudatests ;;
 e2e) e2e ;;
 *)
-	echo "usage: run_on_gpu.sh parity|bench|all|first|again|final|session8|cpu|amx|amxab|tiles|attn|pages|stream|streamshape|cuda|e2e" >&2
+	echo "usage: run_on_gpu.sh tc|parity|bench|all|first|again|final|session8|cpu|amx|amxab|tiles|attn|pages|stream|streamshape|cuda|e2e" >&2
 	exit 2
 	;;
 esac
