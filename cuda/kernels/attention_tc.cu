@@ -132,14 +132,15 @@ __device__ __forceinline__ void attention_tc_fwd_t(bf16* out, float* lse, const 
         const bf16* Kt = Ks + buf * BN * HS;
         const bf16* Vt = Vs + buf * BN * HS;
         int kbase = j * BN;
-        // Row r sees keys below tile.w + r. A row tile whose last row sees
-        // none of this key tile skips it (warp-uniform); one whose first row
-        // does not see all of it masks.
+        // Row r sees keys below tile.w + r. With two row tiles a warp, one
+        // whose last row sees none of this key tile skips it (warp-uniform;
+        // with one the test costs a fifth more registers than it saves); a
+        // row tile whose first row does not see all of it masks.
         bool live[MT], edge[MT];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
             int r0 = (warp * MT + mt) * 16;
-            live[mt] = kbase < tile.w + r0 + 15 && r0 < tile.y;
+            live[mt] = MT == 1 || (kbase < tile.w + r0 + 15 && r0 < tile.y);
             edge[mt] = kbase + BN > tile.w + r0;
         }
         float s[MT][BN / 8][4];
