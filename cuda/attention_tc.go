@@ -9,7 +9,8 @@ import (
 	"sync"
 )
 
-// The tensor-core attention of kernels/attention_tc.cu: bf16 q|k|v and
+// The tensor-core attention of kernels/attention_tc.cu (forward) and
+// attention_tc_bwd.cu (backward): bf16 q|k|v and
 // output (mixed precision's storage), head sizes 64 and 128, GPUs of
 // compute capability 8.0 and up. Everything else runs attention.cu's
 // CUDA-core kernels.
@@ -39,11 +40,11 @@ var (
 			"n128": {kernel("attention_tc.cu", "attention_tc_fwd128_n128", tcThreads), 64, 128},
 		},
 	}
-	kAttentionTCBwdPre = kernel("attention_tc.cu", "attention_tc_bwd_pre", tcThreads)
-	kAttentionTCBwd    = map[int]kernelID{64: kernel("attention_tc.cu", "attention_tc_bwd64", tcThreads), 128: kernel("attention_tc.cu", "attention_tc_bwd128", tcThreads)}
-	kAttentionTCBwdDet = map[int]kernelID{64: kernel("attention_tc.cu", "attention_tc_bwd64_det", tcThreads), 128: kernel("attention_tc.cu", "attention_tc_bwd128_det", tcThreads)}
-	kAttentionTCDQ     = map[int]kernelID{64: kernel("attention_tc.cu", "attention_tc_dq64", tcThreads), 128: kernel("attention_tc.cu", "attention_tc_dq128", tcThreads)}
-	kAttentionTCDKVSum = kernel("attention_tc.cu", "attention_tc_dkv_sum", 256)
+	kAttentionTCBwdPre = kernel("attention_tc_bwd.cu", "attention_tc_bwd_pre", tcThreads)
+	kAttentionTCBwd    = map[int]kernelID{64: kernel("attention_tc_bwd.cu", "attention_tc_bwd64", tcThreads), 128: kernel("attention_tc_bwd.cu", "attention_tc_bwd128", tcThreads)}
+	kAttentionTCBwdDet = map[int]kernelID{64: kernel("attention_tc_bwd.cu", "attention_tc_bwd64_det", tcThreads), 128: kernel("attention_tc_bwd.cu", "attention_tc_bwd128_det", tcThreads)}
+	kAttentionTCDQ     = map[int]kernelID{64: kernel("attention_tc_bwd.cu", "attention_tc_dq64", tcThreads), 128: kernel("attention_tc_bwd.cu", "attention_tc_dq128", tcThreads)}
+	kAttentionTCDKVSum = kernel("attention_tc_bwd.cu", "attention_tc_dkv_sum", 256)
 )
 
 // tcBlock is the backward's tile: 64 keys a block, query tiles of 64.
