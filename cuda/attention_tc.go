@@ -184,13 +184,13 @@ func (d *Device) attentionBackwardTC(pdx, pdy, po, pl, px uintptr, a attnLayout,
 	if !det {
 		d.launch(kAttentionTCBwd[HS], dim3{len(kt) / 4, NH, 1}, grid1(tcThreads), tcBackwardSmem(HS),
 			argPtr(pdx), argPtr(0), argPtr(px), argPtr(pk), argPtr(pv), argPtr(dob.ptr), argPtr(pl), argPtr(D.ptr), argPtr(pkt),
-			argInt(a.W), argInt(T), argInt(NH), argInt(KVH), argFloat(scale))
+			argInt(a.W), argInt(T), argInt(NH), argInt(KVH), argFloat(scale), argInt(boolInt(pdx%8 == 0)))
 		return
 	}
 	part := d.scratchBuf("attn-dkv-part", 2*NH*T*HS, F32)
 	d.launch(kAttentionTCBwdDet[HS], dim3{len(kt) / 4, NH, 1}, grid1(tcThreads), tcBackwardSmem(HS),
 		argPtr(pdx), argPtr(part.ptr), argPtr(px), argPtr(pk), argPtr(pv), argPtr(dob.ptr), argPtr(pl), argPtr(D.ptr), argPtr(pkt),
-		argInt(a.W), argInt(T), argInt(NH), argInt(KVH), argFloat(scale))
+		argInt(a.W), argInt(T), argInt(NH), argInt(KVH), argFloat(scale), argInt(1))
 	d.launch(kAttentionTCDKVSum, d.elementwiseGrid(T*KVH*HS), grid1(256), 0, argPtr(pdx), argPtr(part.ptr),
 		argInt(T), argInt(NH), argInt(KVH), argInt(HS), argInt(a.W))
 	qt := tcQueryTiles(seqs, tcBlock)

@@ -56,10 +56,22 @@ __device__ __forceinline__ void fa_bwd_issue(bf16* Qs, bf16* dOs, float* ls, flo
     }
 }
 
+// fa_red_add2 adds (a, b) to p[0..1]: one 8-byte vector reduction where
+// dqkv is 8-byte aligned (pairs; a training step's gradient arena need not
+// be), else two scalar ones.
+__device__ __forceinline__ void fa_red_add2(float* p, float a, float b, int pairs) {
+    if (pairs) {
+        tc_red_add2(p, a, b);
+    } else {
+        tc_red_add(p, a);
+        tc_red_add(p + 1, b);
+    }
+}
+
 template <int HS, bool DET>
 __device__ __forceinline__ void attention_tc_bwd_t(float* dqkv, float* part, const bf16* q, const bf16* k, const bf16* v,
                                                    const bf16* dob, const float* lse, const float* Dbuf, const int4* tiles, int W,
-                                                   int T, int NH, int KVH, float scale) {
+                                                   int T, int NH, int KVH, float scale, int pairs) {
     constexpr int B = 64, QP = HS > 64 ? 32 : 64;
     extern __shared__ float smem[];
     bf16* Ks = (bf16*)smem;            // [B][HS]
@@ -193,7 +205,7 @@ __device__ __forceinline__ void attention_tc_bwd_t(float* dqkv, float* part, con
                 if (tq >= end) continue;
                 float* row = dqkv + (long long)tq * W + h * HS + 2 * t;
 #pragma unroll
-                for (int d = 0; d < HS / 8; d++) tc_red_add2(row + d * 8, dq[d][2 * i] * scale, dq[d][2 * i + 1] * scale);
+                for (int d = 0; d < HS / 8; d++) fa_red_add2(row + d * 8, dq[d][2 * i] * scale, dq[d][2 * i + 1] * scale, pairs);
             }
         }
         __syncthreads(); // this buffer (and dSᵀ) is refilled next
@@ -216,8 +228,8 @@ __device__ __forceinline__ void attention_tc_bwd_t(float* dqkv, float* part, con
                 pv[d * 8] = dv[d][2 * i];
                 pv[d * 8 + 1] = dv[d][2 * i + 1];
             } else {
-                tc_red_add2(rk + d * 8, dk[d][2 * i] * scale, dk[d][2 * i + 1] * scale);
-                tc_red_add2(rv + d * 8, dv[d][2 * i], dv[d][2 * i + 1]);
+                fa_red_add2(rk + d * 8, dk[d][2 * i] * scale, dk[d][2 * i + 1] * scale, pairs);
+                fa_red_add2(rv + d * 8, dv[d][2 * i], dv[d][2 * i + 1], pairs);
             }
         }
     }
@@ -338,26 +350,26 @@ __device__ __forceinline__ void attention_tc_dq_t(float* dqkv, const bf16* q, co
 extern "C" __global__ void __launch_bounds__(FA_THREADS) attention_tc_bwd64(float* dqkv, float* part, const bf16* q, const bf16* k,
                                                                   const bf16* v, const bf16* dob, const float* lse,
                                                                   const float* Dbuf, const int4* tiles, int W, int T, int NH,
-                                                                  int KVH, float scale) {
-    attention_tc_bwd_t<64, false>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale);
+                                                                  int KVH, float scale, int pairs) {
+    attention_tc_bwd_t<64, false>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale, pairs);
 }
 extern "C" __global__ void __launch_bounds__(FA_THREADS) attention_tc_bwd128(float* dqkv, float* part, const bf16* q, const bf16* k,
                                                                   const bf16* v, const bf16* dob, const float* lse,
                                                                   const float* Dbuf, const int4* tiles, int W, int T, int NH,
-                                                                  int KVH, float scale) {
-    attention_tc_bwd_t<128, false>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale);
+                                                                  int KVH, float scale, int pairs) {
+    attention_tc_bwd_t<128, false>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale, pairs);
 }
 extern "C" __global__ void __launch_bounds__(FA_THREADS) attention_tc_bwd64_det(float* dqkv, float* part, const bf16* q, const bf16* k,
                                                                   const bf16* v, const bf16* dob, const float* lse,
                                                                   const float* Dbuf, const int4* tiles, int W, int T, int NH,
-                                                                  int KVH, float scale) {
-    attention_tc_bwd_t<64, true>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale);
+                                                                  int KVH, float scale, int pairs) {
+    attention_tc_bwd_t<64, true>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale, pairs);
 }
 extern "C" __global__ void __launch_bounds__(FA_THREADS) attention_tc_bwd128_det(float* dqkv, float* part, const bf16* q, const bf16* k,
                                                                   const bf16* v, const bf16* dob, const float* lse,
                                                                   const float* Dbuf, const int4* tiles, int W, int T, int NH,
-                                                                  int KVH, float scale) {
-    attention_tc_bwd_t<128, true>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale);
+                                                                  int KVH, float scale, int pairs) {
+    attention_tc_bwd_t<128, true>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale, pairs);
 }
 
 extern "C" __global__ void __launch_bounds__(FA_THREADS) attention_tc_dq64(float* dqkv, const bf16* q, const bf16* k, const bf16* v,
