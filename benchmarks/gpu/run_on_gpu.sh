@@ -280,10 +280,13 @@ tc) # the tensor-core check, in priority order within DEADLINE_S: the tensor-cor
 	info
 	step "cuda: tensor-core tests" "$OUT/cuda.log" bash -c "cd '$ROOT/cuda' && '$ROOT/.gpu/cuda.test' -test.run 'TC|BF16|Mixed' -test.v -test.timeout=120s"
 	tclab
-	GPUBENCH_SECTIONS=train,decode BENCH_SECTIONS=ceilings,train,decode BENCH_BUDGET_S=${BENCH_BUDGET_S:-240} bench
+	# TC_TABLE: the speed table's sections (train,decode); TC_REST=0 stops after ncu.
+	GPUBENCH_SECTIONS=${TC_TABLE:-train,decode} BENCH_SECTIONS=ceilings,${TC_TABLE:-train,decode} BENCH_BUDGET_S=${BENCH_BUDGET_S:-240} bench
 	tcncu
-	CUDA_TEST_TIMEOUT=$(($(left) - 10))s cudatests
-	mkdir -p /tmp/rl && BENCH_JSON_DIR=/tmp/rl GPUBENCH_SECTIONS=rl BENCH_SECTIONS=rl bench # its table goes to bench.log ($OUT returns 8 files at most)
+	if [ "${TC_REST:-1}" = 1 ]; then
+		CUDA_TEST_TIMEOUT=$(($(left) - 10))s cudatests
+		mkdir -p /tmp/rl && BENCH_JSON_DIR=/tmp/rl GPUBENCH_SECTIONS=rl BENCH_SECTIONS=rl bench # its table goes to bench.log ($OUT returns 8 files at most)
+	fi
 	;;
 parity) parity ;;
 bench) bench ;;

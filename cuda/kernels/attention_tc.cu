@@ -178,27 +178,27 @@ __device__ __forceinline__ void attention_tc_fwd_t(bf16* out, float* lse, const 
 
 // The shapes the launcher chooses among (attention_tc.go, tcForwards):
 // head size, row tiles a warp, keys a tile.
-extern "C" __global__ void __launch_bounds__(FA_THREADS) attention_tc_fwd64(bf16* out, float* lse, const bf16* q, const bf16* k,
+extern "C" __global__ void __launch_bounds__(128) attention_tc_fwd64(bf16* out, float* lse, const bf16* q, const bf16* k,
                                                                   const bf16* v, const int4* tiles, int ldq, int ldkv, int ldo,
                                                                   int T, int NH, int KVH, float scale) {
     attention_tc_fwd_t<64, 1, 64>(out, lse, q, k, v, tiles, ldq, ldkv, ldo, T, NH, KVH, scale);
 }
-extern "C" __global__ void __launch_bounds__(FA_THREADS) attention_tc_fwd64_n128(bf16* out, float* lse, const bf16* q, const bf16* k,
+extern "C" __global__ void __launch_bounds__(128) attention_tc_fwd64_n128(bf16* out, float* lse, const bf16* q, const bf16* k,
                                                                   const bf16* v, const int4* tiles, int ldq, int ldkv, int ldo,
                                                                   int T, int NH, int KVH, float scale) {
     attention_tc_fwd_t<64, 1, 128>(out, lse, q, k, v, tiles, ldq, ldkv, ldo, T, NH, KVH, scale);
 }
-extern "C" __global__ void __launch_bounds__(FA_THREADS) attention_tc_fwd64_m2(bf16* out, float* lse, const bf16* q, const bf16* k,
+extern "C" __global__ void __launch_bounds__(128) attention_tc_fwd64_m2(bf16* out, float* lse, const bf16* q, const bf16* k,
                                                                   const bf16* v, const int4* tiles, int ldq, int ldkv, int ldo,
                                                                   int T, int NH, int KVH, float scale) {
     attention_tc_fwd_t<64, 2, 64>(out, lse, q, k, v, tiles, ldq, ldkv, ldo, T, NH, KVH, scale);
 }
-extern "C" __global__ void __launch_bounds__(FA_THREADS) attention_tc_fwd128(bf16* out, float* lse, const bf16* q, const bf16* k,
+extern "C" __global__ void __launch_bounds__(128) attention_tc_fwd128(bf16* out, float* lse, const bf16* q, const bf16* k,
                                                                   const bf16* v, const int4* tiles, int ldq, int ldkv, int ldo,
                                                                   int T, int NH, int KVH, float scale) {
     attention_tc_fwd_t<128, 1, 64>(out, lse, q, k, v, tiles, ldq, ldkv, ldo, T, NH, KVH, scale);
 }
-extern "C" __global__ void __launch_bounds__(FA_THREADS) attention_tc_fwd128_n128(bf16* out, float* lse, const bf16* q, const bf16* k,
+extern "C" __global__ void __launch_bounds__(128) attention_tc_fwd128_n128(bf16* out, float* lse, const bf16* q, const bf16* k,
                                                                   const bf16* v, const int4* tiles, int ldq, int ldkv, int ldo,
                                                                   int T, int NH, int KVH, float scale) {
     attention_tc_fwd_t<128, 1, 128>(out, lse, q, k, v, tiles, ldq, ldkv, ldo, T, NH, KVH, scale);

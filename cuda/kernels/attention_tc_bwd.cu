@@ -20,7 +20,7 @@
 #include "flash.cuh"
 
 // One block per row; warp w takes heads w, w + 4, ...
-extern "C" __global__ void __launch_bounds__(FA_THREADS) attention_tc_bwd_pre(float* Dbuf, bf16* dob, float* dqkv, const float* dout,
+extern "C" __global__ void __launch_bounds__(128) attention_tc_bwd_pre(float* Dbuf, bf16* dob, float* dqkv, const float* dout,
                                                                              const bf16* out, int T, int NH, int HS, int W, int zero) {
     int tq = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     for (int h = warp; h < NH; h += FA_WARPS) {
@@ -347,37 +347,37 @@ __device__ __forceinline__ void attention_tc_dq_t(float* dqkv, const bf16* q, co
     }
 }
 
-extern "C" __global__ void __launch_bounds__(FA_THREADS) attention_tc_bwd64(float* dqkv, float* part, const bf16* q, const bf16* k,
+extern "C" __global__ void __launch_bounds__(128) attention_tc_bwd64(float* dqkv, float* part, const bf16* q, const bf16* k,
                                                                   const bf16* v, const bf16* dob, const float* lse,
                                                                   const float* Dbuf, const int4* tiles, int W, int T, int NH,
                                                                   int KVH, float scale, int pairs) {
     attention_tc_bwd_t<64, false>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale, pairs);
 }
-extern "C" __global__ void __launch_bounds__(FA_THREADS) attention_tc_bwd128(float* dqkv, float* part, const bf16* q, const bf16* k,
+extern "C" __global__ void __launch_bounds__(128) attention_tc_bwd128(float* dqkv, float* part, const bf16* q, const bf16* k,
                                                                   const bf16* v, const bf16* dob, const float* lse,
                                                                   const float* Dbuf, const int4* tiles, int W, int T, int NH,
                                                                   int KVH, float scale, int pairs) {
     attention_tc_bwd_t<128, false>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale, pairs);
 }
-extern "C" __global__ void __launch_bounds__(FA_THREADS) attention_tc_bwd64_det(float* dqkv, float* part, const bf16* q, const bf16* k,
+extern "C" __global__ void __launch_bounds__(128) attention_tc_bwd64_det(float* dqkv, float* part, const bf16* q, const bf16* k,
                                                                   const bf16* v, const bf16* dob, const float* lse,
                                                                   const float* Dbuf, const int4* tiles, int W, int T, int NH,
                                                                   int KVH, float scale, int pairs) {
     attention_tc_bwd_t<64, true>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale, pairs);
 }
-extern "C" __global__ void __launch_bounds__(FA_THREADS) attention_tc_bwd128_det(float* dqkv, float* part, const bf16* q, const bf16* k,
+extern "C" __global__ void __launch_bounds__(128) attention_tc_bwd128_det(float* dqkv, float* part, const bf16* q, const bf16* k,
                                                                   const bf16* v, const bf16* dob, const float* lse,
                                                                   const float* Dbuf, const int4* tiles, int W, int T, int NH,
                                                                   int KVH, float scale, int pairs) {
     attention_tc_bwd_t<128, true>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale, pairs);
 }
 
-extern "C" __global__ void __launch_bounds__(FA_THREADS) attention_tc_dq64(float* dqkv, const bf16* q, const bf16* k, const bf16* v,
+extern "C" __global__ void __launch_bounds__(128) attention_tc_dq64(float* dqkv, const bf16* q, const bf16* k, const bf16* v,
                                                                   const bf16* dob, const float* lse, const float* Dbuf,
                                                                   const int4* tiles, int W, int T, int NH, int KVH, float scale) {
     attention_tc_dq_t<64>(dqkv, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale);
 }
-extern "C" __global__ void __launch_bounds__(FA_THREADS) attention_tc_dq128(float* dqkv, const bf16* q, const bf16* k, const bf16* v,
+extern "C" __global__ void __launch_bounds__(128) attention_tc_dq128(float* dqkv, const bf16* q, const bf16* k, const bf16* v,
                                                                   const bf16* dob, const float* lse, const float* Dbuf,
                                                                   const int4* tiles, int W, int T, int NH, int KVH, float scale) {
     attention_tc_dq_t<128>(dqkv, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale);
