@@ -25,15 +25,17 @@ type tcForward struct {
 const tcThreads = 128 // 4 warps, the kernels' __launch_bounds__
 
 var (
-	// The forward's shapes by head size and name; "" is the default. A
-	// block of 128 rows (two row tiles a warp) shares every K and V
-	// fragment between them; 128-key tiles halve the barriers a row
-	// block waits at.
+	// The forward's shapes by head size and name; "" is the default, the
+	// fastest on an H200 (benchmarks/cuda.md): 64 rows and 128-key tiles
+	// at head size 64 (164 TFLOP/s on a 4K row, against 146 with 64-key
+	// tiles and 120 with 128-row blocks, whose two row tiles a warp share
+	// every K and V fragment but take 213 registers), 64 and 64 at 128
+	// (167, against 114 with 128-key tiles: 80 KB more shared memory).
 	tcForwards = map[int]map[string]tcForward{
 		64: {
-			"":     {kernel("attention_tc.cu", "attention_tc_fwd64", tcThreads), 64, 64},
-			"n128": {kernel("attention_tc.cu", "attention_tc_fwd64_n128", tcThreads), 64, 128},
-			"m2":   {kernel("attention_tc.cu", "attention_tc_fwd64_m2", tcThreads), 128, 64},
+			"":    {kernel("attention_tc.cu", "attention_tc_fwd64_n128", tcThreads), 64, 128},
+			"n64": {kernel("attention_tc.cu", "attention_tc_fwd64", tcThreads), 64, 64},
+			"m2":  {kernel("attention_tc.cu", "attention_tc_fwd64_m2", tcThreads), 128, 64},
 		},
 		128: {
 			"":     {kernel("attention_tc.cu", "attention_tc_fwd128", tcThreads), 64, 64},
