@@ -43,14 +43,34 @@ var (
 		},
 	}
 	kAttentionTCBwdPre = kernel("attention_tc_bwd.cu", "attention_tc_bwd_pre", tcThreads)
-	kAttentionTCBwd    = map[int]kernelID{64: kernel("attention_tc_bwd.cu", "attention_tc_bwd64", tcThreads), 128: kernel("attention_tc_bwd.cu", "attention_tc_bwd128", tcThreads)}
+	// The atomic backward's shapes by head size and name: 64 keys a block
+	// (4 warps), or 128 (8 warps: each query tile loaded and each dQ
+	// reduction made serves twice the keys).
+	tcBackwards = map[int]map[string]tcBackward{
+		64: {
+			"":     {kernel("attention_tc_bwd.cu", "attention_tc_bwd64", tcThreads), 64},
+			"k128": {kernel("attention_tc_bwd.cu", "attention_tc_bwd64_k128", 2*tcThreads), 128},
+		},
+		128: {
+			"":     {kernel("attention_tc_bwd.cu", "attention_tc_bwd128", tcThreads), 64},
+			"k128": {kernel("attention_tc_bwd.cu", "attention_tc_bwd128_k128", 2*tcThreads), 128},
+		},
+	}
 	kAttentionTCBwdDet = map[int]kernelID{64: kernel("attention_tc_bwd.cu", "attention_tc_bwd64_det", tcThreads), 128: kernel("attention_tc_bwd.cu", "attention_tc_bwd128_det", tcThreads)}
 	kAttentionTCDQ     = map[int]kernelID{64: kernel("attention_tc_bwd.cu", "attention_tc_dq64", tcThreads), 128: kernel("attention_tc_bwd.cu", "attention_tc_dq128", tcThreads)}
 	kAttentionTCDKVSum = kernel("attention_tc_bwd.cu", "attention_tc_dkv_sum", 256)
 )
 
-// tcBlock is the backward's tile: 64 keys a block, query tiles of 64.
+// tcBlock is the backward's query tile, the deterministic backward's key
+// tile and the dQ kernel's query tile.
 const tcBlock = 64
+
+// tcBackward is one compiled shape of the atomic backward: keys a block,
+// 16 per warp.
+type tcBackward struct {
+	k    kernelID
+	keys int
+}
 
 // attnEnv holds the environment's say over the attention kernels, read
 // once: R1GO_ATTENTION=cuda-core keeps the CUDA-core kernels everywhere
@@ -106,15 +126,15 @@ func tcQueryTiles(seqs []int32, rows int) []int32 {
 	return flatTiles(tl)
 }
 
-// tcKeyTiles cuts packed sequences into blocks of tcBlock key rows (first
-// key row, rows, end of the sequence, its start), heaviest first (the
-// queries after the block's first key).
-func tcKeyTiles(seqs []int32) []int32 {
+// tcKeyTiles cuts packed sequences into blocks of up to keys key rows
+// (first key row, rows, end of the sequence, its start), heaviest first
+// (the queries after the block's first key).
+func tcKeyTiles(seqs []int32, keys int) []int32 {
 	var tl [][4]int32
 	for s := 0; s+1 < len(seqs); s++ {
 		s0, e := seqs[s], seqs[s+1]
-		for t0 := s0; t0 < e; t0 += tcBlock {
-			tl = append(tl, [4]int32{t0, min(tcBlock, e-t0), e, s0})
+		for t0 := s0; t0 < e; t0 += int32(keys) {
+			tl = append(tl, [4]int32{t0, min(int32(keys), e-t0), e, s0})
 		}
 	}
 	slices.SortStableFunc(tl, func(a, b [4]int32) int { return cmp.Compare(b[2]-b[0], a[2]-a[0]) })
@@ -141,6 +161,28 @@ func (d *Device) tcForwardShape(hs int) tcForward {
 	return shapes[""]
 }
 
+// tcBackwardShape returns the atomic backward's shape for head size hs:
+// the one SetAttentionBackward names, else the default.
+func (d *Device) tcBackwardShape(hs int) tcBackward {
+	if b, ok := tcBackwards[hs][d.attnBackward]; ok {
+		return b
+	}
+	return tcBackwards[hs][""]
+}
+
+// AttentionBackwardShapes lists the atomic tensor-core backward's shapes
+// for head size hs ("" is the default).
+func AttentionBackwardShapes(hs int) []string {
+	return slices.Sorted(maps.Keys(tcBackwards[hs]))
+}
+
+// SetAttentionBackward makes the atomic tensor-core backward use the shape
+// of that name ("" restores the default); the benchmarks time each.
+func (d *Device) SetAttentionBackward(shape string) {
+	defer d.enter()()
+	d.attnBackward = shape
+}
+
 // AttentionForwardShapes lists the tensor-core forward's tile shapes for
 // head size hs ("" is the default; none when the head size has no
 // tensor-core kernels).
@@ -159,8 +201,10 @@ func (d *Device) SetAttentionForward(shape string) {
 // Shared memory of the tensor-core kernels, in bytes: bf16 tiles of HS
 // columns, plus the backward's dSᵀ tile and its queries' lse and D.
 func tcForwardSmem(f tcForward, HS int) int { return 2 * HS * (f.rows + 4*f.keys) }
-func tcBackwardSmem(HS int) int             { return 2*(6*tcBlock*HS+tcBlock*tcBlock) + 4*4*tcBlock }
-func tcDQSmem(HS int) int                   { return 2 * 6 * tcBlock * HS }
+func tcBackwardSmem(HS, keys int) int {
+	return 2*(2*keys*HS+4*tcBlock*HS+keys*tcBlock) + 4*4*tcBlock
+}
+func tcDQSmem(HS int) int { return 2 * 6 * tcBlock * HS }
 
 func (d *Device) attentionTC(f tcForward, po, pl, px uintptr, a attnLayout, seqs []int32, T int, scale float32) {
 	tiles := tcQueryTiles(seqs, f.rows)
@@ -180,17 +224,20 @@ func (d *Device) attentionBackwardTC(pdx, pdy, po, pl, px uintptr, a attnLayout,
 	det := d.deterministic || attnEnv().deterministic
 	d.launch(kAttentionTCBwdPre, grid1(T), grid1(tcThreads), 0, argPtr(D.ptr), argPtr(dob.ptr), argPtr(pdx), argPtr(pdy), argPtr(po),
 		argInt(T), argInt(NH), argInt(HS), argInt(a.W), argInt(boolInt(!det)))
-	kt := tcKeyTiles(seqs)
-	pkt := d.ints("attn-tc-key-tiles", kt)
 	pk, pv := px+uintptr(2*a.kOff), px+uintptr(2*a.vOff)
 	if !det {
-		d.launch(kAttentionTCBwd[HS], dim3{len(kt) / 4, NH, 1}, grid1(tcThreads), tcBackwardSmem(HS),
-			argPtr(pdx), argPtr(0), argPtr(px), argPtr(pk), argPtr(pv), argPtr(dob.ptr), argPtr(pl), argPtr(D.ptr), argPtr(pkt),
+		b := d.tcBackwardShape(HS)
+		kt := tcKeyTiles(seqs, b.keys)
+		d.launch(b.k, dim3{len(kt) / 4, NH, 1}, grid1(b.k.maxThreads), tcBackwardSmem(HS, b.keys),
+			argPtr(pdx), argPtr(0), argPtr(px), argPtr(pk), argPtr(pv), argPtr(dob.ptr), argPtr(pl), argPtr(D.ptr),
+			argPtr(d.ints(fmt.Sprintf("attn-tc-key-tiles-%d", b.keys), kt)),
 			argInt(a.W), argInt(T), argInt(NH), argInt(KVH), argFloat(scale), argInt(boolInt(pdx%8 == 0)))
 		return
 	}
+	kt := tcKeyTiles(seqs, tcBlock)
+	pkt := d.ints("attn-tc-key-tiles-64", kt)
 	part := d.scratchBuf("attn-dkv-part", 2*NH*T*HS, F32)
-	d.launch(kAttentionTCBwdDet[HS], dim3{len(kt) / 4, NH, 1}, grid1(tcThreads), tcBackwardSmem(HS),
+	d.launch(kAttentionTCBwdDet[HS], dim3{len(kt) / 4, NH, 1}, grid1(tcThreads), tcBackwardSmem(HS, tcBlock),
 		argPtr(pdx), argPtr(part.ptr), argPtr(px), argPtr(pk), argPtr(pv), argPtr(dob.ptr), argPtr(pl), argPtr(D.ptr), argPtr(pkt),
 		argInt(a.W), argInt(T), argInt(NH), argInt(KVH), argFloat(scale), argInt(1))
 	d.launch(kAttentionTCDKVSum, d.elementwiseGrid(T*KVH*HS), grid1(256), 0, argPtr(pdx), argPtr(part.ptr),

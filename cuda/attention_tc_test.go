@@ -98,28 +98,42 @@ func TestGPUAttentionTC(t *testing.T) {
 		cdq := upload(e.cpu, make([]float32, T*a.W))
 		e.cpu.AttentionBackward(cdq, cdy, cob, gl2cpu(e, gl), cq, c.seqs, c.NH, c.KVH, c.HS)
 		want := download(e.cpu, cdq)
-		var runs [2][]float32
-		for i, det := range []bool{false, true} {
+		// Each atomic shape, then the deterministic backward.
+		type run struct {
+			shape string
+			det   bool
+		}
+		var runs []run
+		for _, shape := range AttentionBackwardShapes(c.HS) {
+			runs = append(runs, run{shape, false})
+		}
+		runs = append(runs, run{"", true})
+		var got [][]float32
+		for _, r := range runs {
 			// garbage: the backward must overwrite all of it; one float past an
 			// 8-byte boundary, as a gradient arena's slice can be
 			gdq := upload(e.gpu, e.randn(T*a.W+1, 1)).(Buffer).Slice(1, T*a.W)
-			e.gpu.SetDeterministic(det)
+			e.gpu.SetDeterministic(r.det)
+			e.gpu.SetAttentionBackward(r.shape)
 			e.gpu.AttentionBackward(gdq, gdy, gout, gl, gq, c.seqs, c.NH, c.KVH, c.HS)
 			e.gpu.SetDeterministic(false)
+			e.gpu.SetAttentionBackward("")
 			if err := e.gpu.Sync(); err != nil {
 				t.Fatal(err)
 			}
-			runs[i] = download(e.gpu, gdq)
-			what := fmt.Sprintf("%s, backward (deterministic %v)", c.name, det)
+			got = append(got, download(e.gpu, gdq))
+			what := fmt.Sprintf("%s, backward %q (deterministic %v)", c.name, r.shape, r.det)
 			for _, part := range []struct {
 				name     string
 				from, to int
 			}{{"dq", 0, a.kOff}, {"dk", a.kOff, a.vOff}, {"dv", a.vOff, a.W}} {
-				checkTC(t, what+": "+part.name, columns(runs[i], a.W, part.from, part.to), columns(want, a.W, part.from, part.to), tcTolL2, tcTolMax)
+				checkTC(t, what+": "+part.name, columns(got[len(got)-1], a.W, part.from, part.to), columns(want, a.W, part.from, part.to), tcTolL2, tcTolMax)
 			}
 		}
-		// The two paths add the same products in different orders.
-		checkTC(t, c.name+": atomic backward against the deterministic one", runs[0], runs[1], 1e-5, 1e-5)
+		// The paths add the same products in different orders.
+		for i := 1; i < len(got); i++ {
+			checkTC(t, fmt.Sprintf("%s: backward %v against %v", c.name, runs[i], runs[0]), got[i], got[0], 1e-5, 1e-5)
+		}
 	}
 }
 
@@ -163,22 +177,25 @@ func TestAttentionTCTiles(t *testing.T) {
 			}
 		}
 	}
-	kt := tcKeyTiles(seqs)
-	seen := make([]int, 329)
-	prev := int32(math.MaxInt32)
-	for i := 0; i < len(kt); i += 4 {
-		x, y, end, start := kt[i], kt[i+1], kt[i+2], kt[i+3]
-		if end-x > prev || y < 1 || y > tcBlock || x+y > end || start > x {
-			t.Fatalf("key tile %v out of order or shape", kt[i:i+4])
+	for _, keys := range []int{64, 128} {
+		kt := tcKeyTiles(seqs, keys)
+		seen := make([]int, 329)
+		prev := int32(math.MaxInt32)
+		for i := 0; i < len(kt); i += 4 {
+			x, y, end, start := kt[i], kt[i+1], kt[i+2], kt[i+3]
+			s := sort.Search(len(seqs), func(j int) bool { return seqs[j] > x }) - 1
+			if end-x > prev || y < 1 || int(y) > keys || x+y > end || start != seqs[s] || end != seqs[s+1] {
+				t.Fatalf("keys %d: key tile %v out of order or shape", keys, kt[i:i+4])
+			}
+			prev = end - x
+			for r := x; r < x+y; r++ {
+				seen[r]++
+			}
 		}
-		prev = end - x
-		for r := x; r < x+y; r++ {
-			seen[r]++
-		}
-	}
-	for r, n := range seen {
-		if n != 1 {
-			t.Fatalf("key row %d covered %d times", r, n)
+		for r, n := range seen {
+			if n != 1 {
+				t.Fatalf("keys %d: key row %d covered %d times", keys, r, n)
+			}
 		}
 	}
 }

@@ -90,6 +90,7 @@ type Device struct {
 
 	deterministic bool   // the tensor-core attention's backward without atomics (attention_tc.go)
 	attnForward   string // the tensor-core forward's tile shape (attention_tc.go)
+	attnBackward  string // the tensor-core atomic backward's shape (attention_tc.go)
 
 	// Mixed precision (mixed.go): registered weights and their bf16 copies.
 	mixed   bool

@@ -100,7 +100,15 @@ func (l *lab) tensorCoreAttention(w io.Writer, T, gemmN, validateT int) {
 			}
 			g.SetAttentionForward("")
 			in.forward(g)
-			row("backward (atomic)", timeIt(g, func() { in.backward(g) }, l.reps), 2.5*fl)
+			for _, shape := range cuda.AttentionBackwardShapes(h.HS) {
+				g.SetAttentionBackward(shape)
+				name := "backward (atomic)"
+				if shape != "" {
+					name = "backward " + shape + " (atomic)"
+				}
+				row(name, timeIt(g, func() { in.backward(g) }, l.reps), 2.5*fl)
+			}
+			g.SetAttentionBackward("")
 			g.SetDeterministic(true)
 			row("backward (deterministic)", timeIt(g, func() { in.backward(g) }, l.reps), 2.5*fl)
 			g.SetDeterministic(false)
@@ -131,11 +139,13 @@ func (l *lab) validateTC(h tcHeads, T int) string {
 	cdq := c.Alloc(T * in.W)
 	c.AttentionBackward(cdq, cdy, cob, clse, cqkv, seqs, h.NH, h.KVH, h.HS)
 	want := download(c, cdq)
-	for _, det := range []bool{false, true} {
-		g.SetDeterministic(det)
+	for _, shape := range append(cuda.AttentionBackwardShapes(h.HS), "deterministic") {
+		g.SetDeterministic(shape == "deterministic")
+		g.SetAttentionBackward(shape)
 		in.backward(g)
 		g.SetDeterministic(false)
-		out += fmt.Sprintf(", dqkv (deterministic %v) %.2e", det, relL2(download(g, in.dqkv), want))
+		g.SetAttentionBackward("")
+		out += fmt.Sprintf(", dqkv (%q) %.2e", shape, relL2(download(g, in.dqkv), want))
 	}
 	return out + fmt.Sprintf(" (%.1f s)", time.Since(t0).Seconds())
 }

@@ -41,15 +41,15 @@ extern "C" __global__ void __launch_bounds__(128) attention_tc_bwd_pre(float* Db
 // fa_bwd_issue copies the query tile at q0 (Q and dO rows of head h) into
 // buffer buf; lse and D go by plain stores, read after the barrier that
 // also retires the copies.
-template <int HS>
+template <int HS, int THREADS>
 __device__ __forceinline__ void fa_bwd_issue(bf16* Qs, bf16* dOs, float* ls, float* Ds, const bf16* q, const bf16* dob,
                                              const float* lse, const float* Dbuf, int q0, int buf, int end, int h, int W,
                                              int QO, int T) {
     constexpr int B = 64;
     int valid = end - q0;
-    fa_load_rows<HS, B>(Qs + buf * B * HS, q + (long long)q0 * W + h * HS, W, valid);
-    fa_load_rows<HS, B>(dOs + buf * B * HS, dob + (long long)q0 * QO + h * HS, QO, valid);
-    for (int r = threadIdx.x; r < B; r += FA_THREADS) {
+    fa_load_rows<HS, B, THREADS>(Qs + buf * B * HS, q + (long long)q0 * W + h * HS, W, valid);
+    fa_load_rows<HS, B, THREADS>(dOs + buf * B * HS, dob + (long long)q0 * QO + h * HS, QO, valid);
+    for (int r = threadIdx.x; r < B; r += THREADS) {
         bool ok = r < valid;
         ls[buf * B + r] = ok ? lse[(long long)h * T + q0 + r] * FA_LOG2E : -NEG_INF;
         Ds[buf * B + r] = ok ? Dbuf[(long long)h * T + q0 + r] : 0.0f;
@@ -68,19 +68,22 @@ __device__ __forceinline__ void fa_red_add2(float* p, float a, float b, int pair
     }
 }
 
-template <int HS, bool DET>
+// KW warps own 16 keys each: a block of 4 warps owns 64 keys, one of 8
+// owns 128 (the query tiles it loads and the dQ reductions it makes then
+// serve twice the keys).
+template <int HS, bool DET, int KW>
 __device__ __forceinline__ void attention_tc_bwd_t(float* dqkv, float* part, const bf16* q, const bf16* k, const bf16* v,
                                                    const bf16* dob, const float* lse, const float* Dbuf, const int4* tiles, int W,
                                                    int T, int NH, int KVH, float scale, int pairs) {
-    constexpr int B = 64, QP = HS > 64 ? 32 : 64;
+    constexpr int B = 64, QP = HS > 64 ? 32 : 64, BK = 16 * KW, THREADS = 32 * KW;
     extern __shared__ float smem[];
-    bf16* Ks = (bf16*)smem;            // [B][HS]
-    bf16* Vs = Ks + B * HS;            // [B][HS]
-    bf16* Qs = Vs + B * HS;            // [2][B][HS]
-    bf16* dOs = Qs + 2 * B * HS;       // [2][B][HS]
-    bf16* dSs = dOs + 2 * B * HS;      // [B keys][B queries], the fast path's dQ operand
-    float* ls = (float*)(dSs + B * B); // [2][B] lse·log2e of the tile's queries, +inf past the end
-    float* Ds = ls + 2 * B;            // [2][B]
+    bf16* Ks = (bf16*)smem;             // [BK][HS]
+    bf16* Vs = Ks + BK * HS;            // [BK][HS]
+    bf16* Qs = Vs + BK * HS;            // [2][B][HS]
+    bf16* dOs = Qs + 2 * B * HS;        // [2][B][HS]
+    bf16* dSs = dOs + 2 * B * HS;       // [BK keys][B queries], the fast path's dQ operand
+    float* ls = (float*)(dSs + BK * B); // [2][B] lse·log2e of the tile's queries, +inf past the end
+    float* Ds = ls + 2 * B;             // [2][B]
     int4 tile = tiles[blockIdx.x];
     int h = blockIdx.y, kvh = h / (NH / KVH);
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -90,17 +93,17 @@ __device__ __forceinline__ void attention_tc_bwd_t(float* dqkv, float* part, con
     int key0 = warp * 16;   // this warp's keys, from x
     int nq = (end - x + B - 1) / B;
 
-    fa_load_rows<HS, B>(Ks, k + (long long)x * W + kvh * HS, W, tile.y);
-    fa_load_rows<HS, B>(Vs, v + (long long)x * W + kvh * HS, W, tile.y);
+    fa_load_rows<HS, BK, THREADS>(Ks, k + (long long)x * W + kvh * HS, W, tile.y);
+    fa_load_rows<HS, BK, THREADS>(Vs, v + (long long)x * W + kvh * HS, W, tile.y);
     float dk[HS / 8][4], dv[HS / 8][4];
 #pragma unroll
     for (int i = 0; i < HS / 8; i++) dk[i][0] = dk[i][1] = dk[i][2] = dk[i][3] = dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.0f;
 
-    fa_bwd_issue<HS>(Qs, dOs, ls, Ds, q, dob, lse, Dbuf, x, 0, end, h, W, QO, T);
+    fa_bwd_issue<HS, THREADS>(Qs, dOs, ls, Ds, q, dob, lse, Dbuf, x, 0, end, h, W, QO, T);
     tc_cp_commit();
     for (int it = 0; it < nq; it++) {
         int q0 = x + it * B, buf = it & 1;
-        if (it + 1 < nq) fa_bwd_issue<HS>(Qs, dOs, ls, Ds, q, dob, lse, Dbuf, q0 + B, buf ^ 1, end, h, W, QO, T);
+        if (it + 1 < nq) fa_bwd_issue<HS, THREADS>(Qs, dOs, ls, Ds, q, dob, lse, Dbuf, q0 + B, buf ^ 1, end, h, W, QO, T);
         tc_cp_commit();
         tc_cp_wait<1>();
         __syncthreads();
@@ -134,15 +137,15 @@ __device__ __forceinline__ void attention_tc_bwd_t(float* dqkv, float* part, con
                 }
             }
             // Pᵀ and dSᵀ. Element e of n tile n: key key0 + g (+8 for e ≥ 2),
-            // query qp + n·8 + 2t + (e & 1). Only the first query tile holds
-            // queries before some of the block's keys.
+            // query qp + n·8 + 2t + (e & 1). Only the first BK/B query tiles
+            // hold queries before some of the block's keys.
 #pragma unroll
             for (int n = 0; n < QP / 8; n++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     int key = key0 + g + (e >> 1) * 8, qq = qp + n * 8 + 2 * t + (e & 1);
                     float p = tc_exp2(fmaf(s[n][e], sl2, -ls[buf * B + qq]));
-                    if (it == 0 && key > qq) p = 0.0f;
+                    if (q0 < x + BK && x + key > q0 + qq) p = 0.0f;
                     s[n][e] = p;
                     dp[n][e] = p * (dp[n][e] - Ds[buf * B + qq]);
                 }
@@ -182,19 +185,21 @@ __device__ __forceinline__ void attention_tc_bwd_t(float* dqkv, float* part, con
         }
         if (!DET) {
             __syncthreads(); // dSᵀ complete
-            // dQ of the warp's 16 queries = dS·K: A is dSᵀ read transposed.
-            float dq[HS / 8][4];
+            // dQ = dS·K, A being dSᵀ read transposed: warp w takes the 16
+            // queries w % 4 and, with 8 warps, half the columns (w / 4).
+            constexpr int DH = HS * 4 / KW; // columns a warp
+            float dq[DH / 8][4];
 #pragma unroll
-            for (int i = 0; i < HS / 8; i++) dq[i][0] = dq[i][1] = dq[i][2] = dq[i][3] = 0.0f;
-            int qw = warp * 16;
+            for (int i = 0; i < DH / 8; i++) dq[i][0] = dq[i][1] = dq[i][2] = dq[i][3] = 0.0f;
+            int qw = (warp & 3) * 16, c0 = (warp >> 2) * DH;
 #pragma unroll
-            for (int kk = 0; kk < B / 16; kk++) {
+            for (int kk = 0; kk < BK / 16; kk++) {
                 u32 a[4];
                 tc_ldmatrix_x4_trans(a, &dSs[fa_swz<B>(kk * 16 + (lane & 7) + (lane >> 4) * 8, qw + ((lane >> 3) & 1) * 8)]);
 #pragma unroll
-                for (int d = 0; d < HS / 8; d += 2) {
+                for (int d = 0; d < DH / 8; d += 2) {
                     u32 b[4];
-                    fa_frag_b_cols<HS>(b, Ks, kk * 16, d * 8);
+                    fa_frag_b_cols<HS>(b, Ks, kk * 16, c0 + d * 8);
                     tc_mma_bf16(dq[d], a, b);
                     tc_mma_bf16(dq[d + 1], a, b + 2);
                 }
@@ -203,9 +208,9 @@ __device__ __forceinline__ void attention_tc_bwd_t(float* dqkv, float* part, con
             for (int i = 0; i < 2; i++) {
                 int tq = q0 + qw + g + 8 * i;
                 if (tq >= end) continue;
-                float* row = dqkv + (long long)tq * W + h * HS + 2 * t;
+                float* row = dqkv + (long long)tq * W + h * HS + c0 + 2 * t;
 #pragma unroll
-                for (int d = 0; d < HS / 8; d++) fa_red_add2(row + d * 8, dq[d][2 * i] * scale, dq[d][2 * i + 1] * scale, pairs);
+                for (int d = 0; d < DH / 8; d++) fa_red_add2(row + d * 8, dq[d][2 * i] * scale, dq[d][2 * i + 1] * scale, pairs);
             }
         }
         __syncthreads(); // this buffer (and dSᵀ) is refilled next
@@ -351,27 +356,39 @@ extern "C" __global__ void __launch_bounds__(128) attention_tc_bwd64(float* dqkv
                                                                   const bf16* v, const bf16* dob, const float* lse,
                                                                   const float* Dbuf, const int4* tiles, int W, int T, int NH,
                                                                   int KVH, float scale, int pairs) {
-    attention_tc_bwd_t<64, false>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale, pairs);
+    attention_tc_bwd_t<64, false, 4>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale, pairs);
 }
 extern "C" __global__ void __launch_bounds__(128) attention_tc_bwd128(float* dqkv, float* part, const bf16* q, const bf16* k,
                                                                   const bf16* v, const bf16* dob, const float* lse,
                                                                   const float* Dbuf, const int4* tiles, int W, int T, int NH,
                                                                   int KVH, float scale, int pairs) {
-    attention_tc_bwd_t<128, false>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale, pairs);
+    attention_tc_bwd_t<128, false, 4>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale, pairs);
 }
 extern "C" __global__ void __launch_bounds__(128) attention_tc_bwd64_det(float* dqkv, float* part, const bf16* q, const bf16* k,
                                                                   const bf16* v, const bf16* dob, const float* lse,
                                                                   const float* Dbuf, const int4* tiles, int W, int T, int NH,
                                                                   int KVH, float scale, int pairs) {
-    attention_tc_bwd_t<64, true>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale, pairs);
+    attention_tc_bwd_t<64, true, 4>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale, pairs);
 }
 extern "C" __global__ void __launch_bounds__(128) attention_tc_bwd128_det(float* dqkv, float* part, const bf16* q, const bf16* k,
                                                                   const bf16* v, const bf16* dob, const float* lse,
                                                                   const float* Dbuf, const int4* tiles, int W, int T, int NH,
                                                                   int KVH, float scale, int pairs) {
-    attention_tc_bwd_t<128, true>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale, pairs);
+    attention_tc_bwd_t<128, true, 4>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale, pairs);
 }
 
+extern "C" __global__ void __launch_bounds__(256) attention_tc_bwd64_k128(float* dqkv, float* part, const bf16* q, const bf16* k,
+                                                                  const bf16* v, const bf16* dob, const float* lse,
+                                                                  const float* Dbuf, const int4* tiles, int W, int T, int NH,
+                                                                  int KVH, float scale, int pairs) {
+    attention_tc_bwd_t<64, false, 8>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale, pairs);
+}
+extern "C" __global__ void __launch_bounds__(256) attention_tc_bwd128_k128(float* dqkv, float* part, const bf16* q, const bf16* k,
+                                                                  const bf16* v, const bf16* dob, const float* lse,
+                                                                  const float* Dbuf, const int4* tiles, int W, int T, int NH,
+                                                                  int KVH, float scale, int pairs) {
+    attention_tc_bwd_t<128, false, 8>(dqkv, part, q, k, v, dob, lse, Dbuf, tiles, W, T, NH, KVH, scale, pairs);
+}
 extern "C" __global__ void __launch_bounds__(128) attention_tc_dq64(float* dqkv, const bf16* q, const bf16* k, const bf16* v,
                                                                   const bf16* dob, const float* lse, const float* Dbuf,
                                                                   const int4* tiles, int W, int T, int NH, int KVH, float scale) {

@@ -22,10 +22,10 @@ template <int HS> __device__ __forceinline__ int fa_swz(int row, int col) {
 // fa_load_rows issues cp.async copies of ROWS rows of HS bf16 (row stride
 // ld) into the swizzled tile dst; rows at or past valid are zero-filled and
 // read nothing (their source is src itself, which is inside the buffer).
-template <int HS, int ROWS>
+template <int HS, int ROWS, int THREADS = FA_THREADS>
 __device__ __forceinline__ void fa_load_rows(bf16* dst, const bf16* src, long long ld, int valid) {
     constexpr int CH = HS / 8;
-    for (int c = threadIdx.x; c < ROWS * CH; c += FA_THREADS) {
+    for (int c = threadIdx.x; c < ROWS * CH; c += THREADS) {
         int r = c / CH, ch = c - r * CH;
         bool ok = r < valid;
         tc_cp_async16(&dst[fa_swz<HS>(r, ch * 8)], src + (ok ? (long long)r * ld + ch * 8 : 0), ok ? 16 : 0);
