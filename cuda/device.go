@@ -69,6 +69,7 @@ type Device struct {
 	ctx    uintptr
 	stream uintptr
 	handle uintptr // cublasHandle_t
+	blasWS Buffer  // the handle's workspace (blasWorkspaceBytes), or none when cuBLAS lacks cublasSetWorkspace_v2
 
 	name         string
 	major, minor int
@@ -173,6 +174,13 @@ func OpenWith(opts Options) (*Device, error) {
 	}
 	if err := d.blas.check(call(d.blas.cublasSetStream, d.handle, d.stream), "cublasSetStream_v2"); err != nil {
 		return nil, err
+	}
+	if d.blas.cublasSetWorkspace != 0 {
+		n := blasWorkspaceBytes(d.major)
+		d.blasWS = d.alloc(n/4, F32)
+		if err := d.blas.setWorkspace(d.handle, d.blasWS.ptr, n); err != nil {
+			return nil, err
+		}
 	}
 	// Without NVRTC the device still runs on kernels compiled earlier
 	// (PrecompileKernels); a missing one fails at its first launch with a
@@ -448,6 +456,7 @@ func (d *Device) Close() error {
 			call(d.drv.cuEventDestroy, ev)
 		}
 	}
+	call(d.blas.cublasDestroy, d.handle) // before its workspace goes
 	for p := range d.allocs {
 		if !d.freeVMM(p) {
 			call(d.drv.cuMemFree, p)
@@ -457,7 +466,6 @@ func (d *Device) Close() error {
 	for _, m := range d.modules {
 		call(d.drv.cuModuleUnload, m)
 	}
-	call(d.blas.cublasDestroy, d.handle)
 	call(d.drv.cuStreamDestroy, d.stream)
 	call(d.drv.cuDevicePrimaryCtxRelease, uintptr(d.ord))
 	return err

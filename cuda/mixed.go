@@ -84,6 +84,12 @@ func (d *Device) AllocCompute(n int) model.Buffer {
 // Mixed reports whether UseBF16 has switched the Device to mixed precision.
 func (d *Device) Mixed() bool { return d.mixed }
 
+// RoundsGradients reports whether every matmul rounds its float32 operands
+// to bf16 (mixed precision). It satisfies model.GradientRounding: the model
+// then rounds each activation gradient once, as it is produced, into bf16
+// compute storage that the matmuls read as it is.
+func (d *Device) RoundsGradients() bool { return d.mixed }
+
 // WeightsBF16 returns the bf16 copy of registered weights w (or of the
 // registered buffer w is a view into), and false when w is not registered.
 func (d *Device) WeightsBF16(w model.Buffer) (Buffer, bool) {
@@ -153,8 +159,18 @@ func (d *Device) gemmMixed(transA, transB bool, m, n, k int, alpha float32, a ui
 	}
 	qa := d.bf16Operand(a, span(ar, ac, lda), "mixed-a")
 	qb := d.bf16Operand(b, span(br, bc, ldb), "mixed-b")
-	g := rowMajorGemm(transA, transB, m, n, k, qa, lda, qb, ldb)
-	d.fail(d.blas.gemmTyped(d.handle, g, cudaR16BF, alpha, beta, c, cudaR32F, ldc, cublasCompute32F))
+	d.gemmBF16(transA, transB, m, n, k, alpha, qa, lda, qb, ldb, beta, c, F32, ldc)
+}
+
+// gemmBF16 is one product of bf16 operands at a and b (row-major, as
+// d.gemm) on tensor cores, accumulated in float32 into c of type ct (a
+// bf16 c is rounded once from the float32 sum).
+func (d *Device) gemmBF16(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ct DType, ldc int) {
+	if d.rb.on {
+		return
+	}
+	g := rowMajorGemm(transA, transB, m, n, k, a, lda, b, ldb)
+	d.fail(d.blas.gemmTyped(d.handle, g, cudaR16BF, alpha, beta, c, cudaType(ct), ldc, cublasCompute32F))
 }
 
 // roundBF16 rounds n float32 values at ptr to bf16 in place.
@@ -179,6 +195,8 @@ func (d *Device) adamwMixed(pp, pg, pm, pv uintptr, n int, hp model.AdamWParams,
 func (c weightCopy) String() string { return fmt.Sprintf("%d weights at %#x", c.n, c.base) }
 
 var (
-	_ model.MixedPrecision = (*Device)(nil)
-	_ model.ComputeStorage = (*Device)(nil)
+	_ model.MixedPrecision   = (*Device)(nil)
+	_ model.ComputeStorage   = (*Device)(nil)
+	_ model.GradientRounding = (*Device)(nil)
+	_ model.ResidualNorm     = (*Device)(nil)
 )
