@@ -12,11 +12,15 @@ import (
 //
 //   - every matmul (Gemm, and those inside LMHead, LMHeadBackward and
 //     Logits) reads bf16 inputs and accumulates in float32: a weight
-//     operand is read from its bf16 copy, a bf16 activation is read as it
-//     is, any other operand (activation gradients, the final norm, the LM
-//     head's logit gradients) is rounded to bf16 on its way in. Outputs
-//     are float32, or bf16 where the model stores them so (qkv, gate|up),
-//     and parameter gradients accumulate in float32;
+//     operand is read from its bf16 copy, a bf16 activation or gradient
+//     is read as it is, any other operand is rounded to bf16 on its way
+//     in. The operands that several matmuls read are rounded once
+//     instead: the final norm's rows by the LM head for all its chunks,
+//     the head's logit gradient as lmhead_grad_bf16 computes it, and the
+//     layers' activation gradients by the ops that produce them
+//     (RoundsGradients, model.GradientRounding). Outputs are float32, or
+//     bf16 where the model stores them so (qkv, gate|up), and parameter
+//     gradients accumulate in float32;
 //   - Embedding rows come out rounded to bf16, as read from the bf16 table;
 //   - AdamW updates the float32 master weights and moments and writes the
 //     new bf16 copy in the same pass (adamw_update_bf16), so the rollout
@@ -24,7 +28,8 @@ import (
 //     one model, no weight sync;
 //   - Upload and Copy into registered weights refresh their bf16 copy.
 //
-// RMSNorm, RoPE, attention (its softmax), SwiGLU, the residual adds and
+// RMSNorm, RoPE, attention (its softmax), SwiGLU, the residual adds (alone
+// or fused with the norm beside them: AddRMSNorm, RMSNormBackwardAdd) and
 // the loss head (logprob, entropy, their backward) compute in float32,
 // with the sums in float32 or double as before. Storage is bf16 where the
 // model asks for compute storage (AllocCompute: the KV cache, the residual
@@ -32,8 +37,8 @@ import (
 // for a frozen model's weights (AllocBF16, frozen.go: the reference policy
 // holds bf16 weights only, no float32 arena); the ops read those widened
 // and write them rounded once. Other activations (the final norm, the
-// head's outputs, statistics) and every gradient are float32 and rounded
-// to bf16 where they enter a matmul.
+// head's outputs, statistics) and every gradient are float32, beside the
+// bf16 views of the gradients that only matmuls read.
 //
 // Tolerances against the CPU device in float32 are in the package doc.
 
