@@ -24,9 +24,10 @@ type MixedPrecision interface {
 // Embedding's out and table; Gemm's a, b and c; AddBias's out; RoPE's x;
 // Attention's and AttentionBackward's qkv and out; SwiGLU's out and gu,
 // SwiGLUBackward's gu and dgu; ResidualNorm's sum, a, out, inp and dxc)
-// and Copy converts. Statistics, the final norm, the
-// head and every gradient stay float32 (activations.go). The CPU device
-// does not implement it: its path is unchanged.
+// and Copy converts. Statistics, the final norm, the head and every
+// gradient stay float32 (activations.go), beside the compute views of
+// GradientRounding. The CPU device does not implement it: its path is
+// unchanged.
 type ComputeStorage interface {
 	AllocCompute(n int) Buffer
 }
