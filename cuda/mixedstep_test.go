@@ -22,9 +22,11 @@ type plainDevice struct {
 // bf16 view of the residual gradient, dqkv's copy) and the residual adds
 // fused with the norms (model.ResidualNorm), against the same model on the
 // same Device through plainDevice. Only the place of each rounding moves,
-// so logprob, entropy and every gradient are the same bits (on a GPU, an
-// RMSNorm's dw sums with atomics in an order of the GPU's: float32
-// summation error). Cases: whole, grouped with recomputation (the
+// so logprob, entropy and every gradient are the same bits. On a GPU some
+// gradients sum with atomics in an order of the GPU's (an RMSNorm's dw,
+// the embedding's rows), and a float32 difference that crosses a bf16
+// rounding boundary moves a matmul input by one bf16 step: there the
+// gradients need only agree within 2^−8 (relErr). Cases: whole, grouped with recomputation (the
 // residual gradient's view spans the batch while the groups take turns),
 // Qwen3's per-head norms, and LoRA adapters with dropout on a frozen base
 // (the adapters read the gradient views). Without adapters, no matmul of
@@ -98,9 +100,9 @@ func TestGPUMixedStepRoundsOnce(t *testing.T) {
 			if _, ok := g.scratch["mixed-a"]; !ok {
 				t.Error("the plain step rounded no float32 matmul operand: it did not take the plain path")
 			}
-			sameBits(t, g, "logprob", fused.logprob, plain.logprob, false, 0)
-			sameBits(t, g, "entropy", fused.entropy, plain.entropy, false, 0)
-			sameBits(t, g, "gradients", fused.grads, plain.grads, true, len(tokens))
+			sameBits(t, g, "logprob", fused.logprob, plain.logprob, 0)
+			sameBits(t, g, "entropy", fused.entropy, plain.entropy, 0)
+			sameBits(t, g, "gradients", fused.grads, plain.grads, 1.0/256)
 			t.Logf("%d logprobs, %d entropies and %d gradients: the same bits", len(fused.logprob), len(fused.entropy), len(fused.grads))
 		})
 	}
