@@ -8,8 +8,9 @@ import (
 // cuBLAS, loaded at run time like the driver: CUDA 13's libcublas.so.13
 // first, then CUDA 12's. Only cublasGemmEx is needed: it takes the element
 // type of each matrix and the compute type, so the same entry point serves
-// float32 (with or without TF32 tensor cores) and, later, bf16 inputs with
-// float32 accumulation.
+// float32 (with or without TF32 tensor cores) and bf16 inputs with float32
+// accumulation. cublasSetWorkspace_v2 gives the handle a workspace of the
+// Device's own (blasWorkspaceBytes).
 type cublas struct {
 	lib library
 
@@ -55,6 +56,25 @@ func openCuBLAS(names []string) (*cublas, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// blasWorkspaceBytes is the workspace a handle gets on a GPU of compute
+// capability major: 32 MiB on Hopper and later, the cuBLAS documentation's
+// recommendation there (PyTorch gives the same), 4 MiB before. A workspace
+// set once keeps cuBLAS from allocating its own at a GEMM, which a
+// captured graph must not do, and lets it pick the split-k kernels that
+// need one.
+func blasWorkspaceBytes(major int) int {
+	if major >= 9 {
+		return 32 << 20
+	}
+	return 4 << 20
+}
+
+// setWorkspace hands the handle bytes of device memory at p as its
+// workspace. cublasSetStream resets it to cuBLAS's pool, so it comes after.
+func (b *cublas) setWorkspace(handle, p uintptr, bytes int) error {
+	return b.check(call(b.cublasSetWorkspace, handle, p, uintptr(bytes)), "cublasSetWorkspace_v2")
 }
 
 func (b *cublas) check(r int, what string) error {

@@ -69,6 +69,7 @@ type Device struct {
 	ctx    uintptr
 	stream uintptr
 	handle uintptr // cublasHandle_t
+	blasWS Buffer  // the handle's workspace (blasWorkspaceBytes), or none when cuBLAS lacks cublasSetWorkspace_v2
 
 	name         string
 	major, minor int
@@ -178,12 +179,33 @@ func OpenWith(opts Options) (*Device, error) {
 	if err := d.blas.check(call(d.blas.cublasSetStream, d.handle, d.stream), "cublasSetStream_v2"); err != nil {
 		return nil, err
 	}
+	if err := d.initBlasWorkspace(); err != nil {
+		return nil, err
+	}
 	// Without NVRTC the device still runs on kernels compiled earlier
 	// (PrecompileKernels); a missing one fails at its first launch with a
 	// message that says so.
 	c, _ := loadNVRTC()
 	d.kc = &kernelCache{dir: cacheDir(), compiler: c}
 	return d, nil
+}
+
+// initBlasWorkspace gives the cuBLAS handle its workspace
+// (blasWorkspaceBytes), when cuBLAS has cublasSetWorkspace_v2. It is one
+// plain cuMemAlloc even with VMM on: it lives as long as the Device and is
+// never given back.
+func (d *Device) initBlasWorkspace() error {
+	if d.blas.cublasSetWorkspace == 0 {
+		return nil
+	}
+	n := blasWorkspaceBytes(d.major)
+	var p uintptr
+	if err := d.drv.check(call(d.drv.cuMemAlloc, uintptr(unsafe.Pointer(&p)), uintptr(n)), "cuMemAlloc_v2"); err != nil {
+		return fmt.Errorf("cuda: allocating the %d-byte cuBLAS workspace on %s: %w", n, d.name, err)
+	}
+	d.allocs[p] = n
+	d.blasWS = Buffer{ptr: p, n: n / 4, dtype: F32}
+	return d.blas.setWorkspace(d.handle, p, n)
 }
 
 // Name is e.g. "cuda(NVIDIA H200, sm_90a, driver 13.0)".
@@ -452,6 +474,7 @@ func (d *Device) Close() error {
 			call(d.drv.cuEventDestroy, ev)
 		}
 	}
+	call(d.blas.cublasDestroy, d.handle) // before its workspace goes
 	for p := range d.allocs {
 		if !d.freeVMM(p) {
 			call(d.drv.cuMemFree, p)
@@ -461,7 +484,6 @@ func (d *Device) Close() error {
 	for _, m := range d.modules {
 		call(d.drv.cuModuleUnload, m)
 	}
-	call(d.blas.cublasDestroy, d.handle)
 	call(d.drv.cuStreamDestroy, d.stream)
 	call(d.drv.cuDevicePrimaryCtxRelease, uintptr(d.ord))
 	return err

@@ -79,6 +79,12 @@
 // gradient of the backward (activation gradients and weight gradients:
 // rounding a gradient to bf16 between two ops would add an error per op
 // that the matmuls, which round their inputs once anyway, do not need).
+// A gradient whose readers are matmuls is rounded once, by the op that
+// writes it, instead of by each matmul (model.GradientRounding): the LM
+// head's backward writes each chunk's logit gradient in bf16,
+// SwiGLUBackward writes dgu in bf16, RMSNormBackwardAdd writes a bf16
+// view of the residual gradient beside the float32 one it accumulates,
+// and dqkv is rounded once after RoPE's backward: the same bf16 operands.
 // Tolerances against the CPU device
 // in float32, with u = 2^−8 (bf16's unit roundoff), tested on the
 // emulator by mixed_test.go, kvbf16_test.go, activbf16_test.go, activlayer_test.go,
@@ -109,6 +115,9 @@
 //	                                                                   tensor bf16: ≤ 6.5e-4 (Qwen2, whole
 //	                                                                   and grouped), ≤ 1.7e-3 (Qwen3)
 //	LoRA, 5 steps (mixed)   |Δloss| ≤ 1e-2·loss, step-1 grads 2^−5     seen: ≤ 3.4e-4, grads 7.4e-3
+//	gradients rounded once, exact: the bits of the unfused ops and      the same rounding at another place
+//	fused residual norms    per-matmul rounding (gradbf16_test.go,     (an RMSNorm's dw: float32 summation
+//	                        mixedstep_test.go)                          error on a GPU, atomics)
 //	decode logits after it  relErr ≤ 2^−5                              seen: ≤ 0.014 (bf16 KV cache, graphs,
 //	                                                                   device sampling)
 //

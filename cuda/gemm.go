@@ -50,8 +50,7 @@ func (d *Device) Gemm(transA, transB bool, m, n, k int, alpha float32, a model.B
 		}
 		qb = d.bf16Operand(B.ptr, span(br, bc, ldb), "mixed-b")
 	}
-	g := rowMajorGemm(transA, transB, m, n, k, qa, lda, qb, ldb)
-	d.fail(d.blas.gemmTyped(d.handle, g, cudaR16BF, alpha, beta, C.ptr, cudaType(C.dtype), ldc, cublasCompute32F))
+	d.gemmBF16(transA, transB, m, n, k, alpha, qa, lda, qb, ldb, beta, C.ptr, C.dtype, ldc)
 }
 
 func gemmOperand(b model.Buffer, what string) Buffer {

@@ -12,11 +12,15 @@ import (
 //
 //   - every matmul (Gemm, and those inside LMHead, LMHeadBackward and
 //     Logits) reads bf16 inputs and accumulates in float32: a weight
-//     operand is read from its bf16 copy, a bf16 activation is read as it
-//     is, any other operand (activation gradients, the final norm, the LM
-//     head's logit gradients) is rounded to bf16 on its way in. Outputs
-//     are float32, or bf16 where the model stores them so (qkv, gate|up),
-//     and parameter gradients accumulate in float32;
+//     operand is read from its bf16 copy, a bf16 activation or gradient
+//     is read as it is, any other operand is rounded to bf16 on its way
+//     in. The operands that several matmuls read are rounded once
+//     instead: the final norm's rows by the LM head for all its chunks,
+//     the head's logit gradient as lmhead_grad_bf16 computes it, and the
+//     layers' activation gradients by the ops that produce them
+//     (RoundsGradients, model.GradientRounding). Outputs are float32, or
+//     bf16 where the model stores them so (qkv, gate|up), and parameter
+//     gradients accumulate in float32;
 //   - Embedding rows come out rounded to bf16, as read from the bf16 table;
 //   - AdamW updates the float32 master weights and moments and writes the
 //     new bf16 copy in the same pass (adamw_update_bf16), so the rollout
@@ -24,7 +28,8 @@ import (
 //     one model, no weight sync;
 //   - Upload and Copy into registered weights refresh their bf16 copy.
 //
-// RMSNorm, RoPE, attention (its softmax), SwiGLU, the residual adds and
+// RMSNorm, RoPE, attention (its softmax), SwiGLU, the residual adds (alone
+// or fused with the norm beside them: AddRMSNorm, RMSNormBackwardAdd) and
 // the loss head (logprob, entropy, their backward) compute in float32,
 // with the sums in float32 or double as before. Storage is bf16 where the
 // model asks for compute storage (AllocCompute: the KV cache, the residual
@@ -32,8 +37,8 @@ import (
 // for a frozen model's weights (AllocBF16, frozen.go: the reference policy
 // holds bf16 weights only, no float32 arena); the ops read those widened
 // and write them rounded once. Other activations (the final norm, the
-// head's outputs, statistics) and every gradient are float32 and rounded
-// to bf16 where they enter a matmul.
+// head's outputs, statistics) and every gradient are float32, beside the
+// bf16 views of the gradients that only matmuls read.
 //
 // Tolerances against the CPU device in float32 are in the package doc.
 
@@ -83,6 +88,12 @@ func (d *Device) AllocCompute(n int) model.Buffer {
 
 // Mixed reports whether UseBF16 has switched the Device to mixed precision.
 func (d *Device) Mixed() bool { return d.mixed }
+
+// RoundsGradients reports whether every matmul rounds its float32 operands
+// to bf16 (mixed precision). It satisfies model.GradientRounding: the model
+// then rounds each activation gradient once, as it is produced, into bf16
+// compute storage that the matmuls read as it is.
+func (d *Device) RoundsGradients() bool { return d.mixed }
 
 // WeightsBF16 returns the bf16 copy of registered weights w (or of the
 // registered buffer w is a view into), and false when w is not registered.
@@ -153,8 +164,18 @@ func (d *Device) gemmMixed(transA, transB bool, m, n, k int, alpha float32, a ui
 	}
 	qa := d.bf16Operand(a, span(ar, ac, lda), "mixed-a")
 	qb := d.bf16Operand(b, span(br, bc, ldb), "mixed-b")
-	g := rowMajorGemm(transA, transB, m, n, k, qa, lda, qb, ldb)
-	d.fail(d.blas.gemmTyped(d.handle, g, cudaR16BF, alpha, beta, c, cudaR32F, ldc, cublasCompute32F))
+	d.gemmBF16(transA, transB, m, n, k, alpha, qa, lda, qb, ldb, beta, c, F32, ldc)
+}
+
+// gemmBF16 is one product of bf16 operands at a and b (row-major, as
+// d.gemm) on tensor cores, accumulated in float32 into c of type ct (a
+// bf16 c is rounded once from the float32 sum).
+func (d *Device) gemmBF16(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ct DType, ldc int) {
+	if d.rb.on {
+		return
+	}
+	g := rowMajorGemm(transA, transB, m, n, k, a, lda, b, ldb)
+	d.fail(d.blas.gemmTyped(d.handle, g, cudaR16BF, alpha, beta, c, cudaType(ct), ldc, cublasCompute32F))
 }
 
 // roundBF16 rounds n float32 values at ptr to bf16 in place.
@@ -179,6 +200,8 @@ func (d *Device) adamwMixed(pp, pg, pm, pv uintptr, n int, hp model.AdamWParams,
 func (c weightCopy) String() string { return fmt.Sprintf("%d weights at %#x", c.n, c.base) }
 
 var (
-	_ model.MixedPrecision = (*Device)(nil)
-	_ model.ComputeStorage = (*Device)(nil)
+	_ model.MixedPrecision   = (*Device)(nil)
+	_ model.ComputeStorage   = (*Device)(nil)
+	_ model.GradientRounding = (*Device)(nil)
+	_ model.ResidualNorm     = (*Device)(nil)
 )

@@ -14,6 +14,11 @@ var (
 	// computed in float32, the output rounded once.
 	kSwiGLUForwardBF16    = kernel("swiglu.cu", "swiglu_forward_bf16", 256)
 	kSwiGLUBackwardGuBF16 = kernel("swiglu.cu", "swiglu_backward_gubf16", 256)
+
+	// dgu written in bf16 (mixed precision's gradient view: model's
+	// GradientRounding), rounded once from the float32 value.
+	kSwiGLUBackwardDBF16   = kernel("swiglu.cu", "swiglu_backward_dbf16", 256)
+	kSwiGLUBackwardGuDBF16 = kernel("swiglu.cu", "swiglu_backward_gubf16_dbf16", 256)
 )
 
 // SwiGLU: out[T, I] = silu(gu[:, :I]) ⊙ gu[:, I:], gu[T, 2I]. out and gu
@@ -32,14 +37,22 @@ func (d *Device) SwiGLU(out, gu model.Buffer, rows, I int) {
 	d.launch(k, d.elementwiseGrid(rows*I), grid1(256), 0, argPtr(po), argPtr(pg), argInt(rows), argInt(I))
 }
 
-// SwiGLUBackward sets dgu from dout; gu is float32 or bf16, the gradients
-// float32.
+// SwiGLUBackward sets dgu from dout; gu is float32 or bf16, dout float32
+// and dgu float32 or bf16. A bf16 dgu is mixed precision's gradient in
+// compute storage (model.GradientRounding): its only readers are the two
+// matmuls, which take it as it is instead of rounding a float32 dgu each.
 func (d *Device) SwiGLUBackward(dgu, dout, gu model.Buffer, rows, I int) {
-	pd, py := f32(dgu, rows*2*I, "SwiGLUBackward dgu"), f32(dout, rows*I, "SwiGLUBackward dout")
+	pd, dbf, _ := weightArg(dgu, rows*2*I, "SwiGLUBackward dgu")
+	py := f32(dout, rows*I, "SwiGLUBackward dout")
 	pg, gbf, _ := weightArg(gu, rows*2*I, "SwiGLUBackward gu")
 	k := kSwiGLUBackward
-	if gbf {
+	switch {
+	case gbf && dbf:
+		k = kSwiGLUBackwardGuDBF16
+	case gbf:
 		k = kSwiGLUBackwardGuBF16
+	case dbf:
+		k = kSwiGLUBackwardDBF16
 	}
 	defer d.enter()()
 	d.launch(k, d.elementwiseGrid(rows*I), grid1(256), 0, argPtr(pd), argPtr(py), argPtr(pg), argInt(rows), argInt(I))

@@ -36,10 +36,15 @@ type activations struct {
 	logprob, entropy, lseV Buffer // [T] LM head outputs and its saved log-normaliser
 	values                 Buffer // [T] value head output
 
-	// Backward scratch.
+	// Backward scratch. On a device that rounds the gradients its matmuls
+	// read (GradientRounding) dgu is in compute storage, and dxc and dqkvc
+	// are compute views of dx and dqkv, each rounded once where it is
+	// written; elsewhere dgu is float32 and dxc, dqkvc are nil.
 	dx       Buffer // [T, C] gradient of the residual stream
+	dxc      Buffer // [T, C] dx in compute storage, or nil
 	dln      Buffer // [T, C]
 	dqkv     Buffer // [T, QKV]
+	dqkvc    Buffer // [T, QKV] dqkv in compute storage, or nil
 	datt     Buffer // [T, Q]
 	dgu      Buffer // [T, 2I]
 	dact     Buffer // [T, I]
@@ -104,6 +109,20 @@ func layerComputeSize(d dims, T int) int {
 	}
 	return n
 }
+
+// gradViews says whether an arena on dev keeps activation gradients in
+// compute storage (GradientRounding, with ResidualNorm to write the
+// residual gradient's view and ComputeStorage to hold it).
+func gradViews(dev Device) bool {
+	g, ok := dev.(GradientRounding)
+	_, fused := dev.(ResidualNorm)
+	_, cs := dev.(ComputeStorage)
+	return ok && fused && cs && g.RoundsGradients()
+}
+
+// gradViewSize is the compute storage of gradViews for tb rows of
+// backward scratch: dxc, dgu (moved from the float32 arena) and dqkvc.
+func gradViewSize(d dims, tb int) int { return tb * (d.C + 2*d.I + d.QKV) }
 
 // qkNormScratch is the size of the shared per-head norm scratch.
 func qkNormScratch(d dims, T int) int {
@@ -186,10 +205,15 @@ func cutActivations(old *activations, dev Device, d dims, T int, k keep, nx, tb 
 	// layers' matmul and attention tensors live in an arena of their own
 	// in the device's compute dtype.
 	cs, split := dev.(ComputeStorage)
+	views := gradViews(dev)
 	rsize := 0
 	if split {
 		rsize = nx*T*d.C + nl*layerComputeSize(d, T)
 		size -= rsize
+	}
+	if views {
+		rsize += gradViewSize(d, tb)
+		size -= tb * 2 * d.I
 	}
 	a := old
 	if a == nil || a.cap < size || a.rcap < rsize || a.grouped {
@@ -227,7 +251,13 @@ func cutActivations(old *activations, dev Device, d dims, T int, k keep, nx, tb 
 	a.tmp, a.lnf, a.rstdf = take(T*d.C), take(T*d.C), take(T)
 	a.logprob, a.entropy, a.lseV, a.values = take(T), take(T), take(T), take(T)
 	a.dx, a.dln, a.dqkv, a.datt = take(tb*d.C), take(tb*d.C), take(tb*d.QKV), take(tb*d.Q)
-	a.dgu, a.dact = take(tb*2*d.I), take(tb*d.I)
+	a.dxc, a.dqkvc = nil, nil
+	if views {
+		a.dgu, a.dact = takeR(tb*2*d.I), take(tb*d.I)
+		a.dxc, a.dqkvc = takeR(tb*d.C), takeR(tb*d.QKV)
+	} else {
+		a.dgu, a.dact = take(tb*2*d.I), take(tb*d.I)
+	}
 	a.dlogprob, a.dentropy, a.dvalues = take(tb), take(tb), take(tb)
 	if d.qkNorm {
 		a.qkn, a.qkn2 = take(T*d.QKV), take(T*d.QKV)
@@ -393,10 +423,14 @@ func cutGrouped(old *activations, dev Device, d dims, T int, train bool, spans [
 	// dtype, as in cutActivations: the group arenas' xmid is bf16 there,
 	// and a layer's residual add keeps its input and output in one dtype.
 	cs, split := dev.(ComputeStorage)
+	views := gradViews(dev)
 	rsize := 0
 	if split {
 		rsize = nx * T * d.C
 		size -= rsize
+	}
+	if views {
+		rsize += tb * d.C // dxc beside dx
 	}
 	a := old
 	if a != nil && (!a.grouped || a.cap < size || a.rcap < rsize) {
@@ -423,9 +457,12 @@ func cutGrouped(old *activations, dev Device, d dims, T int, train bool, spans [
 	a.layers = a.layers[:0]
 	a.lnf, a.rstdf = take(T*d.C), take(T)
 	a.logprob, a.entropy, a.lseV, a.values = take(T), take(T), take(T), take(T)
-	a.dx = take(tb * d.C)
+	a.dx, a.dxc = take(tb*d.C), nil
+	if views && tb > 0 {
+		a.dxc = takeR(tb * d.C)
+	}
 	a.dlogprob, a.dentropy, a.dvalues = take(tb), take(tb), take(tb)
-	a.tmp, a.dln, a.dqkv, a.datt, a.dgu, a.dact = nil, nil, nil, nil, nil, nil
+	a.tmp, a.dln, a.dqkv, a.datt, a.dgu, a.dact, a.dqkvc = nil, nil, nil, nil, nil, nil, nil
 	if off != size || roff != rsize {
 		panic("model: grouped activation arena size and views disagree")
 	}
@@ -456,6 +493,9 @@ func (a *activations) group(dev Device, d dims, g span, train bool) *activations
 			ga.xs = append(ga.xs, a.xs[l].Slice(g.t0*d.C, n*d.C))
 		}
 		ga.dx = a.dx.Slice(g.t0*d.C, n*d.C)
+		if a.dxc != nil {
+			ga.dxc = a.dxc.Slice(g.t0*d.C, n*d.C)
+		}
 	}
 	ga.pos, ga.targets = a.pos[g.t0:g.t1], a.targets[g.t0:g.t1]
 	ga.seqs, ga.row0 = g.seqs, g.t0

@@ -355,8 +355,12 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 	if ad := lo.adapterOrNil(l, "o_proj"); ad != nil {
 		lo.forward(dev, ad, s.att, a.tmp, d.C, T, a.row0, drop)
 	}
-	dev.Add(s.xmid, a.x(l), a.tmp)
-	dev.RMSNorm(s.ln2, s.rstd2, s.xmid, w.ln2, T, d.C, d.eps)
+	if rn, ok := dev.(ResidualNorm); ok {
+		rn.AddRMSNorm(s.xmid, s.ln2, s.rstd2, a.x(l), a.tmp, w.ln2, T, d.C, d.eps)
+	} else {
+		dev.Add(s.xmid, a.x(l), a.tmp)
+		dev.RMSNorm(s.ln2, s.rstd2, s.xmid, w.ln2, T, d.C, d.eps)
+	}
 	dev.Gemm(false, true, T, 2*d.I, d.C, 1, s.ln2, d.C, w.wgu, d.C, 0, s.gu, 2*d.I)
 	for _, t := range []struct {
 		mod string
@@ -454,7 +458,11 @@ func (m *Model) headBackward(a, s *activations, t0, n int) {
 		dev.Gemm(true, false, 1, d.C, n, 1, dv, 1, lnf, d.C, 1, m.g.vw, d.C)
 		dev.BiasBackward(m.g.vb, dv, 1, n, 1)
 	}
-	dev.RMSNormBackward(s.dx, wg.lnf, s.dln, s.x(d.L), m.p.lnf, rows(a.rstdf, 1), n, d.C)
+	if rn, ok := dev.(ResidualNorm); ok { // also writes dx's compute view
+		rn.RMSNormBackwardAdd(s.dx, s.dxc, wg.lnf, s.dln, s.x(d.L), m.p.lnf, rows(a.rstdf, 1), nil, n, d.C)
+	} else {
+		dev.RMSNormBackward(s.dx, wg.lnf, s.dln, s.x(d.L), m.p.lnf, rows(a.rstdf, 1), n, d.C)
+	}
 }
 
 // backwardGrouped is Backward over a grouped arena: the head group by
@@ -498,13 +506,20 @@ func (m *Model) layerBackward(a *activations, l int) {
 	lo := m.lora
 	s := a.layer(l)
 	T := a.T
+	// The matmuls read the gradients as the arena holds them for them: in
+	// compute storage, rounded once, under GradientRounding (dxc, dgu,
+	// dqkvc), else the float32 gradients themselves.
+	dx, dqkv := a.dx, a.dqkv
+	if a.dxc != nil {
+		dx, dqkv = a.dxc, a.dqkvc
+	}
 	// MLP branch: x(l+1) = xmid + down(swiglu(gate_up(rmsnorm(xmid)))).
-	dev.Gemm(false, false, T, d.I, d.C, 1, a.dx, d.C, w.wd, d.I, 0, a.dact, d.I)
+	dev.Gemm(false, false, T, d.I, d.C, 1, dx, d.C, w.wd, d.I, 0, a.dact, d.I)
 	if g.wd != nil {
-		dev.Gemm(true, false, d.C, d.I, T, 1, a.dx, d.C, s.act, d.I, 1, g.wd, d.I)
+		dev.Gemm(true, false, d.C, d.I, T, 1, dx, d.C, s.act, d.I, 1, g.wd, d.I)
 	}
 	if ad := lo.adapterOrNil(l, "down_proj"); ad != nil {
-		lo.backward(dev, ad, s.act, a.dx, d.C, a.dact, T, a.row0, m.drop)
+		lo.backward(dev, ad, s.act, dx, d.C, a.dact, T, a.row0, m.drop)
 	}
 	dev.SwiGLUBackward(a.dgu, a.dact, s.gu, T, d.I)
 	dev.Gemm(false, false, T, d.C, 2*d.I, 1, a.dgu, 2*d.I, w.wgu, d.C, 0, a.dln, d.C)
@@ -519,15 +534,14 @@ func (m *Model) layerBackward(a *activations, l int) {
 			lo.backward(dev, ad, s.ln2, colSlice(a.dgu, t.off, 2*d.I, T, ad.out), 2*d.I, a.dln, T, a.row0, m.drop)
 		}
 	}
-	dev.RMSNormBackward(a.tmp, g.ln2, a.dln, s.xmid, w.ln2, s.rstd2, T, d.C)
-	dev.Add(a.dx, a.dx, a.tmp)
+	m.normBackwardAdd(a, g.ln2, s.xmid, w.ln2, s.rstd2)
 	// Attention branch: xmid = x(l) + o_proj(attention(rope(qkv(rmsnorm(x(l)))))).
-	dev.Gemm(false, false, T, d.Q, d.C, 1, a.dx, d.C, w.wo, d.Q, 0, a.datt, d.Q)
+	dev.Gemm(false, false, T, d.Q, d.C, 1, dx, d.C, w.wo, d.Q, 0, a.datt, d.Q)
 	if g.wo != nil {
-		dev.Gemm(true, false, d.C, d.Q, T, 1, a.dx, d.C, s.att, d.Q, 1, g.wo, d.Q)
+		dev.Gemm(true, false, d.C, d.Q, T, 1, dx, d.C, s.att, d.Q, 1, g.wo, d.Q)
 	}
 	if ad := lo.adapterOrNil(l, "o_proj"); ad != nil {
-		lo.backward(dev, ad, s.att, a.dx, d.C, a.datt, T, a.row0, m.drop)
+		lo.backward(dev, ad, s.att, dx, d.C, a.datt, T, a.row0, m.drop)
 	}
 	dev.AttentionBackward(a.dqkv, a.datt, s.att, s.lse, s.qkv, a.seqs, d.NH, d.KVH, d.HS)
 	dev.RoPEBackward(a.dqkv, d.QKV, 0, a.pos, d.NH, d.HS, d.theta)
@@ -538,20 +552,35 @@ func (m *Model) layerBackward(a *activations, l int) {
 	if g.bqkv != nil {
 		dev.BiasBackward(g.bqkv, a.dqkv, d.QKV, T, d.QKV)
 	}
-	dev.Gemm(false, false, T, d.C, d.QKV, 1, a.dqkv, d.QKV, w.wqkv, d.C, 0, a.dln, d.C)
+	if a.dqkvc != nil {
+		dev.Copy(a.dqkvc, a.dqkv) // rounded once for the matmuls below
+	}
+	dev.Gemm(false, false, T, d.C, d.QKV, 1, dqkv, d.QKV, w.wqkv, d.C, 0, a.dln, d.C)
 	if g.wqkv != nil {
-		dev.Gemm(true, false, d.QKV, d.C, T, 1, a.dqkv, d.QKV, s.ln1, d.C, 1, g.wqkv, d.C)
+		dev.Gemm(true, false, d.QKV, d.C, T, 1, dqkv, d.QKV, s.ln1, d.C, 1, g.wqkv, d.C)
 	}
 	for _, t := range []struct {
 		mod string
 		off int
 	}{{"q_proj", 0}, {"k_proj", d.Q}, {"v_proj", d.Q + d.KV}} {
 		if ad := lo.adapterOrNil(l, t.mod); ad != nil {
-			lo.backward(dev, ad, s.ln1, colSlice(a.dqkv, t.off, d.QKV, T, ad.out), d.QKV, a.dln, T, a.row0, m.drop)
+			lo.backward(dev, ad, s.ln1, colSlice(dqkv, t.off, d.QKV, T, ad.out), d.QKV, a.dln, T, a.row0, m.drop)
 		}
 	}
-	dev.RMSNormBackward(a.tmp, g.ln1, a.dln, a.x(l), w.ln1, s.rstd1, T, d.C)
-	dev.Add(a.dx, a.dx, a.tmp)
+	m.normBackwardAdd(a, g.ln1, a.x(l), w.ln1, s.rstd1)
+}
+
+// normBackwardAdd adds the input gradient of a layer's RMSNorm (weight w,
+// input inp; its output's gradient in a.dln) to the residual gradient
+// a.dx, accumulating dw: in one pass that also writes a.dxc where the
+// device fuses them (ResidualNorm), else through a.tmp.
+func (m *Model) normBackwardAdd(a *activations, dw, inp, w, rstd Buffer) {
+	if rn, ok := m.Dev.(ResidualNorm); ok {
+		rn.RMSNormBackwardAdd(a.dx, a.dxc, dw, a.dln, inp, w, rstd, a.dx, a.T, m.d.C)
+		return
+	}
+	m.Dev.RMSNormBackward(a.tmp, dw, a.dln, inp, w, rstd, a.T, m.d.C)
+	m.Dev.Add(a.dx, a.dx, a.tmp)
 }
 
 // weightGrads are the model's gradient views, or for a frozen model the

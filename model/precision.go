@@ -23,11 +23,41 @@ type MixedPrecision interface {
 // and out; Add's out and a; RMSNorm's out and inp, RMSNormBackward's inp;
 // Embedding's out and table; Gemm's a, b and c; AddBias's out; RoPE's x;
 // Attention's and AttentionBackward's qkv and out; SwiGLU's out and gu,
-// SwiGLUBackward's gu) and Copy converts. Statistics, the final norm, the
-// head and every gradient stay float32 (activations.go). The CPU device
-// does not implement it: its path is unchanged.
+// SwiGLUBackward's gu and dgu; ResidualNorm's sum, a, out, inp and dxc)
+// and Copy converts. Statistics, the final norm, the head and every
+// gradient stay float32 (activations.go), beside the compute views of
+// GradientRounding. The CPU device does not implement it: its path is
+// unchanged.
 type ComputeStorage interface {
 	AllocCompute(n int) Buffer
+}
+
+// ResidualNorm is a device that fuses a residual add with the RMSNorm
+// beside it, the same results in one pass: AddRMSNorm is Add(sum, a, b)
+// then RMSNorm(out, rstd, sum, w, rows, C, eps), and RMSNormBackwardAdd is
+// RMSNormBackward into a scratch then Add(dx, resid, scratch) (resid nil:
+// dx is set; resid may be dx), also writing dx into dxc when dxc is not nil
+// (the gradient's compute view, GradientRounding). The layer uses them
+// for xmid and ln2 in the forward and for both norms' input gradients in
+// the backward. The CUDA device implements it.
+type ResidualNorm interface {
+	AddRMSNorm(sum, out, rstd, a, b, w Buffer, rows, C int, eps float32)
+	RMSNormBackwardAdd(dx, dxc, dw, dout, inp, w, rstd, resid Buffer, rows, C int)
+}
+
+// GradientRounding is a device whose matmuls round every float32 operand
+// to its compute precision while RoundsGradients reports true (CUDA in
+// mixed precision: bf16). Then the model rounds each activation gradient
+// once, where it is produced, into a view in compute storage
+// (ComputeStorage, beside the activations), and the matmuls read that view
+// instead of rounding the same values once each: SwiGLUBackward writes
+// dgu there (two matmuls are its only readers), RMSNormBackwardAdd
+// (ResidualNorm, required too) writes the residual gradient's view beside
+// the float32 gradient it accumulates, and Copy rounds dqkv once after
+// RoPE's backward. The same values are rounded to the same bf16; only the
+// place of the rounding moves. The CUDA device implements it.
+type GradientRounding interface {
+	RoundsGradients() bool
 }
 
 // DeviceSampler is a device that draws tokens from logits it holds, so a

@@ -62,6 +62,17 @@ extern "C" __global__ void __launch_bounds__(256) lmhead_finish(float* logprob, 
     logprob[t] = targets[t] >= 0 ? (float)(zy[t] - l) : 0.0f;
 }
 
+// lmhead_grad_value is d(loss)/dz for one logit zv of a row with
+// log-normaliser l, mean logit ez = E_p[z], upstream gradients gl (logprob)
+// and ge (entropy); hit marks the target. One body for the float32 and the
+// bf16 kernels, so both compute the same float before the bf16 one rounds.
+__device__ __forceinline__ float lmhead_grad_value(float zv, float l, float ez, float gl, float ge, bool hit) {
+    float p = expf(zv - l);
+    float g = -gl * p - ge * p * (zv - ez);
+    if (hit) g += gl;
+    return g;
+}
+
 // Turns the logits z[n, m] of a chunk into d(loss)/dz in place. targets and
 // the per-row inputs start at the block's first row.
 extern "C" __global__ void __launch_bounds__(256) lmhead_grad(float* z, int n, int m, int v0, const int* targets, const float* lse,
@@ -70,13 +81,24 @@ extern "C" __global__ void __launch_bounds__(256) lmhead_grad(float* z, int n, i
     for (long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x; k < total; k += (long long)gridDim.x * blockDim.x) {
         int i = (int)(k / m);
         int v = (int)(k - (long long)i * m);
-        float l = lse[i], ez = lse[i] - entropy[i];
         int y = targets[i];
-        float gl = y < 0 ? 0.0f : dlogprob[i], ge = dentropy[i];
-        float zv = z[k];
-        float p = expf(zv - l);
-        float g = -gl * p - ge * p * (zv - ez);
-        if (v == y - v0) g += gl;
-        z[k] = g;
+        float gl = y < 0 ? 0.0f : dlogprob[i];
+        z[k] = lmhead_grad_value(z[k], lse[i], lse[i] - entropy[i], gl, dentropy[i], v == y - v0);
+    }
+}
+
+// lmhead_grad_bf16 is lmhead_grad writing d(loss)/dz rounded to bf16 into
+// g[n, m] instead of over z: the mixed-precision backward's two matmuls
+// read it as it is, so the chunk's gradient is rounded once, here, and
+// the float32 gradient is never written.
+extern "C" __global__ void __launch_bounds__(256) lmhead_grad_bf16(bf16* g, const float* z, int n, int m, int v0, const int* targets,
+                                            const float* lse, const float* entropy, const float* dlogprob, const float* dentropy) {
+    long long total = (long long)n * m;
+    for (long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x; k < total; k += (long long)gridDim.x * blockDim.x) {
+        int i = (int)(k / m);
+        int v = (int)(k - (long long)i * m);
+        int y = targets[i];
+        float gl = y < 0 ? 0.0f : dlogprob[i];
+        g[k] = float_to_bf16(lmhead_grad_value(z[k], lse[i], lse[i] - entropy[i], gl, dentropy[i], v == y - v0));
     }
 }

@@ -1,6 +1,8 @@
 // RMSNorm as Qwen2 computes it in float32: n = x·r with
 // r = 1/sqrt(mean(x²) + eps), y = n ⊙ w; r is saved per row.
 // Backward: dx = r·(w⊙dy − n·mean(n⊙w⊙dy)), dw += Σ_rows dy⊙n.
+// The residual adds beside the norm fuse in: forward sum = a + b before
+// the norm of sum, backward dx = resid + dx after it.
 #include "common.cuh"
 
 // One block per row. X is the input's storage and W the weight's: float,
@@ -55,13 +57,62 @@ extern "C" __global__ void __launch_bounds__(1024) rmsnorm_forward_xbf16_wbf16_o
     rmsnorm_forward_t(out, rstd, inp, w, rows, C, eps);
 }
 
+// The residual add fused with the RMSNorm after it (AddRMSNorm): each
+// thread writes its elements of sum = a + b (taken in float, rounded once
+// into S), then the norm runs over the row as stored, read back by the
+// thread that wrote it: the bits of Add then RMSNorm, without the sum's
+// second trip through memory. S is the residual stream's storage (a's
+// and out's too), b a float32 branch output, W the weight's storage.
+template <typename S, typename W>
+__device__ __forceinline__ void add_rmsnorm_forward_t(S* sum, S* out, float* rstd, const S* a, const float* b, const W* w, int rows, int C,
+                                                      float eps) {
+    long long o = (long long)blockIdx.x * C;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) store_f(sum, o + c, load_f(a, o + c) + b[o + c]);
+    rmsnorm_forward_t(out, rstd, (const S*)sum, w, rows, C, eps);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) add_rmsnorm_forward(float* sum, float* out, float* rstd, const float* a, const float* b,
+                                                                       const float* w, int rows, int C, float eps) {
+    add_rmsnorm_forward_t(sum, out, rstd, a, b, w, rows, C, eps);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) add_rmsnorm_forward_wbf16(float* sum, float* out, float* rstd, const float* a, const float* b,
+                                                                             const bf16* w, int rows, int C, float eps) {
+    add_rmsnorm_forward_t(sum, out, rstd, a, b, w, rows, C, eps);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) add_rmsnorm_forward_sbf16(bf16* sum, bf16* out, float* rstd, const bf16* a, const float* b,
+                                                                             const float* w, int rows, int C, float eps) {
+    add_rmsnorm_forward_t(sum, out, rstd, a, b, w, rows, C, eps);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) add_rmsnorm_forward_sbf16_wbf16(bf16* sum, bf16* out, float* rstd, const bf16* a,
+                                                                                   const float* b, const bf16* w, int rows, int C, float eps) {
+    add_rmsnorm_forward_t(sum, out, rstd, a, b, w, rows, C, eps);
+}
+
+// rms_add_rn is a + b rounded once: never contracted with the product
+// that made b into one fused multiply-add, so a fused kernel's sum is the
+// bits of the unfused kernels' (the norm writes b, the residual add reads it).
+__device__ __forceinline__ float rms_add_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
 // A grid of G blocks strides over the rows; each block keeps its share of
 // dw in shared memory (C floats, dynamic) and adds it to dw once at the
 // end, so dw sees G·C atomic adds instead of rows·C. X is the input's
-// storage, as in the forward (rmsnorm_backward_xbf16).
-template <typename X>
-__device__ __forceinline__ void rmsnorm_backward_t(float* dinp, float* dw, const float* dout, const X* inp, const float* w, const float* rstd,
-                                                   int rows, int C) {
+// storage, as in the forward (rmsnorm_backward_xbf16). With resid set the
+// residual gradient it holds is added to the input gradient (dinp =
+// resid + dnorm; resid may be dinp itself), and with dxc set the result
+// is written there too in its storage D (bf16: the copy that mixed
+// precision's matmuls read, rounded once here instead of once per matmul).
+template <typename X, typename D>
+__device__ __forceinline__ void rmsnorm_backward_t(float* dinp, D* dxc, float* dw, const float* dout, const X* inp, const float* w,
+                                                   const float* rstd, const float* resid, int rows, int C) {
     extern __shared__ float acc[];
     __shared__ float scratch[32];
     for (int c = threadIdx.x; c < C; c += blockDim.x) acc[c] = 0.0f;
@@ -76,10 +127,13 @@ __device__ __forceinline__ void rmsnorm_backward_t(float* dinp, float* dw, const
             acc[c] += dy[c] * n;
         }
         dot = block_sum(dot, scratch) / (float)C;
-        float* dx = dinp + (long long)t * C;
+        long long o = (long long)t * C;
         for (int c = threadIdx.x; c < C; c += blockDim.x) {
             float n = load_f(x, c) * r;
-            dx[c] = r * (w[c] * dy[c] - n * dot);
+            float v = r * (w[c] * dy[c] - n * dot);
+            if (resid) v = rms_add_rn(resid[o + c], v);
+            dinp[o + c] = v;
+            if (dxc) store_f(dxc, o + c, v);
         }
     }
     __syncthreads();
@@ -87,10 +141,33 @@ __device__ __forceinline__ void rmsnorm_backward_t(float* dinp, float* dw, const
 }
 
 extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, const float* rstd, int rows, int C) {
-    rmsnorm_backward_t(dinp, dw, dout, inp, w, rstd, rows, C);
+    rmsnorm_backward_t(dinp, (float*)nullptr, dw, dout, inp, w, rstd, nullptr, rows, C);
 }
 
 extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_xbf16(float* dinp, float* dw, const float* dout, const bf16* inp, const float* w,
                                                                           const float* rstd, int rows, int C) {
-    rmsnorm_backward_t(dinp, dw, dout, inp, w, rstd, rows, C);
+    rmsnorm_backward_t(dinp, (float*)nullptr, dw, dout, inp, w, rstd, nullptr, rows, C);
+}
+
+// The backward fused with the residual add after it (RMSNormBackwardAdd):
+// dx = resid + dnorm, and dx's copy in dxc's storage when dxc is set.
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_add(float* dx, float* dxc, float* dw, const float* dout, const float* inp,
+                                                                        const float* w, const float* rstd, const float* resid, int rows, int C) {
+    rmsnorm_backward_t(dx, dxc, dw, dout, inp, w, rstd, resid, rows, C);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_add_xbf16(float* dx, float* dxc, float* dw, const float* dout, const bf16* inp,
+                                                                              const float* w, const float* rstd, const float* resid, int rows, int C) {
+    rmsnorm_backward_t(dx, dxc, dw, dout, inp, w, rstd, resid, rows, C);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_add_dbf16(float* dx, bf16* dxc, float* dw, const float* dout, const float* inp,
+                                                                              const float* w, const float* rstd, const float* resid, int rows, int C) {
+    rmsnorm_backward_t(dx, dxc, dw, dout, inp, w, rstd, resid, rows, C);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_add_xbf16_dbf16(float* dx, bf16* dxc, float* dw, const float* dout,
+                                                                                    const bf16* inp, const float* w, const float* rstd,
+                                                                                    const float* resid, int rows, int C) {
+    rmsnorm_backward_t(dx, dxc, dw, dout, inp, w, rstd, resid, rows, C);
 }

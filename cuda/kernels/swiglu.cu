@@ -24,16 +24,19 @@ extern "C" __global__ void __launch_bounds__(256) swiglu_forward_bf16(bf16* out,
     swiglu_forward_t(out, gu, rows, I);
 }
 
-template <typename G>
-__device__ __forceinline__ void swiglu_backward_t(float* dgu, const float* dout, const G* gu, int rows, int I) {
+// D is dgu's storage: float, or bf16 under mixed precision, where dgu's
+// only readers are the two matmuls that take it as bf16; each element is
+// rounded once from the same float the float32 kernel writes.
+template <typename D, typename G>
+__device__ __forceinline__ void swiglu_backward_t(D* dgu, const float* dout, const G* gu, int rows, int I) {
     long long n = (long long)rows * I;
     for (long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x; k < n; k += (long long)gridDim.x * blockDim.x) {
         long long t = k / I;
         int i = (int)(k - t * I);
         float g = load_f(gu, t * 2 * I + i), u = load_f(gu, t * 2 * I + I + i), dy = dout[k];
         float s = 1.0f / (1.0f + expf(-g));
-        dgu[t * 2 * I + i] = dy * u * s * (1.0f + g * (1.0f - s));
-        dgu[t * 2 * I + I + i] = dy * g * s;
+        store_f(dgu, t * 2 * I + i, dy * u * s * (1.0f + g * (1.0f - s)));
+        store_f(dgu, t * 2 * I + I + i, dy * g * s);
     }
 }
 
@@ -42,5 +45,13 @@ extern "C" __global__ void __launch_bounds__(256) swiglu_backward(float* dgu, co
 }
 
 extern "C" __global__ void __launch_bounds__(256) swiglu_backward_gubf16(float* dgu, const float* dout, const bf16* gu, int rows, int I) {
+    swiglu_backward_t(dgu, dout, gu, rows, I);
+}
+
+extern "C" __global__ void __launch_bounds__(256) swiglu_backward_dbf16(bf16* dgu, const float* dout, const float* gu, int rows, int I) {
+    swiglu_backward_t(dgu, dout, gu, rows, I);
+}
+
+extern "C" __global__ void __launch_bounds__(256) swiglu_backward_gubf16_dbf16(bf16* dgu, const float* dout, const bf16* gu, int rows, int I) {
     swiglu_backward_t(dgu, dout, gu, rows, I);
 }

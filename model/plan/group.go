@@ -48,15 +48,28 @@ func (s Settings) groupRows(sh shape, T int, nsaved int, train bool) int {
 // it: T rows, nx residuals, nl layer sets, tb rows of backward scratch; and
 // the part of them in compute storage under mixed precision (the
 // residuals and the layers' matmul and attention tensors).
-func (sh shape) arenaVals(T, nx, nl, tb int) (all, compute int64) {
+//
+// With views (mixed precision: model's gradViews) the backward scratch
+// keeps dgu in compute storage beside compute views of the residual
+// gradient and dqkv.
+func (sh shape) arenaVals(T, nx, nl, tb int, views bool) (all, compute int64) {
 	t, C, I := int64(T), int64(sh.C), int64(sh.I)
-	QKV, Q := int64(sh.QKV), int64(sh.Q)
-	all = int64(nx)*t*C + int64(nl)*sh.layerActs(T) + 2*t*C + t + 4*t + int64(tb)*(2*C+QKV+Q+3*I+3)
+	QKV, Q, b := int64(sh.QKV), int64(sh.Q), int64(tb)
+	all = int64(nx)*t*C + int64(nl)*sh.layerActs(T) + 2*t*C + t + 4*t + b*(2*C+QKV+Q+3*I+3)
 	if sh.qkNorm {
 		all += 2 * t * QKV
 	}
-	return all, int64(nx)*t*C + int64(nl)*sh.layerCompute(T)
+	compute = int64(nx)*t*C + int64(nl)*sh.layerCompute(T)
+	if views {
+		all += b * (C + QKV)
+		compute += b * (C + 2*I + QKV)
+	}
+	return all, compute
 }
+
+// gradViews says whether arenas keep gradient views in compute storage
+// (model's gradViews): the CUDA device does in mixed precision.
+func (s Settings) gradViews() bool { return s.Precision == "bf16-mixed" }
 
 // bytesOf is the bytes of all values, compute of them in the compute
 // dtype: bf16 under mixed precision, float32 otherwise.
@@ -84,9 +97,12 @@ func (s Settings) forwardBytes(sh shape, T int, nsaved int, train bool) int64 {
 	if train {
 		nx, tb, nxg, tbg = int64(sh.L+1), t, 0, rows
 	}
-	whole := nx*t*C + t*C + t + 4*t + tb*C + 3*tb
-	ga, gc := sh.arenaVals(rows, nxg, 1, tbg)
-	return s.bytesOf(whole, nx*t*C) + s.bytesOf(ga, gc)
+	whole, wc := nx*t*C+t*C+t+4*t+tb*C+3*tb, nx*t*C
+	if s.gradViews() { // the residual gradient's compute view
+		whole, wc = whole+tb*C, wc+tb*C
+	}
+	ga, gc := sh.arenaVals(rows, nxg, 1, tbg, s.gradViews())
+	return s.bytesOf(whole, wc) + s.bytesOf(ga, gc)
 }
 
 // groupDetail names the group size of a grouped Forward.

@@ -353,7 +353,7 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 				bt = g
 			}
 		}
-		add("device scratch", s.cudaScratch(sh, tt, bt), "the CUDA device's own buffers at %d tokens: LM-head logit chunks, bf16-rounded matmul operands", tt)
+		add("device scratch", s.cudaScratch(sh, tt, bt), "the CUDA device's own buffers at %d tokens: cuBLAS workspace, LM-head logit chunks, bf16-rounded matmul operands", tt)
 	}
 	add("workspace", s.workspace(sh, T), "%s", s.workspaceDetail())
 	return p, nil
@@ -375,7 +375,7 @@ func (s Settings) actBytes(sh shape, T int, nsaved int, train bool) int64 {
 	if train {
 		tb = T
 	}
-	return s.bytesOf(sh.arenaVals(T, nx, nl, tb))
+	return s.bytesOf(sh.arenaVals(T, nx, nl, tb, s.gradViews()))
 }
 
 func (s Settings) residDetail() string {
@@ -425,15 +425,17 @@ const headMaxRows, headLogitBudget = 2048, 32 << 20
 // cudaScratch is what the CUDA device allocates for itself beside the
 // arenas (cuMemAlloc'd, so in the emulator's allocation log), sized for a
 // forward over T tokens and a backward over bt rows (0: none; a grouped
-// backward runs its head and layers one group at a time): the LM head's
-// float32 logit chunk and its per-token statistics, attention's backward
-// row sums, and in mixed precision the two bf16 operand buffers the
-// matmuls round their float32 inputs into: "mixed-a", the largest of the
-// head's input rows, the backward's logit-gradient chunk and a layer's
-// widest gradient (dgu is 2I wide), and "mixed-b", the head's input rows
-// for its weight gradient; and with the tensor-core attention (head size
-// 64 or 128) the backward's dO in bf16. The layers' activations are bf16
-// already.
+// backward runs its head and layers one group at a time): cuBLAS's
+// workspace (cuda's blasWorkspaceBytes on Hopper), the LM head's float32
+// logit chunk and its per-token statistics, attention's backward row
+// sums, and in mixed precision the bf16 operands the device rounds for
+// the matmuls: the head's input rows, rounded once per block ("head-h"),
+// the backward's logit-gradient chunk ("head-grad"), and "mixed-a" and
+// "mixed-b", the float32 operands rounded on their way into one matmul:
+// the decode step's gathered rows for their logits and a critic's value
+// head input; and with the tensor-core attention (head size 64 or 128)
+// the backward's dO in bf16. The layers' activations and gradients are
+// bf16 already.
 func (s Settings) cudaScratch(sh shape, T, bt int) int64 {
 	geometry := func(T int) (rows, chunk int64) {
 		rows = int64(max(1, min(T, headMaxRows)))
@@ -441,21 +443,28 @@ func (s Settings) cudaScratch(sh shape, T, bt int) int64 {
 	}
 	t, b, C := int64(T), int64(bt), int64(sh.C)
 	rows, chunk := geometry(T)
-	n := rows*chunk*4 + 8*t*4 + int64(sh.NH)*t*4
+	n := blasWorkspace + rows*chunk*4 + 8*t*4 + int64(sh.NH)*t*4
 	if s.Precision == "bf16-mixed" {
-		wide := int64(max(sh.C, sh.QKV, sh.Q, 2*sh.I))
-		a := rows * C
+		n += rows * C * 2
 		if bt > 0 {
 			br, bc := geometry(bt)
-			a = max(a, br*bc, b*wide)
+			n += br * bc * 2
 		}
-		n += a*2 + rows*C*2
+		a, bb := int64(s.RolloutSlots)*C, int64(0)
+		if s.Critic {
+			a, bb = max(a, t*C), b*C
+		}
+		n += (a + bb) * 2
 		if bt > 0 && (sh.HS == 64 || sh.HS == 128) {
 			n += b * int64(sh.Q) * 2 // the tensor-core attention backward's bf16 dO
 		}
 	}
 	return n
 }
+
+// blasWorkspace is the cuBLAS workspace the CUDA device allocates when it
+// opens on a Hopper GPU (4 MiB on older ones).
+const blasWorkspace = 32 << 20
 
 func (s Settings) workspaceDetail() string {
 	if s.Device == "cuda" {

@@ -587,6 +587,8 @@ CUresult cuGraphDestroy(void* g) { delete (std::vector<Recorded>*)g; return 0; }
 int cublasCreate_v2(void** h) { *h = (void*)5; return 0; }
 int cublasDestroy_v2(void*) { return 0; }
 int cublasSetStream_v2(void*, void*) { return 0; }
+// The emulated GEMM needs no workspace: the Device's is accepted and unused.
+int cublasSetWorkspace_v2(void*, void*, size_t) { return 0; }
 const char* cublasGetStatusName(int) { return "CUBLAS_STATUS_EMULATED"; }
 static void gemm_run(int opA, int opB, int m, int n, int k, float al, const void* A, int at, int lda,
                      const void* B, int bt, int ldb, float be, void* C, int ct, int ldc);
