@@ -1,0 +1,122 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/r1go/r1go/model"
+)
+
+// The tensor-core decode attention (attention_decode_tc.cu) against the
+// CPU device in float32 on the same bf16 values: q, k and v rounded to
+// bf16 widen exactly, so the CPU's result is the exact attention of the
+// kernel's operands up to float32 rounding. The kernel's own error is the
+// bf16 hi + lo split of the probabilities (|p − hi − lo| ≤ 2^−18·p), the
+// approximate exp2 (2^−22) and float32 sums, so each output is within
+// 2^−16·max|v| of the CPU's before its rounding to bf16 (2^−8·|x|):
+// checkDecodeOut's bound. A bf16 P alone would miss it by far (2^−9).
+
+// checkDecodeOut requires |got − want| ≤ 2^−8·|want| + 2^−16·vmax for each
+// value of the bf16 GPU output g against the CPU's float32 c.
+func (e *opEnv) checkDecodeOut(what string, c model.Buffer, g Buffer, vmax float64) {
+	e.t.Helper()
+	if err := e.gpu.Sync(); err != nil {
+		e.t.Fatalf("%s: %v", what, err)
+	}
+	want, got := download(e.cpu, c), downloadBF16(e.gpu, g)
+	worst := 0.0
+	for i := range want {
+		bound := math.Ldexp(math.Abs(float64(want[i])), -8) + math.Ldexp(vmax, -16)
+		d := math.Abs(float64(got[i]) - float64(want[i]))
+		if !(d <= bound) {
+			e.t.Fatalf("%s[%d] = %g, CPU %g: |Δ| %.3g > %.3g", what, i, got[i], want[i], d, bound)
+		}
+		worst = math.Max(worst, d/bound)
+	}
+	e.t.Logf("%s: within %.2f of the bound, relative error %.3g", what, worst, relErr(got, want))
+}
+
+// decodeRows is one decode step: row j continues slot slots[j], which
+// holds keys[j]−1 positions, with one token.
+func decodeRows(slots []int32, keys []int) (pos0, lens []int32) {
+	for _, n := range keys {
+		pos0, lens = append(pos0, int32(n-1)), append(lens, 1)
+	}
+	return pos0, lens
+}
+
+// maxAbs is the largest |x|.
+func maxAbs(x []float32) float64 {
+	m := 0.0
+	for _, v := range x {
+		m = math.Max(m, math.Abs(float64(v)))
+	}
+	return m
+}
+
+// TestGPUDecodeTCAttention decodes one token for five slots at different
+// positions (contexts 1, 37, 64, 65 and 130 keys: a lone new key, whole
+// and partial 64-key tiles) with the planned split and with 2, 3 and 5
+// splits, which leave splits that hold only the new key and empty ones,
+// for the group sizes of Qwen2.5-0.5B (7, head size 64) and 1.5B (6, 128),
+// MHA (1) and a full mma tile (16). The cache gets exactly the rounded
+// keys and values; the output is checked as checkDecodeOut says.
+func TestGPUDecodeTCAttention(t *testing.T) {
+	e := newOpEnv(t)
+	defer func(s int) { decodeForceSplits = s }(decodeForceSplits)
+	slots := []int32{3, 0, 4, 1, 2}
+	keys := []int{1, 37, 64, 65, 130}
+	const nslots, maxLen = 5, 136
+	pos0, lens := decodeRows(slots, keys)
+	for _, sh := range []struct{ NH, KVH, HS int }{{14, 2, 64}, {12, 2, 128}, {4, 4, 64}, {16, 1, 64}} {
+		NH, KVH, HS := sh.NH, sh.KVH, sh.HS
+		W, kvw, T := (NH+2*KVH)*HS, KVH*HS, len(slots)
+		ckc, gkc, _ := e.bf16Pair(e.randn(nslots*maxLen*kvw, 1))
+		cvc, gvc, vr := e.bf16Pair(e.randn(nslots*maxLen*kvw, 1))
+		for _, S := range []int{0, 2, 3, 5} {
+			decodeForceSplits = S
+			name := fmt.Sprintf("%d/%d heads, HS %d, splits %d", NH, KVH, HS, S)
+			q := e.randn(T*W, 1)
+			cq, gq, qr := e.bf16Pair(q)
+			co, gout := e.bf16Zeros(T * NH * HS)
+			if !e.gpu.tcDecode(planCached(slots, pos0, lens, maxLen, T), slots, nslots, true, gq.ptr, gkc.ptr, gvc.ptr, NH, KVH, HS) {
+				t.Fatalf("%s: the step does not take the tensor-core kernel", name)
+			}
+			e.cpu.AttentionCached(co, cq, ckc, cvc, slots, pos0, lens, maxLen, NH, KVH, HS)
+			e.gpu.AttentionCached(gout, gq, gkc, gvc, slots, pos0, lens, maxLen, NH, KVH, HS)
+			vmax := math.Max(maxAbs(vr), maxAbs(qr)) // the new values are in qkv
+			e.checkDecodeOut(name+": out", co, gout, vmax)
+			e.checkRounded(name+": key cache", ckc, gkc)
+			e.checkRounded(name+": value cache", cvc, gvc)
+		}
+		for _, b := range []model.Buffer{ckc, cvc} {
+			e.cpu.Free(b)
+		}
+		for _, b := range []Buffer{gkc, gvc} {
+			e.gpu.Free(b)
+		}
+	}
+}
+
+// TestDecodeSplits checks the split plan: none while the blocks fill the
+// GPU twice, else enough to, within the cache length and decMaxSplits.
+func TestDecodeSplits(t *testing.T) {
+	for _, c := range []struct{ sms, rows, KVH, maxLen, want int }{
+		{132, 256, 2, 2082, 1},   // batch 256 of Qwen2.5: 512 blocks
+		{132, 132, 2, 4096, 1},   // exactly twice the SMs
+		{132, 64, 2, 4096, 3},    // 128 blocks: 3 splits make 384
+		{132, 1, 2, 4096, 32},    // batch 1: capped at decMaxSplits
+		{132, 1, 2, 146, 2},      // a short cache: 128-key splits
+		{132, 1, 2, 100, 1},      // shorter than one split
+		{132, 8, 2, 2048, 16},    // 16 blocks: 17 wanted, 16 fit 2048 keys
+		{2, 5, 1, 136, 1},        // the emulator's two SMs
+		{2, 1, 1, 1000, 4},       // 1 block: 4 make twice two SMs
+		{132, 1000, 8, 10, 1},    // many rows
+		{132, 3, 1, 1 << 20, 32}, // a huge cache
+	} {
+		if got := decodeSplits(c.sms, c.rows, c.KVH, c.maxLen); got != c.want {
+			t.Errorf("decodeSplits(sms %d, rows %d, KVH %d, maxLen %d) = %d, want %d", c.sms, c.rows, c.KVH, c.maxLen, got, c.want)
+		}
+	}
+}
