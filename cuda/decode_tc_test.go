@@ -120,3 +120,86 @@ func TestDecodeSplits(t *testing.T) {
 		}
 	}
 }
+
+// roundBF16 rounds the values of a CPU buffer to bf16 in place: the CPU
+// reference of an op whose GPU output is stored in bf16.
+func (e *opEnv) roundBF16(b model.Buffer) {
+	x := download(e.cpu, b)
+	for i, v := range x {
+		x[i] = BF16Round(v)
+	}
+	e.cpu.Upload(b, x)
+}
+
+// TestGPUDecodeTCRoPE runs AttentionCachedRoPE, the step's bias, rotation
+// and cached attention in one call, against the CPU's AddBias, RoPE and
+// AttentionCached with each bf16 store of the GPU's separate ops (the
+// biased and the rotated qkv) rounded on the host: a prefill of two slots
+// (the ops in turn), then two decode steps of three slots (one kernel;
+// the second with 3 splits), with a float32 and a bf16 bias, for head
+// sizes 64 and 128. The rotated keys in the cache may differ from the
+// CPU's by the last bit of the double rotation before their rounding, so
+// they are held to one bf16 rounding; the outputs as checkDecodeOut says
+// (decode) or checkBF16Out with the float32 attention's tolerance
+// (prefill).
+func TestGPUDecodeTCRoPE(t *testing.T) {
+	e := newOpEnv(t)
+	defer func(s int) { decodeForceSplits = s }(decodeForceSplits)
+	const nslots, maxLen, theta = 3, 80, 1e6
+	steps := []struct {
+		slots, pos0, lens []int32
+		splits            int
+	}{
+		{[]int32{2, 0}, []int32{0, 0}, []int32{70, 5}, 0},
+		{[]int32{0, 2, 1}, []int32{5, 70, 0}, []int32{1, 1, 1}, 0},
+		{[]int32{2, 0, 1}, []int32{71, 6, 1}, []int32{1, 1, 1}, 3},
+	}
+	for _, sh := range []struct{ NH, KVH, HS int }{{14, 2, 64}, {12, 2, 128}} {
+		NH, KVH, HS := sh.NH, sh.KVH, sh.HS
+		W, kvw := (NH+2*KVH)*HS, KVH*HS
+		for _, bbf := range []bool{false, true} {
+			ckc, gkc := e.bf16Zeros(nslots * maxLen * kvw)
+			cvc, gvc := e.bf16Zeros(nslots * maxLen * kvw)
+			bias := e.randn(W, 0.5)
+			cb, gb := e.pair(bias)
+			if bbf {
+				cb, gb, _ = e.bf16Pair(bias)
+			}
+			for s, st := range steps {
+				decodeForceSplits = st.splits
+				name := fmt.Sprintf("%d/%d heads, HS %d, bf16 bias %v, step %d", NH, KVH, HS, bbf, s)
+				var pos []int32
+				for j, n := range st.lens {
+					for i := int32(0); i < n; i++ {
+						pos = append(pos, st.pos0[j]+i)
+					}
+				}
+				T := len(pos)
+				cq, gq, qr := e.bf16Pair(e.randn(T*W, 1))
+				co, gout := e.bf16Zeros(T * NH * HS)
+				e.cpu.AddBias(cq, W, cb, T, W)
+				e.roundBF16(cq)
+				e.cpu.RoPE(cq, W, 0, pos, NH, HS, theta)
+				e.cpu.RoPE(cq, W, NH*HS, pos, KVH, HS, theta)
+				e.roundBF16(cq)
+				e.cpu.AttentionCached(co, cq, ckc, cvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS)
+				e.gpu.AttentionCachedRoPE(gout, gq, gb, gkc, gvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS, theta)
+				if st.lens[0] == 1 {
+					vmax := math.Max(maxAbs(download(e.cpu, cvc)), maxAbs(qr)+maxAbs(bias))
+					e.checkDecodeOut(name+": out", co, gout, vmax)
+				} else {
+					e.checkBF16Out(name+": out", co, gout, 4*math.Sqrt(float64(HS+maxLen))*math.Ldexp(1, -24)+2e-6)
+				}
+				e.checkBF16Out(name+": key cache", ckc, gkc, 0)
+				e.checkRounded(name+": value cache", cvc, gvc)
+			}
+			for _, b := range []model.Buffer{ckc, cvc, cb, gkc, gvc, gb} {
+				if _, ok := b.(Buffer); ok {
+					e.gpu.Free(b)
+				} else {
+					e.cpu.Free(b)
+				}
+			}
+		}
+	}
+}
