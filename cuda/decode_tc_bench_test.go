@@ -33,9 +33,13 @@ func BenchmarkGPUDecodeTC(b *testing.B) {
 		{"0.5B/b256/ctx2048/core", 14, 2, 64, 256, 2048, 0, true},
 		{"1.5B/b256/ctx2048", 12, 2, 128, 256, 2048, 0, false},
 		{"0.5B/b64/ctx2048", 14, 2, 64, 64, 2048, 0, false},
+		{"0.5B/b64/ctx2048/splits1", 14, 2, 64, 64, 2048, 1, false},
 		{"0.5B/b1/ctx2048", 14, 2, 64, 1, 2048, 0, false},
+		{"0.5B/b1/ctx2048/splits4", 14, 2, 64, 1, 2048, 4, false},
+		{"0.5B/b1/ctx2048/splits32", 14, 2, 64, 1, 2048, 32, false},
 		{"0.5B/b1/ctx144", 14, 2, 64, 1, 144, 0, false},
-		{"0.5B/b1/ctx144/splits1", 14, 2, 64, 1, 144, 1, false},
+		{"0.5B/b1/ctx144/splits2", 14, 2, 64, 1, 144, 2, false},
+		{"0.5B/b1/ctx144/core", 14, 2, 64, 1, 144, 0, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			defer func(s int, on bool) { decodeForceSplits, decodeTCOn = s, on }(decodeForceSplits, decodeTCOn)

@@ -106,14 +106,14 @@ func TestDecodeSplits(t *testing.T) {
 		{132, 256, 2, 2082, 1},   // batch 256 of Qwen2.5: 512 blocks
 		{132, 132, 2, 4096, 1},   // exactly twice the SMs
 		{132, 64, 2, 4096, 3},    // 128 blocks: 3 splits make 384
-		{132, 1, 2, 4096, 32},    // batch 1: capped at decMaxSplits
-		{132, 1, 2, 146, 2},      // a short cache: 128-key splits
+		{132, 1, 2, 4096, 16},    // batch 1: 256-key splits
+		{132, 1, 2, 300, 2},      // a short cache
 		{132, 1, 2, 100, 1},      // shorter than one split
-		{132, 8, 2, 2048, 16},    // 16 blocks: 17 wanted, 16 fit 2048 keys
+		{132, 8, 2, 2048, 8},     // 16 blocks: 17 wanted, 8 fit 2048 keys
 		{2, 5, 1, 136, 1},        // the emulator's two SMs
 		{2, 1, 1, 1000, 4},       // 1 block: 4 make twice two SMs
 		{132, 1000, 8, 10, 1},    // many rows
-		{132, 3, 1, 1 << 20, 32}, // a huge cache
+		{132, 3, 1, 1 << 20, 32}, // a huge cache: capped at decMaxSplits
 	} {
 		if got := decodeSplits(c.sms, c.rows, c.KVH, c.maxLen); got != c.want {
 			t.Errorf("decodeSplits(sms %d, rows %d, KVH %d, maxLen %d) = %d, want %d", c.sms, c.rows, c.KVH, c.maxLen, got, c.want)

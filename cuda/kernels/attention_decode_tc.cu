@@ -59,18 +59,17 @@ __device__ __forceinline__ float dec_bias(const void* b, int bbf, int c) {
 // then RoPE leave it in bf16 storage: the bias sum rounded to bf16, then
 // the rope.cu rotation (angle rounded to float, rotation in double),
 // rounded again.
+// rot holds (cos, sin) of the row's angle for each i < HS/2, or is null.
 __device__ __forceinline__ void dec_prep(float& x0, float& x1, const bf16* row, int col, int i, int half, const void* b,
-                                         int bbf, const float* invfreq, int pos) {
+                                         int bbf, const double* rot) {
     x0 = bf16_to_float(row[col + i]);
     x1 = bf16_to_float(row[col + i + half]);
     if (b != 0) {
         x0 = dec_round(x0 + dec_bias(b, bbf, col + i));
         x1 = dec_round(x1 + dec_bias(b, bbf, col + i + half));
     }
-    if (invfreq != 0) {
-        float a = (float)((double)pos * (double)invfreq[i]);
-        double s, c;
-        sincos((double)a, &s, &c);
+    if (rot != 0) {
+        double c = rot[2 * i], s = rot[2 * i + 1];
         double y0 = x0, y1 = x1;
         x0 = dec_round((float)(y0 * c - y1 * s));
         x1 = dec_round((float)(y1 * c + y0 * s));
@@ -94,7 +93,7 @@ __device__ __forceinline__ void dec_load_tile(bf16* ks, bf16* vs, const bf16* kb
 }
 
 // Shared memory: DEC_STAGES K tiles, DEC_STAGES V tiles, the query tile,
-// then floats: the new key and value, their scores, and the merge's
+// the rotation's cos and sin (doubles), then floats: the new key and value, their scores, and the merge's
 // per-warp and per-head statistics. After the key loop the K tiles hold
 // the warps' partial outputs, then the split weights of the combine.
 template <int HS>
@@ -107,7 +106,8 @@ __device__ __forceinline__ void attention_decode_tc_t(bf16* out, float* po, floa
     bf16* Ks = (bf16*)smem;
     bf16* Vs = Ks + DEC_STAGES * TILE;
     bf16* Qs = Vs + DEC_STAGES * TILE;
-    float* knew = (float*)(Qs + DEC_M * HS);
+    double* rot = (double*)(Qs + DEC_M * HS); // [HS/2][2] cos, sin of the row's angles
+    float* knew = (float*)(rot + HS);
     float* vnew = knew + HS;
     float* snew = vnew + HS;   // [16] new key's score per head (log2 units)
     float* wm = snew + DEC_M;  // [4][16] warps' row maxima
@@ -136,8 +136,19 @@ __device__ __forceinline__ void attention_decode_tc_t(bf16* out, float* po, floa
         tc_cp_commit();
     }
 
-    // While the first tiles load: the group's queries into Qs, and the new
-    // key and value (biased, k rotated) into the cache and knew, vnew.
+    // While the first tiles load: the rotation's angles (shared by every
+    // head), then the group's queries into Qs, and the new key and value
+    // (biased, k rotated) into the cache and knew, vnew.
+    if (invfreq != 0) {
+        for (int i = threadIdx.x; i < HS / 2; i += DEC_THREADS) {
+            float a = (float)((double)pos * (double)invfreq[i]);
+            double sn, cs;
+            sincos((double)a, &sn, &cs);
+            rot[2 * i] = cs;
+            rot[2 * i + 1] = sn;
+        }
+        __syncthreads();
+    }
     const bf16* qrow = qkv + (long long)t * ldq;
     const int qcol = kvh * G * HS, kcol = NH * HS + kvh * HS, vcol = (NH + KVH) * HS + kvh * HS;
     const long long crow = ((long long)r.x + pos) * kvw + kvh * HS;
@@ -150,7 +161,7 @@ __device__ __forceinline__ void attention_decode_tc_t(bf16* out, float* po, floa
         }
         if (h == DEC_M && !own) continue;
         float x0, x1;
-        dec_prep(x0, x1, qrow, h < DEC_M ? qcol + h * HS : kcol, i, half, bias, biasbf, invfreq, pos);
+        dec_prep(x0, x1, qrow, h < DEC_M ? qcol + h * HS : kcol, i, half, bias, biasbf, invfreq != 0 ? rot : 0);
         if (h < DEC_M) {
             Qs[dec_swz<HS>(h, i)] = float_to_bf16(x0);
             Qs[dec_swz<HS>(h, i + half)] = float_to_bf16(x1);
@@ -342,27 +353,31 @@ __device__ __forceinline__ void attention_decode_tc_t(bf16* out, float* po, floa
     const volatile float* vl = pl + part0 * G;
     const volatile float* vo = po + part0 * G * HS;
     float* wz = smem; // [G][S] split weights, normalised
-    if (threadIdx.x < G) {
-        int h = threadIdx.x;
-        float M = NEG_INF;
-        for (int k = 0; k < S; k++) M = fmaxf(M, vl[k * G + h]);
-        float sum = 0.0f;
-        for (int k = 0; k < S; k++) {
-            float x = vl[k * G + h];
-            float f = x == NEG_INF ? 0.0f : tc_exp2(x - M);
-            wz[h * S + k] = f;
-            sum += f;
-        }
-        for (int k = 0; k < S; k++) wz[h * S + k] /= sum;
+    for (int e = threadIdx.x; e < S * G; e += DEC_THREADS) {
+        int k = e / G, h = e - k * G;
+        wz[h * S + k] = vl[e];
     }
     __syncthreads();
+    if (threadIdx.x < G) {
+        float* w = wz + threadIdx.x * S;
+        float M = NEG_INF;
+        for (int k = 0; k < S; k++) M = fmaxf(M, w[k]);
+        float sum = 0.0f;
+        for (int k = 0; k < S; k++) {
+            float f = w[k] == NEG_INF ? 0.0f : tc_exp2(w[k] - M);
+            w[k] = f;
+            sum += f;
+        }
+        for (int k = 0; k < S; k++) w[k] /= sum;
+    }
+    __syncthreads();
+    // An empty split's partial output is zero, as is its weight.
     for (int e = threadIdx.x; e < G * HS; e += DEC_THREADS) {
         int h = e / HS, d = e - h * HS;
+        const float* w = wz + h * S;
         float acc = 0.0f;
-        for (int k = 0; k < S; k++) {
-            float f = wz[h * S + k];
-            if (f != 0.0f) acc += f * vo[(long long)k * G * HS + e];
-        }
+#pragma unroll 4
+        for (int k = 0; k < S; k++) acc += w[k] * vo[(long long)k * G * HS + e];
         out[(long long)t * ldo + (kvh * G + h) * HS + d] = float_to_bf16(acc);
     }
     if (threadIdx.x == 0) count[t * KVH + kvh] = 0; // ready for the next launch
