@@ -200,10 +200,13 @@ var decodeTCOn = os.Getenv("R1GO_CUDA_DECODE_TC") != "0"
 var decodeForceSplits int
 
 // decodeTCSmem is the shared memory of attention_decode_tc, in bytes: K
-// and V stages, the query tile, the rotation's HS/2 cos, sin pairs in
-// double, and the merge's statistics (2·HS + 200 floats: the new key and
-// value, scores, per-warp and per-head maxima and sums, the combine's flag).
-func decodeTCSmem(HS int) int { return 2*decStages*decKeys*HS*2 + decM*HS*2 + 8*HS + 4*(2*HS+200) }
+// and V stages, the query tile, the staged q heads, key and value (bf16),
+// the rotation's HS/2 cos, sin pairs in double, and the merge's statistics
+// (2·HS + 200 floats: the new key and value, scores, per-warp and per-head
+// maxima and sums, the combine's flag).
+func decodeTCSmem(HS int) int {
+	return 2*decStages*decKeys*HS*2 + decM*HS*2 + (decM+2)*HS*2 + 8*HS + 4*(2*HS+200)
+}
 
 // decodeSplits plans how many key ranges each (row, key-value head) of a
 // decode step is cut into: none while rows·KVH blocks fill the GPU twice

@@ -55,26 +55,21 @@ __device__ __forceinline__ float dec_bias(const void* b, int bbf, int c) {
     return bbf ? bf16_to_float(((const bf16*)b)[c]) : ((const float*)b)[c];
 }
 
-// dec_prep gives the pair (x[i], x[i + HS/2]) of a q or k head as AddBias
-// then RoPE leave it in bf16 storage: the bias sum rounded to bf16, then
-// the rope.cu rotation (angle rounded to float, rotation in double),
-// rounded again.
-// rot holds (cos, sin) of the row's angle for each i < HS/2, or is null.
-__device__ __forceinline__ void dec_prep(float& x0, float& x1, const bf16* row, int col, int i, int half, const void* b,
-                                         int bbf, const double* rot) {
-    x0 = bf16_to_float(row[col + i]);
-    x1 = bf16_to_float(row[col + i + half]);
-    if (b != 0) {
-        x0 = dec_round(x0 + dec_bias(b, bbf, col + i));
-        x1 = dec_round(x1 + dec_bias(b, bbf, col + i + half));
-    }
-    if (rot != 0) {
-        double c = rot[2 * i], s = rot[2 * i + 1];
-        double y0 = x0, y1 = x1;
-        x0 = dec_round((float)(y0 * c - y1 * s));
-        x1 = dec_round((float)(y1 * c + y0 * s));
-    }
+// dec_rotate turns the pair (x[i], x[i + HS/2]) of a q or k head as
+// rope.cu does (the angle rounded to float, here its cos and sin in rot,
+// the rotation in double) and rounds each result to bf16, as the rotated
+// head is stored.
+__device__ __forceinline__ void dec_rotate(float& x0, float& x1, const double* rot, int i) {
+    double c = rot[2 * i], s = rot[2 * i + 1];
+    double y0 = x0, y1 = x1;
+    x0 = dec_round((float)(y0 * c - y1 * s));
+    x1 = dec_round((float)(y1 * c + y0 * s));
 }
+
+// dec_u4 is 8 bf16 values, one 16-byte load.
+struct alignas(16) dec_u4 {
+    u32 w[4];
+};
 
 // dec_load_tile queues the copies of cache rows [0, valid) of one K and V
 // tile (row stride kvw) into the swizzled stage buffers; rows past valid
@@ -93,7 +88,7 @@ __device__ __forceinline__ void dec_load_tile(bf16* ks, bf16* vs, const bf16* kb
 }
 
 // Shared memory: DEC_STAGES K tiles, DEC_STAGES V tiles, the query tile,
-// the rotation's cos and sin (doubles), then floats: the new key and value, their scores, and the merge's
+// the staged q, k and v, the rotation's cos and sin (doubles), then floats: the new key and value, their scores, and the merge's
 // per-warp and per-head statistics. After the key loop the K tiles hold
 // the warps' partial outputs, then the split weights of the combine.
 template <int HS>
@@ -106,7 +101,8 @@ __device__ __forceinline__ void attention_decode_tc_t(bf16* out, float* po, floa
     bf16* Ks = (bf16*)smem;
     bf16* Vs = Ks + DEC_STAGES * TILE;
     bf16* Qs = Vs + DEC_STAGES * TILE;
-    double* rot = (double*)(Qs + DEC_M * HS); // [HS/2][2] cos, sin of the row's angles
+    bf16* stg = Qs + DEC_M * HS;                    // [18][HS] q heads, (row 16) k, (17) v, biased
+    double* rot = (double*)(stg + (DEC_M + 2) * HS); // [HS/2][2] cos, sin of the row's angles
     float* knew = (float*)(rot + HS);
     float* vnew = knew + HS;
     float* snew = vnew + HS;   // [16] new key's score per head (log2 units)
@@ -136,32 +132,47 @@ __device__ __forceinline__ void attention_decode_tc_t(bf16* out, float* po, floa
         tc_cp_commit();
     }
 
-    // While the first tiles load: the rotation's angles (shared by every
-    // head), then the group's queries into Qs, and the new key and value
-    // (biased, k rotated) into the cache and knew, vnew.
+    // While the first tiles load: the group's queries, and the new key and
+    // value when this split holds them, biased and rounded (as AddBias
+    // leaves them) into stg, all loads issued at once; the rotation's
+    // angles (shared by every head); then the rotated queries into Qs and
+    // the new key and value into the cache and knew, vnew.
+    const bf16* qrow = qkv + (long long)t * ldq;
+    const int qcol = kvh * G * HS, kcol = NH * HS + kvh * HS, vcol = (NH + KVH) * HS + kvh * HS;
+    const long long crow = ((long long)r.x + pos) * kvw + kvh * HS;
+    constexpr int CH = HS / 8;
+    for (int e = threadIdx.x; e < (own ? G + 2 : G) * CH; e += DEC_THREADS) {
+        int h = e / CH, c = e - h * CH;
+        int col = (h < G ? qcol + h * HS : h == G ? kcol : vcol) + c * 8;
+        dec_u4 x = *(const dec_u4*)(qrow + col);
+        bf16* dst = stg + (h < G ? h : DEC_M + h - G) * HS + c * 8;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            bf16 v = (bf16)(x.w[j >> 1] >> (16 * (j & 1)));
+            if (bias != 0) v = float_to_bf16(bf16_to_float(v) + dec_bias(bias, biasbf, col + j));
+            dst[j] = v;
+        }
+    }
     if (invfreq != 0) {
-        for (int i = threadIdx.x; i < HS / 2; i += DEC_THREADS) {
+        for (int i = threadIdx.x; i < half; i += DEC_THREADS) {
             float a = (float)((double)pos * (double)invfreq[i]);
             double sn, cs;
             sincos((double)a, &sn, &cs);
             rot[2 * i] = cs;
             rot[2 * i + 1] = sn;
         }
-        __syncthreads();
     }
-    const bf16* qrow = qkv + (long long)t * ldq;
-    const int qcol = kvh * G * HS, kcol = NH * HS + kvh * HS, vcol = (NH + KVH) * HS + kvh * HS;
-    const long long crow = ((long long)r.x + pos) * kvw + kvh * HS;
+    __syncthreads();
     for (int e = threadIdx.x; e < (DEC_M + 1) * half; e += DEC_THREADS) {
-        int h = e / half, i = e - h * half;
+        int h = e / half, i = e - h * half; // h = DEC_M: the new key
         if (h < DEC_M && h >= G) {
             Qs[dec_swz<HS>(h, i)] = 0;
             Qs[dec_swz<HS>(h, i + half)] = 0;
             continue;
         }
         if (h == DEC_M && !own) continue;
-        float x0, x1;
-        dec_prep(x0, x1, qrow, h < DEC_M ? qcol + h * HS : kcol, i, half, bias, biasbf, invfreq != 0 ? rot : 0);
+        float x0 = bf16_to_float(stg[h * HS + i]), x1 = bf16_to_float(stg[h * HS + i + half]);
+        if (invfreq != 0) dec_rotate(x0, x1, rot, i);
         if (h < DEC_M) {
             Qs[dec_swz<HS>(h, i)] = float_to_bf16(x0);
             Qs[dec_swz<HS>(h, i + half)] = float_to_bf16(x1);
@@ -174,10 +185,9 @@ __device__ __forceinline__ void attention_decode_tc_t(bf16* out, float* po, floa
     }
     if (own) {
         for (int d = threadIdx.x; d < HS; d += DEC_THREADS) {
-            float v = bf16_to_float(qrow[vcol + d]);
-            if (bias != 0) v = dec_round(v + dec_bias(bias, biasbf, vcol + d));
-            vnew[d] = v;
-            vc[crow + d] = float_to_bf16(v);
+            bf16 v = stg[(DEC_M + 1) * HS + d];
+            vnew[d] = bf16_to_float(v);
+            vc[crow + d] = v;
         }
     }
     __syncthreads();
