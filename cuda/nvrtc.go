@@ -105,6 +105,13 @@ func (e *CompileError) Error() string {
 // compile turns src into a CUBIN for a real architecture such as "sm_90a"
 // (or PTX for a virtual one such as "compute_90").
 func (c *nvrtc) compile(src source, arch string, opts []string) ([]byte, error) {
+	img, _, err := c.compileLog(src, arch, opts)
+	return img, err
+}
+
+// compileLog is compile that also returns the compiler's log of a success
+// (ptxas's report under --ptxas-options=-v).
+func (c *nvrtc) compileLog(src source, arch string, opts []string) ([]byte, string, error) {
 	cstr := func(s string) *byte { b := append([]byte(s), 0); return &b[0] }
 	hdrText := make([]*byte, len(src.headers))
 	hdrName := make([]*byte, len(src.headers))
@@ -121,7 +128,7 @@ func (c *nvrtc) compile(src source, arch string, opts []string) ([]byte, error) 
 	runtime.KeepAlive(hdrText)
 	runtime.KeepAlive(hdrName)
 	if r != 0 {
-		return nil, c.errorf(r, "nvrtcCreateProgram")
+		return nil, "", c.errorf(r, "nvrtcCreateProgram")
 	}
 	defer call(c.nvrtcDestroyProgram, uintptr(unsafe.Pointer(&prog)))
 
@@ -137,7 +144,7 @@ func (c *nvrtc) compile(src source, arch string, opts []string) ([]byte, error) 
 		if log == "" {
 			log = c.errorf(r, "nvrtcCompileProgram").Error()
 		}
-		return nil, &CompileError{File: src.name, Arch: arch, Log: log}
+		return nil, "", &CompileError{File: src.name, Arch: arch, Log: log}
 	}
 	sizeFn, getFn, what := c.nvrtcGetCUBINSize, c.nvrtcGetCUBIN, "nvrtcGetCUBIN"
 	if strings.HasPrefix(arch, "compute_") {
@@ -145,16 +152,16 @@ func (c *nvrtc) compile(src source, arch string, opts []string) ([]byte, error) 
 	}
 	var n uintptr
 	if r := call(sizeFn, prog, uintptr(unsafe.Pointer(&n))); r != 0 {
-		return nil, c.errorf(r, what+"Size")
+		return nil, "", c.errorf(r, what+"Size")
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("cuda: NVRTC produced an empty image for %s (%s)", src.name, arch)
+		return nil, "", fmt.Errorf("cuda: NVRTC produced an empty image for %s (%s)", src.name, arch)
 	}
 	out := make([]byte, n)
 	if r := call(getFn, prog, uintptr(unsafe.Pointer(&out[0]))); r != 0 {
-		return nil, c.errorf(r, what)
+		return nil, "", c.errorf(r, what)
 	}
-	return out, nil
+	return out, c.log(prog), nil
 }
 
 func (c *nvrtc) log(prog uintptr) string {

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -30,10 +32,69 @@ func nvrtcOrSkip(t *testing.T) *nvrtc {
 	return c
 }
 
+// ptxasFunc is what ptxas -v reports of one function.
+type ptxasFunc struct {
+	regs, stack, spillStores, spillLoads int
+}
+
+var (
+	ptxasName  = regexp.MustCompile(`(?:Compiling entry function|Function properties for) '?([\w$.]+)'?`)
+	ptxasFrame = regexp.MustCompile(`(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads`)
+	ptxasRegs  = regexp.MustCompile(`Used (\d+) registers`)
+)
+
+// ptxasReport reads the per-function lines of an NVRTC log compiled with
+// --ptxas-options=-v: "Compiling entry function 'k'" or "Function
+// properties for k" names the function the next lines describe.
+func ptxasReport(log string) map[string]*ptxasFunc {
+	out := map[string]*ptxasFunc{}
+	var cur *ptxasFunc
+	for _, l := range strings.Split(log, "\n") {
+		if m := ptxasName.FindStringSubmatch(l); m != nil {
+			if cur = out[m[1]]; cur == nil {
+				cur = &ptxasFunc{}
+				out[m[1]] = cur
+			}
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		if m := ptxasFrame.FindStringSubmatch(l); m != nil {
+			cur.stack, _ = strconv.Atoi(m[1])
+			cur.spillStores, _ = strconv.Atoi(m[2])
+			cur.spillLoads, _ = strconv.Atoi(m[3])
+		}
+		if m := ptxasRegs.FindStringSubmatch(l); m != nil {
+			cur.regs, _ = strconv.Atoi(m[1])
+		}
+	}
+	return out
+}
+
+// spills lists the functions of a ptxas report that spill registers to
+// local memory: a kernel that spills runs several times slower, and the
+// tensor-core kernels sit close to the 255-register limit.
+func spills(rep map[string]*ptxasFunc) []string {
+	var out []string
+	for name, f := range rep {
+		if f.spillStores > 0 || f.spillLoads > 0 {
+			out = append(out, fmt.Sprintf("%s (%d bytes spill stores, %d bytes spill loads)", name, f.spillStores, f.spillLoads))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ptxasVerbose is compileOptions with ptxas's per-function report.
+var ptxasVerbose = append(slices.Clone(compileOptions), "--ptxas-options=-v")
+
 // TestCompileKernels compiles every embedded kernel file with NVRTC for
 // Hopper (sm_90a, the H200) and Ampere (sm_80), and checks that each
 // CUBIN defines every kernel its launchers name, and nothing declared is
-// missing: a renamed kernel or launcher fails here, not on the GPU.
+// missing: a renamed kernel or launcher fails here, not on the GPU. ptxas
+// reports each function's registers and spills (--ptxas-options=-v): no
+// function may spill.
 func TestCompileKernels(t *testing.T) {
 	c := nvrtcOrSkip(t)
 	t.Logf("NVRTC %s from %s", c.version(), c.lib.path)
@@ -52,10 +113,14 @@ func TestCompileKernels(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			img, err := c.compile(src, arch, compileOptions)
+			img, log, err := c.compileLog(src, arch, ptxasVerbose)
 			if err != nil {
 				t.Errorf("%v", err)
 				continue
+			}
+			rep := ptxasReport(log)
+			if s := spills(rep); len(s) > 0 {
+				t.Errorf("%s (%s): functions spill registers: %s", file, arch, strings.Join(s, "; "))
 			}
 			syms := cubinFunctions(t, img)
 			regs := cubinRegisters(t, img)
@@ -74,8 +139,13 @@ func TestCompileKernels(t *testing.T) {
 				if !ok || r == 0 || r*k.maxThreads > 65536 {
 					t.Errorf("%s (%s): %d registers a thread (found %v) for blocks of %d threads", k.name, arch, r, ok, k.maxThreads)
 				}
+				p, ok := rep[k.name]
+				if !ok || p.regs != r {
+					t.Errorf("%s (%s): ptxas reports %+v (found %v), the CUBIN %d registers", k.name, arch, p, ok, r)
+					continue
+				}
 				if arch == "sm_90a" {
-					t.Logf("%s: %d registers, blocks of up to %d threads", k.name, r, k.maxThreads)
+					t.Logf("%s: %d registers, %d bytes stack frame, blocks of up to %d threads", k.name, r, p.stack, k.maxThreads)
 				}
 			}
 		}
@@ -152,16 +222,51 @@ func cubinRegisters(t *testing.T, img []byte) map[string]int {
 	return out
 }
 
+// TestSpillCheck: the spill check of TestCompileKernels fails a kernel
+// that spills. The probe keeps 64 floats live in a loop that reads each
+// one's neighbour, under bounds (1,024 threads, 2 blocks an SM) that leave
+// ptxas 32 registers a thread.
+func TestSpillCheck(t *testing.T) {
+	c := nvrtcOrSkip(t)
+	probe := source{name: "spill_probe.cu", text: `
+extern "C" __global__ void __launch_bounds__(1024, 2) spill_probe(float* out, const float* in, int rounds) {
+    float v[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) v[i] = in[threadIdx.x + i * 1024];
+    for (int r = 0; r < rounds; r++) {
+#pragma unroll
+        for (int i = 0; i < 64; i++) v[i] = v[i] * v[(i + 1) % 64] + 1.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < 64; i++) out[threadIdx.x + i * 1024] = v[i];
+}
+`}
+	for _, arch := range []string{"sm_90a", "sm_80"} {
+		_, log, err := c.compileLog(probe, arch, ptxasVerbose)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := ptxasReport(log)
+		s := spills(rep)
+		if len(s) != 1 || !strings.HasPrefix(s[0], "spill_probe ") {
+			t.Errorf("%s: spills %q of the report %+v, want spill_probe's; log:\n%s", arch, s, rep["spill_probe"], log)
+		} else {
+			t.Logf("%s: %s, %d registers", arch, s[0], rep["spill_probe"].regs)
+		}
+	}
+}
+
 // TestLaunchBounds: every kernel's __launch_bounds__ in its source is the
-// block size its Go declaration allows.
+// block size its Go declaration allows (a second argument, the blocks an
+// SM should hold, may follow).
 func TestLaunchBounds(t *testing.T) {
 	for _, k := range allKernels {
 		src, err := kernelSource(k.file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := fmt.Sprintf("__launch_bounds__(%d) %s(", k.maxThreads, k.name)
-		if !strings.Contains(src.text, want) {
+		want := regexp.MustCompile(fmt.Sprintf(`__launch_bounds__\(%d(, *\d+)?\) %s\(`, k.maxThreads, k.name))
+		if !want.MatchString(src.text) {
 			t.Errorf("%s: %s does not declare %q", k.file, k.name, want)
 		}
 	}

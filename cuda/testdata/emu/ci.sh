@@ -13,9 +13,14 @@
 #      kernel for sm_90a and sm_80. The emulated driver logs every
 #      allocation, and every chunk a VMM arena maps or unmaps, to
 #      .cudaemu/alloc.log (R1GO_EMU_ALLOC_LOG).
+#   4. The tensor-core tests (names with TC) again, with the threads of a
+#      block run in reverse order (R1GO_EMU_ORDER=reverse) and any ldmatrix
+#      bank conflict fatal (R1GO_EMU_BANKS=2): a missing barrier or wait
+#      shows in one order or the other, and a tile left unswizzled fails.
 # Needs apt-get and dpkg-deb (Debian 12; as root it installs g++ and
 # python3 when missing); R1GO_EMU_DIR moves
-# the work folder. Extra arguments go to go test (e.g. -run TestGPUSample).
+# the work folder. Extra arguments go to both go test runs (e.g. -run
+# TestGPUSample: then the second runs that test, not every TC test).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 work="${R1GO_EMU_DIR:-$PWD/.cudaemu}"
@@ -62,3 +67,6 @@ export R1GO_LIBCUDA="$work/emu/libcuda_emu.so" R1GO_CUBLAS="$work/emu/libcuda_em
 export R1GO_CUDA_CACHE="$work/cache" R1GO_EMU_STRICT=1 R1GO_EMU_ALLOC_LOG="$work/alloc.log"
 # -p 1: both packages append to the one allocation log, which package cuda's plan test reads.
 go test -count=1 -p 1 -timeout 20m "$@" ./cuda ./benchmarks/gpubench
+
+echo "== tensor-core tests again: threads in reverse order, bank conflicts fatal"
+R1GO_EMU_ORDER=reverse R1GO_EMU_BANKS=2 go test -count=1 -p 1 -timeout 20m -run TC "$@" ./cuda ./benchmarks/gpubench

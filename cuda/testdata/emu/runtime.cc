@@ -2,6 +2,14 @@
 // binds, over host memory, running kernels from the registry that build.py
 // generates. Launches run synchronously; a stream is a no-op; graph capture
 // records launches and replays them.
+//
+// R1GO_EMU_ORDER=reverse runs a block's threads last to first between
+// barriers (the default, forward, first to last): a missing barrier, or a
+// read of cp.async data before its wait, shows in one order or the other.
+// R1GO_EMU_STATS=<file> gets the tensor-core counters of tc_emu.h, one line
+// per launch that used them and a total at exit; R1GO_EMU_BANKS is read
+// there.
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +20,7 @@
 #include <vector>
 #include <sys/mman.h>
 #include "cuda_emu.h"
+#include "tc_emu.h"
 
 uint3 threadIdx, blockIdx, blockDim, gridDim;
 
@@ -48,6 +57,14 @@ emu_switch:
 .size emu_switch,.-emu_switch
 )");
 
+// A cp.async copy in flight: it lands when its thread waits for its group.
+struct CpCopy {
+    char* dst;
+    const char* src;
+    int src_bytes;
+    unsigned group;
+};
+
 // One CUDA thread: a fiber and what it waits for.
 enum State { RUNNABLE, AT_BLOCK_BARRIER, AT_WARP_BARRIER, DONE };
 struct Fiber {
@@ -55,24 +72,126 @@ struct Fiber {
     std::vector<char> stack;
     State state;
     uint3 tid;
+    EmuSite at;        // the collective it waits at (op nullptr: a warp shuffle)
+    unsigned seq;      // warp-collective instructions executed
+    std::vector<CpCopy> cp; // copies in flight, oldest first from cpHead
+    size_t cpHead;
+    unsigned cpGroup;  // the open group; groups below it are committed
 };
 
 static void* scheduler;
 static std::vector<Fiber> fibers;
 static int current;
-static std::vector<unsigned char> smem;
-static std::vector<uint64_t> slots; // 32 exchange slots per warp
+static int nthreads;
+static char* smem;
+static size_t smemCap, smemSize;
+static std::vector<uint64_t> slots;          // 32 exchange slots per warp
+static std::vector<EmuWarpSlots> warpSlots;  // two sets per warp (tc_emu.h)
 static KernelEntry* launching;
 static void** launchParams;
+EmuTCStats tc_stats;
 
-void* emu_smem() { return smem.data(); }
+void* emu_smem() { return smem; }
 static void park(State s) {
     fibers[current].state = s;
     emu_switch(&fibers[current].sp, scheduler);
 }
 void emu_syncthreads() { park(AT_BLOCK_BARRIER); }
-void emu_warp_sync() { park(AT_WARP_BARRIER); }
+void emu_warp_sync() {
+    fibers[current].at = EmuSite{nullptr, nullptr, 0};
+    park(AT_WARP_BARRIER);
+}
 void* emu_warp_slot(int lane) { return &slots[(current / 32) * 32 + lane]; }
+
+void emu_fail(const char* fmt, ...) {
+    uint3 t = current < nthreads ? fibers[current].tid : uint3{0, 0, 0};
+    fprintf(stderr, "cuda emulator: %s, block (%u,%u,%u), thread (%u,%u,%u) (warp %d, lane %d): ", launching ? launching->name : "?",
+            blockIdx.x, blockIdx.y, blockIdx.z, t.x, t.y, t.z, current / 32, current % 32);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    abort();
+}
+unsigned long long __cvta_generic_to_shared(const void* p) {
+    if (!emu_in_smem(p, 0)) emu_fail("__cvta_generic_to_shared of %p, outside the block's dynamic shared memory", p);
+    return (unsigned long long)emu_smem_offset(p);
+}
+char* emu_smem_base() { return smem; }
+long long emu_smem_size() { return (long long)smemSize; }
+
+// Warp-collective instructions (tc_emu.h).
+EmuWarpSlots* emu_warp_slots(unsigned seq) { return &warpSlots[(current / 32) * 2 + (seq & 1)]; }
+static bool slotsUsed = true;
+unsigned emu_next_seq() {
+    slotsUsed = true;
+    return fibers[current].seq++;
+}
+void emu_warp_sync_at(const EmuSite& s) {
+    fibers[current].at = s;
+    park(AT_WARP_BARRIER);
+}
+int emu_warp_size() { return std::min(32, nthreads - current / 32 * 32); }
+// emu_lane_state says where a lane of the calling warp is: a lane released
+// with this one from a warp barrier is still described by that barrier.
+const char* emu_lane_state(int lane) {
+    static char buf[512];
+    int t = current / 32 * 32 + lane;
+    if (t >= nthreads) return "does not exist (the block's last warp is partial)";
+    const Fiber& f = fibers[t];
+    if (f.state == DONE) return "has exited";
+    if (f.state == AT_BLOCK_BARRIER) return "is at __syncthreads";
+    if (!f.at.op) return "is at a warp shuffle";
+    snprintf(buf, sizeof buf, "is at %s (%s:%d), its warp-collective instruction #%u", f.at.op, f.at.file, f.at.line, f.seq - 1);
+    return buf;
+}
+
+// cp.async, per thread: the destination is poisoned (NaN bytes) at issue
+// and the data lands when a wait retires the copy's group; bytes past
+// src_bytes are zeroed. The source is read when the data lands.
+void emu_cp_async(void* dst, const void* src, int src_bytes) {
+    Fiber& f = fibers[current];
+    memset(dst, 0xff, 16);
+    f.cp.push_back({(char*)dst, (const char*)src, src_bytes, f.cpGroup});
+}
+void emu_cp_commit() { fibers[current].cpGroup++; }
+// emu_cp_wait retires every committed group but the n newest; copies not
+// yet committed stay in flight, as cp.async.wait_group leaves them.
+void emu_cp_wait(int n) {
+    Fiber& f = fibers[current];
+    if (f.cpGroup <= (unsigned)n) return;
+    unsigned below = f.cpGroup - n;
+    while (f.cpHead < f.cp.size() && f.cp[f.cpHead].group < below) {
+        CpCopy& c = f.cp[f.cpHead++];
+        memcpy(c.dst, c.src, c.src_bytes);
+        memset(c.dst + c.src_bytes, 0, 16 - c.src_bytes);
+    }
+    if (f.cpHead == f.cp.size()) f.cp.clear(), f.cpHead = 0;
+}
+int emu_bank_mode() {
+    static int m = [] {
+        const char* e = getenv("R1GO_EMU_BANKS");
+        if (!e || !*e) return 1;
+        if (strcmp(e, "0") && strcmp(e, "1") && strcmp(e, "2")) {
+            fprintf(stderr, "cuda emulator: R1GO_EMU_BANKS=%s, want 0 (no count), 1 (count) or 2 (abort at a conflict)\n", e);
+            abort();
+        }
+        return atoi(e);
+    }();
+    return m;
+}
+static bool reverse_order() {
+    static bool r = [] {
+        const char* e = getenv("R1GO_EMU_ORDER");
+        if (!e || !*e || !strcmp(e, "forward")) return false;
+        if (!strcmp(e, "reverse")) return true;
+        fprintf(stderr, "cuda emulator: R1GO_EMU_ORDER=%s, want forward or reverse\n", e);
+        abort();
+    }();
+    return r;
+}
 
 static void fiber_main() {
     launching->invoke(launchParams);
@@ -101,11 +220,19 @@ static void run_block(int n) {
         fiber_init(f);
         f.state = RUNNABLE;
         f.tid = {(unsigned)(t % blockDim.x), (unsigned)(t / blockDim.x % blockDim.y), (unsigned)(t / (blockDim.x * blockDim.y))};
+        f.seq = 0;
+        f.cp.clear();
+        f.cpHead = 0;
+        f.cpGroup = 0;
     }
+    if (slotsUsed) warpSlots.assign(warpSlots.size(), EmuWarpSlots{}); // no deposit of the last block may pass for this one's
+    slotsUsed = false;
     int nw = (n + 31) / 32;
+    bool reverse = reverse_order();
     for (;;) {
         bool ran = false;
-        for (int t = 0; t < n; t++) {
+        for (int i = 0; i < n; i++) {
+            int t = reverse ? n - 1 - i : i;
             if (fibers[t].state != RUNNABLE) continue;
             current = t;
             threadIdx = fibers[t].tid;
@@ -138,7 +265,43 @@ static void run_block(int n) {
         }
         fprintf(stderr, "cuda emulator: deadlock in %s block (%u,%u,%u): %d of %d live threads at __syncthreads, the rest at a warp barrier\n",
                 launching->name, blockIdx.x, blockIdx.y, blockIdx.z, waiting, live);
+        for (int t = 0; t < n; t++) {
+            const Fiber& f = fibers[t];
+            if (f.state != AT_WARP_BARRIER) continue;
+            if (f.at.op) fprintf(stderr, "  thread %d (warp %d, lane %d) waits at %s (%s:%d)\n", t, t / 32, t % 32, f.at.op, f.at.file, f.at.line);
+            else fprintf(stderr, "  thread %d (warp %d, lane %d) waits at a warp shuffle\n", t, t / 32, t % 32);
+        }
         abort();
+    }
+}
+
+// R1GO_EMU_STATS: one line of counters per launch that used a tensor-core
+// instruction, and the sums over the process at exit, as key=value pairs.
+static EmuTCStats tc_total;
+static void stats_line(FILE* f, const char* head, const EmuTCStats& s) {
+    fprintf(f, "%s mma=%lld ldmatrix=%lld phases=%lld extra_wavefronts=%lld cp_async=%lld cp_async_bytes=%lld red=%lld\n", head, s.mma,
+            s.ldmatrix, s.phases, s.extra_wavefronts, s.cp_async, s.cp_async_bytes, s.red);
+    fflush(f);
+}
+static FILE* stats_file() {
+    static FILE* f = [] {
+        const char* p = getenv("R1GO_EMU_STATS");
+        FILE* f = p && *p ? fopen(p, "w") : nullptr;
+        if (f) atexit([] { stats_line(stats_file(), "total", tc_total); });
+        return f;
+    }();
+    return f;
+}
+static void report_launch(KernelEntry* k, int gx, int gy, int gz, int bx, int by, int bz) {
+    const EmuTCStats& s = tc_stats;
+    if (!(s.mma | s.ldmatrix | s.cp_async | s.red)) return;
+    tc_total.mma += s.mma, tc_total.ldmatrix += s.ldmatrix, tc_total.phases += s.phases;
+    tc_total.extra_wavefronts += s.extra_wavefronts, tc_total.cp_async += s.cp_async;
+    tc_total.cp_async_bytes += s.cp_async_bytes, tc_total.red += s.red;
+    if (FILE* f = stats_file()) {
+        char head[256];
+        snprintf(head, sizeof head, "launch kernel=%s grid=%d,%d,%d block=%d,%d,%d", k->name, gx, gy, gz, bx, by, bz);
+        stats_line(f, head, s);
     }
 }
 
@@ -149,15 +312,27 @@ static void run_launch(KernelEntry* k, int gx, int gy, int gz, int bx, int by, i
         for (auto& f : fibers) if (f.stack.empty()) f.stack.resize(256 << 10);
     }
     slots.assign(((n + 31) / 32) * 32, 0);
+    warpSlots.resize((n + 31) / 32 * 2);
+    nthreads = n;
+    // Aligned as a GPU's shared window, so that a row's alignment and bank
+    // are those of its offset.
+    if (smemCap < (size_t)smemBytes + 16) {
+        free(smem);
+        smemCap = ((size_t)smemBytes + 16 + 1023) / 1024 * 1024;
+        smem = (char*)aligned_alloc(1024, smemCap);
+    }
+    smemSize = smemBytes;
     launching = k;
     launchParams = params;
     blockDim = {(unsigned)bx, (unsigned)by, (unsigned)bz};
     gridDim = {(unsigned)gx, (unsigned)gy, (unsigned)gz};
+    tc_stats = EmuTCStats{};
     for (int z = 0; z < gz; z++) for (int y = 0; y < gy; y++) for (int x = 0; x < gx; x++) {
-        smem.assign(smemBytes + 16, 0xff); // NaN-filled: reading unwritten shared memory shows
+        memset(smem, 0xff, smemBytes + 16); // NaN-filled: reading unwritten shared memory shows
         blockIdx = {(unsigned)x, (unsigned)y, (unsigned)z};
         run_block(n);
     }
+    report_launch(k, gx, gy, gz, bx, by, bz);
 }
 
 // A captured launch, or a captured cuBLAS call (fn).
@@ -199,9 +374,14 @@ static FILE* alloc_log() {
     static FILE* f = [] { const char* p = getenv("R1GO_EMU_ALLOC_LOG"); return p && *p ? fopen(p, "w") : (FILE*)nullptr; }();
     return f;
 }
+// Live cuMemAlloc allocations (base → bytes asked for), for the address
+// checks of cp.async and red (emu_in_global).
+static std::mutex alloc_mu;
+static std::map<uint64_t, size_t> live_allocs;
 CUresult cuMemAlloc_v2(uint64_t* p, size_t n) {
     void* m = aligned_alloc(256, (n + 255) / 256 * 256);
     if (!m) return 2;
+    { std::lock_guard<std::mutex> g(alloc_mu); live_allocs[(uint64_t)m] = n; }
     memset(m, 0xff, n); // NaN-filled: reading memory nobody wrote shows
     *p = (uint64_t)m;
     if (FILE* f = alloc_log()) { fprintf(f, "alloc %#llx %zu\n", (unsigned long long)*p, n); fflush(f); }
@@ -210,6 +390,7 @@ CUresult cuMemAlloc_v2(uint64_t* p, size_t n) {
 CUresult cuMemFree_v2(uint64_t p) {
     if (capturing) return 900;
     if (FILE* f = alloc_log()) { fprintf(f, "free %#llx\n", (unsigned long long)p); fflush(f); }
+    { std::lock_guard<std::mutex> g(alloc_mu); live_allocs.erase(p); }
     free((void*)p);
     return 0;
 }
@@ -263,6 +444,20 @@ static bool covered(uint64_t p, size_t n) {
     }
     return true;
 }
+}
+// emu_in_global says whether [p, p+n) lies in one live cuMemAlloc
+// allocation or in mapped VMM chunks.
+bool emu_in_global(const void* p, size_t n) {
+    uint64_t a = (uint64_t)p;
+    {
+        std::lock_guard<std::mutex> g(alloc_mu);
+        auto it = live_allocs.upper_bound(a);
+        if (it != live_allocs.begin() && (--it, a >= it->first && a + n <= it->first + it->second)) return true;
+    }
+    std::lock_guard<std::mutex> g(vmm_mu);
+    return covered(a, n);
+}
+extern "C" {
 CUresult cuMemGetAllocationGranularity(size_t* g, const void*, int) { *g = vmm_chunk(); return 0; }
 CUresult cuMemAddressReserve(uint64_t* p, size_t n, size_t align, uint64_t, unsigned long long) {
     std::lock_guard<std::mutex> g(vmm_mu);
