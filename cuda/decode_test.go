@@ -147,7 +147,7 @@ func TestGPUDecoderGraph(t *testing.T) {
 // rounding, enough to flip some bf16 roundings downstream (3e-3 seen);
 // and within mixed precision's 2e-2 of the CPU's float32 model (1e-2 seen).
 func TestGPUDecodeTCStep(t *testing.T) {
-	gpu := gpuOrSkip(t)
+	gpu := newMixedEnv(t).gpu // UseBF16 switches a device to mixed precision for good
 	defer func(s int, on bool) { decodeForceSplits, decodeTCOn = s, on }(decodeForceSplits, decodeTCOn)
 	decodeForceSplits = 3
 	raw := `{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 128,
