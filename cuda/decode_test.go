@@ -132,3 +132,106 @@ func TestGPUDecoderGraph(t *testing.T) {
 		t.Errorf("%d graphs and %d replays, want 2 and 6", graphs-graphs0, replays-replays0)
 	}
 }
+
+// TestGPUDecodeTCStep decodes a small Qwen2 model (two layers, two query
+// heads of 64 over one key-value head, q/k/v biases) in mixed precision,
+// as rollouts run it: a prefill of three slots, then greedy decode steps
+// through model.Decoder, whose steps replay a recorded graph and take the
+// tensor-core attention with bias and RoPE folded in (one kernel a layer),
+// split 3 ways, so the combine's arrival counts must come back to zero
+// between replays. Every model gets the CPU's tokens. Each step's logits
+// must equal those of the same GPU model run step by step without the
+// fold (separate bias, RoPE and tensor-core attention: the fold changes
+// no arithmetic) and without graphs; stay within 1e-2 of the CUDA-core
+// path's (R1GO_CUDA_DECODE_TC=0), whose attention differs in float32
+// rounding, enough to flip some bf16 roundings downstream (3e-3 seen);
+// and within mixed precision's 2e-2 of the CPU's float32 model (1e-2 seen).
+func TestGPUDecodeTCStep(t *testing.T) {
+	gpu := newMixedEnv(t).gpu // UseBF16 switches a device to mixed precision for good
+	defer func(s int, on bool) { decodeForceSplits, decodeTCOn = s, on }(decodeForceSplits, decodeTCOn)
+	decodeForceSplits = 3
+	raw := `{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 128,
+		"intermediate_size": 256, "num_hidden_layers": 2, "num_attention_heads": 2,
+		"num_key_value_heads": 1, "vocab_size": 512, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+		"max_position_embeddings": 512, "hidden_act": "silu", "initializer_range": 0.05,
+		"tie_word_embeddings": true, "use_sliding_window": false, "torch_dtype": "float32"}`
+	cfg, err := model.ParseConfig([]byte(raw), "decode step test config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// cpu, the graphed and folded GPU model, unfolded, CUDA-core.
+	var models []*model.Model
+	var caches []*model.KVCache
+	for k, d := range []model.Device{model.NewCPU(), gpu, unfolded{Device: gpu}, gpu} {
+		m, err := model.New(cfg, d, model.LMHeadOutput)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.InitRandom(9)
+		if k > 0 {
+			gpu.UseBF16(m.Params)
+			defer gpu.Free(m.Params)
+		}
+		c := m.NewKVCache(4, 150)
+		defer c.Free(d)
+		models, caches = append(models, m), append(caches, c)
+	}
+	if b, ok := caches[1].K[0].(Buffer); !ok || b.dtype != BF16 {
+		t.Fatalf("the mixed-precision model's KV cache is not bf16")
+	}
+	if _, ok := model.Device(unfolded{Device: gpu}).(model.CachedRoPEAttender); ok {
+		t.Fatalf("unfolded still folds")
+	}
+	dec := model.NewDecoder(models[1], caches[1])
+	defer dec.Free()
+	_, replays0 := gpu.StepGraphs()
+	chunks := []model.Chunk{{Slot: 0, Tokens: []int32{3, 1, 4, 1, 5, 9, 2, 6, 5}}, {Slot: 1, Tokens: []int32{9, 2, 6}},
+		{Slot: 3, Tokens: []int32{5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4, 6, 2, 6, 4, 3, 3, 8, 3}}}
+	keep := []int{0, 1, 2}
+	seeds := make([]uint64, 3)
+	const steps = 8
+	for step := 0; step < steps; step++ {
+		cpu, err := models[0].StepSample(caches[0], chunks, model.Greedy, seeds, keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := dec.Step(chunks, model.Greedy, seeds, keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := models[2].StepSample(caches[2], chunks, model.Greedy, seeds, keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decodeTCOn = false
+		core, err := models[3].StepSample(caches[3], chunks, model.Greedy, seeds, keep)
+		decodeTCOn = true
+		if err != nil {
+			t.Fatal(err)
+		}
+		ePlain, eCore, eCPU := relErr(got.Logits, plain.Logits), relErr(got.Logits, core.Logits), relErr(got.Logits, cpu.Logits)
+		t.Logf("step %d: logits relative error %.3g against the unfolded steps, %.3g against the CUDA-core path, %.3g against the CPU", step, ePlain, eCore, eCPU)
+		if ePlain != 0 || !(eCore <= 1e-2) || !(eCPU <= 2e-2) {
+			t.Fatalf("step %d: logits relative error %.3g against the unfolded steps (want 0), %.3g against the CUDA-core path (bound 1e-2), %.3g against the CPU (bound 2e-2)", step, ePlain, eCore, eCPU)
+		}
+		for j, c := range chunks {
+			chunks[j] = model.Chunk{Slot: c.Slot, Tokens: []int32{cpu.Tokens[j]}}
+		}
+	}
+	// The prefill runs plainly, the first decode step records the graph,
+	// the other steps replay it.
+	if _, replays := gpu.StepGraphs(); replays-replays0 != steps-2 {
+		t.Errorf("%d step graph replays, want %d", replays-replays0, steps-2)
+	}
+}
+
+// unfolded is the GPU without model.CachedRoPEAttender: the embedded
+// method and hidden's have the same depth, so neither is promoted.
+type unfolded struct {
+	*Device
+	hidden
+}
+
+type hidden struct{}
+
+func (hidden) AttentionCachedRoPE() {}

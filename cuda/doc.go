@@ -35,7 +35,12 @@
 // and replays it, rewriting only the host arrays it reads (token ids,
 // positions, cache rows) before each replay; decode steps (one token per
 // sequence) run a decode attention kernel in which a key-value head's
-// query heads share each read of the KV cache.
+// query heads share each read of the KV cache: for a bf16 step on sm_80
+// and later, attention_decode_tc.cu, whose group of query heads fills the
+// rows of the tensor cores' products and whose keys split into ranges
+// when the rows are too few to fill the GPU (R1GO_CUDA_DECODE_TC=0 keeps
+// the CUDA-core kernel); AttentionCachedRoPE (model.CachedRoPEAttender)
+// folds the step's q/k/v bias and RoPE into it, one launch a layer.
 //
 // Precision: buffers passed through model.Device hold float32, except the
 // bf16 storage below, and every accumulation is float32 or wider (double for the LM head's softmax sums

@@ -48,6 +48,15 @@ func (d *Device) rope(x model.Buffer, ld, off int, pos []int32, nHeads, HS int, 
 		k = kRoPEBF16
 	}
 	defer d.enter()()
+	fb := d.ropeFreqs(theta, HS)
+	n := T * nHeads * (HS / 2)
+	d.launch(k, d.elementwiseGrid(n), grid1(256), 0, argPtr(px), argInt(ld), argInt(off), argPtr(d.ints("pos", pos)), argPtr(fb.ptr), argInt(T), argInt(nHeads), argInt(HS), argFloat(sign))
+}
+
+// ropeFreqs returns the device copy of ropeInvFreq(theta, HS), uploaded
+// on first use and kept (the rope kernels and the fused decode attention
+// read it). The caller holds the device (d.enter).
+func (d *Device) ropeFreqs(theta float64, HS int) Buffer {
 	key := ropeKey{theta, HS}
 	fb, ok := d.invFreq[key]
 	if !ok {
@@ -56,6 +65,5 @@ func (d *Device) rope(x model.Buffer, ld, off int, pos []int32, nHeads, HS int, 
 		d.upload(fb.ptr, unsafe.Pointer(&v[0]), 4*len(v))
 		d.invFreq[key] = fb
 	}
-	n := T * nHeads * (HS / 2)
-	d.launch(k, d.elementwiseGrid(n), grid1(256), 0, argPtr(px), argInt(ld), argInt(off), argPtr(d.ints("pos", pos)), argPtr(fb.ptr), argInt(T), argInt(nHeads), argInt(HS), argFloat(sign))
+	return fb
 }

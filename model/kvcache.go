@@ -182,6 +182,10 @@ func (m *Model) stepInto(c *KVCache, chunks []Chunk, logits Buffer, run func(key
 		dev.Embedding(a.x(0), tokens, m.p.wte, d.C)
 		for l := 0; l < d.L; l++ {
 			m.layerForward(a, l, func(a *activations, l int, s layerActs) {
+				if ra, ok := m.stepRoPEAttender(); ok {
+					ra.AttentionCachedRoPE(s.att, s.qkv, m.p.layers[l].bqkv, c.K[l], c.V[l], slots, pos0, lens, c.MaxLen, d.NH, d.KVH, d.HS, d.theta)
+					return
+				}
 				dev.AttentionCached(s.att, s.qkv, c.K[l], c.V[l], slots, pos0, lens, c.MaxLen, d.NH, d.KVH, d.HS)
 			})
 		}
@@ -197,6 +201,14 @@ func (m *Model) stepInto(c *KVCache, chunks []Chunk, logits Buffer, run func(key
 		c.Lens[slots[j]] += lens[j]
 	}
 	return nil
+}
+
+// stepRoPEAttender returns the device as a CachedRoPEAttender when a step
+// may fold bias and RoPE into its cached attention: q/k norms sit between
+// the two, so a model with them keeps the separate ops.
+func (m *Model) stepRoPEAttender() (CachedRoPEAttender, bool) {
+	ra, ok := m.Dev.(CachedRoPEAttender)
+	return ra, ok && !m.d.qkNorm
 }
 
 // FullLogits runs a scoring forward and returns the logits of the chosen

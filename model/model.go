@@ -342,14 +342,17 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 			}
 		}
 	}
-	if w.bqkv != nil {
-		dev.AddBias(s.qkv, d.QKV, w.bqkv, T, d.QKV)
+	// A KV-cache step on a CachedRoPEAttender leaves bias and RoPE to attend.
+	if _, fused := m.stepRoPEAttender(); !fused || a != m.stepActs {
+		if w.bqkv != nil {
+			dev.AddBias(s.qkv, d.QKV, w.bqkv, T, d.QKV)
+		}
+		if d.qkNorm {
+			m.headNorm(a, s, w)
+		}
+		dev.RoPE(s.qkv, d.QKV, 0, a.pos, d.NH, d.HS, d.theta)
+		dev.RoPE(s.qkv, d.QKV, d.Q, a.pos, d.KVH, d.HS, d.theta)
 	}
-	if d.qkNorm {
-		m.headNorm(a, s, w)
-	}
-	dev.RoPE(s.qkv, d.QKV, 0, a.pos, d.NH, d.HS, d.theta)
-	dev.RoPE(s.qkv, d.QKV, d.Q, a.pos, d.KVH, d.HS, d.theta)
 	attend(a, l, s)
 	dev.Gemm(false, true, T, d.C, d.Q, 1, s.att, d.Q, w.wo, d.Q, 0, a.tmp, d.C)
 	if ad := lo.adapterOrNil(l, "o_proj"); ad != nil {

@@ -80,3 +80,15 @@ type DeviceSampler interface {
 type StepGrapher interface {
 	GraphStep(key string, work func()) error
 }
+
+// CachedRoPEAttender is a device that can fold a KV-cache step's attention
+// prologue into its cached attention: AttentionCachedRoPE computes what
+// AddBias(qkv, bias) (skipped for a nil bias), RoPE of qkv's NH query and
+// KVH key heads at each row's position pos0[j]+i, then AttentionCached
+// compute, but may leave qkv unbiased and unrotated (a step reads it no
+// more). Model.Step uses it for models without q/k norms; the CUDA device
+// implements it (a decode step's bias, rotation, cache write and
+// attention in one kernel).
+type CachedRoPEAttender interface {
+	AttentionCachedRoPE(out, qkv, bias, kc, vc Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int, theta float64)
+}
