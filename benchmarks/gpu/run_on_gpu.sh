@@ -276,16 +276,16 @@ tcncu() { # ncu on the tensor-core attention kernels (Firecracker only), while t
 }
 
 case $stage in
-tc) # the tensor-core check, in priority order within DEADLINE_S: the tensor-core tests, the kernel lab's attention, training and decode against transformers, ncu, then package cuda's other tests and the RL step
+tc) # the tensor-core check, in priority order within DEADLINE_S: the tensor-core tests, the kernel lab's attention, training and decode against transformers, ncu, then the RL step and package cuda's other tests
 	info
-	step "cuda: tensor-core tests" "$OUT/cuda.log" bash -c "cd '$ROOT/cuda' && '$ROOT/.gpu/cuda.test' -test.run 'TC|BF16|Mixed' -test.v -test.timeout=120s"
+	step "cuda: tensor-core and mixed-precision tests" "$OUT/cuda.log" bash -c "cd '$ROOT/cuda' && '$ROOT/.gpu/cuda.test' -test.run 'TC|BF16|Mixed|LMHead|SwiGLU|RMSNorm|Blas|Decode' -test.v -test.timeout=120s"
 	tclab
 	# TC_TABLE: the speed table's sections (train,decode); TC_REST=0 stops after ncu.
 	GPUBENCH_SECTIONS=${TC_TABLE:-train,decode} BENCH_SECTIONS=ceilings,${TC_TABLE:-train,decode} BENCH_BUDGET_S=${BENCH_BUDGET_S:-240} bench
 	tcncu
 	if [ "${TC_REST:-1}" = 1 ]; then
-		CUDA_TEST_TIMEOUT=$(($(left) - 10))s cudatests
 		mkdir -p /tmp/rl && BENCH_JSON_DIR=/tmp/rl GPUBENCH_SECTIONS=rl BENCH_SECTIONS=rl bench # its table goes to bench.log ($OUT returns 8 files at most)
+		CUDA_TEST_TIMEOUT=$(($(left) - 10))s cudatests
 	fi
 	;;
 parity) parity ;;
