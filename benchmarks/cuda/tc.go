@@ -72,8 +72,9 @@ func (l *lab) bf16Ceiling(n int) float64 {
 	return 2 * math.Pow(float64(n), 3) / ms / 1e9
 }
 
-// tensorCoreAttention prints the section's table to w.
-func (l *lab) tensorCoreAttention(w io.Writer, T, gemmN, validateT int) {
+// tensorCoreAttention prints the section's table to w and returns the
+// validation's largest relative L2 error (0 without one).
+func (l *lab) tensorCoreAttention(w io.Writer, T, gemmN, validateT int) (worst float64) {
 	ceil := l.bf16Ceiling(gemmN)
 	fmt.Fprintf(w, "tensor-core attention: ceiling (same run) cuBLAS bf16 GEMM %d³ %.1f TFLOP/s\n", gemmN, ceil)
 	fmt.Fprintf(w, "%-6s %-14s %-26s %9s %9s %7s\n", "heads", "layout", "kernel", "GPU ms", "TFLOP/s", "of ceil")
@@ -115,15 +116,18 @@ func (l *lab) tensorCoreAttention(w io.Writer, T, gemmN, validateT int) {
 			in.free(g)
 		}
 		if validateT > 0 {
-			fmt.Fprintf(w, "%-6s validation at %d tokens (rows of ≤%d) against the CPU device in float32: %s\n", h.name, validateT, seqLen, l.validateTC(h, validateT))
+			report, e := l.validateTC(h, validateT)
+			worst = math.Max(worst, e)
+			fmt.Fprintf(w, "%-6s validation at %d tokens (rows of ≤%d) against the CPU device in float32: %s\n", h.name, validateT, seqLen, report)
 		}
 	}
+	return worst
 }
 
-// validateTC runs the forward and both backwards at T tokens on both
+// validateTC runs the forward and every backward at T tokens on both
 // devices (the CPU fed the GPU's bf16 values) and reports relative L2
-// errors.
-func (l *lab) validateTC(h tcHeads, T int) string {
+// errors, and the largest of them.
+func (l *lab) validateTC(h tcHeads, T int) (string, float64) {
 	g, c := l.gpu, l.cpu
 	seqs := packed(T)
 	in := newTCInputs(g, h, seqs, 31)
@@ -133,7 +137,9 @@ func (l *lab) validateTC(h tcHeads, T int) string {
 	cqkv := upload(c, download(g, in.qkv))
 	co, cl := c.Alloc(T*h.NH*h.HS), c.Alloc(h.NH*T)
 	c.Attention(co, cl, cqkv, seqs, h.NH, h.KVH, h.HS)
-	out := fmt.Sprintf("out %.2e, lse %.2e", relL2(download(g, in.out), download(c, co)), relL2(download(g, in.lse), download(c, cl)))
+	eo, el := relL2(download(g, in.out), download(c, co)), relL2(download(g, in.lse), download(c, cl))
+	worst := math.Max(eo, el)
+	out := fmt.Sprintf("out %.2e, lse %.2e", eo, el)
 	// The backwards read the GPU's output and lse, as training does.
 	cob, clse, cdy := upload(c, download(g, in.out)), upload(c, download(g, in.lse)), upload(c, download(g, in.dy))
 	cdq := c.Alloc(T * in.W)
@@ -145,9 +151,11 @@ func (l *lab) validateTC(h tcHeads, T int) string {
 		in.backward(g)
 		g.SetDeterministic(false)
 		g.SetAttentionBackward("")
-		out += fmt.Sprintf(", dqkv (%q) %.2e", shape, relL2(download(g, in.dqkv), want))
+		e := relL2(download(g, in.dqkv), want)
+		worst = math.Max(worst, e)
+		out += fmt.Sprintf(", dqkv (%q) %.2e", shape, e)
 	}
-	return out + fmt.Sprintf(" (%.1f s)", time.Since(t0).Seconds())
+	return out + fmt.Sprintf(" (%.1f s)", time.Since(t0).Seconds()), worst
 }
 
 func upload(d model.Device, x []float32) model.Buffer {

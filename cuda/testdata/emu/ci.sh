@@ -62,11 +62,11 @@ py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 "$py" cuda/testdata/emu/build.py "$work/emu"
 
-echo "== go test ./cuda ./benchmarks/gpubench on the emulator"
+echo "== go test ./cuda ./benchmarks/gpubench ./benchmarks/cuda on the emulator"
 export R1GO_LIBCUDA="$work/emu/libcuda_emu.so" R1GO_CUBLAS="$work/emu/libcuda_emu.so" R1GO_NVRTC="$nvrtc"
 export R1GO_CUDA_CACHE="$work/cache" R1GO_EMU_STRICT=1 R1GO_EMU_ALLOC_LOG="$work/alloc.log"
 # -p 1: both packages append to the one allocation log, which package cuda's plan test reads.
-go test -count=1 -p 1 -timeout 20m "$@" ./cuda ./benchmarks/gpubench
+go test -count=1 -p 1 -timeout 20m "$@" ./cuda ./benchmarks/gpubench ./benchmarks/cuda
 
 echo "== tensor-core tests again: threads in reverse order, bank conflicts fatal"
 # (-skip NVRTC: "TC" also matches the NVRTC tests, which launch nothing.)
