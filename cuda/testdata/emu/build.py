@@ -9,7 +9,8 @@ does all of it, NVRTC included; by hand:
         R1GO_NVRTC=<libnvrtc.so.12> go test ./cuda -run GPU
 
 (NVRTC still compiles the real kernels; the emulator ignores the images and
-runs its own build of the same sources.) The translation unit is the
+runs its own build of the same sources; runtime.cc is its libcuda, blas.cc
+its libcublas.) The translation unit is the
 headers of kernels/ (tc.cuh replaced by tc_emu.h, the tensor-core
 primitives with the checks a GPU does not make; every other header once,
 after those it includes), then every .cu file, each under #line directives
@@ -86,6 +87,6 @@ for n in names:
 parts.append("};\nint emu_num_kernels = %d;\n" % len(names))
 open(tu, "w").write("\n".join(parts))
 lib = os.path.join(out, "libcuda_emu.so")
-cmd = ["g++", "-std=c++20", "-O2", "-g", "-fPIC", "-shared", "-pthread", "-I", here, "-o", lib, tu, os.path.join(here, "runtime.cc")]
+cmd = ["g++", "-std=c++20", "-O2", "-g", "-fPIC", "-shared", "-pthread", "-I", here, "-o", lib, tu, os.path.join(here, "runtime.cc"), os.path.join(here, "blas.cc")]
 subprocess.run(cmd, check=True)
 print(lib, "with", len(names), "kernels")
