@@ -91,7 +91,7 @@ func main() {
 
 	l := &lab{gpu: gpu, cpu: model.NewCPU(), reps: *reps, withCPU: *withCPU}
 	if *tcOnly {
-		l.tensorCoreAttention(os.Stdout, *tokens, *gemmN, *tcValidate)
+		l.tensorCoreAttention(os.Stdout, *tokens, *gemmN, 4096, *tcValidate)
 		return
 	}
 	l.copyGBs = l.copyCeiling(*copyMB << 18)

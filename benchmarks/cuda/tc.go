@@ -74,9 +74,14 @@ func (l *lab) bf16Ceiling(n int) float64 {
 
 // tensorCoreAttention prints the section's table to w and returns the
 // validation's largest relative L2 error (0 without one).
-func (l *lab) tensorCoreAttention(w io.Writer, T, gemmN, validateT int) (worst float64) {
+func (l *lab) tensorCoreAttention(w io.Writer, T, gemmN, mmaIters, validateT int) (worst float64) {
 	ceil := l.bf16Ceiling(gemmN)
-	fmt.Fprintf(w, "tensor-core attention: ceiling (same run) cuBLAS bf16 GEMM %d³ %.1f TFLOP/s\n", gemmN, ceil)
+	mma, err := l.gpu.MMAPeak(mmaIters, max(l.reps/4, 1))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Fprintf(w, "tensor-core attention: ceilings (same run) cuBLAS bf16 GEMM %d³ %.1f TFLOP/s, mma.sync chains %.1f TFLOP/s (%.2f of it)\n",
+		gemmN, ceil, mma, mma/ceil)
 	fmt.Fprintf(w, "%-6s %-14s %-26s %9s %9s %7s\n", "heads", "layout", "kernel", "GPU ms", "TFLOP/s", "of ceil")
 	g := l.gpu
 	for _, h := range tcConfigs {

@@ -29,7 +29,7 @@ func TestSmokeAttentionTC(t *testing.T) {
 	defer gpu.Close()
 	l := &lab{gpu: gpu, cpu: model.NewCPU(), reps: 1}
 	var out strings.Builder
-	worst := l.tensorCoreAttention(&out, 66, 64, 66)
+	worst := l.tensorCoreAttention(&out, 66, 64, 1, 66)
 	t.Log("\n" + out.String())
 	rows := strings.Count(out.String(), "\n0.5B ") + strings.Count(out.String(), "\n1.5B ")
 	want := 0
