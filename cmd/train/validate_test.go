@@ -74,6 +74,8 @@ func TestEveryBadSettingFailsBeforeWork(t *testing.T) {
 		{"data.data_source=nowhere", "data: data: data.data_source"},
 		{"data.data_sources=[popqa_test.jsonl]", "data: data: data.data_sources"},
 		{"data.answer_column=gold", "data: data: data.answer_column"},
+		{"data.max_skip_fraction=0", "data: data: data.max_skip_fraction 0"},
+		{"data.max_skip_fraction=1.5", "data: data: data.max_skip_fraction 1.5"},
 		{"rollout.n=0", "rollout: rl: rollout n 0"},
 		{"rollout.external_timeout=-1s", "rollout: rl: rollout.external_timeout -1s"},
 		{"rollout.sampling.temperature=-1", "rollout"},

@@ -68,8 +68,15 @@ func TestBadRecordSettingFromConfig(t *testing.T) {
 	if _, err := runConfig(t, &c); err == nil || !strings.Contains(err.Error(), "extra.jsonl") {
 		t.Fatalf("error %v, want the bad record of extra.jsonl", err)
 	}
+	// extra.jsonl's 1 bad record of 3 is over the default share: refused,
+	// naming the file, the count and the key.
 	c = userFilesConfig(t)
 	c.Data.OnBadRecord = "skip"
+	if _, err := runConfig(t, &c); err == nil || !strings.Contains(err.Error(), "extra.jsonl: 1 of 3 records are bad") || !strings.Contains(err.Error(), "data.max_skip_fraction 0.1") {
+		t.Fatalf("error %v, want extra.jsonl refused under data.max_skip_fraction", err)
+	}
+	c = userFilesConfig(t)
+	c.Data.OnBadRecord, c.Data.MaxSkipFraction = "skip", 0.5
 	out, err := runConfig(t, &c)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

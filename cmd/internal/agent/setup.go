@@ -39,7 +39,8 @@ type ModelConfig struct {
 }
 
 // DataConfig chooses the datasets. data.Settings (data_source,
-// data_sources, prompt_json, answer_column, on_bad_record) is inlined: its
+// data_sources, prompt_json, answer_column, on_bad_record,
+// max_skip_fraction) is inlined: its
 // keys sit in the data section and shape how the files are read.
 type DataConfig struct {
 	data.Settings  `yaml:",inline"`
@@ -72,7 +73,7 @@ type EnvConfig struct {
 // DefaultDataConfig is the synthetic world of the embedded default run;
 // train and eval share it so that eval scores the world train learned.
 func DefaultDataConfig() DataConfig {
-	return DataConfig{TrainBatchSize: 8, ValSize: 50, Seed: 1, SynthSeed: 1,
+	return DataConfig{Settings: data.DefaultSettings(), TrainBatchSize: 8, ValSize: 50, Seed: 1, SynthSeed: 1,
 		SynthTrain: 3000, SynthEval: 200, SynthHops: []float64{0.4, 0.35, 0.25}}
 }
 
