@@ -58,6 +58,7 @@ func TestEveryBadSettingFailsBeforeWork(t *testing.T) {
 		{"env.max_parallel_calls=0", "env: max_parallel_calls 0"},
 		{"env.truncate_side=top", `env: truncate_side "top"`},
 		{"env.call_timeout=-1s", "env: call_timeout -1s"},
+		{"env.retriever_wait=-1s", "env: retriever_wait -1s"},
 		{"env.format=html", `env: format "html"`},
 		{"data.val_size=-1", "data: val_size -1"},
 		{"data.train_batch_size=0", "data: train_batch_size 0"},

@@ -139,6 +139,22 @@ func (c *EnvConfig) Validate() error {
 	return nil
 }
 
+// ProbeRetriever checks, before any work, that env.retriever_url answers:
+// one probe, or probes with back-off for env.retriever_wait
+// (env.WaitReady); log hears that the command waits. The local BM25 index
+// needs no probe. Commands call it before their run folder, device or
+// model, so a dead retriever costs nothing.
+func (c *EnvConfig) ProbeRetriever(ctx context.Context, log func(string)) error {
+	if c.Retriever == "" {
+		return nil
+	}
+	cl, err := env.NewSearchR1Client(c.RetrieverClientConfig(c.Retriever))
+	if err != nil {
+		return err
+	}
+	return env.WaitReady(ctx, cl, c.RetrieverWait, log)
+}
+
 // Setup is everything a run needs, assembled.
 type Setup struct {
 	World            *synth.World // nil with user datasets
@@ -177,7 +193,8 @@ func (s *Setup) Close() error {
 }
 
 // Build assembles a run in workDir (corpus, index and tokenizer files of
-// the synthetic world go there).
+// the synthetic world go there). It does not probe env.retriever_url:
+// callers do that first (EnvConfig.ProbeRetriever).
 func Build(ctx context.Context, mc ModelConfig, dc DataConfig, ec EnvConfig, dev model.Device, workDir string) (*Setup, error) {
 	if err := os.MkdirAll(workDir, 0o755); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
