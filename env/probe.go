@@ -69,7 +69,8 @@ func (e *ProbeError) Error() string {
 	if e.Wait <= 0 {
 		return fmt.Sprintf("env: retriever %s does not answer: %s (check env.retriever_url, or set env.retriever_wait, e.g. 30s, to wait for a retriever that is starting)", e.URL, what)
 	}
-	if e.Attempts == 1 {
+	var r retryable
+	if !errors.As(e.Err, &r) {
 		return fmt.Sprintf("env: retriever %s does not answer: %s (waiting under env.retriever_wait %v would not change that answer)", e.URL, what, e.Wait)
 	}
 	return fmt.Sprintf("env: retriever %s did not answer within env.retriever_wait %v (%d probes): %s", e.URL, e.Wait, e.Attempts, what)
