@@ -50,8 +50,13 @@
 // (the default) or, with LoadOptions.SkipMalformed, skipped and listed in
 // Report.Skipped, so nothing is dropped silently; ParseOnBadRecord reads
 // data.on_bad_record, SkippedCount and SkipSummary give the count to log
-// and the line to print. Files that yield no sample at all are an error
-// (ErrNoSamples), as is a corpus without a passage (at index build). Structural damage that
+// and the line to print. Skip mode is for a few bad records among good
+// ones: Load and LoadFiles refuse a file that would give no sample, or
+// lose more than LoadOptions.MaxSkipFraction of its records
+// (data.max_skip_fraction, 0.1 by default), with ErrTooManySkipped naming
+// the file, the count and the first bad record's reason. Files that yield
+// no sample at all are an error (ErrNoSamples), as is a corpus without a
+// passage (at index build). Structural damage that
 // cannot be resynchronised (a JSON array with a broken separator, a
 // truncated parquet footer) always stops the read with an error; the
 // samples before it have been delivered. Bad input never panics.

@@ -98,6 +98,11 @@ type LoadOptions struct {
 	// AllowUnanswered keeps records without a gold answer (test splits)
 	// as samples with no Answers instead of treating them as bad.
 	AllowUnanswered bool
+	// MaxSkipFraction (data.max_skip_fraction) bounds skip mode: Load and
+	// LoadFiles fail when more than this share of a file's records is bad,
+	// and when a file has records but none of them is good, whatever the
+	// share. 0 means DefaultMaxSkipFraction; 1 allows any share.
+	MaxSkipFraction float64
 	// MaxRecordBytes bounds one record (a line, an array element); a
 	// longer one is bad. 0 means 64 MiB.
 	MaxRecordBytes int
@@ -126,19 +131,33 @@ type LoadError struct {
 }
 
 func (e *LoadError) Error() string {
-	where := e.File
-	switch {
-	case e.Line > 0 && e.Record > 0:
-		where += " line " + strconv.Itoa(e.Line) + " (record " + strconv.Itoa(e.Record) + ")"
-	case e.Line > 0:
-		where += " line " + strconv.Itoa(e.Line)
-	case e.Row > 0:
-		where += " row " + strconv.Itoa(e.Row)
+	if r := e.reason(); r != "" {
+		return "data: " + e.File + " " + r
 	}
 	if e.Field != "" {
-		return fmt.Sprintf("data: %s: field %q: %v", where, e.Field, e.Err)
+		return fmt.Sprintf("data: %s: field %q: %v", e.File, e.Field, e.Err)
 	}
-	return fmt.Sprintf("data: %s: %v", where, e.Err)
+	return fmt.Sprintf("data: %s: %v", e.File, e.Err)
+}
+
+// reason is the error without the file: "row 3: field ...: ..."; "" when
+// the error names no record.
+func (e *LoadError) reason() string {
+	var where string
+	switch {
+	case e.Line > 0 && e.Record > 0:
+		where = "line " + strconv.Itoa(e.Line) + " (record " + strconv.Itoa(e.Record) + ")"
+	case e.Line > 0:
+		where = "line " + strconv.Itoa(e.Line)
+	case e.Row > 0:
+		where = "row " + strconv.Itoa(e.Row)
+	default:
+		return ""
+	}
+	if e.Field != "" {
+		return fmt.Sprintf("%s: field %q: %v", where, e.Field, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", where, e.Err)
 }
 
 func (e *LoadError) Unwrap() error { return e.Err }
@@ -150,6 +169,14 @@ var (
 	ErrUnknownSource  = errors.New("unknown data_source")
 	ErrDuplicateID    = errors.New("duplicate id")
 )
+
+// DefaultMaxSkipFraction is data.max_skip_fraction's default: skip mode is
+// for a few bad records among good ones, not for a file of another shape.
+const DefaultMaxSkipFraction = 0.1
+
+// ErrTooManySkipped: skip mode would drop every record of a file, or more
+// than LoadOptions.MaxSkipFraction of them.
+var ErrTooManySkipped = errors.New("too many bad records for skip mode")
 
 // ErrStop, returned by a Stream callback, ends the stream early without an
 // error.
@@ -164,19 +191,55 @@ type Report struct {
 	Skipped []*LoadError
 }
 
-// Load reads a whole dataset file into memory.
+// Load reads a whole dataset file into memory. In skip mode it fails with
+// ErrTooManySkipped when the file has no good record or more bad ones than
+// LoadOptions.MaxSkipFraction allows.
 func Load(path string, opt LoadOptions) ([]Sample, Report, error) {
 	var out []Sample
 	rep, err := Stream(path, opt, func(s Sample) error {
 		out = append(out, s)
 		return nil
 	})
+	if err == nil {
+		err = checkSkips(rep, opt)
+	}
 	return out, rep, err
+}
+
+// checkSkips holds skip mode to its purpose, a few bad records among good
+// ones: a file it leaves without a sample, or thins past
+// LoadOptions.MaxSkipFraction, is an error naming the file, the count and
+// the first bad record's reason, so a file of another shape never loads
+// as empty.
+func checkSkips(rep Report, opt LoadOptions) error {
+	n := len(rep.Skipped)
+	if !opt.SkipMalformed || n == 0 {
+		return nil
+	}
+	limit := opt.MaxSkipFraction
+	if limit <= 0 {
+		limit = DefaultMaxSkipFraction
+	}
+	share := float64(n) / float64(max(rep.Records, 1))
+	if rep.Samples > 0 && share <= limit {
+		return nil
+	}
+	first := rep.Skipped[0].reason()
+	if first == "" {
+		first = rep.Skipped[0].Error()
+	}
+	what := "none is usable"
+	if rep.Samples > 0 {
+		what = fmt.Sprintf("more than data.max_skip_fraction %g allows", limit)
+	}
+	return fmt.Errorf("data: %s: %d of %d records are bad, %s: %w (data.on_bad_record=skip); the first: %s",
+		rep.File, n, rep.Records, what, ErrTooManySkipped, first)
 }
 
 // LoadFiles reads several files into one set, as a trainer's list of
 // train files; an id seen in an earlier file is a duplicate (skipped or
-// fatal as for any bad record).
+// fatal as for any bad record). Skip mode's limits apply to each file as
+// in Load.
 func LoadFiles(paths []string, opt LoadOptions) ([]Sample, []Report, error) {
 	var out []Sample
 	var reports []Report
@@ -199,6 +262,9 @@ func LoadFiles(paths []string, opt LoadOptions) ([]Sample, []Report, error) {
 		rep.Skipped = append(rep.Skipped, dupes...)
 		rep.Samples -= len(dupes)
 		reports = append(reports, rep)
+		if err == nil {
+			err = checkSkips(rep, opt)
+		}
 		if err != nil {
 			return out, reports, err
 		}

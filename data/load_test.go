@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -174,7 +175,8 @@ func TestMalformedSkipped(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", tc.file)
-			got, rep, err := Load(path, LoadOptions{SkipMalformed: true})
+			// Most records of these fixtures are bad: allowed explicitly.
+			got, rep, err := Load(path, LoadOptions{SkipMalformed: true, MaxSkipFraction: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -261,7 +263,7 @@ func TestParquetBadRows(t *testing.T) {
 		t.Errorf("error text %q", err)
 	}
 
-	got, rep, err := Load(path, LoadOptions{SkipMalformed: true})
+	got, rep, err := Load(path, LoadOptions{SkipMalformed: true, MaxSkipFraction: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,11 +350,11 @@ func TestRecordTooLarge(t *testing.T) {
 	opt := LoadOptions{SkipMalformed: true, MaxRecordBytes: 300}
 	for _, file := range []string{"musique_dev.jsonl", "hotpotqa_dev.json"} {
 		got, rep, err := Load(filepath.Join("testdata", file), opt)
-		if err != nil {
-			t.Fatal(err)
+		if !errors.Is(err, ErrTooManySkipped) || !strings.Contains(err.Error(), "record longer than") {
+			t.Fatalf("%s: error %v, want no usable record", file, err)
 		}
-		// Every record of these fixtures is longer than 300 bytes except
-		// none; each is reported, none delivered, and the scan resyncs.
+		// Every record of these fixtures is longer than 300 bytes: each is
+		// reported, none delivered, and the scan resyncs.
 		if len(got) != 0 || rep.Records != len(rep.Skipped) || rep.Records < 2 {
 			t.Fatalf("%s: %d samples, %d records, %d skipped", file, len(got), rep.Records, len(rep.Skipped))
 		}
@@ -376,8 +378,30 @@ func TestLoadFilesRejectsDuplicates(t *testing.T) {
 	if _, _, err := LoadFiles(paths, LoadOptions{}); !errors.Is(err, ErrDuplicateID) {
 		t.Fatalf("error %v, want a duplicate id", err)
 	}
+	// Skip mode drops duplicates, but a file made only of them (the same
+	// file listed twice) holds nothing new: refused, naming the cause.
 	got, reps, err := LoadFiles(append(paths, "testdata/hotpotqa_dev.json"), LoadOptions{SkipMalformed: true})
-	if err != nil || len(got) != 5 || len(reps) != 3 || len(reps[1].Skipped) != 2 || reps[1].Samples != 0 {
+	if !errors.Is(err, ErrTooManySkipped) || !strings.Contains(err.Error(), "duplicate id") || len(got) != 2 || len(reps) != 2 || len(reps[1].Skipped) != 2 || reps[1].Samples != 0 {
+		t.Fatalf("%d samples, reports %+v, %v", len(got), reps, err)
+	}
+	// One duplicate among good records is dropped and counted.
+	dir := t.TempDir()
+	extra := filepath.Join(dir, "more.jsonl")
+	line, err := os.ReadFile("testdata/musique_dev.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(line), "\n")
+	var b strings.Builder
+	b.WriteString(first + "\n")
+	for i := range 9 {
+		fmt.Fprintf(&b, `{"id": "more_%d", "question": "q%d?", "answer": "a", "answer_aliases": [], "answerable": true, "paragraphs": [], "question_decomposition": []}`+"\n", i, i)
+	}
+	if err := os.WriteFile(extra, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, reps, err = LoadFiles([]string{paths[0], extra}, LoadOptions{SkipMalformed: true})
+	if err != nil || len(got) != 11 || len(reps[1].Skipped) != 1 || !errors.Is(reps[1].Skipped[0], ErrDuplicateID) {
 		t.Fatalf("%d samples, reports %+v, %v", len(got), reps, err)
 	}
 }

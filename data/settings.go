@@ -15,7 +15,12 @@ type Settings struct {
 	PromptJSON   bool     `yaml:"prompt_json" help:"parse a parquet prompt stored as a string holding a JSON list of {role, content} messages (else such a prompt is an error)"`
 	AnswerColumn string   `yaml:"answer_column" help:"parquet column to take gold answers from when reward_model.ground_truth is missing or null: golden_answers, answers or answer; empty: such rows are bad"`
 	OnBadRecord  string   `yaml:"on_bad_record" help:"error: a bad record stops the load; skip: bad records are skipped, counted and printed"`
+	// MaxSkipFraction is LoadOptions.MaxSkipFraction.
+	MaxSkipFraction float64 `yaml:"max_skip_fraction" help:"skip mode: the largest share of a file's records that may be bad before the load fails (a file with no good record always fails)"`
 }
+
+// DefaultSettings are the defaults of the data.* loading keys.
+func DefaultSettings() Settings { return Settings{MaxSkipFraction: DefaultMaxSkipFraction} }
 
 // LoadOptions checks the settings and returns the loader's options.
 func (s Settings) LoadOptions() (LoadOptions, error) {
@@ -47,6 +52,9 @@ func (s Settings) LoadOptions() (LoadOptions, error) {
 	default:
 		return o, fmt.Errorf("data: data.answer_column %q: want golden_answers, answers or answer", s.AnswerColumn)
 	}
-	o.PromptJSON, o.AnswerColumn = s.PromptJSON, s.AnswerColumn
+	if f := s.MaxSkipFraction; !(f > 0 && f <= 1) {
+		return o, fmt.Errorf("data: data.max_skip_fraction %v: want a share in (0, 1] (data.on_bad_record=error allows no bad record)", f)
+	}
+	o.PromptJSON, o.AnswerColumn, o.MaxSkipFraction = s.PromptJSON, s.AnswerColumn, s.MaxSkipFraction
 	return o, nil
 }

@@ -6,12 +6,12 @@ import (
 )
 
 func TestSettings(t *testing.T) {
-	o, err := Settings{DataSource: "nq", DataSources: []string{"popqa_test.jsonl=popqa", " a/b.jsonl = hotpotqa "}, PromptJSON: true, AnswerColumn: "golden_answers", OnBadRecord: "skip"}.LoadOptions()
+	o, err := Settings{DataSource: "nq", DataSources: []string{"popqa_test.jsonl=popqa", " a/b.jsonl = hotpotqa "}, PromptJSON: true, AnswerColumn: "golden_answers", OnBadRecord: "skip", MaxSkipFraction: 0.1}.LoadOptions()
 	if err != nil || !o.SkipMalformed || o.DataSource != "nq" || o.DataSources["popqa_test.jsonl"] != "popqa" || o.DataSources["a/b.jsonl"] != "hotpotqa" || !o.PromptJSON || o.AnswerColumn != "golden_answers" {
 		t.Fatalf("%+v %v", o, err)
 	}
-	if o, err := (Settings{}).LoadOptions(); err != nil || o.SkipMalformed || o.DataSources != nil {
-		t.Errorf("zero settings: %+v %v", o, err)
+	if o, err := DefaultSettings().LoadOptions(); err != nil || o.SkipMalformed || o.DataSources != nil || o.MaxSkipFraction != DefaultMaxSkipFraction {
+		t.Errorf("default settings: %+v %v", o, err)
 	}
 	for _, tc := range []struct {
 		s    Settings
@@ -23,6 +23,7 @@ func TestSettings(t *testing.T) {
 		{Settings{DataSources: []string{"x.jsonl=gsm8k"}}, `x.jsonl: unknown data_source "gsm8k"`},
 		{Settings{AnswerColumn: "label"}, "data.answer_column"},
 	} {
+		tc.s.MaxSkipFraction = DefaultMaxSkipFraction
 		if _, err := tc.s.LoadOptions(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.s, err, tc.want)
 		}

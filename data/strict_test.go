@@ -42,7 +42,7 @@ func TestParquetNullGroundTruth(t *testing.T) {
 		t.Fatalf("error %v, want a null ground_truth on row 2", err)
 	}
 	// Skip mode: row 2 skipped, counted and named.
-	got, rep, err := Load(path, LoadOptions{SkipMalformed: true})
+	got, rep, err := Load(path, LoadOptions{SkipMalformed: true, MaxSkipFraction: 0.5})
 	if err != nil || len(got) != 2 || len(rep.Skipped) != 1 || rep.Skipped[0].Row != 2 {
 		t.Fatalf("skip: %d samples, %v, %v", len(got), rep.Skipped, err)
 	}
@@ -66,10 +66,13 @@ func TestOnBadRecordAndZeroSamples(t *testing.T) {
 	if _, err := ParseOnBadRecord("drop"); err == nil || !strings.Contains(err.Error(), "data.on_bad_record") {
 		t.Errorf("drop: %v", err)
 	}
-	// Every row bad and skipped: zero samples is an error naming the file.
-	path := "testdata/strict/strict_prompt_string.parquet"
+	// Files without a record: zero samples is an error naming them.
+	path := filepath.Join(t.TempDir(), "hotpot_dev.json")
+	if err := os.WriteFile(path, []byte("[]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, reps, err := LoadFiles([]string{path}, LoadOptions{SkipMalformed: true})
-	if !errors.Is(err, ErrNoSamples) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "2 skipped") || SkippedCount(reps) != 2 {
+	if !errors.Is(err, ErrNoSamples) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "0 records read") || SkippedCount(reps) != 0 {
 		t.Errorf("error %v", err)
 	}
 }

@@ -125,7 +125,7 @@ func (c *client) post(ctx context.Context, body []byte, decode func([]byte) erro
 			wait = min(2*wait, c.cfg.MaxBackoff)
 		}
 		attempts++
-		err := c.attempt(ctx, body, decode)
+		err := c.attempt(ctx, http.MethodPost, c.endpoint, body, decode)
 		if err == nil {
 			return nil
 		}
@@ -138,14 +138,22 @@ func (c *client) post(ctx context.Context, body []byte, decode func([]byte) erro
 	return &ClientError{c.endpoint, attempts, last}
 }
 
-func (c *client) attempt(ctx context.Context, body []byte, decode func([]byte) error) error {
+// attempt makes one request: a POST of body, or a GET when body is nil.
+// A nil decode accepts any 200 answer.
+func (c *client) attempt(ctx context.Context, method, endpoint string, body []byte, decode func([]byte) error) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, endpoint, rd)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return retryable{err}
@@ -168,6 +176,9 @@ func (c *client) attempt(ctx context.Context, body []byte, decode func([]byte) e
 			return retryable{err}
 		}
 		return err
+	}
+	if decode == nil {
+		return nil
 	}
 	if !json.Valid(b) {
 		return retryable{&ResponseError{fmt.Errorf("response is not valid JSON (%d bytes, starts %.80q)", len(b), b)}}
@@ -246,49 +257,57 @@ func (s *SearchR1Client) Retrieve(ctx context.Context, queries []string, k int) 
 	err := s.c.batches(queries, func(lo, hi int) error {
 		body, _ := json.Marshal(map[string]any{"queries": queries[lo:hi], "topk": k, "return_scores": true})
 		return s.c.post(ctx, body, func(b []byte) error {
-			var resp struct {
-				Result []json.RawMessage `json:"result"`
-			}
-			if err := json.Unmarshal(b, &resp); err != nil || resp.Result == nil {
-				return fmt.Errorf(`response has no "result" list`)
-			}
-			if len(resp.Result) > 0 && bytes.HasPrefix(bytes.TrimSpace(resp.Result[0]), []byte("{")) {
-				return fmt.Errorf(`"result" is a flat list of documents, not one list per query (the reference server's broken return_scores=false answer)`)
-			}
-			if len(resp.Result) != hi-lo {
-				return fmt.Errorf("response has %d result lists for %d queries", len(resp.Result), hi-lo)
-			}
-			for i, raw := range resp.Result {
-				var items []struct {
-					wireDoc
-					Document *wireDoc `json:"document"`
-					Score    *float64 `json:"score"`
-				}
-				if err := json.Unmarshal(raw, &items); err != nil {
-					return fmt.Errorf("result %d is not a list of documents: %v", i, err)
-				}
-				hits := make([]Hit, len(items))
-				for j, it := range items {
-					d := it.wireDoc
-					if it.Document != nil {
-						d = *it.Document
-					}
-					p, err := d.passage(fmt.Sprintf("result %d hit %d", i, j))
-					if err != nil {
-						return err
-					}
-					hits[j] = Hit{Passage: p}
-					if it.Score != nil {
-						hits[j].Score = *it.Score
-					}
-				}
-				out = append(out, hits)
-			}
-			return nil
+			hits, err := decodeRetrieve(b, hi-lo)
+			out = append(out, hits...)
+			return err
 		})
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// decodeRetrieve reads a /retrieve answer to n queries.
+func decodeRetrieve(b []byte, n int) ([][]Hit, error) {
+	var resp struct {
+		Result []json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(b, &resp); err != nil || resp.Result == nil {
+		return nil, fmt.Errorf(`response has no "result" list`)
+	}
+	if len(resp.Result) > 0 && bytes.HasPrefix(bytes.TrimSpace(resp.Result[0]), []byte("{")) {
+		return nil, fmt.Errorf(`"result" is a flat list of documents, not one list per query (the reference server's broken return_scores=false answer)`)
+	}
+	if len(resp.Result) != n {
+		return nil, fmt.Errorf("response has %d result lists for %d queries", len(resp.Result), n)
+	}
+	out := make([][]Hit, 0, n)
+	for i, raw := range resp.Result {
+		var items []struct {
+			wireDoc
+			Document *wireDoc `json:"document"`
+			Score    *float64 `json:"score"`
+		}
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return nil, fmt.Errorf("result %d is not a list of documents: %v", i, err)
+		}
+		hits := make([]Hit, len(items))
+		for j, it := range items {
+			d := it.wireDoc
+			if it.Document != nil {
+				d = *it.Document
+			}
+			p, err := d.passage(fmt.Sprintf("result %d hit %d", i, j))
+			if err != nil {
+				return nil, err
+			}
+			hits[j] = Hit{Passage: p}
+			if it.Score != nil {
+				hits[j].Score = *it.Score
+			}
+		}
+		out = append(out, hits)
 	}
 	return out, nil
 }

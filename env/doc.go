@@ -47,6 +47,11 @@
 // tool/calls, tool/invalid, tool/errors and tool/errors/<kind>.
 // Config.RetrieverTimeout and RetrieverRetries (env.retriever_timeout,
 // env.retriever_retries) bound what a hanging retriever costs a call.
+// Before any work, commands probe a remote retriever (Prober: one query to
+// Search-R1's /retrieve, Agent-R1's GET /health) with WaitReady, which
+// fails with a ProbeError naming the URL and what came back, or, under
+// Config.RetrieverWait (env.retriever_wait), waits with back-off for a
+// retriever that is starting.
 //
 // Error policy: bad model output is never an error. Broken tool-call JSON,
 // a missing name or arguments, an unknown tool, arguments that fail the
@@ -54,6 +59,6 @@
 // an "Error: ..." observation with success false and an ErrorKind in the
 // step info. Bad configuration, tool schemas, corpus and index files, and
 // failed retriever requests are errors that name the file, line, field or
-// URL (IndexError, ClientError, data.CorpusError). Error strings start
+// URL (IndexError, ClientError, ProbeError, data.CorpusError). Error strings start
 // with "env:".
 package env

@@ -54,6 +54,9 @@ type Config struct {
 	// RetrieverClientConfig.
 	RetrieverTimeout time.Duration `yaml:"retriever_timeout" help:"bound on one retriever request, retries included (0: the client's 30 s)"`
 	RetrieverRetries int           `yaml:"retriever_retries" help:"attempts after a failed retriever request"`
+	// RetrieverWait is how long a command waits, before any work, for an
+	// HTTP retriever to answer its probe (WaitReady); 0 probes once.
+	RetrieverWait time.Duration `yaml:"retriever_wait" help:"wait this long for env.retriever_url to answer its start-up probe, probing with back-off (0: probe once, fail at once)"`
 	// SystemPrompt, when not empty, becomes a system message before the
 	// question (samples that carry their own prompt keep it).
 	SystemPrompt string `yaml:"system_prompt" help:"system message before the question (empty: none)"`
@@ -90,6 +93,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RetrieverTimeout < 0 || c.RetrieverRetries < 0 {
 		return fmt.Errorf("retriever_timeout %v and retriever_retries %d must be ≥ 0", c.RetrieverTimeout, c.RetrieverRetries)
+	}
+	if c.RetrieverWait < 0 {
+		return fmt.Errorf("retriever_wait %v must be ≥ 0 (0: probe once)", c.RetrieverWait)
 	}
 	if _, err := Reward(c.Reward); err != nil {
 		return fmt.Errorf("reward: %w", err)

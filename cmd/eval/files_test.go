@@ -74,7 +74,8 @@ func TestEvalHelp(t *testing.T) {
 	printHelp(&b, fs, &cfg)
 	h := b.String()
 	for _, want := range []string{"[-base DIR]", "-base string", "[agent, base-tool-call, naive-rag]  any of agent, base-tool-call, naive-rag",
-		"data.val_files", "data.val_size                 int       0"} {
+		"data.val_files", "data.val_size                 int       0", "data.on_bad_record", "data.max_skip_fraction        float     0.1",
+		"env.retriever_wait"} {
 		if !strings.Contains(h, want) {
 			t.Errorf("help lacks %q", want)
 		}

@@ -101,6 +101,10 @@ func isDir(p string) bool {
 }
 
 func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out io.Writer) error {
+	// A dead retriever is found before the device and the model.
+	if err := cfg.Env.ProbeRetriever(ctx, func(s string) { fmt.Fprintln(out, s) }); err != nil {
+		return err
+	}
 	work, err := os.MkdirTemp("", "r1go-eval-")
 	if err != nil {
 		return err

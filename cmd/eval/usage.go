@@ -7,19 +7,23 @@ import (
 
 	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/cmd/internal/config"
+	"github.com/r1go/r1go/data"
 )
 
 // helpData is the part of the data section eval reads: the training-only
 // keys of agent.DataConfig (train_files, train_batch_size, seed) are left
-// out of eval -h, though a config file may still hold them.
+// out of eval -h, though a config file may still hold them. The loading
+// keys (data.Settings: on_bad_record, max_skip_fraction, ...) shape how
+// the val_files are read.
 type helpData struct {
-	ValFiles   []string  `yaml:"val_files" help:"question sets to evaluate (JSON, JSONL, parquet); empty: the synthetic world"`
-	Corpus     string    `yaml:"corpus" help:"retrieval corpus JSONL (wiki-18 or KILT); empty: the synthetic world's"`
-	ValSize    int       `yaml:"val_size" help:"questions evaluated, the first N (0: all)"`
-	SynthSeed  uint64    `yaml:"synth_seed" help:"synthetic world seed (the train run's)"`
-	SynthTrain int       `yaml:"synth_train" help:"synthetic training questions (the world depends on it)"`
-	SynthEval  int       `yaml:"synth_eval" help:"synthetic validation and test questions, each"`
-	SynthHops  []float64 `yaml:"synth_hop_weights" help:"shares of 2-, 3- and 4-hop synthetic questions"`
+	ValFiles      []string `yaml:"val_files" help:"question sets to evaluate (JSON, JSONL, parquet); empty: the synthetic world"`
+	data.Settings `yaml:",inline"`
+	Corpus        string    `yaml:"corpus" help:"retrieval corpus JSONL (wiki-18 or KILT); empty: the synthetic world's"`
+	ValSize       int       `yaml:"val_size" help:"questions evaluated, the first N (0: all)"`
+	SynthSeed     uint64    `yaml:"synth_seed" help:"synthetic world seed (the train run's)"`
+	SynthTrain    int       `yaml:"synth_train" help:"synthetic training questions (the world depends on it)"`
+	SynthEval     int       `yaml:"synth_eval" help:"synthetic validation and test questions, each"`
+	SynthHops     []float64 `yaml:"synth_hop_weights" help:"shares of 2-, 3- and 4-hop synthetic questions"`
 }
 
 type helpConfig struct {
@@ -42,7 +46,7 @@ func printHelp(w io.Writer, fs *flag.FlagSet, cfg *Config) {
 	fs.PrintDefaults()
 	fmt.Fprintln(w)
 	d := cfg.Data
-	h := helpConfig{Data: helpData{ValFiles: d.ValFiles, Corpus: d.Corpus, ValSize: d.ValSize, SynthSeed: d.SynthSeed,
+	h := helpConfig{Data: helpData{ValFiles: d.ValFiles, Settings: d.Settings, Corpus: d.Corpus, ValSize: d.ValSize, SynthSeed: d.SynthSeed,
 		SynthTrain: d.SynthTrain, SynthEval: d.SynthEval, SynthHops: d.SynthHops},
 		Env: cfg.Env, Split: cfg.Split, Baselines: cfg.Baselines, MaxTurn: cfg.MaxTurn, MaxResp: cfg.MaxResp, MaxContext: cfg.MaxContext, Slots: cfg.Slots}
 	config.Help(w, &h)

@@ -6,8 +6,10 @@
 //	go run ./cmd/serve -model DIR device=cuda
 //
 // Any OpenAI client then works against base_url http://127.0.0.1:8000/v1:
-// POST /v1/chat/completions (tools, streaming, logprobs) and GET
-// /v1/models. Concurrent requests share one continuous-batching engine.
+// POST /v1/chat/completions (tools, streaming, logprobs; vLLM's
+// chat_template_kwargs per request and reasoning_content in assistant
+// messages) and GET /v1/models. Concurrent requests share one
+// continuous-batching engine.
 package main
 
 import (

@@ -15,8 +15,13 @@
 // when any line failed. -ordinary encodes text without parsing special
 // tokens. -chat-template-kwargs '{"enable_thinking": false}' passes keyword
 // arguments to every chat render, as apply_chat_template(**kwargs) does
-// (Qwen3's empty think block). With -train FILE the command instead trains a Qwen2-style
-// tokenizer on FILE (one document per line) and saves it to -save DIR.
+// (Qwen3's empty think block); a record's own "chat_template_kwargs"
+// object, as vLLM takes it per request, wins over the flag key by key.
+// Messages are transformers' dicts: an assistant's "reasoning_content"
+// reaches the template (Qwen3 renders it in <think></think>).
+//
+// With -train FILE the command instead trains a Qwen2-style tokenizer on
+// FILE (one document per line) and saves it to -save DIR.
 package main
 
 import (
@@ -43,6 +48,10 @@ type request struct {
 	Messages            []tokenizer.Message `json:"messages"`
 	Tools               []json.RawMessage   `json:"tools"`
 	AddGenerationPrompt bool                `json:"add_generation_prompt"`
+	// ChatTemplateKwargs are this record's template keyword arguments, as
+	// vLLM takes them per request; they win over -chat-template-kwargs key
+	// by key.
+	ChatTemplateKwargs json.RawMessage `json:"chat_template_kwargs"`
 }
 
 type response struct {
@@ -62,9 +71,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 One JSON object per line:
   {"text": "..."}                                  -> {"ids": [...]}
   {"ids": [...]}                                   -> {"text": "..."}
-  {"messages": [...], "tools": [...], "add_generation_prompt": true}
+  {"messages": [...], "tools": [...], "add_generation_prompt": true,
+   "chat_template_kwargs": {"enable_thinking": false}}
                                                    -> {"text": "...", "ids": [...]}
 An "id" field is copied through; a bad line gives {"error": "line N: ..."}.
+A record's chat_template_kwargs win over -chat-template-kwargs key by key.
 
 `)
 		fs.PrintDefaults()
@@ -147,7 +158,11 @@ func handle(tok *tokenizer.Tokenizer, line []byte, ordinary bool) (response, err
 	resp := response{ID: req.ID}
 	switch {
 	case req.Messages != nil:
-		text, err := tok.Render(req.Messages, req.Tools, req.AddGenerationPrompt)
+		kw, err := tokenizer.ParseTemplateKwargs(string(req.ChatTemplateKwargs))
+		if err != nil {
+			return resp, fmt.Errorf("chat_template_kwargs: %v", err)
+		}
+		text, err := tok.RenderChat(tokenizer.Chat{Messages: req.Messages, Tools: req.Tools, AddGenerationPrompt: req.AddGenerationPrompt, Vars: kw.Vars()})
 		if err != nil {
 			return resp, err
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -168,5 +169,105 @@ func TestChatTemplateKwargs(t *testing.T) {
 	if code := run([]string{"-tokenizer", dir, "-chat-template-kwargs", "enable_thinking=false"}, strings.NewReader(in), &out, &errOut); code != 2 ||
 		!strings.Contains(errOut.String(), "not a JSON object") {
 		t.Fatalf("bad kwargs: exit %d, %q", code, errOut.String())
+	}
+}
+
+// thinkingDir is a tokenizer folder with the Qwen3 thinking template whose
+// renders @huggingface/transformers made (model/tokenizer/testdata/qwen3/thinking).
+func thinkingDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for src, dst := range map[string]string{
+		fixture + "/tokenizer.json":        "tokenizer.json",
+		fixture + "/tokenizer_config.json": "tokenizer_config.json",
+		thinking + "/chat_template.jinja":  "chat_template.jinja",
+	} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dir+"/"+dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const thinking = "../../model/tokenizer/testdata/qwen3/thinking"
+
+// TestChatsAgainstTransformers pipes the 40 chats of the Qwen3 thinking
+// fixture through the command, each as one record with its keyword
+// arguments in chat_template_kwargs (as vLLM takes them per request), and
+// compares with transformers.js: reasoning_content and enable_thinking of
+// each record are rendered, with no -chat-template-kwargs flag.
+func TestChatsAgainstTransformers(t *testing.T) {
+	var chats []map[string]json.RawMessage
+	var want []struct {
+		Name string `json:"name"`
+		Text string `json:"text"`
+	}
+	for path, v := range map[string]any{thinking + "/chats.json": &chats, thinking + "/rendered.json": &want} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var in bytes.Buffer
+	for i, c := range chats {
+		rec := map[string]json.RawMessage{"id": json.RawMessage(strconv.Itoa(i)), "messages": c["messages"],
+			"add_generation_prompt": c["add_generation_prompt"], "chat_template_kwargs": c["kwargs"]}
+		if string(c["tools"]) != "null" {
+			rec["tools"] = c["tools"]
+		}
+		line, _ := json.Marshal(rec)
+		in.Write(append(line, '\n'))
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-tokenizer", thinkingDir(t)}, &in, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != len(want) || len(want) != 40 {
+		t.Fatalf("%d lines for %d chats", len(lines), len(want))
+	}
+	for _, l := range lines {
+		var r struct {
+			ID   int    `json:"id"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Text != want[r.ID].Text {
+			t.Errorf("%s:\n got %q\nwant %q", want[r.ID].Name, r.Text, want[r.ID].Text)
+		}
+	}
+}
+
+// TestRecordKwargsOverFlag: a record's chat_template_kwargs win over
+// -chat-template-kwargs key by key; a bad one fails its line alone.
+func TestRecordKwargsOverFlag(t *testing.T) {
+	in := strings.NewReader(`{"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": true}
+{"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": true, "chat_template_kwargs": {"enable_thinking": true}}
+{"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": true, "chat_template_kwargs": {"other": 1}}
+{"messages": [{"role": "user", "content": "Hi"}], "chat_template_kwargs": "enable_thinking=false"}
+{"messages": [{"role": "user", "content": "Hi"}], "chat_template_kwargs": {"add_generation_prompt": true}}
+`)
+	var out, errOut bytes.Buffer
+	code := run([]string{"-tokenizer", thinkingDir(t), "-chat-template-kwargs", `{"enable_thinking": false}`}, in, &out, &errOut)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if code != 1 || len(lines) != 5 || !strings.Contains(errOut.String(), "2 lines failed") {
+		t.Fatalf("exit %d, %d lines, stderr %q", code, len(lines), errOut.String())
+	}
+	plain := `<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n`
+	empty := plain + `<think>\n\n</think>\n\n`
+	for i, want := range []string{`"text":"` + empty + `"`, `"text":"` + plain + `"`, `"text":"` + empty + `"`,
+		`line 4: chat_template_kwargs: `, `line 5: chat_template_kwargs: `} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("line %d: %s, want %s", i+1, lines[i], want)
+		}
 	}
 }

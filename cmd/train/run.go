@@ -44,6 +44,11 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		_, _, err := planRun(cfg, nil, out)
 		return err
 	}
+	// A dead retriever is found now, before the run folder, the device and
+	// the model, not by a policy that seldom searches.
+	if err := cfg.Env.ProbeRetriever(ctx, func(s string) { fmt.Fprintln(out, s) }); err != nil {
+		return err
+	}
 	dir := cfg.Trainer.DefaultLocalDir
 	if dir == "" {
 		dir = filepath.Join("runs", cfg.Trainer.Project, cfg.Trainer.Experiment)

@@ -68,8 +68,15 @@ func TestBadRecordSettingFromConfig(t *testing.T) {
 	if _, err := runConfig(t, &c); err == nil || !strings.Contains(err.Error(), "extra.jsonl") {
 		t.Fatalf("error %v, want the bad record of extra.jsonl", err)
 	}
+	// extra.jsonl's 1 bad record of 3 is over the default share: refused,
+	// naming the file, the count and the key.
 	c = userFilesConfig(t)
 	c.Data.OnBadRecord = "skip"
+	if _, err := runConfig(t, &c); err == nil || !strings.Contains(err.Error(), "extra.jsonl: 1 of 3 records are bad") || !strings.Contains(err.Error(), "data.max_skip_fraction 0.1") {
+		t.Fatalf("error %v, want extra.jsonl refused under data.max_skip_fraction", err)
+	}
+	c = userFilesConfig(t)
+	c.Data.OnBadRecord, c.Data.MaxSkipFraction = "skip", 0.5
 	out, err := runConfig(t, &c)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -109,22 +116,25 @@ func deadRetrieverConfig(t *testing.T, url string) Config {
 	return c
 }
 
-// TestDeadRetrieverStopsTheRun: with env.retriever_url pointing at a closed
-// port, every search fails with a connection error. trainer.
+// TestDeadRetrieverStopsTheRun: with env.retriever_url pointing at a
+// retriever that answers the start-up probe and then drops every
+// connection, every search fails with a connection error. trainer.
 // max_tool_error_rate=0.5 stops the run at step 1 with an error naming the
 // kind and the URL; with the default 0 the run goes on, warns, and logs
-// tool/errors/connection.
+// tool/errors/connection. (A retriever dead from the start stops the run
+// before any work: TestDeadRetrieverFailsAtStart.)
 func TestDeadRetrieverStopsTheRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the trainer")
 	}
-	const dead = "http://127.0.0.1:1"
+	dead := dyingRetriever(t)
+	host := strings.TrimPrefix(dead, "http://")
 	c := deadRetrieverConfig(t, dead)
 	out, err := runConfig(t, &c)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !strings.Contains(out, "warning: step 1:") || !strings.Contains(out, "127.0.0.1:1") {
+	if !strings.Contains(out, "warning: step 1:") || !strings.Contains(out, host) {
 		t.Errorf("no warning naming the URL:\n%s", out)
 	}
 	recs, err := metrics.ReadJSONL(filepath.Join(c.Trainer.DefaultLocalDir, "metrics.jsonl"))
@@ -135,11 +145,13 @@ func TestDeadRetrieverStopsTheRun(t *testing.T) {
 		t.Errorf("tool/errors/connection %v, want > 0 (record %v)", got, recs[0].Data)
 	}
 
+	dead = dyingRetriever(t)
+	host = strings.TrimPrefix(dead, "http://")
 	c = deadRetrieverConfig(t, dead)
 	c.Trainer.MaxToolErrorRate = 0.5
 	out, err = runConfig(t, &c)
 	if err == nil || !strings.Contains(err.Error(), "step 1:") || !strings.Contains(err.Error(), "connection") ||
-		!strings.Contains(err.Error(), "127.0.0.1:1") || !strings.Contains(err.Error(), "max_tool_error_rate") {
+		!strings.Contains(err.Error(), host) || !strings.Contains(err.Error(), "max_tool_error_rate") {
 		t.Fatalf("error %v, want step 1 stopped naming connection, the URL and trainer.max_tool_error_rate\n%s", err, out)
 	}
 }

@@ -4,7 +4,12 @@
 // tool (a cmd/retriever server) and reports each episode's reward.
 //
 //   node agent.mjs [--base-url http://127.0.0.1:8000/v1] [--retriever http://127.0.0.1:8001]
-//                  [--workers 8] [--trainer-reward]
+//                  [--retriever-wait 0] [--workers 8] [--trainer-reward]
+//
+// The retriever is probed with one query before any episode, and the agent
+// stops naming its URL and what came back when it does not answer;
+// --retriever-wait S waits up to S seconds, probing with back-off, for one
+// that is still starting.
 //
 // An episode: claim it, ask the model for a turn, run the search calls it
 // makes, send the results back as tool messages, and when it answers
@@ -18,6 +23,7 @@ const arg = (name, def) => {
 };
 const baseURL = arg('--base-url', 'http://127.0.0.1:8000/v1');
 const retriever = arg('--retriever', 'http://127.0.0.1:8001');
+const retrieverWait = Number(arg('--retriever-wait', '0'));
 const workers = Number(arg('--workers', '8'));
 const maxTurns = Number(arg('--max-turns', '6'));
 const trainerReward = process.argv.includes('--trainer-reward');
@@ -54,6 +60,40 @@ async function search(query) {
     .join('');
 }
 
+// probeRetriever sends one query before any episode: a dead retriever would
+// otherwise show only as error observations the policy learns from, or not
+// at all when the policy seldom searches. Refused connections, 429 and 5xx
+// are probed again until --retriever-wait has passed; other answers fail
+// at once.
+async function probeRetriever() {
+  const url = retriever + '/retrieve';
+  const deadline = Date.now() + retrieverWait * 1000;
+  for (let pause = 250, said = false; ; pause = Math.min(2 * pause, 5000)) {
+    let what, again;
+    try {
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ queries: ['retriever probe'], topk: 1, return_scores: true }),
+      });
+      const body = await res.text();
+      if (res.ok && Array.isArray(JSON.parse(body).result?.[0])) return;
+      what = res.ok ? `a body without one result list per query: ${body.slice(0, 200)}` : `HTTP ${res.status}: ${body.slice(0, 200)}`;
+      again = res.status === 429 || res.status >= 500;
+    } catch (err) {
+      what = err.cause?.message ?? err.message;
+      again = !(err instanceof SyntaxError);
+    }
+    if (!again || Date.now() + pause > deadline) {
+      const hint = retrieverWait > 0 ? `(waited up to --retriever-wait ${retrieverWait} s)` : '(check --retriever, or pass --retriever-wait 30 to wait for a retriever that is starting)';
+      throw new Error(`retriever ${url} does not answer: ${what} ${hint}`);
+    }
+    if (!said) console.log(`retriever ${url} does not answer yet (${what}); waiting up to ${retrieverWait} s`);
+    said = true;
+    await new Promise((r) => setTimeout(r, pause));
+  }
+}
+
 const normalize = (s) => s.toLowerCase().replace(/[^\p{L}\p{N} ]/gu, ' ').replace(/\b(a|an|the)\b/g, ' ').split(/\s+/).filter(Boolean).join(' ');
 
 // reward is exact match of the last <answer>...</answer> with a gold answer.
@@ -81,11 +121,19 @@ async function episode(task) {
     if (!msg.tool_calls?.length) break;
     messages.push(msg);
     for (const call of msg.tool_calls) {
-      let content;
+      let content, query;
       try {
-        content = call.function.name === 'search' ? await search(JSON.parse(call.function.arguments).query) : 'Error: unknown tool';
+        query = JSON.parse(call.function.arguments).query;
       } catch {
         content = 'Error: invalid tool arguments';
+      }
+      if (content === undefined && call.function.name !== 'search') content = 'Error: unknown tool';
+      if (content === undefined) {
+        try {
+          content = await search(query);
+        } catch (err) {
+          content = `Error: retriever unreachable (${err.cause?.message ?? err.message})`;
+        }
       }
       messages.push({ role: 'tool', tool_call_id: call.id, content });
     }
@@ -118,6 +166,12 @@ async function worker(id, stats) {
   }
 }
 
+try {
+  await probeRetriever();
+} catch (err) {
+  console.error(err.message);
+  process.exit(1);
+}
 const stats = { episodes: 0, reward: 0 };
 await Promise.all(Array.from({ length: workers }, (_, i) => worker(i, stats)));
 console.log(`training ended after ${stats.episodes} episodes`);

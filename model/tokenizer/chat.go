@@ -20,6 +20,11 @@ type Message struct {
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // assistant turns that call tools
 	Name       string     `json:"name,omitempty"`         // tool turns: the tool's name
 	ToolCallID string     `json:"tool_call_id,omitempty"` // tool turns: the call answered
+	// ReasoningContent is an assistant turn's reasoning, apart from its
+	// answer, as vLLM's reasoning parsers return it and Qwen3's template
+	// renders it inside <think></think>. nil: the message has none, and
+	// the template sees no such key (null in JSON reads as nil).
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
 }
 
 // ToolCall is an assistant's call of a tool, in the OpenAI form
@@ -140,6 +145,11 @@ func (m Message) templateValue() (exec.Dict, error) {
 	}
 	add("role", m.Role)
 	add("content", m.Content)
+	// As transformers passes the message dict: the key only when the
+	// message has it, so `is defined` tells reasoning given from none.
+	if m.ReasoningContent != nil {
+		add("reasoning_content", *m.ReasoningContent)
+	}
 	if len(m.ToolCalls) > 0 {
 		calls := make(pyList, len(m.ToolCalls))
 		for i, c := range m.ToolCalls {

@@ -74,6 +74,14 @@
 // when none are given) is not "defined" (in Python it is; templates test
 // "tools is not none" or "if tools", which agree), and 2 ** 3 prints 8.0.
 //
+// A message reaches the template as the dict transformers would pass:
+// role and content, an assistant's reasoning_content when it has one
+// (Qwen3 renders it inside <think></think>), tool_calls, name and
+// tool_call_id. Keyword arguments such as Qwen3's enable_thinking come
+// from SetTemplateKwargs for every render and from a Chat's Vars for one;
+// testdata/qwen3/thinking holds @huggingface/transformers' renders of 40
+// chats with a Qwen3 thinking template that both are checked against.
+//
 // A rollout builds a conversation turn by turn; training must see exactly
 // the tokens the model saw, and re-rendering the finished conversation with
 // the template does not give them. The differences:

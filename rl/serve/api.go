@@ -35,6 +35,10 @@ type ChatRequest struct {
 	// ReturnTokenIDs is vLLM's extension: the response carries the prompt's
 	// and each choice's token ids (non-streamed responses only).
 	ReturnTokenIDs *bool `json:"return_token_ids,omitempty"`
+	// ChatTemplateKwargs is vLLM's extension: keyword arguments of this
+	// request's chat-template render (Qwen3's {"enable_thinking": false}),
+	// over the server's own key by key.
+	ChatTemplateKwargs json.RawMessage `json:"chat_template_kwargs,omitempty"`
 }
 
 // StreamOptions asks for a final usage chunk.
@@ -44,12 +48,16 @@ type StreamOptions struct {
 
 // ChatMessage is one message of the conversation. Content is a string, an
 // array of text parts, or null (an assistant turn with tool calls).
+// ReasoningContent is an assistant turn's reasoning apart from its answer,
+// as vLLM accepts it back: the chat template gets it (Qwen3 renders it in
+// <think></think>).
 type ChatMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content,omitempty"`
-	Name       string          `json:"name,omitempty"`
-	ToolCalls  []ToolCall      `json:"tool_calls,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
+	Role             string          `json:"role"`
+	Content          json.RawMessage `json:"content,omitempty"`
+	ReasoningContent *string         `json:"reasoning_content,omitempty"`
+	Name             string          `json:"name,omitempty"`
+	ToolCalls        []ToolCall      `json:"tool_calls,omitempty"`
+	ToolCallID       string          `json:"tool_call_id,omitempty"`
 }
 
 // Tool is a function the model may call.
@@ -240,6 +248,10 @@ func templateMessages(msgs []ChatMessage) ([]tokenizer.Message, error) {
 			return nil, err
 		}
 		tm := tokenizer.Message{Role: m.Role, Content: text, Name: m.Name}
+		if m.ReasoningContent != nil && m.Role != "assistant" {
+			return nil, invalid(fmt.Sprintf("messages[%d].reasoning_content", i), "messages[%d]: only an assistant message carries reasoning_content, not role %q", i, m.Role)
+		}
+		tm.ReasoningContent = m.ReasoningContent
 		switch m.Role {
 		case "system", "user", "developer":
 			if m.Role == "developer" {

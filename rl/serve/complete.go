@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/r1go/r1go/model/tokenizer"
 	"github.com/r1go/r1go/rl"
 )
 
@@ -185,11 +186,12 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, p *params)
 		maxTok = min(maxTok, turn.MaxTokens)
 		p.prefill = ""
 	} else {
-		ids, err := s.Tok.EncodeChat(p.msgs, p.tools, true)
+		text, err := s.Tok.RenderChat(tokenizer.Chat{Messages: p.msgs, Tools: p.tools, AddGenerationPrompt: true, Vars: p.vars})
 		if err != nil {
 			writeError(w, invalid("messages", "rendering the chat template: %v", err))
 			return
 		}
+		ids := s.Tok.Encode(text)
 		if p.prefill != "" {
 			ids = append(ids, s.Tok.Encode(p.prefill)...)
 		}

@@ -281,6 +281,9 @@ func TestExternalRefusals(t *testing.T) {
 		{409, "no completion", func() (int, string) { return reward(task.EpisodeID, `{"reward": 1}`) }},
 		{400, "the reward body is not", func() (int, string) { return reward(task.EpisodeID, `{"reward": "x"}`) }},
 		{400, "n = 1", func() (int, string) { return call(task.EpisodeID, strings.Replace(string(first), `{`, `{"n": 2, `, 1)) }},
+		{400, "data.apply_chat_template_kwargs", func() (int, string) {
+			return call(task.EpisodeID, strings.Replace(string(first), `{`, `{"chat_template_kwargs": {"enable_thinking": false}, `, 1))
+		}},
 		{200, "", func() (int, string) { return call(task.EpisodeID, string(first)) }},
 		{400, "must repeat", func() (int, string) { return call(task.EpisodeID, string(first)) }},
 		{400, "turn rewards", func() (int, string) {

@@ -3,7 +3,11 @@
 // /v1/models, with tools, streaming, log-probabilities and usage. The
 // central type is Server. Every malformed request is answered with
 // OpenAI's error envelope and a 4xx status naming the offending parameter;
-// nothing malformed reaches the engine.
+// nothing malformed reaches the engine. vLLM's extensions are accepted:
+// return_token_ids, chat_template_kwargs (a request's template keyword
+// arguments, e.g. Qwen3's {"enable_thinking": false}) and an assistant
+// message's reasoning_content, which the chat template receives as
+// transformers passes it.
 //
 // During training in rollout.mode=external the same server runs on the
 // live policy and hands requests that carry an episode id to an Episodes
@@ -174,8 +178,9 @@ type params struct {
 	req       ChatRequest
 	msgs      []tokenizer.Message
 	tools     []json.RawMessage
-	parse     bool   // parse tool calls out of the text
-	prefill   string // forced opening of the answer (tool_choice required or named)
+	vars      map[string]any // chat_template_kwargs
+	parse     bool           // parse tool calls out of the text
+	prefill   string         // forced opening of the answer (tool_choice required or named)
 	sampling  model.Sampling
 	maxTokens int
 	stops     []string
@@ -227,6 +232,12 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, invalid("n", "an episode's request must ask for n = 1, not %d", p.n))
 		return
 	}
+	if p.episode != "" && p.vars != nil {
+		// Every turn of an episode must render as an extension of the
+		// last, under the trainer's data.apply_chat_template_kwargs.
+		writeError(w, invalid("chat_template_kwargs", "an episode's chat is rendered with the trainer's data.apply_chat_template_kwargs; leave chat_template_kwargs out of its requests"))
+		return
+	}
 	s.complete(r.Context(), w, p)
 }
 
@@ -242,6 +253,11 @@ func (s *Server) parse(body []byte) (*params, error) {
 	if p.msgs, err = templateMessages(q.Messages); err != nil {
 		return nil, err
 	}
+	kw, err := tokenizer.ParseTemplateKwargs(string(q.ChatTemplateKwargs))
+	if err != nil {
+		return nil, invalid("chat_template_kwargs", "chat_template_kwargs: %v", err)
+	}
+	p.vars = kw.Vars()
 	for i, t := range q.Tools {
 		if t.Type != "function" {
 			return nil, invalid(fmt.Sprintf("tools[%d].type", i), "tools[%d].type %q is not function", i, t.Type)

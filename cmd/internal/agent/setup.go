@@ -39,7 +39,8 @@ type ModelConfig struct {
 }
 
 // DataConfig chooses the datasets. data.Settings (data_source,
-// data_sources, prompt_json, answer_column, on_bad_record) is inlined: its
+// data_sources, prompt_json, answer_column, on_bad_record,
+// max_skip_fraction) is inlined: its
 // keys sit in the data section and shape how the files are read.
 type DataConfig struct {
 	data.Settings  `yaml:",inline"`
@@ -72,7 +73,7 @@ type EnvConfig struct {
 // DefaultDataConfig is the synthetic world of the embedded default run;
 // train and eval share it so that eval scores the world train learned.
 func DefaultDataConfig() DataConfig {
-	return DataConfig{TrainBatchSize: 8, ValSize: 50, Seed: 1, SynthSeed: 1,
+	return DataConfig{Settings: data.DefaultSettings(), TrainBatchSize: 8, ValSize: 50, Seed: 1, SynthSeed: 1,
 		SynthTrain: 3000, SynthEval: 200, SynthHops: []float64{0.4, 0.35, 0.25}}
 }
 
@@ -138,6 +139,22 @@ func (c *EnvConfig) Validate() error {
 	return nil
 }
 
+// ProbeRetriever checks, before any work, that env.retriever_url answers:
+// one probe, or probes with back-off for env.retriever_wait
+// (env.WaitReady); log hears that the command waits. The local BM25 index
+// needs no probe. Commands call it before their run folder, device or
+// model, so a dead retriever costs nothing.
+func (c *EnvConfig) ProbeRetriever(ctx context.Context, log func(string)) error {
+	if c.Retriever == "" {
+		return nil
+	}
+	cl, err := env.NewSearchR1Client(c.RetrieverClientConfig(c.Retriever))
+	if err != nil {
+		return err
+	}
+	return env.WaitReady(ctx, cl, c.RetrieverWait, log)
+}
+
 // Setup is everything a run needs, assembled.
 type Setup struct {
 	World            *synth.World // nil with user datasets
@@ -176,7 +193,8 @@ func (s *Setup) Close() error {
 }
 
 // Build assembles a run in workDir (corpus, index and tokenizer files of
-// the synthetic world go there).
+// the synthetic world go there). It does not probe env.retriever_url:
+// callers do that first (EnvConfig.ProbeRetriever).
 func Build(ctx context.Context, mc ModelConfig, dc DataConfig, ec EnvConfig, dev model.Device, workDir string) (*Setup, error) {
 	if err := os.MkdirAll(workDir, 0o755); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)

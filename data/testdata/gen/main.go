@@ -114,6 +114,16 @@ type nullTruthRow struct {
 	RewardModel   rewardModel `parquet:"reward_model"`
 }
 
+// noRewardRow: a Search-R1 row whose preprocessing dropped reward_model,
+// keeping FlashRAG's columns: no row of such a file has a gold answer.
+type noRewardRow struct {
+	ID            string    `parquet:"id"`
+	DataSource    string    `parquet:"data_source"`
+	Question      string    `parquet:"question"`
+	GoldenAnswers []string  `parquet:"golden_answers,list"`
+	Prompt        []message `parquet:"prompt,list"`
+}
+
 // kiltRow is corag/kilt-corpus: one passage per row.
 type kiltRow struct {
 	ID          string `parquet:"id"`
@@ -158,6 +168,12 @@ func writeStrictFixtures(dir string) {
 		{"test_1", "nq", user("where is lake vostok?"), []string{"Antarctica"}, rewardModel{"rule", nil}},
 		{"test_2", "nq", user("who was evan morris?"), []string{"a lobbyist"}, rewardModel{"rule", &groundTruth{[]string{"a lobbyist"}}}},
 	})
+	var noReward []noRewardRow
+	for i := range 10 {
+		q := fmt.Sprintf("who held office number %d?", i+1)
+		noReward = append(noReward, noRewardRow{fmt.Sprintf("test_%d", i), "nq", q, []string{fmt.Sprintf("holder %d", i+1)}, user(q)})
+	}
+	writeRows(dir, "strict_no_reward_model.parquet", noReward)
 	writeRows(dir, "corpus_kilt.parquet", []kiltRow{
 		{"1000", "Evan Morris", "Evan Morris\nEvan L. Morris (January 26, 1977 – July 9, 2015) was a lobbyist for Genentech.", "5000"},
 		{"1001", "Lake Vostok", "Lake Vostok\nLake Vostok is the largest of Antarctica's subglacial lakes.", "5001"},
