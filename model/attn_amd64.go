@@ -1,9 +1,9 @@
 package model
 
-import "golang.org/x/sys/cpu"
+import "github.com/r1go/r1go/internal/isa"
 
 // attnVector: the CPU runs both kernels.
-var attnVector = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
+var attnVector = isa.X86.AVX512F && isa.X86.AVX512VL
 
 // dotsGroupAVX512 and axpyGroupF64AVX512 are the grouped kernels: up to
 // eight query heads sharing a KV head at once (attn_amd64.s).

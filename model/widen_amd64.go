@@ -1,6 +1,6 @@
 package model
 
-import "golang.org/x/sys/cpu"
+import "github.com/r1go/r1go/internal/isa"
 
 // widenBF16AVX512 (widen_amd64.s) widens n bf16 values, n a multiple of 16.
 //
@@ -8,4 +8,4 @@ import "golang.org/x/sys/cpu"
 func widenBF16AVX512(dst *float32, src *uint16, n int)
 
 // widenVector says whether this CPU runs widenBF16AVX512.
-var widenVector = cpu.X86.HasAVX512F
+var widenVector = isa.X86.AVX512F

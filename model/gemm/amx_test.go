@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/cpu"
+	"github.com/r1go/r1go/internal/isa"
 )
 
 // The AMX path's driver (packing, blocks of 32, the ragged rest of B on
@@ -97,7 +97,7 @@ func TestSgemmAMXDriver(t *testing.T) {
 // with R1GO_AMX=0, and off only with a reason.
 func TestHasAMXFollowsTheCPU(t *testing.T) {
 	on, why := HasAMX()
-	if on && !(cpu.X86.HasAMXTile && cpu.X86.HasAMXBF16 && os.Getenv("R1GO_AMX") != "0") {
+	if on && !(isa.X86.AMXTile && isa.X86.AMXBF16 && os.Getenv("R1GO_AMX") != "0") {
 		t.Fatal("AMX path on without AMX-BF16 or with R1GO_AMX=0")
 	}
 	if !on && why == "" {

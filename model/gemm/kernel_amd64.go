@@ -1,6 +1,6 @@
 package gemm
 
-import "golang.org/x/sys/cpu"
+import "github.com/r1go/r1go/internal/isa"
 
 // Assembly micro-kernels (kernel_amd64.s); the argument list is microKernel's.
 
@@ -61,10 +61,10 @@ func availableKernels() []*kernel {
 	// The OS must save the upper register state too; x/sys/cpu folds the
 	// XGETBV checks into these flags.
 	var ks []*kernel
-	if cpu.X86.HasAVX512F {
+	if isa.X86.AVX512F {
 		ks = append(ks, avx512Kernel)
 	}
-	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+	if isa.X86.AVX2 && isa.X86.FMA {
 		ks = append(ks, avx2Kernel)
 	}
 	return append(ks, genericKernel)
