@@ -31,6 +31,9 @@ type kernel struct {
 	// dot1 is dot for one row of op(A) at a time (same dotStep); nil pairs
 	// a lone row with itself.
 	dot1 dotKernel1
+	// dot1BF16 is dot1 over bf16 rows of B, with dot1's arithmetic: the
+	// bits of dot1 on the widened rows (SgemmBF16TransB); nil if none.
+	dot1BF16 dotKernel1BF16
 	// direct is micro for an A read in place (job.directA) that also
 	// prefetches the next tile's rows of A; same arithmetic, same bits.
 	// nil: micro.
@@ -63,7 +66,7 @@ var kernels = availableKernels()
 
 var genericKernel = &kernel{
 	name: "generic", mr: 4, nr: 8, kc: 256, nb: 512, nc: 2048, mb: 1024,
-	micro: microGeneric,
+	micro: microGeneric, dot: dot4x2Go, dot1: dot4x1Go, dot1BF16: dot4x1BF16Go, dotStep: goDotStep,
 }
 
 // Kernels names the micro-kernels usable on this CPU, fastest first.
