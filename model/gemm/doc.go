@@ -28,7 +28,7 @@
 // Register tiles: AVX-512 12×32 (24 zmm accumulators, broadcasts of A times
 // two zmm of B), plus an 8×32 variant chosen for products of up to 96 rows
 // when it pads fewer rows (64-query attention blocks); AVX2 6×16 (12 ymm);
-// portable Go 4×8.
+// portable Go 2×4.
 //
 // Products with a transposed B and at most eight rows of op(A) (x·Wᵀ while
 // decoding), or at most eight columns and A not transposed (a value head),
