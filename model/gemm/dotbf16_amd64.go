@@ -11,8 +11,14 @@ func dotTileBF16(k32, mt int, a *uint16, lda uintptr, b *uint16, ldb uintptr, c 
 func cvtBF16(n32 int, src *float32, dst *uint16)
 
 // blockTr8 transposes blocks of sums into C and packs A's pairs (every
-// AVX512_BF16 CPU has AVX).
-var blockTr8 = transpose8AVX
+// AVX512_BF16 CPU has AVX; the Go loop serves the tests of the AMX model
+// on the generic tier).
+var blockTr8 = func() func(src *float32, lds uintptr, dst *float32, ldd uintptr, blocks int) {
+	if isa.X86.AVX {
+		return transpose8AVX
+	}
+	return transpose8Go
+}()
 
 var hasDotBF16 = isa.X86.AVX512F && isa.X86.AVX512BF16
 
