@@ -287,7 +287,7 @@ func attendGroup32(out, q, k, v []float32, kvw, n, nh, HS int, scale float64, w 
 }
 
 // softmaxGroup is attendGroup32's softmax of the scores sc [n][8]
-// (scoresGroupAVX512, argsGroupAVX512, exp32Into, weightsGroupAVX512):
+// (attn32's scores, args and weights kernels, exp32Into between them):
 // the exps in float64 (p), each head's sum.
 func softmaxGroup(w *groupScratch, sc []float32, n int, scale float64) (p []float64, sum [attnGroup]float64) {
 	const G = attnGroup
