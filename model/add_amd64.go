@@ -1,6 +1,6 @@
 package model
 
-import "golang.org/x/sys/cpu"
+import "github.com/r1go/r1go/internal/isa"
 
 // addAVX512 (add_amd64.s) adds n float32 pairs, n a multiple of 64.
 //
@@ -8,4 +8,4 @@ import "golang.org/x/sys/cpu"
 func addAVX512(dst, a, b *float32, n int)
 
 // addVector says whether this CPU runs addAVX512.
-var addVector = cpu.X86.HasAVX512F
+var addVector = isa.X86.AVX512F

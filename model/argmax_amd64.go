@@ -1,6 +1,6 @@
 package model
 
-import "golang.org/x/sys/cpu"
+import "github.com/r1go/r1go/internal/isa"
 
 // maxAVX512 and firstEqualAVX512 (argmax_amd64.s) scan 16·n16 floats: the
 // largest and whether any is NaN; the first index equal to v, or −1.
@@ -11,4 +11,4 @@ func maxAVX512(x *float32, n16 int) (m float32, nan bool)
 //go:noescape
 func firstEqualAVX512(x *float32, n16 int, v float32) int
 
-var argmaxVector = cpu.X86.HasAVX512F
+var argmaxVector = isa.X86.AVX512F

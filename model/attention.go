@@ -169,7 +169,7 @@ func (d *CPU[F]) AttentionCached(out, qkv, kc, vc Buffer, slots, pos0, lens []in
 		}
 	}
 	scale := 1 / math.Sqrt(float64(HS))
-	if _, is32 := any(o).([]float32); is32 && attnVector && !attnNoVector && HS%16 == 0 {
+	if _, is32 := any(o).([]float32); is32 && attn32 != nil && !attnNoVector && HS%16 == 0 {
 		// The heads that share a KV head together, eight at a time: each
 		// cached key and value row is read once for all of them.
 		o32, x32 := any(o).([]float32), any(x).([]float32)
@@ -258,37 +258,27 @@ var groupScratches sync.Pool
 
 // attendGroup32 is AttentionCached on the float32 device for one row and
 // nh ≤ 8 query heads sharing a KV head (q and out: nh rows of HS), with
-// the vector kernels: the scores of every head against the n cached keys
-// (dotsGroupAVX512), their softmax in float64 with the float32 exp
-// (scoresGroupAVX512, argsGroupAVX512, weightsGroupAVX512: a vector holds
-// the eight heads of one key), and the weighted sums of the value rows in float64 (axpyGroupF64AVX512). Per
+// the vector kernels of the tier (attn32: AVX-512 or AVX2): the scores of
+// every head against the n cached keys (dots), their softmax in float64
+// with the float32 exp (scores, args, weights: a vector holds the heads of
+// one key), and the weighted sums of the value rows in float64 (axpy). Per
 // head the arithmetic, and its order, is the element-by-element loop's in
 // AttentionCached, so the result is the same bits; each key and value row
 // is read once for the group instead of once per head.
 func attendGroup32(out, q, k, v []float32, kvw, n, nh, HS int, scale float64, w *groupScratch) {
 	const G = attnGroup
+	kern := attn32
 	chunks := HS / 4
 	_ = k[(n-1)*kvw+HS-1]
 	_ = v[(n-1)*kvw+HS-1]
-	// The queries chunk by chunk: chunk c holds each head's values 4c..4c+3
-	// (zero for the heads past nh).
 	qp := grow(&w.qp, chunks*4*G)
-	for c := 0; c < chunks; c++ {
-		for h := 0; h < G; h++ {
-			dst := qp[(c*G+h)*4:][:4]
-			if h < nh {
-				copy(dst, q[h*HS+4*c:][:4])
-			} else {
-				clear(dst)
-			}
-		}
-	}
+	kern.packQ(qp, q, nh, HS)
 	sc := grow(&w.sc, G*n)
-	dotsGroupAVX512(&qp[0], &k[0], uintptr(kvw)*4, n, chunks, &sc[0], &v[0])
+	kern.dots(&qp[0], &k[0], uintptr(kvw)*4, n, chunks, &sc[0], &v[0])
 	p, sum := softmaxGroup(w, sc, n, scale)
 	acc := grow(&w.acc, G*HS)
 	clear(acc)
-	axpyGroupF64AVX512(&acc[0], &v[0], uintptr(kvw)*4, &p[0], n, HS, nh)
+	kern.axpy(&acc[0], &v[0], uintptr(kvw)*4, &p[0], n, HS, nh)
 	for h := 0; h < nh; h++ {
 		for c := 0; c < HS; c++ {
 			out[h*HS+c] = float32(acc[h*HS+c] / sum[h])
@@ -297,7 +287,7 @@ func attendGroup32(out, q, k, v []float32, kvw, n, nh, HS int, scale float64, w 
 }
 
 // softmaxGroup is attendGroup32's softmax of the scores sc [n][8]
-// (scoresGroupAVX512, argsGroupAVX512, exp32Into, weightsGroupAVX512):
+// (attn32's scores, args and weights kernels, exp32Into between them):
 // the exps in float64 (p), each head's sum.
 func softmaxGroup(w *groupScratch, sc []float32, n int, scale float64) (p []float64, sum [attnGroup]float64) {
 	const G = attnGroup
@@ -308,10 +298,10 @@ func softmaxGroup(w *groupScratch, sc []float32, n int, scale float64) (p []floa
 	for h := range m {
 		m[h] = math.Inf(-1)
 	}
-	if !scoresGroupAVX512(&sc[0], &p[0], n, scale, &m) {
-		argsGroupAVX512(&p[0], &arg[0], n, &m)
+	if kern := attn32; !kern.scores(&sc[0], &p[0], n, scale, &m) {
+		kern.args(&p[0], &arg[0], n, &m)
 		exp32Into(ex, arg)
-		weightsGroupAVX512(&ex[0], &p[0], n, &sum)
+		kern.weights(&ex[0], &p[0], n, &sum)
 	} else {
 		// A NaN score: the loops, whose max keeps the builtin's NaN rules.
 		softmaxGroupLoops(sc, p, arg, ex, n, scale, &m, &sum)

@@ -1,9 +1,45 @@
 package model
 
-import "golang.org/x/sys/cpu"
+import "github.com/r1go/r1go/internal/isa"
 
-// attnVector: the CPU runs both kernels.
-var attnVector = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
+// attnVector: the CPU runs the AVX-512 kernels (the bf16 cache's take
+// no other).
+var attnVector = isa.X86.AVX512F && isa.X86.AVX512VL
+
+// attnAVX512 and attnAVX2 are attendGroup32's kernels at each tier.
+var (
+	attnAVX512 = &attnKernels{"avx512", packQAVX512, dotsGroupAVX512, axpyGroupF64AVX512, scoresGroupAVX512, argsGroupAVX512, weightsGroupAVX512}
+	attnAVX2   = &attnKernels{"avx2", packQAVX2, dotsGroupAVX2, axpyGroupF64AVX2, scoresGroupAVX2, argsGroupAVX2, weightsGroupAVX2}
+)
+
+// attnKernelSets lists the sets this CPU runs, best first.
+func attnKernelSets() []*attnKernels {
+	var ks []*attnKernels
+	if attnVector {
+		ks = append(ks, attnAVX512)
+	}
+	if isa.X86.AVX2 && isa.X86.FMA {
+		ks = append(ks, attnAVX2)
+	}
+	return ks
+}
+
+// The avx2 tier's grouped kernels (attn_avx2_amd64.s).
+//
+//go:noescape
+func dotsGroupAVX2(qp, k *float32, ldk uintptr, n, chunks int, out, pv *float32)
+
+//go:noescape
+func axpyGroupF64AVX2(acc *float64, v *float32, ldv uintptr, e *float64, n, hs, nh int)
+
+//go:noescape
+func scoresGroupAVX2(sc *float32, p *float64, n int, scale float64, m *[8]float64) (nan bool)
+
+//go:noescape
+func argsGroupAVX2(p *float64, arg *float32, n int, m *[8]float64)
+
+//go:noescape
+func weightsGroupAVX2(ex *float32, p *float64, n int, sum *[8]float64)
 
 // dotsGroupAVX512 and axpyGroupF64AVX512 are the grouped kernels: up to
 // eight query heads sharing a KV head at once (attn_amd64.s).

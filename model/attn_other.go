@@ -4,6 +4,9 @@ package model
 
 var attnVector = false
 
+// No grouped kernels off amd64: AttentionCached runs its loops.
+func attnKernelSets() []*attnKernels { return nil }
+
 func dotsGroupAVX512(qp, k *float32, ldk uintptr, n, chunks int, out, pv *float32) {
 	panic("model: no vector attention kernel")
 }

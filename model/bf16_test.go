@@ -254,13 +254,23 @@ func TestSaveDTypeKeepsSource(t *testing.T) {
 }
 
 // widenInto gives widen's exact bits for all 65,536 bf16 patterns (NaNs
-// with their payloads too), at lengths around the kernel's 16 lanes.
+// with their payloads too), at lengths around the kernels' 16 and 8 lanes,
+// and so does every widening kernel this CPU runs.
 func TestWidenIntoAllPatterns(t *testing.T) {
 	src := make([]uint16, 1<<16+7)
 	for i := range src {
 		src[i] = uint16(i * 40503) // every pattern once in the first 65,536 (40503 is odd)
 	}
-	for _, n := range []int{0, 1, 15, 16, 17, 33, len(src)} {
+	for name, kern := range widenKernels() {
+		got := make([]float32, 1<<16)
+		kern(&got[0], &src[0], len(got))
+		for i, h := range src[:len(got)] {
+			if g, w := math.Float32bits(got[i]), math.Float32bits(widen(h)); g != w {
+				t.Fatalf("%s: element %d (bf16 %#04x): %#08x, want %#08x", name, i, h, g, w)
+			}
+		}
+	}
+	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 33, len(src)} {
 		got := make([]float32, n)
 		widenInto(got, src[:n])
 		for i, h := range src[:n] {

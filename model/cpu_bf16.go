@@ -92,14 +92,14 @@ func HostBF16(b Buffer) ([]uint16, bool) { s, ok := asBF16(b); return s, ok }
 // widen converts bf16 bits to float32: exact.
 func widen(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
-// widenInto sets dst[i] = widen(src[i]) (len(src) values), sixteen at a
-// time where the CPU has the kernel: the same exact values.
+// widenInto sets dst[i] = widen(src[i]) (len(src) values), sixteen or
+// eight at a time where the tier has a kernel: the same exact values.
 func widenInto(dst []float32, src []uint16) {
 	dst = dst[:len(src)]
 	done := 0
-	if widenVector && !widenNoVector {
-		if done = len(src) &^ 15; done > 0 {
-			widenBF16AVX512(&dst[0], &src[0], done)
+	if widenVector != nil && !widenNoVector {
+		if done = len(src) / widenLanes * widenLanes; done > 0 {
+			widenVector(&dst[0], &src[0], done)
 		}
 	}
 	for i := done; i < len(src); i++ {

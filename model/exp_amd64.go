@@ -1,6 +1,6 @@
 package model
 
-import "golang.org/x/sys/cpu"
+import "github.com/r1go/r1go/internal/isa"
 
 // exp32AVX512 and exp32AVX2 (exp_amd64.s) set dst[i] = exp32(src[i]) for
 // i < n, n a multiple of 16 (8), and report whether a lane was above expHi
@@ -16,9 +16,9 @@ func exp32AVX2(dst, src *float32, n int, c *[12]float32) (special bool)
 // expLanes its width.
 var expVector, expLanes = func() (func(dst, src *float32, n int, c *[12]float32) bool, int) {
 	switch {
-	case cpu.X86.HasAVX512F:
+	case isa.X86.AVX512F:
 		return exp32AVX512, 16
-	case cpu.X86.HasAVX2:
+	case isa.X86.AVX2:
 		return exp32AVX2, 8
 	}
 	return nil, 1
@@ -27,10 +27,10 @@ var expVector, expLanes = func() (func(dst, src *float32, n int, c *[12]float32)
 // expKernels lists every vector kernel this CPU runs, for the tests.
 func expKernels() map[string]expKernel {
 	ks := map[string]expKernel{}
-	if cpu.X86.HasAVX512F {
+	if isa.X86.AVX512F {
 		ks["avx512"] = expKernel{exp32AVX512, 16}
 	}
-	if cpu.X86.HasAVX2 {
+	if isa.X86.AVX2 {
 		ks["avx2"] = expKernel{exp32AVX2, 8}
 	}
 	return ks
@@ -45,7 +45,7 @@ func exp64AVX512FMA(dst, src *float64, n int) (special bool)
 
 // exp64Vector: the CPU runs exp64AVX512FMA, and math.Exp takes its FMA
 // path here too (it does where the CPU has AVX and FMA).
-var exp64Vector = cpu.X86.HasAVX512F && cpu.X86.HasAVX && cpu.X86.HasFMA
+var exp64Vector = isa.X86.AVX512F && isa.X86.AVX && isa.X86.FMA
 
 // sumExps8AVX512 (exp64_amd64.s) is sumExps's loop for eight rows at once,
 // columns [off, off+n) of each (n a multiple of 8), a lane a row: sums[i]
@@ -58,4 +58,4 @@ func sumExps8AVX512(rows *[8]*float32, off, n int, invT, m, sums *[8]float64) (s
 
 // sumExps8Vector: the CPU runs sumExps8AVX512, whose 256-bit integer
 // operations on registers 16-31 need AVX512VL beside exp64Vector's set.
-var sumExps8Vector = exp64Vector && cpu.X86.HasAVX512VL
+var sumExps8Vector = exp64Vector && isa.X86.AVX512VL

@@ -187,17 +187,24 @@ func TestAttentionBitForBitScalar(t *testing.T) {
 
 // AttentionCached against a float32 cache: the vector kernels give the
 // element-by-element loops' bits (cachedCase, cachedShapes).
+// Every kernel set this CPU runs is checked (an AVX-512 machine checks
+// the avx2 tier's too).
 func TestAttentionCachedBitForBitScalar(t *testing.T) {
-	if !attnVector {
+	if len(attnKernelSets()) == 0 {
 		t.Skip("no vector attention kernels on this CPU")
 	}
 	d := &CPU[float32]{threads: 2}
-	for i, c := range cachedShapes {
-		vec, _, _ := cachedCase(d, rand.New(rand.NewPCG(11, uint64(i))), c.HS, c.NH, c.KVH, d.Alloc, false)
-		attnNoVector = true
-		ref, _, _ := cachedCase(d, rand.New(rand.NewPCG(11, uint64(i))), c.HS, c.NH, c.KVH, d.Alloc, false)
-		attnNoVector = false
-		sameBits(t, fmt.Sprintf("HS %d, %d heads, %d KV heads: out", c.HS, c.NH, c.KVH), vec, ref)
+	was := attn32
+	defer func() { attn32 = was }()
+	for _, kern := range attnKernelSets() {
+		attn32 = kern
+		for i, c := range cachedShapes {
+			vec, _, _ := cachedCase(d, rand.New(rand.NewPCG(11, uint64(i))), c.HS, c.NH, c.KVH, d.Alloc, false)
+			attnNoVector = true
+			ref, _, _ := cachedCase(d, rand.New(rand.NewPCG(11, uint64(i))), c.HS, c.NH, c.KVH, d.Alloc, false)
+			attnNoVector = false
+			sameBits(t, fmt.Sprintf("%s: HS %d, %d heads, %d KV heads: out", kern.name, c.HS, c.NH, c.KVH), vec, ref)
+		}
 	}
 }
 
@@ -273,9 +280,12 @@ func TestSampleTokenBitForBitFormer(t *testing.T) {
 // and wide ranges: p, m and the sums must agree bit for bit. A NaN score
 // must be reported.
 func TestSoftmaxGroupKernelsSameBits(t *testing.T) {
-	if !attnVector {
-		t.Skip("no vector attention kernels on this CPU")
+	for _, kern := range attnKernelSets() {
+		t.Run(kern.name, func(t *testing.T) { softmaxGroupSameBits(t, kern) })
 	}
+}
+
+func softmaxGroupSameBits(t *testing.T, kern *attnKernels) {
 	const G = attnGroup
 	rng := rand.New(rand.NewPCG(13, 14))
 	negZero := float32(math.Copysign(0, -1))
@@ -310,12 +320,12 @@ func TestSoftmaxGroupKernelsSameBits(t *testing.T) {
 		for h := range G {
 			m[h], wm[h] = math.Inf(-1), math.Inf(-1)
 		}
-		if scoresGroupAVX512(&sc[0], &p[0], n, scale, &m) {
+		if kern.scores(&sc[0], &p[0], n, scale, &m) {
 			t.Fatalf("trial %d: a NaN reported among scores without one", trial)
 		}
-		argsGroupAVX512(&p[0], &arg[0], n, &m)
+		kern.args(&p[0], &arg[0], n, &m)
 		exp32Into(ex, arg)
-		weightsGroupAVX512(&ex[0], &p[0], n, &sum)
+		kern.weights(&ex[0], &p[0], n, &sum)
 		softmaxGroupLoops(sc, wp, warg, wex, n, scale, &wm, &wsum)
 		for h := range G {
 			if math.Float64bits(m[h]) != math.Float64bits(wm[h]) || math.Float64bits(sum[h]) != math.Float64bits(wsum[h]) {
@@ -328,10 +338,12 @@ func TestSoftmaxGroupKernelsSameBits(t *testing.T) {
 			}
 		}
 	}
-	sc := make([]float32, G*3)
-	sc[13] = float32(math.NaN())
-	p, m := make([]float64, G*3), [G]float64{}
-	if !scoresGroupAVX512(&sc[0], &p[0], 3, 1, &m) {
-		t.Fatal("a NaN score was not reported")
+	for _, at := range []int{13, 2} { // heads 5 and 2: either half of a 256-bit kernel
+		sc := make([]float32, G*3)
+		sc[at] = float32(math.NaN())
+		p, m := make([]float64, G*3), [G]float64{}
+		if !kern.scores(&sc[0], &p[0], 3, 1, &m) {
+			t.Fatalf("a NaN score at %d was not reported", at)
+		}
 	}
 }

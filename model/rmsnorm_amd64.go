@@ -1,9 +1,9 @@
 package model
 
-import "golang.org/x/sys/cpu"
+import "github.com/r1go/r1go/internal/isa"
 
 // rmsVector says whether this CPU runs RMSNorm's vector kernels.
-var rmsVector = cpu.X86.HasAVX512F
+var rmsVector = isa.X86.AVX512F
 
 // sumSquares8AVX512 and scaleRowAVX512 are RMSNorm's loops for eight rows
 // and for a row's output (rmsnorm_amd64.s).

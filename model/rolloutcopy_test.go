@@ -135,6 +135,7 @@ func TestRolloutCopyBF16Products(t *testing.T) {
 // it matches the same cache in small pages bit for bit, and Free lets it go.
 func TestKVCacheArena(t *testing.T) {
 	cfg, _, cp := rolloutCopyCase(t, 5)
+	lent := thpLent()
 	const slots, maxLen = 8, 2800 // 3 layers · 2 · 8 · 2800 · 64 values: 17 MiB, past pages.MinBytes
 	decode := func(huge bool) []float32 {
 		was := KVCacheHugePages
@@ -174,7 +175,10 @@ func TestKVCacheArena(t *testing.T) {
 		mode, after := pages.Mode(), pages.AnonHugeBytes()
 		aligned := uintptr(unsafe.Pointer(&arena[0]))%pages.HugeSize == 0
 		t.Logf("huge %v, THP %q: aligned %v, huge pages %d → %d MiB", huge, mode, aligned, before>>20, after>>20)
-		if huge && (mode == "always" || mode == "madvise") {
+		if huge && (mode == "always" || mode == "madvise") && !lent {
+			t.Logf("THP %s, but a plain request for a huge page was refused here (qemu-user, a cgroup): the arena's pages go unchecked", mode)
+		}
+		if huge && (mode == "always" || mode == "madvise") && lent {
 			if !aligned {
 				t.Errorf("THP %s: the arena does not start on a huge page", mode)
 			}

@@ -1,6 +1,6 @@
 package model
 
-import "golang.org/x/sys/cpu"
+import "github.com/r1go/r1go/internal/isa"
 
 // swigluTailAVX512 (swiglu_amd64.s) is swigluTail's loop eight lanes at a
 // time, n a multiple of 8.
@@ -23,4 +23,4 @@ func swiglu32AVX512(out, gate, up *float32, n int, c *[12]float32) (special bool
 func negateAVX512(dst, src *float32, n int)
 
 // swigluVector says whether this CPU runs swigluTailAVX512.
-var swigluVector = cpu.X86.HasAVX512F
+var swigluVector = isa.X86.AVX512F

@@ -24,3 +24,26 @@ loop:
 
 done:
 	RET
+
+// func widenBF16AVX2(dst *float32, src *uint16, n int)
+//
+// widenBF16AVX512 eight lanes at a time, n a multiple of 8.
+TEXT ·widenBF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   done2
+
+loop2:
+	VPMOVZXWD (SI), Y0
+	VPSLLD    $16, Y0, Y0
+	VMOVDQU   Y0, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  loop2
+	VZEROUPPER
+
+done2:
+	RET

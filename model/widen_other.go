@@ -2,6 +2,10 @@
 
 package model
 
-var widenVector = false
+// No widening kernel off amd64: widenInto runs its loop.
+var (
+	widenVector func(dst *float32, src *uint16, n int)
+	widenLanes  = 1
+)
 
-func widenBF16AVX512(dst *float32, src *uint16, n int) { panic("model: no bf16 widening kernel") }
+func widenKernels() map[string]func(dst *float32, src *uint16, n int) { return nil }

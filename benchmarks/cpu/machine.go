@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/r1go/r1go/benchmarks/internal/probe"
+	"github.com/r1go/r1go/internal/isa"
 )
 
 // printMachine prints what the figures depend on: date, CPU model and the
@@ -18,6 +19,7 @@ func printMachine(threads int) {
 	fmt.Printf("cpu      %s, %d logical CPUs, %d threads used\n", model, runtime.NumCPU(), threads)
 	fmt.Printf("flags    %s\n", flags)
 	fmt.Printf("isa      FMA loops %v, best %s\n", probe.ISAs(), probe.BestISA())
+	fmt.Printf("tier     %s\n", isa.Describe())
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Printf("load     %s", b)
 	}

@@ -8,6 +8,7 @@
 //
 //	go run ./benchmarks/cpu [-threads 2] [-sections matmul] [-reps 3]
 //	go run ./benchmarks/cpu -sections step   # one GRPO step of a 0.5B-shaped model
+//	go run ./benchmarks/cpu -sections step -tiers avx512,avx2   # the same at two CPU tiers
 //
 // A missing peer is reported as a row ("OpenBLAS not found"), never as a
 // failure.
@@ -175,6 +176,9 @@ func main() {
 	flag.Float64Var(&so.saveGiB, "step_save_gib", 1.5, "step: the policy's saved-activation bound in GiB (model.Model.SaveBytes; 0: the automatic 1 GiB): 1.5 keeps every layer and the logits of a 640-token micro-batch")
 	flag.BoolVar(&so.offloadOptim, "step_offload_optim", true, "step: keep AdamW's moments in file mappings in $TMPDIR, resident during its step only (trainer.optim_offload)")
 	rolloutDTypes := flag.String("step_rollout", "float32,bfloat16", "step: rollouts to time, comma-separated: float32 (from the policy), bfloat16 (from its bf16 copy, rollout.dtype bfloat16); the last one's sequences are trained on")
+	tiers := flag.String("tiers", "", "run the sections at each of these CPU tiers (R1GO_CPU), comma-separated, e.g. avx512,avx2, each in a child process, taking turns, and print the figures side by side")
+	tierTurns := flag.Int("tier_turns", 1, "tiers: times through the list of tiers (the best turn of each is kept)")
+	rowsJSON := flag.String("rows_json", "", "also write the rows as JSON to this file (the tiers mode's children)")
 	streams := flag.String("step_streams", "", `step: on the AMX path, decode the bf16 rollout again with each of these R1GO_AMX_STREAM values, comma-separated ("" the default, nopf, avx: ",avx" compares the default with avx), taking turns three times`)
 	flag.BoolVar(&so.kvPages, "step_kvpages", false, "step: decode the bf16 rollout again with its KV cache in huge pages and in 4 KiB pages (model.KVCacheHugePages), taking turns three times")
 	flag.Parse()
@@ -195,6 +199,19 @@ func main() {
 				os.Exit(2)
 			}
 		}
+	}
+	if *tiers != "" {
+		var args []string
+		flag.Visit(func(f *flag.Flag) {
+			if f.Name != "tiers" && f.Name != "tier_turns" && f.Name != "rows_json" {
+				args = append(args, "-"+f.Name+"="+f.Value.String())
+			}
+		})
+		if err := runTiers(strings.Split(*tiers, ","), max(1, *tierTurns), args); err != nil {
+			fmt.Fprintln(os.Stderr, "cpu:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	runtime.GOMAXPROCS(*threads)
 	if *cpuprofile != "" {
@@ -227,6 +244,12 @@ func main() {
 		fmt.Printf("== %s done in %.1f s\n", s.name, time.Since(t0).Seconds())
 	}
 	printTable(rows)
+	if *rowsJSON != "" {
+		if err := writeRows(*rowsJSON, rows); err != nil {
+			fmt.Fprintln(os.Stderr, "cpu: -rows_json:", err)
+			os.Exit(1)
+		}
+	}
 }
 
 func sectionNames() string {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"syscall"
 
-	"golang.org/x/sys/cpu"
+	"github.com/r1go/r1go/internal/isa"
 )
 
 // Linux's arch_prctl request for an extended state component, and the
@@ -18,7 +18,7 @@ const (
 // process; it fails on a CPU without AMX-BF16 or a kernel (before 5.16, or
 // one that disabled AMX) that will not grant it.
 func requestAMX() error {
-	if !cpu.X86.HasAMXTile || !cpu.X86.HasAMXBF16 {
+	if !isa.X86.AMXTile || !isa.X86.AMXBF16 {
 		return fmt.Errorf("no AMX-BF16 on this CPU")
 	}
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_ARCH_PRCTL, archReqXcompPerm, xfeatureXtileData, 0); errno != 0 {

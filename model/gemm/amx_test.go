@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/cpu"
+	"github.com/r1go/r1go/internal/isa"
 )
 
 // The AMX path's driver (packing, blocks of 32, the ragged rest of B on
@@ -33,9 +33,6 @@ func withGoAMX(t *testing.T) {
 // row r, depth p lands in block r/32, half (r%32)/16, step p/32, tile row
 // (p%32)/2, pair r%16, half p%2; padding rows are zero.
 func TestPackAMXLayout(t *testing.T) {
-	if blockTr8 == nil {
-		t.Skip("no 8 × 8 transpose kernel here")
-	}
 	const rows, k = 37, 96
 	r := rand.New(rand.NewPCG(5, 6))
 	a := make([]uint16, 40*k) // padded to a multiple of 8 rows
@@ -97,7 +94,7 @@ func TestSgemmAMXDriver(t *testing.T) {
 // with R1GO_AMX=0, and off only with a reason.
 func TestHasAMXFollowsTheCPU(t *testing.T) {
 	on, why := HasAMX()
-	if on && !(cpu.X86.HasAMXTile && cpu.X86.HasAMXBF16 && os.Getenv("R1GO_AMX") != "0") {
+	if on && !(isa.X86.AMXTile && isa.X86.AMXBF16 && os.Getenv("R1GO_AMX") != "0") {
 		t.Fatal("AMX path on without AMX-BF16 or with R1GO_AMX=0")
 	}
 	if !on && why == "" {

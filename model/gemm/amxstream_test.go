@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/cpu"
+	"github.com/r1go/r1go/internal/isa"
 )
 
 // TestAMXStreamKernels: the stream kernels read what BenchmarkAMXStream
@@ -16,7 +16,7 @@ import (
 // tile is the stream's last KiB. The tile kernels run only on the tile
 // unit; the AVX kernel wherever the CPU has AVX-512.
 func TestAMXStreamKernels(t *testing.T) {
-	if !cpu.X86.HasAVX512F {
+	if !isa.X86.AVX512F {
 		t.Skip("no AVX-512")
 	}
 	const steps, ahead = 37, 4096
@@ -38,7 +38,7 @@ func TestAMXStreamKernels(t *testing.T) {
 	if !slices.Equal(out[:32], or(0)) {
 		t.Fatalf("amxStreamAVX: %x, want the OR of the stream %x", out[:32], or(0))
 	}
-	if on, _ := HasAMX(); !on || !cpu.X86.HasAMXTile {
+	if on, _ := HasAMX(); !on || !isa.X86.AMXTile {
 		return
 	}
 	for _, k := range []struct {
@@ -69,7 +69,7 @@ func TestAMXStreamKernels(t *testing.T) {
 // "avx", the tile loads' way of reading is what the products lose to the
 // read bound; where "tiles-avx" recovers it, the loads ahead are the fix.
 func BenchmarkAMXStream(b *testing.B) {
-	if on, why := HasAMX(); !on || !cpu.X86.HasAMXTile {
+	if on, why := HasAMX(); !on || !isa.X86.AMXTile {
 		b.Skip("AMX path off:", why)
 	}
 	const size, chunk, slack = 512 << 20, 256 << 10, 128 << 10

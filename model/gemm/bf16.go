@@ -19,15 +19,21 @@ import (
 const BF16Rows = 2
 
 // dotBF16 computes out[r] = Σ_{p<k} a[p]·widen(b_r[p]) for four rows b_r
-// of B, ldb bytes apart; k is a multiple of dotBF16Step. nil where no
-// assembly kernel exists (the Go loop below then does all of it).
-var (
-	dotBF16     func(k int, a *float32, b *uint16, ldb uintptr, out *[4]float32)
-	dotBF16Step = 1
-)
+// of B, ldb bytes apart; k is a multiple of dotBF16Step. It is the twin of
+// the default kernel's one-row kernel (kernel.dot1BF16): the same sums in
+// the same order, so a one-row product gives the bits of the float32
+// product of the widened weights.
+var dotBF16, dotBF16Step = bf16Dot()
+
+func bf16Dot() (dotKernel1BF16, int) {
+	if k := kernels[0]; k.dot1BF16 != nil {
+		return k.dot1BF16, k.dotStep
+	}
+	return dot4x1BF16Go, goDotStep
+}
 
 // HasBF16Kernel says whether an assembly kernel serves the bf16 dot path.
-func HasBF16Kernel() bool { return dotBF16 != nil }
+func HasBF16Kernel() bool { return kernels[0] != genericKernel && kernels[0].dot1BF16 != nil }
 
 // SgemmBF16TransB computes C = alpha·A·Bᵀ + beta·C for A [m, k] (row pitch
 // lda), B [n, k] bf16 (row pitch ldb) and C [m, n] (row pitch ldc), on up
@@ -42,10 +48,7 @@ func SgemmBF16TransB(m, n, k int, alpha float32, a []float32, lda int, b []uint1
 	if len(a) < (m-1)*lda+k || len(b) < (n-1)*ldb+k || len(c) < (m-1)*ldc+n {
 		panic("gemm: bf16 product operands shorter than their shapes")
 	}
-	kv := 0
-	if dotBF16 != nil {
-		kv = k / dotBF16Step * dotBF16Step
-	}
+	kv := k / dotBF16Step * dotBF16Step
 	groups := ceilDiv(n, 4)
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
@@ -74,11 +77,13 @@ func SgemmBF16TransB(m, n, k int, alpha float32, a []float32, lda int, b []uint1
 						for p := kv; p < k; p++ {
 							s += ar[p] * math.Float32frombits(uint32(br[p])<<16)
 						}
-						s *= alpha
-						if beta != 0 {
-							s += beta * c[i*ldc+j]
+						// small.go's expressions, so that a compiler that
+						// fuses fuses both alike.
+						if beta == 0 {
+							c[i*ldc+j] = alpha * s
+						} else {
+							c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
 						}
-						c[i*ldc+j] = s
 					}
 					r0 += width
 				}

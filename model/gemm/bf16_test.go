@@ -56,10 +56,12 @@ func TestSgemmBF16TransBAgainstFloat64(t *testing.T) {
 // gives the bits of the float32 product against the widened weights (the
 // same sums per row, in the same order), for ragged row groups, k with and
 // without a tail, alpha and beta: a bf16 model decodes what its float32
-// copy decodes.
+// copy decodes, at whichever tier R1GO_CPU leaves (a tier's own kernels
+// are paired, so the bits differ between tiers, not within one).
 func TestSgemmBF16TransBOneRowSameBitsAsWidened(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, tc := range []struct{ n, k int }{{37, 896}, {4, 16}, {9, 512}, {130, 1408}, {6, 40}, {512, 4864}, {5, 48}, {11, 1424}} {
+	t.Logf("default kernel %s, bf16 assembly kernel %v", Kernels()[0], HasBF16Kernel())
+	for _, tc := range []struct{ n, k int }{{37, 896}, {4, 16}, {9, 512}, {130, 1408}, {6, 40}, {512, 4864}, {5, 48}, {11, 1424}, {7, 901}} {
 		a := make([]float32, tc.k)
 		for i := range a {
 			a[i] = float32(rng.NormFloat64())
@@ -81,6 +83,43 @@ func TestSgemmBF16TransBOneRowSameBitsAsWidened(t *testing.T) {
 			for j := range got {
 				if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
 					t.Fatalf("n %d k %d alpha %g beta %g: c[%d] = %v, the widened float32 product %v", tc.n, tc.k, ab[0], ab[1], j, got[j], want[j])
+				}
+			}
+		}
+	}
+}
+
+// TestDot1BF16SameBitsAsDot1 checks every one-row bf16 kernel this CPU
+// runs (not only the default's: an AVX-512 machine also checks the AVX2 and
+// Go pairs) against its float32 twin on the widened rows: same bits, for
+// four distinct rows and for one row repeated (ldb 0).
+func TestDot1BF16SameBitsAsDot1(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, kern := range kernels {
+		if kern.dot1BF16 == nil {
+			t.Logf("%s: no bf16 twin", kern.name)
+			continue
+		}
+		for _, steps := range []int{1, 2, 3, 56, 57} {
+			k := steps * kern.dotStep
+			a := make([]float32, k)
+			for i := range a {
+				a[i] = float32(rng.NormFloat64())
+			}
+			b16 := make([]uint16, 4*k)
+			b32 := make([]float32, 4*k)
+			for i := range b16 {
+				b16[i] = uint16(math.Float32bits(float32(rng.NormFloat64())) >> 16)
+				b32[i] = math.Float32frombits(uint32(b16[i]) << 16)
+			}
+			for _, ld := range []uintptr{uintptr(k), 0} {
+				var got, want [4]float32
+				kern.dot1BF16(k, &a[0], &b16[0], 2*ld, &got)
+				kern.dot1(k, &a[0], &b32[0], 4*ld, &want)
+				for r := range got {
+					if math.Float32bits(got[r]) != math.Float32bits(want[r]) {
+						t.Fatalf("%s k %d ldb %d: row %d sums to %v from bf16, %v from float32", kern.name, k, ld, r, got[r], want[r])
+					}
 				}
 			}
 		}

@@ -4,7 +4,10 @@
 // The central type is Engine: a micro-kernel choice plus a thread count.
 // The package-level Sgemm and SgemmStridedBatched use the default engine,
 // which picks the fastest kernel this CPU supports (AVX-512, then AVX2+FMA,
-// then portable Go) and runs on GOMAXPROCS goroutines.
+// then portable Go) and runs on GOMAXPROCS goroutines. R1GO_CPU caps the
+// choice (package internal/isa): avx2 leaves the AVX2 and Go kernels,
+// generic the Go one only, and the bf16, AVX512_BF16 and AMX paths follow
+// the same cap.
 //
 // # Algorithm
 //
@@ -25,13 +28,14 @@
 // Register tiles: AVX-512 12×32 (24 zmm accumulators, broadcasts of A times
 // two zmm of B), plus an 8×32 variant chosen for products of up to 96 rows
 // when it pads fewer rows (64-query attention blocks); AVX2 6×16 (12 ymm);
-// portable Go 4×8.
+// portable Go 2×4.
 //
 // Products with a transposed B and at most eight rows of op(A) (x·Wᵀ while
 // decoding), or at most eight columns and A not transposed (a value head),
 // skip packing: each element of C is a dot product of two contiguous rows,
-// and an assembly kernel streams four rows of the large operand against two
-// rows of the small one (small.go).
+// and a kernel streams four rows of the large operand against two rows of
+// the small one (small.go; in assembly, or in Go at the generic tier,
+// dotgo.go).
 //
 // The packed A micro-panel is read through two strides (bytes per k step,
 // bytes per row), so a non-transposed A packs by plain row copies and a
@@ -42,7 +46,10 @@
 //
 // Products are accumulated in float32 in k order within each KC block, so
 // the error of each element is bounded by about k·eps·Σ|a||b| (eps = 2⁻²⁴),
-// the usual bound for a float32 dot product.
+// the usual bound for a float32 dot product. The order of the sums, and so
+// the last bits, differ between tiers (16, 8 or 2 partial sums a row); within
+// one tier a one-row product against bf16 weights (SgemmBF16TransB) gives
+// the bits of the float32 product of the widened weights.
 //
 // # Errors
 //

@@ -17,6 +17,7 @@ func dotPanelsBF16x16(k32, panels int, b *uint16, ldb uintptr, a *uint16, ct *fl
 	panic("gemm: no bf16 dot kernel")
 }
 
-var blockTr8 func(src *float32, lds uintptr, dst *float32, ldd uintptr, blocks int)
+// blockTr8 is the Go transpose off amd64 (the AMX model's tests pack with it).
+var blockTr8 = transpose8Go
 
 func cvtBF16(n32 int, src *float32, dst *uint16) { panic("gemm: no bf16 conversion kernel") }

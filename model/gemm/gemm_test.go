@@ -308,3 +308,31 @@ func TestSgemmConcurrentCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestTranspose8: the Go transpose moves every value where the contract
+// says (checked element by element), and the AVX kernel, where the tier
+// allows it, does the same.
+func TestTranspose8(t *testing.T) {
+	const rows, blocks, lds, ldd = 8, 3, 29, 11
+	src := make([]float32, rows*lds)
+	for i := range src {
+		src[i] = float32(i) + 0.5
+	}
+	kerns := map[string]func(src *float32, lds uintptr, dst *float32, ldd uintptr, blocks int){"go": transpose8Go}
+	if avx := kernels[0].tr8; avx != nil {
+		kerns[kernels[0].name] = avx
+	}
+	for name, tr := range kerns {
+		dst := make([]float32, 8*blocks*ldd)
+		tr(&src[0], lds*4, &dst[0], ldd*4, blocks)
+		for i := 0; i < blocks; i++ {
+			for r := 0; r < 8; r++ {
+				for c := 0; c < 8; c++ {
+					if got, want := dst[(8*i+c)*ldd+r], src[r*lds+8*i+c]; got != want {
+						t.Fatalf("%s: block %d row %d col %d: %v, want %v", name, i, r, c, got, want)
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,6 +1,6 @@
 package gemm
 
-import "golang.org/x/sys/cpu"
+import "github.com/r1go/r1go/internal/isa"
 
 // Assembly micro-kernels (kernel_amd64.s); the argument list is microKernel's.
 
@@ -44,7 +44,7 @@ func dot4x1AVX2(k int, a, b *float32, ldb uintptr, out *[4]float32)
 var avx512Kernel = &kernel{
 	name: "avx512", mr: 12, nr: 32, kc: 512, nb: 256, nc: 4096, mb: 3072,
 	micro: micro12x32AVX512, direct: micro12x32DirectAVX512, packBT: packBTransAVX, tr8: transpose8AVX,
-	dot: dot4x2AVX512, dot1: dot4x1AVX512, dotStep: 16,
+	dot: dot4x2AVX512, dot1: dot4x1AVX512, dot1BF16: dot4x1BF16AVX512, dotStep: 16,
 	narrow: &kernel{
 		name: "avx512", mr: 8, nr: 32, kc: 512, nb: 256, nc: 4096, mb: 3072,
 		micro: micro8x32AVX512, packBT: packBTransAVX, tr8: transpose8AVX,
@@ -54,17 +54,20 @@ var avx512Kernel = &kernel{
 var avx2Kernel = &kernel{
 	name: "avx2", mr: 6, nr: 16, kc: 512, nb: 256, nc: 4096, mb: 3072,
 	micro: micro6x16AVX2, packBT: packBTransAVX, tr8: transpose8AVX,
-	dot: dot4x2AVX2, dot1: dot4x1AVX2, dotStep: 8,
+	dot: dot4x2AVX2, dot1: dot4x1AVX2, dot1BF16: dot4x1BF16AVX2, dotStep: 8,
 }
 
 func availableKernels() []*kernel {
 	// The OS must save the upper register state too; x/sys/cpu folds the
 	// XGETBV checks into these flags.
 	var ks []*kernel
-	if cpu.X86.HasAVX512F {
+	if isa.X86.AVX512F {
+		if !isa.X86.AVX512BW { // VPMOVZXWD on zmm
+			avx512Kernel.dot1BF16 = nil
+		}
 		ks = append(ks, avx512Kernel)
 	}
-	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+	if isa.X86.AVX2 && isa.X86.FMA {
 		ks = append(ks, avx2Kernel)
 	}
 	return append(ks, genericKernel)

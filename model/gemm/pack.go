@@ -141,3 +141,17 @@ func getScratch(pool *sync.Pool, n int) *scratch {
 }
 
 func putScratch(pool *sync.Pool, s *scratch) { pool.Put(s) }
+
+// transpose8Go is transpose8AVX's contract in Go, for CPUs without AVX:
+// block i moves src's 8 rows (lds bytes apart) × columns [8i, 8i+8) to
+// dst's rows [8i, 8i+8) (ldd bytes apart) × 8 columns, bits unchanged.
+func transpose8Go(src *float32, lds uintptr, dst *float32, ldd uintptr, blocks int) {
+	for i := 0; i < blocks; i++ {
+		for r := uintptr(0); r < 8; r++ {
+			s := (*[8]float32)(unsafe.Add(unsafe.Pointer(src), r*lds+uintptr(32*i)))
+			for c := uintptr(0); c < 8; c++ {
+				(*[8]float32)(unsafe.Add(unsafe.Pointer(dst), (uintptr(8*i)+c)*ldd))[r] = s[c]
+			}
+		}
+	}
+}

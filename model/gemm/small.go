@@ -24,6 +24,10 @@ type dotKernel func(k int, a0, a1, b *float32, ldb uintptr, out *[8]float32)
 // dotKernel1 is dotKernel for a single row a of op(A): out[r] = Σ a[p]·b_r[p].
 type dotKernel1 func(k int, a, b *float32, ldb uintptr, out *[4]float32)
 
+// dotKernel1BF16 is dotKernel1 with B's rows stored as bf16, widened as they
+// are read: out[r] = Σ a[p]·widen(b_r[p]).
+type dotKernel1BF16 func(k int, a *float32, b *uint16, ldb uintptr, out *[4]float32)
+
 func (e *Engine) useSmall(j *job) bool {
 	if !j.transB || e.kern.dot == nil {
 		return false

@@ -1,6 +1,6 @@
 package probe
 
-import "golang.org/x/sys/cpu"
+import "github.com/r1go/r1go/internal/isa"
 
 //go:noescape
 func fmaAVX512(iters int)
@@ -16,24 +16,24 @@ func sumAVX2(x *float32, n int) float32
 
 func vectorLoops() []fmaLoop {
 	var ls []fmaLoop
-	if cpu.X86.HasAVX512F {
+	if isa.X86.AVX512F {
 		ls = append(ls, fmaLoop{isa: "avx512", flopsPerIter: 16 * 16 * 2, run: fmaAVX512})
 	}
-	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+	if isa.X86.AVX2 && isa.X86.FMA {
 		ls = append(ls, fmaLoop{isa: "avx2", flopsPerIter: 14 * 8 * 2, run: fmaAVX2})
 	}
 	return ls
 }
 
 func dotLoop() *fmaLoop {
-	if !cpu.X86.HasAVX512BF16 {
+	if !isa.X86.AVX512BF16 {
 		return nil
 	}
 	return &fmaLoop{isa: DotBF16ISA, flopsPerIter: 16 * 16 * 2 * 2, run: dotBF16AVX512}
 }
 
 func vectorSum() func([]float32) float32 {
-	if !cpu.X86.HasAVX2 {
+	if !isa.X86.AVX2 {
 		return sumGo
 	}
 	return func(x []float32) float32 {
