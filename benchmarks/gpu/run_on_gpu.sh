@@ -14,6 +14,9 @@
 #   bash benchmarks/gpu/run_on_gpu.sh tc       the tensor-core check: the tensor-core tests, the
 #                                              kernel lab's attention, train and decode against
 #                                              transformers, ncu, the rest while DEADLINE_S allows
+#   bash benchmarks/gpu/run_on_gpu.sh table3   one GRPO step of Agent-R1's Table 3 shape on a
+#                                              random 3B-shaped folder (phases, peak memory
+#                                              against the plan), then ZeRO-2 on VMM arenas
 #   bash benchmarks/gpu/run_on_gpu.sh final    cuda, bench, e2e with device auto, kernel lab
 #   bash benchmarks/gpu/run_on_gpu.sh session8 cuda, a ZeRO-2 run on VMM arenas, the CPU
 #                                              rollout on this host (2 cores and all), bench
@@ -137,17 +140,61 @@ cudatests() {
 	grep -E '^(--- FAIL|FAIL|ok|PASS|panic)' "$log" | head -40
 }
 
+# tokfiles DIR: a tokenizer into a random-weight folder: the real Qwen one
+# when carried in .gpu/, else the repository's Qwen2-layout fixture (3,022
+# tokens, whose longer tokenization of the synthetic prompts needs
+# rollout.max_prompt_tokens=600: $TOK_ARGS).
+tokfiles() {
+	if [ -f "$ROOT/.gpu/tokenizer.json" ]; then
+		cp "$ROOT"/.gpu/tokenizer.json "$ROOT"/.gpu/tokenizer_config.json "$1"/
+		TOK_ARGS=
+	else
+		cp "$ROOT"/model/tokenizer/testdata/qwen2/{tokenizer.json,tokenizer_config.json,chat_template.jinja} "$1"/
+		TOK_ARGS=rollout.max_prompt_tokens=600
+	fi
+}
+
+# gpumem NAME COMMAND...: a step with nvidia-smi sampling the memory every
+# 250 ms, then the peak.
+gpumem() {
+	local name=$1 log=$2
+	shift 2
+	nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv,noheader -lms 250 >/tmp/gpumem.csv 2>&1 &
+	local smi=$!
+	step "$name" "$log" "$@"
+	kill $smi 2>/dev/null
+	echo "peak GPU memory (nvidia-smi, MiB): $(awk -F', ' '{gsub(/ MiB/,"",$2); if ($2+0>m) m=$2+0} END {print m}' /tmp/gpumem.csv)" | tee -a "$log"
+}
+
 e2e() {
 	local log=$OUT/e2e.log dir=/tmp/r1go-qwen2.5-0.5b-random run=/tmp/r1go-e2e
 	step "random Qwen2.5-0.5B folder" "$log" "$ROOT/.gpu/memstep" -gen -dir "$dir"
-	cp "$ROOT"/.gpu/tokenizer.json "$ROOT"/.gpu/tokenizer_config.json "$dir"/
-	nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv,noheader -lms 250 >"$OUT/e2e_gpumem.csv" 2>&1 &
-	local smi=$!
+	tokfiles "$dir"
 	rm -rf "$run"
-	step "GRPO on the GPU (${E2E_STEPS:-3} steps)" "$log" "$ROOT/.gpu/train" model.path="$dir" sft.steps=0 		trainer.device=cuda trainer.total_training_steps="${E2E_STEPS:-3}" trainer.test_freq=0 trainer.save_freq=0 		data.val_size=16 trainer.default_local_dir="$run" "trainer.logger=[console,jsonl]" ${E2E_ARGS:-}
-	kill $smi 2>/dev/null
-	echo "peak GPU memory (nvidia-smi, MiB): $(awk -F', ' '{gsub(/ MiB/,"",$2); if ($2+0>m) m=$2+0} END {print m}' "$OUT/e2e_gpumem.csv")" | tee -a "$log"
-	rm -f "$OUT/e2e_gpumem.csv" # $OUT brings back at most 8 files
+	gpumem "GRPO on the GPU (${E2E_STEPS:-3} steps)" "$log" "$ROOT/.gpu/train" model.path="$dir" sft.steps=0 \
+		trainer.device=${E2E_DEVICE:-cuda} trainer.total_training_steps="${E2E_STEPS:-3}" trainer.test_freq=0 trainer.save_freq=0 \
+		data.val_size=16 trainer.default_local_dir="$run" "trainer.logger=[console,jsonl]" $TOK_ARGS ${E2E_ARGS:-}
+}
+
+# table3: one GRPO step in the shape of Agent-R1's Table 3 run on a
+# random-weight Qwen2.5-3B-shaped folder: 128 prompts × 5 samples, 500-token
+# turns, a 4,096-token context, the KL loss's reference policy, as many
+# KV-cache slots as the plan fits (TABLE3_SLOTS). Random weights call no
+# tool, so each trajectory is one 500-token turn. Its phases come from the
+# run's metrics.jsonl, its peak memory from nvidia-smi against the plan
+# train prints. It stops after the step (trainer.stop_after): no checkpoint of
+# 42 GB, no held-out evaluation after it.
+table3() {
+	local log=$OUT/table3.log dir=/tmp/r1go-qwen2.5-3b-random run=/tmp/r1go-table3
+	step "random Qwen2.5-3B folder" "$log" "$ROOT/.gpu/memstep" -gen -config "$ROOT/model/testdata/config_qwen2.5-3b.json" -dir "$dir"
+	tokfiles "$dir"
+	rm -rf "$run"
+	gpumem "GRPO step, Table 3 shape" "$log" "$ROOT/.gpu/train" -config examples/agent-r1/grpo.yaml model.path="$dir" sft.steps=0 \
+		trainer.device=cuda trainer.total_training_steps=2 trainer.stop_after=1 trainer.test_freq=0 trainer.save_freq=0 \
+		data.train_batch_size=128 data.val_size=8 data.synth_eval=8 trainer.rollout_slots=${TABLE3_SLOTS:-500} \
+		rollout.max_turn_tokens=500 rollout.max_prompt_tokens=600 rollout.max_response_tokens=3496 model.max_context=4096 \
+		actor.optim.lr=1e-6 trainer.default_local_dir="$run" "trainer.logger=[console,jsonl]"
+	cp "$run/metrics.jsonl" "$OUT/table3_metrics.jsonl" 2>/dev/null
 }
 
 cudalab() { # package cuda's kernels one by one, float32 (benchmarks/cuda), for the profile
@@ -458,8 +505,13 @@ cpu) # issue 20 on this host's CPU after the decode changes, then the transforme
 	;;
 cuda) cudatests ;;
 e2e) e2e ;;
+table3) # the Table 3 step on a 3B-shaped folder, then ZeRO-2 on VMM arenas
+	info
+	table3
+	vmm
+	;;
 *)
-	echo "usage: run_on_gpu.sh tc|parity|bench|all|first|again|final|session8|cpu|amx|amxab|tiles|attn|pages|stream|streamshape|cuda|e2e" >&2
+	echo "usage: run_on_gpu.sh tc|table3|parity|bench|all|first|again|final|session8|cpu|amx|amxab|tiles|attn|pages|stream|streamshape|cuda|e2e" >&2
 	exit 2
 	;;
 esac

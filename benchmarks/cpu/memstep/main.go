@@ -28,8 +28,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/r1go/r1go/model"
@@ -98,6 +100,7 @@ var shapes = map[string]string{"0.5b": qwen05B, "1.5b": qwen15B}
 
 func main() {
 	shape := flag.String("shape", "0.5b", "model shape: 0.5b or 1.5b (Qwen2.5's configs)")
+	configPath := flag.String("config", "", "a config.json to generate the folder from instead of -shape's (e.g. model/testdata/config_qwen2.5-3b.json)")
 	dir := flag.String("dir", "", "model folder (generated when missing; default /tmp/r1go-qwen2.5-<shape>-random)")
 	loraRank := flag.Int("lora", 0, "LoRA rank on every projection of a frozen bf16 base (0: full fine-tuning)")
 	genOnly := flag.Bool("gen", false, "only generate the folder (the child process)")
@@ -112,6 +115,15 @@ func main() {
 	save := flag.Bool("save", true, "write a checkpoint (bf16 weights + optimizer state) into a temporary folder")
 	memprofile := flag.String("memprofile", "", "write a heap profile (go tool pprof -sample_index=alloc_space) here at the end")
 	flag.Parse()
+	if *configPath != "" {
+		raw, err := os.ReadFile(*configPath)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "memstep:", err)
+			os.Exit(2)
+		}
+		*shape = strings.TrimSuffix(filepath.Base(*configPath), ".json")
+		shapes[*shape] = string(raw)
+	}
 	if shapes[*shape] == "" {
 		fmt.Fprintf(os.Stderr, "memstep: -shape %q is not 0.5b or 1.5b\n", *shape)
 		os.Exit(2)
@@ -128,7 +140,11 @@ func main() {
 	}
 	if _, err := os.Stat(filepath.Join(*dir, "model.safetensors")); err != nil {
 		fmt.Printf("generating %s in a child process\n", *dir)
-		cmd := exec.Command(os.Args[0], "-gen", "-dir", *dir, "-shape", *shape)
+		args := []string{"-gen", "-dir", *dir, "-shape", *shape}
+		if *configPath != "" {
+			args = append(args, "-config", *configPath)
+		}
+		cmd := exec.Command(os.Args[0], args...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "memstep: generating:", err)
@@ -155,7 +171,9 @@ func main() {
 // generate writes the random-weight folder: normal(0, 0.02) matrices, unit
 // norms, zero biases, as transformers initialises a fresh model, drawn
 // straight into bf16 bytes (the process holds one bf16 copy, never a
-// float32 one).
+// float32 one). Each chunk of genChunk values has its own stream (seeded by
+// tensor and chunk), so every core draws at once and the folder's bits do
+// not depend on how many there are: a 3B folder takes seconds, not minutes.
 func generate(dir, config string) error {
 	cfg, err := model.ParseConfig([]byte(config), "config.json")
 	if err != nil {
@@ -164,28 +182,50 @@ func generate(dir, config string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	rng := rand.New(rand.NewPCG(20, 21))
+	const genChunk = 1 << 22
+	type job struct {
+		name     string
+		raw      []byte
+		tensor   int
+		from, to int
+	}
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for range runtime.NumCPU() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				rng := rand.New(rand.NewPCG(uint64(20+j.tensor), uint64(j.from/genChunk)))
+				for i := j.from; i < j.to; i++ {
+					var v float32
+					switch {
+					case strings.HasSuffix(j.name, "norm.weight"):
+						v = 1
+					case strings.HasSuffix(j.name, ".bias"):
+						v = 0
+					default:
+						v = float32(0.02 * rng.NormFloat64())
+					}
+					binary.LittleEndian.PutUint16(j.raw[2*i:], safetensors.F32ToBF16(v))
+				}
+			}
+		}()
+	}
 	var ts []safetensors.Tensor
-	for _, e := range model.ExpectedTensors(cfg) {
+	for k, e := range model.ExpectedTensors(cfg) {
 		n := 1
 		for _, d := range e.Shape {
 			n *= d
 		}
 		raw := make([]byte, 2*n)
-		for i := 0; i < n; i++ {
-			var v float32
-			switch {
-			case strings.HasSuffix(e.Name, "norm.weight"):
-				v = 1
-			case strings.HasSuffix(e.Name, ".bias"):
-				v = 0
-			default:
-				v = float32(0.02 * rng.NormFloat64())
-			}
-			binary.LittleEndian.PutUint16(raw[2*i:], safetensors.F32ToBF16(v))
+		for from := 0; from < n; from += genChunk {
+			jobs <- job{name: e.Name, raw: raw, tensor: k, from: from, to: min(from+genChunk, n)}
 		}
 		ts = append(ts, safetensors.Tensor{Name: e.Name, DType: safetensors.BF16, Shape: e.Shape, Raw: raw})
 	}
+	close(jobs)
+	wg.Wait()
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(config), 0o644); err != nil {
 		return err
 	}
