@@ -83,6 +83,7 @@ type Device struct {
 	functions    map[kernelID]uintptr
 	smemSet      map[kernelID]int
 	allocs       map[uintptr]int // live allocations: base address → bytes
+	mem          memStats        // their accounting (memstats.go)
 	vm           vmmState        // VMM arenas (vmm.go)
 	intc         intCache
 	scratch      map[string]Buffer
@@ -187,6 +188,7 @@ func OpenWith(opts Options) (*Device, error) {
 	// message that says so.
 	c, _ := loadNVRTC()
 	d.kc = &kernelCache{dir: cacheDir(), compiler: c}
+	d.memStatsOpen()
 	return d, nil
 }
 
@@ -204,6 +206,7 @@ func (d *Device) initBlasWorkspace() error {
 		return fmt.Errorf("cuda: allocating the %d-byte cuBLAS workspace on %s: %w", n, d.name, err)
 	}
 	d.allocs[p] = n
+	d.noteAlloc(n)
 	d.blasWS = Buffer{ptr: p, n: n / 4, dtype: F32}
 	return d.blas.setWorkspace(d.handle, p, n)
 }
@@ -301,6 +304,7 @@ func (d *Device) alloc(n int, t DType) Buffer {
 		panic(fmt.Sprintf("cuda: allocating %d bytes on %s: %v", bytes, d.name, err))
 	}
 	d.allocs[p] = bytes
+	d.noteAlloc(bytes)
 	return Buffer{ptr: p, n: n, dtype: t}
 }
 
@@ -333,6 +337,7 @@ func (d *Device) free(p uintptr) {
 	if !d.freeVMM(p) {
 		d.fail(d.drv.check(call(d.drv.cuMemFree, p), "cuMemFree_v2"))
 	}
+	d.noteFree(d.allocs[p])
 	delete(d.allocs, p)
 }
 
@@ -468,6 +473,7 @@ func (d *Device) Sync() error {
 func (d *Device) Close() error {
 	err := d.Sync()
 	defer d.enter()()
+	d.memStatsReport()
 	d.reapAll()
 	for _, ev := range d.vm.events {
 		if d.drv.cuEventDestroy != 0 {

@@ -207,6 +207,11 @@ func TestGPUPlanMatchesEmuAllocLog(t *testing.T) {
 			t.Fatal(err)
 		}
 		peak := allocPeak(t, path, from)
+		// The Device's own accounting (memstats.go, what a real card
+		// reports with R1GO_CUDA_MEMSTATS=1) against the driver's log.
+		if _, own := d.AllocatedBytes(); own != peak {
+			t.Errorf("%s: Device.AllocatedBytes peak %d B, the emulator's allocation log %d B", mt, own, peak)
+		}
 		if err := d.Close(); err != nil {
 			t.Fatal(err)
 		}
