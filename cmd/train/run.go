@@ -80,6 +80,9 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	if c, ok := dev.(interface{ Close() error }); ok {
+		defer c.Close() // last: after data parallel stops (R1GO_CUDA_MEMSTATS=1 prints the memory figures here)
+	}
 	dp, stopDP, err := startDP(cfg, launch, dev) // data parallel: join the ranks (nil: one process)
 	if err != nil {
 		return err
