@@ -73,7 +73,8 @@ func allocPeak(t *testing.T, path string, from int64) (peak int64) {
 // decode-only step through the step graph and device sampling), the
 // reference's scoring forward, the policy's training forward and backward
 // at the micro-batch and an AdamW step, and the next step's rollout, which
-// keeps the training arena. The peak of live bytes in the log must be
+// keeps the training arena, and a held-out evaluation beside it (a KV
+// cache of its own, every slot prefilling). The peak of live bytes in the log must be
 // within 10% of plan.New's total for the same settings (device "cuda",
 // precision "bf16-mixed") less its workspace item, which is an estimate of
 // the CUDA context, kernels and cuBLAS (none of them cuMemAlloc'd on the
@@ -113,7 +114,8 @@ func TestGPUPlanMatchesEmuAllocLog(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := plan.Settings{Device: "cuda", Precision: "bf16-mixed", Train: true, Reference: true,
-			MicroBatchTokens: 384, RolloutSlots: 6, MaxContext: 64, MaxPromptTokens: 7, GroupSize: 3, Recompute: c.grouped}
+			MicroBatchTokens: 384, RolloutSlots: 6, MaxContext: 64, MaxPromptTokens: 7, GroupSize: 3, Recompute: c.grouped,
+			EvalSlots: 5, EvalOwnCache: true}
 		p, err := plan.New(cfg, s)
 		if err != nil {
 			t.Fatal(err)
@@ -201,6 +203,21 @@ func TestGPUPlanMatchesEmuAllocLog(t *testing.T) {
 		// The next step's reference scoring beside it (a grouped scoring
 		// arena is freed after each Forward: this is where it peaks).
 		if _, err := ref.Forward(b, false); err != nil {
+			t.Fatal(err)
+		}
+		// A held-out evaluation as cmd/train runs one (agent.Evaluate): a
+		// cache of its own beside the rollout's, every slot a question
+		// prefilling its prompt in the first step.
+		evalDec := model.NewDecoder(policy, policy.NewKVCache(s.EvalSlots, s.MaxContext))
+		var evalChunks []model.Chunk
+		for slot := range s.EvalSlots {
+			tok := make([]int32, s.MaxPromptTokens)
+			for i := range tok {
+				tok[i] = int32((slot*17 + i*3 + 1) % cfg.VocabSize)
+			}
+			evalChunks = append(evalChunks, model.Chunk{Slot: slot, Tokens: tok})
+		}
+		if _, err := evalDec.Step(evalChunks, model.Greedy, make([]uint64, s.EvalSlots), nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := d.Sync(); err != nil {

@@ -27,9 +27,17 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, saveBytes
 		Recompute: cfg.Trainer.Recompute, MicroBatchTokens: cfg.RL.Actor.MicroBatchTokens,
 		RolloutSlots: min(cfg.Trainer.RolloutSlots, cfg.Data.TrainBatchSize*cfg.RL.Rollout.N), MaxContext: cfg.Model.MaxContext,
 		MaxPromptTokens: cfg.RL.Rollout.MaxPromptTokens, GroupSize: cfg.RL.Rollout.N, Threads: runtime.GOMAXPROCS(0),
+		// The held-out evaluations (before and after RL, and validation)
+		// run up to trainer.rollout_slots questions at once beside the
+		// rollout's cache (agent.Evaluate): fewer only when there are fewer
+		// questions, which are not loaded yet.
+		EvalSlots: cfg.Trainer.RolloutSlots,
 		StateBF16: cfg.RL.Actor.Optim.StateDType == "bfloat16", CriticStateBF16: cfg.RL.Critic.Optim.StateDType == "bfloat16",
 		RolloutBF16: cfg.RL.Rollout.DType == "bfloat16" && !cfg.RL.Actor.LoRA.Enabled(),
 		RefOffload:  cfg.Trainer.RefOffload, OptimOffload: cfg.Trainer.OptimOffload}
+	if s.EvalOwnCache {
+		s.EvalSlots = cfg.Trainer.RolloutSlots
+	}
 	// A data-parallel run plans one rank: the launcher's world size (a dry
 	// run can be planned for N ranks with WORLD_SIZE=N RANK=0).
 	if l, err := model.LaunchFromEnv(); err != nil {

@@ -176,6 +176,13 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	if dp.Rank0() {
 		tr.Phase = slowPhases(out, tr)
 	}
+	// Validation and the held-out test after RL decode in the rollout's
+	// cache when the rollout samples from the policy itself (not a bf16
+	// rollout copy, whose cache stores otherwise) and no external agents
+	// share it: a second cache of the same size would double the memory.
+	if rp, ok := tr.Rollout.Policy.(*rl.ModelPolicy); ok && rp.M == s.Policy && cfg.RL.Rollout.Mode != "external" {
+		evalCfg.Policy = rp
+	}
 	stopExternal, err := startExternal(cfg, s, tr, out)
 	if err != nil {
 		return err

@@ -112,16 +112,21 @@ func (s Settings) largestSlots(fits func(Settings) bool) (int, bool) {
 	if s.RolloutSlots <= g {
 		return 0, false
 	}
-	t := s
+	// An evaluation's slots are trainer.rollout_slots too (capped by its
+	// questions): the advised number caps them.
+	with := func(groups int) Settings {
+		t := s
+		t.RolloutSlots = groups * g
+		t.EvalSlots = min(s.EvalSlots, t.RolloutSlots)
+		return t
+	}
 	lo, hi := 1, (s.RolloutSlots-1)/g // groups: lo fits?, hi the most below now
-	t.RolloutSlots = lo * g
-	if !fits(t) {
+	if !fits(with(lo)) {
 		return 0, false
 	}
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
-		t.RolloutSlots = mid * g
-		if fits(t) {
+		if fits(with(mid)) {
 			lo = mid
 		} else {
 			hi = mid - 1

@@ -92,7 +92,16 @@ type Settings struct {
 	MaxContext       int // KV cache length per slot and the longest sequence
 	MaxPromptTokens  int // longest prompt, for the rollout's prefill step
 	GroupSize        int // samples per prompt (leaders prefill, the rest copy)
-	Threads          int // CPU worker threads (workspace); 0 counts one
+	// EvalSlots are the slots of a held-out evaluation run between
+	// training steps (cmd/train's validation and test after RL): one
+	// question a slot, every slot prefilling its prompt in one step through
+	// the model's one step arena. 0: no evaluation. EvalOwnCache: it
+	// decodes in a KV cache of its own beside the rollout's (cmd/train
+	// shares the rollout's unless a bf16 rollout copy or external agents
+	// hold it).
+	EvalSlots    int
+	EvalOwnCache bool
+	Threads      int // CPU worker threads (workspace); 0 counts one
 
 	// Keys name the settings in advice, by knob: "micro_batch", "recompute",
 	// "slots", "zero1", "zero", "shard_masters". Missing names take train's keys; a knob named "" is not
@@ -312,8 +321,12 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 		}
 		kv := 2 * int64(sh.L) * int64(s.RolloutSlots) * int64(s.MaxContext) * int64(sh.KV) * kvb
 		add("KV cache", kv, "%d slots × %d positions × %d layers × K and V × %d, %s", s.RolloutSlots, s.MaxContext, sh.L, sh.KV, kvt)
+		if s.EvalSlots > 0 && s.EvalOwnCache {
+			add("evaluation KV cache", kv/int64(s.RolloutSlots)*int64(s.EvalSlots),
+				"%d slots of held-out questions, beside the rollout's cache while an evaluation runs", s.EvalSlots)
+		}
 		add("rollout step activations", s.stepBytes(sh),
-			"%d tokens per step (each group's leader prefills while the rest decode), logits of %d rows", s.stepTokens(), s.RolloutSlots)
+			"%d tokens per step (each group's leader prefills while the rest decode%s), logits of %d rows", s.stepTokens(), s.evalStepDetail(), s.stepRows())
 	}
 	// Activations are float32, except under mixed precision the residual
 	// stream and the layers' matmul and attention tensors (actBytes). The
@@ -393,7 +406,7 @@ func (s Settings) stepBytes(sh shape) int64 {
 	if s.RolloutSlots == 0 {
 		return 0
 	}
-	return s.actBytes(sh, s.stepTokens(), 0, false) + int64(s.RolloutSlots)*int64(sh.V)*4
+	return s.actBytes(sh, s.stepTokens(), 0, false) + int64(s.stepRows())*int64(sh.V)*4
 }
 
 func (s Settings) stepTokens() int {
@@ -402,7 +415,23 @@ func (s Settings) stepTokens() int {
 	}
 	g := max(s.GroupSize, 1)
 	leaders := (s.RolloutSlots + g - 1) / g
-	return leaders*max(s.MaxPromptTokens, 1) + s.RolloutSlots
+	// An evaluation's questions are groups of one: all its slots prefill.
+	return max(leaders*max(s.MaxPromptTokens, 1)+s.RolloutSlots, s.EvalSlots*(max(s.MaxPromptTokens, 1)+1))
+}
+
+// stepRows are the rows of a step's logits: one a slot.
+func (s Settings) stepRows() int {
+	if s.RolloutSlots == 0 {
+		return 0
+	}
+	return max(s.RolloutSlots, s.EvalSlots)
+}
+
+func (s Settings) evalStepDetail() string {
+	if s.EvalSlots == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; an evaluation's %d slots all prefill", s.EvalSlots)
 }
 
 // workspace is what the device needs beside the arenas: on the CPU the LM
@@ -450,7 +479,7 @@ func (s Settings) cudaScratch(sh shape, T, bt int) int64 {
 			br, bc := geometry(bt)
 			n += br * bc * 2
 		}
-		a, bb := int64(s.RolloutSlots)*C, int64(0)
+		a, bb := int64(s.stepRows())*C, int64(0)
 		if s.Critic {
 			a, bb = max(a, t*C), b*C
 		}
@@ -537,6 +566,7 @@ func (p *Plan) noFit(cfg *model.Config) string {
 	t.MicroBatchTokens = min(t.MicroBatchTokens, max(t.MaxContext, 1))
 	if t.RolloutSlots > 0 {
 		t.RolloutSlots = max(t.GroupSize, 1)
+		t.EvalSlots = min(t.EvalSlots, 1)
 	}
 	least := int64(0)
 	if q, err := New(cfg, t); err == nil {

@@ -388,3 +388,80 @@ func TestPlanPhases(t *testing.T) {
 		t.Errorf("a GPU plan put the reference in phase %q: offloading is the CPU's", ph)
 	}
 }
+
+// TestEvaluationBesideTraining: a held-out evaluation between steps
+// prefills every slot in one step (its questions are groups of one), and
+// in a cache of its own that cache is a second KV cache; the slots the
+// advice names cap the evaluation's too (cmd/train evaluates in
+// trainer.rollout_slots), and the advised plan fits.
+func TestEvaluationBesideTraining(t *testing.T) {
+	cfg := tinyConfig(t, "qwen2")
+	base := Settings{Device: "cpu", Train: true, MicroBatchTokens: 512, RolloutSlots: 60,
+		MaxContext: 256, MaxPromptTokens: 64, GroupSize: 5}
+	item := func(p *Plan, name string) (Item, bool) {
+		for _, it := range p.Items {
+			if it.Name == name {
+				return it, true
+			}
+		}
+		return Item{}, false
+	}
+	train, err := New(cfg, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := base.stepTokens(), 12*64+60; got != want {
+		t.Errorf("training rollout step: %d tokens, want %d", got, want)
+	}
+	for _, own := range []bool{false, true} {
+		s := base
+		s.EvalSlots, s.EvalOwnCache = 60, own
+		if got, want := s.stepTokens(), 60*65; got != want {
+			t.Errorf("own cache %v: step of %d tokens, want every slot prefilling: %d", own, got, want)
+		}
+		p, err := New(cfg, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kv, _ := item(p, "KV cache")
+		ev, ok := item(p, "evaluation KV cache")
+		if ok != own || own && ev.Bytes != kv.Bytes {
+			t.Errorf("own cache %v: evaluation KV cache item %v (%d B), the rollout's %d B", own, ok, ev.Bytes, kv.Bytes)
+		}
+		st, _ := item(p, "rollout step activations")
+		st0, _ := item(train, "rollout step activations")
+		if st.Bytes <= st0.Bytes {
+			t.Errorf("own cache %v: step activations %d B, no more than training's %d B", own, st.Bytes, st0.Bytes)
+		}
+		if !own {
+			continue
+		}
+		s.Capacity = p.Total() * 3 / 4
+		q, _ := New(cfg, s)
+		advised := false
+		defer func() {
+			if !advised {
+				t.Error("no trainer.rollout_slots advice")
+			}
+		}()
+		for _, a := range q.Advice(cfg) {
+			k, v, _ := strings.Cut(a, "=")
+			if k != "trainer.rollout_slots" {
+				continue
+			}
+			u := s
+			u.RolloutSlots = atoi(t, v)
+			u.EvalSlots = min(u.EvalSlots, u.RolloutSlots)
+			if r, _ := New(cfg, u); !r.Fits() {
+				t.Errorf("advice %q does not fit with the evaluation's slots capped (%d > %d)", a, r.Total(), s.Capacity)
+			}
+			// The largest that fits: one group more does not.
+			u.RolloutSlots += s.GroupSize
+			u.EvalSlots = min(s.EvalSlots, u.RolloutSlots)
+			if r, _ := New(cfg, u); u.RolloutSlots < s.RolloutSlots && r.Fits() {
+				t.Errorf("advice %q is not the most that fits: %d slots fit too", a, u.RolloutSlots)
+			}
+			advised = true
+		}
+	}
+}

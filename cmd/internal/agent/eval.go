@@ -17,6 +17,13 @@ type EvalConfig struct {
 	MaxTurnTokens     int
 	MaxResponseTokens int
 	MaxContext        int
+	// Policy, when set, is decoded with instead of a cache of Slots slots
+	// allocated for the evaluation: the trainer's rollout policy, idle
+	// while it evaluates, so that two caches never take memory at once
+	// (and its step graphs serve both). Its model must be the evaluated
+	// one, its cache at least MaxContext long; its slot count bounds the
+	// questions decoded together.
+	Policy *rl.ModelPolicy
 }
 
 // Result holds a model's scores on one set of questions.
@@ -37,9 +44,15 @@ func Evaluate(ctx context.Context, s *Setup, m *model.Model, samples []data.Samp
 	if len(samples) == 0 {
 		return nil, nil, fmt.Errorf("agent: no samples to evaluate")
 	}
-	slots := min(cfg.Slots, len(samples))
-	p := rl.NewModelPolicy(m, slots, cfg.MaxContext)
-	defer p.Cache.Free(m.Dev)
+	p := cfg.Policy
+	if p != nil {
+		if p.M != m || p.MaxLen() < cfg.MaxContext {
+			return nil, nil, fmt.Errorf("agent: the evaluation's policy decodes another model or holds %d positions, fewer than its context of %d", p.MaxLen(), cfg.MaxContext)
+		}
+	} else {
+		p = rl.NewModelPolicy(m, min(cfg.Slots, len(samples)), cfg.MaxContext)
+		defer p.Cache.Free(m.Dev)
+	}
 	ro := &rl.Rollout{Policy: p, Tok: s.Tok, Env: s.Env, Stop: s.Stop, Cfg: &rl.RolloutConfig{
 		N: 1, Sampling: model.Greedy, MaxTurnTokens: cfg.MaxTurnTokens, MaxResponseTokens: cfg.MaxResponseTokens,
 		MaxPromptTokens: cfg.MaxContext, ToolConcurrency: 8}}
