@@ -29,6 +29,8 @@ type mismatchCase struct {
 
 type rollcorrGolden struct {
 	Mismatch []mismatchCase `json:"mismatch"`
+	Correct  []correctCase  `json:"correct"`
+	Decouple []decoupleCase `json:"decoupled"`
 }
 
 func loadRollcorrGolden(t *testing.T) rollcorrGolden {

@@ -25,6 +25,8 @@ type AlgorithmConfig struct {
 	KLHorizon       float64 `yaml:"kl_horizon" help:"adaptive controller horizon"`
 	ProcessReward   bool    `yaml:"use_process_rewards" help:"add the environment's per-tool-call rewards"`
 	PrimeNorm       bool    `yaml:"prime_norm" help:"PRIME-style normalisation of process rewards"`
+	// RolloutCorrection corrects for the sampler's drift from the trainer (rollcorr.go).
+	RolloutCorrection RolloutCorrectionConfig `yaml:"rollout_correction"`
 }
 
 // Validate reports an unknown KL estimator or controller. (The embedded
@@ -41,6 +43,9 @@ func (c *AlgorithmConfig) Validate() error {
 	}
 	if !(c.KLCoef >= 0) || math.IsInf(c.KLCoef, 0) {
 		return fmt.Errorf("kl_coef %v must be a finite number ≥ 0", c.KLCoef)
+	}
+	if err := c.RolloutCorrection.Validate(); err != nil {
+		return fmt.Errorf("rollout_correction: %w", err)
 	}
 	return nil
 }
@@ -108,7 +113,8 @@ func DefaultTrainerConfig() TrainerConfig {
 	loss.UseKLLoss = true // GRPO's KL loss
 	return TrainerConfig{
 		Algorithm: AlgorithmConfig{AdvantageConfig: adv, AdvantageMask: true,
-			KLPenalty: "kl", KLCtrl: "fixed", KLCoef: 0.001, KLTarget: 0.1, KLHorizon: 10000},
+			KLPenalty: "kl", KLCtrl: "fixed", KLCoef: 0.001, KLTarget: 0.1, KLHorizon: 10000,
+			RolloutCorrection: DefaultRolloutCorrectionConfig()},
 		Actor:   ActorConfig{Optim: a, PPOEpochs: 1, MiniBatchSize: 64, MicroBatchTokens: 8192, LossConfig: loss},
 		Critic:  CriticConfig{Optim: c, CliprangeValue: 0.5},
 		Rollout: DefaultRolloutConfig(),

@@ -199,7 +199,7 @@ def cases():
     for t, on in enumerate(h["mask"]):
         if on:
             # log-probs stay <= 0: a positive log-ratio lowers the sampler's.
-            delta = [50.0, -50.0, 800.0, -800.0, 0.0][k % 5]
+            delta = [50.0, -50.0, 800.0, -800.0, 0.0, 30.0, -3.0][k % 7]
             if delta > 0:
                 h["rollout"][t] = h["train"][t] - delta
             else:
@@ -222,6 +222,218 @@ def cases():
     return out
 
 
+# ----------------------------------------------------------------------------
+# Rollout correction: verl's compute_rollout_correction_weights,
+# compute_is_metrics and compute_rollout_rejection_mask, on [B, T].
+
+
+def is_weights(level, C, normalize, m, mu, pi):
+    lr = pi - mu
+    valid = m.sum(-1) > 0
+    if level == "token":
+        w = np.exp(np.clip(lr, -SAFETY, SAFETY))
+        log_for_metrics = lr
+    else:
+        if level == "sequence":
+            s = masked_sum(lr, m, axis=-1)
+        else:  # geometric (verl before b178a3c): the masked mean of the log-ratios
+            s = masked_mean(lr, m, axis=-1)
+        log_for_metrics = s
+        w = np.repeat(np.exp(np.clip(s, -SAFETY, SAFETY))[:, None], m.shape[1], axis=1)
+    w = w * m
+    met = {}
+    lo = 1.0 / C
+    if level == "token":
+        met["mean"] = masked_mean(w, m)
+        met["ratio_fraction_high"] = masked_mean((w > C).astype(float), m)
+        met["ratio_fraction_low"] = masked_mean((w < lo).astype(float), m)
+        met["max"] = w[m > 0].max()
+        met["min"] = w[m > 0].min()
+    else:
+        # DEPARTURE: sequences with no valid token are left out (verl keeps them, weight 1).
+        sv = log_for_metrics[valid]
+        met["max"] = math.exp(min(sv.max(), SAFETY))
+        met["min"] = math.exp(sv.min())
+        met["mean"] = masked_mean(w, m)
+        met["ratio_fraction_high"] = (sv > math.log(C)).astype(float).mean()
+        met["ratio_fraction_low"] = (sv < math.log(lo)).astype(float).mean()
+    wc = np.clip(w, lo, C)
+    mc = masked_mean(wc, m)
+    met["std"] = math.sqrt(max(masked_mean(wc ** 2, m) - mc ** 2, 0.0)) if m.sum() > 1 else 0.0
+    met["eff_sample_size"] = 1.0 / masked_mean((wc / (mc + 1e-8)) ** 2, m)
+    w = np.minimum(w, C)
+    if normalize:
+        if level == "token":
+            wm = masked_mean(w, m)
+        else:
+            sw = masked_mean(w, m, axis=-1)
+            sm = valid.astype(float)
+            wm = (sw * sm).sum() / max(sm.sum(), 1e-8)
+        if wm > 1e-8:
+            w = w / wm
+            met["batch_norm_factor"] = wm
+        else:
+            met["batch_norm_factor"] = 1.0
+    return w * m, {"rollout_corr/rollout_is_" + k: float(v) for k, v in met.items()}
+
+
+def parse_rs(options, spec):
+    specs = [x.strip() for x in str(spec).split(",") if x.strip()]
+    if len(specs) == 1:
+        specs = specs * len(options)
+    out = {}
+    for o, sp in zip(options, specs):
+        if o.endswith("k1"):
+            if "_" in sp:
+                a, b = sp.split("_", 1)
+                lo, hi = float(a), float(b)
+            else:
+                hi = float(sp)
+                lo = 1.0 / hi
+            out[o] = (math.log(lo), math.log(hi))
+        else:
+            out[o] = (None, float(sp))
+    return out
+
+
+def reject(options, spec, m, mu, pi):
+    lr = np.clip(pi - mu, -SAFETY, SAFETY)
+    ks = {"k1": -lr, "k2": 0.5 * lr ** 2, "k3": np.exp(lr) - 1.0 - lr}
+    th = parse_rs(options, spec)
+    valid = m.sum(-1) > 0
+    combined = np.ones_like(m)
+    met = {}
+    for o in options:
+        lo, hi = th[o]
+        k = ks[o[-2:]]
+        if o.startswith("token"):
+            stat = k
+        else:
+            if o.startswith("seq_sum"):
+                sv = masked_sum(k, m, axis=-1)
+            elif o.startswith("seq_mean"):
+                sv = masked_mean(k, m, axis=-1)
+            else:
+                sv = np.where(m > 0, k, -np.inf).max(axis=-1)
+                sv = np.where(np.isneginf(sv), 0.0, sv)
+            stat = np.repeat(sv[:, None], m.shape[1], axis=1)
+        keep = (stat >= lo) & (stat <= hi) if lo is not None else (stat <= hi)
+        keepf = keep.astype(float)
+        combined = combined * keepf
+        p = "rollout_corr/rollout_rs_" + o + "_"
+        met[p + "mean"] = masked_mean(stat, m)
+        if o.startswith("token"):
+            met[p + "max"] = stat[m > 0].max()
+            met[p + "min"] = stat[m > 0].min()
+        else:
+            met[p + "max"] = sv[valid].max()
+            met[p + "min"] = sv[valid].min()
+        met[p + "masked_fraction"] = masked_mean(1 - keepf, m)
+        seq_keep = (~((~keep) & (m > 0))).all(axis=-1)
+        met[p + "seq_masked_fraction"] = ((1.0 - seq_keep) * valid).sum() / valid.sum()
+    met["rollout_corr/rollout_rs_masked_fraction"] = masked_mean(1 - combined, m)
+    has = ((combined < 0.5) & (m > 0)).any(axis=-1)
+    # DEPARTURE: the fraction of sequences is over those with an action token (verl: all).
+    met["rollout_corr/rollout_rs_seq_masked_fraction"] = has[valid].astype(float).mean()
+    return (m * combined) > 0, {k: float(v) for k, v in met.items()}
+
+
+def correct_cases(mcases):
+    out = []
+    base = mcases[0]
+    noisy = mcases[1]
+    configs = [
+        ("token TIS", noisy, dict(rollout_is="token", rollout_is_threshold=2.0)),
+        ("sequence TIS", noisy, dict(rollout_is="sequence", rollout_is_threshold=3.0)),
+        ("geometric TIS normalised", noisy, dict(rollout_is="geometric", rollout_is_threshold=1.5, rollout_is_batch_normalize=True)),
+        ("token TIS normalised", base, dict(rollout_is="token", rollout_is_threshold=1.02, rollout_is_batch_normalize=True)),
+        ("sequence TIS normalised", noisy, dict(rollout_is="sequence", rollout_is_threshold=2.0, rollout_is_batch_normalize=True)),
+        ("token_k1 rejection", noisy, dict(rollout_rs="token_k1", rollout_rs_threshold="0.5_1.5")),
+        ("seq_sum and seq_mean k1", noisy, dict(rollout_rs="seq_sum_k1,seq_mean_k1", rollout_rs_threshold="0.1_10,0.8_1.25")),
+        ("k2 k3 max", noisy, dict(rollout_rs="token_k2,seq_max_k3,seq_mean_k3,seq_sum_k2", rollout_rs_threshold="0.5,2,0.3,1")),
+        ("everything rejected", noisy, dict(rollout_rs="token_k1", rollout_rs_threshold="1_1")),
+        ("TIS and rejection, zero-length responses", mcases[2], dict(rollout_is="token", rollout_is_threshold=1.01, rollout_rs="seq_mean_k1", rollout_rs_threshold="1.001")),
+        ("huge log-ratios", mcases[4], dict(rollout_is="sequence", rollout_is_threshold=5, rollout_rs="token_k1,seq_max_k2", rollout_rs_threshold="2,3")),
+    ]
+    # Ratios exactly at a threshold: train - rollout = log 2 on every token.
+    at = make_case("ratio exactly at the cap", 8, [2, 1, 2])
+    for t, on in enumerate(at["mask"]):
+        if on:
+            at["train"][t] = at["rollout"][t] + math.log(2.0)
+            at["train"][t] = min(at["train"][t], 0.0)
+            at["rollout"][t] = at["train"][t] - math.log(2.0)
+    configs.append(("ratio exactly at the cap", at, dict(rollout_is="token", rollout_is_threshold=2.0, rollout_rs="token_k1", rollout_rs_threshold="0.5_2")))
+    for name, c, cfg in configs:
+        m, (mu, pi) = dense(c["offsets"], c["mask"], c["rollout"], c["train"])
+        met = {}
+        w = keep = None
+        if cfg.get("rollout_is"):
+            w, im = is_weights(cfg["rollout_is"], cfg["rollout_is_threshold"], cfg.get("rollout_is_batch_normalize", False), m, mu, pi)
+            met.update(im)
+            w = packed(c["offsets"], w)
+        if cfg.get("rollout_rs"):
+            opts = [o.strip() for o in cfg["rollout_rs"].split(",")]
+            k, rm = reject(opts, cfg["rollout_rs_threshold"], m, mu, pi)
+            met.update(rm)
+            keep = [bool(x) for x in packed(c["offsets"], k.astype(float))]
+        out.append({"name": name, "offsets": c["offsets"], "mask": c["mask"], "rollout": c["rollout"], "train": c["train"],
+                    "config": cfg, "weights": w, "keep": keep, "metrics": met})
+    return out
+
+
+# ----------------------------------------------------------------------------
+# AReaL's decoupled PPO loss (ppo_actor_loss_fn with proximal log-probs):
+# ratio to the proximal policy, PPO clip and dual clip, the behaviour weight
+# e^(prox - behaviour) with tokens above the cap masked, times the loss.
+# Aggregated here by token-mean over the action mask (the loss count keeps the
+# tokens the cap removes, as AReaL's loss_mask_count does). The gradient with
+# respect to log pi is taken by central differences of this float64 loss.
+
+
+def decoupled_loss(m, lp, prox, behav, adv, eps_lo, eps_hi, c_clip, cap):
+    d = np.clip(lp - prox, -SAFETY, SAFETY)  # DEPARTURE: AReaL does not clamp; verl's vanilla does
+    ratio = np.exp(d)
+    l1 = -adv * ratio
+    l2 = -adv * np.clip(ratio, 1 - eps_lo, 1 + eps_hi)
+    pg = np.maximum(l1, l2)
+    clipfrac = masked_mean((l1 < l2).astype(float), m)
+    l3 = np.sign(adv) * c_clip * adv
+    lower = masked_mean(((l3 < pg) & (adv < 0)).astype(float), m)
+    pg = np.minimum(pg, l3)
+    bk = np.clip(prox - behav, -SAFETY, SAFETY)  # DEPARTURE: clamped like every other log-ratio here
+    bw = np.exp(bk)
+    bmask = (bw <= cap) & (m > 0) if cap else (m > 0)
+    bw = np.where(bmask, bw, 0.0)
+    pg = pg * bw
+    loss = np.where(m > 0, pg, 0.0).sum() / max(m.sum(), 1)
+    return loss, {"actor/pg_clipfrac": clipfrac, "actor/pg_clipfrac_lower": lower,
+                  "actor/behave_imp_weight": masked_mean(bw, m), "actor/behave_mask": masked_mean(bmask.astype(float), m)}
+
+
+def decoupled_cases(mcases):
+    out = []
+    for name, c, cap in [("no cap", mcases[1], 0.0), ("cap 1.5", mcases[1], 1.5), ("cap 5, huge ratios", mcases[4], 5.0)]:
+        rng = np.random.default_rng(11)
+        m, (mu, prox) = dense(c["offsets"], c["mask"], c["rollout"], c["train"])
+        adv = np.where(m > 0, rng.normal(0, 1, m.shape), 0.0)
+        lp = np.where(m > 0, prox + rng.normal(0, 0.3, m.shape), 0.0)
+        args = (m, prox, mu, adv, 0.2, 0.28, 3.0, cap)
+        loss, met = decoupled_loss(m, lp, *args[1:])
+        grad = np.zeros_like(lp)
+        h = 1e-6
+        for i in range(m.shape[0]):
+            for t in range(m.shape[1]):
+                if m[i, t] == 0:
+                    continue
+                a = lp.copy(); a[i, t] += h
+                b = lp.copy(); b[i, t] -= h
+                grad[i, t] = (decoupled_loss(m, a, *args[1:])[0] - decoupled_loss(m, b, *args[1:])[0]) / (2 * h)
+        out.append({"name": name, "offsets": c["offsets"], "mask": c["mask"], "behaviour": c["rollout"], "proximal": c["train"],
+                    "logprob": packed(c["offsets"], lp), "advantages": packed(c["offsets"], adv), "cap": cap,
+                    "loss": float(loss), "grad": packed(c["offsets"], grad), "metrics": {k: float(v) for k, v in met.items()}})
+    return out
+
+
 def jsonable(x):
     if isinstance(x, float) and not math.isfinite(x):
         return str(x)
@@ -233,5 +445,6 @@ def jsonable(x):
 
 
 if __name__ == "__main__":
-    json.dump(jsonable({"mismatch": cases()}), sys.stdout)
+    mc = cases()
+    json.dump(jsonable({"mismatch": mc, "correct": correct_cases(mc), "decoupled": decoupled_cases(mc)}), sys.stdout)
     sys.stdout.write("\n")
