@@ -17,6 +17,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"time"
@@ -112,8 +113,14 @@ func measure(dir, dtype string, seqs, prompt, tokens int, seed uint64) error {
 	}
 	fmt.Printf("model %s, sampler %s, tier %s: %d×%d sampled tokens (decode %.1f s, trainer scoring %.1f s)\n",
 		dir, dtype, tier, seqs, tokens, decode.Seconds(), score.Seconds())
-	fmt.Printf("| %s | %s | %s | %.3g | %.3g | %.3g | %.3g | %.3g | %.4g |\n", dir, dtype, tier,
+	var maxLog float64 // the largest |log π − log μ| of a sampled token
+	for k, on := range b.ActionMask {
+		if on {
+			maxLog = max(maxLog, math.Abs(old[k]-b.SampleLogProb[k]))
+		}
+	}
+	fmt.Printf("| %s | %s | %s | %.3g | %.3g | %.3g | %.3g | %.3g | %.3g | %.6f |\n", dir, dtype, tier,
 		m["training/rollout_probs_diff_mean"], m["training/rollout_probs_diff_max"], m["training/rollout_probs_diff_std"],
-		m["rollout_corr/kl"], m["rollout_corr/k3_kl"], m["rollout_corr/ppl_ratio"])
+		maxLog, m["rollout_corr/kl"], m["rollout_corr/k3_kl"], m["rollout_corr/ppl_ratio"])
 	return nil
 }
