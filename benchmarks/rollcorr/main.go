@@ -22,6 +22,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/r1go/r1go/cuda"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/rl"
 )
@@ -34,13 +35,14 @@ func main() {
 	tokens := flag.Int("tokens", 64, "sampled tokens per sequence")
 	seed := flag.Uint64("seed", 1, "prompt and sampling seed")
 	em := flag.String("em", "", "summarise em.sh's runs in this folder instead")
+	device := flag.String("device", "cpu", "cpu or cuda (the sampler and the trainer both run there)")
 	flag.Parse()
 	var err error
 	switch {
 	case *em != "":
 		err = emTable(*em)
 	case *dir != "":
-		err = measure(*dir, *dtype, *seqs, *prompt, *tokens, *seed)
+		err = measure(*dir, *device, *dtype, *seqs, *prompt, *tokens, *seed)
 	default:
 		err = fmt.Errorf("give -model DIR or -em DIR")
 	}
@@ -50,9 +52,35 @@ func main() {
 	}
 }
 
-func measure(dir, dtype string, seqs, prompt, tokens int, seed uint64) error {
-	pol, err := model.Load(dir, model.NewCPU(), model.LMHeadOutput)
-	if err != nil {
+// qwen05B is Qwen2.5-0.5B's config: -model random-0.5b builds it with
+// random float32 weights in memory (where no folder can be carried).
+const qwen05B = `{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 896,
+	"intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2,
+	"vocab_size": 151936, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "max_position_embeddings": 32768,
+	"hidden_act": "silu", "initializer_range": 0.02, "tie_word_embeddings": true, "use_sliding_window": false,
+	"torch_dtype": "bfloat16"}`
+
+func measure(dir, device, dtype string, seqs, prompt, tokens int, seed uint64) error {
+	var dev model.Device = model.NewCPU()
+	if device == "cuda" {
+		d, err := cuda.Open()
+		if err != nil {
+			return err
+		}
+		dev = d
+	}
+	var pol *model.Model
+	var err error
+	if dir == "random-0.5b" {
+		cfg, err := model.ParseConfig([]byte(qwen05B), "Qwen2.5-0.5B shape")
+		if err != nil {
+			return err
+		}
+		if pol, err = model.New(cfg, dev, model.LMHeadOutput); err != nil {
+			return err
+		}
+		pol.InitRandom(seed)
+	} else if pol, err = model.Load(dir, dev, model.LMHeadOutput); err != nil {
 		return err
 	}
 	sampler := pol
@@ -110,6 +138,9 @@ func measure(dir, dtype string, seqs, prompt, tokens int, seed uint64) error {
 	tier := os.Getenv("R1GO_CPU")
 	if tier == "" {
 		tier = "best"
+	}
+	if device == "cuda" {
+		tier = "cuda"
 	}
 	fmt.Printf("model %s, sampler %s, tier %s: %d×%d sampled tokens (decode %.1f s, trainer scoring %.1f s)\n",
 		dir, dtype, tier, seqs, tokens, decode.Seconds(), score.Seconds())
