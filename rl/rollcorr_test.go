@@ -204,3 +204,139 @@ func TestDecoupledTwin(t *testing.T) {
 		checkGrad(t, string(mode)+" decoupled dlogprob vs gorgonia", hand.DLogProb, twin.DLogProb)
 	}
 }
+
+// TestISWeightsOnEveryLoss: the trainer applies an importance weight by
+// scaling the advantages the policy loss reads. For a weight constant
+// over a sequence (sequence and geometric levels) that must equal scaling
+// the sequence's aggregation weight, for every policy loss, hand-written
+// or autodiff; for token weights it must equal multiplying each token's
+// loss by its weight, which gorgonia checks on the vanilla loss.
+func TestISWeightsOnEveryLoss(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	b := gspoBatch(t, rng)
+	b.SampleLogProb = make([]float64, len(b.OldLogProb))
+	for k := range b.SampleLogProb {
+		b.SampleLogProb[k] = b.OldLogProb[k] + 0.2*rng.NormFloat64()
+	}
+	b.RefLogProb = b.SampleLogProb
+	seqW := make([]float64, b.NumSeqs())
+	tokW := make([]float64, b.NumTokens())
+	for i := range seqW {
+		seqW[i] = 0.5 + 1.5*rng.Float64()
+		s, e := b.Seq(i)
+		for k := s; k < e; k++ {
+			tokW[k] = seqW[i]
+		}
+	}
+	for _, name := range []string{"vanilla", "gspo", "decoupled", "bypass_reinforce", "twin-vanilla", "twin-decoupled"} {
+		for _, mode := range []AggMode{TokenMean, SeqMeanTokenSum, SeqMeanTokenMean} {
+			cfg := DefaultLossConfig()
+			cfg.AggMode, cfg.BehavImpWeightCap = mode, twinCap
+			if name == "gspo" {
+				cfg.ClipRatioLow, cfg.ClipRatioHigh = 3e-4, 4e-4
+			}
+			scaled := *b
+			applyCorrection(&scaled, &Correction{Weights: tokW})
+			got, err := namedLoss(name, cfg)(&scaled)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, _ := LookupLoss(name)
+			norm, err := NewNorm(cfg.AggMode, b, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, _ := norm.SeqWeights(b, nil)
+			for i := range w {
+				w[i] *= seqW[i]
+			}
+			want := &Output{}
+			want.Reset(b.NumTokens())
+			if err := l(b, &cfg, w, want); err != nil {
+				t.Fatal(err)
+			}
+			if !near(got.Loss, want.Loss) {
+				t.Errorf("%s %s: loss %v with scaled advantages, %v with scaled sequence weights", name, mode, got.Loss, want.Loss)
+			}
+			checkGrad(t, name+" "+string(mode)+" sequence-level weights", got.DLogProb, want.DLogProb)
+		}
+	}
+	// Token weights on the vanilla loss against the per-token product.
+	for k := range tokW {
+		tokW[k] = 0.3 + 2*rng.Float64()
+	}
+	cfg := DefaultLossConfig()
+	scaled := *b
+	applyCorrection(&scaled, &Correction{Weights: tokW})
+	got, err := namedLoss("vanilla", cfg)(&scaled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withW := *b
+	withW.Values = tokW
+	want, err := namedLoss("twin-vanilla-weighted", cfg)(&withW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(got.Loss, want.Loss) {
+		t.Errorf("token weights: loss %v, gorgonia %v", got.Loss, want.Loss)
+	}
+	checkGrad(t, "token weights dlogprob vs gorgonia", got.DLogProb, want.DLogProb)
+}
+
+// TestRejectionLeavesTheLoss: a rejected token contributes nothing and the
+// token-mean normaliser counts only the kept ones, as verl's rewritten
+// response mask does; rejecting everything leaves no normaliser.
+func TestRejectionLeavesTheLoss(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	b := randomBatch(rng, 12)
+	b.SampleLogProb = make([]float64, len(b.OldLogProb))
+	for k := range b.SampleLogProb {
+		b.SampleLogProb[k] = b.OldLogProb[k] + 0.3*rng.NormFloat64()
+	}
+	rc := RolloutCorrectionConfig{RS: "token_k1", RSThreshold: "0.8_1.25"}
+	c, err := RolloutCorrection(&rc, b.Offsets, b.ActionMask, b.SampleLogProb, b.OldLogProb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := c.Metrics["rollout_corr/rollout_rs_masked_fraction"]
+	if !(f > 0.1 && f < 0.9) {
+		t.Fatalf("rejected fraction %v", f)
+	}
+	cfg := DefaultLossConfig()
+	rej := *b
+	applyCorrection(&rej, c)
+	got, err := actorLoss(cfg)(&rej)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The reference: the kept tokens alone, as a batch of their own.
+	kept := *b
+	kept.ActionMask = append([]bool(nil), c.Keep...)
+	want, err := actorLoss(cfg)(&kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Loss != want.Loss {
+		t.Errorf("loss %v, kept tokens alone %v", got.Loss, want.Loss)
+	}
+	for k, on := range b.ActionMask {
+		if on && !c.Keep[k] && got.DLogProb[k] != 0 {
+			t.Fatalf("rejected token %d has gradient %v", k, got.DLogProb[k])
+		}
+	}
+	all := RolloutCorrectionConfig{RS: "token_k1", RSThreshold: "1_1"}
+	if c, err = RolloutCorrection(&all, b.Offsets, b.ActionMask, b.SampleLogProb, b.OldLogProb); err != nil {
+		t.Fatal(err)
+	}
+	none := *b
+	applyCorrection(&none, c)
+	if _, err := NewNorm(TokenMean, &none, 0); err == nil {
+		t.Error("a batch with every token rejected has a normaliser")
+	}
+	tr := &Trainer{Cfg: DefaultTrainerConfig(), rc: &rollcorrStep{base: &none}}
+	tr.Cfg.Algorithm.RolloutCorrection = all
+	if !tr.rollcorrRejectedAll(&none) {
+		t.Error("the trainer would not skip a mini-batch whose tokens were all rejected")
+	}
+}
