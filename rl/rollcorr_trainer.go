@@ -56,6 +56,25 @@ func (c *TrainerConfig) rollcorrNeedsOld() bool {
 	return rc.active() && !rc.BypassMode
 }
 
+// rollcorrValidate reports a rollout correction that contradicts the
+// policy loss: the decoupled loss already weights each token by the
+// sampler-to-π_old ratio (importance weights would count it twice), and
+// its proximal policy is the recomputed π_old, which bypass mode replaces
+// by the sampler (every weight would be 1).
+func (c *TrainerConfig) rollcorrValidate() error {
+	rc := &c.Algorithm.RolloutCorrection
+	if c.Actor.PolicyLoss != "decoupled" {
+		return nil
+	}
+	if rc.IS != "" {
+		return fmt.Errorf("actor.policy_loss decoupled already weights by the sampler's ratio: unset algorithm.rollout_correction.rollout_is (%q)", rc.IS)
+	}
+	if rc.BypassMode && rc.LossType != "reinforce" {
+		return fmt.Errorf("actor.policy_loss decoupled needs the recomputed pi_old as its proximal policy: algorithm.rollout_correction.bypass_mode replaces it with the sampler's")
+	}
+	return nil
+}
+
 // rollcorrLossConfig is the actor's loss config: bypass mode's reinforce
 // loss replaces the policy loss.
 func (t *Trainer) rollcorrLossConfig() *LossConfig {

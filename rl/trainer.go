@@ -135,7 +135,7 @@ func (c *TrainerConfig) Validate() error {
 			return fmt.Errorf("%s: %w", s.key, err)
 		}
 	}
-	return nil
+	return c.rollcorrValidate() // settings of two sections that do not go together (rollcorr_trainer.go)
 }
 
 // Trainer runs RL steps: the policy samples trajectories with the rollout,

@@ -126,6 +126,8 @@ func TestRolloutCorrectionConfigErrorsFromFlags(t *testing.T) {
 		{"algorithm.rollout_correction.rollout_is=token algorithm.rollout_correction.rollout_is_threshold=0.5", "must be a finite number ≥ 1"},
 		{"algorithm.rollout_correction.rollout_rs=token_k1 algorithm.rollout_correction.rollout_rs_threshold=2_0.5", "above the upper bound"},
 		{"actor.behav_imp_weight_cap=0.5", "behav_imp_weight_cap 0.5"},
+		{"actor.policy_loss=decoupled algorithm.rollout_correction.rollout_is=token", "already weights by the sampler's ratio"},
+		{"actor.policy_loss=decoupled algorithm.rollout_correction.bypass_mode=true", "needs the recomputed pi_old"},
 	} {
 		cfg := DefaultConfig()
 		err := config.Load(&cfg, strings.Fields(c.args), nil)
