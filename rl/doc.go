@@ -60,7 +60,9 @@
 // in init and panics on a duplicate name). Built-in estimators: gae, grpo
 // (Dr.GRPO with NormAdvByStd false), rloo, reinforce_plus_plus,
 // reinforce_plus_plus_baseline, remax. Built-in policy losses: vanilla (PPO
-// clipped surrogate, clip-higher, dual clip) and gspo. The critic's clipped
+// clipped surrogate, clip-higher, dual clip), gspo, decoupled (AReaL's
+// decoupled PPO, loss_decoupled.go) and bypass_reinforce (rollout
+// correction's bypass mode, rollcorr_trainer.go). The critic's clipped
 // value loss (ValueLoss, CriticLoss) is not in the registry: the critic has
 // one loss, and its clip is critic.cliprange_value.
 // ActorLoss adds the entropy bonus and the KL loss (KL estimators k1, abs,
@@ -176,6 +178,16 @@
 // validates the whole config and wires the rollout, the reference policy,
 // the critic and the optimizers; cmd/train/default.yaml holds the embedded
 // run's departures from these library defaults (Agent-R1's).
+//
+// # Rollout correction
+//
+// The sampler's log-probabilities (SampleLogProb) and the trainer's of the
+// same tokens under the same weights differ (bf16 weights, other kernels,
+// other CPU tiers). MismatchMetrics measures the gap every step
+// (rollcorr_metrics.go); RolloutCorrection computes verl's truncated
+// importance weights and rejection mask from it (rollcorr.go), which the
+// trainer applies to the actor update, or, in bypass mode, uses the
+// sampler's log-probabilities as π_old (rollcorr_trainer.go).
 //
 // # Errors
 //

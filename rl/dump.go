@@ -64,6 +64,9 @@ type DumpRecord struct {
 	PromptTokens  int      `json:"prompt_tokens"`
 	ActionTokens  int      `json:"action_tokens"`
 	ObsTokens     int      `json:"observation_tokens"`
+	// Mismatch is the sampler's log-probs against the trainer's, per model
+	// turn (rollcorr_metrics.go); absent where the step did not measure it.
+	Mismatch []TurnMismatch `json:"mismatch,omitempty"`
 }
 
 // DumpRecords renders trajectories for the dump. advantages, when not nil,
@@ -75,7 +78,7 @@ func DumpRecords(step int, trajs []*Trajectory, advantages [][]float64, tok *tok
 		r := DumpRecord{Step: step, Index: i, Group: t.Group, ID: t.Sample.ID, DataSource: t.Sample.DataSource,
 			Question: t.Sample.Question, Answers: t.Sample.Answers, Reward: t.Outcome.Reward,
 			Metrics: t.Outcome.Metrics, Turns: t.Turns, NumToolCalls: t.ToolCalls, Finish: string(t.Finish),
-			ToolCalls: []string{}, Obs: []string{}}
+			ToolCalls: []string{}, Obs: []string{}, Mismatch: t.Mismatch}
 		var text strings.Builder
 		emit := func(kind string, a, b int) {
 			ids := make([]int, b-a)

@@ -23,6 +23,8 @@ type LossConfig struct {
 	UseKLLoss       bool    `yaml:"use_kl_loss" help:"add KL(pi||ref) to the loss (GRPO style)"`
 	KLLossCoef      float64 `yaml:"kl_loss_coef" help:"weight of the KL loss"`
 	KLLossType      string  `yaml:"kl_loss_type" help:"k1, abs, k2, low_var_kl (k3), or a + straight-through variant"`
+	// BehavImpWeightCap is the decoupled loss's cap (loss_decoupled.go).
+	BehavImpWeightCap float64 `yaml:"behav_imp_weight_cap" help:"policy_loss decoupled: drop tokens whose sampler-to-proximal weight exceeds this (0: no cap, else ≥ 1)"`
 }
 
 // DefaultLossConfig returns verl's defaults: the policy loss alone, no KL
@@ -72,7 +74,7 @@ func (c *LossConfig) Validate() error {
 	if _, err := ParseKL(c.KLLossType); err != nil {
 		return fmt.Errorf("kl_loss_type: %w", err)
 	}
-	return nil
+	return checkBehavCap(c.BehavImpWeightCap)
 }
 
 func (c *LossConfig) clipLow() float64 {

@@ -153,6 +153,9 @@ type Trajectory struct {
 	ToolCalls      int // executed tool calls
 	Finish         Finish
 	Outcome        env.Outcome // outcome reward and the task's metrics
+	// Mismatch is the sampler against the trainer, per model turn, once
+	// the step has measured it (rollcorr_trainer.go).
+	Mismatch []TurnMismatch
 }
 
 // ResponseLen is the number of tokens after the prompt.

@@ -25,6 +25,8 @@ type AlgorithmConfig struct {
 	KLHorizon       float64 `yaml:"kl_horizon" help:"adaptive controller horizon"`
 	ProcessReward   bool    `yaml:"use_process_rewards" help:"add the environment's per-tool-call rewards"`
 	PrimeNorm       bool    `yaml:"prime_norm" help:"PRIME-style normalisation of process rewards"`
+	// RolloutCorrection corrects for the sampler's drift from the trainer (rollcorr.go).
+	RolloutCorrection RolloutCorrectionConfig `yaml:"rollout_correction"`
 }
 
 // Validate reports an unknown KL estimator or controller. (The embedded
@@ -41,6 +43,9 @@ func (c *AlgorithmConfig) Validate() error {
 	}
 	if !(c.KLCoef >= 0) || math.IsInf(c.KLCoef, 0) {
 		return fmt.Errorf("kl_coef %v must be a finite number ≥ 0", c.KLCoef)
+	}
+	if err := c.RolloutCorrection.Validate(); err != nil {
+		return fmt.Errorf("rollout_correction: %w", err)
 	}
 	return nil
 }
@@ -108,7 +113,8 @@ func DefaultTrainerConfig() TrainerConfig {
 	loss.UseKLLoss = true // GRPO's KL loss
 	return TrainerConfig{
 		Algorithm: AlgorithmConfig{AdvantageConfig: adv, AdvantageMask: true,
-			KLPenalty: "kl", KLCtrl: "fixed", KLCoef: 0.001, KLTarget: 0.1, KLHorizon: 10000},
+			KLPenalty: "kl", KLCtrl: "fixed", KLCoef: 0.001, KLTarget: 0.1, KLHorizon: 10000,
+			RolloutCorrection: DefaultRolloutCorrectionConfig()},
 		Actor:   ActorConfig{Optim: a, PPOEpochs: 1, MiniBatchSize: 64, MicroBatchTokens: 8192, LossConfig: loss},
 		Critic:  CriticConfig{Optim: c, CliprangeValue: 0.5},
 		Rollout: DefaultRolloutConfig(),
@@ -129,7 +135,7 @@ func (c *TrainerConfig) Validate() error {
 			return fmt.Errorf("%s: %w", s.key, err)
 		}
 	}
-	return nil
+	return c.rollcorrValidate() // settings of two sections that do not go together (rollcorr_trainer.go)
 }
 
 // Trainer runs RL steps: the policy samples trajectories with the rollout,
@@ -157,6 +163,7 @@ type Trainer struct {
 	// rolloutCopy is the bf16 copy the rollout samples from
 	// (rollout.dtype bfloat16), or nil.
 	rolloutCopy *model.Model
+	rc          *rollcorrStep // this step's rollout correction (rollcorr_trainer.go)
 }
 
 // NeedsRef says whether the configuration uses a reference policy.
@@ -247,7 +254,8 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	// loss is computed, so π_old is the update's own forward (verl sets
 	// old_log_prob = log_prob.detach() there too): the ratio is exactly 1
 	// and one forward pass is saved. Otherwise π_old is recomputed here.
-	if !t.reuseOld(b) {
+	// Bypass mode (rollcorr_trainer.go): π_old is the sampler's, no forward.
+	if !t.rollcorrBypass(b) && !t.reuseOld(b) {
 		tl := time.Now()
 		if b.OldLogProb, _, _, err = Forward(t.Policy, b, cfg.Actor.MicroBatchTokens); err != nil {
 			return nil, err
@@ -315,6 +323,12 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 		}
 		timed("update_critic", tc)
 	}
+	// Rollout mismatch and correction (rollcorr_trainer.go): measured on
+	// the global batch, corrections applied for the actor update only.
+	undo, err := t.rollcorrBegin(b, m)
+	if err != nil {
+		return nil, err
+	}
 	if !cfg.NeedsCritic() || t.step >= cfg.Critic.Warmup {
 		tu := time.Now()
 		am, err := t.updateActor(b)
@@ -325,6 +339,10 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 			m[k] = v
 		}
 		timed("update_actor", tu)
+	}
+	undo()
+	if err := t.rollcorrEnd(trajs, m); err != nil {
+		return nil, err
 	}
 	t.step++
 	rm := RolloutMetrics(trajs)
@@ -350,7 +368,7 @@ func (t *Trainer) reuseOld(b *Batch) bool {
 	if t.DP != nil { // data parallel: the global batch decides
 		n = t.DP.GlobalSeqs()
 	}
-	return c.Actor.PPOEpochs == 1 && c.Actor.MiniBatchSize >= n && !c.Algorithm.UseKLInReward
+	return c.Actor.PPOEpochs == 1 && c.Actor.MiniBatchSize >= n && !c.Algorithm.UseKLInReward && !c.rollcorrNeedsOld()
 }
 
 // sumMetrics are the loss-valued metrics whose micro-batch values add up to
@@ -364,15 +382,23 @@ type lossStep func(mdl *model.Model, mb *Batch, res *model.Output, norm Norm, ou
 
 // updateActor runs the policy's mini-batch updates with the actor loss.
 func (t *Trainer) updateActor(b *Batch) (Metrics, error) {
-	lc := &t.Cfg.Actor.LossConfig
+	lc := t.rollcorrLossConfig() // the config's, or bypass mode's reinforce loss
 	return t.update(b, t.Policy, t.ActorOpt, "actor", func(mdl *model.Model, mb *Batch, res *model.Output, norm Norm, out *Output) error {
 		mb.LogProb = shiftIn(mb, nil, res.LogProb)
 		mb.Entropy = shiftIn(mb, nil, res.Entropy)
 		if b.OldLogProb == nil {
 			mb.OldLogProb = mb.LogProb
 		}
+		// rollcorr_trainer.go: records these log-probs; bypass mode's correction
+		mb, cm, err := t.rollcorrMicro(mb)
+		if err != nil {
+			return err
+		}
 		if err := ActorLoss(mb, lc, norm, out); err != nil {
 			return err
+		}
+		for k, v := range cm {
+			out.Metrics[k] = v
 		}
 		return mdl.Backward(shiftOut(mb, out.DLogProb), shiftOut(mb, out.DEntropy), nil)
 	})
@@ -404,6 +430,9 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix st
 			mini := b.Slice(lo, hi)
 			norm, err := NewNorm(lc.AggMode, mini, lc.LossScaleFactor)
 			if err != nil {
+				if t.rollcorrRejectedAll(mini) { // every token rejected (rollcorr_trainer.go): no update
+					continue
+				}
 				return nil, err
 			}
 			t.zeroGrads(mdl, opt) // ZeRO-2: the arena is kept zero, and the backward sends its buckets

@@ -7,7 +7,9 @@
 //
 // The response is printed span by span: what the policy sampled (action
 // mask 1, the tokens the loss trains on) between ▶ action and ◀ markers,
-// what the environment inserted (mask 0) under observation headers. -color
+// what the environment inserted (mask 0) under observation headers; an
+// action header also gives that turn's sampler-vs-trainer mismatch when the
+// dump has it, and -list the turn where it is largest. -color
 // shows actions in green and observations dimmed instead.
 package main
 
@@ -60,8 +62,8 @@ func run(out io.Writer, path string, index int, list, prompt, color bool) error 
 	}
 	if list {
 		for _, r := range recs {
-			fmt.Fprintf(out, "%4d  group %-3d reward %6.3f  %s  turns %d, calls %d  %s\n",
-				r.Index, r.Group, r.Reward, advText(r), r.Turns, r.NumToolCalls, oneLine(r.Question, 60))
+			fmt.Fprintf(out, "%4d  group %-3d reward %6.3f  %s  turns %d, calls %d  %s%s\n",
+				r.Index, r.Group, r.Reward, advText(r), r.Turns, r.NumToolCalls, oneLine(r.Question, 60), worstTurnText(r))
 		}
 		return nil
 	}
@@ -116,6 +118,7 @@ func render(out io.Writer, r rl.DumpRecord, prompt, color bool) {
 	fmt.Fprintf(out, "reward %.3f%s, %s, finish %s, %d turns, %d tool calls\n",
 		r.Reward, metricsText(r.Metrics), advText(r), r.Finish, r.Turns, r.NumToolCalls)
 	fmt.Fprintf(out, "tokens: %d prompt, %d action (mask 1, trained on), %d observation (mask 0)\n\n", r.PromptTokens, r.ActionTokens, r.ObsTokens)
+	turn := 0 // action spans are the model's turns (mismatch.go)
 	for _, s := range r.Spans {
 		text := r.Text[s.Start:s.End]
 		switch s.Kind {
@@ -126,11 +129,12 @@ func render(out io.Writer, r rl.DumpRecord, prompt, color bool) {
 			}
 			fmt.Fprintf(out, "[prompt: tokens %d-%d]\n%s\n", s.TokenStart, s.TokenEnd, text)
 		case rl.SpanAction:
+			turn++
 			if color {
 				fmt.Fprintf(out, "%s%s%s", green, text, reset)
 				continue
 			}
-			fmt.Fprintf(out, "▶ action: tokens %d-%d, mask 1\n%s\n◀\n", s.TokenStart, s.TokenEnd, text)
+			fmt.Fprintf(out, "▶ action: tokens %d-%d, mask 1%s\n%s\n◀\n", s.TokenStart, s.TokenEnd, turnMismatchText(r, turn-1), text)
 		default:
 			if color {
 				fmt.Fprintf(out, "%s%s%s", dim, text, reset)
