@@ -42,7 +42,7 @@
 //	ApplyKLPenalty or RewardsFromScores → Rewards
 //	Estimate (gae, grpo, rloo, ...)     → Advantages, Returns (whole step's batch)
 //	DataMetrics                         → critic/score/mean, critic/advantages/mean, ...
-//	for each mini-batch: norm := NewNorm(cfg.AggMode, mini, cfg.LossScaleFactor)
+//	for each mini-batch: norm := NewNorm(agg, mini, loss_scale_factor)   (each model's own)
 //	  for each micro-batch: ActorLoss(micro, cfg, norm, out), CriticLoss(...)
 //	                        → out.Loss, out.DLogProb, out.DEntropy, out.DValue, out.Metrics
 //
@@ -59,7 +59,9 @@
 // name in a registry (RegisterEstimator, RegisterLoss; registration happens
 // in init and panics on a duplicate name). Built-in estimators: gae, grpo
 // (Dr.GRPO with NormAdvByStd false), rloo, reinforce_plus_plus,
-// reinforce_plus_plus_baseline, remax. Built-in policy losses: vanilla (PPO
+// reinforce_plus_plus_baseline, remax (its baseline is a greedy rollout of
+// each prompt, which the trainer makes because the registry says remax
+// needs it). Built-in policy losses: vanilla (PPO
 // clipped surrogate, clip-higher, dual clip) and gspo. The critic's clipped
 // value loss (ValueLoss, CriticLoss) is not in the registry: the critic has
 // one loss, and its clip is critic.cliprange_value.
@@ -154,8 +156,9 @@
 //   - a loss: rl.RegisterLoss("name", fn), fn a Loss (or AutodiffLoss);
 //     actor.policy_loss=name. It reads its settings from the LossConfig it
 //     is given, which is the actor section of the YAML file itself.
-//   - an estimator: rl.RegisterEstimator("name", fn), fn an Estimator;
-//     algorithm.adv_estimator=name.
+//   - an estimator: rl.RegisterEstimator("name", fn, needs), fn an
+//     Estimator, needs what it reads that the trainer must provide (values
+//     from a critic, a greedy baseline); algorithm.adv_estimator=name.
 //   - a tool: env.RegisterTool("name", factory), the factory building an
 //     env.Tool from env.ToolDeps (the run's retriever); env.tools=[search,
 //     name]. Tools of one episode share env.Memory through the call's

@@ -50,8 +50,8 @@ type Setup struct {
 	MaxContext int // positions per slot
 
 	// TotalSteps and PromptsPerStep size the optimizers' learning-rate
-	// schedules: the critic takes one optimizer step per mini-batch of
-	// each epoch, so does the actor.
+	// schedules: the actor and the critic each take one optimizer step per
+	// mini-batch of each epoch of their own UpdateConfig.
 	TotalSteps     int
 	PromptsPerStep int
 
@@ -124,12 +124,13 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 			return nil, err
 		}
 		t.Critic.Recompute, t.Critic.SaveBytes = s.Recompute, s.SaveBytes
-		if t.CriticOpt, err = s.DP.NewOptimizer(t.Critic.Dev, t.Critic.Params, t.Critic.Grads, cfg.Critic.Optim, s.TotalSteps); err != nil {
+		steps := cfg.Critic.OptimizerSteps(s.TotalSteps, s.PromptsPerStep*cfg.Rollout.N)
+		if t.CriticOpt, err = s.DP.NewOptimizer(t.Critic.Dev, t.Critic.Params, t.Critic.Grads, cfg.Critic.Optim, steps); err != nil {
 			return nil, err
 		}
 	}
 	a := &cfg.Actor
-	steps := s.TotalSteps * a.PPOEpochs * ((s.PromptsPerStep*cfg.Rollout.N + a.MiniBatchSize - 1) / a.MiniBatchSize)
+	steps := a.OptimizerSteps(s.TotalSteps, s.PromptsPerStep*cfg.Rollout.N)
 	params, grads := s.Policy.Trainable() // the adapters in a LoRA run
 	if t.ActorOpt, err = s.DP.NewOptimizer(s.Policy.Dev, params, grads, a.Optim, steps); err != nil {
 		return nil, err

@@ -45,16 +45,39 @@ func (c *AlgorithmConfig) Validate() error {
 	return nil
 }
 
+// UpdateConfig shapes one model's update (verl's ppo_epochs,
+// ppo_mini_batch_size and the micro-batch): the actor and the critic each
+// embed their own, so the critic never runs on the actor's settings.
+type UpdateConfig struct {
+	PPOEpochs        int `yaml:"ppo_epochs" help:"passes over each step's batch"`
+	MiniBatchSize    int `yaml:"ppo_mini_batch_size" help:"trajectories per optimizer step"`
+	MicroBatchTokens int `yaml:"micro_batch_tokens" help:"tokens per forward/backward (gradient accumulation)"`
+}
+
+// Validate reports sizes below 1.
+func (c *UpdateConfig) Validate() error {
+	if c.PPOEpochs < 1 || c.MiniBatchSize < 1 || c.MicroBatchTokens < 1 {
+		return fmt.Errorf("ppo_epochs %d, ppo_mini_batch_size %d and micro_batch_tokens %d must be ≥ 1",
+			c.PPOEpochs, c.MiniBatchSize, c.MicroBatchTokens)
+	}
+	return nil
+}
+
+// OptimizerSteps is how many optimizer steps the update takes over a run of
+// steps RL steps of seqs trajectories each: one per mini-batch of each
+// epoch. It is the length of the model's learning-rate schedule.
+func (c *UpdateConfig) OptimizerSteps(steps, seqs int) int {
+	return steps * c.PPOEpochs * ((seqs + c.MiniBatchSize - 1) / c.MiniBatchSize)
+}
+
 // ActorConfig configures the policy update (verl's actor.* keys). The
 // loss's own settings are the embedded LossConfig, which ActorLoss reads as
 // it is: actor.clip_ratio goes from the YAML file to the loss through this
 // struct and nothing else.
 type ActorConfig struct {
-	Optim            optim.Config `yaml:"optim"`
-	PPOEpochs        int          `yaml:"ppo_epochs" help:"passes over each step's batch"`
-	MiniBatchSize    int          `yaml:"ppo_mini_batch_size" help:"trajectories per optimizer step"`
-	MicroBatchTokens int          `yaml:"micro_batch_tokens" help:"tokens per forward/backward (gradient accumulation)"`
-	LossConfig       `yaml:",inline"`
+	Optim        optim.Config `yaml:"optim"`
+	UpdateConfig `yaml:",inline"`
+	LossConfig   `yaml:",inline"`
 
 	// LoRA adapters instead of full fine-tuning (wired in cmd/train/lora.go).
 	LoRA model.LoRAConfig `yaml:"lora"`
@@ -62,22 +85,34 @@ type ActorConfig struct {
 
 // Validate reports sizes below 1 and a bad loss setting.
 func (c *ActorConfig) Validate() error {
-	if c.PPOEpochs < 1 || c.MiniBatchSize < 1 || c.MicroBatchTokens < 1 {
-		return fmt.Errorf("ppo_epochs %d, ppo_mini_batch_size %d and micro_batch_tokens %d must be ≥ 1",
-			c.PPOEpochs, c.MiniBatchSize, c.MicroBatchTokens)
+	if err := c.UpdateConfig.Validate(); err != nil {
+		return err
 	}
 	return c.LossConfig.Validate()
 }
 
-// CriticConfig configures the value model of PPO (verl's critic.* keys).
+// CriticConfig configures the value model of PPO (verl's critic.* keys):
+// its optimizer, its own update shape and aggregation, and the value clip.
 type CriticConfig struct {
-	Optim          optim.Config `yaml:"optim"`
-	Warmup         int          `yaml:"critic_warmup" help:"steps that update only the critic"`
-	CliprangeValue float64      `yaml:"cliprange_value" help:"value clip epsilon"`
+	Optim           optim.Config `yaml:"optim"`
+	UpdateConfig    `yaml:",inline"`
+	AggMode         AggMode `yaml:"loss_agg_mode" help:"token-mean, seq-mean-token-sum, seq-mean-token-mean, seq-mean-token-sum-norm"`
+	LossScaleFactor float64 `yaml:"loss_scale_factor" help:"L_norm of seq-mean-token-sum-norm (0: the longest sequence)"`
+	Warmup          int     `yaml:"critic_warmup" help:"steps that update only the critic"`
+	CliprangeValue  float64 `yaml:"cliprange_value" help:"value clip epsilon"`
 }
 
-// Validate reports a negative warm-up or value clip.
+// Validate reports a bad update shape, a negative warm-up or value clip.
 func (c *CriticConfig) Validate() error {
+	if err := c.UpdateConfig.Validate(); err != nil {
+		return err
+	}
+	if _, err := ParseAggMode(string(c.AggMode)); err != nil {
+		return fmt.Errorf("loss_agg_mode: %w", err)
+	}
+	if !(c.LossScaleFactor >= 0) || math.IsInf(c.LossScaleFactor, 0) {
+		return fmt.Errorf("loss_scale_factor %v must be a finite number ≥ 0", c.LossScaleFactor)
+	}
 	if c.Warmup < 0 {
 		return fmt.Errorf("critic_warmup %d must be ≥ 0", c.Warmup)
 	}
@@ -106,11 +141,14 @@ func DefaultTrainerConfig() TrainerConfig {
 	adv.Estimator = "grpo"
 	loss := DefaultLossConfig()
 	loss.UseKLLoss = true // GRPO's KL loss
+	// The critic's update starts as the actor's, as verl's critic.* keys
+	// default to the actor's; each is then set on its own.
+	u := UpdateConfig{PPOEpochs: 1, MiniBatchSize: 64, MicroBatchTokens: 8192}
 	return TrainerConfig{
 		Algorithm: AlgorithmConfig{AdvantageConfig: adv, AdvantageMask: true,
 			KLPenalty: "kl", KLCtrl: "fixed", KLCoef: 0.001, KLTarget: 0.1, KLHorizon: 10000},
-		Actor:   ActorConfig{Optim: a, PPOEpochs: 1, MiniBatchSize: 64, MicroBatchTokens: 8192, LossConfig: loss},
-		Critic:  CriticConfig{Optim: c, CliprangeValue: 0.5},
+		Actor:   ActorConfig{Optim: a, UpdateConfig: u, LossConfig: loss},
+		Critic:  CriticConfig{Optim: c, UpdateConfig: u, AggMode: loss.AggMode, CliprangeValue: 0.5},
 		Rollout: DefaultRolloutConfig(),
 	}
 }
@@ -128,6 +166,9 @@ func (c *TrainerConfig) Validate() error {
 		if err := s.v.Validate(); err != nil {
 			return fmt.Errorf("%s: %w", s.key, err)
 		}
+	}
+	if c.Needs().Baseline && c.Rollout.Mode == "external" {
+		return fmt.Errorf("algorithm.adv_estimator %s needs a greedy rollout of each prompt, which rollout.mode external cannot make", c.Algorithm.Estimator)
 	}
 	return nil
 }
@@ -149,8 +190,8 @@ type Trainer struct {
 	ToolCallEnd int32 // token that ends a tool call (process rewards)
 	DP          *DP   // data parallel (rl/dp.go); nil in a run of one process
 	// Phase, when set, is told each phase of a step as it ends (the names
-	// of the timing_s metrics: gen, old_log_prob, ref, values, adv,
-	// update_critic, update_actor), so that a caller can show progress
+	// of the timing_s metrics: gen, gen_baseline, old_log_prob, ref, values,
+	// adv, update_critic, update_actor), so that a caller can show progress
 	// inside a step that takes minutes.
 	Phase func(name string, took time.Duration)
 	step  int // RL steps done
@@ -162,8 +203,15 @@ type Trainer struct {
 // NeedsRef says whether the configuration uses a reference policy.
 func (c *TrainerConfig) NeedsRef() bool { return c.Actor.UseKLLoss || c.Algorithm.UseKLInReward }
 
+// Needs is what the estimator needs from the trainer (the registry's
+// word; nothing for a name the registry does not know, which Validate reports).
+func (c *TrainerConfig) Needs() Needs {
+	n, _ := EstimatorNeeds(c.Algorithm.Estimator)
+	return n
+}
+
 // NeedsCritic says whether the estimator needs a value model.
-func (c *TrainerConfig) NeedsCritic() bool { return c.Algorithm.Estimator == "gae" }
+func (c *TrainerConfig) NeedsCritic() bool { return c.Needs().Values }
 
 // NewKLController builds the in-reward KL controller of the config.
 func (c *TrainerConfig) NewKLController() KLController {
@@ -218,14 +266,23 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 		}
 	}
 	trajs, err := src.Run(ctx, prompts)
+	if err == nil {
+		timed("gen", tg)
+	}
+	var baseline []float64
+	if err == nil && cfg.Needs().Baseline {
+		tb := time.Now()
+		baseline, err = t.baselines(ctx, prompts, trajs)
+		timed("gen_baseline", tb)
+	}
 	if t.rolloutCopy != nil {
 		t.rolloutCopy.DiscardWeights() // rewritten before the next rollout
 	}
 	if err != nil {
 		return nil, err
 	}
-	timed("gen", tg)
 	b := FromTrajectories(trajs, cfg.Algorithm.AdvantageMask)
+	b.BaselineScore = baseline
 	scores := make([]float64, len(trajs))
 	for i, tr := range trajs {
 		scores[i] = tr.Outcome.Reward
@@ -264,7 +321,7 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	}
 	if cfg.NeedsCritic() {
 		tv := time.Now()
-		if _, _, b.OldValues, err = Forward(t.Critic, b, cfg.Actor.MicroBatchTokens); err != nil {
+		if _, _, b.OldValues, err = Forward(t.Critic, b, cfg.Critic.MicroBatchTokens); err != nil {
 			return nil, err
 		}
 		timed("values", tv)
@@ -343,6 +400,26 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	return &StepResult{Trajectories: trajs, Metrics: m, Tokens: b.NumTokens(), Batch: b}, nil
 }
 
+// baselines rolls every prompt out once more, greedily, from the weights
+// that sampled trajs, and returns each trajectory's baseline: the score of
+// its prompt's greedy response (ReMax's baseline, as verl's trainer makes
+// it).
+func (t *Trainer) baselines(ctx context.Context, prompts []data.Sample, trajs []*Trajectory) ([]float64, error) {
+	cfg := t.Cfg.Rollout
+	cfg.N, cfg.Sampling = 1, model.Greedy
+	r := *t.Rollout
+	r.Cfg = &cfg
+	greedy, err := r.Run(ctx, prompts)
+	if err != nil {
+		return nil, fmt.Errorf("rl: the greedy baseline rollout: %w", err)
+	}
+	out := make([]float64, len(trajs))
+	for i, tr := range trajs {
+		out[i] = greedy[tr.Group].Outcome.Reward
+	}
+	return out, nil
+}
+
 // reuseOld says whether π_old is taken from the update's forward.
 func (t *Trainer) reuseOld(b *Batch) bool {
 	c := &t.Cfg
@@ -364,8 +441,9 @@ type lossStep func(mdl *model.Model, mb *Batch, res *model.Output, norm Norm, ou
 
 // updateActor runs the policy's mini-batch updates with the actor loss.
 func (t *Trainer) updateActor(b *Batch) (Metrics, error) {
-	lc := &t.Cfg.Actor.LossConfig
-	return t.update(b, t.Policy, t.ActorOpt, "actor", func(mdl *model.Model, mb *Batch, res *model.Output, norm Norm, out *Output) error {
+	a := &t.Cfg.Actor
+	lc := &a.LossConfig
+	return t.update(b, t.Policy, t.ActorOpt, "actor", updateShape{a.UpdateConfig, lc.AggMode, lc.LossScaleFactor}, func(mdl *model.Model, mb *Batch, res *model.Output, norm Norm, out *Output) error {
 		mb.LogProb = shiftIn(mb, nil, res.LogProb)
 		mb.Entropy = shiftIn(mb, nil, res.Entropy)
 		if b.OldLogProb == nil {
@@ -381,8 +459,9 @@ func (t *Trainer) updateActor(b *Batch) (Metrics, error) {
 // updateCritic runs the value model's mini-batch updates with the clipped
 // value loss.
 func (t *Trainer) updateCritic(b *Batch) (Metrics, error) {
-	clip := t.Cfg.Critic.CliprangeValue
-	return t.update(b, t.Critic, t.CriticOpt, "critic", func(mdl *model.Model, mb *Batch, res *model.Output, norm Norm, out *Output) error {
+	c := &t.Cfg.Critic
+	clip := c.CliprangeValue
+	return t.update(b, t.Critic, t.CriticOpt, "critic", updateShape{c.UpdateConfig, c.AggMode, c.LossScaleFactor}, func(mdl *model.Model, mb *Batch, res *model.Output, norm Norm, out *Output) error {
 		mb.Values = shiftIn(mb, nil, res.Values)
 		if err := CriticLoss(mb, clip, norm, out); err != nil {
 			return err
@@ -391,18 +470,25 @@ func (t *Trainer) updateCritic(b *Batch) (Metrics, error) {
 	})
 }
 
+// updateShape is one model's update settings: its UpdateConfig and how its
+// loss aggregates.
+type updateShape struct {
+	UpdateConfig
+	agg   AggMode
+	scale float64 // loss_scale_factor
+}
+
 // update runs ppo_epochs passes of mini-batch updates of mdl with gradient
-// accumulation over micro-batches, step computing each micro-batch's loss
-// and gradients; prefix names the optimizer's metrics (actor/grad_norm).
-func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix string, step lossStep) (Metrics, error) {
-	cfg := &t.Cfg
-	lc := &cfg.Actor.LossConfig
+// accumulation over micro-batches, all shaped by u, step computing each
+// micro-batch's loss and gradients; prefix names the optimizer's metrics
+// (actor/grad_norm).
+func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix string, u updateShape, step lossStep) (Metrics, error) {
 	var all []Metrics
-	for epoch := 0; epoch < cfg.Actor.PPOEpochs; epoch++ {
-		for lo := 0; lo < b.NumSeqs(); lo += cfg.Actor.MiniBatchSize {
-			hi := min(lo+cfg.Actor.MiniBatchSize, b.NumSeqs())
+	for epoch := 0; epoch < u.PPOEpochs; epoch++ {
+		for lo := 0; lo < b.NumSeqs(); lo += u.MiniBatchSize {
+			hi := min(lo+u.MiniBatchSize, b.NumSeqs())
 			mini := b.Slice(lo, hi)
-			norm, err := NewNorm(lc.AggMode, mini, lc.LossScaleFactor)
+			norm, err := NewNorm(u.agg, mini, u.scale)
 			if err != nil {
 				return nil, err
 			}
@@ -412,7 +498,7 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix st
 			if t.DP != nil { // data parallel: this rank's part of the global mini-batch
 				own = t.DP.Own(mini, lo, hi)
 			}
-			cuts := MicroBatches(own, cfg.Actor.MicroBatchTokens)
+			cuts := MicroBatches(own, u.MicroBatchTokens)
 			idle, err := t.zeroRounds(mdl, opt, len(cuts)-1) // ZeRO-2: micro-batches short of the busiest rank's
 			if err != nil {
 				return nil, err

@@ -183,7 +183,8 @@ func TestConfigErrorsBeforeWork(t *testing.T) {
 }
 
 // TestAlgorithmsRun runs one step of each algorithm by name, checking each
-// logs its own metrics: PPO's critic, KL in the reward for REINFORCE++.
+// logs its own metrics: PPO's critic, KL in the reward for REINFORCE++,
+// ReMax's greedy baseline rollout.
 func TestAlgorithmsRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the trainer once per algorithm")
@@ -199,6 +200,7 @@ func TestAlgorithmsRun(t *testing.T) {
 		{"rloo", false, "actor/pg_loss", "critic/vf_loss"},
 		{"reinforce_plus_plus", true, "actor/reward_kl_penalty", "critic/vf_loss"},
 		{"reinforce_plus_plus_baseline", false, "actor/pg_loss", "critic/vf_loss"},
+		{"remax", false, "timing_s/gen_baseline", "critic/vf_loss"},
 	} {
 		t.Run(tc.est, func(t *testing.T) {
 			dir := t.TempDir()
