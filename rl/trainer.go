@@ -265,7 +265,7 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 			return nil, err
 		}
 	}
-	trajs, err := src.Run(ctx, prompts)
+	trajs, err := src.Run(ctx, t.step, prompts)
 	if err == nil {
 		timed("gen", tg)
 	}
@@ -409,7 +409,7 @@ func (t *Trainer) baselines(ctx context.Context, prompts []data.Sample, trajs []
 	cfg.N, cfg.Sampling = 1, model.Greedy
 	r := *t.Rollout
 	r.Cfg = &cfg
-	greedy, err := r.Run(ctx, prompts)
+	greedy, err := r.Run(ctx, t.step, prompts)
 	if err != nil {
 		return nil, fmt.Errorf("rl: the greedy baseline rollout: %w", err)
 	}

@@ -149,9 +149,10 @@ func evalCommand(cfg *Config, actor string) string {
 	add("env.reward", cfg.Env.Reward, def.Env.Reward)
 	add("env.instruction", quote(cfg.Env.Instruction), quote(def.Env.Instruction))
 	add("env.prefill", quote(cfg.Env.Prefill), quote(def.Env.Prefill))
+	ev := agent.DefaultEvalRollout()
 	add("max_context", fmt.Sprint(cfg.Model.MaxContext), "1280")
-	add("max_turn_tokens", fmt.Sprint(cfg.RL.Rollout.MaxTurnTokens), "64")
-	add("max_response_tokens", fmt.Sprint(cfg.RL.Rollout.MaxResponseTokens), "640")
+	add("rollout.max_turn_tokens", fmt.Sprint(cfg.RL.Rollout.MaxTurnTokens), fmt.Sprint(ev.MaxTurnTokens))
+	add("rollout.max_response_tokens", fmt.Sprint(cfg.RL.Rollout.MaxResponseTokens), fmt.Sprint(ev.MaxResponseTokens))
 	return strings.Join(args, " ")
 }
 

@@ -120,8 +120,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	if len(heldOut) == 0 {
 		heldOut = s.Val
 	}
-	evalCfg := agent.EvalConfig{Slots: cfg.Trainer.RolloutSlots, MaxTurnTokens: cfg.RL.Rollout.MaxTurnTokens,
-		MaxResponseTokens: cfg.RL.Rollout.MaxResponseTokens, MaxContext: cfg.Model.MaxContext}
+	evalCfg := agent.EvalConfig{Rollout: agent.EvalRollout(cfg.RL.Rollout), MaxContext: cfg.Model.MaxContext}
 	sftDir, initEval := initialPolicy(cfg, dir)
 
 	// 1. Supervised warm start on gold trajectories, then the held-out
@@ -219,7 +218,6 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 			return nil
 		}
 		step := tr.Steps()
-		tr.Cfg.Rollout.Seed = cfg.Trainer.Seed*1_000_003 + uint64(step)
 		var prompts []data.Sample
 		for _, i := range sampler.Next() {
 			prompts = append(prompts, s.Train[i])
@@ -383,7 +381,7 @@ func newTrainer(cfg *Config, s *agent.Setup, sftDir string, dp *rl.DP) (*rl.Trai
 	}
 	tr, err := rl.NewTrainer(cfg.RL, rl.Setup{Policy: s.Policy, RefDir: sftDir, Ref: ref, Recompute: cfg.Trainer.Recompute, SaveBytes: s.Policy.SaveBytes,
 		Tok: s.Tok, Env: s.Env, Stop: s.Stop, ToolCallEnd: s.ToolCallEnd, RefOffloadDir: offload, OptimOffloadDir: optimOffload,
-		Slots:      min(cfg.Trainer.RolloutSlots, cfg.Data.TrainBatchSize*cfg.RL.Rollout.N),
+		Slots:      cfg.RL.Rollout.SlotsFor(cfg.Data.TrainBatchSize),
 		MaxContext: cfg.Model.MaxContext, TotalSteps: cfg.Trainer.TotalSteps, PromptsPerStep: cfg.Data.TrainBatchSize,
 		DP: dp}) // data parallel: before the optimizers, which zero1 shards
 	if err != nil {

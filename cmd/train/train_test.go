@@ -32,7 +32,7 @@ func testConfig(t *testing.T, dir string) Config {
 	c.RL.Actor.MiniBatchSize = 16
 	c.Trainer.TotalSteps, c.Trainer.SaveFreq, c.Trainer.TestFreq = 4, 2, 0
 	c.Trainer.Logger = []string{"jsonl"}
-	c.Trainer.RolloutSlots = 16
+	c.RL.Rollout.Slots = 16
 	c.Trainer.DefaultLocalDir = dir
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
@@ -334,7 +334,7 @@ func TestTrainsOnUserFiles(t *testing.T) {
 	c.SFT.Steps = 0
 	c.RL.Rollout.N, c.RL.Actor.MiniBatchSize = 4, 16
 	c.Trainer.TotalSteps, c.Trainer.SaveFreq, c.Trainer.TestFreq = 2, 0, 0
-	c.Trainer.Logger, c.Trainer.RolloutSlots, c.Trainer.DefaultLocalDir = []string{"jsonl"}, 16, dir
+	c.Trainer.Logger, c.RL.Rollout.Slots, c.Trainer.DefaultLocalDir = []string{"jsonl"}, 16, dir
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,7 @@ type Settings struct {
 var defaultKeys = map[string]string{
 	"micro_batch":   "actor.micro_batch_tokens",
 	"recompute":     "trainer.recompute",
-	"slots":         "trainer.rollout_slots",
+	"slots":         "rollout.slots",
 	"zero1":         "dp.zero1",
 	"zero":          "dp.zero",
 	"shard_masters": "dp.shard_masters",
