@@ -138,7 +138,7 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 								runs++
 							}
 						}
-						own, _ := plan.ZeroShard(m.Params.Len(), max(1, min(int(bucketMB*(1<<20)/4), (m.Params.Len()+size-1)/size)), size)
+						own, _ := plan.ZeroShard(m.Params.Len(), optim.NewShardLayout(m.Params.Len(), int(bucketMB*(1<<20)/4), size).Bucket, size)
 						bound := 4 * (int64(held) + own + int64(2*(runs+m.Params.Len()/(size*chunk)+2)*chunk))
 						if got, _ := d.PagedBytes(m.Params); got > bound || got >= int64(4*m.Params.Len()) {
 							return fmt.Errorf("sharded masters: %d B of the %d B fp32 arena still mapped, want at most %d", got, 4*m.Params.Len(), bound)

@@ -10,36 +10,6 @@ import (
 	"github.com/r1go/r1go/optim"
 )
 
-// TestZeroLayoutPartitions: the ranks' ZeRO-1 segments cover every
-// parameter exactly once, for arenas that do and do not divide evenly.
-func TestZeroLayoutPartitions(t *testing.T) {
-	for _, c := range []struct{ n, b, size int }{{10, 3, 2}, {17, 4, 3}, {5, 8, 4}, {3, 1, 4}, {64, 8, 2}} {
-		seen := make([]int, c.n)
-		for r := 0; r < c.size; r++ {
-			spans, own := zeroLayout(c.n, c.b, c.size, r)
-			k, end := 0, 0
-			for _, s := range spans {
-				if s.Off < end || s.N < 1 {
-					t.Fatalf("%+v rank %d: spans out of order or empty: %v", c, r, spans)
-				}
-				end = s.Off + s.N
-				k += s.N
-				for i := s.Off; i < s.Off+s.N; i++ {
-					seen[i]++
-				}
-			}
-			if k != own {
-				t.Fatalf("%+v rank %d: spans hold %d, own %d", c, r, k, own)
-			}
-		}
-		for i, v := range seen {
-			if v != 1 {
-				t.Fatalf("%+v: parameter %d owned %d times", c, i, v)
-			}
-		}
-	}
-}
-
 // TestDPOneRank: over the single-process Comm the data-parallel step is
 // the identity: the whole batch, the same packed batch back, the same
 // metrics.

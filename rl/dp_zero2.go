@@ -44,9 +44,8 @@ import (
 // the ranks agree on the most micro-batches any of them runs, and a rank
 // with fewer sends rounds of its zero arena (zeroRounds, zeroIdle).
 
-// zeroInflight is how many buckets may be in flight at once (the memory
-// plan's plan.ZeroInflight).
-const zeroInflight = 2
+// zeroInflight is how many buckets may be in flight at once.
+const zeroInflight = optim.ShardsInFlight
 
 // zeroTwo is a ZeRO-2 optimizer's gradient side.
 type zeroTwo struct {

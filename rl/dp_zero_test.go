@@ -117,8 +117,9 @@ func TestZeroOneChild(t *testing.T) {
 	if fullBytes != 2*4*int64(n) {
 		t.Fatalf("unsharded optimizer allocated %d bytes, want 2 moments × %d × 4", fullBytes, n)
 	}
-	b := zeroBucket(n, zdp.bucket(), size)
-	_, own := zeroLayout(n, b, size, rank)
+	l := optim.NewShardLayout(n, zdp.bucket(), size)
+	b := l.Bucket
+	_, own := l.Spans(rank)
 	last := n % (size * b)
 	pad := int64(0)
 	if last%size != 0 {

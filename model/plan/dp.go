@@ -1,13 +1,18 @@
 package plan
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/r1go/r1go/optim"
+)
 
 // Data parallel. Every rank holds the whole model, so a plan is per rank.
 // Stage 0 sums the gradients in place, bucket by bucket (no scratch of
-// ours; the transport's own buffers are not counted). rl's ZeRO layout
-// cuts an arena into buckets of Ranks·B values (B = min(bucket,
-// ⌈n/Ranks⌉)), each bucket into Ranks equal chunks, rank r owning chunk r
-// of each; rank 0 owns a whole chunk of every bucket, so it holds the most.
+// ours; the transport's own buffers are not counted). The ZeRO layout is
+// the runtime's own, optim.ShardLayout: buckets of Ranks·B values (B =
+// min(bucket, ⌈n/Ranks⌉)), each cut into Ranks equal chunks, rank r owning
+// chunk r of each; rank 0 owns a whole chunk of every bucket, so it holds
+// the most.
 //
 //   - ZeRO-1 shards the optimizer state: the AdamW moments and, under
 //     mixed precision, the fp32 master weights, which are optimizer state
@@ -25,34 +30,28 @@ import "fmt"
 // divide by Ranks, the padded last bucket.
 
 // ZeroInflight is how many gradient buckets a ZeRO-2 rank has in flight
-// at once (rl's zeroInflight).
-const ZeroInflight = 2
+// at once (optim.ShardsInFlight, which rl/dp_zero2.go sends with).
+const ZeroInflight = optim.ShardsInFlight
 
 // ZeroShard is what rank 0 of ranks holds of an arena of n values under
 // ZeRO-1 with an all-reduce bucket of bucket values: own values of the
-// moments, and scratch float32 values (rl/dp_zero.go allocates the same).
+// moments, and scratch float32 values (a receive chunk and the padded last
+// bucket, as rl/dp_zero.go allocates them), from the layout the runtime
+// shards with (optim.ShardLayout).
 func ZeroShard(n, bucket, ranks int) (own, scratch int64) {
 	if ranks < 2 {
 		return int64(n), 0
 	}
-	b := max(1, min(bucket, (n+ranks-1)/ranks))
-	for off := 0; off < n; off += ranks * b {
-		L := min(ranks*b, n-off)
-		own += int64((L + ranks - 1) / ranks)
-	}
-	scratch = int64(b)
-	if last := n % (ranks * b); last != 0 && last%ranks != 0 {
-		scratch += int64(ranks * ((last + ranks - 1) / ranks))
-	}
-	return own, scratch
+	l := optim.NewShardLayout(n, bucket, ranks)
+	_, o := l.Spans(0)
+	return int64(o), int64(l.Bucket + l.Padded())
 }
 
 // ZeroTwoScratch is ZeroShard's scratch at stage 2: a receive chunk per
 // bucket in flight, and the padded last bucket.
 func ZeroTwoScratch(n, bucket, ranks int) int64 {
 	_, sc := ZeroShard(n, bucket, ranks)
-	b := int64(max(1, min(bucket, (n+ranks-1)/ranks)))
-	return sc + (ZeroInflight-1)*b
+	return sc + (ZeroInflight-1)*int64(optim.NewShardLayout(n, bucket, ranks).Bucket)
 }
 
 // ZeroTwoTransient bounds, in float32 values, what a ZeRO-2 rank holds of
