@@ -417,11 +417,6 @@ func (s Settings) workspace(sh shape, T int) int64 {
 	return int64(headRows*headChunk)*4*2 + threads*2*attnBlock*int64(T)*4
 }
 
-// CUDA's fused LM head computes logits in blocks of at most headMaxRows
-// rows and a vocabulary chunk of at most headLogitBudget values (cuda's
-// lmhead.go headGeometry).
-const headMaxRows, headLogitBudget = 2048, 32 << 20
-
 // cudaScratch is what the CUDA device allocates for itself beside the
 // arenas (cuMemAlloc'd, so in the emulator's allocation log), sized for a
 // forward over T tokens and a backward over bt rows (0: none; a grouped
@@ -437,9 +432,10 @@ const headMaxRows, headLogitBudget = 2048, 32 << 20
 // the backward's dO in bf16. The layers' activations and gradients are
 // bf16 already.
 func (s Settings) cudaScratch(sh shape, T, bt int) int64 {
+	// CUDA's fused LM head computes its logits block by block.
 	geometry := func(T int) (rows, chunk int64) {
-		rows = int64(max(1, min(T, headMaxRows)))
-		return rows, min(int64(sh.V), max(128, headLogitBudget/rows/128*128))
+		r, c := model.HeadBlock(T, sh.V, model.HeadLogitBudget, model.HeadMaxRows)
+		return int64(r), int64(c)
 	}
 	t, b, C := int64(T), int64(bt), int64(sh.C)
 	rows, chunk := geometry(T)
