@@ -11,6 +11,7 @@ import (
 	"github.com/r1go/r1go/model/plan"
 	"github.com/r1go/r1go/optim"
 	"github.com/r1go/r1go/rl"
+	"github.com/r1go/r1go/rl/dp"
 )
 
 // TestGPUZeroTwoVMM runs ZeRO-2 data parallel on two emulated GPUs, one
@@ -114,19 +115,19 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 					}
 					m.InitRandom(3)
 					d.UseBF16(m.Params)
-					dc := rl.DefaultDPConfig()
+					dc := dp.DefaultConfig()
 					dc.BucketMB, dc.Zero, dc.ShardMasters = bucketMB, stage, masters
-					dp, err := rl.NewDP(loopComm{rank: r, g: grp, dev: d}, dc)
+					par, err := dp.New(loopComm{rank: r, g: grp, dev: d}, dc)
 					if err != nil {
 						return err
 					}
-					dp.MeasureGrads = true
-					o, err := dp.NewOptimizer(d, m.Params, m.Grads, oc, 10)
+					par.MeasureGrads = true
+					o, err := par.NewOptimizer(d, m.Params, m.Grads, oc, 10)
 					if err != nil {
 						return err
 					}
 					if masters {
-						if err := dp.ShardMasters(m, o); err != nil {
+						if err := par.ShardMasters(m, o); err != nil {
 							return err
 						}
 						// Kept: this rank's shard, the norm weights and biases,
@@ -148,7 +149,7 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 					res.arena, res.bytes = m.Grads.(Buffer).ptr, 4*m.Grads.Len()
 					res.logFrom = logSize(t)
 					for step := range steps {
-						dp.ZeroGrads(m, o)
+						par.ZeroGrads(m, o)
 						micro := nMicro
 						if step == steps-1 {
 							micro = 0 // a step with nothing to learn from: every bucket sent from the given-back arena
@@ -162,12 +163,12 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 								return err
 							}
 						}
-						if res, err := dp.Step(m, o); err != nil || res.Skipped {
+						if res, err := par.Step(m, o); err != nil || res.Skipped {
 							return fmt.Errorf("step %d: %+v %v", step, res, err)
 						}
 						res.steps = append(res.steps, logSize(t))
 					}
-					if _, _, peak, ok := dp.ZeroTwoStats(o); ok {
+					if _, _, peak, ok := par.ZeroTwoStats(o); ok {
 						res.peak = peak
 					}
 					res.after, _ = d.PagedBytes(m.Grads)
@@ -183,11 +184,11 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 					// host, written by Save, read back on the CPU.
 					// The weights check reads the compute copy (the fp32
 					// masters outside the shard are gone): the ranks agree.
-					if err := (&rl.Trainer{DP: dp, Policy: m}).CheckInSync(); err != nil {
+					if err := (&rl.Trainer{Sync: par, Policy: m}).CheckInSync(); err != nil {
 						return err
 					}
 					dir := fmt.Sprintf("%s/rank%d", saveDir, r)
-					if err := dp.WithMasters(m, func() error {
+					if err := par.WithMasters(m, func() error {
 						if r != 0 {
 							return nil
 						}

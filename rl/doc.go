@@ -141,6 +141,12 @@
 // rollout from the weights it was just updated with. SFTStep and
 // Rollout.Teacher are the supervised warm start on gold trajectories.
 //
+// Data parallelism sits behind one interface, Sync (sync.go), that the
+// trainer always calls: Shard the prompts, GatherBatch, ReduceMetrics,
+// NewOptimizer, Step, SaveOptimizer. Local is a run of one process (the
+// whole batch, the optimizer's own step); package rl/dp implements Sync
+// over model.Comm with ZeRO stages 1 and 2.
+//
 // pack.go is the seam with the model: the model's per-token outputs describe
 // the next token (its LogProb[t] is log p(x[t+1] | x[..t])), a Batch's the
 // token itself, so values move one position right on the way in and

@@ -55,10 +55,10 @@ type Setup struct {
 	TotalSteps     int
 	PromptsPerStep int
 
-	// DP is the data-parallel part (nil: one process). It is known before
-	// the optimizers are built because with dp.zero1 each rank allocates
-	// only its shard of their moments (DP.NewOptimizer).
-	DP *DP
+	// Sync is the data-parallel part (nil: Local, one process). It is
+	// known before the optimizers are built because with dp.zero1 each rank
+	// allocates only its shard of their moments (Sync.NewOptimizer).
+	Sync Sync
 }
 
 // NewTrainer validates cfg and wires a Trainer: the rollout over the policy
@@ -76,14 +76,17 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 		return nil, fmt.Errorf("rl: NewTrainer: slots %d, max context %d and prompts per step %d must be ≥ 1, total steps %d ≥ 0",
 			s.Slots, s.MaxContext, s.PromptsPerStep, s.TotalSteps)
 	}
-	t := &Trainer{Cfg: cfg, Policy: s.Policy, ToolCallEnd: s.ToolCallEnd, KLCtrl: cfg.NewKLController(), DP: s.DP}
+	t := &Trainer{Cfg: cfg, Policy: s.Policy, ToolCallEnd: s.ToolCallEnd, KLCtrl: cfg.NewKLController(), Sync: s.Sync}
+	if t.Sync == nil {
+		t.Sync = Local{}
+	}
 	var err error
 	sampler := s.Policy
 	if cfg.Rollout.DType == "bfloat16" {
 		switch {
 		case s.Policy.Adapters() != nil:
 			return nil, errors.New("rl: rollout.dtype bfloat16 with LoRA adapters: the rollout reads the frozen base (bf16 when its folder is) and the float32 adapters, no copy")
-		case s.DP != nil && s.DP.Cfg.ShardMasters:
+		case t.sync().ShardsMasters():
 			return nil, errors.New("rl: rollout.dtype bfloat16 with dp.shard_masters: no rank holds the whole float32 policy to copy")
 		}
 		// Rounded from the float32 masters before each rollout (Step).
@@ -125,14 +128,14 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 		}
 		t.Critic.Recompute, t.Critic.SaveBytes = s.Recompute, s.SaveBytes
 		steps := cfg.Critic.OptimizerSteps(s.TotalSteps, s.PromptsPerStep*cfg.Rollout.N)
-		if t.CriticOpt, err = s.DP.NewOptimizer(t.Critic.Dev, t.Critic.Params, t.Critic.Grads, cfg.Critic.Optim, steps); err != nil {
+		if t.CriticOpt, err = t.sync().NewOptimizer(t.Critic.Dev, t.Critic.Params, t.Critic.Grads, cfg.Critic.Optim, steps); err != nil {
 			return nil, err
 		}
 	}
 	a := &cfg.Actor
 	steps := a.OptimizerSteps(s.TotalSteps, s.PromptsPerStep*cfg.Rollout.N)
 	params, grads := s.Policy.Trainable() // the adapters in a LoRA run
-	if t.ActorOpt, err = s.DP.NewOptimizer(s.Policy.Dev, params, grads, a.Optim, steps); err != nil {
+	if t.ActorOpt, err = t.sync().NewOptimizer(s.Policy.Dev, params, grads, a.Optim, steps); err != nil {
 		return nil, err
 	}
 	if s.OptimOffloadDir != "" {
@@ -144,8 +147,8 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 			}
 		}
 	}
-	if s.DP != nil && s.DP.Cfg.ShardMasters && s.Policy.Adapters() == nil { // data parallel: the policy's masters only
-		if err := s.DP.ShardMasters(s.Policy, t.ActorOpt); err != nil {
+	if t.sync().ShardsMasters() && s.Policy.Adapters() == nil { // data parallel: the policy's masters only
+		if err := t.sync().ShardMasters(s.Policy, t.ActorOpt); err != nil {
 			return nil, err
 		}
 	}

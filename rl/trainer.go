@@ -188,13 +188,16 @@ type Trainer struct {
 	KLCtrl    KLController
 
 	ToolCallEnd int32 // token that ends a tool call (process rewards)
-	DP          *DP   // data parallel (rl/dp.go); nil in a run of one process
+	// Sync is the data-parallel part (Local in a run of one process); the
+	// trainer always goes through it.
+	Sync Sync
 	// Phase, when set, is told each phase of a step as it ends (the names
 	// of the timing_s metrics: gen, gen_baseline, old_log_prob, ref, values,
 	// adv, update_critic, update_actor), so that a caller can show progress
 	// inside a step that takes minutes.
 	Phase func(name string, took time.Duration)
-	step  int // RL steps done
+	step  int   // RL steps done
+	slice Slice // this process's share of the step's batch (Sync.Shard)
 	// rolloutCopy is the bf16 copy the rollout samples from
 	// (rollout.dtype bfloat16), or nil.
 	rolloutCopy *model.Model
@@ -250,10 +253,12 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	}
 	t0 := time.Now()
 
-	// data parallel: this rank rolls out its share of the global prompt batch.
-	if t.DP != nil {
-		prompts = t.DP.Shard(prompts, cfg.Rollout.N)
-		t.Rollout.StreamBase = t.DP.StreamBase()
+	// This process rolls out its share of the global prompt batch; its
+	// first trajectory draws from the stream the whole batch's would.
+	t.slice = t.sync().Shard(prompts, cfg.Rollout.N)
+	prompts = prompts[t.slice.PromptLo:t.slice.PromptHi]
+	if t.Rollout != nil {
+		t.Rollout.StreamBase = uint64(t.slice.SeqLo)
 	}
 	tg := time.Now()
 	var src TrajectorySource = t.Rollout
@@ -328,11 +333,9 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	}
 
 	ta := time.Now()
-	// data parallel: rewards, advantages and data metrics over the global batch.
-	if t.DP != nil {
-		if b, err = t.DP.GatherBatch(b); err != nil {
-			return nil, err
-		}
+	// Rewards, advantages and data metrics over the global batch.
+	if b, err = t.sync().GatherBatch(b, t.slice); err != nil {
+		return nil, err
 	}
 	if cfg.Algorithm.UseKLInReward {
 		kind, err := ParseKL(cfg.Algorithm.KLPenalty)
@@ -384,11 +387,9 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 		timed("update_actor", tu)
 	}
 	t.step++
-	rm := RolloutMetrics(trajs)
-	if t.DP != nil { // data parallel: rollout metrics over every rank's trajectories
-		if rm, err = t.DP.RolloutMetrics(trajs); err != nil {
-			return nil, err
-		}
+	rm, err := t.sync().RolloutMetrics(trajs) // over every process's trajectories
+	if err != nil {
+		return nil, err
 	}
 	for k, v := range rm {
 		m[k] = v
@@ -423,16 +424,9 @@ func (t *Trainer) baselines(ctx context.Context, prompts []data.Sample, trajs []
 // reuseOld says whether π_old is taken from the update's forward.
 func (t *Trainer) reuseOld(b *Batch) bool {
 	c := &t.Cfg
-	n := b.NumSeqs()
-	if t.DP != nil { // data parallel: the global batch decides
-		n = t.DP.GlobalSeqs()
-	}
+	n := t.slice.Global // the global batch decides
 	return c.Actor.PPOEpochs == 1 && c.Actor.MiniBatchSize >= n && !c.Algorithm.UseKLInReward
 }
-
-// sumMetrics are the loss-valued metrics whose micro-batch values add up to
-// the mini-batch's; the rest are averaged.
-var sumMetrics = map[string]bool{"actor/pg_loss": true, "actor/entropy": true, "actor/kl_loss": true, "critic/vf_loss": true}
 
 // lossStep is one micro-batch's loss and backward pass: it reads the
 // model's outputs res for mb, fills out with the loss against norm, and
@@ -492,14 +486,11 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix st
 			if err != nil {
 				return nil, err
 			}
-			t.zeroGrads(mdl, opt) // ZeRO-2: the arena is kept zero, and the backward sends its buckets
+			t.sync().ZeroGrads(mdl, opt) // ZeRO-2: the arena is kept zero, and the backward sends its buckets
 			mm := Metrics{}
-			own := mini
-			if t.DP != nil { // data parallel: this rank's part of the global mini-batch
-				own = t.DP.Own(mini, lo, hi)
-			}
+			own := t.slice.Own(mini, lo, hi) // this process's part of the global mini-batch
 			cuts := MicroBatches(own, u.MicroBatchTokens)
-			idle, err := t.zeroRounds(mdl, opt, len(cuts)-1) // ZeRO-2: micro-batches short of the busiest rank's
+			idle, err := t.sync().IdleRounds(mdl, opt, len(cuts)-1) // ZeRO-2: micro-batches short of the busiest rank's
 			if err != nil {
 				return nil, err
 			}
@@ -514,23 +505,21 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix st
 					return nil, err
 				}
 				for k, v := range out.Metrics {
-					if sumMetrics[k] {
+					if SumMetrics[k] {
 						mm[k] += v
 					} else {
 						mm[k] += v / float64(len(cuts)-1)
 					}
 				}
 			}
-			t.zeroIdle(opt, idle)
-			if t.DP != nil { // data parallel: metrics over the ranks' micro-batches
-				if mm, err = t.DP.ReduceMetrics(mm, len(cuts)-1); err != nil {
-					return nil, err
-				}
+			t.sync().Idle(opt, idle)
+			if mm, err = t.sync().ReduceMetrics(mm, len(cuts)-1); err != nil { // over the processes' micro-batches
+				return nil, err
 			}
 			if opt.Offloaded() {
 				mdl.DiscardActivations() // the moments come in: the activations make room
 			}
-			r, err := t.optStep(mdl, opt) // data parallel: gradients summed over the ranks
+			r, err := t.sync().Step(mdl, opt) // gradients summed over the processes
 			if err != nil {
 				return nil, err
 			}

@@ -55,7 +55,7 @@ func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.Sampler
 	if err := saveMaster(tr.Policy, filepath.Join(tmp, "actor_master"), dtype); err != nil {
 		return err
 	}
-	if err := tr.SaveOptimizer(tr.Policy, tr.ActorOpt, filepath.Join(tmp, "actor_optim.safetensors")); err != nil {
+	if err := tr.SaveOptimizer(tr.ActorOpt, filepath.Join(tmp, "actor_optim.safetensors")); err != nil {
 		return err
 	}
 	if err := saveAdapter(tr, tmp); err != nil {
@@ -68,7 +68,7 @@ func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.Sampler
 		if err := saveMaster(tr.Critic, filepath.Join(tmp, "critic_master"), dtype); err != nil {
 			return err
 		}
-		if err := tr.SaveOptimizer(tr.Critic, tr.CriticOpt, filepath.Join(tmp, "critic_optim.safetensors")); err != nil {
+		if err := tr.SaveOptimizer(tr.CriticOpt, filepath.Join(tmp, "critic_optim.safetensors")); err != nil {
 			return err
 		}
 	}
@@ -111,14 +111,14 @@ func latestCheckpoint(run string) (*trainerState, error) {
 // restore puts the optimizer, critic and counters of the checkpoint into tr
 // (the policy's weights were loaded before the trainer was built).
 func (s *trainerState) restore(tr *rl.Trainer) error {
-	if err := tr.LoadOptimizer(tr.Policy, tr.ActorOpt, filepath.Join(s.dir, "actor_optim.safetensors")); err != nil {
+	if err := tr.LoadOptimizer(tr.ActorOpt, filepath.Join(s.dir, "actor_optim.safetensors")); err != nil {
 		return err
 	}
 	if tr.Critic != nil {
 		if err := loadWeights(tr.Critic, masterOr(s.dir, "critic")); err != nil {
 			return err
 		}
-		if err := tr.LoadOptimizer(tr.Critic, tr.CriticOpt, filepath.Join(s.dir, "critic_optim.safetensors")); err != nil {
+		if err := tr.LoadOptimizer(tr.CriticOpt, filepath.Join(s.dir, "critic_optim.safetensors")); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/optim"
 	"github.com/r1go/r1go/rl"
+	"github.com/r1go/r1go/rl/dp"
 )
 
 // Config is the whole configuration of a training run. The defaults are the
@@ -21,7 +22,7 @@ type Config struct {
 	SFT     SFTConfig         `yaml:"sft"`
 	RL      rl.TrainerConfig  `yaml:",inline"`
 	Trainer TrainerConfig     `yaml:"trainer"`
-	DP      rl.DPConfig       `yaml:"dp"` // data parallel under mpirun/srun (cmd/train/dp.go)
+	DP      dp.Config         `yaml:"dp"` // data parallel under mpirun/srun (cmd/train/dp.go)
 }
 
 // SFTConfig is the supervised warm start on the synthetic world's gold
@@ -96,7 +97,7 @@ func DefaultConfig() Config {
 		// to copy names from the observations.
 		SFT: SFTConfig{Steps: 400, BatchSize: 16, Fraction: 1, EarlyAnswer: 0.6, Optim: optim.DefaultConfig()},
 		RL:  rl.DefaultTrainerConfig(),
-		DP:  rl.DefaultDPConfig(),
+		DP:  dp.DefaultConfig(),
 		Trainer: TrainerConfig{TotalSteps: 30, SaveFreq: 10, TestFreq: 10, Project: "r1go", Experiment: "synthetic-grpo",
 			Logger: []string{"console", "jsonl", "tensorboard"}, Config: devsel.Default(), SaveDType: "auto"},
 	}

@@ -23,10 +23,13 @@ type runGuard struct {
 	out io.Writer
 	s   *agent.Setup
 	ent entropyWatch
+	// rank0 is whether this process writes the run folder (the
+	// launcher's rank, read once by run).
+	rank0 bool
 }
 
-func newRunGuard(cfg *Config, dir string, out io.Writer, s *agent.Setup) *runGuard {
-	return &runGuard{cfg: cfg, dir: dir, out: out, s: s,
+func newRunGuard(cfg *Config, dir string, out io.Writer, s *agent.Setup, rank0 bool) *runGuard {
+	return &runGuard{cfg: cfg, dir: dir, out: out, s: s, rank0: rank0,
 		ent: entropyWatch{threshold: cfg.Trainer.EntropyCollapseThreshold, steps: cfg.Trainer.EntropyCollapseSteps}}
 }
 
@@ -34,7 +37,7 @@ func newRunGuard(cfg *Config, dir string, out io.Writer, s *agent.Setup) *runGua
 // data-parallel run writes them, so that no two processes write one file.
 func (g *runGuard) dumpDir() string {
 	d := g.cfg.Trainer.RolloutDataDir
-	if l, err := model.LaunchFromEnv(); err == nil && l.Rank != 0 {
+	if !g.rank0 {
 		return ""
 	}
 	if d == "" || filepath.IsAbs(d) {

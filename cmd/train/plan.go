@@ -15,7 +15,7 @@ import (
 // stops: always under trainer.dry_run, with an error when the plan does not
 // fit the device. dev is nil in a dry run, which opens no device: the
 // device section plans for what it would open (devsel.Config.Settle).
-func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, saveBytes int64, err error) {
+func planRun(cfg *Config, l model.Launch, dev model.Device, out io.Writer) (stop bool, saveBytes int64, err error) {
 	mc, err := planModelConfig(cfg)
 	if err != nil {
 		return true, 0, err
@@ -29,9 +29,7 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, saveBytes
 		RefOffload:  cfg.Trainer.RefOffload, OptimOffload: cfg.Trainer.OptimOffload}
 	// A data-parallel run plans one rank: the launcher's world size (a dry
 	// run can be planned for N ranks with WORLD_SIZE=N RANK=0).
-	if l, err := model.LaunchFromEnv(); err != nil {
-		return true, 0, err
-	} else if l.Size > 1 {
+	if l.Size > 1 {
 		s.Ranks, s.Zero1, s.Zero, s.BucketMB = l.Size, cfg.DP.Zero1, cfg.DP.Zero, cfg.DP.BucketMB
 		s.CUDAPaging = cfg.DP.ShardMasters
 	}

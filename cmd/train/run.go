@@ -22,6 +22,7 @@ import (
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/optim"
 	"github.com/r1go/r1go/rl"
+	"github.com/r1go/r1go/rl/dp"
 	"github.com/r1go/r1go/rl/metrics"
 )
 
@@ -41,7 +42,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	}
 	out = rankOutput(launch, out)
 	if cfg.Trainer.DryRun {
-		_, _, err := planRun(cfg, nil, out)
+		_, _, err := planRun(cfg, launch, nil, out)
 		return err
 	}
 	// A dead retriever is found now, before the run folder, the device and
@@ -80,7 +81,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	dp, stopDP, err := startDP(cfg, launch, dev) // data parallel: join the ranks (nil: one process)
+	par, stopDP, err := startDP(cfg, launch, dev) // data parallel: join the ranks (nil: one process)
 	if err != nil {
 		return err
 	}
@@ -90,13 +91,13 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		fmt.Fprintln(out, note)
 	}
 	warnTinyDefaults(cfg, out)
-	stop, saveBytes, err := planRun(cfg, dev, out)
+	stop, saveBytes, err := planRun(cfg, launch, dev, out)
 	if stop || err != nil {
 		return err
 	}
 	mc := cfg.Model
-	mc.Frozen = cfg.RL.Actor.LoRA.Enabled()                                                             // a LoRA base: no gradients, and a bf16 folder stays bf16
-	s, err := agent.Build(ctx, mc, cfg.Data, cfg.Env, dev, rankDataDir(dp, filepath.Join(dir, "data"))) // data parallel: a work folder per rank
+	mc.Frozen = cfg.RL.Actor.LoRA.Enabled()                                                              // a LoRA base: no gradients, and a bf16 folder stays bf16
+	s, err := agent.Build(ctx, mc, cfg.Data, cfg.Env, dev, rankDataDir(par, filepath.Join(dir, "data"))) // data parallel: a work folder per rank
 	if err != nil {
 		return err
 	}
@@ -131,10 +132,10 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		if err := warmStart(ctx, cfg, s, out); err != nil {
 			return err
 		}
-		if err := syncWarmStart(dp, s.Policy); err != nil { // data parallel
+		if err := syncWarmStart(par, s.Policy); err != nil { // data parallel
 			return err
 		}
-		if dp.Rank0() && sftDir == filepath.Join(dir, "sft") {
+		if par.Rank0() && sftDir == filepath.Join(dir, "sft") {
 			if err := savePolicy(s.Policy, sftDir, s.TokenizerDir, "float32"); err != nil {
 				return err
 			}
@@ -142,13 +143,13 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		if before, _, err = agent.EvaluateProgress(ctx, s, s.Policy, heldOut, evalCfg, 0, out, "held-out "+baseName(cfg)); err != nil {
 			return err
 		}
-		if dp.Rank0() {
+		if par.Rank0() {
 			if err := writeJSON(initEval, before); err != nil {
 				return err
 			}
 		}
-		if dp != nil { // the other ranks read sftDir (the reference policy) next
-			if err := dp.Comm.Barrier(); err != nil {
+		if par != nil { // the other ranks read sftDir (the reference policy) next
+			if err := par.Comm.Barrier(); err != nil {
 				return err
 			}
 		}
@@ -165,11 +166,11 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	}
 
 	// 2. Reinforcement learning.
-	tr, err := newTrainer(cfg, s, sftDir, dp)
+	tr, err := newTrainer(cfg, s, sftDir, par)
 	if err != nil {
 		return err
 	}
-	if dp.Rank0() {
+	if par.Rank0() {
 		tr.Phase = slowPhases(out, tr)
 	}
 	stopExternal, err := startExternal(cfg, s, tr, out)
@@ -183,7 +184,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		}
 	}
 	sinks := cfg.Trainer.Logger
-	if !dp.Rank0() { // data parallel: rank 0 logs
+	if !par.Rank0() { // data parallel: rank 0 logs
 		sinks = nil
 	}
 	log, err := metrics.Open(metrics.Config{Sinks: sinks, Dir: dir, Console: out, TotalSteps: cfg.Trainer.TotalSteps,
@@ -210,7 +211,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		}
 	}
 	valCfg := evalCfg
-	guard := newRunGuard(cfg, dir, out, s)
+	guard := newRunGuard(cfg, dir, out, s, launch.Rank == 0)
 	done := 0
 	for tr.Steps() < cfg.Trainer.TotalSteps {
 		if cfg.Trainer.StopAfter > 0 && done == cfg.Trainer.StopAfter {
@@ -265,7 +266,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 		hist.Log(tr.Steps(), m)
 		if f := cfg.Trainer.SaveFreq; (f > 0 && tr.Steps()%f == 0) || tr.Steps() == cfg.Trainer.TotalSteps {
 			save := func() error { return guard.save(tr, sampler.State()) }
-			if err := checkpointAll(dp, save, tr); err != nil { // data parallel
+			if err := checkpointAll(par, save, tr); err != nil { // data parallel
 				return err
 			}
 		}
@@ -277,7 +278,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	if !dp.Rank0() { // data parallel: rank 0 writes the results
+	if !par.Rank0() { // data parallel: rank 0 writes the results
 		return nil
 	}
 	if err := writeJSON(filepath.Join(dir, "eval.json"), after); err != nil {
@@ -367,7 +368,7 @@ func warmStart(ctx context.Context, cfg *Config, s *agent.Setup, out io.Writer) 
 
 // newTrainer wires the trainer: the reference policy and the critic come
 // from the warm-started policy in sftDir.
-func newTrainer(cfg *Config, s *agent.Setup, sftDir string, dp *rl.DP) (*rl.Trainer, error) {
+func newTrainer(cfg *Config, s *agent.Setup, sftDir string, par *dp.DP) (*rl.Trainer, error) {
 	var ref *model.Model
 	if cfg.RL.NeedsRef() {
 		ref = loraRef(s) // a LoRA run's reference is its frozen base
@@ -383,7 +384,7 @@ func newTrainer(cfg *Config, s *agent.Setup, sftDir string, dp *rl.DP) (*rl.Trai
 		Tok: s.Tok, Env: s.Env, Stop: s.Stop, ToolCallEnd: s.ToolCallEnd, RefOffloadDir: offload, OptimOffloadDir: optimOffload,
 		Slots:      cfg.RL.Rollout.SlotsFor(cfg.Data.TrainBatchSize),
 		MaxContext: cfg.Model.MaxContext, TotalSteps: cfg.Trainer.TotalSteps, PromptsPerStep: cfg.Data.TrainBatchSize,
-		DP: dp}) // data parallel: before the optimizers, which zero1 shards
+		Sync: trainerSync(par)}) // data parallel: before the optimizers, which zero1 shards
 	if err != nil {
 		return nil, err
 	}

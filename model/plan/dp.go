@@ -22,7 +22,7 @@ import (
 //     are the compute copy itself, and nothing of them is sharded.
 //   - ZeRO-2 also shards the fp32 gradients: a rank keeps its summed
 //     chunk of each bucket, and of the arena only what the backward is
-//     writing and the buckets in flight (rl/dp_zero2.go gives the rest
+//     writing and the buckets in flight (rl/dp/zero2.go gives the rest
 //     back as soon as it is sent): zeroTwoTransient.
 //
 // Beside its shards a rank keeps receive scratch (one chunk at stage 1,
@@ -30,13 +30,13 @@ import (
 // divide by Ranks, the padded last bucket.
 
 // ZeroInflight is how many gradient buckets a ZeRO-2 rank has in flight
-// at once (optim.ShardsInFlight, which rl/dp_zero2.go sends with).
+// at once (optim.ShardsInFlight, which rl/dp/zero2.go sends with).
 const ZeroInflight = optim.ShardsInFlight
 
 // ZeroShard is what rank 0 of ranks holds of an arena of n values under
 // ZeRO-1 with an all-reduce bucket of bucket values: own values of the
 // moments, and scratch float32 values (a receive chunk and the padded last
-// bucket, as rl/dp_zero.go allocates them), from the layout the runtime
+// bucket, as rl/dp/zero.go allocates them), from the layout the runtime
 // shards with (optim.ShardLayout).
 func ZeroShard(n, bucket, ranks int) (own, scratch int64) {
 	if ranks < 2 {
@@ -110,7 +110,7 @@ func (sh shape) segment(lmHead bool) int64 {
 	return max(sh.layer(), VC)
 }
 
-// bucketValues is the all-reduce bucket in float32 values (rl.DP.bucket).
+// bucketValues is the all-reduce bucket in float32 values (rl/dp DP.bucket).
 func (s Settings) bucketValues() int {
 	mb := s.BucketMB
 	if mb <= 0 {
@@ -153,7 +153,7 @@ func (s Settings) moments(n, sb int64) (state, scratch int64, what string) {
 func (s Settings) pages() bool { return s.Device != "cuda" || s.CUDAPaging && !s.CUDANoVMM }
 
 // keptMasters is what a rank keeps of the fp32 masters beside its shard
-// when they are sharded on the CUDA device (rl/dp_masters.go): the 1-D
+// when they are sharded on the CUDA device (rl/dp/masters.go): the 1-D
 // tensors the device reads in fp32 (norm weights, biases), each run of
 // them in whole chunks (one more at each end), and the bucket of scratch
 // every bucket is gathered into.

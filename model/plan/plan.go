@@ -74,7 +74,7 @@ type Settings struct {
 	StateBF16       bool // the actor's AdamW moments are bf16 (optim state_dtype bfloat16)
 	CriticStateBF16 bool // the critic's likewise
 
-	// Data parallel (rl.DPConfig): the plan is one rank's.
+	// Data parallel (rl/dp.Config): the plan is one rank's.
 	Ranks int  // world size; 0 or 1: one process
 	Zero1 bool // dp.zero1: the AdamW moments are sharded over the ranks (stage 1)
 	Zero  int  // dp.zero: the ZeRO stage, 0, 1 or 2 (dp.go); Zero1 means at least 1

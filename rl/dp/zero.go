@@ -1,4 +1,4 @@
-package rl
+package dp
 
 import (
 	"fmt"
@@ -41,7 +41,7 @@ func (d *DP) NewOptimizer(dev model.Device, params, grads model.Buffer, cfg opti
 		return optim.New(dev, params, grads, cfg, totalSteps)
 	}
 	if params.Len() != grads.Len() {
-		return nil, fmt.Errorf("rl: dp.zero %d: %d parameters but %d gradients", d.Cfg.Stage(), params.Len(), grads.Len())
+		return nil, fmt.Errorf("dp: dp.zero %d: %d parameters but %d gradients", d.Cfg.Stage(), params.Len(), grads.Len())
 	}
 	n, size := params.Len(), d.Comm.Size()
 	l := optim.NewShardLayout(n, d.bucket(), size)
@@ -79,7 +79,7 @@ func (d *DP) zeroOf(opt *optim.AdamW) (*zeroState, error) {
 	if z := d.zero[opt]; z != nil {
 		return z, nil
 	}
-	return nil, fmt.Errorf("rl: dp.zero %d: the optimizer was not built by DP.NewOptimizer (it holds the whole state)", d.Cfg.Stage())
+	return nil, fmt.Errorf("dp: dp.zero %d: the optimizer was not built by DP.NewOptimizer (it holds the whole state)", d.Cfg.Stage())
 }
 
 // buckets calls f for every bucket: its offset, length and chunk.
