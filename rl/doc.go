@@ -180,7 +180,7 @@
 // trainer.go (ActorConfig embeds LossConfig; updateActor hands
 // &Cfg.Actor.LossConfig to ActorLoss), loss.go (LossConfig.ClipRatio, its
 // default, Validate, clipLow/clipHigh and the kernels' guard checkClip) and
-// ppo.go (the PPO kernel reads it; GSPO's is policy.go instead); the config
+// ppo.go (the PPO kernel reads it; GSPO's is gspo.go instead); the config
 // loader in between is generic and names no key. NewTrainer(cfg, Setup)
 // validates the whole config and wires the rollout, the reference policy,
 // the critic and the optimizers; cmd/train/default.yaml holds the embedded
