@@ -88,7 +88,6 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 		after   int64 // bytes of the arena mapped after the last step
 		logFrom int64
 		steps   []int64 // log offsets at the end of each step
-		b       int
 	}
 	saveDir := t.TempDir()
 	run := func(stage int, noVMM bool, nMicro int, bucketMB float64, masters bool) [size]rankRun {

@@ -36,8 +36,6 @@ type trainerState struct {
 	dir     string
 }
 
-func (s *trainerState) actorDir() string { return filepath.Join(s.dir, "actor") }
-
 func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.SamplerState, saveDType string) error {
 	final := filepath.Join(run, fmt.Sprintf("global_step_%d", tr.Steps()))
 	tmp := final + ".tmp"
