@@ -142,4 +142,3 @@ func (n Norm) SeqWeights(b *Batch, dst []float64) ([]float64, error) {
 	}
 	return dst, nil
 }
-
