@@ -65,7 +65,7 @@ type TrainerConfig struct {
 	OptimOffload bool   `yaml:"optim_offload" help:"CPU: keep the AdamW moments in file mappings, resident only during the optimizer step (the activations make room for them)"`
 	OffloadDir   string `yaml:"offload_dir" help:"directory on a disk for the files of trainer.ref_offload and trainer.optim_offload (empty: $TMPDIR or /tmp)"`
 
-	// Run folder, checkpoint keeping, rollout dump, divergence (divergence.go).
+	// Run folder, checkpoint keeping, rollout dump, divergence (guard.go, divergence.go).
 	GuardConfig `yaml:",inline"`
 }
 
