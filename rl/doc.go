@@ -132,7 +132,8 @@
 // RolloutConfig.Deterministic trades continuous batching for batches that
 // are the same on every run, which a bit-exact resume needs.
 //
-// Trainer.Step (trainer.go) is one RL step read top to bottom: rollout,
+// Trainer.Step (trainer.go) is one RL step read top to bottom, one method
+// per phase: rollout,
 // outcome and process rewards, π_old (recomputed, or the update's own
 // forward when one epoch of one mini-batch leaves the policy unmoved),
 // reference log-probabilities, critic values, KL in the reward, the
@@ -175,10 +176,10 @@
 // defaults and Validate beside them: LossConfig is embedded in ActorConfig
 // (verl's actor.* keys), AdvantageConfig in AlgorithmConfig, and the
 // rollout's settings are Trainer.Cfg.Rollout, which Rollout points at. The
-// path of actor.clip_ratio from its YAML key to the loss crosses four
+// path of actor.clip_ratio from its YAML key to the loss crosses five
 // files: cmd/train/config.go (the run's Config inlines TrainerConfig),
-// trainer.go (ActorConfig embeds LossConfig; updateActor hands
-// &Cfg.Actor.LossConfig to ActorLoss), loss.go (LossConfig.ClipRatio, its
+// trainerconfig.go (ActorConfig embeds LossConfig), trainer.go
+// (updateActor hands &Cfg.Actor.LossConfig to ActorLoss), loss.go (LossConfig.ClipRatio, its
 // default, Validate, clipLow/clipHigh and the kernels' guard checkClip) and
 // ppo.go (the PPO kernel reads it; GSPO's is gspo.go instead); the config
 // loader in between is generic and names no key. NewTrainer(cfg, Setup)

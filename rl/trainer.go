@@ -3,175 +3,12 @@ package rl
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/optim"
 )
-
-// AlgorithmConfig selects the estimator and how rewards are shaped
-// (verl's algorithm.* keys, Agent-R1's masks). The estimator's own settings
-// are the embedded AdvantageConfig, read by the estimator as they are.
-type AlgorithmConfig struct {
-	AdvantageConfig `yaml:",inline"`
-	AdvantageMask   bool    `yaml:"advantage_mask" help:"credit only the model's own tokens (false: the paper's ablation)"`
-	UseKLInReward   bool    `yaml:"use_kl_in_reward" help:"subtract beta*KL(old||ref) from the token rewards"`
-	KLPenalty       string  `yaml:"kl_penalty" help:"KL estimator for the in-reward penalty"`
-	KLCtrl          string  `yaml:"kl_ctrl" help:"fixed or adaptive"`
-	KLCoef          float64 `yaml:"kl_coef" help:"initial beta of the in-reward KL"`
-	KLTarget        float64 `yaml:"kl_target" help:"adaptive controller target KL"`
-	KLHorizon       float64 `yaml:"kl_horizon" help:"adaptive controller horizon"`
-	ProcessReward   bool    `yaml:"use_process_rewards" help:"add the environment's per-tool-call rewards"`
-	PrimeNorm       bool    `yaml:"prime_norm" help:"PRIME-style normalisation of process rewards"`
-}
-
-// Validate reports an unknown KL estimator or controller. (The embedded
-// AdvantageConfig is checked by its own Validate.)
-func (c *AlgorithmConfig) Validate() error {
-	if err := c.AdvantageConfig.Validate(); err != nil {
-		return err
-	}
-	if _, err := ParseKL(c.KLPenalty); err != nil {
-		return fmt.Errorf("kl_penalty: %w", err)
-	}
-	if c.KLCtrl != "fixed" && c.KLCtrl != "adaptive" {
-		return fmt.Errorf("kl_ctrl %q is neither fixed nor adaptive", c.KLCtrl)
-	}
-	if !(c.KLCoef >= 0) || math.IsInf(c.KLCoef, 0) {
-		return fmt.Errorf("kl_coef %v must be a finite number ≥ 0", c.KLCoef)
-	}
-	return nil
-}
-
-// UpdateConfig shapes one model's update (verl's ppo_epochs,
-// ppo_mini_batch_size and the micro-batch): the actor and the critic each
-// embed their own, so the critic never runs on the actor's settings.
-type UpdateConfig struct {
-	PPOEpochs        int `yaml:"ppo_epochs" help:"passes over each step's batch"`
-	MiniBatchSize    int `yaml:"ppo_mini_batch_size" help:"trajectories per optimizer step"`
-	MicroBatchTokens int `yaml:"micro_batch_tokens" help:"tokens per forward/backward (gradient accumulation)"`
-}
-
-// Validate reports sizes below 1.
-func (c *UpdateConfig) Validate() error {
-	if c.PPOEpochs < 1 || c.MiniBatchSize < 1 || c.MicroBatchTokens < 1 {
-		return fmt.Errorf("ppo_epochs %d, ppo_mini_batch_size %d and micro_batch_tokens %d must be ≥ 1",
-			c.PPOEpochs, c.MiniBatchSize, c.MicroBatchTokens)
-	}
-	return nil
-}
-
-// OptimizerSteps is how many optimizer steps the update takes over a run of
-// steps RL steps of seqs trajectories each: one per mini-batch of each
-// epoch. It is the length of the model's learning-rate schedule.
-func (c *UpdateConfig) OptimizerSteps(steps, seqs int) int {
-	return steps * c.PPOEpochs * ((seqs + c.MiniBatchSize - 1) / c.MiniBatchSize)
-}
-
-// ActorConfig configures the policy update (verl's actor.* keys). The
-// loss's own settings are the embedded LossConfig, which ActorLoss reads as
-// it is: actor.clip_ratio goes from the YAML file to the loss through this
-// struct and nothing else.
-type ActorConfig struct {
-	Optim        optim.Config `yaml:"optim"`
-	UpdateConfig `yaml:",inline"`
-	LossConfig   `yaml:",inline"`
-
-	// LoRA adapters instead of full fine-tuning (wired in cmd/train/lora.go).
-	LoRA model.LoRAConfig `yaml:"lora"`
-}
-
-// Validate reports sizes below 1 and a bad loss setting.
-func (c *ActorConfig) Validate() error {
-	if err := c.UpdateConfig.Validate(); err != nil {
-		return err
-	}
-	return c.LossConfig.Validate()
-}
-
-// CriticConfig configures the value model of PPO (verl's critic.* keys):
-// its optimizer, its own update shape and aggregation, and the value clip.
-type CriticConfig struct {
-	Optim           optim.Config `yaml:"optim"`
-	UpdateConfig    `yaml:",inline"`
-	AggMode         AggMode `yaml:"loss_agg_mode" help:"token-mean, seq-mean-token-sum, seq-mean-token-mean, seq-mean-token-sum-norm"`
-	LossScaleFactor float64 `yaml:"loss_scale_factor" help:"L_norm of seq-mean-token-sum-norm (0: the longest sequence)"`
-	Warmup          int     `yaml:"critic_warmup" help:"steps that update only the critic"`
-	CliprangeValue  float64 `yaml:"cliprange_value" help:"value clip epsilon"`
-}
-
-// Validate reports a bad update shape, a negative warm-up or value clip.
-func (c *CriticConfig) Validate() error {
-	if err := c.UpdateConfig.Validate(); err != nil {
-		return err
-	}
-	if _, err := ParseAggMode(string(c.AggMode)); err != nil {
-		return fmt.Errorf("loss_agg_mode: %w", err)
-	}
-	if !(c.LossScaleFactor >= 0) || math.IsInf(c.LossScaleFactor, 0) {
-		return fmt.Errorf("loss_scale_factor %v must be a finite number ≥ 0", c.LossScaleFactor)
-	}
-	if c.Warmup < 0 {
-		return fmt.Errorf("critic_warmup %d must be ≥ 0", c.Warmup)
-	}
-	if !(c.CliprangeValue >= 0) || math.IsInf(c.CliprangeValue, 0) {
-		return fmt.Errorf("cliprange_value %v must be a finite number ≥ 0", c.CliprangeValue)
-	}
-	return nil
-}
-
-// TrainerConfig is everything one RL step needs.
-type TrainerConfig struct {
-	Algorithm AlgorithmConfig `yaml:"algorithm"`
-	Actor     ActorConfig     `yaml:"actor"`
-	Critic    CriticConfig    `yaml:"critic"`
-	Rollout   RolloutConfig   `yaml:"rollout"`
-}
-
-// DefaultTrainerConfig is GRPO with Agent-R1's multi-hop script settings;
-// each part's defaults are its own (DefaultLossConfig, DefaultRolloutConfig,
-// optim.DefaultConfig), with Agent-R1's departures from them written here.
-func DefaultTrainerConfig() TrainerConfig {
-	a := optim.DefaultConfig()
-	c := optim.DefaultConfig()
-	c.LR = 1e-5
-	adv := DefaultAdvantageConfig()
-	adv.Estimator = "grpo"
-	loss := DefaultLossConfig()
-	loss.UseKLLoss = true // GRPO's KL loss
-	// The critic's update starts as the actor's, as verl's critic.* keys
-	// default to the actor's; each is then set on its own.
-	u := UpdateConfig{PPOEpochs: 1, MiniBatchSize: 64, MicroBatchTokens: 8192}
-	return TrainerConfig{
-		Algorithm: AlgorithmConfig{AdvantageConfig: adv, AdvantageMask: true,
-			KLPenalty: "kl", KLCtrl: "fixed", KLCoef: 0.001, KLTarget: 0.1, KLHorizon: 10000},
-		Actor:   ActorConfig{Optim: a, UpdateConfig: u, LossConfig: loss},
-		Critic:  CriticConfig{Optim: c, UpdateConfig: u, AggMode: loss.AggMode, CliprangeValue: 0.5},
-		Rollout: DefaultRolloutConfig(),
-	}
-}
-
-// Validate reports a setting that cannot work, before any work starts. The
-// config loader calls each section's Validate with the section's key; this
-// one runs them all for a caller that builds the config in Go, naming the
-// section.
-func (c *TrainerConfig) Validate() error {
-	for _, s := range []struct {
-		key string
-		v   interface{ Validate() error }
-	}{{"algorithm", &c.Algorithm}, {"actor", &c.Actor}, {"actor.optim", &c.Actor.Optim}, {"critic", &c.Critic},
-		{"critic.optim", &c.Critic.Optim}, {"rollout", &c.Rollout}} {
-		if err := s.v.Validate(); err != nil {
-			return fmt.Errorf("%s: %w", s.key, err)
-		}
-	}
-	if c.Needs().Baseline && c.Rollout.Mode == "external" {
-		return fmt.Errorf("algorithm.adv_estimator %s needs a greedy rollout of each prompt, which rollout.mode external cannot make", c.Algorithm.Estimator)
-	}
-	return nil
-}
 
 // Trainer runs RL steps: the policy samples trajectories with the rollout,
 // and the same weights are updated in place, so the next rollout samples
@@ -203,27 +40,6 @@ type Trainer struct {
 	rolloutCopy *model.Model
 }
 
-// NeedsRef says whether the configuration uses a reference policy.
-func (c *TrainerConfig) NeedsRef() bool { return c.Actor.UseKLLoss || c.Algorithm.UseKLInReward }
-
-// Needs is what the estimator needs from the trainer (the registry's
-// word; nothing for a name the registry does not know, which Validate reports).
-func (c *TrainerConfig) Needs() Needs {
-	n, _ := EstimatorNeeds(c.Algorithm.Estimator)
-	return n
-}
-
-// NeedsCritic says whether the estimator needs a value model.
-func (c *TrainerConfig) NeedsCritic() bool { return c.Needs().Values }
-
-// NewKLController builds the in-reward KL controller of the config.
-func (c *TrainerConfig) NewKLController() KLController {
-	if c.Algorithm.KLCtrl == "adaptive" {
-		return &AdaptiveKL{Coef: c.Algorithm.KLCoef, Target: c.Algorithm.KLTarget, Horizon: c.Algorithm.KLHorizon}
-	}
-	return &FixedKL{Coef: c.Algorithm.KLCoef}
-}
-
 // Steps is the number of RL steps done.
 func (t *Trainer) Steps() int { return t.step }
 
@@ -238,21 +54,66 @@ type StepResult struct {
 	Batch        *Batch // the packed step, advantages included (for the rollout dump)
 }
 
-// Step runs one RL step on a batch of prompts: rollout, rewards, old and
-// reference log-probabilities, values, advantages, then the critic and
-// actor updates.
+// Step runs one RL step on a batch of prompts, in the order verl's
+// trainer runs it: the rollout, the rewards, the old and reference
+// log-probabilities and the values, the advantages, then the critic and
+// actor updates. Each phase is a method below, timed as timing_s/<phase>.
 func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult, error) {
-	cfg := &t.Cfg
 	m := Metrics{}
-	timed := func(name string, start time.Time) {
-		took := time.Since(start)
-		m["timing_s/"+name] = took.Seconds()
-		if t.Phase != nil && name != "step" {
-			t.Phase(name, took)
-		}
-	}
+	clock := stepClock{t: t, m: m}
 	t0 := time.Now()
+	trajs, baseline, err := t.rollout(ctx, prompts, clock)
+	if err != nil {
+		return nil, err
+	}
+	b, err := t.score(trajs, baseline)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.logProbs(b, clock); err != nil {
+		return nil, err
+	}
+	if b, err = t.advantages(b, clock); err != nil {
+		return nil, err
+	}
+	if err := t.updateModels(b, clock); err != nil {
+		return nil, err
+	}
+	t.step++
+	rm, err := t.sync().RolloutMetrics(trajs) // over every process's trajectories
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range rm {
+		m[k] = v
+	}
+	clock.since("step", t0)
+	m["perf/total_num_tokens"] = float64(b.NumTokens())
+	m["perf/throughput"] = float64(b.NumTokens()) / m["timing_s/step"]
+	m["training/global_step"] = float64(t.step)
+	return &StepResult{Trajectories: trajs, Metrics: m, Tokens: b.NumTokens(), Batch: b}, nil
+}
 
+// stepClock records how long each phase of a step took, as the step's
+// timing_s/<phase> metric, and tells Trainer.Phase.
+type stepClock struct {
+	t *Trainer
+	m Metrics
+}
+
+func (c stepClock) since(name string, start time.Time) {
+	took := time.Since(start)
+	c.m["timing_s/"+name] = took.Seconds()
+	if c.t.Phase != nil && name != "step" {
+		c.t.Phase(name, took)
+	}
+}
+
+// rollout samples this process's share of the prompts (Sync.Shard) from
+// the policy, or takes them from Source, and, for an estimator that needs
+// one, each prompt's greedy baseline.
+func (t *Trainer) rollout(ctx context.Context, prompts []data.Sample, clock stepClock) ([]*Trajectory, []float64, error) {
+	cfg := &t.Cfg
 	// This process rolls out its share of the global prompt batch; its
 	// first trajectory draws from the stream the whole batch's would.
 	t.slice = t.sync().Shard(prompts, cfg.Rollout.N)
@@ -267,25 +128,32 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	}
 	if t.rolloutCopy != nil && src == TrajectorySource(t.Rollout) {
 		if err := t.rolloutCopy.CopyWeightsFrom(t.Policy); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	trajs, err := src.Run(ctx, t.step, prompts)
 	if err == nil {
-		timed("gen", tg)
+		clock.since("gen", tg)
 	}
 	var baseline []float64
 	if err == nil && cfg.Needs().Baseline {
 		tb := time.Now()
 		baseline, err = t.baselines(ctx, prompts, trajs)
-		timed("gen_baseline", tb)
+		clock.since("gen_baseline", tb)
 	}
 	if t.rolloutCopy != nil {
 		t.rolloutCopy.DiscardWeights() // rewritten before the next rollout
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	return trajs, baseline, nil
+}
+
+// score packs the trajectories into a batch with their outcome rewards and,
+// when configured, their process rewards.
+func (t *Trainer) score(trajs []*Trajectory, baseline []float64) (*Batch, error) {
+	cfg := &t.Cfg
 	b := FromTrajectories(trajs, cfg.Algorithm.AdvantageMask)
 	b.BaselineScore = baseline
 	scores := make([]float64, len(trajs))
@@ -304,7 +172,14 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 			return nil, err
 		}
 	}
+	return b, nil
+}
 
+// logProbs fills in π_old, the reference log-probabilities and the
+// critic's values, each where the config needs it.
+func (t *Trainer) logProbs(b *Batch, clock stepClock) error {
+	cfg := &t.Cfg
+	var err error
 	// With one epoch of one mini-batch the policy has not moved when the
 	// loss is computed, so π_old is the update's own forward (verl sets
 	// old_log_prob = log_prob.detach() there too): the ratio is exactly 1
@@ -312,29 +187,38 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	if !t.reuseOld(b) {
 		tl := time.Now()
 		if b.OldLogProb, _, _, err = Forward(t.Policy, b, cfg.Actor.MicroBatchTokens); err != nil {
-			return nil, err
+			return err
 		}
-		timed("old_log_prob", tl)
+		clock.since("old_log_prob", tl)
 	}
 	if cfg.NeedsRef() {
 		tr := time.Now()
 		if b.RefLogProb, _, _, err = Forward(t.Ref, b, cfg.Actor.MicroBatchTokens); err != nil {
-			return nil, err
+			return err
 		}
 		t.Ref.DropWeightPages() // offloaded (Setup.RefOffloadDir): out of memory until the next step's scoring
-		timed("ref", tr)
+		clock.since("ref", tr)
 	}
 	if cfg.NeedsCritic() {
 		tv := time.Now()
 		if _, _, b.OldValues, err = Forward(t.Critic, b, cfg.Critic.MicroBatchTokens); err != nil {
-			return nil, err
+			return err
 		}
-		timed("values", tv)
+		clock.since("values", tv)
 	}
+	return nil
+}
 
+// advantages gathers the global batch (Sync.GatherBatch), turns scores
+// into per-token rewards (with the KL penalty when it is in the reward),
+// runs the estimator and records the data metrics. It returns the global
+// batch.
+func (t *Trainer) advantages(b *Batch, clock stepClock) (*Batch, error) {
+	cfg, m := &t.Cfg, clock.m
 	ta := time.Now()
 	// Rewards, advantages and data metrics over the global batch.
-	if b, err = t.sync().GatherBatch(b, t.slice); err != nil {
+	b, err := t.sync().GatherBatch(b, t.slice)
+	if err != nil {
 		return nil, err
 	}
 	if cfg.Algorithm.UseKLInReward {
@@ -362,43 +246,37 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	for k, v := range dm {
 		m[k] = v
 	}
-	timed("adv", ta)
+	clock.since("adv", ta)
+	return b, nil
+}
 
+// updateModels runs the critic's update, then the actor's once the
+// critic's warm-up is over.
+func (t *Trainer) updateModels(b *Batch, clock stepClock) error {
+	cfg, m := &t.Cfg, clock.m
 	if cfg.NeedsCritic() {
 		tc := time.Now()
 		cm, err := t.updateCritic(b)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for k, v := range cm {
 			m[k] = v
 		}
-		timed("update_critic", tc)
+		clock.since("update_critic", tc)
 	}
 	if !cfg.NeedsCritic() || t.step >= cfg.Critic.Warmup {
 		tu := time.Now()
 		am, err := t.updateActor(b)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for k, v := range am {
 			m[k] = v
 		}
-		timed("update_actor", tu)
+		clock.since("update_actor", tu)
 	}
-	t.step++
-	rm, err := t.sync().RolloutMetrics(trajs) // over every process's trajectories
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range rm {
-		m[k] = v
-	}
-	timed("step", t0)
-	m["perf/total_num_tokens"] = float64(b.NumTokens())
-	m["perf/throughput"] = float64(b.NumTokens()) / m["timing_s/step"]
-	m["training/global_step"] = float64(t.step)
-	return &StepResult{Trajectories: trajs, Metrics: m, Tokens: b.NumTokens(), Batch: b}, nil
+	return nil
 }
 
 // baselines rolls every prompt out once more, greedily, from the weights
