@@ -103,14 +103,9 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 		}
 	}
 	if t.Ref = s.Ref; cfg.NeedsRef() && t.Ref == nil {
-		// Frozen: no gradient arena, and bf16 storage when the folder is
-		// bf16 (lossless), or always on a device computing in mixed
-		// precision, which would read only a bf16 copy of float32 weights
-		// (the CUDA device: float32 sources are rounded once, at load).
-		opts := model.LoadOptions{Frozen: true, DType: "auto"}
-		if mp, ok := s.Policy.Dev.(interface{ Mixed() bool }); ok && mp.Mixed() {
-			opts.DType = "bfloat16"
-		}
+		// Frozen: no gradient arena, stored as RefDType says.
+		mp, ok := s.Policy.Dev.(interface{ Mixed() bool })
+		opts := model.LoadOptions{Frozen: true, DType: RefDType(ok && mp.Mixed())}
 		if t.Ref, err = model.LoadWith(s.RefDir, s.Policy.Dev, model.LMHeadOutput, opts); err != nil {
 			return nil, err
 		}
@@ -153,4 +148,24 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 		}
 	}
 	return t, nil
+}
+
+// RefDType is the dtype the frozen reference policy is loaded in
+// (model.LoadOptions.DType) on a device that does or does not compute in
+// mixed precision: bfloat16 on one that does, which would read only a
+// bf16 copy of float32 weights (the CUDA device rounds float32 sources
+// once, at load); otherwise auto, bf16 exactly when the folder stores bf16
+// (lossless).
+func RefDType(mixed bool) string {
+	if mixed {
+		return "bfloat16"
+	}
+	return "auto"
+}
+
+// RefStoresBF16 says whether the reference loaded as RefDType says holds
+// bf16 weights, for a folder that stores folderDType (its config's
+// torch_dtype): the memory plan counts the reference so.
+func RefStoresBF16(folderDType string, mixed bool) bool {
+	return RefDType(mixed) == "bfloat16" || folderDType == "bfloat16"
 }

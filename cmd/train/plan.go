@@ -8,6 +8,7 @@ import (
 	"github.com/r1go/r1go/cuda"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/plan"
+	"github.com/r1go/r1go/rl"
 )
 
 // planRun prints the run's memory plan, from config.json (or the tiny
@@ -33,14 +34,6 @@ func planRun(cfg *Config, l model.Launch, dev model.Device, out io.Writer) (stop
 		s.Ranks, s.Zero1, s.Zero, s.BucketMB = l.Size, cfg.DP.Zero1, cfg.DP.Zero, cfg.DP.BucketMB
 		s.CUDAPaging = cfg.DP.ShardMasters
 	}
-	// The reference is the warm start that initialPolicy names, loaded
-	// frozen with LoadOptions DType auto: the SFT folder is saved as float32
-	// and so loaded as float32, but with no SFT it is model.path itself, and
-	// a bf16 folder (torch_dtype, the config's word for the stored dtype)
-	// stays bf16 on the CPU. A LoRA run's reference is the frozen base.
-	if refDir, _ := initialPolicy(cfg, ""); cfg.Model.Path != "" && refDir == cfg.Model.Path {
-		s.RefBF16 = mc.DType == "bfloat16"
-	}
 	if lc := cfg.RL.Actor.LoRA; lc.Enabled() {
 		if err := lc.Validate(); err != nil {
 			return true, 0, fmt.Errorf("actor.%w", err)
@@ -61,6 +54,16 @@ func planRun(cfg *Config, l model.Launch, dev model.Device, out io.Writer) (stop
 	if _, ok := dev.(model.MixedPrecision); ok {
 		s.Precision = "bf16-mixed"
 	}
+	// The reference is the warm start that initialPolicy names, stored as
+	// NewTrainer loads it (rl.RefDType): the SFT folder is saved as float32,
+	// but with no SFT it is model.path itself, whose torch_dtype (the
+	// config's word for the stored dtype) may be bf16. A LoRA run's
+	// reference is the frozen base.
+	refDType := "float32"
+	if refDir, _ := initialPolicy(cfg, ""); cfg.Model.Path != "" && refDir == cfg.Model.Path {
+		refDType = mc.DType
+	}
+	s.RefBF16 = rl.RefStoresBF16(refDType, s.Precision == "bf16-mixed")
 	p, err := plan.New(mc, s)
 	if err != nil {
 		return true, 0, err
