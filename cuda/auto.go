@@ -45,8 +45,12 @@ func DryRunDevice(mode string) (kind string, capacity int64) {
 // note is one line for the command to print: the device, and when "auto"
 // chose the CPU, why.
 func Pick(mode string) (dev model.Device, note string, err error) {
-	return PickWith(mode, Options{TF32: os.Getenv("R1GO_CUDA_TF32") == "1"})
+	return PickWith(mode, DefaultOptions())
 }
+
+// DefaultOptions are the options Pick opens a GPU with: TF32 matmuls when
+// R1GO_CUDA_TF32=1, no VMM arenas.
+func DefaultOptions() Options { return Options{TF32: os.Getenv("R1GO_CUDA_TF32") == "1"} }
 
 // PickWith is Pick opening a GPU with opts (cmd/train asks for VMM under
 // ZeRO-2 and sharded masters).

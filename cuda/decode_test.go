@@ -229,9 +229,11 @@ func TestGPUDecodeTCStep(t *testing.T) {
 // method and hidden's have the same depth, so neither is promoted.
 type unfolded struct {
 	*Device
+	//lint:ignore U1000 embedded only for its method set, which hides the Device's
 	hidden
 }
 
 type hidden struct{}
 
+//lint:ignore U1000 never called: it only hides the Device's method in unfolded
 func (hidden) AttentionCachedRoPE() {}

@@ -20,7 +20,7 @@ func (d *Device) Embedding(out model.Buffer, ids []int32, table model.Buffer, C 
 	if q, ok := d.copyOf(pt, table.Len()); ok && !bf {
 		// Registered weights: their bf16 copy's rows are the float32 rows
 		// rounded, which is what is read (ZeRO's sharded masters may have
-		// given the float32 table back: rl/dp_masters.go).
+		// given the float32 table back: rl/dp/masters.go).
 		pt, bf = q, true
 	}
 	if bf || obf {

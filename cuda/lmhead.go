@@ -16,21 +16,18 @@ var (
 	kLMHeadGradBF16 = kernel("lmhead.cu", "lmhead_grad_bf16", 256)
 )
 
-// headLogitBudget caps the logits block of the fused head (rows × chunk
-// float32 values, 128 MiB): big enough that each cuBLAS call is a large
-// GEMM, small next to the memory that [T, V] logits would take. Variables
-// so that tests can force many blocks and chunks on small shapes.
+// headLogitBudget and headMaxRows bound the fused head's logits block
+// (model.HeadBlock). Variables so that tests can force many blocks and
+// chunks on small shapes.
 var (
-	headLogitBudget = 32 << 20
-	headMaxRows     = 2048
+	headLogitBudget = model.HeadLogitBudget
+	headMaxRows     = model.HeadMaxRows
 )
 
 // headGeometry chooses the block of rows and the vocabulary chunk of the
 // fused head for T tokens and a vocabulary of V.
 func headGeometry(T, V int) (rows, chunk int) {
-	rows = max(1, min(T, headMaxRows))
-	chunk = min(V, max(128, headLogitBudget/rows/128*128))
-	return rows, chunk
+	return model.HeadBlock(T, V, headLogitBudget, headMaxRows)
 }
 
 func checkTargets(targets []int32, T, V int) {

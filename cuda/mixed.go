@@ -49,7 +49,6 @@ type weightCopy struct {
 	bf   Buffer  // bf16 copy, n elements
 }
 
-var kRoundBF16 = kernel("convert.cu", "round_bf16", 256)
 var kAdamWBF16 = kernel("adamw.cu", "adamw_update_bf16", 256)
 
 // UseBF16 gives the float32 weights w a bf16 compute copy and switches the
@@ -176,13 +175,6 @@ func (d *Device) gemmBF16(transA, transB bool, m, n, k int, alpha float32, a uin
 	}
 	g := rowMajorGemm(transA, transB, m, n, k, a, lda, b, ldb)
 	d.fail(d.blas.gemmTyped(d.handle, g, cudaR16BF, alpha, beta, c, cudaType(ct), ldc, cublasCompute32F))
-}
-
-// roundBF16 rounds n float32 values at ptr to bf16 in place.
-func (d *Device) roundBF16(ptr uintptr, n int) {
-	if n > 0 {
-		d.launch(kRoundBF16, d.elementwiseGrid(n), grid1(256), 0, argPtr(ptr), argInt64(n))
-	}
 }
 
 // adamwMixed runs the AdamW pass that also writes the bf16 copy, when p is

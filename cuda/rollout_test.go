@@ -116,7 +116,7 @@ func TestGPURolloutSamplesOnDevice(t *testing.T) {
 			t.Fatalf("SamplesOnDevice %v on %s", p.SamplesOnDevice(), dev.Name())
 		}
 		r := &rl.Rollout{Cfg: &rc, Policy: p, Tok: tok, Env: e, Stop: stop}
-		trajs, err := r.Run(context.Background(), samples)
+		trajs, err := r.Run(context.Background(), 0, samples)
 		if err != nil {
 			t.Fatal(err)
 		}

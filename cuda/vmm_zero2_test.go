@@ -11,6 +11,7 @@ import (
 	"github.com/r1go/r1go/model/plan"
 	"github.com/r1go/r1go/optim"
 	"github.com/r1go/r1go/rl"
+	"github.com/r1go/r1go/rl/dp"
 )
 
 // TestGPUZeroTwoVMM runs ZeRO-2 data parallel on two emulated GPUs, one
@@ -87,7 +88,6 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 		after   int64 // bytes of the arena mapped after the last step
 		logFrom int64
 		steps   []int64 // log offsets at the end of each step
-		b       int
 	}
 	saveDir := t.TempDir()
 	run := func(stage int, noVMM bool, nMicro int, bucketMB float64, masters bool) [size]rankRun {
@@ -114,19 +114,19 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 					}
 					m.InitRandom(3)
 					d.UseBF16(m.Params)
-					dc := rl.DefaultDPConfig()
+					dc := dp.DefaultConfig()
 					dc.BucketMB, dc.Zero, dc.ShardMasters = bucketMB, stage, masters
-					dp, err := rl.NewDP(loopComm{rank: r, g: grp, dev: d}, dc)
+					par, err := dp.New(loopComm{rank: r, g: grp, dev: d}, dc)
 					if err != nil {
 						return err
 					}
-					dp.MeasureGrads = true
-					o, err := dp.NewOptimizer(d, m.Params, m.Grads, oc, 10)
+					par.MeasureGrads = true
+					o, err := par.NewOptimizer(d, m.Params, m.Grads, oc, 10)
 					if err != nil {
 						return err
 					}
 					if masters {
-						if err := dp.ShardMasters(m, o); err != nil {
+						if err := par.ShardMasters(m, o); err != nil {
 							return err
 						}
 						// Kept: this rank's shard, the norm weights and biases,
@@ -138,7 +138,7 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 								runs++
 							}
 						}
-						own, _ := plan.ZeroShard(m.Params.Len(), max(1, min(int(bucketMB*(1<<20)/4), (m.Params.Len()+size-1)/size)), size)
+						own, _ := plan.ZeroShard(m.Params.Len(), optim.NewShardLayout(m.Params.Len(), int(bucketMB*(1<<20)/4), size).Bucket, size)
 						bound := 4 * (int64(held) + own + int64(2*(runs+m.Params.Len()/(size*chunk)+2)*chunk))
 						if got, _ := d.PagedBytes(m.Params); got > bound || got >= int64(4*m.Params.Len()) {
 							return fmt.Errorf("sharded masters: %d B of the %d B fp32 arena still mapped, want at most %d", got, 4*m.Params.Len(), bound)
@@ -148,7 +148,7 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 					res.arena, res.bytes = m.Grads.(Buffer).ptr, 4*m.Grads.Len()
 					res.logFrom = logSize(t)
 					for step := range steps {
-						dp.ZeroGrads(m, o)
+						par.ZeroGrads(m, o)
 						micro := nMicro
 						if step == steps-1 {
 							micro = 0 // a step with nothing to learn from: every bucket sent from the given-back arena
@@ -162,12 +162,12 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 								return err
 							}
 						}
-						if res, err := dp.Step(m, o); err != nil || res.Skipped {
+						if res, err := par.Step(m, o); err != nil || res.Skipped {
 							return fmt.Errorf("step %d: %+v %v", step, res, err)
 						}
 						res.steps = append(res.steps, logSize(t))
 					}
-					if _, _, peak, ok := dp.ZeroTwoStats(o); ok {
+					if _, _, peak, ok := par.ZeroTwoStats(o); ok {
 						res.peak = peak
 					}
 					res.after, _ = d.PagedBytes(m.Grads)
@@ -183,11 +183,11 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 					// host, written by Save, read back on the CPU.
 					// The weights check reads the compute copy (the fp32
 					// masters outside the shard are gone): the ranks agree.
-					if err := (&rl.Trainer{DP: dp, Policy: m}).CheckInSync(); err != nil {
+					if err := (&rl.Trainer{Sync: par, Policy: m}).CheckInSync(); err != nil {
 						return err
 					}
 					dir := fmt.Sprintf("%s/rank%d", saveDir, r)
-					if err := dp.WithMasters(m, func() error {
+					if err := par.WithMasters(m, func() error {
 						if r != 0 {
 							return nil
 						}

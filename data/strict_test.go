@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// Issue 15: real-format files that used to go silently through.
+// Real-format files that used to go silently through.
 
 func TestParquetStringPromptIsAnError(t *testing.T) {
 	path := "testdata/strict/strict_prompt_string.parquet"

@@ -49,13 +49,6 @@ func Reward(name string) (RewardFunc, error) {
 	return fn, nil
 }
 
-// RewardNames lists the registered outcome rewards, sorted.
-func RewardNames() []string {
-	rewardMu.RLock()
-	defer rewardMu.RUnlock()
-	return rewardNamesLocked()
-}
-
 func rewardNamesLocked() []string {
 	names := make([]string, 0, len(rewardReg))
 	for n := range rewardReg {
@@ -230,7 +223,7 @@ type Scorer struct {
 	reward RewardFunc
 }
 
-// NewScorer selects an outcome reward by name (see RewardNames).
+// NewScorer selects an outcome reward by name (see RegisterReward).
 func NewScorer(name string, m Markup) (*Scorer, error) {
 	fn, err := Reward(name)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/r1go/r1go/data"
 )
 
-// Issue 15: the retriever server as Agent-R1's clients and KILT users meet it.
+// The retriever server as Agent-R1's clients and KILT users meet it.
 
 func TestServerHealthWhileLoading(t *testing.T) {
 	s := NewServer(nil, 0, DefaultServerConfig())

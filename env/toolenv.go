@@ -62,7 +62,7 @@ type Config struct {
 	SystemPrompt string `yaml:"system_prompt" help:"system message before the question (empty: none)"`
 	// Instruction follows the question in the user message, after a newline.
 	Instruction string `yaml:"instruction" help:"text after the question in the user turn"`
-	// Reward names the outcome reward (see RewardNames).
+	// Reward names the outcome reward (see RegisterReward).
 	Reward string `yaml:"reward" help:"outcome reward: agent-r1, paper, em, f1, cover-em, or a registered reward"`
 	// Process names the per-tool-call process reward (see ProcessNames).
 	Process ProcessConfig `yaml:"-"`

@@ -134,7 +134,7 @@ func ResidentBytes(b Buffer) (n int64, ok bool) {
 // compute copy of registered weights can be written from float32 values
 // that are not the weights' own, and read: ZeRO's sharded master weights
 // give back the float32 masters outside a rank's shard and gather the
-// compute copy from the ranks' updated masters (rl/dp_masters.go).
+// compute copy from the ranks' updated masters (rl/dp/masters.go).
 type ComputeCopier interface {
 	// SetCompute writes the compute copy of the registered weights w from
 	// src, leaving w's float32 values as they are; false when w is not

@@ -98,3 +98,24 @@ type Device interface {
 	// AdamW updates p in place from g and the moments m, v (all the same length).
 	AdamW(p, g, m, v Buffer, hp AdamWParams)
 }
+
+// The block geometry of an LM head that computes its logits block by
+// block (the CUDA device's fused head): at most HeadMaxRows rows of h, and
+// a vocabulary chunk of at most HeadLogitBudget float32 logits over them
+// (128 MiB): big enough that each block's matmul is a large GEMM, small
+// next to the memory [T, V] logits would take. model/plan sizes the
+// device's logit scratch with the same function.
+const (
+	HeadLogitBudget = 32 << 20
+	HeadMaxRows     = 2048
+)
+
+// HeadBlock is the block of rows and the vocabulary chunk of a blocked LM
+// head over T tokens and a vocabulary of V, for a budget of logits and a
+// cap on rows (HeadLogitBudget and HeadMaxRows; tests shrink them): the
+// chunk is a multiple of 128, at least 128, at most V.
+func HeadBlock(T, V, budget, maxRows int) (rows, chunk int) {
+	rows = max(1, min(T, maxRows))
+	chunk = min(V, max(128, budget/rows/128*128))
+	return rows, chunk
+}

@@ -43,7 +43,7 @@ type Model struct {
 	GradsNeed func(lo, hi int)
 	// SaveFrom, when set, holds the whole parameter arena on the host and
 	// Save writes it instead of reading Params: data parallel's sharded
-	// master weights, gathered on rank 0 for a checkpoint (rl/dp_masters.go).
+	// master weights, gathered on rank 0 for a checkpoint (rl/dp/masters.go).
 	SaveFrom []float32
 	specs    []tensorSpec
 	d        dims

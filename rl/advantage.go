@@ -47,12 +47,12 @@ func Estimate(b *Batch, cfg *AdvantageConfig) error {
 }
 
 func init() {
-	RegisterEstimator("gae", GAE)
-	RegisterEstimator("grpo", GRPO)
-	RegisterEstimator("rloo", RLOO)
-	RegisterEstimator("reinforce_plus_plus", ReinforcePlusPlus)
-	RegisterEstimator("reinforce_plus_plus_baseline", ReinforcePlusPlusBaseline)
-	RegisterEstimator("remax", ReMax)
+	RegisterEstimator("gae", GAE, Needs{Values: true})
+	RegisterEstimator("grpo", GRPO, Needs{})
+	RegisterEstimator("rloo", RLOO, Needs{})
+	RegisterEstimator("reinforce_plus_plus", ReinforcePlusPlus, Needs{})
+	RegisterEstimator("reinforce_plus_plus_baseline", ReinforcePlusPlusBaseline, Needs{})
+	RegisterEstimator("remax", ReMax, Needs{Baseline: true})
 }
 
 // outputs sizes Advantages and Returns to N; the estimators write every

@@ -142,30 +142,3 @@ func (n Norm) SeqWeights(b *Batch, dst []float64) ([]float64, error) {
 	}
 	return dst, nil
 }
-
-// Aggregate returns Σ_i w_i Σ_t m_t·x_t: the aggregated value of any
-// per-token quantity x under n, over b's ActionMask.
-func (n Norm) Aggregate(b *Batch, x []float64) (float64, error) {
-	if err := b.Validate(FieldActionMask); err != nil {
-		return 0, err
-	}
-	if len(x) != b.NumTokens() {
-		return 0, fmt.Errorf("rl: Aggregate over %d values, the batch has %d tokens", len(x), b.NumTokens())
-	}
-	w, err := n.SeqWeights(b, nil)
-	if err != nil {
-		return 0, err
-	}
-	var total float64
-	for i, wi := range w {
-		s, e := b.Seq(i)
-		var sum float64
-		for t := s; t < e; t++ {
-			if b.ActionMask[t] {
-				sum += x[t]
-			}
-		}
-		total += wi * sum
-	}
-	return total, nil
-}

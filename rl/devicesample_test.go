@@ -50,7 +50,7 @@ func TestRolloutDeviceSamplingPath(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := &Rollout{Cfg: &cfg, Policy: p, Tok: tok, Env: e, Stop: stop}
-		trajs, err := r.Run(context.Background(), samples)
+		trajs, err := r.Run(context.Background(), 0, samples)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,5 +91,36 @@ func TestRolloutDeviceSamplingPath(t *testing.T) {
 	}
 	if slices.Equal(a[0].Tokens, a[1].Tokens) && slices.Equal(a[1].Tokens, a[2].Tokens) {
 		t.Error("the three samples of one prompt drew the same tokens at temperature 1")
+	}
+}
+
+// TestRolloutSeedAndStep: rollout.seed and the step number choose the
+// sampling streams (RolloutConfig.StepSeed), so the same pair repeats a
+// rollout token for token and another seed or step draws another one.
+func TestRolloutSeedAndStep(t *testing.T) {
+	m, tok := loadWarmstart(t)
+	id, _ := tok.TokenID("<|im_end|>")
+	samples := []data.Sample{{ID: "a", Question: "what is alpha?", Answers: []string{"gamma"}}}
+	run := func(seed uint64, step int) []int32 {
+		t.Helper()
+		cfg := testRolloutConfig()
+		cfg.N, cfg.MaxTurnTokens, cfg.MaxResponseTokens, cfg.Deterministic, cfg.Seed = 2, 24, 48, true, seed
+		e, err := env.New(env.DefaultConfig(), echoTool{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &Rollout{Cfg: &cfg, Policy: NewModelPolicy(m, 2, 1024), Tok: tok, Env: e, Stop: []int32{int32(id)}}
+		trajs, err := r.Run(context.Background(), step, samples)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Concat(trajs[0].Tokens, trajs[1].Tokens)
+	}
+	a := run(1, 0)
+	if !slices.Equal(a, run(1, 0)) {
+		t.Fatal("the same seed and step drew different rollouts")
+	}
+	if slices.Equal(a, run(2, 0)) || slices.Equal(a, run(1, 1)) {
+		t.Fatal("another seed or step drew the same rollout")
 	}
 }

@@ -42,7 +42,7 @@
 //	ApplyKLPenalty or RewardsFromScores → Rewards
 //	Estimate (gae, grpo, rloo, ...)     → Advantages, Returns (whole step's batch)
 //	DataMetrics                         → critic/score/mean, critic/advantages/mean, ...
-//	for each mini-batch: norm := NewNorm(cfg.AggMode, mini, cfg.LossScaleFactor)
+//	for each mini-batch: norm := NewNorm(agg, mini, loss_scale_factor)   (each model's own)
 //	  for each micro-batch: ActorLoss(micro, cfg, norm, out), CriticLoss(...)
 //	                        → out.Loss, out.DLogProb, out.DEntropy, out.DValue, out.Metrics
 //
@@ -59,10 +59,12 @@
 // name in a registry (RegisterEstimator, RegisterLoss; registration happens
 // in init and panics on a duplicate name). Built-in estimators: gae, grpo
 // (Dr.GRPO with NormAdvByStd false), rloo, reinforce_plus_plus,
-// reinforce_plus_plus_baseline, remax. Built-in policy losses: vanilla (PPO
-// clipped surrogate, clip-higher, dual clip), gspo, decoupled (AReaL's
-// decoupled PPO, loss_decoupled.go) and bypass_reinforce (rollout
-// correction's bypass mode, rollcorr_trainer.go). The critic's clipped
+// reinforce_plus_plus_baseline, remax (its baseline is a greedy rollout of
+// each prompt, which the trainer makes because the registry says remax
+// needs it). Built-in policy losses: vanilla (PPO clipped surrogate,
+// clip-higher, dual clip), gspo, decoupled (AReaL's decoupled PPO,
+// loss_decoupled.go) and bypass_reinforce (rollout correction's bypass
+// mode, rollcorr_trainer.go). The critic's clipped
 // value loss (ValueLoss, CriticLoss) is not in the registry: the critic has
 // one loss, and its clip is critic.cliprange_value.
 // ActorLoss adds the entropy bonus and the KL loss (KL estimators k1, abs,
@@ -132,7 +134,8 @@
 // RolloutConfig.Deterministic trades continuous batching for batches that
 // are the same on every run, which a bit-exact resume needs.
 //
-// Trainer.Step (trainer.go) is one RL step read top to bottom: rollout,
+// Trainer.Step (trainer.go) is one RL step read top to bottom, one method
+// per phase: rollout,
 // outcome and process rewards, π_old (recomputed, or the update's own
 // forward when one epoch of one mini-batch leaves the policy unmoved),
 // reference log-probabilities, critic values, KL in the reward, the
@@ -140,6 +143,12 @@
 // accumulation over micro-batches, and AdamW. The policy samples the next
 // rollout from the weights it was just updated with. SFTStep and
 // Rollout.Teacher are the supervised warm start on gold trajectories.
+//
+// Data parallelism sits behind one interface, Sync (sync.go), that the
+// trainer always calls: Shard the prompts, GatherBatch, ReduceMetrics,
+// NewOptimizer, Step, SaveOptimizer. Local is a run of one process (the
+// whole batch, the optimizer's own step); package rl/dp implements Sync
+// over model.Comm with ZeRO stages 1 and 2.
 //
 // pack.go is the seam with the model: the model's per-token outputs describe
 // the next token (its LogProb[t] is log p(x[t+1] | x[..t])), a Batch's the
@@ -156,8 +165,9 @@
 //   - a loss: rl.RegisterLoss("name", fn), fn a Loss (or AutodiffLoss);
 //     actor.policy_loss=name. It reads its settings from the LossConfig it
 //     is given, which is the actor section of the YAML file itself.
-//   - an estimator: rl.RegisterEstimator("name", fn), fn an Estimator;
-//     algorithm.adv_estimator=name.
+//   - an estimator: rl.RegisterEstimator("name", fn, needs), fn an
+//     Estimator, needs what it reads that the trainer must provide (values
+//     from a critic, a greedy baseline); algorithm.adv_estimator=name.
 //   - a tool: env.RegisterTool("name", factory), the factory building an
 //     env.Tool from env.ToolDeps (the run's retriever); env.tools=[search,
 //     name]. Tools of one episode share env.Memory through the call's
@@ -168,12 +178,12 @@
 // defaults and Validate beside them: LossConfig is embedded in ActorConfig
 // (verl's actor.* keys), AdvantageConfig in AlgorithmConfig, and the
 // rollout's settings are Trainer.Cfg.Rollout, which Rollout points at. The
-// path of actor.clip_ratio from its YAML key to the loss crosses four
+// path of actor.clip_ratio from its YAML key to the loss crosses five
 // files: cmd/train/config.go (the run's Config inlines TrainerConfig),
-// trainer.go (ActorConfig embeds LossConfig; updateActor hands
-// &Cfg.Actor.LossConfig to ActorLoss), loss.go (LossConfig.ClipRatio, its
+// trainerconfig.go (ActorConfig embeds LossConfig), trainer.go
+// (updateActor hands &Cfg.Actor.LossConfig to ActorLoss), loss.go (LossConfig.ClipRatio, its
 // default, Validate, clipLow/clipHigh and the kernels' guard checkClip) and
-// ppo.go (the PPO kernel reads it; GSPO's is policy.go instead); the config
+// ppo.go (the PPO kernel reads it; GSPO's is gspo.go instead); the config
 // loader in between is generic and names no key. NewTrainer(cfg, Setup)
 // validates the whole config and wires the rollout, the reference policy,
 // the critic and the optimizers; cmd/train/default.yaml holds the embedded

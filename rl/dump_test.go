@@ -25,7 +25,7 @@ func TestDumpRecordsSpansAndAdvantages(t *testing.T) {
 	cfg := testRolloutConfig()
 	cfg.N = 2
 	r := f.rollout(t, cfg, env.DefaultConfig(), p, echoTool{})
-	trajs, err := r.Run(context.Background(), []data.Sample{{ID: "s1", DataSource: "toy", Question: "what is alpha?", Answers: []string{"gamma"}}})
+	trajs, err := r.Run(context.Background(), 0, []data.Sample{{ID: "s1", DataSource: "toy", Question: "what is alpha?", Answers: []string{"gamma"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

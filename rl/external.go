@@ -37,14 +37,15 @@ import (
 // and only generated ids are actions. With the agent-r1 environment style
 // this is the same token layout the built-in rollout produces.
 type External struct {
-	Cfg    *RolloutConfig // read at each Run: the trainer sets the seed per step
+	Cfg    *RolloutConfig // read at each Run
 	Tok    *tokenizer.Tokenizer
 	Env    env.Environment // the tasks' messages and tools, and the outcome
 	Engine *Engine
 	Stop   []int32 // ids that end a model turn, as for the built-in rollout
 
 	mu       sync.Mutex
-	step     int // batches published
+	step     int    // batches published
+	seed     uint64 // the open batch's RL step's seed (RolloutConfig.StepSeed)
 	open     bool
 	closed   bool
 	episodes map[string]*extEpisode
@@ -60,9 +61,10 @@ type External struct {
 }
 
 // TrajectorySource is where a trainer step's trajectories come from: the
-// built-in Rollout, or External.
+// built-in Rollout, or External. Run rolls out the samples of RL step step,
+// whose number chooses the sampling streams (RolloutConfig.StepSeed).
 type TrajectorySource interface {
-	Run(ctx context.Context, samples []data.Sample) ([]*Trajectory, error)
+	Run(ctx context.Context, step int, samples []data.Sample) ([]*Trajectory, error)
 }
 
 // validateMode checks rollout.mode, rollout.external_addr and
@@ -135,7 +137,7 @@ func refuse(status int, format string, args ...any) error {
 
 // Run publishes one batch of len(samples)·N episodes and waits for all
 // their rewards. Trajectory g·N+i is episode i of prompt g, as for Rollout.
-func (x *External) Run(ctx context.Context, samples []data.Sample) ([]*Trajectory, error) {
+func (x *External) Run(ctx context.Context, step int, samples []data.Sample) ([]*Trajectory, error) {
 	if err := x.Cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -145,6 +147,7 @@ func (x *External) Run(ctx context.Context, samples []data.Sample) ([]*Trajector
 		x.paused = false
 	}
 	x.step++
+	x.seed = x.Cfg.StepSeed(step)
 	n := x.Cfg.N
 	batch := make([]*extEpisode, 0, len(samples)*n)
 	for g, smp := range samples {
@@ -304,7 +307,7 @@ func (x *External) Begin(id string, msgs []tokenizer.Message, tools []json.RawMe
 	}
 	t := e.t
 	turn := &ExternalTurn{Sampling: x.Cfg.Sampling, Stop: x.Stop, msgs: msgs,
-		Seed: splitmix(x.Cfg.Seed ^ splitmix(uint64(e.index)<<20|uint64(e.turns)))}
+		Seed: splitmix(x.seed ^ splitmix(uint64(e.index)<<20|uint64(e.turns)))}
 	if e.turns == 0 {
 		ids, err := x.Tok.EncodeChat(msgs, tools, true)
 		if err != nil {

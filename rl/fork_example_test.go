@@ -100,7 +100,7 @@ func mentions(t env.Transcript, golds []string) float64 {
 
 func init() {
 	rl.RegisterLoss("reinforce", reinforce)
-	rl.RegisterEstimator("minus-mean", minusMean)
+	rl.RegisterEstimator("minus-mean", minusMean, rl.Needs{})
 	env.RegisterTool("shout", func(env.ToolDeps) (env.Tool, error) { return shout{}, nil })
 	env.RegisterReward("mentions", mentions)
 }

@@ -14,12 +14,27 @@ import (
 // import order.
 var (
 	registryMu sync.RWMutex
-	estimators = map[string]Estimator{}
+	estimators = map[string]registered{}
 	losses     = map[string]Loss{}
 )
 
-// RegisterEstimator makes an advantage estimator available by name.
-func RegisterEstimator(name string, e Estimator) {
+// Needs is what an estimator reads beyond the rewards, the masks and the
+// group ids. The trainer provides each: it loads and trains a value model
+// for Values and rolls out each prompt greedily for Baseline, so nothing
+// outside the registry compares estimator names.
+type Needs struct {
+	Values   bool // Batch.OldValues, from a critic (a value model is loaded and trained)
+	Baseline bool // Batch.BaselineScore, the score of each prompt's greedy response
+}
+
+type registered struct {
+	fn    Estimator
+	needs Needs
+}
+
+// RegisterEstimator makes an advantage estimator available by name, with
+// what it needs from the trainer.
+func RegisterEstimator(name string, e Estimator, needs Needs) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if e == nil {
@@ -28,7 +43,7 @@ func RegisterEstimator(name string, e Estimator) {
 	if _, dup := estimators[name]; dup {
 		panic("rl: RegisterEstimator called twice for " + name)
 	}
-	estimators[name] = e
+	estimators[name] = registered{e, needs}
 }
 
 // RegisterLoss makes a loss available by name (cfg.PolicyLoss names the
@@ -51,9 +66,24 @@ func LookupEstimator(name string) (Estimator, error) {
 	registryMu.RLock()
 	defer registryMu.RUnlock()
 	if e, ok := estimators[name]; ok {
-		return e, nil
+		return e.fn, nil
 	}
-	return nil, fmt.Errorf("rl: unknown advantage estimator %q (registered: %s)", name, strings.Join(sortedKeys(estimators), ", "))
+	return nil, unknownEstimator(name)
+}
+
+// EstimatorNeeds returns what the estimator registered as name needs.
+func EstimatorNeeds(name string) (Needs, error) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	if e, ok := estimators[name]; ok {
+		return e.needs, nil
+	}
+	return Needs{}, unknownEstimator(name)
+}
+
+// unknownEstimator names the registered estimators; the caller holds the lock.
+func unknownEstimator(name string) error {
+	return fmt.Errorf("rl: unknown advantage estimator %q (registered: %s)", name, strings.Join(sortedKeys(estimators), ", "))
 }
 
 // LookupLoss returns the loss registered as name.
@@ -71,13 +101,6 @@ func EstimatorNames() []string {
 	registryMu.RLock()
 	defer registryMu.RUnlock()
 	return sortedKeys(estimators)
-}
-
-// LossNames lists the registered losses, sorted.
-func LossNames() []string {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	return sortedKeys(losses)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -1,11 +1,8 @@
 package rl
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
-
-	"github.com/r1go/r1go/model"
 )
 
 func init() {
@@ -198,10 +195,8 @@ func (t *Trainer) rollcorrEnd(trajs []*Trajectory, m Metrics) error {
 	b := s.base
 	train := b.OldLogProb
 	if s.seen != nil {
-		if t.DP != nil {
-			if err := gatherSeen(t.DP.Comm, s.seen); err != nil {
-				return err
-			}
+		if err := t.sync().FillRecorded(s.seen); err != nil { // the other processes' sequences
+			return err
 		}
 		for k, on := range b.ActionMask {
 			if on && math.IsNaN(s.seen[k]) {
@@ -217,10 +212,7 @@ func (t *Trainer) rollcorrEnd(trajs []*Trajectory, m Metrics) error {
 	if err != nil {
 		return err
 	}
-	first := 0
-	if t.DP != nil {
-		first = t.DP.seqLo
-	}
+	first := t.slice.SeqLo // this process's first sequence of the global batch
 	for i, tr := range trajs {
 		if first+i < len(turns) {
 			tr.Mismatch = turns[first+i]
@@ -238,30 +230,6 @@ func rollcorrMeasure(b *Batch, train []float64, m Metrics) error {
 	}
 	for k, v := range mm {
 		m[k] = v
-	}
-	return nil
-}
-
-// gatherSeen merges the ranks' recorded log-probs: each rank recorded its
-// own sequences of the global batch and left NaN elsewhere.
-func gatherSeen(c model.Comm, seen []float64) error {
-	buf := make([]byte, 8*len(seen))
-	for k, v := range seen {
-		binary.LittleEndian.PutUint64(buf[8*k:], math.Float64bits(v))
-	}
-	parts, err := model.GatherVar(c, buf)
-	if err != nil {
-		return err
-	}
-	for r, p := range parts {
-		if len(p) != len(buf) {
-			return fmt.Errorf("rl: dp: rank %d recorded %d log-probs, this rank %d", r, len(p)/8, len(seen))
-		}
-		for k := range seen {
-			if v := math.Float64frombits(binary.LittleEndian.Uint64(p[8*k:])); !math.IsNaN(v) && math.IsNaN(seen[k]) {
-				seen[k] = v
-			}
-		}
 	}
 	return nil
 }

@@ -70,6 +70,7 @@ func (p *ModelPolicy) Feed(chunks []model.Chunk) ([]float32, error) {
 // RolloutConfig sets the sampling and the length limits of a rollout.
 type RolloutConfig struct {
 	N                 int            `yaml:"n" help:"samples per prompt (group size)"`
+	Slots             int            `yaml:"slots" help:"trajectories decoded together (KV cache slots; at least n)"`
 	Sampling          model.Sampling `yaml:"sampling"`
 	MaxTurnTokens     int            `yaml:"max_turn_tokens" help:"model tokens per turn (max_response_length_single_turn)"`
 	MaxResponseTokens int            `yaml:"max_response_tokens" help:"tokens after the prompt, model and environment together (max_response_length)"`
@@ -81,7 +82,7 @@ type RolloutConfig struct {
 	// repeats an uninterrupted one bit for bit. It gives up continuous
 	// batching, which matters only for slow tools.
 	Deterministic bool   `yaml:"deterministic" help:"wait for running tool calls before each forward pass (reproducible batches)"`
-	Seed          uint64 `yaml:"seed" help:"sampling seed; trajectory i of a rollout draws from its own stream"`
+	Seed          uint64 `yaml:"seed" help:"sampling seed: trajectory i of step s draws from its own stream, chosen by seed, s and i"`
 	// Mode and ExternalAddr are rl/external.go's: mode external serves the
 	// OpenAI-compatible API from the live policy and trains on its episodes.
 	Mode         string `yaml:"mode" help:"builtin (the rollout drives the environment) or external (an agent program calls the served API)"`
@@ -100,13 +101,24 @@ type RolloutConfig struct {
 
 // DefaultRolloutConfig is Agent-R1's multi-hop script setting.
 func DefaultRolloutConfig() RolloutConfig {
-	return RolloutConfig{N: 5, Sampling: model.Sampling{Temperature: 1, TopP: 1, TopK: -1},
+	return RolloutConfig{N: 5, Slots: 64, Seed: 1, Sampling: model.Sampling{Temperature: 1, TopP: 1, TopK: -1},
 		MaxTurnTokens: 1024, MaxResponseTokens: 8192, MaxPromptTokens: 8192, ToolConcurrency: 16,
 		Mode: "builtin", ExternalAddr: "127.0.0.1:8000", ExternalTimeout: 10 * time.Minute, DType: "float32"}
 }
 
+// StepSeed is the seed of step's sampling streams: one per RL step, so that
+// a resumed run draws what an uninterrupted one would.
+func (c *RolloutConfig) StepSeed(step int) uint64 { return c.Seed*1_000_003 + uint64(step) }
+
+// SlotsFor is how many slots a rollout of prompts prompts uses: Slots, but
+// no more than it has trajectories.
+func (c *RolloutConfig) SlotsFor(prompts int) int { return max(min(c.Slots, prompts*c.N), 1) }
+
 // Validate reports settings outside their range.
 func (c *RolloutConfig) Validate() error {
+	if c.Slots < c.N {
+		return fmt.Errorf("rl: rollout slots %d is smaller than n %d: the samples of one prompt are decoded together", c.Slots, c.N)
+	}
 	if c.N < 1 || c.MaxTurnTokens < 1 || c.MaxResponseTokens < 1 || c.MaxPromptTokens < 1 || c.ToolConcurrency < 1 {
 		return fmt.Errorf("rl: rollout n %d, max_turn_tokens %d, max_response_tokens %d, max_prompt_tokens %d and tool_concurrency %d must all be ≥ 1",
 			c.N, c.MaxTurnTokens, c.MaxResponseTokens, c.MaxPromptTokens, c.ToolConcurrency)
@@ -162,8 +174,7 @@ type Trajectory struct {
 func (t *Trajectory) ResponseLen() int { return len(t.Tokens) - t.PromptLen }
 
 // Rollout samples N trajectories for each sample with the environment env.
-// Cfg points at the one copy of the settings (a Trainer's Cfg.Rollout), so a
-// change there (the per-step seed) is what the next Run uses.
+// Cfg points at the one copy of the settings (a Trainer's Cfg.Rollout).
 type Rollout struct {
 	Cfg    *RolloutConfig
 	Policy Policy
@@ -195,9 +206,10 @@ type toolResult struct {
 	res env.StepResult
 }
 
-// Run rolls out every sample N times and returns the trajectories grouped
-// by sample, in order: trajectory g·N+i is sample i of prompt g.
-func (r *Rollout) Run(ctx context.Context, samples []data.Sample) ([]*Trajectory, error) {
+// Run rolls out every sample N times for RL step step (its sampling streams
+// are Cfg.StepSeed(step)'s) and returns the trajectories grouped by sample,
+// in order: trajectory g·N+i is sample i of prompt g.
+func (r *Rollout) Run(ctx context.Context, step int, samples []data.Sample) ([]*Trajectory, error) {
 	if r.Cfg == nil {
 		return nil, errors.New("rl: Rollout.Cfg is nil")
 	}
@@ -230,7 +242,7 @@ func (r *Rollout) Run(ctx context.Context, samples []data.Sample) ([]*Trajectory
 				t: &Trajectory{Sample: smp, Group: g, Tokens: slices.Clone(prompt), PromptLen: len(prompt),
 					Action: make([]bool, len(prompt)), LogProb: make([]float32, len(prompt))},
 				ep:  ep,
-				rng: rand.New(rand.NewPCG(r.Cfg.Seed, r.StreamBase+idx)),
+				rng: rand.New(rand.NewPCG(r.Cfg.StepSeed(step), r.StreamBase+idx)),
 			}
 			if i == 0 {
 				leader = s

@@ -161,7 +161,7 @@ func TestRolloutDeterministicQueues(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		samples = append(samples, data.Sample{ID: fmt.Sprint(i), Question: "what is alpha?", Answers: []string{"gamma"}})
 	}
-	trajs, err := f.rollout(t, cfg, env.DefaultConfig(), p, echoTool{}).Run(context.Background(), samples)
+	trajs, err := f.rollout(t, cfg, env.DefaultConfig(), p, echoTool{}).Run(context.Background(), 0, samples)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestRolloutMasksAndRewardPlacement(t *testing.T) {
 	cfg.N = 3
 	r := f.rollout(t, cfg, env.DefaultConfig(), p, echoTool{})
 	sample := data.Sample{ID: "s1", Question: "what is alpha?", Answers: []string{"gamma"}}
-	trajs, err := r.Run(context.Background(), []data.Sample{sample})
+	trajs, err := r.Run(context.Background(), 0, []data.Sample{sample})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestRolloutLimits(t *testing.T) {
 	// A turn cut at max_turn_tokens without a tool call ends the episode.
 	cfg := testRolloutConfig()
 	cfg.MaxTurnTokens = 17
-	tr, err := f.rollout(t, cfg, env.DefaultConfig(), mk(long), echoTool{}).Run(context.Background(), sample)
+	tr, err := f.rollout(t, cfg, env.DefaultConfig(), mk(long), echoTool{}).Run(context.Background(), 0, sample)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestRolloutLimits(t *testing.T) {
 	cfg = testRolloutConfig()
 	call := f.enc(callAlpha)
 	cfg.MaxResponseTokens = len(call) + 5
-	tr, err = f.rollout(t, cfg, env.DefaultConfig(), mk(call, long), echoTool{}).Run(context.Background(), sample)
+	tr, err = f.rollout(t, cfg, env.DefaultConfig(), mk(call, long), echoTool{}).Run(context.Background(), 0, sample)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestRolloutLimits(t *testing.T) {
 	// The environment's max turns: the last observation is kept, then stop.
 	envCfg := env.DefaultConfig()
 	envCfg.MaxTurns = 1
-	tr, err = f.rollout(t, testRolloutConfig(), envCfg, mk(call, f.enc(answer)), echoTool{}).Run(context.Background(), sample)
+	tr, err = f.rollout(t, testRolloutConfig(), envCfg, mk(call, f.enc(answer)), echoTool{}).Run(context.Background(), 0, sample)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestRolloutLimits(t *testing.T) {
 	// A prompt longer than max_prompt_tokens is an error naming the sample.
 	cfg = testRolloutConfig()
 	cfg.MaxPromptTokens = 10
-	if _, err := f.rollout(t, cfg, env.DefaultConfig(), mk(call), echoTool{}).Run(context.Background(), sample); err == nil || !strings.Contains(err.Error(), "sample s") {
+	if _, err := f.rollout(t, cfg, env.DefaultConfig(), mk(call), echoTool{}).Run(context.Background(), 0, sample); err == nil || !strings.Contains(err.Error(), "sample s") {
 		t.Fatalf("long prompt: %v", err)
 	}
 }
@@ -322,7 +322,7 @@ func TestRolloutContinuousBatching(t *testing.T) {
 	r := f.rollout(t, testRolloutConfig(), env.DefaultConfig(), p, echoTool{blockOn: map[string]chan struct{}{"alpha": release}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	trajs, err := r.Run(ctx, []data.Sample{
+	trajs, err := r.Run(ctx, 0, []data.Sample{
 		{ID: "a", Question: "what is alpha?", Answers: []string{"gamma"}},
 		{ID: "b", Question: "what is beta?", Answers: []string{"gamma"}},
 	})

@@ -50,15 +50,15 @@ type Setup struct {
 	MaxContext int // positions per slot
 
 	// TotalSteps and PromptsPerStep size the optimizers' learning-rate
-	// schedules: the critic takes one optimizer step per mini-batch of
-	// each epoch, so does the actor.
+	// schedules: the actor and the critic each take one optimizer step per
+	// mini-batch of each epoch of their own UpdateConfig.
 	TotalSteps     int
 	PromptsPerStep int
 
-	// DP is the data-parallel part (nil: one process). It is known before
-	// the optimizers are built because with dp.zero1 each rank allocates
-	// only its shard of their moments (DP.NewOptimizer).
-	DP *DP
+	// Sync is the data-parallel part (nil: Local, one process). It is
+	// known before the optimizers are built because with dp.zero1 each rank
+	// allocates only its shard of their moments (Sync.NewOptimizer).
+	Sync Sync
 }
 
 // NewTrainer validates cfg and wires a Trainer: the rollout over the policy
@@ -76,14 +76,17 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 		return nil, fmt.Errorf("rl: NewTrainer: slots %d, max context %d and prompts per step %d must be ≥ 1, total steps %d ≥ 0",
 			s.Slots, s.MaxContext, s.PromptsPerStep, s.TotalSteps)
 	}
-	t := &Trainer{Cfg: cfg, Policy: s.Policy, ToolCallEnd: s.ToolCallEnd, KLCtrl: cfg.NewKLController(), DP: s.DP}
+	t := &Trainer{Cfg: cfg, Policy: s.Policy, ToolCallEnd: s.ToolCallEnd, KLCtrl: cfg.NewKLController(), Sync: s.Sync}
+	if t.Sync == nil {
+		t.Sync = Local{}
+	}
 	var err error
 	sampler := s.Policy
 	if cfg.Rollout.DType == "bfloat16" {
 		switch {
 		case s.Policy.Adapters() != nil:
 			return nil, errors.New("rl: rollout.dtype bfloat16 with LoRA adapters: the rollout reads the frozen base (bf16 when its folder is) and the float32 adapters, no copy")
-		case s.DP != nil && s.DP.Cfg.ShardMasters:
+		case t.sync().ShardsMasters():
 			return nil, errors.New("rl: rollout.dtype bfloat16 with dp.shard_masters: no rank holds the whole float32 policy to copy")
 		}
 		// Rounded from the float32 masters before each rollout (Step).
@@ -100,14 +103,9 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 		}
 	}
 	if t.Ref = s.Ref; cfg.NeedsRef() && t.Ref == nil {
-		// Frozen: no gradient arena, and bf16 storage when the folder is
-		// bf16 (lossless), or always on a device computing in mixed
-		// precision, which would read only a bf16 copy of float32 weights
-		// (the CUDA device: float32 sources are rounded once, at load).
-		opts := model.LoadOptions{Frozen: true, DType: "auto"}
-		if mp, ok := s.Policy.Dev.(interface{ Mixed() bool }); ok && mp.Mixed() {
-			opts.DType = "bfloat16"
-		}
+		// Frozen: no gradient arena, stored as RefDType says.
+		mp, ok := s.Policy.Dev.(interface{ Mixed() bool })
+		opts := model.LoadOptions{Frozen: true, DType: RefDType(ok && mp.Mixed())}
 		if t.Ref, err = model.LoadWith(s.RefDir, s.Policy.Dev, model.LMHeadOutput, opts); err != nil {
 			return nil, err
 		}
@@ -124,14 +122,15 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 			return nil, err
 		}
 		t.Critic.Recompute, t.Critic.SaveBytes = s.Recompute, s.SaveBytes
-		if t.CriticOpt, err = s.DP.NewOptimizer(t.Critic.Dev, t.Critic.Params, t.Critic.Grads, cfg.Critic.Optim, s.TotalSteps); err != nil {
+		steps := cfg.Critic.OptimizerSteps(s.TotalSteps, s.PromptsPerStep*cfg.Rollout.N)
+		if t.CriticOpt, err = t.sync().NewOptimizer(t.Critic.Dev, t.Critic.Params, t.Critic.Grads, cfg.Critic.Optim, steps); err != nil {
 			return nil, err
 		}
 	}
 	a := &cfg.Actor
-	steps := s.TotalSteps * a.PPOEpochs * ((s.PromptsPerStep*cfg.Rollout.N + a.MiniBatchSize - 1) / a.MiniBatchSize)
+	steps := a.OptimizerSteps(s.TotalSteps, s.PromptsPerStep*cfg.Rollout.N)
 	params, grads := s.Policy.Trainable() // the adapters in a LoRA run
-	if t.ActorOpt, err = s.DP.NewOptimizer(s.Policy.Dev, params, grads, a.Optim, steps); err != nil {
+	if t.ActorOpt, err = t.sync().NewOptimizer(s.Policy.Dev, params, grads, a.Optim, steps); err != nil {
 		return nil, err
 	}
 	if s.OptimOffloadDir != "" {
@@ -143,10 +142,30 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 			}
 		}
 	}
-	if s.DP != nil && s.DP.Cfg.ShardMasters && s.Policy.Adapters() == nil { // data parallel: the policy's masters only
-		if err := s.DP.ShardMasters(s.Policy, t.ActorOpt); err != nil {
+	if t.sync().ShardsMasters() && s.Policy.Adapters() == nil { // data parallel: the policy's masters only
+		if err := t.sync().ShardMasters(s.Policy, t.ActorOpt); err != nil {
 			return nil, err
 		}
 	}
 	return t, nil
+}
+
+// RefDType is the dtype the frozen reference policy is loaded in
+// (model.LoadOptions.DType) on a device that does or does not compute in
+// mixed precision: bfloat16 on one that does, which would read only a
+// bf16 copy of float32 weights (the CUDA device rounds float32 sources
+// once, at load); otherwise auto, bf16 exactly when the folder stores bf16
+// (lossless).
+func RefDType(mixed bool) string {
+	if mixed {
+		return "bfloat16"
+	}
+	return "auto"
+}
+
+// RefStoresBF16 says whether the reference loaded as RefDType says holds
+// bf16 weights, for a folder that stores folderDType (its config's
+// torch_dtype): the memory plan counts the reference so.
+func RefStoresBF16(folderDType string, mixed bool) bool {
+	return RefDType(mixed) == "bfloat16" || folderDType == "bfloat16"
 }

@@ -65,9 +65,9 @@ func TestRolloutStopsAtStopStrings(t *testing.T) {
 		t.Fatal(err)
 	}
 	imEnd, _ := tok.TokenID("<|im_end|>")
-	ro := &Rollout{Policy: pol, Tok: tok, Env: e, Stop: []int32{int32(imEnd)}, Cfg: &RolloutConfig{N: 1,
+	ro := &Rollout{Policy: pol, Tok: tok, Env: e, Stop: []int32{int32(imEnd)}, Cfg: &RolloutConfig{N: 1, Slots: 1,
 		Sampling: model.Greedy, MaxTurnTokens: 64, MaxResponseTokens: 512, MaxPromptTokens: 1024, ToolConcurrency: 1}}
-	trajs, err := ro.Run(context.Background(), []data.Sample{{ID: "q1", Question: "what is alpha", Answers: []string{"gamma"}}})
+	trajs, err := ro.Run(context.Background(), 0, []data.Sample{{ID: "q1", Question: "what is alpha", Answers: []string{"gamma"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,140 +3,12 @@ package rl
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/optim"
 )
-
-// AlgorithmConfig selects the estimator and how rewards are shaped
-// (verl's algorithm.* keys, Agent-R1's masks). The estimator's own settings
-// are the embedded AdvantageConfig, read by the estimator as they are.
-type AlgorithmConfig struct {
-	AdvantageConfig `yaml:",inline"`
-	AdvantageMask   bool    `yaml:"advantage_mask" help:"credit only the model's own tokens (false: the paper's ablation)"`
-	UseKLInReward   bool    `yaml:"use_kl_in_reward" help:"subtract beta*KL(old||ref) from the token rewards"`
-	KLPenalty       string  `yaml:"kl_penalty" help:"KL estimator for the in-reward penalty"`
-	KLCtrl          string  `yaml:"kl_ctrl" help:"fixed or adaptive"`
-	KLCoef          float64 `yaml:"kl_coef" help:"initial beta of the in-reward KL"`
-	KLTarget        float64 `yaml:"kl_target" help:"adaptive controller target KL"`
-	KLHorizon       float64 `yaml:"kl_horizon" help:"adaptive controller horizon"`
-	ProcessReward   bool    `yaml:"use_process_rewards" help:"add the environment's per-tool-call rewards"`
-	PrimeNorm       bool    `yaml:"prime_norm" help:"PRIME-style normalisation of process rewards"`
-	// RolloutCorrection corrects for the sampler's drift from the trainer (rollcorr.go).
-	RolloutCorrection RolloutCorrectionConfig `yaml:"rollout_correction"`
-}
-
-// Validate reports an unknown KL estimator or controller. (The embedded
-// AdvantageConfig is checked by its own Validate.)
-func (c *AlgorithmConfig) Validate() error {
-	if err := c.AdvantageConfig.Validate(); err != nil {
-		return err
-	}
-	if _, err := ParseKL(c.KLPenalty); err != nil {
-		return fmt.Errorf("kl_penalty: %w", err)
-	}
-	if c.KLCtrl != "fixed" && c.KLCtrl != "adaptive" {
-		return fmt.Errorf("kl_ctrl %q is neither fixed nor adaptive", c.KLCtrl)
-	}
-	if !(c.KLCoef >= 0) || math.IsInf(c.KLCoef, 0) {
-		return fmt.Errorf("kl_coef %v must be a finite number ≥ 0", c.KLCoef)
-	}
-	if err := c.RolloutCorrection.Validate(); err != nil {
-		return fmt.Errorf("rollout_correction: %w", err)
-	}
-	return nil
-}
-
-// ActorConfig configures the policy update (verl's actor.* keys). The
-// loss's own settings are the embedded LossConfig, which ActorLoss reads as
-// it is: actor.clip_ratio goes from the YAML file to the loss through this
-// struct and nothing else.
-type ActorConfig struct {
-	Optim            optim.Config `yaml:"optim"`
-	PPOEpochs        int          `yaml:"ppo_epochs" help:"passes over each step's batch"`
-	MiniBatchSize    int          `yaml:"ppo_mini_batch_size" help:"trajectories per optimizer step"`
-	MicroBatchTokens int          `yaml:"micro_batch_tokens" help:"tokens per forward/backward (gradient accumulation)"`
-	LossConfig       `yaml:",inline"`
-
-	// LoRA adapters instead of full fine-tuning (wired in cmd/train/lora.go).
-	LoRA model.LoRAConfig `yaml:"lora"`
-}
-
-// Validate reports sizes below 1 and a bad loss setting.
-func (c *ActorConfig) Validate() error {
-	if c.PPOEpochs < 1 || c.MiniBatchSize < 1 || c.MicroBatchTokens < 1 {
-		return fmt.Errorf("ppo_epochs %d, ppo_mini_batch_size %d and micro_batch_tokens %d must be ≥ 1",
-			c.PPOEpochs, c.MiniBatchSize, c.MicroBatchTokens)
-	}
-	return c.LossConfig.Validate()
-}
-
-// CriticConfig configures the value model of PPO (verl's critic.* keys).
-type CriticConfig struct {
-	Optim          optim.Config `yaml:"optim"`
-	Warmup         int          `yaml:"critic_warmup" help:"steps that update only the critic"`
-	CliprangeValue float64      `yaml:"cliprange_value" help:"value clip epsilon"`
-}
-
-// Validate reports a negative warm-up or value clip.
-func (c *CriticConfig) Validate() error {
-	if c.Warmup < 0 {
-		return fmt.Errorf("critic_warmup %d must be ≥ 0", c.Warmup)
-	}
-	if !(c.CliprangeValue >= 0) || math.IsInf(c.CliprangeValue, 0) {
-		return fmt.Errorf("cliprange_value %v must be a finite number ≥ 0", c.CliprangeValue)
-	}
-	return nil
-}
-
-// TrainerConfig is everything one RL step needs.
-type TrainerConfig struct {
-	Algorithm AlgorithmConfig `yaml:"algorithm"`
-	Actor     ActorConfig     `yaml:"actor"`
-	Critic    CriticConfig    `yaml:"critic"`
-	Rollout   RolloutConfig   `yaml:"rollout"`
-}
-
-// DefaultTrainerConfig is GRPO with Agent-R1's multi-hop script settings;
-// each part's defaults are its own (DefaultLossConfig, DefaultRolloutConfig,
-// optim.DefaultConfig), with Agent-R1's departures from them written here.
-func DefaultTrainerConfig() TrainerConfig {
-	a := optim.DefaultConfig()
-	c := optim.DefaultConfig()
-	c.LR = 1e-5
-	adv := DefaultAdvantageConfig()
-	adv.Estimator = "grpo"
-	loss := DefaultLossConfig()
-	loss.UseKLLoss = true // GRPO's KL loss
-	return TrainerConfig{
-		Algorithm: AlgorithmConfig{AdvantageConfig: adv, AdvantageMask: true,
-			KLPenalty: "kl", KLCtrl: "fixed", KLCoef: 0.001, KLTarget: 0.1, KLHorizon: 10000,
-			RolloutCorrection: DefaultRolloutCorrectionConfig()},
-		Actor:   ActorConfig{Optim: a, PPOEpochs: 1, MiniBatchSize: 64, MicroBatchTokens: 8192, LossConfig: loss},
-		Critic:  CriticConfig{Optim: c, CliprangeValue: 0.5},
-		Rollout: DefaultRolloutConfig(),
-	}
-}
-
-// Validate reports a setting that cannot work, before any work starts. The
-// config loader calls each section's Validate with the section's key; this
-// one runs them all for a caller that builds the config in Go, naming the
-// section.
-func (c *TrainerConfig) Validate() error {
-	for _, s := range []struct {
-		key string
-		v   interface{ Validate() error }
-	}{{"algorithm", &c.Algorithm}, {"actor", &c.Actor}, {"actor.optim", &c.Actor.Optim}, {"critic", &c.Critic},
-		{"critic.optim", &c.Critic.Optim}, {"rollout", &c.Rollout}} {
-		if err := s.v.Validate(); err != nil {
-			return fmt.Errorf("%s: %w", s.key, err)
-		}
-	}
-	return c.rollcorrValidate() // settings of two sections that do not go together (rollcorr_trainer.go)
-}
 
 // Trainer runs RL steps: the policy samples trajectories with the rollout,
 // and the same weights are updated in place, so the next rollout samples
@@ -153,31 +25,20 @@ type Trainer struct {
 	KLCtrl    KLController
 
 	ToolCallEnd int32 // token that ends a tool call (process rewards)
-	DP          *DP   // data parallel (rl/dp.go); nil in a run of one process
+	// Sync is the data-parallel part (Local in a run of one process); the
+	// trainer always goes through it.
+	Sync Sync
 	// Phase, when set, is told each phase of a step as it ends (the names
-	// of the timing_s metrics: gen, old_log_prob, ref, values, adv,
-	// update_critic, update_actor), so that a caller can show progress
+	// of the timing_s metrics: gen, gen_baseline, old_log_prob, ref, values,
+	// adv, update_critic, update_actor), so that a caller can show progress
 	// inside a step that takes minutes.
 	Phase func(name string, took time.Duration)
-	step  int // RL steps done
+	step  int   // RL steps done
+	slice Slice // this process's share of the step's batch (Sync.Shard)
 	// rolloutCopy is the bf16 copy the rollout samples from
 	// (rollout.dtype bfloat16), or nil.
 	rolloutCopy *model.Model
 	rc          *rollcorrStep // this step's rollout correction (rollcorr_trainer.go)
-}
-
-// NeedsRef says whether the configuration uses a reference policy.
-func (c *TrainerConfig) NeedsRef() bool { return c.Actor.UseKLLoss || c.Algorithm.UseKLInReward }
-
-// NeedsCritic says whether the estimator needs a value model.
-func (c *TrainerConfig) NeedsCritic() bool { return c.Algorithm.Estimator == "gae" }
-
-// NewKLController builds the in-reward KL controller of the config.
-func (c *TrainerConfig) NewKLController() KLController {
-	if c.Algorithm.KLCtrl == "adaptive" {
-		return &AdaptiveKL{Coef: c.Algorithm.KLCoef, Target: c.Algorithm.KLTarget, Horizon: c.Algorithm.KLHorizon}
-	}
-	return &FixedKL{Coef: c.Algorithm.KLCoef}
 }
 
 // Steps is the number of RL steps done.
@@ -194,25 +55,75 @@ type StepResult struct {
 	Batch        *Batch // the packed step, advantages included (for the rollout dump)
 }
 
-// Step runs one RL step on a batch of prompts: rollout, rewards, old and
-// reference log-probabilities, values, advantages, then the critic and
-// actor updates.
+// Step runs one RL step on a batch of prompts, in the order verl's
+// trainer runs it: the rollout, the rewards, the old and reference
+// log-probabilities and the values, the advantages, then the critic and
+// actor updates. Each phase is a method below, timed as timing_s/<phase>.
 func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult, error) {
-	cfg := &t.Cfg
 	m := Metrics{}
-	timed := func(name string, start time.Time) {
-		took := time.Since(start)
-		m["timing_s/"+name] = took.Seconds()
-		if t.Phase != nil && name != "step" {
-			t.Phase(name, took)
-		}
-	}
+	clock := stepClock{t: t, m: m}
 	t0 := time.Now()
+	trajs, baseline, err := t.rollout(ctx, prompts, clock)
+	if err != nil {
+		return nil, err
+	}
+	b, err := t.score(trajs, baseline)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.logProbs(b, clock); err != nil {
+		return nil, err
+	}
+	if b, err = t.advantages(b, clock); err != nil {
+		return nil, err
+	}
+	if err := t.updateModels(b, clock); err != nil {
+		return nil, err
+	}
+	if err := t.rollcorrEnd(trajs, m); err != nil { // the per-turn mismatch (rollcorr_trainer.go)
+		return nil, err
+	}
+	t.step++
+	rm, err := t.sync().RolloutMetrics(trajs) // over every process's trajectories
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range rm {
+		m[k] = v
+	}
+	clock.since("step", t0)
+	m["perf/total_num_tokens"] = float64(b.NumTokens())
+	m["perf/throughput"] = float64(b.NumTokens()) / m["timing_s/step"]
+	m["training/global_step"] = float64(t.step)
+	return &StepResult{Trajectories: trajs, Metrics: m, Tokens: b.NumTokens(), Batch: b}, nil
+}
 
-	// data parallel: this rank rolls out its share of the global prompt batch.
-	if t.DP != nil {
-		prompts = t.DP.Shard(prompts, cfg.Rollout.N)
-		t.Rollout.StreamBase = t.DP.StreamBase()
+// stepClock records how long each phase of a step took, as the step's
+// timing_s/<phase> metric, and tells Trainer.Phase.
+type stepClock struct {
+	t *Trainer
+	m Metrics
+}
+
+func (c stepClock) since(name string, start time.Time) {
+	took := time.Since(start)
+	c.m["timing_s/"+name] = took.Seconds()
+	if c.t.Phase != nil && name != "step" {
+		c.t.Phase(name, took)
+	}
+}
+
+// rollout samples this process's share of the prompts (Sync.Shard) from
+// the policy, or takes them from Source, and, for an estimator that needs
+// one, each prompt's greedy baseline.
+func (t *Trainer) rollout(ctx context.Context, prompts []data.Sample, clock stepClock) ([]*Trajectory, []float64, error) {
+	cfg := &t.Cfg
+	// This process rolls out its share of the global prompt batch; its
+	// first trajectory draws from the stream the whole batch's would.
+	t.slice = t.sync().Shard(prompts, cfg.Rollout.N)
+	prompts = prompts[t.slice.PromptLo:t.slice.PromptHi]
+	if t.Rollout != nil {
+		t.Rollout.StreamBase = uint64(t.slice.SeqLo)
 	}
 	tg := time.Now()
 	var src TrajectorySource = t.Rollout
@@ -221,18 +132,34 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	}
 	if t.rolloutCopy != nil && src == TrajectorySource(t.Rollout) {
 		if err := t.rolloutCopy.CopyWeightsFrom(t.Policy); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	trajs, err := src.Run(ctx, prompts)
+	trajs, err := src.Run(ctx, t.step, prompts)
+	if err == nil {
+		clock.since("gen", tg)
+	}
+	var baseline []float64
+	if err == nil && cfg.Needs().Baseline {
+		tb := time.Now()
+		baseline, err = t.baselines(ctx, prompts, trajs)
+		clock.since("gen_baseline", tb)
+	}
 	if t.rolloutCopy != nil {
 		t.rolloutCopy.DiscardWeights() // rewritten before the next rollout
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	timed("gen", tg)
+	return trajs, baseline, nil
+}
+
+// score packs the trajectories into a batch with their outcome rewards and,
+// when configured, their process rewards.
+func (t *Trainer) score(trajs []*Trajectory, baseline []float64) (*Batch, error) {
+	cfg := &t.Cfg
 	b := FromTrajectories(trajs, cfg.Algorithm.AdvantageMask)
+	b.BaselineScore = baseline
 	scores := make([]float64, len(trajs))
 	for i, tr := range trajs {
 		scores[i] = tr.Outcome.Reward
@@ -249,7 +176,14 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 			return nil, err
 		}
 	}
+	return b, nil
+}
 
+// logProbs fills in π_old, the reference log-probabilities and the
+// critic's values, each where the config needs it.
+func (t *Trainer) logProbs(b *Batch, clock stepClock) error {
+	cfg := &t.Cfg
+	var err error
 	// With one epoch of one mini-batch the policy has not moved when the
 	// loss is computed, so π_old is the update's own forward (verl sets
 	// old_log_prob = log_prob.detach() there too): the ratio is exactly 1
@@ -258,32 +192,39 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	if !t.rollcorrBypass(b) && !t.reuseOld(b) {
 		tl := time.Now()
 		if b.OldLogProb, _, _, err = Forward(t.Policy, b, cfg.Actor.MicroBatchTokens); err != nil {
-			return nil, err
+			return err
 		}
-		timed("old_log_prob", tl)
+		clock.since("old_log_prob", tl)
 	}
 	if cfg.NeedsRef() {
 		tr := time.Now()
 		if b.RefLogProb, _, _, err = Forward(t.Ref, b, cfg.Actor.MicroBatchTokens); err != nil {
-			return nil, err
+			return err
 		}
 		t.Ref.DropWeightPages() // offloaded (Setup.RefOffloadDir): out of memory until the next step's scoring
-		timed("ref", tr)
+		clock.since("ref", tr)
 	}
 	if cfg.NeedsCritic() {
 		tv := time.Now()
-		if _, _, b.OldValues, err = Forward(t.Critic, b, cfg.Actor.MicroBatchTokens); err != nil {
-			return nil, err
+		if _, _, b.OldValues, err = Forward(t.Critic, b, cfg.Critic.MicroBatchTokens); err != nil {
+			return err
 		}
-		timed("values", tv)
+		clock.since("values", tv)
 	}
+	return nil
+}
 
+// advantages gathers the global batch (Sync.GatherBatch), turns scores
+// into per-token rewards (with the KL penalty when it is in the reward),
+// runs the estimator and records the data metrics. It returns the global
+// batch.
+func (t *Trainer) advantages(b *Batch, clock stepClock) (*Batch, error) {
+	cfg, m := &t.Cfg, clock.m
 	ta := time.Now()
-	// data parallel: rewards, advantages and data metrics over the global batch.
-	if t.DP != nil {
-		if b, err = t.DP.GatherBatch(b); err != nil {
-			return nil, err
-		}
+	// Rewards, advantages and data metrics over the global batch.
+	b, err := t.sync().GatherBatch(b, t.slice)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Algorithm.UseKLInReward {
 		kind, err := ParseKL(cfg.Algorithm.KLPenalty)
@@ -310,70 +251,72 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	for k, v := range dm {
 		m[k] = v
 	}
-	timed("adv", ta)
+	clock.since("adv", ta)
+	return b, nil
+}
 
+// updateModels runs the critic's update, then the actor's once the
+// critic's warm-up is over.
+func (t *Trainer) updateModels(b *Batch, clock stepClock) error {
+	cfg, m := &t.Cfg, clock.m
 	if cfg.NeedsCritic() {
 		tc := time.Now()
 		cm, err := t.updateCritic(b)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for k, v := range cm {
 			m[k] = v
 		}
-		timed("update_critic", tc)
+		clock.since("update_critic", tc)
 	}
 	// Rollout mismatch and correction (rollcorr_trainer.go): measured on
 	// the global batch, corrections applied for the actor update only.
 	undo, err := t.rollcorrBegin(b, m)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	defer undo()
 	if !cfg.NeedsCritic() || t.step >= cfg.Critic.Warmup {
 		tu := time.Now()
 		am, err := t.updateActor(b)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for k, v := range am {
 			m[k] = v
 		}
-		timed("update_actor", tu)
+		clock.since("update_actor", tu)
 	}
-	undo()
-	if err := t.rollcorrEnd(trajs, m); err != nil {
-		return nil, err
+	return nil
+}
+
+// baselines rolls every prompt out once more, greedily, from the weights
+// that sampled trajs, and returns each trajectory's baseline: the score of
+// its prompt's greedy response (ReMax's baseline, as verl's trainer makes
+// it).
+func (t *Trainer) baselines(ctx context.Context, prompts []data.Sample, trajs []*Trajectory) ([]float64, error) {
+	cfg := t.Cfg.Rollout
+	cfg.N, cfg.Sampling = 1, model.Greedy
+	r := *t.Rollout
+	r.Cfg = &cfg
+	greedy, err := r.Run(ctx, t.step, prompts)
+	if err != nil {
+		return nil, fmt.Errorf("rl: the greedy baseline rollout: %w", err)
 	}
-	t.step++
-	rm := RolloutMetrics(trajs)
-	if t.DP != nil { // data parallel: rollout metrics over every rank's trajectories
-		if rm, err = t.DP.RolloutMetrics(trajs); err != nil {
-			return nil, err
-		}
+	out := make([]float64, len(trajs))
+	for i, tr := range trajs {
+		out[i] = greedy[tr.Group].Outcome.Reward
 	}
-	for k, v := range rm {
-		m[k] = v
-	}
-	timed("step", t0)
-	m["perf/total_num_tokens"] = float64(b.NumTokens())
-	m["perf/throughput"] = float64(b.NumTokens()) / m["timing_s/step"]
-	m["training/global_step"] = float64(t.step)
-	return &StepResult{Trajectories: trajs, Metrics: m, Tokens: b.NumTokens(), Batch: b}, nil
+	return out, nil
 }
 
 // reuseOld says whether π_old is taken from the update's forward.
 func (t *Trainer) reuseOld(b *Batch) bool {
 	c := &t.Cfg
-	n := b.NumSeqs()
-	if t.DP != nil { // data parallel: the global batch decides
-		n = t.DP.GlobalSeqs()
-	}
+	n := t.slice.Global // the global batch decides
 	return c.Actor.PPOEpochs == 1 && c.Actor.MiniBatchSize >= n && !c.Algorithm.UseKLInReward && !c.rollcorrNeedsOld()
 }
-
-// sumMetrics are the loss-valued metrics whose micro-batch values add up to
-// the mini-batch's; the rest are averaged.
-var sumMetrics = map[string]bool{"actor/pg_loss": true, "actor/entropy": true, "actor/kl_loss": true, "critic/vf_loss": true}
 
 // lossStep is one micro-batch's loss and backward pass: it reads the
 // model's outputs res for mb, fills out with the loss against norm, and
@@ -382,8 +325,9 @@ type lossStep func(mdl *model.Model, mb *Batch, res *model.Output, norm Norm, ou
 
 // updateActor runs the policy's mini-batch updates with the actor loss.
 func (t *Trainer) updateActor(b *Batch) (Metrics, error) {
+	a := &t.Cfg.Actor
 	lc := t.rollcorrLossConfig() // the config's, or bypass mode's reinforce loss
-	return t.update(b, t.Policy, t.ActorOpt, "actor", func(mdl *model.Model, mb *Batch, res *model.Output, norm Norm, out *Output) error {
+	return t.update(b, t.Policy, t.ActorOpt, "actor", updateShape{a.UpdateConfig, lc.AggMode, lc.LossScaleFactor}, func(mdl *model.Model, mb *Batch, res *model.Output, norm Norm, out *Output) error {
 		mb.LogProb = shiftIn(mb, nil, res.LogProb)
 		mb.Entropy = shiftIn(mb, nil, res.Entropy)
 		if b.OldLogProb == nil {
@@ -407,8 +351,9 @@ func (t *Trainer) updateActor(b *Batch) (Metrics, error) {
 // updateCritic runs the value model's mini-batch updates with the clipped
 // value loss.
 func (t *Trainer) updateCritic(b *Batch) (Metrics, error) {
-	clip := t.Cfg.Critic.CliprangeValue
-	return t.update(b, t.Critic, t.CriticOpt, "critic", func(mdl *model.Model, mb *Batch, res *model.Output, norm Norm, out *Output) error {
+	c := &t.Cfg.Critic
+	clip := c.CliprangeValue
+	return t.update(b, t.Critic, t.CriticOpt, "critic", updateShape{c.UpdateConfig, c.AggMode, c.LossScaleFactor}, func(mdl *model.Model, mb *Batch, res *model.Output, norm Norm, out *Output) error {
 		mb.Values = shiftIn(mb, nil, res.Values)
 		if err := CriticLoss(mb, clip, norm, out); err != nil {
 			return err
@@ -417,32 +362,36 @@ func (t *Trainer) updateCritic(b *Batch) (Metrics, error) {
 	})
 }
 
+// updateShape is one model's update settings: its UpdateConfig and how its
+// loss aggregates.
+type updateShape struct {
+	UpdateConfig
+	agg   AggMode
+	scale float64 // loss_scale_factor
+}
+
 // update runs ppo_epochs passes of mini-batch updates of mdl with gradient
-// accumulation over micro-batches, step computing each micro-batch's loss
-// and gradients; prefix names the optimizer's metrics (actor/grad_norm).
-func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix string, step lossStep) (Metrics, error) {
-	cfg := &t.Cfg
-	lc := &cfg.Actor.LossConfig
+// accumulation over micro-batches, all shaped by u, step computing each
+// micro-batch's loss and gradients; prefix names the optimizer's metrics
+// (actor/grad_norm).
+func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix string, u updateShape, step lossStep) (Metrics, error) {
 	var all []Metrics
-	for epoch := 0; epoch < cfg.Actor.PPOEpochs; epoch++ {
-		for lo := 0; lo < b.NumSeqs(); lo += cfg.Actor.MiniBatchSize {
-			hi := min(lo+cfg.Actor.MiniBatchSize, b.NumSeqs())
+	for epoch := 0; epoch < u.PPOEpochs; epoch++ {
+		for lo := 0; lo < b.NumSeqs(); lo += u.MiniBatchSize {
+			hi := min(lo+u.MiniBatchSize, b.NumSeqs())
 			mini := b.Slice(lo, hi)
-			norm, err := NewNorm(lc.AggMode, mini, lc.LossScaleFactor)
+			norm, err := NewNorm(u.agg, mini, u.scale)
 			if err != nil {
 				if t.rollcorrRejectedAll(mini) { // every token rejected (rollcorr_trainer.go): no update
 					continue
 				}
 				return nil, err
 			}
-			t.zeroGrads(mdl, opt) // ZeRO-2: the arena is kept zero, and the backward sends its buckets
+			t.sync().ZeroGrads(mdl, opt) // ZeRO-2: the arena is kept zero, and the backward sends its buckets
 			mm := Metrics{}
-			own := mini
-			if t.DP != nil { // data parallel: this rank's part of the global mini-batch
-				own = t.DP.Own(mini, lo, hi)
-			}
-			cuts := MicroBatches(own, cfg.Actor.MicroBatchTokens)
-			idle, err := t.zeroRounds(mdl, opt, len(cuts)-1) // ZeRO-2: micro-batches short of the busiest rank's
+			own := t.slice.Own(mini, lo, hi) // this process's part of the global mini-batch
+			cuts := MicroBatches(own, u.MicroBatchTokens)
+			idle, err := t.sync().IdleRounds(mdl, opt, len(cuts)-1) // ZeRO-2: micro-batches short of the busiest rank's
 			if err != nil {
 				return nil, err
 			}
@@ -457,23 +406,21 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix st
 					return nil, err
 				}
 				for k, v := range out.Metrics {
-					if sumMetrics[k] {
+					if SumMetrics[k] {
 						mm[k] += v
 					} else {
 						mm[k] += v / float64(len(cuts)-1)
 					}
 				}
 			}
-			t.zeroIdle(opt, idle)
-			if t.DP != nil { // data parallel: metrics over the ranks' micro-batches
-				if mm, err = t.DP.ReduceMetrics(mm, len(cuts)-1); err != nil {
-					return nil, err
-				}
+			t.sync().Idle(opt, idle)
+			if mm, err = t.sync().ReduceMetrics(mm, len(cuts)-1); err != nil { // over the processes' micro-batches
+				return nil, err
 			}
 			if opt.Offloaded() {
 				mdl.DiscardActivations() // the moments come in: the activations make room
 			}
-			r, err := t.optStep(mdl, opt) // data parallel: gradients summed over the ranks
+			r, err := t.sync().Step(mdl, opt) // gradients summed over the processes
 			if err != nil {
 				return nil, err
 			}

@@ -29,7 +29,7 @@ import (
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/mpi"
 	"github.com/r1go/r1go/optim"
-	"github.com/r1go/r1go/rl"
+	"github.com/r1go/r1go/rl/dp"
 )
 
 type result struct {
@@ -162,9 +162,9 @@ func rank(device string, reps int, bucketMB float64) error {
 	for i := range g {
 		g[i] = -1.0 / (seqs * seqLen)
 	}
-	dpc := rl.DefaultDPConfig()
+	dpc := dp.DefaultConfig()
 	dpc.BucketMB = bucketMB
-	dp, err := rl.NewDP(c, dpc)
+	par, err := dp.New(c, dpc)
 	if err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func rank(device string, reps int, bucketMB float64) error {
 		if err := m.Backward(g, nil, nil); err != nil {
 			return err
 		}
-		_, err := dp.Step(m, opt)
+		_, err := par.Step(m, opt)
 		return err
 	}
 	r := result{Ranks: c.Size(), Threads: runtime.GOMAXPROCS(0), Params: m.NumParams()}
@@ -191,7 +191,7 @@ func rank(device string, reps int, bucketMB float64) error {
 		return err
 	}
 	if c.Size() > 1 {
-		if r.AllReduceS, err = best(c, reps, func() error { return dp.AllReduce(m.Grads) }); err != nil {
+		if r.AllReduceS, err = best(c, reps, func() error { return par.AllReduce(m.Grads) }); err != nil {
 			return err
 		}
 		if r.PlainS, err = best(c, reps, func() error { return c.AllReduce(m.Grads) }); err != nil {
@@ -209,7 +209,7 @@ func rank(device string, reps int, bucketMB float64) error {
 		}{{1, false, &r.Zero1S}, {2, true, &r.Zero2S}, {2, false, &r.Zero2SyncS}} {
 			zc := dpc
 			zc.Zero = z.stage
-			zdp, err := rl.NewDP(c, zc)
+			zdp, err := dp.New(c, zc)
 			if err != nil {
 				return err
 			}

@@ -18,7 +18,7 @@
 #                                              random 3B-shaped folder (phases, peak memory
 #                                              against the plan), then ZeRO-2 on VMM arenas
 #   bash benchmarks/gpu/run_on_gpu.sh final    cuda, bench, e2e with device auto, kernel lab
-#   bash benchmarks/gpu/run_on_gpu.sh session8 cuda, a ZeRO-2 run on VMM arenas, the CPU
+#   bash benchmarks/gpu/run_on_gpu.sh second cuda, a ZeRO-2 run on VMM arenas, the CPU
 #                                              rollout on this host (2 cores and all), bench
 #   bash benchmarks/gpu/run_on_gpu.sh tiles    the rollout copy in the tile layout: the tests on
 #                                              the tile unit, then .gpu/base's decode and
@@ -204,7 +204,7 @@ cudalab() { # package cuda's kernels one by one, float32 (benchmarks/cuda), for 
 
 # cpustep and cpudecode run .gpu's binaries, or those of BIN_DIR (.gpu/base: a
 # commit's before, for an A/B on this machine), named in each step by BIN_TAG.
-cpustep() { # issue 20's rollout on this machine's CPU (benchmarks/cpu, no update, no peer), 2 cores then all
+cpustep() { # the 0.5B rollout on this machine's CPU (benchmarks/cpu, no update, no peer), 2 cores then all
 	local bin=${BIN_DIR:-$ROOT/.gpu}/cpubench
 	[ -x "$bin" ] || return 0
 	local log=$OUT/cpustep.log n
@@ -361,14 +361,14 @@ final) # the speed table with r1go's column, auto choosing the GPU, the kernel l
 	E2E_DEVICE=auto e2e
 	cudalab
 	;;
-session8) # the changes since the first GPU run: VMM, the CPU rollout on this host, the speed table again
+second) # the changes since the first GPU run: VMM, the CPU rollout on this host, the speed table again
 	info
 	cudatests
 	vmm
 	cpustep
 	bench
 	;;
-amx) # issue 20 on this host's Xeon: the AMX tile path (gemm's tests, then the bf16 decode with AMX off and on)
+amx) # the 0.5B rollout on this host's Xeon: the AMX tile path (gemm's tests, then the bf16 decode with AMX off and on)
 	info >/dev/null
 	lscpu >>"$OUT/amx.log" 2>&1
 	amxtests
@@ -422,7 +422,7 @@ tiles) # the rollout copy's matrices in the tile layout: the tests on the tile u
 	CPU_THREADS=$(nproc) BIN_TAG=head DECODE_FILTER='DecodeBatch05B/bf16-copy' cpudecode
 	BIN_TAG="head, profile" DECODE_FILTER='DecodeBatch05B/bf16-copy' DECODE_STEPS=16 DECODE_ARGS="-test.cpuprofile $OUT/decode_amx.pprof" cpudecode
 	;;
-attn) # session 15's host work (prefetching attention kernels, the rollout copy's bf16 KV cache, the vector norm): tests and benchmarks, then the rollout, .gpu/base and the head alternating
+attn) # the decode's host work (prefetching attention kernels, the rollout copy's bf16 KV cache, the vector norm): tests and benchmarks, then the rollout, .gpu/base and the head alternating
 	info >/dev/null
 	lscpu >>"$OUT/amx.log" 2>&1
 	[ -x "$ROOT/.gpu/model.test" ] && step "model attention and rollout-copy tests" "$OUT/amx.log" bash -c "cd '$ROOT/model' && R1GO_AMX_REQUIRE=1 \
@@ -450,7 +450,7 @@ pages) # the rollout copy's weights in huge pages: the THP settings, package pag
 	[ -x "$ROOT/.gpu/probe.test" ] && step "ReadPages, $(nproc) threads" "$OUT/amx.log" bash -c "cd '$ROOT/benchmarks/internal/probe' && \
 		'$ROOT/.gpu/probe.test' -test.run '^\$' -test.bench 'ReadPages' -test.benchtime 3x"
 	;;
-stream) # session 16: the tests on the tile unit, the ways of prefetching the weights (TileLayers), then the bf16 rollout of .gpu/base and the head alternating, and the head with the fastest way (R1GO_AMX_STREAM) against its default
+stream) # the tests on the tile unit, the ways of prefetching the weights (TileLayers), then the bf16 rollout of .gpu/base and the head alternating, and the head with the fastest way (R1GO_AMX_STREAM) against its default
 	info >/dev/null
 	lscpu >>"$OUT/amx.log" 2>&1
 	[ -x "$ROOT/.gpu/gemm.test" ] && step "gemm tile tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && R1GO_AMX_REQUIRE=1 \
@@ -495,7 +495,7 @@ streamshape) # why the products read the weights slower than the probe: the stre
 	# (-step_streams), then the KV cache in huge and in small pages (-step_kvpages).
 	BIN_TAG="ways of reading in turns" STEP_ROLLOUT=bfloat16 STEP_ARGS="-step_streams ,avx,nopf -step_kvpages" cpustep
 	;;
-cpu) # issue 20 on this host's CPU after the decode changes, then the transformers RL step
+cpu) # the 0.5B rollout on this host's CPU after the decode changes, then the transformers RL step
 	info >/dev/null
 	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
 	cpustep
@@ -511,7 +511,7 @@ table3) # the Table 3 step on a 3B-shaped folder, then ZeRO-2 on VMM arenas
 	vmm
 	;;
 *)
-	echo "usage: run_on_gpu.sh tc|table3|parity|bench|all|first|again|final|session8|cpu|amx|amxab|tiles|attn|pages|stream|streamshape|cuda|e2e" >&2
+	echo "usage: run_on_gpu.sh tc|table3|parity|bench|all|first|again|final|second|cpu|amx|amxab|tiles|attn|pages|stream|streamshape|cuda|e2e" >&2
 	exit 2
 	;;
 esac

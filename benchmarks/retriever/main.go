@@ -1,12 +1,15 @@
 // Command retriever benchmarks r1go's BM25 retrieval: the index build and
 // query latency over a synthetic wiki-18 corpus, the same against bleve v2.5.7
 // with BM25 scoring on a sample, and a bounded HTTP load test on loopback.
-// Every figure comes with a denominator measured in the same run.
+// Every figure comes with a denominator measured in the same run. It is a
+// module of its own (go.mod beside this file), so that bleve is not a
+// dependency of r1go; run it from this folder:
 //
-//	go run ./benchmarks/retriever gen -n 1000000 -out /tmp/r1go-bench/corpus.jsonl
-//	go run ./benchmarks/retriever own -corpus /tmp/r1go-bench/corpus.jsonl
-//	go run ./benchmarks/retriever compare -corpus /tmp/r1go-bench/corpus.jsonl -n 100000
-//	go run ./benchmarks/retriever load -index /tmp/r1go-bench/corpus.jsonl.bm25 -requests 5000
+//	cd benchmarks/retriever
+//	go run . gen -n 1000000 -out /tmp/r1go-bench/corpus.jsonl
+//	go run . own -corpus /tmp/r1go-bench/corpus.jsonl
+//	go run . compare -corpus /tmp/r1go-bench/corpus.jsonl -n 100000
+//	go run . load -index /tmp/r1go-bench/corpus.jsonl.bm25 -requests 5000
 //
 // The corpus is generated, never downloaded: Zipf-distributed synthetic
 // words (the 33 most frequent ranks are English stop words, as in real

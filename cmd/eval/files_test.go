@@ -34,7 +34,7 @@ func TestEvalUsesValFiles(t *testing.T) {
 	cfg.Data.Corpus = filepath.Join(files, "corpus.jsonl")
 	cfg.Data.ValSize = 5
 	cfg.Baselines = []string{"agent"}
-	cfg.Slots = 2
+	cfg.Rollout.Slots = 2
 	model := filepath.Join("..", "train", "testdata", "warmstart")
 	var out bytes.Buffer
 	jsonPath := filepath.Join(t.TempDir(), "eval.json")

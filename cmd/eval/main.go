@@ -35,29 +35,51 @@ import (
 	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/cmd/internal/config"
 	"github.com/r1go/r1go/cmd/internal/weights"
+	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/rl"
 )
 
-// Config is the evaluation's configuration; data and env keys are those of
-// the train command.
+// Config is the evaluation's configuration; data, env and rollout keys are
+// those of the train command (the rollout's defaults are one greedy sample
+// per question, agent.DefaultEvalRollout).
 type Config struct {
 	Data       agent.DataConfig `yaml:"data"`
 	Env        agent.EnvConfig  `yaml:"env"`
+	Rollout    rl.RolloutConfig `yaml:"rollout"`
 	Split      string           `yaml:"split" help:"synthetic world split: test or validation"`
 	Baselines  []string         `yaml:"baselines" help:"any of agent, base-tool-call, naive-rag"`
-	MaxTurn    int              `yaml:"max_turn_tokens" help:"model tokens per turn"`
-	MaxResp    int              `yaml:"max_response_tokens" help:"tokens after the prompt"`
 	MaxContext int              `yaml:"max_context" help:"tokens per trajectory"`
-	Slots      int              `yaml:"slots" help:"questions decoded together"`
-	Device     DeviceConfig     `yaml:",inline"`
+	Device     devsel.Config    `yaml:",inline"`
+}
+
+// Validate checks the device section and what eval's rollout cannot do:
+// it drives the environment itself (mode builtin) and decodes with the
+// model as loaded (no bf16 rollout copy). The rollout section checks its
+// own ranges.
+func (c *Config) Validate() error {
+	if err := c.Device.Validate(); err != nil {
+		return err
+	}
+	if c.Rollout.Mode != "" && c.Rollout.Mode != "builtin" {
+		return fmt.Errorf("rollout.mode %q: eval runs the builtin rollout", c.Rollout.Mode)
+	}
+	if c.Rollout.DType != "" && c.Rollout.DType != "float32" {
+		return fmt.Errorf("rollout.dtype %q: eval decodes with the model as loaded", c.Rollout.DType)
+	}
+	if c.MaxContext < 2 {
+		return fmt.Errorf("max_context %d must be ≥ 2", c.MaxContext)
+	}
+	return nil
 }
 
 func defaultConfig() Config {
 	c := Config{
-		Data:  agent.DefaultDataConfig(),
-		Env:   agent.DefaultEnvConfig(),
-		Split: "test", Baselines: []string{"agent", "base-tool-call", "naive-rag"}, MaxTurn: 64, MaxResp: 640, MaxContext: 1280, Slots: 64,
-		Device: DeviceConfig{Device: "auto"},
+		Data:    agent.DefaultDataConfig(),
+		Env:     agent.DefaultEnvConfig(),
+		Rollout: agent.DefaultEvalRollout(),
+		Split:   "test", Baselines: []string{"agent", "base-tool-call", "naive-rag"}, MaxContext: 1280,
+		Device: devsel.Default(),
 	}
 	// eval scores a whole set unless told otherwise; train's 50 is the
 	// size of its periodic validation.
@@ -101,6 +123,13 @@ func isDir(p string) bool {
 }
 
 func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out io.Writer) error {
+	// A config built in Go is checked as a loaded one is.
+	if err := cfg.Rollout.Validate(); err != nil {
+		return fmt.Errorf("rollout: %w", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	// A dead retriever is found before the device and the model.
 	if err := cfg.Env.ProbeRetriever(ctx, func(s string) { fmt.Fprintln(out, s) }); err != nil {
 		return err
@@ -111,7 +140,7 @@ func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out 
 	}
 	defer os.RemoveAll(work)
 	mc := agent.ModelConfig{Path: modelDir, MaxContext: cfg.MaxContext, Frozen: true}
-	dev, stop, err := cfg.Device.open(cfg, baseDir != "" && slices.Contains(cfg.Baselines, "base-tool-call"), modelDir, out)
+	dev, stop, err := openDevice(cfg, baseDir != "" && slices.Contains(cfg.Baselines, "base-tool-call"), modelDir, out)
 	if stop || err != nil {
 		return err
 	}
@@ -129,7 +158,7 @@ func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out 
 		return fmt.Errorf("no questions to evaluate (data.val_files %v)", cfg.Data.ValFiles)
 	}
 	fmt.Fprintf(out, "eval: %d questions from %s; reward %s\n", len(samples), sourceName(cfg), cfg.Env.Reward)
-	ec := agent.EvalConfig{Slots: cfg.Slots, MaxTurnTokens: cfg.MaxTurn, MaxResponseTokens: cfg.MaxResp, MaxContext: cfg.MaxContext}
+	ec := agent.EvalConfig{Rollout: cfg.Rollout, MaxContext: cfg.MaxContext}
 	all := map[string]agent.Results{}
 	for _, b := range cfg.Baselines {
 		var r agent.Results

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/cmd/internal/agent"
+	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/model"
 )
 
@@ -26,7 +28,7 @@ func TestEvalRunsEveryBaseline(t *testing.T) {
 	work := t.TempDir()
 	cfg := defaultConfig()
 	cfg.Data.SynthTrain, cfg.Data.SynthEval = 50, 6
-	cfg.MaxTurn, cfg.MaxResp = 12, 120
+	cfg.Rollout.MaxTurnTokens, cfg.Rollout.MaxResponseTokens = 12, 120
 	mc := agent.ModelConfig{Hidden: 32, Layers: 1, Heads: 2, KVHeads: 1, Intermediate: 64, TokenizerVocab: 400, Seed: 1, MaxContext: cfg.MaxContext}
 	s, err := agent.Build(ctx, mc, cfg.Data, cfg.Env, model.NewCPU(), filepath.Join(work, "build"))
 	if err != nil {
@@ -78,8 +80,8 @@ func TestEvalDryRun(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644)
 	cfg := defaultConfig()
-	cfg.Device = DeviceConfig{Device: "cuda", DeviceMemory: "80GiB", DryRun: true}
-	cfg.Slots, cfg.MaxContext = 256, 4096
+	cfg.Device = devsel.Config{Device: "cuda", DeviceMemory: "80GiB", DryRun: true}
+	cfg.Rollout.Slots, cfg.MaxContext = 256, 4096
 	var out strings.Builder
 	if err := run(context.Background(), cfg, dir, dir, "", &out); err != nil {
 		t.Fatal(err)
@@ -92,7 +94,7 @@ func TestEvalDryRun(t *testing.T) {
 	// Fewer questions than slots: the plan holds a slot per question; on the
 	// CPU a bf16 folder is planned frozen in bf16, without gradients.
 	cfg.Data.ValSize = 8
-	cfg.Device = DeviceConfig{Device: "cpu", DeviceMemory: "64GiB", DryRun: true}
+	cfg.Device = devsel.Config{Device: "cpu", DeviceMemory: "64GiB", DryRun: true}
 	out.Reset()
 	if err := run(context.Background(), cfg, dir, dir, "", &out); err != nil {
 		t.Fatal(err)
@@ -116,7 +118,7 @@ func TestDeadRetrieverFailsAtStart(t *testing.T) {
 	ln.Close()
 	cfg := defaultConfig()
 	cfg.Env.Retriever = dead
-	cfg.Data.ValSize, cfg.Baselines, cfg.Slots = 2, []string{"agent"}, 2
+	cfg.Data.ValSize, cfg.Baselines, cfg.Rollout.Slots = 2, []string{"agent"}, 2
 	var out bytes.Buffer
 	err = run(context.Background(), cfg, filepath.Join("..", "train", "testdata", "warmstart"), "", "", &out)
 	if err == nil || !strings.Contains(err.Error(), dead+"/retrieve") || !strings.Contains(err.Error(), "connection refused") {
@@ -124,5 +126,28 @@ func TestDeadRetrieverFailsAtStart(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "eval:") {
 		t.Errorf("eval started before the probe:\n%s", out.String())
+	}
+}
+
+// TestEvalRefusesWhatItCannotRun: the rollout and device sections are
+// train's, and eval says which of their settings it cannot honour before
+// any work.
+func TestEvalRefusesWhatItCannotRun(t *testing.T) {
+	for _, c := range []struct {
+		set  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Rollout.Mode = "external" }, "rollout.mode"},
+		{func(c *Config) { c.Rollout.DType = "bfloat16" }, "rollout.dtype"},
+		{func(c *Config) { c.Rollout.Slots = 0 }, "slots 0"},
+		{func(c *Config) { c.Device.Device = "tpu" }, `device "tpu"`},
+		{func(c *Config) { c.Device.DeviceMemory = "lots" }, "device_memory"},
+	} {
+		cfg := defaultConfig()
+		c.set(&cfg)
+		err := run(context.Background(), cfg, t.TempDir(), "", "", io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error %v, want one naming %q", err, c.want)
+		}
 	}
 }

@@ -38,7 +38,7 @@ func sourceName(cfg Config) string {
 // lines: a tenth of the set, but at least one batch of slots so that the
 // KV cache is used fully.
 func progressChunk(cfg Config, n int) int {
-	return max(cfg.Slots, (n+9)/10)
+	return max(cfg.Rollout.Slots, (n+9)/10)
 }
 
 // defaultBase finds the policy before RL of a train checkpoint

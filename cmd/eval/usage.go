@@ -8,6 +8,8 @@ import (
 	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/cmd/internal/config"
 	"github.com/r1go/r1go/data"
+	"github.com/r1go/r1go/internal/devsel"
+	"github.com/r1go/r1go/rl"
 )
 
 // helpData is the part of the data section eval reads: the training-only
@@ -27,14 +29,13 @@ type helpData struct {
 }
 
 type helpConfig struct {
-	Data       helpData        `yaml:"data"`
-	Env        agent.EnvConfig `yaml:"env"`
-	Split      string          `yaml:"split" help:"synthetic world split: test or validation"`
-	Baselines  []string        `yaml:"baselines" help:"any of agent, base-tool-call, naive-rag"`
-	MaxTurn    int             `yaml:"max_turn_tokens" help:"model tokens per turn"`
-	MaxResp    int             `yaml:"max_response_tokens" help:"tokens after the prompt"`
-	MaxContext int             `yaml:"max_context" help:"tokens per trajectory"`
-	Slots      int             `yaml:"slots" help:"questions decoded together"`
+	Data       helpData         `yaml:"data"`
+	Env        agent.EnvConfig  `yaml:"env"`
+	Rollout    rl.RolloutConfig `yaml:"rollout"`
+	Split      string           `yaml:"split" help:"synthetic world split: test or validation"`
+	Baselines  []string         `yaml:"baselines" help:"any of agent, base-tool-call, naive-rag"`
+	MaxContext int              `yaml:"max_context" help:"tokens per trajectory"`
+	Device     devsel.Config    `yaml:",inline"`
 }
 
 // printHelp is eval -h: usage, the flags, and the keys eval uses with the
@@ -48,6 +49,6 @@ func printHelp(w io.Writer, fs *flag.FlagSet, cfg *Config) {
 	d := cfg.Data
 	h := helpConfig{Data: helpData{ValFiles: d.ValFiles, Settings: d.Settings, Corpus: d.Corpus, ValSize: d.ValSize, SynthSeed: d.SynthSeed,
 		SynthTrain: d.SynthTrain, SynthEval: d.SynthEval, SynthHops: d.SynthHops},
-		Env: cfg.Env, Split: cfg.Split, Baselines: cfg.Baselines, MaxTurn: cfg.MaxTurn, MaxResp: cfg.MaxResp, MaxContext: cfg.MaxContext, Slots: cfg.Slots}
+		Env: cfg.Env, Rollout: cfg.Rollout, Split: cfg.Split, Baselines: cfg.Baselines, MaxContext: cfg.MaxContext, Device: cfg.Device}
 	config.Help(w, &h)
 }

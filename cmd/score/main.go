@@ -17,8 +17,9 @@
 //
 // -device auto|cpu|cuda picks the device (cuda.Pick); the memory plan is
 // printed on stderr before the weights load, and the run stops there when
-// it does not fit (-device-memory plans for another capacity, -dry-run only
-// prints it and needs nothing but config.json).
+// it does not fit (-device_memory plans for another capacity, -dry_run only
+// prints it and needs nothing but config.json). These are the device keys
+// of every command (internal/devsel).
 package main
 
 import (
@@ -32,6 +33,7 @@ import (
 
 	cfgpkg "github.com/r1go/r1go/cmd/internal/config"
 	"github.com/r1go/r1go/cmd/internal/weights"
+	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/model"
 )
 
@@ -55,20 +57,20 @@ type outputLine struct {
 // -key value set them as for the other commands (cmd/internal/config); the
 // keys keep the names the flags always had.
 type Config struct {
-	Model        string `yaml:"model" help:"Hugging Face model folder (config.json + safetensors; required)"`
-	Input        string `yaml:"input" help:"input JSONL file (- for standard input)"`
-	Output       string `yaml:"output" help:"output JSONL file (- for standard output)"`
-	Tokenizer    string `yaml:"tokenizer" help:"folder with tokenizer.json for {\"text\": ...} lines (default: the model folder)"`
-	BatchTokens  int    `yaml:"batch-tokens" help:"tokens per packed forward pass"`
-	SkipBad      bool   `yaml:"skip-bad" help:"report malformed lines on stderr and go on"`
-	Device       string `yaml:"device" help:"auto, cpu or cuda"`
-	DeviceMemory string `yaml:"device-memory" help:"device memory to plan for, e.g. 80GiB (default: the device's own)"`
-	DryRun       bool   `yaml:"dry-run" help:"print the memory plan from config.json and exit"`
+	Model       string `yaml:"model" help:"Hugging Face model folder (config.json + safetensors; required)"`
+	Input       string `yaml:"input" help:"input JSONL file (- for standard input)"`
+	Output      string `yaml:"output" help:"output JSONL file (- for standard output)"`
+	Tokenizer   string `yaml:"tokenizer" help:"folder with tokenizer.json for {\"text\": ...} lines (default: the model folder)"`
+	BatchTokens int    `yaml:"batch-tokens" help:"tokens per packed forward pass"`
+	SkipBad     bool   `yaml:"skip-bad" help:"report malformed lines on stderr and go on"`
+	// Device is the section every command shares: device, device_memory,
+	// dry_run.
+	Device devsel.Config `yaml:",inline"`
 }
 
 // DefaultConfig reads standard input and writes standard output.
 func DefaultConfig() Config {
-	return Config{Input: "-", Output: "-", BatchTokens: 4096, Device: "auto"}
+	return Config{Input: "-", Output: "-", BatchTokens: 4096, Device: devsel.Default()}
 }
 
 // Validate checks what no single key can.
@@ -79,7 +81,7 @@ func (c *Config) Validate() error {
 	if c.BatchTokens < 1 {
 		return fmt.Errorf("batch-tokens %d must be ≥ 1", c.BatchTokens)
 	}
-	return nil
+	return c.Device.Validate()
 }
 
 // parseArgs reads the settings; flag.ErrHelp after printing the usage for
@@ -109,8 +111,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	o := devOptions{device: cfg.Device, memory: cfg.DeviceMemory, dryRun: cfg.DryRun, log: os.Stderr}
-	if err := runOn(o, cfg.Model, cfg.Tokenizer, cfg.Input, cfg.Output, cfg.BatchTokens, cfg.SkipBad); err != nil {
+	if err := runOn(cfg.Device, os.Stderr, cfg.Model, cfg.Tokenizer, cfg.Input, cfg.Output, cfg.BatchTokens, cfg.SkipBad); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -118,11 +119,13 @@ func main() {
 
 // run scores on the CPU without printing a plan.
 func run(modelDir, tokDir, input, output string, batchTokens int, skipBad bool) error {
-	return runOn(devOptions{device: "cpu", log: io.Discard}, modelDir, tokDir, input, output, batchTokens, skipBad)
+	return runOn(devsel.Config{Device: "cpu"}, io.Discard, modelDir, tokDir, input, output, batchTokens, skipBad)
 }
 
-func runOn(o devOptions, modelDir, tokDir, input, output string, batchTokens int, skipBad bool) error {
-	dev, stop, err := o.open(modelDir, batchTokens)
+// runOn scores on the device d names, its plan and device line going to
+// log.
+func runOn(d devsel.Config, log io.Writer, modelDir, tokDir, input, output string, batchTokens int, skipBad bool) error {
+	dev, stop, err := openDevice(d, modelDir, batchTokens, log)
 	if stop || err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/model/safetensors"
 )
 
@@ -191,8 +192,8 @@ func TestScoreDryRun(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644)
 	var log strings.Builder
-	o := devOptions{device: "cuda", memory: "1GiB", dryRun: true, log: &log}
-	if err := runOn(o, dir, dir, "-", "-", 4096, false); err != nil {
+	d := devsel.Config{Device: "cuda", DeviceMemory: "1GiB", DryRun: true}
+	if err := runOn(d, &log, dir, dir, "-", "-", 4096, false); err != nil {
 		t.Fatal(err)
 	}
 	// 1 GiB holds not even Qwen3-4B's weights: no -batch-tokens helps.

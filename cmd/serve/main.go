@@ -4,12 +4,15 @@
 //	go run ./cmd/serve -model runs/r1go/synthetic-grpo/global_step_60/actor
 //	go run ./cmd/serve -model DIR -addr 127.0.0.1:8000 serve.max_concurrent=64
 //	go run ./cmd/serve -model DIR device=cuda
+//	go run ./cmd/serve -model DIR device=cuda device_memory=24GiB dry_run=true
 //
 // Any OpenAI client then works against base_url http://127.0.0.1:8000/v1:
 // POST /v1/chat/completions (tools, streaming, logprobs; vLLM's
 // chat_template_kwargs per request and reasoning_content in assistant
 // messages) and GET /v1/models. Concurrent requests share one
-// continuous-batching engine.
+// continuous-batching engine. The memory plan (the model, the KV cache of
+// slots × max_context, a decode step) is printed on stderr before the
+// weights load, and the server does not start when it does not fit.
 package main
 
 import (
@@ -29,6 +32,7 @@ import (
 	"github.com/r1go/r1go/cmd/internal/config"
 	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/plan"
 	"github.com/r1go/r1go/model/tokenizer"
 	"github.com/r1go/r1go/rl"
 	"github.com/r1go/r1go/rl/serve"
@@ -39,11 +43,21 @@ type Config struct {
 	Serve      serve.Config `yaml:"serve"`
 	Slots      int          `yaml:"slots" help:"requests decoded together (KV cache slots)"`
 	MaxContext int          `yaml:"max_context" help:"tokens per request, prompt and completion"`
-	Device     string       `yaml:"device" help:"auto, cpu or cuda"`
+	// Device is the section every command shares: device, device_memory,
+	// dry_run.
+	Device devsel.Config `yaml:",inline"`
 }
 
 func defaultConfig() Config {
-	return Config{Serve: serve.DefaultConfig(), Slots: 16, MaxContext: 2048, Device: "auto"}
+	return Config{Serve: serve.DefaultConfig(), Slots: 16, MaxContext: 2048, Device: devsel.Default()}
+}
+
+// Validate checks the sizes and the device section.
+func (c *Config) Validate() error {
+	if c.Slots < 1 || c.MaxContext < 2 {
+		return fmt.Errorf("slots %d must be ≥ 1 and max_context %d ≥ 2", c.Slots, c.MaxContext)
+	}
+	return c.Device.Validate()
 }
 
 func main() {
@@ -75,11 +89,15 @@ func main() {
 
 // run serves until ctx is done; the address line goes to out.
 func run(ctx context.Context, cfg Config, dir, addr string, out io.Writer) error {
-	if cfg.Slots < 1 || cfg.MaxContext < 2 {
-		return fmt.Errorf("slots %d must be ≥ 1 and max_context %d ≥ 2", cfg.Slots, cfg.MaxContext)
+	if err := cfg.Validate(); err != nil {
+		return err
 	}
-	dev, err := devsel.Pick(cfg.Device, os.Stderr)
-	if err != nil {
+	// A request's prompt may fill its whole context, and each slot is a
+	// group of one.
+	s := plan.Settings{RolloutSlots: cfg.Slots, MaxContext: cfg.MaxContext, MaxPromptTokens: cfg.MaxContext, GroupSize: 1,
+		Keys: map[string]string{"slots": "slots", "micro_batch": "", "recompute": ""}}
+	dev, stop, err := cfg.Device.Open(dir, s, os.Stderr)
+	if stop || err != nil {
 		return err
 	}
 	m, err := model.LoadWith(dir, dev, model.LMHeadOutput, model.LoadOptions{Frozen: true, DType: "auto"})

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/r1go/r1go/cmd/internal/agent"
-	"github.com/r1go/r1go/cuda"
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/rl"
@@ -24,8 +23,8 @@ import (
 //	global_step_N/trainer_state.json                  step, KL coefficient, data position
 //	latest_checkpointed_iteration.txt                 N
 //
-// The rollout's sampling seed is a function of the step (trainer.seed and
-// the step number), so the state holds everything else a run depends on. A checkpoint is written into a
+// The rollout's sampling seed is a function of the step (rollout.seed and
+// the step number, rl.RolloutConfig.StepSeed), so the state holds everything else a run depends on. A checkpoint is written into a
 // temporary folder and renamed into place, and the latest-iteration file is
 // replaced atomically after it, so a crash mid-save leaves the previous
 // checkpoint intact and named.
@@ -36,8 +35,6 @@ type trainerState struct {
 	Sampler data.SamplerState `json:"data_sampler"`
 	dir     string
 }
-
-func (s *trainerState) actorDir() string { return filepath.Join(s.dir, "actor") }
 
 func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.SamplerState, saveDType string) error {
 	final := filepath.Join(run, fmt.Sprintf("global_step_%d", tr.Steps()))
@@ -56,7 +53,7 @@ func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.Sampler
 	if err := saveMaster(tr.Policy, filepath.Join(tmp, "actor_master"), dtype); err != nil {
 		return err
 	}
-	if err := tr.SaveOptimizer(tr.Policy, tr.ActorOpt, filepath.Join(tmp, "actor_optim.safetensors")); err != nil {
+	if err := tr.SaveOptimizer(tr.ActorOpt, filepath.Join(tmp, "actor_optim.safetensors")); err != nil {
 		return err
 	}
 	if err := saveAdapter(tr, tmp); err != nil {
@@ -69,7 +66,7 @@ func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.Sampler
 		if err := saveMaster(tr.Critic, filepath.Join(tmp, "critic_master"), dtype); err != nil {
 			return err
 		}
-		if err := tr.SaveOptimizer(tr.Critic, tr.CriticOpt, filepath.Join(tmp, "critic_optim.safetensors")); err != nil {
+		if err := tr.SaveOptimizer(tr.CriticOpt, filepath.Join(tmp, "critic_optim.safetensors")); err != nil {
 			return err
 		}
 	}
@@ -112,14 +109,14 @@ func latestCheckpoint(run string) (*trainerState, error) {
 // restore puts the optimizer, critic and counters of the checkpoint into tr
 // (the policy's weights were loaded before the trainer was built).
 func (s *trainerState) restore(tr *rl.Trainer) error {
-	if err := tr.LoadOptimizer(tr.Policy, tr.ActorOpt, filepath.Join(s.dir, "actor_optim.safetensors")); err != nil {
+	if err := tr.LoadOptimizer(tr.ActorOpt, filepath.Join(s.dir, "actor_optim.safetensors")); err != nil {
 		return err
 	}
 	if tr.Critic != nil {
 		if err := loadWeights(tr.Critic, masterOr(s.dir, "critic")); err != nil {
 			return err
 		}
-		if err := tr.LoadOptimizer(tr.Critic, tr.CriticOpt, filepath.Join(s.dir, "critic_optim.safetensors")); err != nil {
+		if err := tr.LoadOptimizer(tr.CriticOpt, filepath.Join(s.dir, "critic_optim.safetensors")); err != nil {
 			return err
 		}
 	}
@@ -169,22 +166,6 @@ func loadWeights(m *model.Model, dir string) error {
 	}
 	m.Dev.Copy(m.Params, src.Params)
 	return nil
-}
-
-// pickDevice returns the device trainer.device names (cuda.Pick: auto
-// uses a working GPU when there is one) and the line that says which. A
-// GPU gives memory back (VMM arenas) only where the run needs it: ZeRO-2's
-// gradients and sharded masters.
-func pickDevice(cfg *Config) (model.Device, string, error) {
-	opts := cuda.Options{TF32: os.Getenv("R1GO_CUDA_TF32") == "1", VMM: cfg.DP.Stage() == 2 || cfg.DP.ShardMasters}
-	dev, line, err := cuda.PickWith(cfg.Trainer.Device, opts)
-	if g, ok := dev.(*cuda.Device); ok && err == nil && opts.VMM {
-		// Whether the gradients can be given back decides ZeRO-2's memory:
-		// say which way it went (the VMM arenas, or why not).
-		_, note := g.VMM()
-		line = strings.TrimPrefix(line+"\n"+note, "\n")
-	}
-	return dev, line, err
 }
 
 func writeJSON(path string, v any) error {

@@ -6,10 +6,11 @@ import (
 
 	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/cmd/internal/config"
+	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/model"
-	"github.com/r1go/r1go/model/plan"
 	"github.com/r1go/r1go/optim"
 	"github.com/r1go/r1go/rl"
+	"github.com/r1go/r1go/rl/dp"
 )
 
 // Config is the whole configuration of a training run. The defaults are the
@@ -21,7 +22,7 @@ type Config struct {
 	SFT     SFTConfig         `yaml:"sft"`
 	RL      rl.TrainerConfig  `yaml:",inline"`
 	Trainer TrainerConfig     `yaml:"trainer"`
-	DP      rl.DPConfig       `yaml:"dp"` // data parallel under mpirun/srun (cmd/train/dp.go)
+	DP      dp.Config         `yaml:"dp"` // data parallel under mpirun/srun (cmd/train/dp.go)
 }
 
 // SFTConfig is the supervised warm start on the synthetic world's gold
@@ -46,18 +47,16 @@ type TrainerConfig struct {
 	DefaultLocalDir string   `yaml:"default_local_dir" help:"run folder: checkpoints, metrics, plots (default runs/{project}/{experiment})"`
 	Logger          []string `yaml:"logger" help:"console, jsonl, tensorboard, progress"`
 	Resume          bool     `yaml:"resume" help:"continue from the run folder's latest checkpoint"`
-	Device          string   `yaml:"device" help:"auto, cpu or cuda"`
-	RolloutSlots    int      `yaml:"rollout_slots" help:"trajectories decoded together (KV cache slots)"`
-	Seed            uint64   `yaml:"seed" help:"rollout sampling seed"`
-	StopAfter       int      `yaml:"stop_after" help:"stop after this many RL steps of this invocation (0: run to the end; tests use it to kill a run)"`
+	// The device section every command shares (trainer.device,
+	// trainer.device_memory, trainer.dry_run): the device and the memory
+	// plan (device.go, plan.go).
+	devsel.Config `yaml:",inline"`
+	StopAfter     int `yaml:"stop_after" help:"stop after this many RL steps of this invocation (0: run to the end; tests use it to kill a run)"`
 	// MaxToolErrorRate stops the run when more of a step's executed tool
 	// calls fail (rl.CheckToolFaults); 0 only warns.
 	MaxToolErrorRate float64 `yaml:"max_tool_error_rate" help:"stop when a step's share of failed tool calls is above this (0: off, only a warning past one half)"`
-	// The memory plan (cmd/train/plan.go).
-	DryRun       bool   `yaml:"dry_run" help:"print the memory plan (from config.json alone) and exit, saying whether it fits"`
-	DeviceMemory string `yaml:"device_memory" help:"device memory to plan for, e.g. 80GiB or 80GB (empty: the device's own; plans a device that is not present)"`
-	Recompute    bool   `yaml:"recompute" help:"recompute activations in the backward (activation checkpointing): less memory, one more forward"`
-	SaveDType    string `yaml:"save_dtype" help:"checkpoint weights: auto (the source model's dtype), bfloat16, float32 or float16"`
+	Recompute        bool    `yaml:"recompute" help:"recompute activations in the backward (activation checkpointing): less memory, one more forward"`
+	SaveDType        string  `yaml:"save_dtype" help:"checkpoint weights: auto (the source model's dtype), bfloat16, float32 or float16"`
 	// RefOffload keeps the reference policy's weights in a file mapping
 	// (rl.Setup.RefOffloadDir), in OffloadDir or else $TMPDIR.
 	RefOffload bool `yaml:"ref_offload" help:"CPU: keep the reference policy's weights in a file mapping, resident only while it scores (frees their memory for the rollout and the update)"`
@@ -66,7 +65,7 @@ type TrainerConfig struct {
 	OptimOffload bool   `yaml:"optim_offload" help:"CPU: keep the AdamW moments in file mappings, resident only during the optimizer step (the activations make room for them)"`
 	OffloadDir   string `yaml:"offload_dir" help:"directory on a disk for the files of trainer.ref_offload and trainer.optim_offload (empty: $TMPDIR or /tmp)"`
 
-	// Run folder, checkpoint keeping, rollout dump, divergence (divergence.go).
+	// Run folder, checkpoint keeping, rollout dump, divergence (guard.go, divergence.go).
 	GuardConfig `yaml:",inline"`
 }
 
@@ -98,9 +97,9 @@ func DefaultConfig() Config {
 		// to copy names from the observations.
 		SFT: SFTConfig{Steps: 400, BatchSize: 16, Fraction: 1, EarlyAnswer: 0.6, Optim: optim.DefaultConfig()},
 		RL:  rl.DefaultTrainerConfig(),
-		DP:  rl.DefaultDPConfig(),
+		DP:  dp.DefaultConfig(),
 		Trainer: TrainerConfig{TotalSteps: 30, SaveFreq: 10, TestFreq: 10, Project: "r1go", Experiment: "synthetic-grpo",
-			Logger: []string{"console", "jsonl", "tensorboard"}, Device: "auto", RolloutSlots: 64, Seed: 1, SaveDType: "auto"},
+			Logger: []string{"console", "jsonl", "tensorboard"}, Config: devsel.Default(), SaveDType: "auto"},
 	}
 	if err := config.Apply(&c, "cmd/train/default.yaml", defaultProfile); err != nil {
 		panic(err) // the embedded file is wrong; TestDefaultProfile catches it
@@ -124,9 +123,6 @@ func (c *Config) Validate() error {
 	}
 	if err := c.RL.Validate(); err != nil {
 		return err
-	}
-	if c.Trainer.RolloutSlots < c.RL.Rollout.N {
-		return fmt.Errorf("trainer.rollout_slots %d is smaller than rollout.n %d", c.Trainer.RolloutSlots, c.RL.Rollout.N)
 	}
 	if c.Model.MaxContext < c.RL.Rollout.MaxPromptTokens+c.RL.Rollout.MaxResponseTokens {
 		return fmt.Errorf("model.max_context %d is below rollout.max_prompt_tokens + rollout.max_response_tokens (%d)",
@@ -168,24 +164,11 @@ func (c *TrainerConfig) Validate() error {
 			return fmt.Errorf("%s %d must be ≥ 0", f.key, f.v)
 		}
 	}
-	if c.RolloutSlots < 1 {
-		return fmt.Errorf("rollout_slots %d must be ≥ 1", c.RolloutSlots)
-	}
 	if !(c.MaxToolErrorRate >= 0 && c.MaxToolErrorRate <= 1) {
 		return fmt.Errorf("max_tool_error_rate %v must lie in [0, 1] (0: off)", c.MaxToolErrorRate)
 	}
 	if _, err := model.SaveDTypeFor(&model.Config{}, c.SaveDType); err != nil {
 		return fmt.Errorf("save_dtype: %w", err)
 	}
-	switch c.Device {
-	case "auto", "cpu", "cuda":
-	default:
-		return fmt.Errorf("device %q is not auto, cpu or cuda", c.Device)
-	}
-	if c.DeviceMemory != "" {
-		if _, err := plan.ParseSize(c.DeviceMemory); err != nil {
-			return fmt.Errorf("device_memory: %w", err)
-		}
-	}
-	return nil
+	return c.Config.Validate()
 }

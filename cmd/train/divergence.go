@@ -18,36 +18,6 @@ import (
 // checkpoint to resume from. A collapsing entropy is not fatal, only
 // suspicious (the policy has stopped exploring), so it is a warning.
 
-// GuardConfig holds the run-folder and divergence keys, inlined into the
-// trainer section (trainer.overwrite, trainer.entropy_collapse_*, ...).
-type GuardConfig struct {
-	Overwrite          bool `yaml:"overwrite" help:"wipe the run folder's earlier checkpoints and metrics instead of refusing to start over them"`
-	MaxActorCkptToKeep int  `yaml:"max_actor_ckpt_to_keep" help:"keep only the newest N checkpoints (0: all)"`
-	// The rollout dump (verl's trainer.rollout_data_dir and
-	// log_val_generations): readable trajectories, see rl.WriteTrajectories.
-	RolloutDataDir    string `yaml:"rollout_data_dir" help:"write each step's trajectories as JSONL here (relative: inside the run folder; empty: not at all)"`
-	LogValGenerations int    `yaml:"log_val_generations" help:"validation trajectories written per validation to rollout_data_dir/val_step_N.jsonl (0: none)"`
-	// EntropyCollapse: below Threshold for Steps consecutive steps.
-	EntropyCollapseThreshold float64 `yaml:"entropy_collapse_threshold" help:"warn when the policy entropy (nats per action token) stays below this"`
-	EntropyCollapseSteps     int     `yaml:"entropy_collapse_steps" help:"... for this many consecutive steps (0: never warn)"`
-}
-
-func defaultGuard() GuardConfig {
-	return GuardConfig{RolloutDataDir: "rollouts", LogValGenerations: 16, EntropyCollapseThreshold: 0.05, EntropyCollapseSteps: 5}
-}
-
-// Validate checks the guard keys.
-func (g *GuardConfig) Validate() error {
-	if g.MaxActorCkptToKeep < 0 || g.LogValGenerations < 0 || g.EntropyCollapseSteps < 0 {
-		return fmt.Errorf("trainer.max_actor_ckpt_to_keep %d, log_val_generations %d and entropy_collapse_steps %d must be ≥ 0",
-			g.MaxActorCkptToKeep, g.LogValGenerations, g.EntropyCollapseSteps)
-	}
-	if math.IsNaN(g.EntropyCollapseThreshold) || g.EntropyCollapseThreshold < 0 {
-		return fmt.Errorf("trainer.entropy_collapse_threshold %v must be a number ≥ 0", g.EntropyCollapseThreshold)
-	}
-	return nil
-}
-
 // ErrDiverged marks the error of a run stopped by a non-finite step.
 var ErrDiverged = errors.New("training diverged")
 

@@ -12,12 +12,13 @@ import (
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/mpi"
 	"github.com/r1go/r1go/rl"
+	"github.com/r1go/r1go/rl/dp"
 )
 
 // Data-parallel launch: `mpirun -np N train ...` or srun, or torchrun's
 // variables, start N copies of this command; each reads its rank from the
 // launcher's environment (model.LaunchFromEnv), joins the communicator,
-// and trains on its share of every global batch (rl/dp.go). Rank 0 owns the
+// and trains on its share of every global batch (rl/dp/dp.go). Rank 0 owns the
 // run folder, the console and the logs; the others write nothing.
 
 // dpLaunch reads the launcher's environment and, for one process per GPU,
@@ -49,14 +50,14 @@ func dpLaunch(cfg *Config) (model.Launch, error) {
 // waiting in a collective, stop naming this one. A rank that dies or falls
 // silent stops this process with an error naming it (exit status 1),
 // since a collective would wait for it forever.
-func startDP(cfg *Config, l model.Launch, dev model.Device) (dp *rl.DP, stop func(ok bool), err error) {
+func startDP(cfg *Config, l model.Launch, dev model.Device) (par *dp.DP, stop func(ok bool), err error) {
 	nothing := func(bool) {}
 	if l.Size == 1 {
 		return nil, nothing, nil
 	}
 	var c model.Comm
 	var closers []func() error
-	fail := func(err error) (*rl.DP, func(bool), error) {
+	fail := func(err error) (*dp.DP, func(bool), error) {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]()
 		}
@@ -90,11 +91,11 @@ func startDP(cfg *Config, l model.Launch, dev model.Device) (dp *rl.DP, stop fun
 	if err != nil {
 		return fail(err)
 	}
-	if dp, err = rl.NewDP(c, cfg.DP); err != nil {
+	if par, err = dp.New(c, cfg.DP); err != nil {
 		w.Stop()
 		return fail(err)
 	}
-	return dp, func(ok bool) {
+	return par, func(ok bool) {
 		if !ok {
 			return
 		}
@@ -154,21 +155,30 @@ func rankOutput(l model.Launch, out io.Writer) io.Writer {
 	return io.Discard
 }
 
+// trainerSync is the trainer's data-parallel part: dp, or in a run of one
+// process (dp nil) rl.Local.
+func trainerSync(par *dp.DP) rl.Sync {
+	if par == nil {
+		return rl.Local{}
+	}
+	return par
+}
+
 // syncWarmStart makes every rank start RL from rank 0's warm-started
 // policy (each rank ran the same deterministic warm start; the broadcast
 // makes it so whatever the floating-point path).
-func syncWarmStart(dp *rl.DP, m *model.Model) error {
-	if dp == nil {
+func syncWarmStart(par *dp.DP, m *model.Model) error {
+	if par == nil {
 		return nil
 	}
-	return dp.Comm.Broadcast(m.Params, 0)
+	return par.Comm.Broadcast(m.Params, 0)
 }
 
 // checkpointAll saves a checkpoint: rank 0 writes it, the other ranks
 // join its collectives (ZeRO-1 moments, the weights check).
-func checkpointAll(dp *rl.DP, save func() error, tr *rl.Trainer) error {
-	return dp.WithMasters(tr.Policy, func() error { // dp.shard_masters: the fp32 weights gathered on rank 0 for the save
-		if dp.Rank0() {
+func checkpointAll(par *dp.DP, save func() error, tr *rl.Trainer) error {
+	return par.WithMasters(tr.Policy, func() error { // dp.shard_masters: the fp32 weights gathered on rank 0 for the save
+		if par.Rank0() {
 			if err := save(); err != nil {
 				return err
 			}
@@ -182,9 +192,9 @@ func checkpointAll(dp *rl.DP, save func() error, tr *rl.Trainer) error {
 // tokenizer: rank 0 the run's, the others one of their own inside it, so
 // that no two processes write one file (each rank builds the same files
 // from the same seeds).
-func rankDataDir(dp *rl.DP, dir string) string {
-	if dp.Rank0() {
+func rankDataDir(par *dp.DP, dir string) string {
+	if par.Rank0() {
 		return dir
 	}
-	return filepath.Join(dir, fmt.Sprintf("rank%d", dp.Comm.Rank()))
+	return filepath.Join(dir, fmt.Sprintf("rank%d", par.Comm.Rank()))
 }

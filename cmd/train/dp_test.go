@@ -37,7 +37,7 @@ func dpConfig(t *testing.T, dir string) Config {
 	c.RL.Rollout.N, c.RL.Actor.MiniBatchSize = 4, 16
 	c.Trainer.TotalSteps, c.Trainer.SaveFreq, c.Trainer.TestFreq = 3, 1, 0
 	c.Trainer.Logger = []string{"jsonl"}
-	c.Trainer.RolloutSlots = 16
+	c.RL.Rollout.Slots = 16
 	c.Trainer.DefaultLocalDir = dir
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)

@@ -109,7 +109,7 @@ func TestExternalAgentTrains(t *testing.T) {
 	c.RL.Actor.MiniBatchSize = 64
 	c.Trainer.TotalSteps, c.Trainer.SaveFreq, c.Trainer.TestFreq = 2, 0, 0
 	c.Trainer.Logger = []string{"jsonl"}
-	c.Trainer.RolloutSlots = 8
+	c.RL.Rollout.Slots = 8
 	c.Trainer.DefaultLocalDir = dir
 	log := runExternal(t, &c, 4)
 	if _, err := os.Stat(filepath.Join(dir, "global_step_2", "actor", "model.safetensors")); err != nil {

@@ -22,7 +22,7 @@ func offloadConfig(t *testing.T) Config {
 	c.RL.Rollout.N, c.RL.Actor.MiniBatchSize = 4, 8
 	c.RL.Actor.UseKLLoss, c.RL.Actor.KLLossCoef = true, 0.01
 	c.Trainer.TotalSteps, c.Trainer.SaveFreq, c.Trainer.TestFreq = 2, 0, 0
-	c.Trainer.Logger, c.Trainer.RolloutSlots, c.Trainer.DefaultLocalDir = []string{"jsonl"}, 16, t.TempDir()
+	c.Trainer.Logger, c.RL.Rollout.Slots, c.Trainer.DefaultLocalDir = []string{"jsonl"}, 16, t.TempDir()
 	return c
 }
 

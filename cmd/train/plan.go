@@ -4,55 +4,45 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"runtime"
 
 	"github.com/r1go/r1go/cuda"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/plan"
+	"github.com/r1go/r1go/rl"
 )
 
 // planRun prints the run's memory plan, from config.json (or the tiny
 // model's settings) and the run's settings alone, and says whether the run
 // stops: always under trainer.dry_run, with an error when the plan does not
-// fit the device. dev is nil in a dry run, which opens no device: it plans
-// for trainer.device (auto meaning what cuda.Pick would choose, and a
-// present GPU's memory: cuda.DryRunDevice opens a context, allocates
-// nothing) and trainer.device_memory.
-func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, saveBytes int64, err error) {
+// fit the device. dev is nil in a dry run, which opens no device: the
+// device section plans for what it would open (devsel.Config.Settle).
+func planRun(cfg *Config, l model.Launch, dev model.Device, out io.Writer) (stop bool, saveBytes int64, err error) {
 	mc, err := planModelConfig(cfg)
 	if err != nil {
 		return true, 0, err
 	}
 	s := plan.Settings{Device: "cpu", Train: true, Reference: cfg.RL.NeedsRef(), Critic: cfg.RL.NeedsCritic(),
 		Recompute: cfg.Trainer.Recompute, MicroBatchTokens: cfg.RL.Actor.MicroBatchTokens,
-		RolloutSlots: min(cfg.Trainer.RolloutSlots, cfg.Data.TrainBatchSize*cfg.RL.Rollout.N), MaxContext: cfg.Model.MaxContext,
-		MaxPromptTokens: cfg.RL.Rollout.MaxPromptTokens, GroupSize: cfg.RL.Rollout.N, Threads: runtime.GOMAXPROCS(0),
-		// The held-out evaluations (before and after RL, and validation)
-		// run up to trainer.rollout_slots questions at once beside the
-		// rollout's cache (agent.Evaluate): fewer only when there are fewer
-		// questions, which are not loaded yet.
-		EvalSlots: cfg.Trainer.RolloutSlots,
-		StateBF16: cfg.RL.Actor.Optim.StateDType == "bfloat16", CriticStateBF16: cfg.RL.Critic.Optim.StateDType == "bfloat16",
+		RolloutSlots: cfg.RL.Rollout.SlotsFor(cfg.Data.TrainBatchSize), MaxContext: cfg.Model.MaxContext,
+		MaxPromptTokens: cfg.RL.Rollout.MaxPromptTokens, GroupSize: cfg.RL.Rollout.N,
+		// Validation and the test after RL decode in the rollout's cache
+		// (run), all its slots prefilling at once, or, beside a bf16
+		// rollout copy or external agents, in a cache of their own of up to
+		// rollout.slots (fewer only for fewer questions, which are not
+		// loaded yet).
+		EvalSlots:    cfg.RL.Rollout.SlotsFor(cfg.Data.TrainBatchSize),
+		EvalOwnCache: cfg.RL.Rollout.DType == "bfloat16" || cfg.RL.Rollout.Mode == "external",
+		StateBF16:    cfg.RL.Actor.Optim.StateDType == "bfloat16", CriticStateBF16: cfg.RL.Critic.Optim.StateDType == "bfloat16",
 		RolloutBF16: cfg.RL.Rollout.DType == "bfloat16" && !cfg.RL.Actor.LoRA.Enabled(),
 		RefOffload:  cfg.Trainer.RefOffload, OptimOffload: cfg.Trainer.OptimOffload}
 	if s.EvalOwnCache {
-		s.EvalSlots = cfg.Trainer.RolloutSlots
+		s.EvalSlots = cfg.RL.Rollout.Slots
 	}
 	// A data-parallel run plans one rank: the launcher's world size (a dry
 	// run can be planned for N ranks with WORLD_SIZE=N RANK=0).
-	if l, err := model.LaunchFromEnv(); err != nil {
-		return true, 0, err
-	} else if l.Size > 1 {
+	if l.Size > 1 {
 		s.Ranks, s.Zero1, s.Zero, s.BucketMB = l.Size, cfg.DP.Zero1, cfg.DP.Zero, cfg.DP.BucketMB
 		s.CUDAPaging = cfg.DP.ShardMasters
-	}
-	// The reference is the warm start that initialPolicy names, loaded
-	// frozen with LoadOptions DType auto: the SFT folder is saved as float32
-	// and so loaded as float32, but with no SFT it is model.path itself, and
-	// a bf16 folder (torch_dtype, the config's word for the stored dtype)
-	// stays bf16 on the CPU. A LoRA run's reference is the frozen base.
-	if refDir, _ := initialPolicy(cfg, ""); cfg.Model.Path != "" && refDir == cfg.Model.Path {
-		s.RefBF16 = mc.DType == "bfloat16"
 	}
 	if lc := cfg.RL.Actor.LoRA; lc.Enabled() {
 		if err := lc.Validate(); err != nil {
@@ -61,29 +51,29 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, saveBytes
 		s.LoRARank, s.LoRATargets = lc.Rank, lc.TargetModules
 		s.FrozenBF16 = cfg.Model.Path != "" && mc.DType == "bfloat16" // the base loads frozen (run)
 	}
-	switch {
-	case dev != nil:
-		s.Device, s.Capacity = cuda.Kind(dev), cuda.Capacity(dev)
-		if g, ok := dev.(*cuda.Device); ok {
-			on, _ := g.VMM()
-			s.CUDANoVMM = !on // no VMM: ZeRO-2's gradient arena stays whole
-		}
-		if _, ok := dev.(model.MixedPrecision); ok {
-			s.Precision = "bf16-mixed"
-		}
-	default: // a dry run: the device Pick would choose, its memory when present
-		if kind, capacity := cuda.DryRunDevice(cfg.Trainer.Device); kind == "cuda" {
-			s.Device, s.Precision, s.Capacity = "cuda", "bf16-mixed", capacity // the CUDA device is a MixedPrecision
-		}
+	if err := cfg.Trainer.Settle(&s, dev); err != nil {
+		return true, 0, fmt.Errorf("trainer.%w", err)
 	}
-	if s.Device == "cpu" && s.Capacity == 0 {
-		s.Capacity = plan.HostMemory()
+	switch g, ok := dev.(*cuda.Device); {
+	case ok:
+		on, _ := g.VMM()
+		s.CUDANoVMM = !on // no VMM: ZeRO-2's gradient arena stays whole
+	case dev == nil && s.Device == "cuda":
+		s.Precision = "bf16-mixed" // a dry run for a GPU: the CUDA device is a MixedPrecision
 	}
-	if cfg.Trainer.DeviceMemory != "" {
-		if s.Capacity, err = plan.ParseSize(cfg.Trainer.DeviceMemory); err != nil {
-			return true, 0, fmt.Errorf("trainer.device_memory: %w", err)
-		}
+	if _, ok := dev.(model.MixedPrecision); ok {
+		s.Precision = "bf16-mixed"
 	}
+	// The reference is the warm start that initialPolicy names, stored as
+	// NewTrainer loads it (rl.RefDType): the SFT folder is saved as float32,
+	// but with no SFT it is model.path itself, whose torch_dtype (the
+	// config's word for the stored dtype) may be bf16. A LoRA run's
+	// reference is the frozen base.
+	refDType := "float32"
+	if refDir, _ := initialPolicy(cfg, ""); cfg.Model.Path != "" && refDir == cfg.Model.Path {
+		refDType = mc.DType
+	}
+	s.RefBF16 = rl.RefStoresBF16(refDType, s.Precision == "bf16-mixed")
 	p, err := plan.New(mc, s)
 	if err != nil {
 		return true, 0, err
@@ -94,17 +84,6 @@ func planRun(cfg *Config, dev model.Device, out io.Writer) (stop bool, saveBytes
 	saveBytes = s.SaveBytes
 	stop, err = plan.Report(out, p, mc, cfg.Trainer.DryRun)
 	return stop, saveBytes, err
-}
-
-// useMixed switches m's device to bf16 mixed precision with a bf16 compute
-// copy of m's weights where the device offers it (CUDA: the policy, whose
-// fp32 arena stays the optimizer's master copy, and the frozen reference);
-// the CPU device does not, and its path is unchanged. planRun plans
-// "bf16-mixed" exactly when this applies.
-func useMixed(m *model.Model) {
-	if mp, ok := m.Dev.(model.MixedPrecision); ok {
-		mp.UseBF16(m.Params)
-	}
 }
 
 // planModelConfig reads model.path's config.json, or describes the tiny

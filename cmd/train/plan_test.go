@@ -41,7 +41,7 @@ func TestDryRunConfigOnly(t *testing.T) {
 		cfg := DefaultConfig()
 		if err := config.Load(&cfg, []string{"model.path=" + dir, "trainer.dry_run=true", "trainer.device=cuda",
 			"trainer.device_memory=80GiB", "model.max_context=4096", "trainer.default_local_dir=" + runDir,
-			"actor.use_kl_loss=true", "data.train_batch_size=128", "rollout.n=5", "trainer.rollout_slots=" + want.slots}, nil); err != nil {
+			"actor.use_kl_loss=true", "data.train_batch_size=128", "rollout.n=5", "rollout.slots=" + want.slots}, nil); err != nil {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
@@ -165,7 +165,7 @@ func TestDryRunZeroOne(t *testing.T) {
 		cfg := DefaultConfig()
 		if err := config.Load(&cfg, []string{"model.path=" + dir, "trainer.dry_run=true", "trainer.device=cuda",
 			"trainer.device_memory=80GB", "model.max_context=4096", "trainer.default_local_dir=" + filepath.Join(dir, "run"),
-			"actor.use_kl_loss=true", "data.train_batch_size=128", "rollout.n=5", "trainer.rollout_slots=20",
+			"actor.use_kl_loss=true", "data.train_batch_size=128", "rollout.n=5", "rollout.slots=20",
 			"dp.zero1=" + strconv.FormatBool(zero)}, nil); err != nil {
 			t.Fatal(err)
 		}

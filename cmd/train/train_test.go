@@ -32,7 +32,7 @@ func testConfig(t *testing.T, dir string) Config {
 	c.RL.Actor.MiniBatchSize = 16
 	c.Trainer.TotalSteps, c.Trainer.SaveFreq, c.Trainer.TestFreq = 4, 2, 0
 	c.Trainer.Logger = []string{"jsonl"}
-	c.Trainer.RolloutSlots = 16
+	c.RL.Rollout.Slots = 16
 	c.Trainer.DefaultLocalDir = dir
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
@@ -183,7 +183,8 @@ func TestConfigErrorsBeforeWork(t *testing.T) {
 }
 
 // TestAlgorithmsRun runs one step of each algorithm by name, checking each
-// logs its own metrics: PPO's critic, KL in the reward for REINFORCE++.
+// logs its own metrics: PPO's critic, KL in the reward for REINFORCE++,
+// ReMax's greedy baseline rollout.
 func TestAlgorithmsRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the trainer once per algorithm")
@@ -199,6 +200,7 @@ func TestAlgorithmsRun(t *testing.T) {
 		{"rloo", false, "actor/pg_loss", "critic/vf_loss"},
 		{"reinforce_plus_plus", true, "actor/reward_kl_penalty", "critic/vf_loss"},
 		{"reinforce_plus_plus_baseline", false, "actor/pg_loss", "critic/vf_loss"},
+		{"remax", false, "timing_s/gen_baseline", "critic/vf_loss"},
 	} {
 		t.Run(tc.est, func(t *testing.T) {
 			dir := t.TempDir()
@@ -332,7 +334,7 @@ func TestTrainsOnUserFiles(t *testing.T) {
 	c.SFT.Steps = 0
 	c.RL.Rollout.N, c.RL.Actor.MiniBatchSize = 4, 16
 	c.Trainer.TotalSteps, c.Trainer.SaveFreq, c.Trainer.TestFreq = 2, 0, 0
-	c.Trainer.Logger, c.Trainer.RolloutSlots, c.Trainer.DefaultLocalDir = []string{"jsonl"}, 16, dir
+	c.Trainer.Logger, c.RL.Rollout.Slots, c.Trainer.DefaultLocalDir = []string{"jsonl"}, 16, dir
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func TestEveryBadSettingFailsBeforeWork(t *testing.T) {
 		{"trainer.test_freq=-2", "trainer: test_freq -2"},
 		{"trainer.total_training_steps=-1", "trainer: total_training_steps -1"},
 		{"trainer.stop_after=-1", "trainer: stop_after -1"},
-		{"trainer.rollout_slots=0", "trainer: rollout_slots 0"},
+		{"rollout.slots=0", "rollout: rl: rollout slots 0 is smaller than n"},
 		{"trainer.device=tpu", `trainer: device "tpu"`},
 		{"trainer.max_tool_error_rate=1.5", "trainer: max_tool_error_rate 1.5"},
 		{"data.on_bad_record=maybe", `data: data: data.on_bad_record "maybe"`},

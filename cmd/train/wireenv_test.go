@@ -42,7 +42,7 @@ func userFilesConfig(t *testing.T) Config {
 	c.SFT.Steps = 0
 	c.RL.Rollout.N, c.RL.Actor.MiniBatchSize = 4, 16
 	c.Trainer.TotalSteps, c.Trainer.SaveFreq, c.Trainer.TestFreq = 1, 0, 0
-	c.Trainer.Logger, c.Trainer.RolloutSlots, c.Trainer.DefaultLocalDir = []string{"jsonl"}, 16, t.TempDir()
+	c.Trainer.Logger, c.RL.Rollout.Slots, c.Trainer.DefaultLocalDir = []string{"jsonl"}, 16, t.TempDir()
 	return c
 }
 

@@ -57,9 +57,6 @@ var relations = []Relation{
 	{"publisher", Book, Company},
 }
 
-// Relations returns the relation types of every world.
-func Relations() []Relation { return append([]Relation(nil), relations...) }
-
 // Entity is one named thing of the world.
 type Entity struct {
 	Name string
@@ -67,7 +64,7 @@ type Entity struct {
 }
 
 // Fact says that Relation(Subject) = Object; the ints index World.Entities
-// and Relations().
+// and the relation table every world shares (relations).
 type Fact struct {
 	Subject, Relation, Object int
 }

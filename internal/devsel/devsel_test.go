@@ -31,8 +31,8 @@ func TestOpenPlans(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644)
 	var log strings.Builder
-	o := Options{Device: "cuda", Memory: "1GiB", DryRun: true, Log: &log}
-	dev, stop, err := o.Open(dir, planSettings())
+	c := Config{Device: "cuda", DeviceMemory: "1GiB", DryRun: true}
+	dev, stop, err := c.Open(dir, planSettings(), &log)
 	if err != nil || !stop || dev != nil {
 		t.Fatalf("dry run: dev %v stop %v err %v", dev, stop, err)
 	}
@@ -41,12 +41,12 @@ func TestOpenPlans(t *testing.T) {
 			t.Errorf("plan lacks %q:\n%s", s, log.String())
 		}
 	}
-	o = Options{Device: "cpu", Memory: "lots", MemoryKey: "-device-memory", Log: &log}
-	if _, _, err := o.Open(dir, planSettings()); err == nil || !strings.HasPrefix(err.Error(), "-device-memory: ") {
+	c = Config{Device: "cpu", DeviceMemory: "lots"}
+	if _, _, err := c.Open(dir, planSettings(), &log); err == nil || !strings.HasPrefix(err.Error(), "device_memory: ") {
 		t.Fatalf("bad memory size: error %v", err)
 	}
 }
 
 func planSettings() plan.Settings {
-	return plan.Settings{MicroBatchTokens: 4096, Keys: map[string]string{"micro_batch": "-batch-tokens", "recompute": "", "slots": ""}}
+	return plan.Settings{MicroBatchTokens: 4096, Keys: map[string]string{"micro_batch": "batch-tokens", "recompute": "", "slots": ""}}
 }

@@ -34,7 +34,8 @@ const MinBytes = 8 * HugeSize
 // went 1.22 × faster in huge pages on this project's Zen 4 VM but 0.87 ×
 // on the GPU machine's Xeon VM (1.07 × there on 16 cores), and its bf16
 // rollout decoded 317-454 tok/s with them against 436-521 without, taking
-// turns (benchmarks/README.md, session 12).
+// turns (2026-11-26; the measurement is in git history of
+// benchmarks/README.md).
 var On = os.Getenv("R1GO_HUGEPAGES") == "1"
 
 // Alloc returns n zero values. With huge set and n values of at least

@@ -37,7 +37,7 @@ import (
 // state and a first product agrees with amxRunGo, unless R1GO_AMX=0
 // turns it off. On the GPU machine's Xeon (Emerald Rapids, 2 cores) it
 // ran the bf16 rollout copy's batch-32 decode 2.8 × faster than the
-// vector kernels (benchmarks/README.md, session 7).
+// vector kernels (2026-11-26, benchmarks/README.md).
 
 // amxRows is the block's side: two tiles of 16 rows of B, two of A.
 const amxRows = 32
@@ -265,7 +265,7 @@ func amxKernFor(ib int) amxRunKernel {
 // (BenchmarkDotBF16Stream, best of five passes taking turns) on the GPU
 // machine's Xeon, in two calls: 23.0 and 16.4 GB/s with it, 22.8 and 15.7
 // without on 2 cores, the decode's case; on 16 cores 48.1 and 47.4 with,
-// 53.1 and 49.8 without (benchmarks/README.md, session 8).
+// 53.1 and 49.8 without (2026-11-26).
 var amxPrefetch = true
 
 // SetAMXStream sets how the AMX path's streaming kernel reads the
@@ -286,8 +286,8 @@ func SetAMXStream(v string) error {
 // 16.5 and 16.8 GB/s, then 14.8 and 16.3, and their rollouts took turns
 // at 396-438 against 376-426 tok/s; prefetching the block after the next
 // (12.9, 12.6) or also the tiles two steps ahead into L1 (13.8, 12.9)
-// lost (benchmarks/README.md, session 12). "avx" waits for a device
-// session (BenchmarkAMXStream says whether loads beat prefetches there).
+// lost (2026-11-26). "avx" waits for a run on the tile unit
+// (BenchmarkAMXStream says whether loads beat prefetches there).
 func setAMXStream(v string) error {
 	stream := amxRunAsm(true)
 	switch v {
@@ -387,8 +387,7 @@ var amxTasksPerThread = 0
 // decode step's products in the tile layout on the GPU machine's Xeon
 // (BenchmarkTileLayers, same run): on 2 cores two tasks a thread read
 // 26.7 GB/s, eight 24.9 (the small q|k|v and o products 23.5 against
-// 19.9); on 16 cores eight read 61.1, two 58.6 (benchmarks/README.md,
-// session 10). Longer products (prefill, scoring) are bound by the tile
+// 19.9); on 16 cores eight read 61.1, two 58.6 (2026-11-26). Longer products (prefill, scoring) are bound by the tile
 // unit, where the balance counts: eight.
 func tasksPerThread(threads, rows int) int {
 	switch {

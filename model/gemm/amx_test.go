@@ -15,8 +15,7 @@ import (
 // the vector path, the transposed write of each block with alpha and
 // beta) runs everywhere with amxRunGo as its kernel; the tile kernels
 // themselves only where the CPU has AMX (a Sapphire Rapids or
-// later Xeon, or Linux inside the Bochs emulator's sapphire_rapids model:
-// benchmarks/README.md, session 5).
+// later Xeon, or Linux inside the Bochs emulator's sapphire_rapids model).
 
 // withGoAMX turns the AMX path on with amxRunGo as its kernels for the
 // rest of the test.

@@ -21,7 +21,7 @@ import (
 // belong with no transpose. On the GPU machine's Xeon this way read a
 // decode step's weights from memory at 1.17-1.29 × the speed of B in
 // place on 2 cores and 1.19 × on 16 (BenchmarkDotBF16Stream, amx-direct
-// against amx; benchmarks/README.md, session 10).
+// against amx; 2026-11-26, the Xeon host).
 //
 // Each sum is the tile instruction's over the same pairs in the same
 // order as sgemmAMX's, with the operands' roles swapped (a product of two

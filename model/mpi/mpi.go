@@ -158,9 +158,6 @@ func (c *Comm) Rank() int { return c.rank }
 // Size is the number of processes in MPI_COMM_WORLD.
 func (c *Comm) Size() int { return c.size }
 
-// Library is the file Open MPI was loaded from.
-func (c *Comm) Library() string { return c.l.path }
-
 // host returns the CPU buffer's memory; the MPI comm serves only the CPU
 // device.
 func host(b model.Buffer) []float32 {
@@ -249,17 +246,6 @@ func (c *Comm) Close() error {
 	err := c.do("MPI_Finalize", func() uintptr { return c.call(c.l.finalize) })
 	close(c.calls)
 	return err
-}
-
-// Abort ends every process of the run with code (MPI_Abort), for a rank
-// that must not leave the others waiting in a collective.
-func (c *Comm) Abort(code int) {
-	done := make(chan struct{})
-	go func() {
-		c.call(c.l.abort, c.l.commWorld, uintptr(code))
-		close(done)
-	}()
-	<-done
 }
 
 var _ model.Comm = (*Comm)(nil)

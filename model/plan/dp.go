@@ -1,13 +1,18 @@
 package plan
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/r1go/r1go/optim"
+)
 
 // Data parallel. Every rank holds the whole model, so a plan is per rank.
 // Stage 0 sums the gradients in place, bucket by bucket (no scratch of
-// ours; the transport's own buffers are not counted). rl's ZeRO layout
-// cuts an arena into buckets of Ranks·B values (B = min(bucket,
-// ⌈n/Ranks⌉)), each bucket into Ranks equal chunks, rank r owning chunk r
-// of each; rank 0 owns a whole chunk of every bucket, so it holds the most.
+// ours; the transport's own buffers are not counted). The ZeRO layout is
+// the runtime's own, optim.ShardLayout: buckets of Ranks·B values (B =
+// min(bucket, ⌈n/Ranks⌉)), each cut into Ranks equal chunks, rank r owning
+// chunk r of each; rank 0 owns a whole chunk of every bucket, so it holds
+// the most.
 //
 //   - ZeRO-1 shards the optimizer state: the AdamW moments and, under
 //     mixed precision, the fp32 master weights, which are optimizer state
@@ -17,7 +22,7 @@ import "fmt"
 //     are the compute copy itself, and nothing of them is sharded.
 //   - ZeRO-2 also shards the fp32 gradients: a rank keeps its summed
 //     chunk of each bucket, and of the arena only what the backward is
-//     writing and the buckets in flight (rl/dp_zero2.go gives the rest
+//     writing and the buckets in flight (rl/dp/zero2.go gives the rest
 //     back as soon as it is sent): zeroTwoTransient.
 //
 // Beside its shards a rank keeps receive scratch (one chunk at stage 1,
@@ -25,34 +30,28 @@ import "fmt"
 // divide by Ranks, the padded last bucket.
 
 // ZeroInflight is how many gradient buckets a ZeRO-2 rank has in flight
-// at once (rl's zeroInflight).
-const ZeroInflight = 2
+// at once (optim.ShardsInFlight, which rl/dp/zero2.go sends with).
+const ZeroInflight = optim.ShardsInFlight
 
 // ZeroShard is what rank 0 of ranks holds of an arena of n values under
 // ZeRO-1 with an all-reduce bucket of bucket values: own values of the
-// moments, and scratch float32 values (rl/dp_zero.go allocates the same).
+// moments, and scratch float32 values (a receive chunk and the padded last
+// bucket, as rl/dp/zero.go allocates them), from the layout the runtime
+// shards with (optim.ShardLayout).
 func ZeroShard(n, bucket, ranks int) (own, scratch int64) {
 	if ranks < 2 {
 		return int64(n), 0
 	}
-	b := max(1, min(bucket, (n+ranks-1)/ranks))
-	for off := 0; off < n; off += ranks * b {
-		L := min(ranks*b, n-off)
-		own += int64((L + ranks - 1) / ranks)
-	}
-	scratch = int64(b)
-	if last := n % (ranks * b); last != 0 && last%ranks != 0 {
-		scratch += int64(ranks * ((last + ranks - 1) / ranks))
-	}
-	return own, scratch
+	l := optim.NewShardLayout(n, bucket, ranks)
+	_, o := l.Spans(0)
+	return int64(o), int64(l.Bucket + l.Padded())
 }
 
 // ZeroTwoScratch is ZeroShard's scratch at stage 2: a receive chunk per
 // bucket in flight, and the padded last bucket.
 func ZeroTwoScratch(n, bucket, ranks int) int64 {
 	_, sc := ZeroShard(n, bucket, ranks)
-	b := int64(max(1, min(bucket, (n+ranks-1)/ranks)))
-	return sc + (ZeroInflight-1)*b
+	return sc + (ZeroInflight-1)*int64(optim.NewShardLayout(n, bucket, ranks).Bucket)
 }
 
 // ZeroTwoTransient bounds, in float32 values, what a ZeRO-2 rank holds of
@@ -111,7 +110,7 @@ func (sh shape) segment(lmHead bool) int64 {
 	return max(sh.layer(), VC)
 }
 
-// bucketValues is the all-reduce bucket in float32 values (rl.DP.bucket).
+// bucketValues is the all-reduce bucket in float32 values (rl/dp DP.bucket).
 func (s Settings) bucketValues() int {
 	mb := s.BucketMB
 	if mb <= 0 {
@@ -154,7 +153,7 @@ func (s Settings) moments(n, sb int64) (state, scratch int64, what string) {
 func (s Settings) pages() bool { return s.Device != "cuda" || s.CUDAPaging && !s.CUDANoVMM }
 
 // keptMasters is what a rank keeps of the fp32 masters beside its shard
-// when they are sharded on the CUDA device (rl/dp_masters.go): the 1-D
+// when they are sharded on the CUDA device (rl/dp/masters.go): the 1-D
 // tensors the device reads in fp32 (norm weights, biases), each run of
 // them in whole chunks (one more at each end), and the bucket of scratch
 // every bucket is gathered into.

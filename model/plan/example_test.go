@@ -55,7 +55,7 @@ func Example_table3() {
 	//   workspace                      0.500 GiB  CUDA context, kernels and cuBLAS workspace (estimate)
 	//   total                        159.599 GiB  of 80.000 GiB on the device: does NOT fit
 	// dry run: the plan does NOT fit
-	// to fit, set trainer.rollout_slots=115
+	// to fit, set rollout.slots=115
 	//
 	// memory plan: qwen2, 36 layers, hidden 2048, 3.09B parameters on cuda (bf16-mixed)
 	//   weights                        5.748 GiB  3085938688 parameters × 2 B, the bf16 compute copy (Device.UseBF16)

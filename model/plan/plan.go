@@ -74,7 +74,7 @@ type Settings struct {
 	StateBF16       bool // the actor's AdamW moments are bf16 (optim state_dtype bfloat16)
 	CriticStateBF16 bool // the critic's likewise
 
-	// Data parallel (rl.DPConfig): the plan is one rank's.
+	// Data parallel (rl/dp.Config): the plan is one rank's.
 	Ranks int  // world size; 0 or 1: one process
 	Zero1 bool // dp.zero1: the AdamW moments are sharded over the ranks (stage 1)
 	Zero  int  // dp.zero: the ZeRO stage, 0, 1 or 2 (dp.go); Zero1 means at least 1
@@ -112,7 +112,7 @@ type Settings struct {
 var defaultKeys = map[string]string{
 	"micro_batch":   "actor.micro_batch_tokens",
 	"recompute":     "trainer.recompute",
-	"slots":         "trainer.rollout_slots",
+	"slots":         "rollout.slots",
 	"zero1":         "dp.zero1",
 	"zero":          "dp.zero",
 	"shard_masters": "dp.shard_masters",
@@ -446,11 +446,6 @@ func (s Settings) workspace(sh shape, T int) int64 {
 	return int64(headRows*headChunk)*4*2 + threads*2*attnBlock*int64(T)*4
 }
 
-// CUDA's fused LM head computes logits in blocks of at most headMaxRows
-// rows and a vocabulary chunk of at most headLogitBudget values (cuda's
-// lmhead.go headGeometry).
-const headMaxRows, headLogitBudget = 2048, 32 << 20
-
 // cudaScratch is what the CUDA device allocates for itself beside the
 // arenas (cuMemAlloc'd, so in the emulator's allocation log), sized for a
 // forward over T tokens and a backward over bt rows (0: none; a grouped
@@ -466,9 +461,10 @@ const headMaxRows, headLogitBudget = 2048, 32 << 20
 // the backward's dO in bf16. The layers' activations and gradients are
 // bf16 already.
 func (s Settings) cudaScratch(sh shape, T, bt int) int64 {
+	// CUDA's fused LM head computes its logits block by block.
 	geometry := func(T int) (rows, chunk int64) {
-		rows = int64(max(1, min(T, headMaxRows)))
-		return rows, min(int64(sh.V), max(128, headLogitBudget/rows/128*128))
+		r, c := model.HeadBlock(T, sh.V, model.HeadLogitBudget, model.HeadMaxRows)
+		return int64(r), int64(c)
 	}
 	t, b, C := int64(T), int64(bt), int64(sh.C)
 	rows, chunk := geometry(T)

@@ -265,7 +265,7 @@ func TestAdviceMakesItFit(t *testing.T) {
 					u.Recompute = v == "true"
 				case "actor.micro_batch_tokens":
 					u.MicroBatchTokens = atoi(t, v)
-				case "trainer.rollout_slots":
+				case "rollout.slots":
 					u.RolloutSlots = atoi(t, v)
 				default:
 					t.Fatalf("advice names an unknown setting %q", k)

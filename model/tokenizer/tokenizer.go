@@ -222,9 +222,6 @@ func (t *Tokenizer) Config() Config { return t.config }
 // tokenizer_config.json (Qwen2.5: <|im_end|>).
 func (t *Tokenizer) EOS() (int, bool) { return t.namedID(t.config.EOSToken) }
 
-// PAD returns the id of the padding token (Qwen2.5: <|endoftext|>).
-func (t *Tokenizer) PAD() (int, bool) { return t.namedID(t.config.PadToken) }
-
 // BOS returns the id of the beginning-of-sequence token (none for Qwen2.5).
 func (t *Tokenizer) BOS() (int, bool) { return t.namedID(t.config.BOSToken) }
 

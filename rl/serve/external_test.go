@@ -247,7 +247,7 @@ func TestExternalRefusals(t *testing.T) {
 	w := synth.Default()
 	ctx := context.Background()
 	done := make(chan error, 1)
-	go func() { _, err := f.ext.Run(ctx, w.Train[:1]); done <- err }()
+	go func() { _, err := f.ext.Run(ctx, 0, w.Train[:1]); done <- err }()
 	var task *goagent.Task
 	for task == nil {
 		var err error
@@ -342,7 +342,7 @@ func TestExternalSilentEpisodes(t *testing.T) {
 		err   error
 	}
 	done := make(chan result, 1)
-	go func() { tr, err := f.ext.Run(ctx, w.Train[:1]); done <- result{tr, err} }()
+	go func() { tr, err := f.ext.Run(ctx, 0, w.Train[:1]); done <- result{tr, err} }()
 	var dead *goagent.Task // claimed, never touched
 	for dead == nil {
 		var err error
@@ -399,7 +399,7 @@ live:
 
 	// No agent at all: the next step fails within a few timeouts.
 	t0 := time.Now()
-	_, err = f.ext.Run(ctx, w.Train[1:2])
+	_, err = f.ext.Run(ctx, 0, w.Train[1:2])
 	if err == nil || !strings.Contains(err.Error(), "rollout.external_timeout") || !strings.Contains(err.Error(), "3 of 3 episodes") {
 		t.Fatalf("no agent: %v", err)
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/r1go/r1go/data"
@@ -11,19 +12,38 @@ import (
 	"github.com/r1go/r1go/rl"
 )
 
-// EvalConfig bounds an evaluation rollout.
+// EvalConfig is an evaluation's rollout (its limits, sampling and slots:
+// EvalRollout's for a train run, cmd/eval's rollout section) and the
+// context of each trajectory.
 type EvalConfig struct {
-	Slots             int // trajectories decoded together
-	MaxTurnTokens     int
-	MaxResponseTokens int
-	MaxContext        int
-	// Policy, when set, is decoded with instead of a cache of Slots slots
-	// allocated for the evaluation: the trainer's rollout policy, idle
-	// while it evaluates, so that two caches never take memory at once
-	// (and its step graphs serve both). Its model must be the evaluated
-	// one, its cache at least MaxContext long; its slot count bounds the
-	// questions decoded together.
+	Rollout    rl.RolloutConfig
+	MaxContext int
+	// Policy, when set, is decoded with instead of a cache allocated for
+	// the evaluation: the trainer's rollout policy, idle while it
+	// evaluates, so that two caches never take memory at once (and its
+	// step graphs serve both). Its model must be the evaluated one, its
+	// cache at least MaxContext long; its slot count bounds the questions
+	// decoded together.
 	Policy *rl.ModelPolicy
+}
+
+// EvalRollout is a run's rollout settings as its evaluation uses them: one
+// greedy sample per question, as verl validates, and every question that
+// fits the context (max_prompt_tokens filters training prompts only); the
+// other limits, the slots, the seed and the tool settings stay the run's.
+func EvalRollout(cfg rl.RolloutConfig) rl.RolloutConfig {
+	cfg.N, cfg.Sampling, cfg.MaxPromptTokens, cfg.Mode = 1, model.Greedy, math.MaxInt, "builtin"
+	return cfg
+}
+
+// DefaultEvalRollout is cmd/eval's rollout: one greedy sample per question
+// with the embedded train run's limits (64 tokens a turn, 640 a response)
+// and eight tool calls at once; the library's other defaults.
+func DefaultEvalRollout() rl.RolloutConfig {
+	c := rl.DefaultRolloutConfig()
+	c.N, c.Sampling = 1, model.Greedy
+	c.MaxTurnTokens, c.MaxResponseTokens, c.ToolConcurrency = 64, 640, 8
+	return c
 }
 
 // Result holds a model's scores on one set of questions.
@@ -37,26 +57,26 @@ type Result struct {
 // samples state their hop count), plus "all".
 type Results map[string]*Result
 
-// Evaluate runs m greedily (temperature 0, one sample per question, as
-// verl validates) on samples with the setup's environment and returns the
-// mean metrics per data source and over all.
+// Evaluate runs m with cfg.Rollout (greedy, one sample per question, as
+// verl validates, unless it says otherwise) on samples with the setup's
+// environment and returns the mean metrics per data source and over all.
 func Evaluate(ctx context.Context, s *Setup, m *model.Model, samples []data.Sample, cfg EvalConfig) (Results, []*rl.Trajectory, error) {
 	if len(samples) == 0 {
 		return nil, nil, fmt.Errorf("agent: no samples to evaluate")
 	}
+	rc := cfg.Rollout
+	rc.MaxPromptTokens = min(rc.MaxPromptTokens, cfg.MaxContext) // a longer prompt could not be decoded at all
 	p := cfg.Policy
 	if p != nil {
 		if p.M != m || p.MaxLen() < cfg.MaxContext {
 			return nil, nil, fmt.Errorf("agent: the evaluation's policy decodes another model or holds %d positions, fewer than its context of %d", p.MaxLen(), cfg.MaxContext)
 		}
 	} else {
-		p = rl.NewModelPolicy(m, min(cfg.Slots, len(samples)), cfg.MaxContext)
+		p = rl.NewModelPolicy(m, rc.SlotsFor(len(samples)), cfg.MaxContext)
 		defer p.Cache.Free(m.Dev)
 	}
-	ro := &rl.Rollout{Policy: p, Tok: s.Tok, Env: s.Env, Stop: s.Stop, Cfg: &rl.RolloutConfig{
-		N: 1, Sampling: model.Greedy, MaxTurnTokens: cfg.MaxTurnTokens, MaxResponseTokens: cfg.MaxResponseTokens,
-		MaxPromptTokens: cfg.MaxContext, ToolConcurrency: 8}}
-	trajs, err := ro.Run(ctx, samples)
+	ro := &rl.Rollout{Policy: p, Tok: s.Tok, Env: s.Env, Stop: s.Stop, Cfg: &rc}
+	trajs, err := ro.Run(ctx, 0, samples)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -84,7 +84,10 @@ func DefaultDataConfig() DataConfig {
 // 300 steps, held-out EM 0.145 with one passage against 0.030 with two.
 // The reward is exact match, train's default, so that train and eval score
 // one model alike (with agent-r1's format term a wrong answer scores -1,
-// under em 0).
+// under em 0), and because after the warm start the format is already
+// right (0.98) and Agent-R1's format term then only adds noise to GRPO's
+// groups. Measured from the same SFT checkpoint, 30 steps: em at lr 2e-4
+// 0.080 -> 0.095; agent-r1 at 5e-4 0.080 -> 0.070.
 func DefaultEnvConfig() EnvConfig {
 	c := EnvConfig{Config: env.DefaultConfig(), Tools: []string{"search"}, TopK: 1, Format: "search-r1"}
 	// The tiny policy's departures from Agent-R1's environment: short tool

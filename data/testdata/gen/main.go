@@ -79,7 +79,7 @@ func main() {
 	writeStrictFixtures(dir)
 }
 
-// The strict-schema fixtures (issue 15): files as a user's own
+// The strict-schema fixtures: files as a user's own
 // preprocessing gets them wrong, and the parquet corpora of KILT and DPR.
 
 type groundTruth struct {

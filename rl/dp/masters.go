@@ -1,4 +1,4 @@
-package rl
+package dp
 
 import (
 	"errors"
@@ -51,13 +51,13 @@ func (d *DP) ShardMasters(mdl *model.Model, opt *optim.AdamW) error {
 	cc, ok1 := mdl.Dev.(model.ComputeCopier)
 	pg, ok2 := mdl.Dev.(model.Pager)
 	if !ok1 || !ok2 {
-		return fmt.Errorf("rl: dp.shard_masters: the %T device cannot give memory back and keep a compute copy (the CUDA device in mixed precision can)", mdl.Dev)
+		return fmt.Errorf("dp: dp.shard_masters: the %T device cannot give memory back and keep a compute copy (the CUDA device in mixed precision can)", mdl.Dev)
 	}
 	if mdl.Adapters() != nil || z.n != mdl.Params.Len() {
-		return errors.New("rl: dp.shard_masters: the optimizer does not update the model's weights (a LoRA run has no masters to shard)")
+		return errors.New("dp: dp.shard_masters: the optimizer does not update the model's weights (a LoRA run has no masters to shard)")
 	}
 	if _, ok := cc.ComputeCopy(mdl.Params); !ok {
-		return errors.New("rl: dp.shard_masters: the weights have no bf16 compute copy (mixed precision is off)")
+		return errors.New("dp: dp.shard_masters: the weights have no bf16 compute copy (mixed precision is off)")
 	}
 	m := &masterState{mdl: mdl, cc: cc, pager: pg, full: mdl.Dev.Alloc(z.size * z.b)}
 	off := 0
@@ -72,7 +72,7 @@ func (d *DP) ShardMasters(mdl *model.Model, opt *optim.AdamW) error {
 		off += n
 	}
 	if off != z.n {
-		return fmt.Errorf("rl: dp.shard_masters: the model's tensors hold %d values, its weights %d", off, z.n)
+		return fmt.Errorf("dp: dp.shard_masters: the model's tensors hold %d values, its weights %d", off, z.n)
 	}
 	m.held = mergeSpans(append(append([]optim.Span(nil), m.keep...), z.spans...))
 	z.masters = m
@@ -170,7 +170,7 @@ func (d *DP) WithMasters(mdl *model.Model, f func() error) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("rl: gathering the master weights: %w", err)
+		return fmt.Errorf("dp: gathering the master weights: %w", err)
 	}
 	mdl.SaveFrom = host
 	defer func() { mdl.SaveFrom = nil }()

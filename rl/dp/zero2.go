@@ -1,6 +1,7 @@
-package rl
+package dp
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/r1go/r1go/model"
@@ -8,7 +9,7 @@ import (
 )
 
 // ZeRO-2 shards the gradients as well as the optimizer state. The bucket
-// layout is ZeRO-1's (dp_zero.go), but a bucket is reduce-scattered as
+// layout is ZeRO-1's (zero.go), but a bucket is reduce-scattered as
 // soon as the backward has made it final, per micro-batch: the model calls
 // back (model.Model.GradsDone) after each layer with the offset above
 // which the arena's gradients are final, and every bucket wholly above it
@@ -44,9 +45,8 @@ import (
 // the ranks agree on the most micro-batches any of them runs, and a rank
 // with fewer sends rounds of its zero arena (zeroRounds, zeroIdle).
 
-// zeroInflight is how many buckets may be in flight at once (the memory
-// plan's plan.ZeroInflight).
-const zeroInflight = 2
+// zeroInflight is how many buckets may be in flight at once.
+const zeroInflight = optim.ShardsInFlight
 
 // zeroTwo is a ZeRO-2 optimizer's gradient side.
 type zeroTwo struct {
@@ -224,19 +224,16 @@ func (t *zeroTwo) step(d *DP, dev model.Device, opt *optim.AdamW) (optim.StepRes
 	}
 	if err := t.err; err != nil {
 		t.err = nil
-		return optim.StepResult{}, fmt.Errorf("rl: dp.zero 2: a gradient bucket's reduce-scatter: %w", err)
+		return optim.StepResult{}, fmt.Errorf("dp: dp.zero 2: a gradient bucket's reduce-scatter: %w", err)
 	}
 	return t.z.update(d, dev, opt)
 }
 
-// zeroGrads clears mdl's gradients before a mini-batch. Under ZeRO-2 the
+// ZeroGrads clears mdl's gradients before a mini-batch. Under ZeRO-2 the
 // arena is already zero (every bucket was given back after its
 // reduce-scatter) and clearing it would bring all its memory back, so it
-// only hooks the model's backward to opt's buckets.
-func (t *Trainer) zeroGrads(mdl *model.Model, opt *optim.AdamW) { t.DP.ZeroGrads(mdl, opt) }
-
-// ZeroGrads is the trainer's zeroGrads for callers outside rl (the
-// benchmarks); on a nil DP it is mdl.ZeroGrads.
+// only hooks the model's backward to opt's buckets. On a nil DP it is
+// mdl.ZeroGrads.
 func (d *DP) ZeroGrads(mdl *model.Model, opt *optim.AdamW) {
 	if d != nil && d.Cfg.Stage() == 2 {
 		if z := d.zero[opt]; z != nil && z.two != nil && mdl.Adapters() == nil {
@@ -258,44 +255,38 @@ func (d *DP) ZeroTwoStats(opt *optim.AdamW) (launched, overlapped int, peak int6
 	return t.Launched, t.Overlapped, t.PeakResident, true
 }
 
-// zeroRounds returns how many micro-batches this rank, with mine, runs
+// IdleRounds returns how many micro-batches this rank, with mine, runs
 // fewer than the busiest rank in a ZeRO-2 mini-batch: every rank must send
 // the same buckets the same number of times, so the ranks agree on the
-// count first and a rank short of it sends zeros (zeroIdle). It is 0 at
+// count first and a rank short of it sends zeros (Idle). It is 0 at
 // other stages, where one reduction follows all the micro-batches.
-func (t *Trainer) zeroRounds(mdl *model.Model, opt *optim.AdamW, mine int) (int, error) {
-	if t.DP == nil || mdl.GradsDone == nil {
+func (d *DP) IdleRounds(mdl *model.Model, opt *optim.AdamW, mine int) (int, error) {
+	if mdl.GradsDone == nil {
 		return 0, nil
 	}
-	if z := t.DP.zero[opt]; z == nil || z.two == nil {
+	if z := d.zero[opt]; z == nil || z.two == nil {
 		return 0, nil
 	}
 	var b [8]byte
-	for i := range b {
-		b[i] = byte(uint64(mine) >> (8 * i))
-	}
-	all, err := t.DP.Comm.GatherBytes(b[:])
+	binary.LittleEndian.PutUint64(b[:], uint64(mine))
+	all, err := d.Comm.GatherBytes(b[:])
 	if err != nil {
 		return 0, err
 	}
 	most := 0
-	for r := 0; r < t.DP.Comm.Size(); r++ {
-		n := 0
-		for i := 7; i >= 0; i-- {
-			n = n<<8 | int(all[8*r+i])
-		}
-		most = max(most, n)
+	for r := 0; r < d.Comm.Size(); r++ {
+		most = max(most, int(binary.LittleEndian.Uint64(all[8*r:])))
 	}
 	return most - mine, nil
 }
 
-// zeroIdle sends n rounds of the zero arena's buckets (their sums still
-// need this rank's part).
-func (t *Trainer) zeroIdle(opt *optim.AdamW, n int) {
+// Idle sends n rounds of the zero arena's buckets (their sums still need
+// this rank's part).
+func (d *DP) Idle(opt *optim.AdamW, n int) {
 	if n == 0 {
 		return
 	}
-	two := t.DP.zero[opt].two
+	two := d.zero[opt].two
 	two.idle = true
 	for range n {
 		two.ready(0)

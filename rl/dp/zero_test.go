@@ -1,8 +1,9 @@
-package rl
+package dp
 
 import (
 	"bytes"
 	"fmt"
+	"github.com/r1go/r1go/rl"
 	"math"
 	"os"
 	"os/exec"
@@ -87,9 +88,9 @@ func TestZeroOneChild(t *testing.T) {
 	oc := optim.DefaultConfig()
 	oc.LR, oc.GradClip = 1e-3, 0.05 // the clip acts: the norm is global
 
-	dc := DefaultDPConfig()
+	dc := DefaultConfig()
 	dc.BucketMB = 4000.5 / (1 << 20) // 1000 values: several buckets and a padded last one
-	plain, err := NewDP(c, dc)
+	plain, err := New(c, dc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestZeroOneChild(t *testing.T) {
 	}
 	fullBytes := dev.bytes - before
 	dc.Zero1 = true
-	zdp, err := NewDP(c, dc)
+	zdp, err := New(c, dc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,8 +118,9 @@ func TestZeroOneChild(t *testing.T) {
 	if fullBytes != 2*4*int64(n) {
 		t.Fatalf("unsharded optimizer allocated %d bytes, want 2 moments × %d × 4", fullBytes, n)
 	}
-	b := zeroBucket(n, zdp.bucket(), size)
-	_, own := zeroLayout(n, b, size, rank)
+	l := optim.NewShardLayout(n, zdp.bucket(), size)
+	b := l.Bucket
+	_, own := l.Spans(rank)
 	last := n % (size * b)
 	pad := int64(0)
 	if last%size != 0 {
@@ -171,9 +173,9 @@ func TestZeroOneChild(t *testing.T) {
 	}
 	// The gathered checkpoint is the unsharded file, byte for byte, and a
 	// shard loaded from it holds its spans of the moments.
-	tr := &Trainer{DP: zdp}
+	tr := &rl.Trainer{Sync: zdp}
 	zpath, fpath := filepath.Join(dir, "zero.safetensors"), filepath.Join(dir, "full.safetensors")
-	if err := tr.SaveOptimizer(policy, shard, zpath); err != nil {
+	if err := tr.SaveOptimizer(shard, zpath); err != nil {
 		t.Fatal(err)
 	}
 	if rank == 0 {
@@ -193,7 +195,7 @@ func TestZeroOneChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.LoadOptimizer(policy, again, zpath); err != nil {
+	if err := tr.LoadOptimizer(again, zpath); err != nil {
 		t.Fatal(err)
 	}
 	if a, b := again.Shard(), shard.Shard(); again.Steps() != 2 || !bytes.Equal(a.M, b.M) || !bytes.Equal(a.V, b.V) {

@@ -8,104 +8,9 @@ import (
 	"time"
 
 	"github.com/r1go/r1go/cmd/internal/agent"
-	"github.com/r1go/r1go/data"
-	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/rl"
 	"github.com/r1go/r1go/rl/metrics"
 )
-
-// runGuard is what run calls around each step: the divergence check, the
-// entropy-collapse warning, the rollout dump and checkpointing with its
-// housekeeping and progress lines. It keeps those out of run's main line.
-type runGuard struct {
-	cfg *Config
-	dir string
-	out io.Writer
-	s   *agent.Setup
-	ent entropyWatch
-}
-
-func newRunGuard(cfg *Config, dir string, out io.Writer, s *agent.Setup) *runGuard {
-	return &runGuard{cfg: cfg, dir: dir, out: out, s: s,
-		ent: entropyWatch{threshold: cfg.Trainer.EntropyCollapseThreshold, steps: cfg.Trainer.EntropyCollapseSteps}}
-}
-
-// dumpDir is where the rollout JSONL files go, or "": rank 0 of a
-// data-parallel run writes them, so that no two processes write one file.
-func (g *runGuard) dumpDir() string {
-	d := g.cfg.Trainer.RolloutDataDir
-	if l, err := model.LaunchFromEnv(); err == nil && l.Rank != 0 {
-		return ""
-	}
-	if d == "" || filepath.IsAbs(d) {
-		return d
-	}
-	return filepath.Join(g.dir, d)
-}
-
-// afterStep checks the finished step, warns on collapse and dumps its
-// trajectories. An error wraps ErrDiverged when the step must not be saved.
-func (g *runGuard) afterStep(tr *rl.Trainer, res *rl.StepResult) error {
-	step := tr.Steps()
-	var models map[string]*model.Model
-	if g.savesAt(step) {
-		models = map[string]*model.Model{"actor": tr.Policy}
-		if tr.Critic != nil {
-			models["critic"] = tr.Critic
-		}
-	}
-	if err := checkStep(step, res.Metrics, g.dir, models); err != nil {
-		return err
-	}
-	if w := g.ent.observe(step, stepEntropy(res.Metrics, res.Trajectories)); w != "" {
-		fmt.Fprintln(g.out, w)
-	}
-	if d := g.dumpDir(); d != "" {
-		recs := rl.DumpRecords(step, res.Trajectories, rl.SplitAdvantages(res.Batch), g.s.Tok)
-		if err := rl.WriteDump(filepath.Join(d, fmt.Sprintf("step_%d.jsonl", step)), recs); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// savesAt says whether run checkpoints after step (the same rule).
-func (g *runGuard) savesAt(step int) bool {
-	f := g.cfg.Trainer.SaveFreq
-	return (f > 0 && step%f == 0) || step == g.cfg.Trainer.TotalSteps
-}
-
-// validation dumps the first trainer.log_val_generations validation
-// trajectories of a validation after step (0: before training).
-func (g *runGuard) validation(step int, trajs []*rl.Trajectory) error {
-	d, n := g.dumpDir(), g.cfg.Trainer.LogValGenerations
-	if d == "" || n == 0 || len(trajs) == 0 {
-		return nil
-	}
-	recs := rl.DumpRecords(step, trajs[:min(n, len(trajs))], nil, g.s.Tok)
-	return rl.WriteDump(filepath.Join(d, fmt.Sprintf("val_step_%d.jsonl", step)), recs)
-}
-
-// save writes the step's checkpoint with progress lines, then applies
-// trainer.max_actor_ckpt_to_keep and drops older optimizer states.
-func (g *runGuard) save(tr *rl.Trainer, pos data.SamplerState) error {
-	t0 := time.Now()
-	name := fmt.Sprintf("global_step_%d", tr.Steps())
-	fmt.Fprintf(g.out, "checkpoint: saving %s\n", filepath.Join(g.dir, name))
-	if err := saveCheckpoint(g.dir, tr, g.s, pos, g.cfg.Trainer.SaveDType); err != nil {
-		return err
-	}
-	removed, err := pruneCheckpoints(g.dir, g.cfg.Trainer.MaxActorCkptToKeep, tr.Steps())
-	if err != nil {
-		return err
-	}
-	msg := fmt.Sprintf("checkpoint: saved %s in %.1f s", name, time.Since(t0).Seconds())
-	if len(removed) > 0 {
-		msg += fmt.Sprintf("; removed %d older (trainer.max_actor_ckpt_to_keep=%d)", len(removed), g.cfg.Trainer.MaxActorCkptToKeep)
-	}
-	fmt.Fprintln(g.out, msg)
-	return nil
-}
 
 // baseName says what the policy before RL is: the warm-started policy when
 // SFT ran, otherwise the initial one.
@@ -149,9 +54,10 @@ func evalCommand(cfg *Config, actor string) string {
 	add("env.reward", cfg.Env.Reward, def.Env.Reward)
 	add("env.instruction", quote(cfg.Env.Instruction), quote(def.Env.Instruction))
 	add("env.prefill", quote(cfg.Env.Prefill), quote(def.Env.Prefill))
+	ev := agent.DefaultEvalRollout()
 	add("max_context", fmt.Sprint(cfg.Model.MaxContext), "1280")
-	add("max_turn_tokens", fmt.Sprint(cfg.RL.Rollout.MaxTurnTokens), "64")
-	add("max_response_tokens", fmt.Sprint(cfg.RL.Rollout.MaxResponseTokens), "640")
+	add("rollout.max_turn_tokens", fmt.Sprint(cfg.RL.Rollout.MaxTurnTokens), fmt.Sprint(ev.MaxTurnTokens))
+	add("rollout.max_response_tokens", fmt.Sprint(cfg.RL.Rollout.MaxResponseTokens), fmt.Sprint(ev.MaxResponseTokens))
 	return strings.Join(args, " ")
 }
 
@@ -199,19 +105,6 @@ func warnTinyDefaults(cfg *Config, out io.Writer) {
 	}
 }
 
-// initialPolicy returns the folder of the policy RL starts from (the
-// reference and the critic's initialisation) and the file of its held-out
-// evaluation. A warm start, or a tiny model made on the spot, is saved as
-// sft/; a Hugging Face model that no SFT changed is its own folder, not
-// copied.
-func initialPolicy(cfg *Config, dir string) (policyDir, evalFile string) {
-	if cfg.SFT.Steps == 0 && cfg.Model.Path != "" {
-		return cfg.Model.Path, filepath.Join(dir, "initial_eval.json")
-	}
-	sft := filepath.Join(dir, "sft")
-	return sft, filepath.Join(sft, "eval.json")
-}
-
 // trainingChart is the run's plot: its title says what is drawn and on
 // which questions, and the validation series appears only with points.
 func trainingChart(cfg *Config, series map[string][]metrics.Point) metrics.Chart {
@@ -239,4 +132,31 @@ func slowPhases(out io.Writer, tr *rl.Trainer) func(string, time.Duration) {
 			fmt.Fprintf(out, "step %d: %s done in %s\n", tr.Steps()+1, name, took.Round(100*time.Millisecond))
 		}
 	}
+}
+
+// summarise prints the run's closing table: the held-out scores before and
+// after RL, and the commands that evaluate and continue the run.
+func summarise(out io.Writer, cfg *Config, dir string, before, after agent.Results, took time.Duration) {
+	fmt.Fprintf(out, "\n== r1go train: done in %s\n", took.Round(time.Second))
+	baseCol := "SFT"
+	if cfg.SFT.Steps == 0 {
+		baseCol = "before"
+	}
+	fmt.Fprintf(out, "%-22s %8s %8s %8s\n", "held-out", baseCol, "RL", "gain")
+	for _, src := range after.Sources() {
+		b, a := before[src], after[src]
+		if b == nil || a == nil {
+			continue
+		}
+		fmt.Fprintf(out, "%-22s %8.3f %8.3f %+8.3f   (EM, %d questions)\n", src, b.EM, a.EM, a.EM-b.EM, a.N)
+	}
+	if a, b := after["all"], before["all"]; a != nil && b != nil {
+		fmt.Fprintf(out, "%-22s %8.3f %8.3f %+8.3f\n", "cover EM", b.CoverEM, a.CoverEM, a.CoverEM-b.CoverEM)
+		fmt.Fprintf(out, "%-22s %8.2f %8.2f\n", "tool calls / question", b.ToolCalls, a.ToolCalls)
+	}
+	fmt.Fprintf(out, "\nsaved: %s (policy: %s, metrics: %s, plot: %s)\n", dir,
+		filepath.Join(dir, fmt.Sprintf("global_step_%d", cfg.Trainer.TotalSteps), "actor"), filepath.Join(dir, "metrics.jsonl"), filepath.Join(dir, "training.png"))
+	fmt.Fprintf(out, "evaluate: %s\n", evalCommand(cfg, filepath.Join(dir, fmt.Sprintf("global_step_%d", cfg.Trainer.TotalSteps), "actor")))
+	fmt.Fprintf(out, "continue: go run ./cmd/train -config %s trainer.resume=true trainer.total_training_steps=%d\n",
+		filepath.Join(dir, "config.yaml"), cfg.Trainer.TotalSteps*2)
 }

@@ -1,4 +1,4 @@
-package rl
+package dp
 
 import (
 	"fmt"
@@ -47,9 +47,6 @@ func TestZeroTwoChild(t *testing.T) {
 	if os.Getenv("R1GO_ZERO2_CHILD") == "" {
 		t.Skip("run by TestZeroTwoUnderMPIRun under mpirun")
 	}
-	if zeroInflight != plan.ZeroInflight {
-		t.Fatalf("rl sends %d buckets at once, the plan counts %d", zeroInflight, plan.ZeroInflight)
-	}
 	c, err := mpi.Open()
 	if err != nil {
 		t.Fatal(err)
@@ -93,9 +90,9 @@ func TestZeroTwoChild(t *testing.T) {
 				t.Fatal(err)
 			}
 			m.InitRandom(3)
-			dc := DefaultDPConfig()
+			dc := DefaultConfig()
 			dc.BucketMB, dc.Zero = bucketMB, stage
-			d, err := NewDP(comm, dc)
+			d, err := New(comm, dc)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,16 +107,15 @@ func TestZeroTwoChild(t *testing.T) {
 		m2, d2, o2 := mk(2, c)
 		ac := &queuedComm{Comm: c}
 		m3, d3, o3 := mk(2, ac) // the AsyncComm path (NCCL's, on its second stream)
-		tr1, tr2, tr3 := &Trainer{DP: d1}, &Trainer{DP: d2}, &Trainer{DP: d3}
 		n := m1.Params.Len()
 		for step := range 2 {
-			for k, tr := range []*Trainer{tr1, tr2, tr3} {
+			for k, d := range []*DP{d1, d2, d3} {
 				m, o := []*model.Model{m1, m2, m3}[k], []*optim.AdamW{o1, o2, o3}[k]
-				tr.zeroGrads(m, o)
+				d.ZeroGrads(m, o)
 				// Rank 1 runs one micro-batch fewer: ZeRO-2's ranks agree
 				// on the rounds, and rank 1 sends a round of zeros.
 				mine := nMicro - rank%2*min(1, nMicro-1)
-				idle, err := tr.zeroRounds(m, o, mine)
+				idle, err := d.IdleRounds(m, o, mine)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -132,8 +128,8 @@ func TestZeroTwoChild(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				tr.zeroIdle(o, idle)
-				res, err := tr.DP.Step(m, o)
+				d.Idle(o, idle)
+				res, err := d.Step(m, o)
 				if err != nil || res.Skipped {
 					t.Fatalf("stage %d step %d: %+v %v", k+1, step, res, err)
 				}

@@ -1,6 +1,7 @@
-package rl
+package dp
 
 import (
+	"github.com/r1go/r1go/rl"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,49 +11,20 @@ import (
 	"github.com/r1go/r1go/optim"
 )
 
-// TestZeroLayoutPartitions: the ranks' ZeRO-1 segments cover every
-// parameter exactly once, for arenas that do and do not divide evenly.
-func TestZeroLayoutPartitions(t *testing.T) {
-	for _, c := range []struct{ n, b, size int }{{10, 3, 2}, {17, 4, 3}, {5, 8, 4}, {3, 1, 4}, {64, 8, 2}} {
-		seen := make([]int, c.n)
-		for r := 0; r < c.size; r++ {
-			spans, own := zeroLayout(c.n, c.b, c.size, r)
-			k, end := 0, 0
-			for _, s := range spans {
-				if s.Off < end || s.N < 1 {
-					t.Fatalf("%+v rank %d: spans out of order or empty: %v", c, r, spans)
-				}
-				end = s.Off + s.N
-				k += s.N
-				for i := s.Off; i < s.Off+s.N; i++ {
-					seen[i]++
-				}
-			}
-			if k != own {
-				t.Fatalf("%+v rank %d: spans hold %d, own %d", c, r, k, own)
-			}
-		}
-		for i, v := range seen {
-			if v != 1 {
-				t.Fatalf("%+v: parameter %d owned %d times", c, i, v)
-			}
-		}
-	}
-}
-
 // TestDPOneRank: over the single-process Comm the data-parallel step is
 // the identity: the whole batch, the same packed batch back, the same
 // metrics.
 func TestDPOneRank(t *testing.T) {
-	d, err := NewDP(model.Single{Dev: model.NewCPU()}, DefaultDPConfig())
+	d, err := New(model.Single{Dev: model.NewCPU()}, DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	prompts := make([]data.Sample, 3)
-	if got := d.Shard(prompts, 2); len(got) != 3 || d.GlobalSeqs() != 6 || d.StreamBase() != 0 {
-		t.Fatalf("shard of %d prompts, %d sequences, stream %d", len(got), d.GlobalSeqs(), d.StreamBase())
+	sl := d.Shard(prompts, 2)
+	if sl != rl.Whole(3, 2) || sl != (rl.Local{}).Shard(prompts, 2) {
+		t.Fatalf("shard of 3 prompts of 2: %+v", sl)
 	}
-	b := &Batch{Offsets: []int{0, 2, 5, 6, 8, 9, 11}, PromptLen: []int{1, 1, 1, 1, 1, 1}, Group: []int{0, 0, 1, 1, 2, 2},
+	b := &rl.Batch{Offsets: []int{0, 2, 5, 6, 8, 9, 11}, PromptLen: []int{1, 1, 1, 1, 1, 1}, Group: []int{0, 0, 1, 1, 2, 2},
 		Tokens: make([]int32, 11), ActionMask: make([]bool, 11), Scores: make([]float64, 11)}
 	b.AdvantageMask = b.ActionMask
 	for i := range b.Scores {
@@ -60,7 +32,7 @@ func TestDPOneRank(t *testing.T) {
 		b.ActionMask[i] = i%2 == 0
 		b.Tokens[i] = int32(i)
 	}
-	g, err := d.GatherBatch(b)
+	g, err := d.GatherBatch(b, sl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,10 +44,10 @@ func TestDPOneRank(t *testing.T) {
 	if g.Rewards != nil || g.OldLogProb != nil {
 		t.Error("absent fields came back")
 	}
-	if own := d.Own(g.Slice(2, 6), 2, 6); own.NumSeqs() != 4 {
+	if own := sl.Own(g.Slice(2, 6), 2, 6); own.NumSeqs() != 4 {
 		t.Errorf("one rank owns %d of a 4-sequence mini-batch", own.NumSeqs())
 	}
-	m := Metrics{"actor/pg_loss": 0.5, "actor/pg_clipfrac": 0.25}
+	m := rl.Metrics{"actor/pg_loss": 0.5, "actor/pg_clipfrac": 0.25}
 	got, err := d.ReduceMetrics(m, 2)
 	if err != nil || !reflect.DeepEqual(got, m) {
 		t.Errorf("metrics %v -> %v, %v", m, got, err)
@@ -85,21 +57,33 @@ func TestDPOneRank(t *testing.T) {
 // TestDPOwnTwoRanks: rank 1 of 2 owns the second half of the global
 // batch and its part of each mini-batch.
 func TestDPOwnTwoRanks(t *testing.T) {
-	d := &DP{}
-	d.seqLo, d.seqHi, d.global = 4, 8, 8
-	b := &Batch{Offsets: []int{0, 1, 2, 3, 4, 5, 6, 7, 8}}
+	d := &DP{Comm: fakeRank{rank: 1, size: 2}}
+	sl := d.Shard(make([]data.Sample, 4), 2)
+	if sl != (rl.Slice{PromptLo: 2, PromptHi: 4, SeqLo: 4, SeqHi: 8, Global: 8}) {
+		t.Fatalf("rank 1 of 2: %+v", sl)
+	}
+	b := &rl.Batch{Offsets: []int{0, 1, 2, 3, 4, 5, 6, 7, 8}}
 	for _, c := range []struct{ lo, hi, want int }{{0, 4, 0}, {0, 8, 4}, {2, 6, 2}, {4, 8, 4}, {6, 8, 2}} {
-		if got := d.Own(b.Slice(c.lo, c.hi), c.lo, c.hi).NumSeqs(); got != c.want {
+		if got := sl.Own(b.Slice(c.lo, c.hi), c.lo, c.hi).NumSeqs(); got != c.want {
 			t.Errorf("mini-batch [%d,%d): rank 1 owns %d sequences, want %d", c.lo, c.hi, got, c.want)
 		}
 	}
 }
 
+// fakeRank is a Comm that only knows its rank: enough for Shard.
+type fakeRank struct {
+	model.Comm
+	rank, size int
+}
+
+func (f fakeRank) Rank() int { return f.rank }
+func (f fakeRank) Size() int { return f.size }
+
 // TestShardMastersNeedsZeRO: dp.shard_masters without a ZeRO stage is
 // refused by name, and on a device that cannot page (the CPU device)
 // ShardMasters says what it needs.
 func TestShardMastersNeedsZeRO(t *testing.T) {
-	c := DefaultDPConfig()
+	c := DefaultConfig()
 	c.ShardMasters = true
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "dp.shard_masters needs dp.zero") {
 		t.Fatalf("dp.shard_masters at stage 0: %v", err)
@@ -118,7 +102,7 @@ func TestShardMastersNeedsZeRO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewDP(model.Single{Dev: dev}, c)
+	d, err := New(model.Single{Dev: dev}, c)
 	if err != nil {
 		t.Fatal(err)
 	}

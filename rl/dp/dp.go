@@ -1,7 +1,15 @@
-package rl
+// Package dp is the trainer's data-parallel part over model.Comm: DP, the
+// central type, implements rl.Sync for the ranks a launcher started
+// (mpirun, srun, torchrun; cmd/train joins them), with ZeRO stages 1 and 2
+// (zero.go, zero2.go) and sharded fp32 masters (masters.go) laid out as
+// optim.ShardLayout says. rl.Local is the one-process rl.Sync. Errors are
+// returned and name the dp.* setting or the rank; a failed collective
+// leaves the ranks out of step, and the run must stop.
+package dp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/gob"
 	"errors"
 	"fmt"
@@ -13,6 +21,7 @@ import (
 	"github.com/r1go/r1go/env"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/optim"
+	"github.com/r1go/r1go/rl"
 )
 
 // Data parallel: every rank holds the whole policy and draws the same
@@ -31,10 +40,10 @@ import (
 // epochs (no prompt twice) and makes the checkpoint independent of the
 // world size: any number of ranks resumes from it.
 
-// DPConfig configures data-parallel training (the dp.* keys).
-type DPConfig struct {
+// Config configures data-parallel training (the dp.* keys).
+type Config struct {
 	// Zero is the ZeRO stage: 0 all-reduces the gradients, 1 shards the
-	// optimizer state, 2 also the gradients (dp_zero2.go). Zero1 is the
+	// optimizer state, 2 also the gradients (zero2.go). Zero1 is the
 	// older switch for stage 1 and still works.
 	Zero     int     `yaml:"zero" help:"ZeRO stage: 0 all-reduce, 1 shard the optimizer state, 2 also shard the gradients (reduce-scattered while the backward runs)"`
 	Zero1    bool    `yaml:"zero1" help:"ZeRO-1: shard the optimizer state over the ranks (the same as dp.zero=1)"`
@@ -43,31 +52,31 @@ type DPConfig struct {
 	// run stops with an error naming it.
 	HeartbeatS float64 `yaml:"heartbeat_timeout_s" help:"a rank silent this long stops the run with an error naming it"`
 	// ShardMasters gives back, under ZeRO on the CUDA device, the fp32
-	// master weights outside this rank's shard (dp_masters.go).
+	// master weights outside this rank's shard (masters.go).
 	ShardMasters bool `yaml:"shard_masters" help:"with dp.zero 1 or 2 on the CUDA device: keep only this rank's shard of the fp32 master weights (and the norms and biases); the bf16 compute copy is gathered whole"`
 }
 
-// DefaultDPConfig is 25 MB buckets (PyTorch DDP's default) and a 60 s
+// DefaultConfig is 25 MB buckets (PyTorch DDP's default) and a 60 s
 // heartbeat: a rank that dies is noticed at once (its connection closes);
 // one that hangs within 1.5 heartbeat timeouts.
-func DefaultDPConfig() DPConfig { return DPConfig{BucketMB: 25, HeartbeatS: 60} }
+func DefaultConfig() Config { return Config{BucketMB: 25, HeartbeatS: 60} }
 
 // Validate reports a setting that cannot work.
-func (c *DPConfig) Validate() error {
+func (c *Config) Validate() error {
 	if c.Zero < 0 || c.Zero > 2 {
-		return fmt.Errorf("rl: dp.zero %d is not a ZeRO stage: 0, 1 or 2", c.Zero)
+		return fmt.Errorf("dp: dp.zero %d is not a ZeRO stage: 0, 1 or 2", c.Zero)
 	}
 	if c.ShardMasters && c.Stage() == 0 {
-		return errors.New("rl: dp.shard_masters needs dp.zero 1 or 2 (the masters are sharded with the optimizer state)")
+		return errors.New("dp: dp.shard_masters needs dp.zero 1 or 2 (the masters are sharded with the optimizer state)")
 	}
 	if !(c.BucketMB > 0) || !(c.HeartbeatS > 0) {
-		return fmt.Errorf("rl: dp.bucket_mb %v and dp.heartbeat_timeout_s %v must be > 0", c.BucketMB, c.HeartbeatS)
+		return fmt.Errorf("dp: dp.bucket_mb %v and dp.heartbeat_timeout_s %v must be > 0", c.BucketMB, c.HeartbeatS)
 	}
 	return nil
 }
 
 // Stage is the ZeRO stage in force: dp.zero, or 1 under dp.zero1.
-func (c *DPConfig) Stage() int {
+func (c *Config) Stage() int {
 	if c.Zero1 && c.Zero < 1 {
 		return 1
 	}
@@ -77,14 +86,10 @@ func (c *DPConfig) Stage() int {
 // DP is a Trainer's data-parallel part; a nil *DP is a run of one process.
 type DP struct {
 	Comm model.Comm
-	Cfg  DPConfig
+	Cfg  Config
 
-	// The current step's shard: prompts [promptLo, promptHi) and sequences
-	// [seqLo, seqHi) of the global batch of globalSeqs sequences.
-	promptLo, promptHi   int
-	seqLo, seqHi, global int
-	zero                 map[*optim.AdamW]*zeroState
-	masters              []*zeroState // those whose masters are sharded, in the order ShardMasters saw them
+	zero    map[*optim.AdamW]*zeroState
+	masters []*zeroState // those whose masters are sharded, in the order ShardMasters saw them
 
 	// MeasureGrads has ZeRO-2 optimizers built after it is set count the
 	// resident bytes of their gradient arena (ZeroTwoStats), for tests
@@ -92,8 +97,8 @@ type DP struct {
 	MeasureGrads bool
 }
 
-// NewDP returns the data-parallel part for comm.
-func NewDP(comm model.Comm, cfg DPConfig) (*DP, error) {
+// New returns the data-parallel part for comm.
+func New(comm model.Comm, cfg Config) (*DP, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -105,42 +110,34 @@ func (d *DP) Rank0() bool { return d == nil || d.Comm.Rank() == 0 }
 
 // Shard returns this rank's contiguous share of the global prompt batch,
 // n samples each; ranks differ by at most one prompt.
-func (d *DP) Shard(prompts []data.Sample, n int) []data.Sample {
+func (d *DP) Shard(prompts []data.Sample, n int) rl.Slice {
 	r, w := d.Comm.Rank(), d.Comm.Size()
-	d.promptLo, d.promptHi = r*len(prompts)/w, (r+1)*len(prompts)/w
-	d.seqLo, d.seqHi, d.global = d.promptLo*n, d.promptHi*n, len(prompts)*n
-	return prompts[d.promptLo:d.promptHi]
+	lo, hi := r*len(prompts)/w, (r+1)*len(prompts)/w
+	return rl.Slice{PromptLo: lo, PromptHi: hi, SeqLo: lo * n, SeqHi: hi * n, Global: len(prompts) * n}
 }
-
-// StreamBase is the sampling stream of this rank's first trajectory: the
-// single-process rollout gives trajectory i stream i.
-func (d *DP) StreamBase() uint64 { return uint64(d.seqLo) }
-
-// GlobalSeqs is the number of sequences of the global batch.
-func (d *DP) GlobalSeqs() int { return d.global }
 
 // wireBatch is a rank's batch on the wire, with its first group id.
 type wireBatch struct {
-	B         Batch
+	B         rl.Batch
 	GroupBase int
 }
 
 // GatherBatch returns the global batch: every rank's batch in rank order,
-// group ids made global. The sequences of this rank are [seqLo, seqHi).
-func (d *DP) GatherBatch(local *Batch) (*Batch, error) {
+// group ids made global. The sequences of this rank are s's.
+func (d *DP) GatherBatch(local *rl.Batch, s rl.Slice) (*rl.Batch, error) {
 	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(wireBatch{B: *local, GroupBase: d.promptLo}); err != nil {
-		return nil, fmt.Errorf("rl: dp: encoding the batch: %w", err)
+	if err := gob.NewEncoder(&buf).Encode(wireBatch{B: *local, GroupBase: s.PromptLo}); err != nil {
+		return nil, fmt.Errorf("dp: encoding the batch: %w", err)
 	}
 	raw, err := model.GatherVar(d.Comm, buf.Bytes())
 	if err != nil {
 		return nil, err
 	}
-	parts := make([]*Batch, len(raw))
+	parts := make([]*rl.Batch, len(raw))
 	for r, p := range raw {
 		var w wireBatch
 		if err := gob.NewDecoder(bytes.NewReader(p)).Decode(&w); err != nil {
-			return nil, fmt.Errorf("rl: dp: the batch of rank %d: %w", r, err)
+			return nil, fmt.Errorf("dp: the batch of rank %d: %w", r, err)
 		}
 		for i := range w.B.Group {
 			w.B.Group[i] += w.GroupBase
@@ -148,23 +145,23 @@ func (d *DP) GatherBatch(local *Batch) (*Batch, error) {
 		parts[r] = &w.B
 	}
 	g := concatBatches(parts)
-	if g.NumSeqs() != d.global {
-		return nil, fmt.Errorf("rl: dp: the ranks' batches hold %d sequences, the global batch %d", g.NumSeqs(), d.global)
+	if g.NumSeqs() != s.Global {
+		return nil, fmt.Errorf("dp: the ranks' batches hold %d sequences, the global batch %d", g.NumSeqs(), s.Global)
 	}
 	return g, nil
 }
 
 // concatBatches packs parts back to back; a field is nil when it is nil
 // in every part that has sequences.
-func concatBatches(parts []*Batch) *Batch {
-	g := &Batch{Offsets: []int{0}}
-	var have []*Batch
+func concatBatches(parts []*rl.Batch) *rl.Batch {
+	g := &rl.Batch{Offsets: []int{0}}
+	var have []*rl.Batch
 	for _, p := range parts {
 		if p.NumSeqs() > 0 {
 			have = append(have, p)
 		}
 	}
-	present := func(f func(*Batch) bool) bool {
+	present := func(f func(*rl.Batch) bool) bool {
 		for _, p := range have {
 			if f(p) {
 				return true
@@ -172,8 +169,8 @@ func concatBatches(parts []*Batch) *Batch {
 		}
 		return false
 	}
-	ints := func(get func(*Batch) []int) []int {
-		if !present(func(p *Batch) bool { return get(p) != nil }) {
+	ints := func(get func(*rl.Batch) []int) []int {
+		if !present(func(p *rl.Batch) bool { return get(p) != nil }) {
 			return nil
 		}
 		var out []int
@@ -182,8 +179,8 @@ func concatBatches(parts []*Batch) *Batch {
 		}
 		return out
 	}
-	bools := func(get func(*Batch) []bool) []bool {
-		if !present(func(p *Batch) bool { return get(p) != nil }) {
+	bools := func(get func(*rl.Batch) []bool) []bool {
+		if !present(func(p *rl.Batch) bool { return get(p) != nil }) {
 			return nil
 		}
 		var out []bool
@@ -192,8 +189,8 @@ func concatBatches(parts []*Batch) *Batch {
 		}
 		return out
 	}
-	floats := func(get func(*Batch) []float64) []float64 {
-		if !present(func(p *Batch) bool { return get(p) != nil }) {
+	floats := func(get func(*rl.Batch) []float64) []float64 {
+		if !present(func(p *rl.Batch) bool { return get(p) != nil }) {
 			return nil
 		}
 		var out []float64
@@ -209,46 +206,36 @@ func concatBatches(parts []*Batch) *Batch {
 		}
 		g.Tokens = append(g.Tokens, p.Tokens...)
 	}
-	g.PromptLen = ints(func(p *Batch) []int { return p.PromptLen })
-	g.Group = ints(func(p *Batch) []int { return p.Group })
-	g.ActionMask = bools(func(p *Batch) []bool { return p.ActionMask })
-	g.AdvantageMask = bools(func(p *Batch) []bool { return p.AdvantageMask })
+	g.PromptLen = ints(func(p *rl.Batch) []int { return p.PromptLen })
+	g.Group = ints(func(p *rl.Batch) []int { return p.Group })
+	g.ActionMask = bools(func(p *rl.Batch) []bool { return p.ActionMask })
+	g.AdvantageMask = bools(func(p *rl.Batch) []bool { return p.AdvantageMask })
 	for _, f := range []struct {
 		dst *[]float64
-		get func(*Batch) []float64
+		get func(*rl.Batch) []float64
 	}{
-		{&g.Scores, func(p *Batch) []float64 { return p.Scores }},
-		{&g.Rewards, func(p *Batch) []float64 { return p.Rewards }},
-		{&g.SampleLogProb, func(p *Batch) []float64 { return p.SampleLogProb }},
-		{&g.OldLogProb, func(p *Batch) []float64 { return p.OldLogProb }},
-		{&g.RefLogProb, func(p *Batch) []float64 { return p.RefLogProb }},
-		{&g.OldValues, func(p *Batch) []float64 { return p.OldValues }},
-		{&g.Advantages, func(p *Batch) []float64 { return p.Advantages }},
-		{&g.Returns, func(p *Batch) []float64 { return p.Returns }},
-		{&g.BaselineScore, func(p *Batch) []float64 { return p.BaselineScore }},
+		{&g.Scores, func(p *rl.Batch) []float64 { return p.Scores }},
+		{&g.Rewards, func(p *rl.Batch) []float64 { return p.Rewards }},
+		{&g.SampleLogProb, func(p *rl.Batch) []float64 { return p.SampleLogProb }},
+		{&g.OldLogProb, func(p *rl.Batch) []float64 { return p.OldLogProb }},
+		{&g.RefLogProb, func(p *rl.Batch) []float64 { return p.RefLogProb }},
+		{&g.OldValues, func(p *rl.Batch) []float64 { return p.OldValues }},
+		{&g.Advantages, func(p *rl.Batch) []float64 { return p.Advantages }},
+		{&g.Returns, func(p *rl.Batch) []float64 { return p.Returns }},
+		{&g.BaselineScore, func(p *rl.Batch) []float64 { return p.BaselineScore }},
 	} {
 		*f.dst = floats(f.get)
 	}
 	return g
 }
 
-// Own returns this rank's sequences of the global mini-batch [lo, hi) of
-// the global batch g, as a slice of mini = g.Slice(lo, hi).
-func (d *DP) Own(mini *Batch, lo, hi int) *Batch {
-	a, b := max(lo, d.seqLo), min(hi, d.seqHi)
-	if b < a {
-		a, b = lo, lo
-	}
-	return mini.Slice(a-lo, b-lo)
-}
-
 // ReduceMetrics combines a mini-batch's metrics over the ranks: the
-// loss-valued ones (sumMetrics) add up, the rest are averaged over every
+// loss-valued ones (SumMetrics) add up, the rest are averaged over every
 // rank's micro-batches, as one process averages over its own.
-func (d *DP) ReduceMetrics(m Metrics, micro int) (Metrics, error) {
+func (d *DP) ReduceMetrics(m rl.Metrics, micro int) (rl.Metrics, error) {
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(struct {
-		M Metrics
+		M rl.Metrics
 		N int
 	}{m, micro}); err != nil {
 		return nil, err
@@ -257,18 +244,18 @@ func (d *DP) ReduceMetrics(m Metrics, micro int) (Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, n := Metrics{}, 0
+	out, n := rl.Metrics{}, 0
 	for r, p := range raw {
 		var w struct {
-			M Metrics
+			M rl.Metrics
 			N int
 		}
 		if err := gob.NewDecoder(bytes.NewReader(p)).Decode(&w); err != nil {
-			return nil, fmt.Errorf("rl: dp: the metrics of rank %d: %w", r, err)
+			return nil, fmt.Errorf("dp: the metrics of rank %d: %w", r, err)
 		}
 		n += w.N
 		for k, v := range w.M {
-			if sumMetrics[k] {
+			if rl.SumMetrics[k] {
 				out[k] += v
 			} else {
 				out[k] += v * float64(w.N)
@@ -276,7 +263,7 @@ func (d *DP) ReduceMetrics(m Metrics, micro int) (Metrics, error) {
 		}
 	}
 	for k := range out {
-		if !sumMetrics[k] && n > 0 {
+		if !rl.SumMetrics[k] && n > 0 {
 			out[k] /= float64(n)
 		}
 	}
@@ -286,12 +273,12 @@ func (d *DP) ReduceMetrics(m Metrics, micro int) (Metrics, error) {
 // trajSummary is what RolloutMetrics reads of a trajectory.
 type trajSummary struct {
 	Turns, ToolCalls int
-	Finish           Finish
+	Finish           rl.Finish
 	Outcome          env.Outcome
 }
 
-// RolloutMetrics is RolloutMetrics over every rank's trajectories.
-func (d *DP) RolloutMetrics(trajs []*Trajectory) (Metrics, error) {
+// RolloutMetrics is rl.RolloutMetrics over every rank's trajectories.
+func (d *DP) RolloutMetrics(trajs []*rl.Trajectory) (rl.Metrics, error) {
 	s := make([]trajSummary, len(trajs))
 	for i, t := range trajs {
 		s[i] = trajSummary{t.Turns, t.ToolCalls, t.Finish, t.Outcome}
@@ -304,17 +291,17 @@ func (d *DP) RolloutMetrics(trajs []*Trajectory) (Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	var all []*Trajectory
+	var all []*rl.Trajectory
 	for r, p := range raw {
 		var part []trajSummary
 		if err := gob.NewDecoder(bytes.NewReader(p)).Decode(&part); err != nil {
-			return nil, fmt.Errorf("rl: dp: the trajectories of rank %d: %w", r, err)
+			return nil, fmt.Errorf("dp: the trajectories of rank %d: %w", r, err)
 		}
 		for _, t := range part {
-			all = append(all, &Trajectory{Turns: t.Turns, ToolCalls: t.ToolCalls, Finish: t.Finish, Outcome: t.Outcome})
+			all = append(all, &rl.Trajectory{Turns: t.Turns, ToolCalls: t.ToolCalls, Finish: t.Finish, Outcome: t.Outcome})
 		}
 	}
-	return RolloutMetrics(all), nil
+	return rl.RolloutMetrics(all), nil
 }
 
 // bucket is the all-reduce bucket in fp32 values.
@@ -368,29 +355,16 @@ func (d *DP) CheckInSync(dev model.Device, buf model.Buffer, what string) error 
 	}
 	for r := 1; r < d.Comm.Size(); r++ {
 		if !bytes.Equal(all[r*8:(r+1)*8], all[:8]) {
-			return fmt.Errorf("rl: dp: the %s of rank %d differ from rank 0's", what, r)
+			return fmt.Errorf("dp: the %s of rank %d differ from rank 0's", what, r)
 		}
 	}
 	return nil
 }
 
-// optStep is the trainer's optimizer step: opt's own in one process, the
-// data-parallel one otherwise.
-func (t *Trainer) optStep(mdl *model.Model, opt *optim.AdamW) (optim.StepResult, error) {
-	if t.DP == nil {
-		return opt.Step(1), nil
-	}
-	return t.DP.Step(mdl, opt)
-}
-
-// SaveOptimizer writes opt's state to path. In a data-parallel run every
-// rank calls it (a collective) and rank 0 writes; ZeRO-1 shards are
-// gathered into the unsharded file, so any world size resumes from it.
-func (t *Trainer) SaveOptimizer(mdl *model.Model, opt *optim.AdamW, path string) error {
-	d := t.DP
-	if d == nil {
-		return opt.Save(path)
-	}
+// SaveOptimizer writes opt's state to path: a collective, every rank
+// calls it and rank 0 writes; ZeRO shards are gathered into the unsharded
+// file, so any world size resumes from it.
+func (d *DP) SaveOptimizer(opt *optim.AdamW, path string) error {
 	if d.Cfg.Stage() == 0 {
 		if d.Rank0() {
 			return opt.Save(path)
@@ -404,42 +378,31 @@ func (t *Trainer) SaveOptimizer(mdl *model.Model, opt *optim.AdamW, path string)
 	return z.save(d, opt, path)
 }
 
-// LoadOptimizer restores what SaveOptimizer wrote (every rank reads it;
-// a ZeRO-1 shard keeps its spans).
-func (t *Trainer) LoadOptimizer(mdl *model.Model, opt *optim.AdamW, path string) error {
-	return opt.Load(path)
-}
+// ShardsMasters says whether dp.shard_masters gives the fp32 masters back.
+func (d *DP) ShardsMasters() bool { return d.Cfg.ShardMasters }
 
-// FollowCheckpoint is a rank other than 0's part of saving a checkpoint:
-// the collectives of SaveOptimizer, in the order rank 0 runs them, and the
-// check that the weights are still identical.
-func (t *Trainer) FollowCheckpoint() error {
-	if err := t.SaveOptimizer(t.Policy, t.ActorOpt, ""); err != nil {
+// FillRecorded merges the ranks' recorded values (rollout correction's
+// log-probs of the update's forwards): each rank recorded its own
+// sequences of the global batch and left NaN elsewhere.
+func (d *DP) FillRecorded(seen []float64) error {
+	c := d.Comm
+	buf := make([]byte, 8*len(seen))
+	for k, v := range seen {
+		binary.LittleEndian.PutUint64(buf[8*k:], math.Float64bits(v))
+	}
+	parts, err := model.GatherVar(c, buf)
+	if err != nil {
 		return err
 	}
-	if t.Critic != nil {
-		if err := t.SaveOptimizer(t.Critic, t.CriticOpt, ""); err != nil {
-			return err
+	for r, p := range parts {
+		if len(p) != len(buf) {
+			return fmt.Errorf("dp: rank %d recorded %d log-probs, this rank %d", r, len(p)/8, len(seen))
 		}
-	}
-	return t.CheckInSync()
-}
-
-// CheckInSync compares the policy (and critic) weights across the ranks;
-// rank 0 calls it when it writes a checkpoint, the others in
-// FollowCheckpoint.
-func (t *Trainer) CheckInSync() error {
-	if t.DP == nil {
-		return nil
-	}
-	if err := t.DP.CheckInSync(t.Policy.Dev, t.Policy.Params, "policy weights"); err != nil {
-		return err
-	}
-	if t.Critic != nil {
-		return t.DP.CheckInSync(t.Critic.Dev, t.Critic.Params, "critic weights")
+		for k := range seen {
+			if v := math.Float64frombits(binary.LittleEndian.Uint64(p[8*k:])); !math.IsNaN(v) && math.IsNaN(seen[k]) {
+				seen[k] = v
+			}
+		}
 	}
 	return nil
 }
-
-// finite reports whether x is neither NaN nor infinite.
-func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

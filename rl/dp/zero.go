@@ -1,4 +1,4 @@
-package rl
+package dp
 
 import (
 	"fmt"
@@ -8,10 +8,10 @@ import (
 	"github.com/r1go/r1go/optim"
 )
 
-// ZeRO-1 shards the AdamW moments: the parameter arena is cut into buckets
-// of Size·B values (B the all-reduce bucket), each bucket into Size equal
-// chunks, and rank r owns chunk r of every bucket (the last bucket is
-// padded to a multiple of Size). The rank's optimizer is an optim.NewShard
+// ZeRO-1 shards the AdamW moments: the parameter arena is cut as
+// optim.ShardLayout says, into buckets of Size·B values (B the all-reduce
+// bucket), each bucket into Size equal chunks, and rank r owns chunk r of
+// every bucket (the last bucket is padded to a multiple of Size). The rank's optimizer is an optim.NewShard
 // over its chunks, so only 1/Size of the moments is ever allocated. A step
 // reduce-scatters each bucket's gradients and puts the rank's summed chunk
 // back in its place in the gradient arena (the rest of the arena is then
@@ -33,26 +33,6 @@ type zeroState struct {
 	dev           model.Device
 }
 
-// zeroLayout is rank r's spans of an arena of n values, buckets of
-// size·b.
-func zeroLayout(n, b, size, r int) (spans []optim.Span, own int) {
-	for off := 0; off < n; off += size * b {
-		L := min(size*b, n-off)
-		c := (L + size - 1) / size
-		lo, hi := off+r*c, min(off+(r+1)*c, off+L)
-		if hi > lo {
-			spans = append(spans, optim.Span{Off: lo, N: hi - lo})
-			own += hi - lo
-		}
-	}
-	return spans, own
-}
-
-// zeroBucket is the bucket, in values, of an arena of n values over size
-// ranks with an all-reduce bucket of b values: no larger than one rank's
-// share, so small arenas still spread over every rank.
-func zeroBucket(n, b, size int) int { return max(1, min(b, (n+size-1)/size)) }
-
 // NewOptimizer returns the AdamW of params from grads: with dp.zero1 this
 // rank's shard (optim.NewShard, 1/Size of the moments), otherwise, and in
 // a run of one process (d nil), the whole arena's (optim.New).
@@ -61,12 +41,13 @@ func (d *DP) NewOptimizer(dev model.Device, params, grads model.Buffer, cfg opti
 		return optim.New(dev, params, grads, cfg, totalSteps)
 	}
 	if params.Len() != grads.Len() {
-		return nil, fmt.Errorf("rl: dp.zero %d: %d parameters but %d gradients", d.Cfg.Stage(), params.Len(), grads.Len())
+		return nil, fmt.Errorf("dp: dp.zero %d: %d parameters but %d gradients", d.Cfg.Stage(), params.Len(), grads.Len())
 	}
 	n, size := params.Len(), d.Comm.Size()
-	z := &zeroState{n: n, b: zeroBucket(n, d.bucket(), size), size: size, params: params, grads: grads, dev: dev}
+	l := optim.NewShardLayout(n, d.bucket(), size)
+	z := &zeroState{n: n, b: l.Bucket, size: size, params: params, grads: grads, dev: dev}
 	var own int
-	z.spans, own = zeroLayout(n, z.b, size, d.Comm.Rank())
+	z.spans, own = l.Spans(d.Comm.Rank())
 	var opt *optim.AdamW
 	var err error
 	if d.Cfg.Stage() == 2 {
@@ -81,11 +62,16 @@ func (d *DP) NewOptimizer(dev model.Device, params, grads model.Buffer, cfg opti
 	if z.two == nil {
 		z.recv = dev.Alloc(z.b)
 	}
-	if last := n % (size * z.b); last != 0 && last%size != 0 {
-		z.pad = dev.Alloc(size * ((last + size - 1) / size))
+	if p := l.Padded(); p > 0 {
+		z.pad = dev.Alloc(p)
 	}
 	d.zero[opt] = z
 	return opt, nil
+}
+
+// layout is the ZeRO layout z was built with.
+func (z *zeroState) layout() optim.ShardLayout {
+	return optim.ShardLayout{N: z.n, Bucket: z.b, Ranks: z.size}
 }
 
 // zeroOf returns opt's sharded state; opt must come from NewOptimizer.
@@ -93,7 +79,7 @@ func (d *DP) zeroOf(opt *optim.AdamW) (*zeroState, error) {
 	if z := d.zero[opt]; z != nil {
 		return z, nil
 	}
-	return nil, fmt.Errorf("rl: dp.zero %d: the optimizer was not built by DP.NewOptimizer (it holds the whole state)", d.Cfg.Stage())
+	return nil, fmt.Errorf("dp: dp.zero %d: the optimizer was not built by DP.NewOptimizer (it holds the whole state)", d.Cfg.Stage())
 }
 
 // buckets calls f for every bucket: its offset, length and chunk.
@@ -189,7 +175,7 @@ func (z *zeroState) save(d *DP, opt *optim.AdamW, path string) error {
 	}
 	shards := make([]optim.Shard, z.size)
 	for r := range shards {
-		spans, _ := zeroLayout(z.n, z.b, z.size, r)
+		spans, _ := z.layout().Spans(r)
 		shards[r] = optim.Shard{Spans: spans, DType: own.DType, M: ms[r], V: vs[r]}
 	}
 	return opt.SaveShards(path, shards)
