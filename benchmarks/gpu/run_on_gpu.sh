@@ -191,7 +191,7 @@ table3() {
 	rm -rf "$run"
 	gpumem "GRPO step, Table 3 shape" "$log" "$ROOT/.gpu/train" -config examples/agent-r1/grpo.yaml model.path="$dir" sft.steps=0 \
 		trainer.device=cuda trainer.total_training_steps=2 trainer.stop_after=1 trainer.test_freq=0 trainer.save_freq=0 \
-		data.train_batch_size=128 data.val_size=8 data.synth_eval=8 trainer.rollout_slots=${TABLE3_SLOTS:-500} \
+		data.train_batch_size=128 data.val_size=8 data.synth_eval=8 rollout.slots=${TABLE3_SLOTS:-500} \
 		rollout.max_turn_tokens=500 rollout.max_prompt_tokens=600 rollout.max_response_tokens=3496 model.max_context=4096 \
 		actor.optim.lr=1e-6 trainer.default_local_dir="$run" "trainer.logger=[console,jsonl]"
 	cp "$run/metrics.jsonl" "$OUT/table3_metrics.jsonl" 2>/dev/null

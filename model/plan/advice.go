@@ -112,7 +112,7 @@ func (s Settings) largestSlots(fits func(Settings) bool) (int, bool) {
 	if s.RolloutSlots <= g {
 		return 0, false
 	}
-	// An evaluation's slots are trainer.rollout_slots too (capped by its
+	// An evaluation's slots are rollout.slots too (capped by its
 	// questions): the advised number caps them.
 	with := func(groups int) Settings {
 		t := s

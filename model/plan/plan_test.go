@@ -393,7 +393,7 @@ func TestPlanPhases(t *testing.T) {
 // prefills every slot in one step (its questions are groups of one), and
 // in a cache of its own that cache is a second KV cache; the slots the
 // advice names cap the evaluation's too (cmd/train evaluates in
-// trainer.rollout_slots), and the advised plan fits.
+// rollout.slots), and the advised plan fits.
 func TestEvaluationBesideTraining(t *testing.T) {
 	cfg := tinyConfig(t, "qwen2")
 	base := Settings{Device: "cpu", Train: true, MicroBatchTokens: 512, RolloutSlots: 60,
@@ -441,12 +441,12 @@ func TestEvaluationBesideTraining(t *testing.T) {
 		advised := false
 		defer func() {
 			if !advised {
-				t.Error("no trainer.rollout_slots advice")
+				t.Errorf("no %s advice", s.key("slots"))
 			}
 		}()
 		for _, a := range q.Advice(cfg) {
 			k, v, _ := strings.Cut(a, "=")
-			if k != "trainer.rollout_slots" {
+			if k != s.key("slots") {
 				continue
 			}
 			u := s
