@@ -2,6 +2,7 @@ package rl
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/r1go/r1go/model"
 )
@@ -43,6 +44,81 @@ func (p *ModelPolicy) FeedSample(chunks []model.Chunk, s model.Sampling, seeds [
 		p.dec = model.NewDecoder(p.M, p.Cache)
 	}
 	return p.dec.Step(chunks, s, seeds, keep)
+}
+
+// stepOnDevice is scheduler.step on a device that samples. The device
+// draws a batch under one sampling setting, so the owners are grouped by
+// setting, one forward step per group in the order the settings first
+// appear (one step in the usual case of a single setting); each group's
+// chunks go to their own cache slots, so the split changes no result. Each
+// owner's seed is the next value of its own stream, so its draws do not
+// depend on its batch neighbours, and greedy draws are the host path's.
+// Only the rows of owners that want them or whose followers wait for their
+// first token come back in full; those followers draw from the leader's row
+// on the host with their own streams.
+func (q *scheduler[S]) stepOnDevice(dp DeviceSamplingPolicy) error {
+	V := dp.Vocab()
+	var order []model.Sampling
+	groups := map[model.Sampling][]int{}
+	for i, s := range q.owners {
+		smp := s.base().sampling
+		if _, ok := groups[smp]; !ok {
+			order = append(order, smp)
+		}
+		groups[smp] = append(groups[smp], i)
+	}
+	first := make([]int, len(q.owners)) // index of each owner's draw in q.draws
+	q.picks = q.picks[:0]
+	var follow []int // indices in q.draws of followers' draws, drawn on the host
+	for _, smp := range order {
+		idx := groups[smp]
+		cs, seeds := make([]model.Chunk, len(idx)), make([]uint64, len(idx))
+		var keep []int
+		for k, i := range idx {
+			b := q.owners[i].base()
+			cs[k], seeds[k] = q.chunks[i], b.rng.Uint64()
+			if b.wantRow || slices.ContainsFunc(q.active, func(f S) bool { return waiting(f, b) }) {
+				keep = append(keep, k)
+			}
+		}
+		out, err := dp.FeedSample(cs, smp, seeds, keep)
+		if err != nil {
+			return err
+		}
+		kept := 0
+		for k, i := range idx {
+			d := drawn[S]{s: q.owners[i], id: out.Tokens[k], lp: out.LogProbs[k]}
+			if kept < len(keep) && keep[kept] == k {
+				d.row = out.Logits[kept*V : (kept+1)*V]
+				kept++
+			}
+			first[i] = len(q.draws)
+			q.draws = append(q.draws, d)
+		}
+	}
+	// Put the draws in the host path's order (for each owner, its new
+	// followers, then the owner) and draw the followers' first tokens.
+	owned := q.draws
+	q.draws = make([]drawn[S], 0, len(owned))
+	for i, s := range q.owners {
+		d := owned[first[i]]
+		if d.row != nil {
+			for _, f := range q.active {
+				if waiting(f, s.base()) {
+					follow = append(follow, len(q.draws))
+					q.draws = append(q.draws, drawn[S]{s: f, row: d.row})
+					q.picks = append(q.picks, model.Draw{Row: d.row, S: f.base().sampling, Rng: f.base().rng})
+				}
+			}
+		}
+		q.draws = append(q.draws, d)
+	}
+	model.SampleAll(q.picks)
+	for k, i := range follow {
+		q.draws[i].id, q.draws[i].lp = q.picks[k].ID, q.picks[k].LogProb
+	}
+	q.settle()
+	return nil
 }
 
 // devicePolicy returns the rollout's policy when it samples on its device.
