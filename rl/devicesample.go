@@ -1,7 +1,6 @@
 package rl
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/r1go/r1go/model"
@@ -11,12 +10,12 @@ import (
 // device, a model.DeviceSampler) a decode step moves one token id and its
 // log-probability per row instead of a row of V logits, and a step whose
 // chunks are single tokens replays as a CUDA graph (model.Decoder). On the
-// CPU device nothing here runs: the rollout feeds, downloads the logits
-// and draws with model.SampleToken, so CPU runs stay bit-identical.
+// CPU device nothing here runs: the scheduler feeds, downloads the logits
+// and draws with model.SampleAll, so CPU runs stay bit-identical.
 
 // DeviceSamplingPolicy is a Policy that can draw each chunk's next token
-// where its logits are. The rollout uses FeedSample instead of Feed when
-// SamplesOnDevice is true.
+// where its logits are. The scheduler (sched.go) uses FeedSample instead of
+// Feed when SamplesOnDevice is true.
 type DeviceSamplingPolicy interface {
 	Policy
 	// SamplesOnDevice reports whether FeedSample draws on the device.
@@ -119,71 +118,4 @@ func (q *scheduler[S]) stepOnDevice(dp DeviceSamplingPolicy) error {
 	}
 	q.settle()
 	return nil
-}
-
-// devicePolicy returns the rollout's policy when it samples on its device.
-func (r *Rollout) devicePolicy() (DeviceSamplingPolicy, bool) {
-	dp, ok := r.Policy.(DeviceSamplingPolicy)
-	if !ok || !dp.SamplesOnDevice() {
-		return nil, false
-	}
-	return dp, true
-}
-
-// feedOnDevice is one engine step on a device that samples: each owner's
-// seed comes from its own random stream, so its draws do not depend on its
-// batch neighbours. Only the rows of leaders whose followers wait for their
-// first token come back in full; those followers take the leader's cache
-// and draw from that row on the host with their own streams. The order of
-// forks and of after (afterSample) is the host path's.
-func (r *Rollout) feedOnDevice(dp DeviceSamplingPolicy, chunks []model.Chunk, owners, active []*trajState,
-	after func(*trajState), scratch *[]int32) error {
-	seeds := make([]uint64, len(owners))
-	var keep []int
-	for j, s := range owners {
-		seeds[j] = s.rng.Uint64()
-		for _, f := range active {
-			if f != s && f.leader == s && waitsFirstToken(f) {
-				keep = append(keep, j)
-				break
-			}
-		}
-	}
-	out, err := dp.FeedSample(chunks, r.Cfg.Sampling, seeds, keep)
-	if err != nil {
-		return fmt.Errorf("rl: policy forward: %w", err)
-	}
-	V := dp.Vocab()
-	k := 0
-	for j, s := range owners {
-		s.pending = s.pending[:0]
-		r.appendSample(s, out.Tokens[j], out.LogProbs[j])
-		if k < len(keep) && keep[k] == j {
-			row := out.Logits[k*V : (k+1)*V]
-			k++
-			for _, f := range active {
-				if f != s && f.leader == s && waitsFirstToken(f) {
-					r.Policy.Fork(f.slot, s.slot)
-					r.sample(f, row, scratch)
-					after(f)
-				}
-			}
-		}
-		after(s)
-	}
-	return nil
-}
-
-// waitsFirstToken is true for a follower whose leader's prefill gives it
-// its first token in this step.
-func waitsFirstToken(f *trajState) bool {
-	return len(f.t.Tokens) == f.t.PromptLen && !f.done
-}
-
-// appendSample records a drawn action token of s.
-func (r *Rollout) appendSample(s *trajState, id int32, lp float32) {
-	s.t.Tokens = append(s.t.Tokens, id)
-	s.t.Action = append(s.t.Action, true)
-	s.t.LogProb = append(s.t.LogProb, lp)
-	s.turn = append(s.turn, int(id))
 }
