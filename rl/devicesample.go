@@ -76,7 +76,7 @@ func (q *scheduler[S]) stepOnDevice(dp DeviceSamplingPolicy) error {
 		for k, i := range idx {
 			b := q.owners[i].base()
 			cs[k], seeds[k] = q.chunks[i], b.rng.Uint64()
-			if b.wantRow || slices.ContainsFunc(q.active, func(f S) bool { return waiting(f, b) }) {
+			if b.wantRow || slices.ContainsFunc(q.active, func(f S) bool { return firstFrom(f, b) }) {
 				keep = append(keep, k)
 			}
 		}
@@ -103,7 +103,7 @@ func (q *scheduler[S]) stepOnDevice(dp DeviceSamplingPolicy) error {
 		d := owned[first[i]]
 		if d.row != nil {
 			for _, f := range q.active {
-				if waiting(f, s.base()) {
+				if firstFrom(f, s.base()) {
 					follow = append(follow, len(q.draws))
 					q.draws = append(q.draws, drawn[S]{s: f, row: d.row})
 					q.picks = append(q.picks, model.Draw{Row: d.row, S: f.base().sampling, Rng: f.base().rng})

@@ -35,12 +35,14 @@ import (
 // tool when the turn is over and the environment must answer, finished
 // when a stop or a limit is reached.
 //
-// Reproducibility rests on three orders, all fixed here: sequences are
+// Reproducibility rests on orders that are all fixed here: sequences are
 // admitted in submission order, a group (a leader and the followers that
-// share its prefill) at once, into the lowest free slot; the batch is the
-// admitted sequences in admission order; and each sequence draws from its
-// own random stream, so what it samples does not depend on its batch
-// neighbours beyond the floating-point results of the batch itself.
+// share its prefill) at once, each into the slot freed last (the lowest at
+// the start); the batch is the admitted sequences in admission order; the
+// client handles a step's draws in one order (step's); and each sequence
+// draws from its own random stream, so what it samples does not depend on
+// its batch neighbours beyond the floating-point results of the batch
+// itself. A client that changes none of these inputs gets the same tokens.
 
 // seqState is where a sequence is in its life; see the table above.
 type seqState uint8
@@ -52,10 +54,6 @@ const (
 	seqTool                     // out of the batch, waiting for its environment
 	seqFinished                 // done; its slot is free again
 )
-
-func (s seqState) String() string {
-	return [...]string{"queued", "prefill", "decode", "tool", "finished"}[s]
-}
 
 // seq is the scheduler's part of one sequence: a rollout trajectory or an
 // engine request embeds it.
@@ -95,7 +93,7 @@ type drawn[S sequence] struct {
 // scheduler holds the policy's slots and the sequences in them.
 type scheduler[S sequence] struct {
 	policy Policy
-	free   []int // free slots, a stack: the lowest is taken first
+	free   []int // free slots, a stack: the slot freed last is taken first
 	queue  []S   // submitted and not yet admitted, in order
 	active []S   // admitted, in admission order: the order of the batch
 
@@ -192,9 +190,9 @@ func (q *scheduler[S]) gather() int {
 	return len(q.chunks)
 }
 
-// waiting reports whether f is a follower whose first token comes from
+// firstFrom reports whether f is a follower whose first token comes from
 // leader's row in this step.
-func waiting[S sequence](f S, leader *seq) bool {
+func firstFrom[S sequence](f S, leader *seq) bool {
 	b := f.base()
 	return b.leader == leader && b.state == seqPrefill && b != leader
 }
@@ -225,7 +223,7 @@ func (q *scheduler[S]) step() ([]drawn[S], error) {
 	for j, s := range q.owners {
 		row := logits[j*V : (j+1)*V]
 		for _, f := range q.active {
-			if waiting(f, s.base()) {
+			if firstFrom(f, s.base()) {
 				fb := f.base()
 				q.draws = append(q.draws, drawn[S]{s: f, row: row})
 				q.picks = append(q.picks, model.Draw{Row: row, S: fb.sampling, Rng: fb.rng})
