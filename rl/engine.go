@@ -14,10 +14,11 @@ import (
 
 // Engine is the continuous-batching generator that concurrent requests
 // share: the OpenAI-compatible server (rl/serve) and the trainer's external
-// rollout mode submit requests, and one loop feeds every admitted request's
-// pending tokens to the policy as one packed batch per iteration. A request
-// joins the batch as soon as a KV slot is free and leaves it when it stops,
-// so a long answer never holds up a short one.
+// rollout mode submit requests, and one goroutine drives the scheduler
+// that the built-in rollout runs on too (sched.go), which feeds every
+// admitted request's pending tokens to the policy as one packed batch per
+// step. A request joins the batch as soon as a KV slot is free and leaves
+// it when it stops, so a long answer never holds up a short one.
 //
 // Like the built-in rollout it is token in, token out: a request is a list
 // of prompt ids and the result is the sampled ids with the sampler's
