@@ -85,8 +85,9 @@ type drawn[S sequence] struct {
 	s  S
 	id int32
 	lp float32 // the sampler's log-probability
-	// row is the logits row it was drawn from; nil on a device that
-	// samples, unless the sequence wants rows or has followers.
+	// row is the logits row it was drawn from, valid until the next step;
+	// nil on a device that samples, unless the sequence wants rows or has
+	// followers.
 	row []float32
 }
 
