@@ -1,7 +1,7 @@
 package rl
 
 import (
-	"fmt"
+	"slices"
 
 	"github.com/r1go/r1go/model"
 )
@@ -10,12 +10,12 @@ import (
 // device, a model.DeviceSampler) a decode step moves one token id and its
 // log-probability per row instead of a row of V logits, and a step whose
 // chunks are single tokens replays as a CUDA graph (model.Decoder). On the
-// CPU device nothing here runs: the rollout feeds, downloads the logits
-// and draws with model.SampleToken, so CPU runs stay bit-identical.
+// CPU device nothing here runs: the scheduler feeds, downloads the logits
+// and draws with model.SampleAll, so CPU runs stay bit-identical.
 
 // DeviceSamplingPolicy is a Policy that can draw each chunk's next token
-// where its logits are. The rollout uses FeedSample instead of Feed when
-// SamplesOnDevice is true.
+// where its logits are. The scheduler (sched.go) uses FeedSample instead of
+// Feed when SamplesOnDevice is true.
 type DeviceSamplingPolicy interface {
 	Policy
 	// SamplesOnDevice reports whether FeedSample draws on the device.
@@ -45,69 +45,77 @@ func (p *ModelPolicy) FeedSample(chunks []model.Chunk, s model.Sampling, seeds [
 	return p.dec.Step(chunks, s, seeds, keep)
 }
 
-// devicePolicy returns the rollout's policy when it samples on its device.
-func (r *Rollout) devicePolicy() (DeviceSamplingPolicy, bool) {
-	dp, ok := r.Policy.(DeviceSamplingPolicy)
-	if !ok || !dp.SamplesOnDevice() {
-		return nil, false
+// stepOnDevice is scheduler.step on a device that samples. The device
+// draws a batch under one sampling setting, so the owners are grouped by
+// setting, one forward step per group in the order the settings first
+// appear (one step in the usual case of a single setting); each group's
+// chunks go to their own cache slots, so the split changes no result. Each
+// owner's seed is the next value of its own stream, so its draws do not
+// depend on its batch neighbours, and greedy draws are the host path's.
+// Only the rows of owners that want them or whose followers wait for their
+// first token come back in full; those followers draw from the leader's row
+// on the host with their own streams.
+func (q *scheduler[S]) stepOnDevice(dp DeviceSamplingPolicy) error {
+	V := dp.Vocab()
+	var order []model.Sampling
+	groups := map[model.Sampling][]int{}
+	for i, s := range q.owners {
+		smp := s.base().sampling
+		if _, ok := groups[smp]; !ok {
+			order = append(order, smp)
+		}
+		groups[smp] = append(groups[smp], i)
 	}
-	return dp, true
-}
-
-// feedOnDevice is one engine step on a device that samples: each owner's
-// seed comes from its own random stream, so its draws do not depend on its
-// batch neighbours. Only the rows of leaders whose followers wait for their
-// first token come back in full; those followers take the leader's cache
-// and draw from that row on the host with their own streams. The order of
-// forks and of after (afterSample) is the host path's.
-func (r *Rollout) feedOnDevice(dp DeviceSamplingPolicy, chunks []model.Chunk, owners, active []*trajState,
-	after func(*trajState), scratch *[]int32) error {
-	seeds := make([]uint64, len(owners))
-	var keep []int
-	for j, s := range owners {
-		seeds[j] = s.rng.Uint64()
-		for _, f := range active {
-			if f != s && f.leader == s && waitsFirstToken(f) {
-				keep = append(keep, j)
-				break
+	first := make([]int, len(q.owners)) // index of each owner's draw in q.draws
+	q.picks = q.picks[:0]
+	var follow []int // indices in q.draws of followers' draws, drawn on the host
+	for _, smp := range order {
+		idx := groups[smp]
+		cs, seeds := make([]model.Chunk, len(idx)), make([]uint64, len(idx))
+		var keep []int
+		for k, i := range idx {
+			b := q.owners[i].base()
+			cs[k], seeds[k] = q.chunks[i], b.rng.Uint64()
+			if b.wantRow || slices.ContainsFunc(q.active, func(f S) bool { return firstFrom(f, b) }) {
+				keep = append(keep, k)
 			}
 		}
+		out, err := dp.FeedSample(cs, smp, seeds, keep)
+		if err != nil {
+			return err
+		}
+		kept := 0
+		for k, i := range idx {
+			d := drawn[S]{s: q.owners[i], id: out.Tokens[k], lp: out.LogProbs[k]}
+			if kept < len(keep) && keep[kept] == k {
+				d.row = out.Logits[kept*V : (kept+1)*V]
+				kept++
+			}
+			first[i] = len(q.draws)
+			q.draws = append(q.draws, d)
+		}
 	}
-	out, err := dp.FeedSample(chunks, r.Cfg.Sampling, seeds, keep)
-	if err != nil {
-		return fmt.Errorf("rl: policy forward: %w", err)
-	}
-	V := dp.Vocab()
-	k := 0
-	for j, s := range owners {
-		s.pending = s.pending[:0]
-		r.appendSample(s, out.Tokens[j], out.LogProbs[j])
-		if k < len(keep) && keep[k] == j {
-			row := out.Logits[k*V : (k+1)*V]
-			k++
-			for _, f := range active {
-				if f != s && f.leader == s && waitsFirstToken(f) {
-					r.Policy.Fork(f.slot, s.slot)
-					r.sample(f, row, scratch)
-					after(f)
+	// Put the draws in the host path's order (for each owner, its new
+	// followers, then the owner) and draw the followers' first tokens.
+	owned := q.draws
+	q.draws = make([]drawn[S], 0, len(owned))
+	for i, s := range q.owners {
+		d := owned[first[i]]
+		if d.row != nil {
+			for _, f := range q.active {
+				if firstFrom(f, s.base()) {
+					follow = append(follow, len(q.draws))
+					q.draws = append(q.draws, drawn[S]{s: f, row: d.row})
+					q.picks = append(q.picks, model.Draw{Row: d.row, S: f.base().sampling, Rng: f.base().rng})
 				}
 			}
 		}
-		after(s)
+		q.draws = append(q.draws, d)
 	}
+	model.SampleAll(q.picks)
+	for k, i := range follow {
+		q.draws[i].id, q.draws[i].lp = q.picks[k].ID, q.picks[k].LogProb
+	}
+	q.settle()
 	return nil
-}
-
-// waitsFirstToken is true for a follower whose leader's prefill gives it
-// its first token in this step.
-func waitsFirstToken(f *trajState) bool {
-	return len(f.t.Tokens) == f.t.PromptLen && !f.done
-}
-
-// appendSample records a drawn action token of s.
-func (r *Rollout) appendSample(s *trajState, id int32, lp float32) {
-	s.t.Tokens = append(s.t.Tokens, id)
-	s.t.Action = append(s.t.Action, true)
-	s.t.LogProb = append(s.t.LogProb, lp)
-	s.turn = append(s.turn, int(id))
 }

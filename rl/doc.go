@@ -122,10 +122,12 @@
 // Rollout (rollout.go) samples trajectories from a Policy (ModelPolicy
 // wraps a model.Model and its KV cache) in a tool environment: each
 // trajectory is a state machine (queued, prefill, decode, waiting for its
-// tool, finished) and one loop feeds every ready trajectory's chunk to the
-// model as one packed batch, so trajectories waiting for a tool leave the
-// batch and rejoin when their observation is ready (continuous batching);
-// samples of one prompt share its prefill (Policy.Fork). Sampled tokens are
+// tool, finished) and the scheduler (sched.go) feeds every ready
+// trajectory's chunk to the model as one packed batch, so trajectories
+// waiting for a tool leave the batch and rejoin when their observation is
+// ready (continuous batching); samples of one prompt share its prefill
+// (Policy.Fork). The Engine (engine.go), which serves the endpoint and the
+// external rollout, runs its requests on the same scheduler. Sampled tokens are
 // kept as sampled (action mask 1, with their sampling log-probabilities);
 // the environment's text is encoded once and appended with mask 0; a turn
 // ends at a stop token (</tool_call>, <|im_end|>) or max_turn_tokens, a

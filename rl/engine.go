@@ -14,10 +14,11 @@ import (
 
 // Engine is the continuous-batching generator that concurrent requests
 // share: the OpenAI-compatible server (rl/serve) and the trainer's external
-// rollout mode submit requests, and one loop feeds every admitted request's
-// pending tokens to the policy as one packed batch per iteration. A request
-// joins the batch as soon as a KV slot is free and leaves it when it stops,
-// so a long answer never holds up a short one.
+// rollout mode submit requests, and one goroutine drives the scheduler
+// that the built-in rollout runs on too (sched.go), which feeds every
+// admitted request's pending tokens to the policy as one packed batch per
+// step. A request joins the batch as soon as a KV slot is free and leaves
+// it when it stops, so a long answer never holds up a short one.
 //
 // Like the built-in rollout it is token in, token out: a request is a list
 // of prompt ids and the result is the sampled ids with the sampler's
@@ -80,15 +81,13 @@ func (g *Generation) IDs() []int32 {
 // ErrEngineClosed is returned for requests made after Close.
 var ErrEngineClosed = errors.New("rl: the engine is closed")
 
+// genJob is one request in the scheduler.
 type genJob struct {
+	seq
 	req     GenRequest
-	ctx     context.Context
 	onToken func(GenToken) bool
 	res     chan error
 	gen     Generation
-	rng     *rand.Rand
-	slot    int
-	pending []int32
 	limit   int
 }
 
@@ -140,8 +139,9 @@ func (e *Engine) Generate(ctx context.Context, req GenRequest, onToken func(GenT
 			return nil, fmt.Errorf("rl: prompt token %d outside the vocabulary of %d", id, e.policy.Vocab())
 		}
 	}
-	j := &genJob{req: req, ctx: ctx, onToken: onToken, res: make(chan error, 1),
-		rng: rand.New(rand.NewPCG(req.Seed, 0x5e7e))}
+	j := &genJob{req: req, onToken: onToken, res: make(chan error, 1)}
+	j.seq = seq{ctx: ctx, rng: rand.New(rand.NewPCG(req.Seed, 0x5e7e)), sampling: req.Sampling,
+		wantRow: req.Logprobs || req.TopLogprobs > 0, pending: slices.Clone(req.Prompt)}
 	j.limit = e.policy.MaxLen() - len(req.Prompt)
 	if req.MaxTokens > 0 {
 		j.limit = min(j.limit, req.MaxTokens)
@@ -159,29 +159,24 @@ func (e *Engine) Generate(ctx context.Context, req GenRequest, onToken func(GenT
 	return &j.gen, nil
 }
 
+// loop is the engine's driver of the scheduler: requests are submitted
+// as they arrive, dropped when their client goes away, and each step's
+// tokens go to token.
 func (e *Engine) loop() {
 	defer close(e.done)
-	var (
-		free   []int
-		queue  []*genJob
-		active []*genJob
-		chunks []model.Chunk
-	)
-	for s := e.policy.Slots() - 1; s >= 0; s-- {
-		free = append(free, s)
-	}
-	V := e.policy.Vocab()
+	q := newScheduler[*genJob](e.policy)
+	var toks []GenToken
 	fail := func(err error) {
-		for _, j := range append(queue, active...) {
+		for _, j := range append(q.queue, q.active...) {
 			j.res <- err
 		}
 	}
 	for {
 		// Wait for work when there is none; take what was submitted otherwise.
-		if len(active) == 0 && len(queue) == 0 {
+		if len(q.active) == 0 && len(q.queue) == 0 {
 			select {
 			case j := <-e.submit:
-				queue = append(queue, j)
+				q.submit(j)
 			case <-e.stop:
 				return
 			}
@@ -189,7 +184,7 @@ func (e *Engine) loop() {
 		for drained := false; !drained; {
 			select {
 			case j := <-e.submit:
-				queue = append(queue, j)
+				q.submit(j)
 			case <-e.stop:
 				fail(ErrEngineClosed)
 				return
@@ -197,97 +192,66 @@ func (e *Engine) loop() {
 				drained = true
 			}
 		}
-		// Drop requests whose client went away.
-		keep := func(j *genJob) bool {
-			if err := j.ctx.Err(); err != nil {
-				j.res <- err
-				if j.pending != nil || len(j.gen.Tokens) > 0 {
-					free = append(free, j.slot)
-				}
-				return false
-			}
-			return true
-		}
-		active = slices.DeleteFunc(active, func(j *genJob) bool { return !keep(j) })
-		queue = slices.DeleteFunc(queue, func(j *genJob) bool { return !keep(j) })
-		for len(queue) > 0 && len(free) > 0 {
-			j := queue[0]
-			queue = queue[1:]
-			j.slot = free[len(free)-1]
-			free = free[:len(free)-1]
-			e.policy.Reset(j.slot)
-			j.pending = slices.Clone(j.req.Prompt)
-			active = append(active, j)
-		}
-		if len(active) == 0 {
+		q.drop(func(j *genJob, err error) { j.res <- err })
+		q.admit()
+		if q.gather() == 0 {
 			continue
 		}
-		chunks = chunks[:0]
-		for _, j := range active {
-			chunks = append(chunks, model.Chunk{Slot: j.slot, Tokens: j.pending})
-		}
 		e.hold.Lock()
-		toks, err := e.feed(active, chunks, V)
+		draws, err := q.step()
+		if err == nil {
+			toks = genTokens(toks[:0], draws)
+		}
 		e.hold.Unlock()
 		if err != nil {
-			fail(fmt.Errorf("rl: policy forward: %w", err))
+			fail(err)
 			return
 		}
-		k := 0
-		active = slices.DeleteFunc(active, func(j *genJob) bool {
-			tok := toks[k]
-			k++
-			j.gen.Tokens = append(j.gen.Tokens, tok)
-			halt := j.onToken != nil && j.onToken(tok)
-			switch {
-			case halt || slices.Contains(j.req.Stop, tok.ID):
-				j.gen.Finish = "stop"
-			case len(j.gen.Tokens) >= j.limit:
-				j.gen.Finish = "length"
-			default:
-				j.pending = append(j.pending[:0], tok.ID)
-				return false
-			}
-			free = append(free, j.slot)
-			j.res <- nil
-			return true
-		})
+		for i, d := range draws {
+			e.token(q, d.s, toks[i])
+		}
+		q.compact()
 	}
 }
 
-// feed runs one step of the active requests' chunks and draws each one's
-// next token: on the device when the policy samples there (enginedevice.go),
-// otherwise from the logits brought to the host, with each request's own
-// random stream.
-func (e *Engine) feed(active []*genJob, chunks []model.Chunk, V int) ([]GenToken, error) {
-	if dp, ok := e.policy.(DeviceSamplingPolicy); ok && dp.SamplesOnDevice() {
-		return sampleOnDevice(dp, active, chunks, V)
-	}
-	logits, err := e.policy.Feed(chunks)
-	if err != nil {
-		return nil, err
-	}
-	draws := make([]model.Draw, len(active))
-	for i, j := range active {
-		draws[i] = model.Draw{Row: logits[i*V : (i+1)*V], S: j.req.Sampling, Rng: j.rng}
-	}
-	model.SampleAll(draws)
-	toks := make([]GenToken, len(active))
-	model.EachRow(len(active), func(i int, _ *[]int32) {
-		toks[i] = genToken(draws[i], &active[i].req)
+// genTokens turns a step's draws into tokens, with the model
+// log-probabilities their requests ask for, the rows spread over the cores.
+func genTokens(toks []GenToken, draws []drawn[*genJob]) []GenToken {
+	toks = slices.Grow(toks, len(draws))[:len(draws)]
+	model.EachRow(len(draws), func(i int, _ *[]int32) {
+		toks[i] = genToken(draws[i].id, draws[i].lp, draws[i].row, &draws[i].s.req)
 	})
-	return toks, nil
+	return toks
 }
 
-// genToken is a drawn token and, when asked, its model log-probabilities.
-func genToken(d model.Draw, req *GenRequest) GenToken {
-	t := GenToken{ID: d.ID, SampleLogprob: d.LogProb}
-	if !req.Logprobs && req.TopLogprobs == 0 {
+// token is the decode state's handler for a request: the token is
+// streamed, and the request ends at a stop id, when onToken says so, or at
+// its length limit; otherwise the token is fed next.
+func (e *Engine) token(q *scheduler[*genJob], j *genJob, tok GenToken) {
+	j.gen.Tokens = append(j.gen.Tokens, tok)
+	halt := j.onToken != nil && j.onToken(tok)
+	switch {
+	case halt || slices.Contains(j.req.Stop, tok.ID):
+		j.gen.Finish = "stop"
+	case len(j.gen.Tokens) >= j.limit:
+		j.gen.Finish = "length"
+	default:
+		j.pending = append(j.pending[:0], tok.ID)
+		return
+	}
+	q.release(j)
+	j.res <- nil
+}
+
+// genToken is a drawn token and, when asked, its model log-probabilities
+// from row, the logits it was drawn from.
+func genToken(id int32, lp float32, row []float32, req *GenRequest) GenToken {
+	t := GenToken{ID: id, SampleLogprob: lp}
+	if !req.Logprobs && req.TopLogprobs == 0 || row == nil {
 		return t
 	}
-	row := d.Row
 	lse := logSumExp(row)
-	t.Logprob = row[d.ID] - lse
+	t.Logprob = row[id] - lse
 	if k := req.TopLogprobs; k > 0 {
 		t.Top = topK(row, k, lse)
 	}

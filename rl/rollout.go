@@ -16,15 +16,18 @@ import (
 	"github.com/r1go/r1go/model/tokenizer"
 )
 
-// The multi-turn rollout. Each trajectory is a small state machine,
+// The multi-turn rollout. Each trajectory is a sequence of the scheduler
+// (sched.go) and moves through its states,
 //
 //	queued → prefill → decode ⇄ tool → ... → finished
 //
-// and one engine loop drives them all. Every iteration feeds one packed
-// batch to the policy: whole prompts (prefill), single sampled tokens
-// (decode), and "last sampled token + observation" chunks for trajectories
-// whose tool call has returned. A trajectory waiting for its tool is not in
-// the batch (continuous batching), so a slow tool idles nothing else.
+// Every step feeds one packed batch to the policy: whole prompts
+// (prefill), single sampled tokens (decode), and "last sampled token +
+// observation" chunks for trajectories whose tool call has returned. A
+// trajectory waiting for its tool is not in the batch (continuous
+// batching), so a slow tool idles nothing else. The rollout's handlers are
+// sampled (a drawn token: decode, tool or finished), observe (the tool's
+// answer: decode or finished) and finish.
 //
 // Token in, token out: the sampled ids are kept as sampled and never
 // re-encoded; a turn is decoded to text only to hand it to the environment,
@@ -186,19 +189,14 @@ type Rollout struct {
 	StreamBase uint64
 }
 
-// trajState is the engine's view of one trajectory.
+// trajState is one trajectory in the scheduler.
 type trajState struct {
-	t       *Trajectory
-	ep      env.Episode
-	rng     *rand.Rand
-	slot    int
-	pending []int32 // tokens to feed next
-	turn    []int   // ids of the current model turn
-	text    []byte  // the current turn decoded so far, with stop strings only (stopstrings.go)
-	leader  *trajState
-	cut     bool // the current turn ended at max_turn_tokens, not a stop token
-	waiting bool // a tool call is running
-	done    bool
+	seq
+	t    *Trajectory
+	ep   env.Episode
+	turn []int  // ids of the current model turn
+	text []byte // the current turn decoded so far, with stop strings only (stopstrings.go)
+	cut  bool   // the current turn ended at max_turn_tokens, not a stop token
 }
 
 type toolResult struct {
@@ -222,7 +220,7 @@ func (r *Rollout) Run(ctx context.Context, step int, samples []data.Sample) ([]*
 	}
 	states := make([]*trajState, 0, len(samples)*n)
 	for g, smp := range samples {
-		var leader *trajState
+		var leader *seq
 		var prompt []int32
 		for i := 0; i < n; i++ {
 			ep := r.Env.Episode()
@@ -241,11 +239,12 @@ func (r *Rollout) Run(ctx context.Context, step int, samples []data.Sample) ([]*
 			s := &trajState{
 				t: &Trajectory{Sample: smp, Group: g, Tokens: slices.Clone(prompt), PromptLen: len(prompt),
 					Action: make([]bool, len(prompt)), LogProb: make([]float32, len(prompt))},
-				ep:  ep,
-				rng: rand.New(rand.NewPCG(r.Cfg.StepSeed(step), r.StreamBase+idx)),
+				ep: ep,
 			}
+			s.rng = rand.New(rand.NewPCG(r.Cfg.StepSeed(step), r.StreamBase+idx))
+			s.sampling = r.Cfg.Sampling
 			if i == 0 {
-				leader = s
+				leader = &s.seq
 				s.pending = slices.Clone(prompt)
 			} else {
 				s.leader = leader
@@ -308,140 +307,67 @@ func (r *Rollout) encodePrompt(msgs []data.Message, tools []json.RawMessage) ([]
 	return toInt32(ids), nil
 }
 
+// rolloutRun is one Run's driver of the scheduler: the tool calls in
+// flight and where their answers arrive.
+type rolloutRun struct {
+	*Rollout
+	ctx     context.Context
+	q       *scheduler[*trajState]
+	results chan toolResult
+	sem     chan struct{} // bounds the tool calls running at once
+	running int           // tool calls in flight
+}
+
 func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, error) {
-	var (
-		free    []int
-		queue   = states // not yet admitted, in order
-		active  []*trajState
-		results = make(chan toolResult, len(states))
-		sem     = make(chan struct{}, r.Cfg.ToolConcurrency)
-		running int // tool calls in flight
-		chunks  []model.Chunk
-		owners  []*trajState
-		draws   []hostDraw
-		picks   []model.Draw // each draw's row, stream and token, for model.SampleAll
-		scratch []int32
-	)
-	for s := r.Policy.Slots() - 1; s >= 0; s-- {
-		free = append(free, s)
+	x := &rolloutRun{Rollout: r, ctx: ctx, q: newScheduler[*trajState](r.Policy),
+		results: make(chan toolResult, len(states)), sem: make(chan struct{}, r.Cfg.ToolConcurrency)}
+	for _, s := range states {
+		x.q.submit(s)
 	}
-	V := r.Policy.Vocab()
 	for {
-		// Admit whole groups while their slots fit, so a leader's prefill
-		// can be forked into its followers right after it runs.
-		for len(queue) > 0 {
-			g := 1
-			for g < len(queue) && queue[g].leader == queue[0] {
-				g++
-			}
-			if g > len(free) {
-				break
-			}
-			for _, s := range queue[:g] {
-				s.slot = free[len(free)-1]
-				free = free[:len(free)-1]
-				r.Policy.Reset(s.slot)
-				active = append(active, s)
-			}
-			queue = queue[g:]
-		}
+		x.q.admit()
 		if r.Cfg.Deterministic {
-			for running > 0 {
-				select {
-				case tr := <-results:
-					running--
-					r.observe(tr.s, tr.res, &free)
-				case <-ctx.Done():
-					return nil, ctx.Err()
+			for x.running > 0 {
+				if err := x.await(); err != nil {
+					return nil, err
 				}
 			}
 		}
-		// Gather this iteration's chunks.
-		chunks, owners = chunks[:0], owners[:0]
-		for _, s := range active {
-			if !s.done && !s.waiting && len(s.pending) > 0 {
-				chunks = append(chunks, model.Chunk{Slot: s.slot, Tokens: s.pending})
-				owners = append(owners, s)
-			}
-		}
-		if len(chunks) == 0 {
-			if running == 0 {
-				if len(queue) > 0 {
-					if len(active) > 0 && !slices.ContainsFunc(active, func(s *trajState) bool { return !s.done }) {
-						active = active[:0]
-						continue // every slot is free again: admit the next groups
+		if x.q.gather() == 0 {
+			if x.running == 0 {
+				if len(x.q.queue) > 0 {
+					if len(x.q.active) > 0 {
+						if x.q.compact(); len(x.q.active) == 0 {
+							continue // every slot is free again: admit the next groups
+						}
 					}
-					return nil, fmt.Errorf("rl: rollout stalled with %d trajectories queued", len(queue))
+					return nil, fmt.Errorf("rl: rollout stalled with %d trajectories queued", len(x.q.queue))
 				}
 				break
 			}
-			select {
-			case tr := <-results:
-				running--
-				r.observe(tr.s, tr.res, &free)
-			case <-ctx.Done():
-				return nil, ctx.Err()
+			if err := x.await(); err != nil {
+				return nil, err
 			}
 			continue
 		}
-		if dp, ok := r.devicePolicy(); ok {
-			// The device draws every owner's token (devicesample.go).
-			after := func(s *trajState) { r.afterSample(ctx, s, sem, results, &running, &free) }
-			if err := r.feedOnDevice(dp, chunks, owners, active, after, &scratch); err != nil {
-				return nil, err
-			}
-			owners = owners[:0] // sampled: the host loop below has nothing to do
+		draws, err := x.q.step()
+		if err != nil {
+			return nil, err
 		}
-		var logits []float32
-		if len(owners) > 0 {
-			var err error
-			if logits, err = r.Policy.Feed(chunks); err != nil {
-				return nil, fmt.Errorf("rl: policy forward: %w", err)
-			}
+		for _, d := range draws {
+			x.sampled(d.s, d.id, d.lp)
 		}
-		// Every owner's next token, and the first token of each follower
-		// of a leader that just prefilled (from the leader's logits), is
-		// drawn first, the rows spread over the cores; each state draws
-		// from its own stream, so the tokens are those of drawing in turn.
-		draws, picks = draws[:0], picks[:0]
-		for j, s := range owners {
-			row := logits[j*V : (j+1)*V]
-			draws = append(draws, hostDraw{s: s})
-			picks = append(picks, model.Draw{Row: row, S: r.Cfg.Sampling, Rng: s.rng})
-			for _, f := range active {
-				if f.leader == s && waitsFirstToken(f) {
-					draws = append(draws, hostDraw{s: f, follower: true})
-					picks = append(picks, model.Draw{Row: row, S: r.Cfg.Sampling, Rng: f.rng})
-				}
-			}
-		}
-		model.SampleAll(picks)
-		for i := 0; i < len(draws); {
-			s := draws[i].s
-			s.pending = s.pending[:0]
-			r.appendSample(s, picks[i].ID, picks[i].LogProb)
-			i++
-			// Followers take the leader's cache; the order of forks and of
-			// afterSample is the one of drawing in turn.
-			for ; i < len(draws) && draws[i].follower; i++ {
-				f := draws[i].s
-				r.Policy.Fork(f.slot, s.slot)
-				r.appendSample(f, picks[i].ID, picks[i].LogProb)
-				r.afterSample(ctx, f, sem, results, &running, &free)
-			}
-			r.afterSample(ctx, s, sem, results, &running, &free)
-		}
-		// Drain finished tool calls without blocking.
+		// Take the tool calls that have finished, without blocking.
 		for drained := false; !drained; {
 			select {
-			case tr := <-results:
-				running--
-				r.observe(tr.s, tr.res, &free)
+			case tr := <-x.results:
+				x.running--
+				x.observe(tr.s, tr.res)
 			default:
 				drained = true
 			}
 		}
-		active = slices.DeleteFunc(active, func(s *trajState) bool { return s.done })
+		x.q.compact()
 	}
 	out := make([]*Trajectory, len(states))
 	for i, s := range states {
@@ -450,50 +376,53 @@ func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, 
 	return out, nil
 }
 
-// hostDraw is one token drawn on the host: the state it belongs to and
-// whether it is a follower's first token (drawn from its leader's row, just
-// after the leader's draw). Its row, stream and draw are the model.Draw at
-// the same index of picks.
-type hostDraw struct {
-	s        *trajState
-	follower bool
+// await waits for one tool call to finish and applies its answer.
+func (x *rolloutRun) await() error {
+	select {
+	case tr := <-x.results:
+		x.running--
+		x.observe(tr.s, tr.res)
+		return nil
+	case <-x.ctx.Done():
+		return x.ctx.Err()
+	}
 }
 
-// sample draws the next token of s from its logits row.
-func (r *Rollout) sample(s *trajState, row []float32, scratch *[]int32) {
-	id, lp := model.SampleToken(row, r.Cfg.Sampling, s.rng, scratch)
-	r.appendSample(s, id, lp)
-}
-
-// afterSample ends the turn when the token stops it or a limit is reached,
-// and otherwise queues the token to be fed.
-func (r *Rollout) afterSample(ctx context.Context, s *trajState, sem chan struct{}, results chan toolResult, running *int, free *[]int) {
+// sampled is the handler of a drawn token: it records the token, then ends
+// the turn when the token stops it or a limit is reached (the trajectory
+// waits for its tool, or finishes), and otherwise queues the token to be
+// fed.
+func (x *rolloutRun) sampled(s *trajState, id int32, lp float32) {
 	t := s.t
-	last := t.Tokens[len(t.Tokens)-1]
-	stop := slices.Contains(r.Stop, last)
+	t.Tokens = append(t.Tokens, id)
+	t.Action = append(t.Action, true)
+	t.LogProb = append(t.LogProb, lp)
+	s.turn = append(s.turn, int(id))
+	stop := slices.Contains(x.Stop, id)
 	textEnd := -1 // where a stop string ends in the turn's text
-	if stops := r.stopStrings(); len(stops) > 0 && !stop {
-		textEnd = r.stopStringEnd(s, stops, last)
+	if stops := x.stopStrings(); len(stops) > 0 && !stop {
+		textEnd = x.stopStringEnd(s, stops, id)
 		stop = textEnd >= 0
 	}
-	full := t.ResponseLen() >= r.responseLimit(t)
-	if !stop && !full && len(s.turn) < r.Cfg.MaxTurnTokens {
-		s.pending = append(s.pending[:0], last)
+	full := t.ResponseLen() >= x.responseLimit(t)
+	if !stop && !full && len(s.turn) < x.Cfg.MaxTurnTokens {
+		s.pending = append(s.pending[:0], id)
 		return
 	}
 	t.Turns++
 	s.cut = !stop
-	text := r.Tok.Decode(s.turn)
+	text := x.Tok.Decode(s.turn)
 	if textEnd >= 0 {
 		text = text[:textEnd] // the tokens stay whole; the environment reads up to the stop string
 	}
 	s.turn, s.text = s.turn[:0], s.text[:0]
 	if full && !stop {
-		r.finish(s, FinishLength, free)
+		x.finish(s, FinishLength)
 		return
 	}
-	s.waiting = true
-	*running++
+	s.state = seqTool
+	x.running++
+	ctx, sem, results := x.ctx, x.sem, x.results
 	go func() {
 		sem <- struct{}{}
 		res := s.ep.Step(ctx, text)
@@ -508,9 +437,10 @@ func (r *Rollout) responseLimit(t *Trajectory) int {
 	return min(r.Cfg.MaxResponseTokens, r.Policy.MaxLen()-t.PromptLen-1)
 }
 
-// observe applies the environment's answer to a finished turn.
-func (r *Rollout) observe(s *trajState, res env.StepResult, free *[]int) {
-	s.waiting = false
+// observe is the tool state's handler: it applies the environment's answer
+// to a finished turn, and the trajectory decodes on from the observation or
+// finishes.
+func (x *rolloutRun) observe(s *trajState, res env.StepResult) {
 	t := s.t
 	t.ToolCalls += len(res.Info.Calls)
 	if res.Observation == "" {
@@ -518,13 +448,13 @@ func (r *Rollout) observe(s *trajState, res env.StepResult, free *[]int) {
 		if s.cut {
 			reason = FinishTurnLimit
 		}
-		r.finish(s, reason, free)
+		x.finish(s, reason)
 		return
 	}
 	t.ToolCallEnds = append(t.ToolCallEnds, len(t.Tokens)-1)
 	t.ProcessRewards = append(t.ProcessRewards, res.Reward)
-	obs := toInt32(r.Tok.Encode(res.Observation))
-	room := r.responseLimit(t) - t.ResponseLen()
+	obs := toInt32(x.Tok.Encode(res.Observation))
+	room := x.responseLimit(t) - t.ResponseLen()
 	truncated := len(obs) >= room
 	if truncated {
 		obs = obs[:max(room, 0)]
@@ -535,18 +465,18 @@ func (r *Rollout) observe(s *trajState, res env.StepResult, free *[]int) {
 	t.LogProb = append(t.LogProb, make([]float32, len(obs))...)
 	switch {
 	case truncated:
-		r.finish(s, FinishLength, free)
+		x.finish(s, FinishLength)
 	case res.Done:
-		r.finish(s, FinishMaxTurns, free)
+		x.finish(s, FinishMaxTurns)
 	default:
+		s.state = seqDecode
 		s.pending = append(append(s.pending[:0], last), obs...)
 	}
 }
 
 // finish scores the trajectory and frees its slot.
-func (r *Rollout) finish(s *trajState, why Finish, free *[]int) {
-	s.done = true
+func (x *rolloutRun) finish(s *trajState, why Finish) {
 	s.t.Finish = why
-	s.t.Outcome = s.ep.Outcome(r.Tok.Decode(toInts(s.t.Tokens)))
-	*free = append(*free, s.slot)
+	s.t.Outcome = s.ep.Outcome(x.Tok.Decode(toInts(s.t.Tokens)))
+	x.q.release(s)
 }
