@@ -1,0 +1,132 @@
+// Command learning trains every row of the learning table on the embedded
+// synthetic world and writes the table, with learning-curve plots, to
+// benchmarks/learning.md:
+//
+//	go run ./benchmarks/learning                 # the full table: 3 seeds, 30 steps per row
+//	go run ./benchmarks/learning -smoke          # CI's size: 1 seed, 2 steps, a few questions
+//	go run ./benchmarks/learning -rows GRPO,RLOO # only rows whose name contains one of these
+//
+// It drives cmd/train and cmd/eval through their command lines (built once
+// into a temporary folder), so a row is the name and key=value overrides in
+// rows.go. Each run leaves result.json in its folder under -out; a run whose
+// result exists is not run again, so the table can be made in pieces and
+// after an interruption (the same command resumes it). -render renders the
+// markdown from what -out holds without training anything.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Size is what every row is trained and measured with.
+type Size struct {
+	Seeds     int    // seeds 1..Seeds per row
+	Steps     int    // RL steps per run
+	TestFreq  int    // validate (and checkpoint) every TestFreq steps: the learning curve
+	SynthEval int    // held-out test questions (and validation questions) in the world
+	ValSize   int    // validation questions per curve point
+	SFTSteps  int    // warm-start steps; 0: Init is the warm start of seed 1 and every seed
+	Init      string // model folder the warm start starts from ("": a fresh tiny model)
+	// Args are overrides of every cmd/train run (SFT and RL), before the
+	// row's own.
+	Args []string
+}
+
+// FullSize is the table's size: the embedded default's 30 steps and 200
+// held-out questions, a curve point every 5 steps.
+var FullSize = Size{Seeds: 3, Steps: 30, TestFreq: 5, SynthEval: 200, ValSize: 50, SFTSteps: 400}
+
+// SmokeSize checks that every row trains and the table renders, in about a
+// minute or two: the committed warm start of cmd/train's test, two steps.
+// Its batches are 2 prompts × 4 samples, an eighth of the default's.
+var SmokeSize = Size{Seeds: 1, Steps: 2, TestFreq: 2, SynthEval: 20, ValSize: 8, SFTSteps: 2,
+	Init: filepath.Join("cmd", "train", "testdata", "warmstart"),
+	Args: []string{"data.train_batch_size=2", "rollout.n=4", "actor.ppo_mini_batch_size=8", "sft.batch_size=4"}}
+
+func main() {
+	size := FullSize
+	smoke := flag.Bool("smoke", false, "CI's size: 1 seed, 2 steps per row, 20 questions, the committed warm start")
+	out := flag.String("out", "", "folder of the runs, kept between invocations (default runs/learning or runs/learning-smoke)")
+	md := flag.String("md", filepath.Join("benchmarks", "learning.md"), "markdown file to write; its plots go beside it in a folder named after it")
+	jobs := flag.Int("jobs", 1, "runs at once (each uses every core: more than one only where cores are idle)")
+	rows := flag.String("rows", "", "comma-separated substrings: run only rows whose name contains one (the table still lists every row)")
+	render := flag.Bool("render", false, "render the markdown from -out without running anything")
+	seeds := flag.Int("seeds", 0, "seeds per row (0: the size's)")
+	steps := flag.Int("steps", 0, "RL steps per run (0: the size's)")
+	flag.Parse()
+	if *smoke {
+		size = SmokeSize
+	}
+	if *seeds > 0 {
+		size.Seeds = *seeds
+	}
+	if *steps > 0 {
+		size.Steps = *steps
+	}
+	if *out == "" {
+		*out = filepath.Join("runs", "learning")
+		if *smoke {
+			*out += "-smoke"
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	b := &Bench{Size: size, Out: *out, Jobs: *jobs, Log: os.Stdout}
+	if err := b.Main(ctx, selectRows(Rows, *rows), !*render, *md, strings.Join(os.Args[1:], " ")); err != nil {
+		fmt.Fprintln(os.Stderr, "learning:", err)
+		os.Exit(1)
+	}
+}
+
+// Main trains the rows (when train is set), reads every result under Out
+// and writes the markdown and its plots to md. args is the command line the
+// markdown quotes.
+func (b *Bench) Main(ctx context.Context, run []Row, train bool, md, args string) error {
+	if err := os.MkdirAll(b.Out, 0o755); err != nil {
+		return err
+	}
+	start := time.Now()
+	var runErr error
+	if train {
+		runErr = b.Run(ctx, run)
+		fmt.Fprintf(b.Log, "learning: runs done in %s\n", time.Since(start).Round(time.Second))
+	}
+	table, err := b.Collect(Rows)
+	if err != nil {
+		return err
+	}
+	cmd := "go run ./benchmarks/learning"
+	if args != "" {
+		cmd += " " + args
+	}
+	if err := Render(md, table, b.Size, RenderInfo{Command: cmd, Jobs: b.Jobs}); err != nil {
+		return err
+	}
+	fmt.Fprintf(b.Log, "learning: wrote %s\n", md)
+	return runErr
+}
+
+// selectRows keeps the rows whose name contains one of the comma-separated
+// substrings (all rows when filter is empty).
+func selectRows(rows []Row, filter string) []Row {
+	if filter == "" {
+		return rows
+	}
+	var out []Row
+	for _, r := range rows {
+		for _, f := range strings.Split(filter, ",") {
+			if f != "" && strings.Contains(r.Name, f) {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
+}
