@@ -59,6 +59,7 @@ func main() {
 	rows := flag.String("rows", "", "comma-separated substrings: run only rows whose name contains one (the table still lists every row)")
 	render := flag.Bool("render", false, "render the markdown from -out without running anything")
 	seeds := flag.Int("seeds", 0, "seeds per row (0: the size's)")
+	only := flag.Int("seed", 0, "run only this seed of each row (0: every seed); the table still shows them all")
 	steps := flag.Int("steps", 0, "RL steps per run (0: the size's)")
 	flag.Parse()
 	if *smoke {
@@ -78,8 +79,19 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	b := &Bench{Size: size, Out: *out, Jobs: *jobs, Log: os.Stdout}
-	if err := b.Main(ctx, selectRows(Rows, *rows), !*render, *md, strings.Join(os.Args[1:], " ")); err != nil {
+	b := &Bench{Size: size, Out: *out, Jobs: *jobs, Seed: *only, Log: os.Stdout}
+	// The markdown quotes the command that makes the whole table at this
+	// size; -rows, -seed and -render only make it in pieces.
+	var args []string
+	flag.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "smoke":
+			args = append(args, "-smoke")
+		case "out", "seeds", "steps":
+			args = append(args, "-"+f.Name+"="+f.Value.String())
+		}
+	})
+	if err := b.Main(ctx, selectRows(Rows, *rows), !*render, *md, strings.Join(args, " ")); err != nil {
 		fmt.Fprintln(os.Stderr, "learning:", err)
 		os.Exit(1)
 	}

@@ -120,11 +120,13 @@ func Render(md string, table []RowResults, size Size, info RenderInfo) error {
 	}
 	var w bytes.Buffer
 	fmt.Fprintf(&w, "# Learning table\n\n")
-	fmt.Fprintf(&w, "Every row trained on the embedded synthetic world by `%s` (package `benchmarks/learning`), "+
-		"which runs `cmd/train` and `cmd/eval` with the overrides in the row's command line below.\n\n", info.Command)
+	fmt.Fprintf(&w, "Every row is trained on the embedded synthetic world by `%s` (package `benchmarks/learning`), "+
+		"which runs `cmd/train` and `cmd/eval` with the overrides in each row's command line (listed at the end). "+
+		"The command resumes where it stopped; `-rows` and `-seed` make the table in pieces and `-render` rewrites "+
+		"this file from the runs. A row is a name and key=value overrides in `benchmarks/learning/rows.go`.\n\n", info.Command)
 	fmt.Fprintf(&w, "- date: %s\n- machine: %s\n- commit: %s\n- runs at once: %d (wall times are per run at that load, "+
 		"on a machine shared with other work: compare them within one table only)\n",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), commit(), info.Jobs)
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), commit(md, plotDir), info.Jobs)
 	fmt.Fprintf(&w, "- size: %d seed(s) per row, %d RL steps, a validation point every %d steps on %d questions, "+
 		"%d held-out test questions, warm start %s\n\n", size.Seeds, size.Steps, size.TestFreq, size.ValSize, size.SynthEval, warmSource(size))
 	fmt.Fprintf(&w, "Columns: held-out exact match after the last step (all questions, then per hop count), "+
@@ -284,14 +286,17 @@ func machine() string {
 	return fmt.Sprintf("%s, %d cores, %s/%s, CPU tier %s", name, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, isa.Current())
 }
 
-// commit is the checked-out commit, marked when the tree has changes.
-func commit() string {
+// commit is the checked-out commit, marked when tracked files other than
+// the table's own (md and its plots, rewritten as runs finish) have changes.
+func commit(md, plotDir string) string {
 	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
 	if err != nil {
 		return "unknown"
 	}
 	c := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+	st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+		":(exclude)"+md, ":(exclude)"+filepath.Join(plotDir, "*.png")).Output()
+	if err == nil && len(bytes.TrimSpace(st)) > 0 {
 		c += " (with uncommitted changes)"
 	}
 	return c

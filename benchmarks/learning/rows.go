@@ -68,5 +68,11 @@ var Rows = []Row{
 	{Name: "GRPO, KL in the loss (low_var_kl, 0.001)", Group: groupAblation, Args: []string{"actor.use_kl_loss=true"}},
 	{Name: "GRPO, KL in the reward (k1, 0.001)", Group: groupAblation, Args: []string{"algorithm.use_kl_in_reward=true"}},
 
+	// With ppo_mini_batch_size 64 each step's 64 trajectories make one
+	// on-policy update (ratio 1: the clip never acts). Splitting them in four
+	// spends the same rollouts and the same forward/backward work on four
+	// optimizer steps.
 	{Name: "GRPO from the gold warm start", Group: groupDefault, Args: []string{gold}},
+	{Name: "GRPO, 4 updates per step (mini-batch 16)", Group: groupDefault, Args: []string{"actor.ppo_mini_batch_size=16"}},
+	{Name: "GRPO from the gold warm start, 4 updates per step", Group: groupDefault, Args: []string{gold, "actor.ppo_mini_batch_size=16"}},
 }

@@ -26,6 +26,7 @@ type Bench struct {
 	Size Size
 	Out  string
 	Jobs int
+	Seed int // run only this seed (0: 1..Size.Seeds)
 	Log  io.Writer
 
 	bin    string // folder of the train and eval binaries
@@ -56,7 +57,7 @@ func (b *Bench) Run(ctx context.Context, rows []Row) error {
 	var jobs []job
 	for seed := 1; seed <= b.Size.Seeds; seed++ {
 		for _, r := range rows {
-			if r.Pending == "" {
+			if r.Pending == "" && (b.Seed == 0 || b.Seed == seed) {
 				jobs = append(jobs, job{r, seed})
 			}
 		}
