@@ -273,16 +273,17 @@ func (b *Bench) trainRow(ctx context.Context, r Row, seed int, warm *WarmResult,
 		res.Best = m["agent"]
 	}
 	res.Wall = time.Since(start).Seconds()
-	pruneCheckpoints(run, res.PeakStep)
+	pruneCheckpoints(run, res.PeakStep, res.Steps)
 	return writeJSON(filepath.Join(dir, "result.json"), res)
 }
 
-// pruneCheckpoints removes every checkpoint of a finished run but the best
-// one (the table's runs would otherwise keep a few GB of them).
-func pruneCheckpoints(run string, keep int) {
+// pruneCheckpoints removes the checkpoints of a finished run but the best
+// and the last (which trainer.resume continues), so that the table's runs do
+// not keep a few GB of them.
+func pruneCheckpoints(run string, best, last int) {
 	dirs, _ := filepath.Glob(filepath.Join(run, "global_step_*"))
 	for _, d := range dirs {
-		if filepath.Base(d) != fmt.Sprintf("global_step_%d", keep) {
+		if b := filepath.Base(d); b != fmt.Sprintf("global_step_%d", best) && b != fmt.Sprintf("global_step_%d", last) {
 			os.RemoveAll(d)
 		}
 	}
