@@ -139,3 +139,40 @@ func (l testLog) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = testLog{}
+
+// TestWarmPolicy checks where each warm start comes from: Init for every
+// seed, Seed1 for the default's seed 1 only, SFT otherwise.
+func TestWarmPolicy(t *testing.T) {
+	full := &Bench{Size: Size{Seed1: "ws"}, Out: "o"}
+	smoke := &Bench{Size: Size{Init: "init"}, Out: "o"}
+	for _, c := range []struct {
+		b          *Bench
+		sft        []string
+		seed       int
+		policy     string
+		sameAsSeed int
+	}{
+		{full, nil, 1, "ws", 1},
+		{full, nil, 2, "", 2},
+		{full, []string{gold}, 1, "", 1},
+		{smoke, nil, 3, "init", 0},
+		{smoke, []string{gold}, 3, "", 3},
+	} {
+		p, s := c.b.warmPolicy(c.sft, c.seed)
+		if p != c.policy || s != c.sameAsSeed {
+			t.Errorf("warmPolicy(%v, %d) = %q, %d; want %q, %d", c.sft, c.seed, p, s, c.policy, c.sameAsSeed)
+		}
+	}
+}
+
+func TestSFTSeconds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sft.log")
+	log := "data: 3000 train\nsft step 20/400: loss 1.4784, grad norm 0.523, lr 3.00e-03 (101 s)\n" +
+		"sft step 400/400: loss 0.1, grad norm 0.6, lr 3.00e-03 (1226 s)\nheld-out: ...\n"
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s := sftSeconds(path); s != 1226 {
+		t.Errorf("sftSeconds = %v, want 1226", s)
+	}
+}

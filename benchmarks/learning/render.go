@@ -32,12 +32,9 @@ func (b *Bench) Collect(rows []Row) ([]RowResults, error) {
 		for seed := 1; seed <= b.Size.Seeds && r.Pending == ""; seed++ {
 			if r.Kind != RL {
 				sft, _ := split(r.Args)
-				s := seed
-				if len(sft) == 0 && b.Size.Init != "" {
-					s = 0
-				}
+				_, s := b.warmPolicy(sft, seed)
 				var w WarmResult
-				if readJSON(filepath.Join(b.Out, "warm", warmKey(sft), fmt.Sprintf("seed%d", s), "warm.json"), &w) == nil {
+				if readJSON(filepath.Join(b.warmDir(sft, s), "warm.json"), &w) == nil {
 					rr.Warm = append(rr.Warm, &w)
 				}
 				continue
@@ -268,7 +265,11 @@ func warmSource(s Size) string {
 	if s.Init != "" {
 		return fmt.Sprintf("`%s` (gold rows: %d SFT steps from it)", s.Init, s.SFTSteps)
 	}
-	return fmt.Sprintf("%d SFT steps per seed (model.seed = data.seed = the seed)", s.SFTSteps)
+	w := fmt.Sprintf("%d SFT steps per seed (model.seed = data.seed = the seed)", s.SFTSteps)
+	if s.Seed1 != "" {
+		w += fmt.Sprintf(", except the default warm start of seed 1: `%s`, the same SFT run made once and committed", s.Seed1)
+	}
+	return w
 }
 
 // machine describes the CPU: its model name, the cores Go sees and the

@@ -36,6 +36,7 @@ type WarmResult struct {
 	NaiveRAG    Results
 	ValEM       float64 // the learning curves' step 0
 	Wall        float64 // seconds: SFT and the evaluations
+	SFTWall     float64 // seconds of SFT steps, from its log
 	SFTCommand  string  `json:",omitempty"`
 	EvalCommand string
 }

@@ -146,12 +146,8 @@ func (b *Bench) worldArgs() []string {
 // it).
 func (b *Bench) warm(ctx context.Context, r Row, seed int) (*WarmResult, error) {
 	sft, _ := split(r.Args)
-	key := warmKey(sft)
-	// A warm start made from Init without SFT is the same for every seed.
-	if len(sft) == 0 && b.Size.Init != "" {
-		seed = 0
-	}
-	id := fmt.Sprintf("%s/seed%d", key, seed)
+	policy, seed := b.warmPolicy(sft, seed)
+	id := b.warmDir(sft, seed)
 	b.warmMu.Lock()
 	if b.warms == nil {
 		b.warms = map[string]*warmOnce{}
@@ -162,13 +158,29 @@ func (b *Bench) warm(ctx context.Context, r Row, seed int) (*WarmResult, error) 
 		b.warms[id] = w
 	}
 	b.warmMu.Unlock()
-	w.once.Do(func() {
-		w.res, w.err = b.makeWarm(ctx, sft, seed, filepath.Join(b.Out, "warm", key, fmt.Sprintf("seed%d", seed)))
-	})
+	w.once.Do(func() { w.res, w.err = b.makeWarm(ctx, sft, seed, policy, id) })
 	return w.res, w.err
 }
 
-func (b *Bench) makeWarm(ctx context.Context, sft []string, seed int, dir string) (*WarmResult, error) {
+// warmPolicy says where the warm start of sft.* overrides at seed comes
+// from: a folder made before (Init, the same for every seed, or Seed1),
+// or, when policy is empty, an SFT run. The seed returned is 0 when the
+// warm start does not depend on it.
+func (b *Bench) warmPolicy(sft []string, seed int) (policy string, _ int) {
+	switch {
+	case len(sft) == 0 && b.Size.Init != "":
+		return b.Size.Init, 0
+	case len(sft) == 0 && seed == 1 && b.Size.Seed1 != "":
+		return b.Size.Seed1, 1
+	}
+	return "", seed
+}
+
+func (b *Bench) warmDir(sft []string, seed int) string {
+	return filepath.Join(b.Out, "warm", warmKey(sft), fmt.Sprintf("seed%d", seed))
+}
+
+func (b *Bench) makeWarm(ctx context.Context, sft []string, seed int, policy, dir string) (*WarmResult, error) {
 	path := filepath.Join(dir, "warm.json")
 	var res WarmResult
 	if readJSON(path, &res) == nil {
@@ -178,8 +190,8 @@ func (b *Bench) makeWarm(ctx context.Context, sft []string, seed int, dir string
 		return nil, err
 	}
 	start := time.Now()
-	res.Policy = b.Size.Init
-	if len(sft) > 0 || b.Size.Init == "" {
+	res.Policy = policy
+	if policy == "" {
 		run := filepath.Join(dir, "run")
 		args := append(b.worldArgs(), "trainer.total_training_steps=0", fmt.Sprintf("sft.steps=%d", b.Size.SFTSteps),
 			fmt.Sprintf("model.seed=%d", seed), fmt.Sprintf("data.seed=%d", seed),
@@ -188,12 +200,17 @@ func (b *Bench) makeWarm(ctx context.Context, sft []string, seed int, dir string
 			args = append(args, "model.path="+b.Size.Init)
 		}
 		args = append(append(args, b.Size.Args...), sft...)
-		b.logf("warm start %s: SFT", dir)
-		if err := b.command(ctx, filepath.Join(dir, "sft.log"), "train", args...); err != nil {
-			return nil, err
-		}
 		res.Policy = filepath.Join(run, "sft")
+		// The SFT's own held-out evaluation is written last: an SFT that got
+		// that far before its runner stopped is not run again.
+		if !exists(filepath.Join(res.Policy, "eval.json")) {
+			b.logf("warm start %s: SFT", dir)
+			if err := b.command(ctx, filepath.Join(dir, "sft.log"), "train", args...); err != nil {
+				return nil, err
+			}
+		}
 		res.SFTCommand = "go run ./cmd/train " + strings.Join(args, " ")
+		res.SFTWall = sftSeconds(filepath.Join(dir, "sft.log"))
 	}
 	test := filepath.Join(dir, "test.json")
 	// cmd/eval's flags come before its key=value arguments.
@@ -217,7 +234,7 @@ func (b *Bench) makeWarm(ctx context.Context, sft []string, seed int, dir string
 	}
 	res.Agent, res.NaiveRAG, res.ValEM = t["agent"], t["naive-rag"], v["agent"]["all"].EM
 	res.EvalCommand = "go run ./cmd/eval " + strings.Join(args, " ")
-	res.Wall = time.Since(start).Seconds()
+	res.Wall = res.SFTWall + time.Since(start).Seconds()
 	if err := writeJSON(path, res); err != nil {
 		return nil, err
 	}
@@ -275,6 +292,21 @@ func (b *Bench) trainRow(ctx context.Context, r Row, seed int, warm *WarmResult,
 	res.Wall = time.Since(start).Seconds()
 	pruneCheckpoints(run, res.PeakStep, res.Steps)
 	return writeJSON(filepath.Join(dir, "result.json"), res)
+}
+
+var sftProgress = regexp.MustCompile(`sft step \d+/\d+: .*\((\d+) s\)`)
+
+// sftSeconds reads the SFT's duration from its last progress line (the
+// runner may have been restarted while that SFT went on), 0 if none.
+func sftSeconds(logPath string) float64 {
+	data, _ := os.ReadFile(logPath)
+	m := sftProgress.FindAllSubmatch(data, -1)
+	if len(m) == 0 {
+		return 0
+	}
+	var s float64
+	fmt.Sscan(string(m[len(m)-1][1]), &s)
+	return s
 }
 
 // pruneCheckpoints removes the checkpoints of a finished run but the best
