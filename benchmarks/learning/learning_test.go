@@ -78,6 +78,7 @@ func TestRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := filepath.Join(out, "learning.md")
+	mustWriteText(t, filepath.Join(out, "learning", "notes.md"), "A finding.\n")
 	if err := Render(md, table, size, RenderInfo{Command: "go run ./benchmarks/learning", Jobs: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,8 @@ func TestRender(t *testing.T) {
 		"| REINFORCE++ | not yet run |",
 		"| Naive RAG (one retrieval, then answer) | 0.050 ± 0.000 |",
 		"not run: cmd/train has no key",
-		"![validation EM by step, algorithms](learning/algorithms.png)",
+		"![validation EM by step on all questions, algorithms](learning/algorithms.png)",
+		"## Notes\n\nA finding.\n",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, text)
@@ -126,6 +128,16 @@ func mustWrite(t *testing.T, path string, v any) {
 		t.Fatal(err)
 	}
 	if err := writeJSON(path, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustWriteText(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,7 +11,9 @@
 // rows.go. Each run leaves result.json in its folder under -out; a run whose
 // result exists is not run again, so the table can be made in pieces and
 // after an interruption (the same command resumes it). -render renders the
-// markdown from what -out holds without training anything.
+// markdown from what -out holds without training anything. The findings
+// written by hand go in learning/notes.md beside the plots, which the
+// markdown includes, so that rendering again keeps them.
 package main
 
 import (

@@ -148,14 +148,27 @@ func Render(md string, table []RowResults, size Size, info RenderInfo) error {
 			writeRow(&w, rr, size)
 		}
 		fmt.Fprintln(&w)
-		if g != groupBaseline {
-			name := slug(g) + ".png"
-			if ok, err := plotGroup(filepath.Join(plotDir, name), g, rows); err != nil {
+		if g == groupBaseline {
+			continue
+		}
+		for _, c := range []struct {
+			suffix, what string
+			curve        func(*RunResult) []metrics.Point
+		}{
+			{"", "all questions", func(r *RunResult) []metrics.Point { return r.Curve }},
+			{"-4hop", "4-hop questions", func(r *RunResult) []metrics.Point { return r.Curve4 }},
+		} {
+			name := slug(g) + c.suffix + ".png"
+			title := fmt.Sprintf("validation EM (greedy) on %s, mean over seeds: %s", c.what, g)
+			if ok, err := plotGroup(filepath.Join(plotDir, name), title, rows, c.curve); err != nil {
 				return err
 			} else if ok {
-				fmt.Fprintf(&w, "![validation EM by step, %s](%s/%s)\n\n", g, filepath.Base(plotDir), name)
+				fmt.Fprintf(&w, "![validation EM by step on %s, %s](%s/%s)\n\n", c.what, g, filepath.Base(plotDir), name)
 			}
 		}
+	}
+	if notes, err := os.ReadFile(filepath.Join(plotDir, "notes.md")); err == nil {
+		fmt.Fprintf(&w, "## Notes\n\n%s\n", bytes.TrimSpace(notes))
 	}
 	writeCommands(&w, table)
 	return os.WriteFile(md, w.Bytes(), 0o644)
@@ -234,17 +247,17 @@ func writeCommands(w *bytes.Buffer, table []RowResults) {
 	fmt.Fprintln(w)
 }
 
-// plotGroup draws the mean validation EM of each RL row of a section by
-// step; ok is false when no row of it has finished.
-func plotGroup(path, group string, rows []RowResults) (ok bool, err error) {
-	c := metrics.Chart{Title: "validation EM (greedy), mean over seeds: " + group, YLabel: "exact match", Series: map[string][]metrics.Point{}}
+// plotGroup draws the mean of a validation curve of each RL row of a
+// section by step; ok is false when no row of it has finished.
+func plotGroup(path, title string, rows []RowResults, curve func(*RunResult) []metrics.Point) (ok bool, err error) {
+	c := metrics.Chart{Title: title, YLabel: "exact match", Series: map[string][]metrics.Point{}}
 	for _, rr := range rows {
 		if len(rr.Runs) == 0 {
 			continue
 		}
 		sum, n := map[int]float64{}, map[int]int{}
 		for _, r := range rr.Runs {
-			for _, p := range r.Curve {
+			for _, p := range curve(r) {
 				sum[p.Step] += p.Value
 				n[p.Step]++
 			}
@@ -253,7 +266,9 @@ func plotGroup(path, group string, rows []RowResults) (ok bool, err error) {
 		for s, v := range sum {
 			pts = append(pts, metrics.Point{Step: s, Value: v / float64(n[s])})
 		}
-		c.Series[rr.Row.Name] = pts
+		if len(pts) > 0 {
+			c.Series[rr.Row.Name] = pts
+		}
 	}
 	if len(c.Series) == 0 {
 		return false, nil
