@@ -203,7 +203,7 @@ func writeRow(w *bytes.Buffer, rr RowResults, size Size) {
 		atPeak = meanStd(rr.column(em("all"), true), 3)
 	}
 	seeds := fmt.Sprintf("%d", rr.Seeds())
-	if rr.Row.Kind == RL && rr.Seeds() < size.Seeds {
+	if rr.Seeds() < size.Seeds {
 		seeds += fmt.Sprintf(" of %d", size.Seeds)
 	}
 	if len(rr.Failed) > 0 {
