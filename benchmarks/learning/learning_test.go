@@ -188,3 +188,24 @@ func TestSFTSeconds(t *testing.T) {
 		t.Errorf("sftSeconds = %v, want 1226", s)
 	}
 }
+
+// TestClaim checks that a run folder claimed by a live process is not
+// claimed again, and that a dead process's claim is taken over.
+func TestClaim(t *testing.T) {
+	dir := t.TempDir()
+	release, ok, err := claim(dir)
+	if err != nil || !ok {
+		t.Fatalf("first claim: %v, %v", ok, err)
+	}
+	if _, ok, err := claim(dir); err != nil || ok {
+		t.Fatalf("second claim while the first holds: %v, %v", ok, err)
+	}
+	release()
+	// A pid no process has (above the kernel's pid_max).
+	mustWriteText(t, filepath.Join(dir, "claim"), "99999999\n")
+	release, ok, err = claim(dir)
+	if err != nil || !ok {
+		t.Fatalf("claim over a dead process's: %v, %v", ok, err)
+	}
+	release()
+}

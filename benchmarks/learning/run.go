@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -102,11 +103,54 @@ func (b *Bench) runJob(ctx context.Context, j job) error {
 	if exists(filepath.Join(dir, "result.json")) {
 		return nil
 	}
+	release, ok, err := claim(dir)
+	if err != nil || !ok {
+		if ok := err == nil; ok {
+			b.logf("skip %s, seed %d: another runner has it (%s)", j.row.Name, j.seed, filepath.Join(dir, "claim"))
+		}
+		return err
+	}
+	defer release()
 	err = b.trainRow(ctx, j.row, j.seed, warm, dir)
 	if err != nil && ctx.Err() == nil {
 		os.WriteFile(filepath.Join(dir, "error.txt"), []byte(err.Error()+"\n"), 0o644)
 	}
 	return err
+}
+
+// claim marks dir as taken by this process, so that two runners on one
+// -out (say, two -rows pieces started side by side) do not train the same
+// run; a claim whose process is gone is taken over.
+func claim(dir string) (release func(), ok bool, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, false, err
+	}
+	path := filepath.Join(dir, "claim")
+	for range 2 {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, os.Getpid())
+			f.Close()
+			return func() { os.Remove(path) }, true, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return nil, false, err
+		}
+		var pid int
+		data, _ := os.ReadFile(path)
+		if _, err := fmt.Sscan(string(data), &pid); err == nil && pid > 0 && alive(pid) {
+			return nil, false, nil
+		}
+		os.Remove(path) // its process is gone
+	}
+	return nil, false, fmt.Errorf("%s: cannot claim", path)
+}
+
+// alive says whether process pid exists (signal 0 checks without sending;
+// where there is no such signal, a claim is taken as abandoned).
+func alive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	return err == nil && p.Signal(syscall.Signal(0)) == nil
 }
 
 // build compiles cmd/train and cmd/eval once, from the module this command
