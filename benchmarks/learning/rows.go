@@ -30,7 +30,8 @@ var FullSize = Size{Seeds: 3, Steps: 30, TestFreq: 5, SynthEval: 200, ValSize: 5
 // SmokeSize checks that every row trains and the table renders: the
 // committed warm start of cmd/train's test, two steps of batches of 2
 // prompts × 4 samples (an eighth of the default's), 20 test questions. It
-// took 4 minutes on 2 cores under a load average of 16.
+// took 4 to 6 minutes on 2 cores under a load average of 16 to 23 from
+// other work.
 var SmokeSize = Size{Seeds: 1, Steps: 2, TestFreq: 2, SynthEval: 20, ValSize: 8, SFTSteps: 2,
 	Init: filepath.Join("cmd", "train", "testdata", "warmstart"),
 	Args: []string{"data.train_batch_size=2", "rollout.n=4", "actor.ppo_mini_batch_size=8", "sft.batch_size=4"}}
