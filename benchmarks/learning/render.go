@@ -168,7 +168,7 @@ func Render(md string, table []RowResults, size Size, info RenderInfo) error {
 		}
 	}
 	if notes, err := os.ReadFile(filepath.Join(plotDir, "notes.md")); err == nil {
-		fmt.Fprintf(&w, "## Notes\n\n%s\n", bytes.TrimSpace(notes))
+		fmt.Fprintf(&w, "## Notes\n\n%s\n\n", bytes.TrimSpace(notes))
 	}
 	writeCommands(&w, table)
 	return os.WriteFile(md, w.Bytes(), 0o644)
