@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/r1go/r1go/rl/metrics"
+)
+
+// TestSmoke runs the table at CI's size (every row, 1 seed, 2 steps) and
+// checks that every row that is not pending trained and reached the
+// markdown. It trains for a minute or two, so it runs only when asked:
+// .ci/run sets R1GO_LEARNING_SMOKE=1.
+func TestSmoke(t *testing.T) {
+	if os.Getenv("R1GO_LEARNING_SMOKE") == "" {
+		t.Skip("set R1GO_LEARNING_SMOKE=1 to train every row for 2 steps (about 2 minutes)")
+	}
+	t.Chdir(filepath.Join("..", "..")) // the module root: ./cmd/train and the warm start
+	out := t.TempDir()
+	md := filepath.Join(out, "learning.md")
+	b := &Bench{Size: SmokeSize, Out: filepath.Join(out, "runs"), Jobs: 1, Log: testLog{t}}
+	if err := b.Main(context.Background(), Rows, true, md, "-smoke"); err != nil {
+		t.Fatal(err)
+	}
+	table, err := b.Collect(Rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rr := range table {
+		if rr.Row.Pending == "" && (rr.Seeds() != 1 || len(rr.Failed) > 0) {
+			t.Errorf("row %q: %d results, failures %q", rr.Row.Name, rr.Seeds(), rr.Failed)
+		}
+		for _, r := range rr.Runs {
+			if r.Steps != SmokeSize.Steps || len(r.Curve) < 2 {
+				t.Errorf("row %q: %d steps, curve %v", rr.Row.Name, r.Steps, r.Curve)
+			}
+		}
+	}
+	checkMarkdown(t, md, "not yet run", "FAILED")
+	for _, png := range []string{"algorithms.png", "ablations.png"} {
+		if st, err := os.Stat(filepath.Join(out, "learning", png)); err != nil || st.Size() == 0 {
+			t.Errorf("plot %s: %v", png, err)
+		}
+	}
+}
+
+// TestRender renders a table from made-up result files: finished, failed,
+// unfinished and pending rows, and the mean ± std of two seeds.
+func TestRender(t *testing.T) {
+	out := t.TempDir()
+	size := Size{Seeds: 2, Steps: 4, TestFreq: 2, SynthEval: 10, ValSize: 5, SFTSteps: 3}
+	b := &Bench{Size: size, Out: out}
+	grpo, rloo, ppo := Rows[3], Rows[7], Rows[4]
+	warm := &WarmResult{Agent: Results{"all": {EM: 0.1, ToolCalls: 1}}, NaiveRAG: Results{"all": {EM: 0.05}}, ValEM: 0.1, EvalCommand: "eval"}
+	for seed := 1; seed <= 2; seed++ {
+		mustWrite(t, filepath.Join(out, "warm", "default", "seed"+string(rune('0'+seed)), "warm.json"), warm)
+		res := &RunResult{Steps: 4, PeakStep: 2 * seed, PeakVal: 0.2 + 0.1*float64(seed),
+			Curve:   []metrics.Point{{Step: 0, Value: 0.1}, {Step: 2, Value: 0.3}, {Step: 4, Value: 0.2 + 0.1*float64(seed)}},
+			Final:   Results{"all": {EM: 0.2 * float64(seed), ToolCalls: 2}, hops[2]: {EM: 0.1}},
+			Best:    Results{"all": {EM: 0.3}},
+			Wall:    60 * float64(seed),
+			Command: "train " + grpo.Name}
+		mustWrite(t, filepath.Join(b.rowDir(grpo, seed), "result.json"), res)
+	}
+	mustWrite(t, filepath.Join(b.rowDir(rloo, 1), "result.json"), &RunResult{Steps: 4, Final: Results{"all": {EM: 0.5}}, Best: Results{"all": {EM: 0.5}}})
+	if err := os.MkdirAll(b.rowDir(ppo, 1), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b.rowDir(ppo, 1), "error.txt"), []byte("train: exit status 1\nmore\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	table, err := b.Collect(Rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := filepath.Join(out, "learning.md")
+	mustWriteText(t, filepath.Join(out, "learning", "notes.md"), "A finding.\n")
+	if err := Render(md, table, size, RenderInfo{Command: "go run ./benchmarks/learning", Jobs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	text := checkMarkdown(t, md)
+	for _, want := range []string{
+		"| GRPO (the default) | 0.300 ± 0.141 | 0.000 ± 0.000 | 0.000 ± 0.000 | 0.100 ± 0.000 | 2.00 ± 0.00 | 0.350 ± 0.071 (3 ± 1) | 0.300 ± 0.000 | 2 | 1m30s |",
+		"| RLOO | 0.500 |",
+		"| 1 of 2 |",
+		"| PPO (GAE, critic) | FAILED: seed 1: train: exit status 1 |",
+		"| REINFORCE++ | not yet run |",
+		"| Naive RAG (one retrieval, then answer) | 0.050 ± 0.000 |",
+		"not run: cmd/train has no key",
+		"![validation EM by step on all questions, algorithms](learning/algorithms.png)",
+		"## Notes\n\nA finding.\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// checkMarkdown reads md, checks that it names every row and holds none of
+// the forbidden strings, and returns it.
+func checkMarkdown(t *testing.T, md string, forbidden ...string) string {
+	t.Helper()
+	data, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for _, r := range Rows {
+		if !strings.Contains(text, "| "+r.Name+" |") {
+			t.Errorf("markdown has no row %q", r.Name)
+		}
+	}
+	for _, f := range forbidden {
+		if strings.Contains(text, f) {
+			t.Errorf("markdown holds %q:\n%s", f, text)
+		}
+	}
+	return text
+}
+
+func mustWrite(t *testing.T, path string, v any) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSON(path, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustWriteText(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testLog sends the bench's progress lines to the test log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+var _ io.Writer = testLog{}
+
+// TestWarmPolicy checks where each warm start comes from: Init for every
+// seed, Seed1 for the default's seed 1 only, SFT otherwise.
+func TestWarmPolicy(t *testing.T) {
+	full := &Bench{Size: Size{Seed1: "ws"}, Out: "o"}
+	smoke := &Bench{Size: Size{Init: "init"}, Out: "o"}
+	for _, c := range []struct {
+		b          *Bench
+		sft        []string
+		seed       int
+		policy     string
+		sameAsSeed int
+	}{
+		{full, nil, 1, "ws", 1},
+		{full, nil, 2, "", 2},
+		{full, []string{gold}, 1, "", 1},
+		{smoke, nil, 3, "init", 0},
+		{smoke, []string{gold}, 3, "", 3},
+	} {
+		p, s := c.b.warmPolicy(c.sft, c.seed)
+		if p != c.policy || s != c.sameAsSeed {
+			t.Errorf("warmPolicy(%v, %d) = %q, %d; want %q, %d", c.sft, c.seed, p, s, c.policy, c.sameAsSeed)
+		}
+	}
+}
+
+func TestSFTSeconds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sft.log")
+	log := "data: 3000 train\nsft step 20/400: loss 1.4784, grad norm 0.523, lr 3.00e-03 (101 s)\n" +
+		"sft step 400/400: loss 0.1, grad norm 0.6, lr 3.00e-03 (1226 s)\nheld-out: ...\n"
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s := sftSeconds(path); s != 1226 {
+		t.Errorf("sftSeconds = %v, want 1226", s)
+	}
+}
+
+// TestClaim checks that a run folder claimed by a live process is not
+// claimed again, and that a dead process's claim is taken over.
+func TestClaim(t *testing.T) {
+	dir := t.TempDir()
+	release, ok, err := claim(dir)
+	if err != nil || !ok {
+		t.Fatalf("first claim: %v, %v", ok, err)
+	}
+	if _, ok, err := claim(dir); err != nil || ok {
+		t.Fatalf("second claim while the first holds: %v, %v", ok, err)
+	}
+	release()
+	// A pid no process has (above the kernel's pid_max).
+	mustWriteText(t, filepath.Join(dir, "claim"), "99999999\n")
+	release, ok, err = claim(dir)
+	if err != nil || !ok {
+		t.Fatalf("claim over a dead process's: %v, %v", ok, err)
+	}
+	release()
+}

@@ -1,0 +1,121 @@
+// Command learning trains every row of the learning table on the embedded
+// synthetic world and writes the table, with learning-curve plots, to
+// benchmarks/learning.md:
+//
+//	go run ./benchmarks/learning                 # the full table: 3 seeds, 30 steps per row
+//	go run ./benchmarks/learning -smoke          # CI's size: 1 seed, 2 steps, a few questions
+//	go run ./benchmarks/learning -rows GRPO,RLOO # only rows whose name contains one of these
+//
+// It drives cmd/train and cmd/eval through their command lines (built once
+// into a temporary folder), so a row is the name and key=value overrides in
+// rows.go. Each run leaves result.json in its folder under -out; a run whose
+// result exists is not run again, so the table can be made in pieces and
+// after an interruption (the same command resumes it). -render renders the
+// markdown from what -out holds without training anything. The findings
+// written by hand go in learning/notes.md beside the plots, which the
+// markdown includes, so that rendering again keeps them.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+func main() {
+	size := FullSize
+	smoke := flag.Bool("smoke", false, "CI's size: 1 seed, 2 steps per row, 20 questions, the committed warm start")
+	out := flag.String("out", "", "folder of the runs, kept between invocations (default runs/learning or runs/learning-smoke)")
+	md := flag.String("md", filepath.Join("benchmarks", "learning.md"), "markdown file to write; its plots go beside it in a folder named after it")
+	jobs := flag.Int("jobs", 1, "runs at once (each uses every core: more than one only where cores are idle)")
+	rows := flag.String("rows", "", "comma-separated substrings: run only rows whose name contains one (the table still lists every row)")
+	render := flag.Bool("render", false, "render the markdown from -out without running anything")
+	seeds := flag.Int("seeds", 0, "seeds per row (0: the size's)")
+	only := flag.Int("seed", 0, "run only this seed of each row (0: every seed); the table still shows them all")
+	steps := flag.Int("steps", 0, "RL steps per run (0: the size's)")
+	flag.Parse()
+	if *smoke {
+		size = SmokeSize
+	}
+	if *seeds > 0 {
+		size.Seeds = *seeds
+	}
+	if *steps > 0 {
+		size.Steps = *steps
+	}
+	if *out == "" {
+		*out = filepath.Join("runs", "learning")
+		if *smoke {
+			*out += "-smoke"
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	b := &Bench{Size: size, Out: *out, Jobs: *jobs, Seed: *only, Log: os.Stdout}
+	// The markdown quotes the command that makes the whole table at this
+	// size; -rows, -seed and -render only make it in pieces.
+	var args []string
+	flag.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "smoke":
+			args = append(args, "-smoke")
+		case "out", "seeds", "steps":
+			args = append(args, "-"+f.Name+"="+f.Value.String())
+		}
+	})
+	if err := b.Main(ctx, selectRows(Rows, *rows), !*render, *md, strings.Join(args, " ")); err != nil {
+		fmt.Fprintln(os.Stderr, "learning:", err)
+		os.Exit(1)
+	}
+}
+
+// Main trains the rows (when train is set), reads every result under Out
+// and writes the markdown and its plots to md. args is the command line the
+// markdown quotes.
+func (b *Bench) Main(ctx context.Context, run []Row, train bool, md, args string) error {
+	if err := os.MkdirAll(b.Out, 0o755); err != nil {
+		return err
+	}
+	start := time.Now()
+	var runErr error
+	if train {
+		runErr = b.Run(ctx, run)
+		fmt.Fprintf(b.Log, "learning: runs done in %s\n", time.Since(start).Round(time.Second))
+	}
+	table, err := b.Collect(Rows)
+	if err != nil {
+		return err
+	}
+	cmd := "go run ./benchmarks/learning"
+	if args != "" {
+		cmd += " " + args
+	}
+	if err := Render(md, table, b.Size, RenderInfo{Command: cmd, Jobs: b.Jobs}); err != nil {
+		return err
+	}
+	fmt.Fprintf(b.Log, "learning: wrote %s\n", md)
+	return runErr
+}
+
+// selectRows keeps the rows whose name contains one of the comma-separated
+// substrings (all rows when filter is empty).
+func selectRows(rows []Row, filter string) []Row {
+	if filter == "" {
+		return rows
+	}
+	var out []Row
+	for _, r := range rows {
+		for _, f := range strings.Split(filter, ",") {
+			if f != "" && strings.Contains(r.Name, f) {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
+}

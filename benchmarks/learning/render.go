@@ -1,0 +1,319 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/r1go/r1go/internal/isa"
+	"github.com/r1go/r1go/rl/metrics"
+)
+
+// RowResults is what the table shows of a row: its results at each seed
+// that finished, and why the others did not.
+type RowResults struct {
+	Row    Row
+	Warm   []*WarmResult // baselines: one per seed
+	Runs   []*RunResult  // RL rows: one per finished seed
+	Failed []string      // "seed N: first line of error.txt"
+}
+
+// Collect reads every row's results under Out; it trains nothing.
+func (b *Bench) Collect(rows []Row) ([]RowResults, error) {
+	var table []RowResults
+	for _, r := range rows {
+		rr := RowResults{Row: r}
+		for seed := 1; seed <= b.Size.Seeds && r.Pending == ""; seed++ {
+			if r.Kind != RL {
+				sft, _ := split(r.Args)
+				_, s := b.warmPolicy(sft, seed)
+				var w WarmResult
+				if readJSON(filepath.Join(b.warmDir(sft, s), "warm.json"), &w) == nil {
+					rr.Warm = append(rr.Warm, &w)
+				}
+				continue
+			}
+			dir := b.rowDir(r, seed)
+			var res RunResult
+			if err := readJSON(filepath.Join(dir, "result.json"), &res); err == nil {
+				rr.Runs = append(rr.Runs, &res)
+			} else if msg, err := os.ReadFile(filepath.Join(dir, "error.txt")); err == nil {
+				rr.Failed = append(rr.Failed, fmt.Sprintf("seed %d: %s", seed, strings.SplitN(string(msg), "\n", 2)[0]))
+			}
+		}
+		table = append(table, rr)
+	}
+	return table, nil
+}
+
+// Seeds is the number of seeds that produced the row's figures.
+func (rr RowResults) Seeds() int { return len(rr.Warm) + len(rr.Runs) }
+
+// meanStd formats the mean and sample standard deviation of xs as
+// "0.400 ± 0.020" (one value: the value alone; none: "").
+func meanStd(xs []float64, prec int) string {
+	if len(xs) == 0 {
+		return ""
+	}
+	m := 0.0
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	if len(xs) == 1 {
+		return fmt.Sprintf("%.*f", prec, m)
+	}
+	v := 0.0
+	for _, x := range xs {
+		v += (x - m) * (x - m)
+	}
+	return fmt.Sprintf("%.*f ± %.*f", prec, m, prec, math.Sqrt(v/float64(len(xs)-1)))
+}
+
+// column gathers one figure over a row's seeds.
+func (rr RowResults) column(f func(Results) float64, best bool) []float64 {
+	var xs []float64
+	for _, w := range rr.Warm {
+		r := w.Agent
+		if rr.Row.Kind == NaiveRAG {
+			r = w.NaiveRAG
+		}
+		xs = append(xs, f(r))
+	}
+	for _, run := range rr.Runs {
+		r := run.Final
+		if best {
+			r = run.Best
+		}
+		xs = append(xs, f(r))
+	}
+	return xs
+}
+
+func em(src string) func(Results) float64 {
+	return func(r Results) float64 { return r[src].EM }
+}
+
+func toolCalls(r Results) float64 { return r["all"].ToolCalls }
+
+// RenderInfo is what the markdown says about how it was made.
+type RenderInfo struct {
+	Command string
+	Jobs    int
+}
+
+// Render writes the table to md and one learning-curve plot per section of
+// RL rows to the folder named after md (learning.md: learning/NAME.png).
+func Render(md string, table []RowResults, size Size, info RenderInfo) error {
+	plotDir := strings.TrimSuffix(md, filepath.Ext(md))
+	if err := os.MkdirAll(plotDir, 0o755); err != nil {
+		return err
+	}
+	var w bytes.Buffer
+	fmt.Fprintf(&w, "# Learning table\n\n")
+	fmt.Fprintf(&w, "Every row is trained on the embedded synthetic world by `%s` (package `benchmarks/learning`), "+
+		"which runs `cmd/train` and `cmd/eval` with the overrides in each row's command line (listed at the end). "+
+		"The command resumes where it stopped; `-rows` and `-seed` make the table in pieces and `-render` rewrites "+
+		"this file from the runs. A row is a name and key=value overrides in `benchmarks/learning/rows.go`.\n\n", info.Command)
+	fmt.Fprintf(&w, "- date: %s\n- machine: %s\n- commit: %s\n- runs at once: %d (wall times are per run at that load, "+
+		"on a machine shared with other work: compare them within one table only)\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), commit(md, plotDir), info.Jobs)
+	fmt.Fprintf(&w, "- size: %d seed(s) per row, %d RL steps, a validation point every %d steps on %d questions, "+
+		"%d held-out test questions, warm start %s\n\n", size.Seeds, size.Steps, size.TestFreq, size.ValSize, size.SynthEval, warmSource(size))
+	fmt.Fprintf(&w, "Columns: held-out exact match after the last step (all questions, then per hop count), "+
+		"tool calls per question, the validation peak (EM and the step where it was reached, step 0 being the warm start), "+
+		"and the held-out EM of the checkpoint saved at that peak: the run keeps its best checkpoint, selected on validation, "+
+		"not on the test questions. Figures are mean ± sample std over the seeds that finished; "+
+		"wall is the mean time of one run (training with its evaluations).\n\n")
+	for _, g := range []string{groupBaseline, groupAlgorithm, groupAblation, groupDefault} {
+		var rows []RowResults
+		for _, rr := range table {
+			if rr.Row.Group == g {
+				rows = append(rows, rr)
+			}
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		fmt.Fprintf(&w, "## %s\n\n", strings.ToUpper(g[:1])+g[1:])
+		fmt.Fprintf(&w, "| row | held-out EM | 2-hop | 3-hop | 4-hop | tool calls | val peak (step) | EM at peak ckpt | seeds | wall |\n")
+		fmt.Fprintf(&w, "|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, rr := range rows {
+			writeRow(&w, rr, size)
+		}
+		fmt.Fprintln(&w)
+		if g == groupBaseline {
+			continue
+		}
+		for _, c := range []struct {
+			suffix, what string
+			curve        func(*RunResult) []metrics.Point
+		}{
+			{"", "all questions", func(r *RunResult) []metrics.Point { return r.Curve }},
+			{"-4hop", "4-hop questions", func(r *RunResult) []metrics.Point { return r.Curve4 }},
+		} {
+			name := slug(g) + c.suffix + ".png"
+			title := fmt.Sprintf("validation EM (greedy) on %s, mean over seeds: %s", c.what, g)
+			if ok, err := plotGroup(filepath.Join(plotDir, name), title, rows, c.curve); err != nil {
+				return err
+			} else if ok {
+				fmt.Fprintf(&w, "![validation EM by step on %s, %s](%s/%s)\n\n", c.what, g, filepath.Base(plotDir), name)
+			}
+		}
+	}
+	if notes, err := os.ReadFile(filepath.Join(plotDir, "notes.md")); err == nil {
+		fmt.Fprintf(&w, "## Notes\n\n%s\n\n", bytes.TrimSpace(notes))
+	}
+	writeCommands(&w, table)
+	return os.WriteFile(md, w.Bytes(), 0o644)
+}
+
+func writeRow(w *bytes.Buffer, rr RowResults, size Size) {
+	if rr.Row.Pending != "" {
+		fmt.Fprintf(w, "| %s | not run: %s |||||||||\n", rr.Row.Name, rr.Row.Pending)
+		return
+	}
+	if rr.Seeds() == 0 {
+		state := "not yet run"
+		if len(rr.Failed) > 0 {
+			state = "FAILED: " + strings.Join(rr.Failed, "; ")
+		}
+		fmt.Fprintf(w, "| %s | %s |||||||||\n", rr.Row.Name, state)
+		return
+	}
+	peak, atPeak := "—", "—"
+	var walls []float64
+	for _, x := range rr.Warm {
+		walls = append(walls, x.Wall)
+	}
+	if len(rr.Runs) > 0 {
+		var pv, ps []float64
+		walls = walls[:0]
+		for _, r := range rr.Runs {
+			pv, ps = append(pv, r.PeakVal), append(ps, float64(r.PeakStep))
+			walls = append(walls, r.Wall)
+		}
+		peak = fmt.Sprintf("%s (%s)", meanStd(pv, 3), meanStd(ps, 0))
+		atPeak = meanStd(rr.column(em("all"), true), 3)
+	}
+	seeds := fmt.Sprintf("%d", rr.Seeds())
+	if rr.Seeds() < size.Seeds {
+		seeds += fmt.Sprintf(" of %d", size.Seeds)
+	}
+	if len(rr.Failed) > 0 {
+		seeds += " (FAILED " + strings.Join(rr.Failed, "; ") + ")"
+	}
+	fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", rr.Row.Name,
+		meanStd(rr.column(em("all"), false), 3), meanStd(rr.column(em(hops[0]), false), 3),
+		meanStd(rr.column(em(hops[1]), false), 3), meanStd(rr.column(em(hops[2]), false), 3),
+		meanStd(rr.column(toolCalls, false), 2), peak, atPeak, seeds, wall(walls))
+}
+
+// wall formats the mean of seconds as minutes and seconds.
+func wall(secs []float64) string {
+	if len(secs) == 0 {
+		return ""
+	}
+	m := 0.0
+	for _, s := range secs {
+		m += s
+	}
+	d := time.Duration(m / float64(len(secs)) * float64(time.Second)).Round(time.Second)
+	return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+// writeCommands lists the command line of each row's first finished seed.
+func writeCommands(w *bytes.Buffer, table []RowResults) {
+	fmt.Fprintf(w, "## Commands\n\nThe first seed's command of each row (the others differ in the seeds); "+
+		"paths are under the runs folder (`-out`).\n\n")
+	for _, rr := range table {
+		switch {
+		case len(rr.Runs) > 0:
+			fmt.Fprintf(w, "- %s: `%s`\n", rr.Row.Name, rr.Runs[0].Command)
+		case len(rr.Warm) > 0:
+			if c := rr.Warm[0].SFTCommand; c != "" {
+				fmt.Fprintf(w, "- %s: `%s`, then `%s`\n", rr.Row.Name, c, rr.Warm[0].EvalCommand)
+			} else {
+				fmt.Fprintf(w, "- %s: `%s`\n", rr.Row.Name, rr.Warm[0].EvalCommand)
+			}
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// plotGroup draws the mean of a validation curve of each RL row of a
+// section by step; ok is false when no row of it has finished.
+func plotGroup(path, title string, rows []RowResults, curve func(*RunResult) []metrics.Point) (ok bool, err error) {
+	c := metrics.Chart{Title: title, YLabel: "exact match", Series: map[string][]metrics.Point{}}
+	for _, rr := range rows {
+		if len(rr.Runs) == 0 {
+			continue
+		}
+		sum, n := map[int]float64{}, map[int]int{}
+		for _, r := range rr.Runs {
+			for _, p := range curve(r) {
+				sum[p.Step] += p.Value
+				n[p.Step]++
+			}
+		}
+		var pts []metrics.Point
+		for s, v := range sum {
+			pts = append(pts, metrics.Point{Step: s, Value: v / float64(n[s])})
+		}
+		if len(pts) > 0 {
+			c.Series[rr.Row.Name] = pts
+		}
+	}
+	if len(c.Series) == 0 {
+		return false, nil
+	}
+	return true, metrics.Plot(path, c)
+}
+
+func warmSource(s Size) string {
+	if s.Init != "" {
+		return fmt.Sprintf("`%s` (gold rows: %d SFT steps from it)", s.Init, s.SFTSteps)
+	}
+	w := fmt.Sprintf("%d SFT steps per seed (model.seed = data.seed = the seed)", s.SFTSteps)
+	if s.Seed1 != "" {
+		w += fmt.Sprintf(", except the default warm start of seed 1: `%s`, the same SFT run made once and committed", s.Seed1)
+	}
+	return w
+}
+
+// machine describes the CPU: its model name, the cores Go sees and the
+// kernel tier r1go runs at.
+func machine() string {
+	name := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				name = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d cores, %s/%s, CPU tier %s", name, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, isa.Current())
+}
+
+// commit is the checked-out commit, marked when tracked files other than
+// the table's own (md and its plots, rewritten as runs finish) have changes.
+func commit(md, plotDir string) string {
+	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(out))
+	st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+		":(exclude)"+md, ":(exclude)"+filepath.Join(plotDir, "*.png")).Output()
+	if err == nil && len(bytes.TrimSpace(st)) > 0 {
+		c += " (with uncommitted changes)"
+	}
+	return c
+}

@@ -1,0 +1,120 @@
+package main
+
+import "path/filepath"
+
+// Size is what every row is trained and measured with.
+type Size struct {
+	Seeds     int    // seeds 1..Seeds per row
+	Steps     int    // RL steps per run
+	TestFreq  int    // validate (and checkpoint) every TestFreq steps: the learning curve
+	SynthEval int    // held-out test questions (and validation questions) in the world
+	ValSize   int    // validation questions per curve point
+	SFTSteps  int    // steps of each warm start's SFT (one that Init or Seed1 provides runs none)
+	Init      string // model folder the warm start starts from ("": a fresh tiny model)
+	// Seed1 is the warm start of seed 1 without sft.* overrides, when one
+	// was made before with exactly the settings of that SFT run.
+	Seed1 string
+	// Args are overrides of every cmd/train run (SFT and RL), before the
+	// row's own.
+	Args []string
+}
+
+// FullSize is the table's size: the embedded default's 30 steps and 200
+// held-out questions, a curve point every 5 steps. Seed 1's default warm
+// start is the committed one of cmd/train's tests: make_warmstart.sh ran
+// the embedded default's SFT (model.seed = data.seed = 1, 400 steps), as
+// this command would, and saved its policy.
+var FullSize = Size{Seeds: 3, Steps: 30, TestFreq: 5, SynthEval: 200, ValSize: 50, SFTSteps: 400,
+	Seed1: filepath.Join("cmd", "train", "testdata", "warmstart")}
+
+// SmokeSize checks that every row trains and the table renders: the
+// committed warm start of cmd/train's test, two steps of batches of 2
+// prompts × 4 samples (an eighth of the default's), 20 test questions. It
+// took 4 to 6 minutes on 2 cores under a load average of 16 to 23 from
+// other work.
+var SmokeSize = Size{Seeds: 1, Steps: 2, TestFreq: 2, SynthEval: 20, ValSize: 8, SFTSteps: 2,
+	Init: filepath.Join("cmd", "train", "testdata", "warmstart"),
+	Args: []string{"data.train_batch_size=2", "rollout.n=4", "actor.ppo_mini_batch_size=8", "sft.batch_size=4"}}
+
+// Kind says how a row is produced.
+type Kind int
+
+const (
+	// RL trains the row's warm start with cmd/train and evaluates the last
+	// and the best-validated checkpoints on the held-out test split.
+	RL Kind = iota
+	// Warm is the warm-started policy itself, evaluated without RL (the
+	// paper's base tool-calling row).
+	Warm
+	// NaiveRAG is the warm-started policy answering after one retrieval made
+	// with the question itself, without tools (cmd/eval's naive-rag).
+	NaiveRAG
+)
+
+// Row is one line of the table: a name and the key=value overrides of
+// cmd/train that make it. Overrides of sft.* keys choose the warm start
+// (rows with the same sft.* overrides and seed share one); the others are
+// passed to the RL run after the table's own settings, so a row may also
+// change the step count. A row whose Pending is set is listed with that
+// reason and not run: the place for a setting the trainer cannot express
+// yet.
+type Row struct {
+	Name    string
+	Group   string // the table section and the plot it is drawn in
+	Kind    Kind
+	Args    []string
+	Pending string
+}
+
+// The table's sections, in the order they are rendered.
+const (
+	groupBaseline  = "baselines"
+	groupAlgorithm = "algorithms"
+	groupAblation  = "ablations"
+	groupDefault   = "towards a better default"
+)
+
+// gold is the warm start on the teacher's full demonstrations (it never
+// answers early), the imitation the RL default has to beat.
+const gold = "sft.early_answer=0"
+
+// Rows is the table. Adding a row is adding a line here; the runner, the
+// resume logic, the plots and the markdown all follow from it.
+var Rows = []Row{
+	{Name: "Naive RAG (one retrieval, then answer)", Group: groupBaseline, Kind: NaiveRAG},
+	{Name: "warm start, no RL (hasty teacher)", Group: groupBaseline, Kind: Warm},
+	{Name: "warm start, no RL (gold demonstrations)", Group: groupBaseline, Kind: Warm, Args: []string{gold}},
+
+	{Name: "GRPO (the default)", Group: groupAlgorithm},
+	{Name: "PPO (GAE, critic)", Group: groupAlgorithm, Args: []string{"algorithm.adv_estimator=gae"}},
+	{Name: "REINFORCE++", Group: groupAlgorithm, Args: []string{"algorithm.adv_estimator=reinforce_plus_plus"}},
+	{Name: "REINFORCE++-baseline", Group: groupAlgorithm, Args: []string{"algorithm.adv_estimator=reinforce_plus_plus_baseline"}},
+	{Name: "RLOO", Group: groupAlgorithm, Args: []string{"algorithm.adv_estimator=rloo"}},
+	{Name: "Dr.GRPO", Group: groupAlgorithm, Args: []string{"algorithm.norm_adv_by_std_in_grpo=false", "actor.loss_agg_mode=seq-mean-token-sum-norm"}},
+	// DAPO's and GSPO's clips act only on updates after the first of a step
+	// (at one update per step the ratio is 1 and DAPO is GRPO), so they run
+	// with four, as the GRPO row of the same name in the last section does.
+	{Name: "DAPO (clip-higher, token-mean; 4 updates per step)", Group: groupAlgorithm,
+		Args: []string{"actor.clip_ratio_low=0.2", "actor.clip_ratio_high=0.28", "actor.loss_agg_mode=token-mean", "actor.ppo_mini_batch_size=16"}},
+	{Name: "GSPO (4 updates per step)", Group: groupAlgorithm,
+		Args: []string{"actor.policy_loss=gspo", "actor.loss_agg_mode=seq-mean-token-mean", "actor.clip_ratio_low=0.0003", "actor.clip_ratio_high=0.0004", "actor.ppo_mini_batch_size=16"}},
+	{Name: "ReMax", Group: groupAlgorithm, Args: []string{"algorithm.adv_estimator=remax"},
+		Pending: "the estimator is registered, but the trainer does not roll out the greedy baseline it subtracts (Batch.BaselineScore)"},
+
+	{Name: "GRPO, action mask off (environment tokens trained)", Group: groupAblation,
+		Pending: "cmd/train has no key that turns the action mask off"},
+	{Name: "GRPO, advantage mask off", Group: groupAblation, Args: []string{"algorithm.advantage_mask=false"}},
+	{Name: "GRPO, process rewards on", Group: groupAblation, Args: []string{"algorithm.use_process_rewards=true"},
+		Pending: "the environment's process reward is not a key of cmd/train (env.ToolEnv's Process is always none), so the row would add zeros"},
+	{Name: "GRPO, KL in the loss (low_var_kl, 0.001)", Group: groupAblation, Args: []string{"actor.use_kl_loss=true"}},
+	{Name: "GRPO, KL in the reward (k1, 0.001)", Group: groupAblation, Args: []string{"algorithm.use_kl_in_reward=true"}},
+
+	// With ppo_mini_batch_size 64 each step's 64 trajectories (8 prompts × 8
+	// samples) make one on-policy update (ratio 1: the clip never acts).
+	// Splitting them in four spends the same rollouts and backward passes on
+	// four optimizer steps, at the cost of a forward pass for π_old (which
+	// a single update takes from its own forward).
+	{Name: "GRPO from the gold warm start", Group: groupDefault, Args: []string{gold}},
+	{Name: "GRPO, 4 updates per step (mini-batch 16)", Group: groupDefault, Args: []string{"actor.ppo_mini_batch_size=16"}},
+	{Name: "GRPO from the gold warm start, 4 updates per step", Group: groupDefault, Args: []string{gold, "actor.ppo_mini_batch_size=16"}},
+}
