@@ -295,7 +295,7 @@ func (b *Bench) trainRow(ctx context.Context, r Row, seed int, warm *WarmResult,
 	_, rowArgs := split(r.Args)
 	run := filepath.Join(dir, "run")
 	args := append(b.worldArgs(), "model.path="+warm.Policy, "sft.steps=0",
-		fmt.Sprintf("data.seed=%d", seed), fmt.Sprintf("trainer.seed=%d", seed),
+		fmt.Sprintf("data.seed=%d", seed), fmt.Sprintf("rollout.seed=%d", seed),
 		fmt.Sprintf("data.val_size=%d", b.Size.ValSize),
 		fmt.Sprintf("trainer.total_training_steps=%d", b.Size.Steps),
 		fmt.Sprintf("trainer.test_freq=%d", b.Size.TestFreq), fmt.Sprintf("trainer.save_freq=%d", b.Size.TestFreq),

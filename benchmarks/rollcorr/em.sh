@@ -31,7 +31,7 @@ for s in $seeds; do
 		warm=""
 		[ -n "$WARM" ] && warm="model.path=$WARM sft.steps=0"
 		# shellcheck disable=SC2086
-		"$out/train" $warm trainer.seed=$s trainer.default_local_dir="$dir" trainer.logger=[jsonl] $keys >"$out/$mode-s$s.log" 2>&1
+		"$out/train" $warm rollout.seed=$s trainer.default_local_dir="$dir" trainer.logger=[jsonl] $keys >"$out/$mode-s$s.log" 2>&1
 		echo "$(($(date +%s) - start))" >"$dir/done"
 	done
 done
