@@ -60,13 +60,13 @@ func (c *TrainerConfig) rollcorrNeedsOld() bool {
 // by the sampler (every weight would be 1).
 func (c *TrainerConfig) rollcorrValidate() error {
 	rc := &c.Algorithm.RolloutCorrection
-	if c.Actor.PolicyLoss != "decoupled" {
-		return nil
+	if c.Actor.PolicyLoss != "decoupled" || (rc.BypassMode && rc.LossType == "reinforce") {
+		return nil // bypass mode's reinforce loss replaces the policy loss
 	}
 	if rc.IS != "" {
 		return fmt.Errorf("actor.policy_loss decoupled already weights by the sampler's ratio: unset algorithm.rollout_correction.rollout_is (%q)", rc.IS)
 	}
-	if rc.BypassMode && rc.LossType != "reinforce" {
+	if rc.BypassMode {
 		return fmt.Errorf("actor.policy_loss decoupled needs the recomputed pi_old as its proximal policy: algorithm.rollout_correction.bypass_mode replaces it with the sampler's")
 	}
 	return nil
