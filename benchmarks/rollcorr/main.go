@@ -29,7 +29,7 @@ import (
 
 func main() {
 	dir := flag.String("model", "", "Hugging Face model folder (e.g. cmd/train/testdata/warmstart, or a 0.5B-shaped random folder from go run ./benchmarks/cpu/memstep -gen)")
-	dtype := flag.String("dtype", "float32", "sampler weights: float32 (the policy itself) or bfloat16 (the rollout copy)")
+	dtype := flag.String("dtype", "float32", "sampler weights: float32 (the policy itself), bfloat16 (the rollout copy) or mixed (-device cuda: bf16 mixed precision, as train runs there, sampler and trainer alike)")
 	seqs := flag.Int("seqs", 8, "sequences decoded together")
 	prompt := flag.Int("prompt", 32, "random prompt tokens")
 	tokens := flag.Int("tokens", 64, "sampled tokens per sequence")
@@ -86,12 +86,18 @@ func measure(dir, device, dtype string, seqs, prompt, tokens int, seed uint64) e
 	sampler := pol
 	switch dtype {
 	case "float32":
+	case "mixed": // what cmd/train runs on a GPU: bf16 compute copy and KV cache, fp32 masters; the trainer scores in the same precision
+		g, ok := dev.(*cuda.Device)
+		if !ok {
+			return fmt.Errorf("-dtype mixed needs -device cuda")
+		}
+		g.UseBF16(pol.Params)
 	case "bfloat16":
 		if sampler, err = pol.CloneWith(model.LoadOptions{Frozen: true, DType: "bfloat16", BF16Products: true}); err != nil {
 			return err
 		}
 	default:
-		return fmt.Errorf("-dtype %q is neither float32 nor bfloat16", dtype)
+		return fmt.Errorf("-dtype %q is not float32, bfloat16 or mixed", dtype)
 	}
 	V := pol.Config.VocabSize
 	rng := rand.New(rand.NewPCG(seed, 7))
