@@ -11,7 +11,7 @@ for b in rollcorr train; do
 	[ -f .gpu/$b.gz ] && { gunzip -c .gpu/$b.gz >/tmp/$b && chmod +x /tmp/$b; }
 	[ -x .gpu/$b ] && cp .gpu/$b /tmp/$b
 done
-for d in float32 bfloat16; do
+for d in float32 mixed bfloat16; do
 	/tmp/rollcorr -device cuda -model cmd/train/testdata/warmstart -dtype $d -seqs 16 -prompt 32 -tokens 96
 	/tmp/rollcorr -device cuda -model random-0.5b -dtype $d -seqs 8 -prompt 32 -tokens 64
 done 2>&1 | tee "$out/bench.txt"
