@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 
 	"github.com/r1go/r1go/cuda"
@@ -30,13 +31,13 @@ func planRun(cfg *Config, l model.Launch, dev model.Device, out io.Writer) (stop
 		// rollout copy or external agents, in a cache of their own of up to
 		// rollout.slots (fewer only for fewer questions, which are not
 		// loaded yet).
-		EvalSlots:    cfg.RL.Rollout.SlotsFor(cfg.Data.TrainBatchSize),
+		EvalSlots:    min(cfg.RL.Rollout.SlotsFor(cfg.Data.TrainBatchSize), evalQuestions(cfg)),
 		EvalOwnCache: cfg.RL.Rollout.DType == "bfloat16" || cfg.RL.Rollout.Mode == "external",
 		StateBF16:    cfg.RL.Actor.Optim.StateDType == "bfloat16", CriticStateBF16: cfg.RL.Critic.Optim.StateDType == "bfloat16",
 		RolloutBF16: cfg.RL.Rollout.DType == "bfloat16" && !cfg.RL.Actor.LoRA.Enabled(),
 		RefOffload:  cfg.Trainer.RefOffload, OptimOffload: cfg.Trainer.OptimOffload}
 	if s.EvalOwnCache {
-		s.EvalSlots = cfg.RL.Rollout.Slots
+		s.EvalSlots = min(cfg.RL.Rollout.Slots, evalQuestions(cfg))
 	}
 	// A data-parallel run plans one rank: the launcher's world size (a dry
 	// run can be planned for N ranks with WORLD_SIZE=N RANK=0).
@@ -98,4 +99,19 @@ func planModelConfig(cfg *Config) (*model.Config, error) {
 		"num_attention_heads": %d, "num_key_value_heads": %d, "vocab_size": %d, "tie_word_embeddings": true}`,
 		m.Hidden, m.Intermediate, m.Layers, m.Heads, m.KVHeads, m.TokenizerVocab+64)
 	return model.ParseConfig([]byte(raw), "tiny model settings")
+}
+
+// evalQuestions bounds the questions an evaluation of the run decodes at
+// once, before the data is loaded: the synthetic world's data.synth_eval
+// (its validation and test sets have that many each), or data.val_size of
+// validation files (the held-out set then); all of them (unbounded) when
+// val_size is 0.
+func evalQuestions(cfg *Config) int {
+	switch {
+	case len(cfg.Data.ValFiles) == 0:
+		return max(cfg.Data.SynthEval, 1)
+	case cfg.Data.ValSize > 0:
+		return cfg.Data.ValSize
+	}
+	return math.MaxInt
 }
