@@ -516,6 +516,11 @@ func (d *Device) scratchBuf(name string, n int, t DType) Buffer {
 // MemInfo returns free and total device memory in bytes.
 func (d *Device) MemInfo() (free, total int) {
 	defer d.enter()()
+	return d.memInfo()
+}
+
+// memInfo is MemInfo for a caller that holds the Device (memstats.go).
+func (d *Device) memInfo() (free, total int) {
 	var f, t uintptr
 	call(d.drv.cuMemGetInfo, uintptr(unsafe.Pointer(&f)), uintptr(unsafe.Pointer(&t)))
 	return int(f), int(t)

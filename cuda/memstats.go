@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"unsafe"
 )
 
 // Memory accounting, for checking model/plan's figures on a real card:
@@ -40,11 +39,8 @@ func (d *Device) noteFree(n int) { d.mem.live -= int64(n) }
 
 // usedBytes is the device's memory in use: total less free.
 func (d *Device) usedBytes() int64 {
-	var f, t uintptr
-	if d.drv.cuMemGetInfo == 0 || call(d.drv.cuMemGetInfo, uintptr(unsafe.Pointer(&f)), uintptr(unsafe.Pointer(&t))) != 0 {
-		return 0
-	}
-	return int64(t) - int64(f)
+	free, total := d.memInfo()
+	return int64(total - free)
 }
 
 // AllocatedBytes returns the bytes this Device holds in allocations now
