@@ -78,7 +78,14 @@ type RolloutConfig struct {
 	MaxTurnTokens     int            `yaml:"max_turn_tokens" help:"model tokens per turn (max_response_length_single_turn)"`
 	MaxResponseTokens int            `yaml:"max_response_tokens" help:"tokens after the prompt, model and environment together (max_response_length)"`
 	MaxPromptTokens   int            `yaml:"max_prompt_tokens" help:"longest prompt accepted (max_prompt_length)"`
-	ToolConcurrency   int            `yaml:"tool_concurrency" help:"tool calls running at once"`
+	// PrefillTokens bounds the tokens of one forward step, and with them
+	// the step's activations (the memory plan's "rollout step
+	// activations"): prompts and observations are fed in pieces that share
+	// what the step's decodes leave (sched.go). It matters where many slots
+	// prefill at once, as in an evaluation, whose questions do not share
+	// prefills. 0: every prompt is fed whole.
+	PrefillTokens   int `yaml:"prefill_tokens" help:"most tokens one decode step feeds; longer prompts and observations are fed in pieces (0: no limit; at least slots)"`
+	ToolConcurrency int `yaml:"tool_concurrency" help:"tool calls running at once"`
 	// Deterministic waits for every running tool call before the next
 	// forward pass, so which trajectories share a batch, and with it every
 	// floating-point result, is the same on every run: a resumed run then
@@ -125,6 +132,9 @@ func (c *RolloutConfig) Validate() error {
 	if c.N < 1 || c.MaxTurnTokens < 1 || c.MaxResponseTokens < 1 || c.MaxPromptTokens < 1 || c.ToolConcurrency < 1 {
 		return fmt.Errorf("rl: rollout n %d, max_turn_tokens %d, max_response_tokens %d, max_prompt_tokens %d and tool_concurrency %d must all be ≥ 1",
 			c.N, c.MaxTurnTokens, c.MaxResponseTokens, c.MaxPromptTokens, c.ToolConcurrency)
+	}
+	if c.PrefillTokens != 0 && c.PrefillTokens < c.Slots {
+		return fmt.Errorf("rl: rollout prefill_tokens %d is below slots %d: a step decodes a token for every slot and must still feed some prompt (0: no limit)", c.PrefillTokens, c.Slots)
 	}
 	if err := c.validateMode(); err != nil {
 		return err
@@ -319,7 +329,7 @@ type rolloutRun struct {
 }
 
 func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, error) {
-	x := &rolloutRun{Rollout: r, ctx: ctx, q: newScheduler[*trajState](r.Policy),
+	x := &rolloutRun{Rollout: r, ctx: ctx, q: newScheduler[*trajState](r.Policy, r.Cfg.PrefillTokens),
 		results: make(chan toolResult, len(states)), sem: make(chan struct{}, r.Cfg.ToolConcurrency)}
 	for _, s := range states {
 		x.q.submit(s)

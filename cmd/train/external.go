@@ -22,7 +22,7 @@ func startExternal(cfg *Config, s *agent.Setup, tr *rl.Trainer, out io.Writer) (
 	if cfg.RL.Rollout.Mode != "external" {
 		return func() {}, nil
 	}
-	eng := rl.NewEngine(tr.Rollout.Policy)
+	eng := rl.NewEngine(tr.Rollout.Policy, tr.Rollout.Cfg.PrefillTokens)
 	ext := rl.NewExternal(tr.Rollout.Cfg, s.Tok, s.Env, eng, s.Stop)
 	ext.Log = func(line string) { fmt.Fprintln(out, line) }
 	sc := serve.DefaultConfig()

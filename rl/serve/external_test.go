@@ -78,7 +78,7 @@ func newExternalFixture(t *testing.T) *externalFixture {
 		id, _ := tok.TokenID(s)
 		stop = append(stop, int32(id))
 	}
-	eng := rl.NewEngine(rl.NewModelPolicy(m, 8, 1280))
+	eng := rl.NewEngine(rl.NewModelPolicy(m, 8, 1280), 0)
 	f := &externalFixture{turns: map[string][]goagent.Turn{}}
 	tr := &rl.Trainer{Cfg: cfg, Policy: m, ToolCallEnd: stop[0], KLCtrl: cfg.NewKLController()}
 	f.ext = rl.NewExternal(&tr.Cfg.Rollout, tok, e, eng, stop)

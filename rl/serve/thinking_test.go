@@ -40,7 +40,7 @@ func thinkingServer(t *testing.T) (*tokenizer.Tokenizer, *httptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := rl.NewEngine(rl.NewModelPolicy(m, 8, 1280))
+	eng := rl.NewEngine(rl.NewModelPolicy(m, 8, 1280), 0)
 	s, err := New(DefaultConfig(), eng, tok)
 	if err != nil {
 		t.Fatal(err)
