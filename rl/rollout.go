@@ -93,7 +93,7 @@ type RolloutConfig struct {
 	// batching, which matters only for slow tools.
 	Deterministic bool   `yaml:"deterministic" help:"wait for running tool calls before each forward pass (reproducible batches)"`
 	Seed          uint64 `yaml:"seed" help:"sampling seed: trajectory i of step s draws from its own stream, chosen by seed, s and i"`
-	// Mode and ExternalAddr are rl/external.go's: mode external serves the
+	// Mode and ExternalAddr are the external rollout's (rl/serve): mode external serves the
 	// OpenAI-compatible API from the live policy and trains on its episodes.
 	Mode         string `yaml:"mode" help:"builtin (the rollout drives the environment) or external (an agent program calls the served API)"`
 	ExternalAddr string `yaml:"external_addr" help:"external mode: listen address of the OpenAI-compatible API"`
@@ -107,6 +107,13 @@ type RolloutConfig struct {
 	// (AVX512_BF16), as verl's rollout engine samples in bf16. π_old stays
 	// the float32 policy's (old log-probs are scored by it).
 	DType string `yaml:"dtype" help:"float32 (sample from the policy) or bfloat16 (from a bf16 copy refreshed each step: half the weight bytes, bf16 dot products on CPUs with AVX512_BF16)"`
+}
+
+// TrajectorySource is where a trainer step's trajectories come from: the
+// built-in Rollout, or the external rollout (rl/serve's External). Run rolls out the samples of RL step step,
+// whose number chooses the sampling streams (RolloutConfig.StepSeed).
+type TrajectorySource interface {
+	Run(ctx context.Context, step int, samples []data.Sample) ([]*Trajectory, error)
 }
 
 // DefaultRolloutConfig is Agent-R1's multi-hop script setting.
@@ -149,6 +156,25 @@ func (c *RolloutConfig) Validate() error {
 		return fmt.Errorf("rl: rollout.dtype %q is neither float32 nor bfloat16", c.DType)
 	}
 	return c.Sampling.Validate()
+}
+
+// validateMode checks rollout.mode, rollout.external_addr and
+// rollout.external_timeout.
+func (c *RolloutConfig) validateMode() error {
+	if c.ExternalTimeout < 0 {
+		return fmt.Errorf("rl: rollout.external_timeout %v must be ≥ 0 (0: wait forever)", c.ExternalTimeout)
+	}
+	switch c.Mode {
+	case "", "builtin":
+	case "external":
+		if c.ExternalAddr == "" {
+			return fmt.Errorf("rl: rollout.mode external needs rollout.external_addr, the address to serve the API on")
+		}
+
+	default:
+		return fmt.Errorf("rl: rollout.mode %q is neither builtin nor external", c.Mode)
+	}
+	return nil
 }
 
 // Finish says why a trajectory ended.
