@@ -100,9 +100,10 @@ var Rows = []Row{
 		Args: []string{"actor.policy_loss=gspo", "actor.loss_agg_mode=seq-mean-token-mean", "actor.clip_ratio_low=0.0003", "actor.clip_ratio_high=0.0004", "actor.ppo_mini_batch_size=16"}},
 	{Name: "ReMax", Group: groupAlgorithm, Args: []string{"algorithm.adv_estimator=remax"}},
 
-	{Name: "GRPO, action mask off (environment tokens trained)", Group: groupAblation,
-		Pending: "cmd/train has no key that turns the action mask off"},
+	// The paper's Table 4 order: each row disables one more mask.
 	{Name: "GRPO, advantage mask off", Group: groupAblation, Args: []string{"algorithm.advantage_mask=false"}},
+	{Name: "GRPO, advantage and loss masks off (environment tokens trained)", Group: groupAblation,
+		Args: []string{"algorithm.advantage_mask=false", "algorithm.loss_mask=false"}},
 	// A process reward for tool use: +0.1 for each call that ran,
 	// -0.1 for each that failed (bad JSON, unknown tool, bad arguments).
 	{Name: "GRPO, process rewards on (call validity ±0.1)", Group: groupAblation,
