@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/model"
 )
 
@@ -138,10 +139,10 @@ func TestGPUGemmBF16(t *testing.T) {
 	a, b := e.randn(m*k, 1), e.randn(n*k, 1)
 	ar, br := make([]float32, len(a)), make([]float32, len(b))
 	for i := range a {
-		ar[i] = BF16Round(a[i])
+		ar[i] = bf16.Round(a[i])
 	}
 	for i := range b {
-		br[i] = BF16Round(b[i])
+		br[i] = bf16.Round(b[i])
 	}
 	toBF16 := func(x []float32) Buffer {
 		h := e.gpu.AllocType(len(x), BF16)
@@ -448,7 +449,7 @@ func TestGPUConvertBF16(t *testing.T) {
 	e.gpu.Convert(back, h)
 	got := download(e.gpu, back)
 	for i, v := range x {
-		want := BF16Round(v)
+		want := bf16.Round(v)
 		if math.Float32bits(got[i]) != math.Float32bits(want) && !(math.IsNaN(float64(v)) && math.IsNaN(float64(got[i]))) {
 			t.Fatalf("element %d: GPU bf16 round trip of %v gives %v, host gives %v", i, v, got[i], want)
 		}

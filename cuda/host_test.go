@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/model"
 )
 
@@ -252,7 +253,7 @@ func bf16Nearest(f float32) uint16 {
 		if h&0x7fff == 0x7f80 {
 			return math.Copysign(math.Ldexp(1, 128), float64(f))
 		}
-		return float64(Float32FromBF16(h))
+		return float64(bf16.ToFloat32(h))
 	}
 	lo := uint16(math.Float32bits(f) >> 16) // truncation, toward zero
 	hi := lo + 1
@@ -276,9 +277,9 @@ func TestBF16Rounding(t *testing.T) {
 		cases = append(cases, math.Float32frombits(rng.Uint32()))
 	}
 	for _, c := range cases {
-		got := BF16FromFloat32(c)
+		got := bf16.FromFloat32(c)
 		if math.IsNaN(float64(c)) {
-			if !math.IsNaN(float64(Float32FromBF16(got))) {
+			if !math.IsNaN(float64(bf16.ToFloat32(got))) {
 				t.Fatalf("NaN %#x became %#x", math.Float32bits(c), got)
 			}
 			continue
@@ -291,7 +292,7 @@ func TestBF16Rounding(t *testing.T) {
 	// |bf16(x) − x| ≤ 2^−8·|x| for normal x (8 significant bits).
 	for k := 0; k < 10000; k++ {
 		x := float32(rng.NormFloat64() * math.Exp(rng.NormFloat64()*5))
-		if r := BF16Round(x); math.Abs(float64(r-x)) > math.Ldexp(math.Abs(float64(x)), -8) {
+		if r := bf16.Round(x); math.Abs(float64(r-x)) > math.Ldexp(math.Abs(float64(x)), -8) {
 			t.Fatalf("bf16 rounding of %g is %g, off by more than 2^-8 relative", x, r)
 		}
 	}

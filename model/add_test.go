@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/r1go/r1go/internal/bf16"
 )
 
 // TestAddVector: the vector add gives the loop's bits at lengths around
@@ -56,7 +58,7 @@ func TestAddVector(t *testing.T) {
 	want := append([]float32(nil), out...)
 	for r := 0; r < rows; r++ {
 		for c := 0; c < cols; c++ {
-			want[r*ld+c] += widen(bh[c])
+			want[r*ld+c] += bf16.ToFloat32(bh[c])
 		}
 	}
 	d.AddBias(cpuBuf[float32](out), ld, bias, rows, cols)

@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"math"
+
+	"github.com/r1go/r1go/internal/bf16"
 )
 
 // The bf16 KV cache of a rollout copy. A model whose products round their
@@ -61,12 +63,12 @@ func attendCachedBF16[F Float](d *CPU[F], o, x []F, K, V bf16Buf, starts, slots,
 func narrowRow[F Float](dst []uint16, src []F) {
 	if s32, ok := any(src).([]float32); ok {
 		for c, v := range s32 {
-			dst[c] = narrow(v)
+			dst[c] = bf16.FromFloat32(v)
 		}
 		return
 	}
 	for c, v := range src {
-		dst[c] = narrow(float32(v))
+		dst[c] = bf16.FromFloat32(float32(v))
 	}
 }
 
@@ -112,7 +114,7 @@ func attendGroupBF16Loop[F Float](out, q []F, k, v []uint16, kvw, n, nh, HS int,
 			if h < nh {
 				for c := 0; c < HS; c++ {
 					j := c % 8 / 2
-					s[j] = fma32(float32(q[h*HS+c]), widen(kr[c]), s[j])
+					s[j] = fma32(float32(q[h*HS+c]), bf16.ToFloat32(kr[c]), s[j])
 				}
 			}
 			sc[i*G+h] = (s[0] + s[1]) + (s[2] + s[3])
@@ -127,7 +129,7 @@ func attendGroupBF16Loop[F Float](out, q []F, k, v []uint16, kvw, n, nh, HS int,
 		for i := 0; i < n; i++ {
 			vr, e := v[i*kvw:][:HS], ex[i*G+h]
 			for c := range acc {
-				acc[c] = fma32(e, widen(vr[c]), acc[c])
+				acc[c] = fma32(e, bf16.ToFloat32(vr[c]), acc[c])
 			}
 		}
 		r := 1 / sum[h]

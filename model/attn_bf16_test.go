@@ -6,6 +6,8 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/r1go/r1go/internal/bf16"
 )
 
 // fma32 rounds a·b + c once, to nearest even: checked against the exact
@@ -73,13 +75,13 @@ func cachedCase(d *CPU[float32], rng *rand.Rand, HS, NH, KVH int, alloc func(n i
 	if round {
 		for _, x := range [][]float32{K0, V0} {
 			for i, v := range x {
-				x[i] = widen(narrow(v))
+				x[i] = bf16.ToFloat32(bf16.FromFloat32(v))
 			}
 		}
 		for r := 0; r < T; r++ {
 			kv := qkv[r*W+NH*HS:][:2*KVH*HS]
 			for i, v := range kv {
-				kv[i] = widen(narrow(v))
+				kv[i] = bf16.ToFloat32(bf16.FromFloat32(v))
 			}
 		}
 	}
@@ -125,8 +127,8 @@ func TestAttentionCachedBF16BitForBitLoops(t *testing.T) {
 		for j, pair := range [][2]Buffer{{Kv, K32}, {Vv, V32}} {
 			h, f := pair[0].(bf16Buf), pair[1].(cpuBuf[float32])
 			for e := range h {
-				if h[e] != narrow(f[e]) {
-					t.Fatalf("%s: cache %d value %d is %#04x, the float32 cache's %g rounds to %#04x", what, j, e, h[e], f[e], narrow(f[e]))
+				if h[e] != bf16.FromFloat32(f[e]) {
+					t.Fatalf("%s: cache %d value %d is %#04x, the float32 cache's %g rounds to %#04x", what, j, e, h[e], f[e], bf16.FromFloat32(f[e]))
 				}
 			}
 		}
@@ -153,7 +155,7 @@ func TestAttentionCachedBF16Accuracy(t *testing.T) {
 		plain, _ := run(d.Alloc, false)
 		var maxV float64
 		for _, h := range V16.(bf16Buf) {
-			maxV = max(maxV, math.Abs(float64(widen(h))))
+			maxV = max(maxV, math.Abs(float64(bf16.ToFloat32(h))))
 		}
 		var dSame, dPlain float64
 		for j := range got {
@@ -193,7 +195,7 @@ func TestAttentionCachedBF16Float64Device(t *testing.T) {
 	for _, b := range []Buffer{K32, V32, K64, V64} {
 		h, _ := HostBF16(b)
 		for i, v := range kv0 {
-			h[i] = narrow(v)
+			h[i] = bf16.FromFloat32(v)
 		}
 	}
 	out32, out64 := make(cpuBuf[float32], T*NH*HS), make(cpuBuf[float64], T*NH*HS)

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
+
+	"github.com/r1go/r1go/internal/bf16"
 )
 
 // TestGemmBF16AgainstFloat64 checks Gemm with a bf16 B, in both layouts and
@@ -23,7 +25,7 @@ func TestGemmBF16AgainstFloat64(t *testing.T) {
 		}
 		bh := make(bf16Buf, tc.n*tc.k)
 		for i := range bh {
-			bh[i] = narrow(float32(rng.NormFloat64()))
+			bh[i] = bf16.FromFloat32(float32(rng.NormFloat64()))
 		}
 		c := make([]float32, tc.m*tc.n)
 		for i := range c {
@@ -50,8 +52,8 @@ func TestGemmBF16AgainstFloat64(t *testing.T) {
 					if !tc.transB {
 						y = bh[p*ldb+j]
 					}
-					s += float64(x) * float64(widen(y))
-					mag += math.Abs(float64(x) * float64(widen(y)))
+					s += float64(x) * float64(bf16.ToFloat32(y))
+					mag += math.Abs(float64(x) * float64(bf16.ToFloat32(y)))
 				}
 				want := 0.5*s + 2*float64(c0[i*tc.n+j])
 				if e := math.Abs(float64(c[i*tc.n+j]) - want); e > 1e-6*(mag+1) {
@@ -72,7 +74,7 @@ func bf16Rounded(t *testing.T, tied bool, seed uint64) *Model {
 	m.InitRandom(seed)
 	p, _ := HostF32(m.Params)
 	for i, v := range p {
-		p[i] = widen(narrow(v))
+		p[i] = bf16.ToFloat32(bf16.FromFloat32(v))
 	}
 	return m
 }
@@ -197,9 +199,9 @@ func TestAdamWBF16Moments(t *testing.T) {
 	var sv32, sv16, sm32, sm16, dp float64
 	for i := range n {
 		sv32 += float64(v32[i])
-		sv16 += float64(widen(v16[i]))
+		sv16 += float64(bf16.ToFloat32(v16[i]))
 		sm32 += float64(m32[i])
-		sm16 += float64(widen(m16[i]))
+		sm16 += float64(bf16.ToFloat32(m16[i]))
 		dp = max(dp, math.Abs(float64(p32[i]-p16[i])))
 	}
 	if r := sv16 / sv32; math.Abs(r-1) > 0.01 {
@@ -265,7 +267,7 @@ func TestWidenIntoAllPatterns(t *testing.T) {
 		got := make([]float32, 1<<16)
 		kern(&got[0], &src[0], len(got))
 		for i, h := range src[:len(got)] {
-			if g, w := math.Float32bits(got[i]), math.Float32bits(widen(h)); g != w {
+			if g, w := math.Float32bits(got[i]), math.Float32bits(bf16.ToFloat32(h)); g != w {
 				t.Fatalf("%s: element %d (bf16 %#04x): %#08x, want %#08x", name, i, h, g, w)
 			}
 		}
@@ -274,7 +276,7 @@ func TestWidenIntoAllPatterns(t *testing.T) {
 		got := make([]float32, n)
 		widenInto(got, src[:n])
 		for i, h := range src[:n] {
-			if g, w := math.Float32bits(got[i]), math.Float32bits(widen(h)); g != w {
+			if g, w := math.Float32bits(got[i]), math.Float32bits(bf16.ToFloat32(h)); g != w {
 				t.Fatalf("n=%d, element %d (bf16 %#04x): %#08x, want %#08x", n, i, h, g, w)
 			}
 		}
@@ -296,8 +298,8 @@ func TestGemmBF16SameBitsAsWidened(t *testing.T) {
 		bh := make(bf16Buf, tc.n*tc.k)
 		bw := make([]float32, tc.n*tc.k)
 		for i := range bh {
-			bh[i] = narrow(float32(rng.NormFloat64()))
-			bw[i] = widen(bh[i])
+			bh[i] = bf16.FromFloat32(float32(rng.NormFloat64()))
+			bw[i] = bf16.ToFloat32(bh[i])
 		}
 		for _, transB := range []bool{true, false} { // B as [n, k], or the same values read as [k, n]
 			ldb := tc.k

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync/atomic"
 
+	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/internal/pool"
 )
 
@@ -90,7 +91,7 @@ func (d *CPU[F]) Upload(dst Buffer, src []float32) {
 			panic(fmt.Sprintf("model: Upload of %d values into a buffer of %d", len(src), len(h)))
 		}
 		for i, v := range src {
-			h[i] = narrow(v)
+			h[i] = bf16.FromFloat32(v)
 		}
 		return
 	}
@@ -109,7 +110,7 @@ func (d *CPU[F]) Download(dst []float32, src Buffer) {
 			panic(fmt.Sprintf("model: Download of a buffer of %d values into %d", len(h), len(dst)))
 		}
 		for i, v := range h {
-			dst[i] = widen(v)
+			dst[i] = bf16.ToFloat32(v)
 		}
 		return
 	}
@@ -150,7 +151,7 @@ func (d *CPU[F]) Copy(dst, src Buffer) {
 		}
 		d.parallel(len(x), 1<<16, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
-				hd[i] = narrow(float32(x[i]))
+				hd[i] = bf16.FromFloat32(float32(x[i]))
 			}
 		})
 		return
@@ -160,7 +161,7 @@ func (d *CPU[F]) Copy(dst, src Buffer) {
 			panic(fmt.Sprintf("model: Copy of %d values into %d", len(hs), len(x)))
 		}
 		for i, h := range hs {
-			x[i] = F(widen(h))
+			x[i] = F(bf16.ToFloat32(h))
 		}
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/internal/pages"
 	"github.com/r1go/r1go/model/gemm"
 )
@@ -89,10 +90,7 @@ func HostF32(b Buffer) ([]float32, bool) { s, ok := b.(cpuBuf[float32]); return 
 // HostBF16 returns the bit patterns behind a bfloat16 CPU buffer.
 func HostBF16(b Buffer) ([]uint16, bool) { s, ok := asBF16(b); return s, ok }
 
-// widen converts bf16 bits to float32: exact.
-func widen(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
-
-// widenInto sets dst[i] = widen(src[i]) (len(src) values), sixteen or
+// widenInto sets dst[i] = bf16.ToFloat32(src[i]) (len(src) values), sixteen or
 // eight at a time where the tier has a kernel: the same exact values.
 func widenInto(dst []float32, src []uint16) {
 	dst = dst[:len(src)]
@@ -103,22 +101,12 @@ func widenInto(dst []float32, src []uint16) {
 		}
 	}
 	for i := done; i < len(src); i++ {
-		dst[i] = widen(src[i])
+		dst[i] = bf16.ToFloat32(src[i])
 	}
 }
 
 // widenNoVector turns the kernel off (tests).
 var widenNoVector bool
-
-// narrow rounds to the nearest bf16, ties to even (NaN kept a NaN).
-func narrow(f float32) uint16 {
-	b := math.Float32bits(f)
-	if b&0x7fffffff > 0x7f800000 {
-		return uint16(b>>16) | 0x0040
-	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
-}
 
 // narrowStochastic rounds f to one of its two bf16 neighbours with the
 // probability that makes the result unbiased; r supplies 16 random bits.
@@ -128,7 +116,7 @@ func narrow(f float32) uint16 {
 func narrowStochastic(f float32, r uint32) uint16 {
 	b := math.Float32bits(f)
 	if b&0x7fffffff >= 0x7f800000 {
-		return narrow(f)
+		return bf16.FromFloat32(f)
 	}
 	b += r & 0xffff
 	return uint16(b >> 16)
@@ -151,7 +139,7 @@ func vec[F Float](b Buffer) ([]F, *[]F) {
 		return out, p
 	}
 	for i, v := range h {
-		out[i] = F(widen(v))
+		out[i] = F(bf16.ToFloat32(v))
 	}
 	return out, p
 }
@@ -252,7 +240,7 @@ func (d *CPU[F]) embeddingBF16(o []F, ids []int32, w bf16Buf, C int) {
 			}
 			dst := o[t*C : (t+1)*C]
 			for c, h := range w[id*C : (id+1)*C] {
-				dst[c] = F(widen(h))
+				dst[c] = F(bf16.ToFloat32(h))
 			}
 		}
 	})
@@ -273,8 +261,8 @@ func (d *CPU[F]) adamWBF16(P, G []F, M, V bf16Buf, hp AdamWParams) {
 	d.parallel(len(P), 1<<14, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			gi := float64(G[i]) * gs
-			mi := b1*float64(widen(M[i])) + (1-b1)*gi
-			vi := b2*float64(widen(V[i])) + (1-b2)*gi*gi
+			mi := b1*float64(bf16.ToFloat32(M[i])) + (1-b1)*gi
+			vi := b2*float64(bf16.ToFloat32(V[i])) + (1-b2)*gi*gi
 			r := mix64(seed ^ uint64(i))
 			M[i], V[i] = narrowStochastic(float32(mi), uint32(r)), narrowStochastic(float32(vi), uint32(r>>32))
 			pi := float64(P[i])

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/model/gemm"
 )
 
@@ -158,7 +159,7 @@ func (d *CPU[F]) embeddingTiles(o []F, ids []int32, w bf16TileBuf) {
 			gemm.TileRowBF16(row, w.bits, w.n, C, id)
 			dst := o[t*C : (t+1)*C]
 			for c, h := range row {
-				dst[c] = F(widen(h))
+				dst[c] = F(bf16.ToFloat32(h))
 			}
 		}
 	})

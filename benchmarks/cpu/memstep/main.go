@@ -34,6 +34,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/safetensors"
 	"github.com/r1go/r1go/optim"
@@ -207,7 +208,7 @@ func generate(dir, config string) error {
 					default:
 						v = float32(0.02 * rng.NormFloat64())
 					}
-					binary.LittleEndian.PutUint16(j.raw[2*i:], safetensors.F32ToBF16(v))
+					binary.LittleEndian.PutUint16(j.raw[2*i:], bf16.FromFloat32(v))
 				}
 			}
 		}()
