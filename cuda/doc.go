@@ -85,7 +85,7 @@
 // rounding a gradient to bf16 between two ops would add an error per op
 // that the matmuls, which round their inputs once anyway, do not need).
 // A gradient whose readers are matmuls is rounded once, by the op that
-// writes it, instead of by each matmul (model.GradientRounding): the LM
+// writes it, instead of by each matmul (model.MixedPrecision): the LM
 // head's backward writes each chunk's logit gradient in bf16,
 // SwiGLUBackward writes dgu in bf16, RMSNormBackwardAdd writes a bf16
 // view of the residual gradient beside the float32 one it accumulates,

@@ -50,7 +50,7 @@ func TestAddVector(t *testing.T) {
 		bv[i] = val()
 	}
 	d.Upload(bias, bv)
-	bh, _ := HostBF16(bias)
+	bh, _ := asBF16(bias)
 	out := make([]float32, rows*ld)
 	for i := range out {
 		out[i] = val()

@@ -193,7 +193,7 @@ func TestAttentionCachedBF16Float64Device(t *testing.T) {
 	K32, V32 := d32.AllocBF16(len(kv0)), d32.AllocBF16(len(kv0))
 	K64, V64 := d64.AllocBF16(len(kv0)), d64.AllocBF16(len(kv0))
 	for _, b := range []Buffer{K32, V32, K64, V64} {
-		h, _ := HostBF16(b)
+		h, _ := asBF16(b)
 		for i, v := range kv0 {
 			h[i] = bf16.FromFloat32(v)
 		}

@@ -72,7 +72,7 @@ func bf16Rounded(t *testing.T, tied bool, seed uint64) *Model {
 		t.Fatal(err)
 	}
 	m.InitRandom(seed)
-	p, _ := HostF32(m.Params)
+	p, _ := HostFloat32(m.Params)
 	for i, v := range p {
 		p[i] = bf16.ToFloat32(bf16.FromFloat32(v))
 	}
@@ -152,7 +152,7 @@ func TestLoadAutoBF16(t *testing.T) {
 		t.Fatalf("bf16 folder: trainable load bf16=%v, frozen auto bf16=%v", IsBF16(f32.Params), IsBF16(fz.Params))
 	}
 	a, b := make([]float32, m.NumParams()), make([]float32, m.NumParams())
-	want, _ := HostF32(m.Params)
+	want, _ := HostFloat32(m.Params)
 	f32.Dev.Download(a, f32.Params)
 	fz.Dev.Download(b, fz.Params)
 	for i := range want {

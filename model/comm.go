@@ -161,13 +161,6 @@ func LaunchFromEnv() (Launch, error) {
 	return Launch{Size: 1}, nil
 }
 
-// HostFloat32 returns the memory of a float32 CPU buffer, for transports
-// that read and write host memory (MPI); ok is false for any other buffer.
-func HostFloat32(b Buffer) (x []float32, ok bool) {
-	s, ok := b.(cpuBuf[float32])
-	return s, ok
-}
-
 // AsyncComm is a Comm that can queue a reduce-scatter behind the device's
 // work and return at once (NCCL on a second stream): ZeRO-2 uses it to
 // overlap gradient buckets with the backward without a goroutine. wait

@@ -66,32 +66,13 @@ func (m *Model) layerOff(l int) int {
 	panic("model: no tensor " + name)
 }
 
-// Pager is a device whose large buffers can give their memory back span by
-// span and take it again (the CUDA device's VMM arenas, cuda/vmm.go).
-type Pager interface {
-	// ReleasePages zeroes b and gives back the memory of its whole chunks
-	// once the device is done with them; reading b before MapPages (or
-	// Zero) is a device fault.
-	ReleasePages(b Buffer)
-	// MapPages backs b again before it is written, zeroed where it was
-	// given back.
-	MapPages(b Buffer)
-	// PagedBytes is how many bytes of memory back b now.
-	PagedBytes(b Buffer) (int64, bool)
-	// Backed says whether every byte of b is backed (readable).
-	Backed(b Buffer) bool
-}
-
 // ReleaseGrads zeroes b, gradients that have been sent on, and gives their
-// memory back where the device can: the CPU device returns b's whole pages
-// to the kernel (madvise MADV_DONTNEED), which maps zero pages on the next
-// touch; a Pager (CUDA's VMM arenas) unmaps its whole chunks, and MapGrads
-// must map them again before they are written. Elsewhere it is dev.Zero.
+// memory back where the device can (Pager): the CPU device returns b's
+// whole pages to the kernel (madvise MADV_DONTNEED), which maps zero pages
+// on the next touch; CUDA's VMM arenas unmap their whole chunks, and
+// MapGrads must map them again before they are written. Elsewhere it is
+// dev.Zero.
 func ReleaseGrads(dev Device, b Buffer) {
-	if x, ok := b.(cpuBuf[float32]); ok {
-		releaseHost(x)
-		return
-	}
 	if p, ok := dev.(Pager); ok {
 		p.ReleasePages(b)
 		return
@@ -107,41 +88,14 @@ func MapGrads(dev Device, b Buffer) {
 	}
 }
 
-// GradsResident is how many bytes of b are backed by memory now: mincore's
-// count for a CPU buffer, the mapped chunks on a Pager; ok is false where
-// the device cannot say.
+// GradsResident is how many bytes of b are backed by memory now (Pager:
+// mincore's count on the CPU, the mapped chunks on CUDA); ok is false
+// where the device cannot say.
 func GradsResident(dev Device, b Buffer) (int64, bool) {
 	if p, ok := dev.(Pager); ok {
-		if _, cpu := b.(cpuBuf[float32]); !cpu {
-			return p.PagedBytes(b)
-		}
+		return p.PagedBytes(b)
 	}
-	return ResidentBytes(b)
-}
-
-// ResidentBytes is how many bytes of b, a CPU buffer, are backed by memory
-// now (mincore), rounded to whole pages; ok is false for any other buffer
-// or where the kernel cannot say.
-func ResidentBytes(b Buffer) (n int64, ok bool) {
-	x, ok := b.(cpuBuf[float32])
-	if !ok {
-		return 0, false
-	}
-	return residentHost(x)
-}
-
-// ComputeCopier is a mixed-precision device (the CUDA device) whose bf16
-// compute copy of registered weights can be written from float32 values
-// that are not the weights' own, and read: ZeRO's sharded master weights
-// give back the float32 masters outside a rank's shard and gather the
-// compute copy from the ranks' updated masters (rl/dp/masters.go).
-type ComputeCopier interface {
-	// SetCompute writes the compute copy of the registered weights w from
-	// src, leaving w's float32 values as they are; false when w is not
-	// registered.
-	SetCompute(w, src Buffer) bool
-	// ComputeCopy is the compute copy of w, readable with Download.
-	ComputeCopy(w Buffer) (Buffer, bool)
+	return 0, false
 }
 
 // ReadableWeights is w, or, where w's float32 values have been given back

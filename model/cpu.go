@@ -35,8 +35,8 @@ func NewCPU() Device { return &CPU[float32]{threads: runtime.GOMAXPROCS(0)} }
 // newCPU64 returns the float64 CPU device of the gradient checks.
 func newCPU64() *CPU[float64] { return &CPU[float64]{threads: runtime.GOMAXPROCS(0)} }
 
-// skipsNilWeightGrads: LMHeadBackward and RMSNormBackward skip a nil dw.
-func (d *CPU[F]) skipsNilWeightGrads() {}
+// SkipsNilWeightGrads: LMHeadBackward and RMSNormBackward skip a nil dw.
+func (d *CPU[F]) SkipsNilWeightGrads() {}
 
 func (d *CPU[F]) Name() string {
 	var z F
@@ -297,3 +297,14 @@ func (d *CPU[F]) parallel(n, grain int, fn func(lo, hi int)) {
 	chunk := (n + parts - 1) / parts
 	pool.For(parts, (n+chunk-1)/chunk, func(p int) { fn(p*chunk, min((p+1)*chunk, n)) })
 }
+
+// The capabilities the CPU device has (device.go lists them all).
+var (
+	_ BF16Allocator  = (*CPU[float32])(nil)
+	_ BF16Products   = (*CPU[float32])(nil)
+	_ HostMemory     = (*CPU[float32])(nil)
+	_ HostSampler    = (*CPU[float32])(nil)
+	_ LogitKeeper    = (*CPU[float32])(nil)
+	_ NilWeightGrads = (*CPU[float32])(nil)
+	_ Pager          = (*CPU[float32])(nil)
+)

@@ -23,12 +23,6 @@ type bf16Buf []uint16
 func (b bf16Buf) Len() int                { return len(b) }
 func (b bf16Buf) Slice(off, n int) Buffer { return b[off : off+n : off+n] }
 
-// BF16Allocator is implemented by devices that can store frozen weights
-// and optimizer moments as bfloat16.
-type BF16Allocator interface {
-	AllocBF16(n int) Buffer // zero-filled
-}
-
 // AllocBF16 returns a zero-filled bfloat16 buffer, in huge pages where
 // it is large, R1GO_HUGEPAGES=1 asks and the kernel lends them (package
 // pages).
@@ -37,9 +31,23 @@ func (d *CPU[F]) AllocBF16(n int) Buffer {
 	return bf16Buf(pages.Alloc[uint16](n, pages.On))
 }
 
-// allocKVArena returns a zero-filled bf16 buffer for a whole KV cache, in
-// huge pages where KVCacheHugePages asks (NewKVCache).
-func (d *CPU[F]) allocKVArena(n int) Buffer {
+// KVCacheHugePages puts a rollout copy's bf16 KV cache (on the CPU, one
+// buffer for every layer) in transparent huge pages, where Linux lends
+// them and the cache is at least pages.MinBytes: R1GO_HUGEPAGES=1, as for
+// the copy's weights (pages.On). A decode step's attention reads every
+// slot's keys and values of every layer, a few KiB here and there over
+// tens of MiB, and in 4 KiB pages most of those reads miss the TLB: the
+// 24 layers of BenchmarkAttentionDecodeStep05B took 0.90 × the time in
+// huge pages on this project's Zen 4 VM. Off by default all the same: in
+// the rollout there (benchmarks/cpu -step_kvpages, taking turns) the
+// decode was no faster, 311 and 349 tok/s against 322 and 355 (medians of
+// three), and on the GPU machine's Xeon huge pages read slower on 2 cores
+// (package pages). Read when a cache is made.
+var KVCacheHugePages = pages.On
+
+// AllocKVArena returns a zero-filled bf16 buffer for a rollout copy's
+// whole KV cache, in huge pages where KVCacheHugePages asks.
+func (d *CPU[F]) AllocKVArena(n int) Buffer {
 	d.collectFreed(n)
 	return bf16Buf(pages.Alloc[uint16](n, KVCacheHugePages))
 }
@@ -67,28 +75,28 @@ func asBF16(b Buffer) (bf16Buf, bool) {
 	return nil, false
 }
 
-// BF16DotAllocator is implemented by devices whose bf16 weights can take
-// bf16 products (AllocBF16Dot; the CPU with AVX512_BF16).
-type BF16DotAllocator interface {
-	AllocBF16Dot(n int) Buffer // zero-filled
-}
-
-// AllocBF16Dot returns a zero-filled bf16 buffer whose products round
+// AllocBF16Products returns a zero-filled bf16 buffer whose products round
 // their other operand to bf16 where the CPU has a bf16 dot product: a
 // rollout copy's weights, which every decode step streams from memory,
 // in huge pages where R1GO_HUGEPAGES=1 asks and the kernel lends them
 // (package pages).
-func (d *CPU[F]) AllocBF16Dot(n int) Buffer {
+func (d *CPU[F]) AllocBF16Products(n int) Buffer {
 	d.collectFreed(n)
 	return bf16DotBuf(pages.Alloc[uint16](n, pages.On))
 }
 
-// HostF32 returns the memory behind a float32 CPU buffer, so that loading
-// and saving can read and write it in place instead of through a copy.
-func HostF32(b Buffer) ([]float32, bool) { s, ok := b.(cpuBuf[float32]); return s, ok }
+// HostFloat32 returns the memory behind a float32 CPU buffer, for
+// transports that read and write host memory (MPI); false for any other
+// buffer.
+func HostFloat32(b Buffer) ([]float32, bool) { s, ok := b.(cpuBuf[float32]); return s, ok }
 
-// HostBF16 returns the bit patterns behind a bfloat16 CPU buffer.
-func HostBF16(b Buffer) ([]uint16, bool) { s, ok := asBF16(b); return s, ok }
+// HostFloat32 returns the memory behind a float32 buffer of this device,
+// so that loading and saving can read and write it in place.
+func (d *CPU[F]) HostFloat32(b Buffer) ([]float32, bool) { return HostFloat32(b) }
+
+// HostBF16 returns the bit patterns behind a bfloat16 buffer of this
+// device.
+func (d *CPU[F]) HostBF16(b Buffer) ([]uint16, bool) { s, ok := asBF16(b); return s, ok }
 
 // widenInto sets dst[i] = bf16.ToFloat32(src[i]) (len(src) values), sixteen or
 // eight at a time where the tier has a kernel: the same exact values.

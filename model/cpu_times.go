@@ -125,11 +125,3 @@ func (d *CPU[F]) timed(op cpuOp) func() {
 }
 
 func untimed() {}
-
-// timeOp is timed for any device: a no-op on those that do not time.
-func timeOp(dev Device, op cpuOp) func() {
-	if ct, ok := dev.(opTimer); ok {
-		return ct.timed(op)
-	}
-	return untimed
-}

@@ -65,7 +65,7 @@ func BenchmarkDecodeHostOps(b *testing.B) {
 	})
 	b.Run("swiglu32", func(b *testing.B) { // a rollout copy's
 		for b.Loop() {
-			d.swiGLU32(act, gu, rows, I)
+			d.SwiGLU32(act, gu, rows, I)
 		}
 	})
 }

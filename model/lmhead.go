@@ -20,16 +20,6 @@ const (
 	headChunk = 4096 // vocabulary entries per chunk
 )
 
-// logitKeeper is a device whose LM head can keep a training forward's
-// logits [T, V] (LMHeadKeep) and run its backward from them
-// (LMHeadBackwardKept) instead of computing h·wᵀ again: the same values,
-// one product of the head fewer, for T·V floats of memory (Model.keeps
-// decides).
-type logitKeeper interface {
-	LMHeadKeep(logprob, entropy, lse, logits, h, w Buffer, targets []int32, T, C, V int)
-	LMHeadBackwardKept(dh, dw, dlogprob, dentropy, logits, h, w, lse, entropy Buffer, targets []int32, T, C, V int)
-}
-
 func (d *CPU[F]) LMHead(logprob, entropy, lse, h, w Buffer, targets []int32, T, C, V int) {
 	d.lmHead(logprob, entropy, lse, nil, h, w, targets, T, C, V)
 }

@@ -145,7 +145,7 @@ func LoadWith(dir string, dev Device, head Head, opt LoadOptions) (*Model, error
 			return nil, fmt.Errorf("model: %s: tensor %s has shape %v, the config implies %v", dir, s.Name, shape, s.Shape)
 		}
 		dst := m.Params.Slice(s.Off, s.size())
-		if host, ok := HostF32(dst); ok {
+		if host, ok := HostF32(m.Dev, dst); ok {
 			if err := w.ReadF32(s.Name, host); err != nil {
 				return nil, err
 			}
@@ -237,7 +237,7 @@ func (m *Model) Save(dir string, gen *GenerationConfig, opt SaveOptions) error {
 	if m.lora != nil {
 		return m.SaveMerged(dir, gen, opt)
 	}
-	host, ok := HostF32(m.Params)
+	host, ok := HostF32(m.Dev, m.Params)
 	if m.SaveFrom != nil {
 		if len(m.SaveFrom) != m.Params.Len() {
 			return fmt.Errorf("model: Save: SaveFrom holds %d values for %d parameters", len(m.SaveFrom), m.Params.Len())
@@ -268,7 +268,7 @@ func (m *Model) CloneWith(opt LoadOptions) (*Model, error) {
 	if opt.DType == "auto" {
 		opt.DType = "float32"
 	}
-	if m.tiles {
+	if len(m.tiles) > 0 {
 		return nil, errTileSource
 	}
 	c, err := NewWith(m.Config, m.Dev, m.Head, opt)

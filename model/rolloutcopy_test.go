@@ -103,7 +103,7 @@ func TestRolloutCopyBF16Products(t *testing.T) {
 	sameBits(t, "a copied slot of the bf16 cache against its source", two[:cfg.VocabSize], two[cfg.VocabSize:])
 
 	// The policy trains on: the copy follows it.
-	w, _ := HostF32(pol.Params)
+	w, _ := HostFloat32(pol.Params)
 	for i := range w {
 		w[i] *= 0.5
 	}

@@ -22,6 +22,18 @@ import (
 // log-probability within about 10⁻⁶ of its. Greedy decoding and top-k or
 // top-p truncation take SampleToken itself.
 
+// SampleHost samples the draws on the device's threads, timed as the
+// device's sampling: with f32 (a rollout copy) by sampleAll32, else by
+// SampleAll.
+func (d *CPU[F]) SampleHost(draws []Draw, f32 bool) {
+	defer d.timed(opSample)()
+	if f32 {
+		sampleAll32(draws)
+		return
+	}
+	SampleAll(draws)
+}
+
 // sampleAll32 is SampleAll with the float32 first pass for the draws it
 // can take (sampleable32), SampleToken for the rest.
 func sampleAll32(draws []Draw) {

@@ -23,7 +23,7 @@ func (d *CPU[F]) SwiGLU(out, gu Buffer, rows, I int) {
 	})
 }
 
-// swiGLU32 is SwiGLU in float32 arithmetic, the rollout copy's (a model
+// SwiGLU32 is SwiGLU in float32 arithmetic, the rollout copy's (a model
 // whose products round to bf16, LoadOptions.BF16Products): silu(g)·up as
 // g / (1 + exp32(−g)) · up with each operation rounded to float32
 // (silu32), one pass of sixteen lanes over a row's whole vectors
@@ -33,7 +33,7 @@ func (d *CPU[F]) SwiGLU(out, gu Buffer, rows, I int) {
 // (BenchmarkDecodeHostOps, Zen 4 and Xeon) for a relative error of a few
 // float32 ulps, which the copy's bf16 products (2⁻⁹) dwarf. The policy's
 // forward and backward keep SwiGLU's bits.
-func (d *CPU[F]) swiGLU32(out, gu Buffer, rows, I int) {
+func (d *CPU[F]) SwiGLU32(out, gu Buffer, rows, I int) {
 	defer d.timed(opSwiGLU)()
 	o, x := buf[F](out), buf[F](gu)
 	o32, ok := any(o).([]float32)
@@ -64,11 +64,6 @@ func (d *CPU[F]) swiGLU32(out, gu Buffer, rows, I int) {
 
 // silu32 is g / (1 + exp32(−g)) · u, each operation rounded to float32.
 func silu32(g, u float32) float32 { return g / (1 + exp32(-g)) * u }
-
-// swiGLUFloat32 is a device with swiGLU32 (the CPU).
-type swiGLUFloat32 interface {
-	swiGLU32(out, gu Buffer, rows, I int)
-}
 
 // negate sets dst[i] = −src[i], sixteen lanes at a time where the CPU
 // has swigluTail's kernels.

@@ -8,7 +8,7 @@ import "github.com/r1go/r1go/internal/isa"
 //go:noescape
 func swigluTailAVX512(out, gate, up, ex *float32, n int)
 
-// swiglu32AVX512 (swiglu_amd64.s) is swiGLU32's loop of silu32 sixteen
+// swiglu32AVX512 (swiglu_amd64.s) is SwiGLU32's loop of silu32 sixteen
 // lanes at a time, n a multiple of 16, c the exp kernels' constants
 // (expConsts), reporting whether any lane's −gate lay above expHi (to
 // redo).

@@ -50,11 +50,11 @@ func TestSwiGLUTailBitForBit(t *testing.T) {
 		for _, noVector := range []bool{false, true} {
 			swigluNoVector = noVector
 			fused := make([]float32, n)
-			(&CPU[float32]{threads: 1}).swiGLU32(cpuBuf[float32](fused), cpuBuf[float32](gu), 1, n)
+			(&CPU[float32]{threads: 1}).SwiGLU32(cpuBuf[float32](fused), cpuBuf[float32](gu), 1, n)
 			for i := range fused {
 				want := gate[i] / (1 + exp32(-gate[i])) * up[i]
 				if math.Float32bits(fused[i]) != math.Float32bits(want) {
-					t.Fatalf("swiGLU32 (vector off %v), n=%d, element %d (gate %v, up %v): %v (%#x), the loop %v (%#x)",
+					t.Fatalf("SwiGLU32 (vector off %v), n=%d, element %d (gate %v, up %v): %v (%#x), the loop %v (%#x)",
 						noVector, n, i, gate[i], up[i], fused[i], math.Float32bits(fused[i]), want, math.Float32bits(want))
 				}
 			}
@@ -86,7 +86,7 @@ func TestSwiGLU32Accuracy(t *testing.T) {
 	gu[0], gu[1], gu[2] = float32(math.NaN()), -100, 100
 	d := &CPU[float32]{threads: 2}
 	out := make([]float32, rows*I)
-	d.swiGLU32(cpuBuf[float32](out), cpuBuf[float32](gu), rows, I)
+	d.SwiGLU32(cpuBuf[float32](out), cpuBuf[float32](gu), rows, I)
 	for r := 0; r < rows; r++ {
 		for i := 0; i < I; i++ {
 			g, u := float64(gu[r*2*I+i]), float64(gu[r*2*I+I+i])

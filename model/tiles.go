@@ -45,29 +45,32 @@ func (b bf16TileBuf) Slice(off, n int) Buffer {
 	return bf16TileBuf{b.bits[off : off+n : off+n], n / b.k, b.k}
 }
 
-// tileDevice is implemented by devices that can keep matrices in the tile
-// layout.
-type tileDevice interface {
-	// TileLayout says whether products from the tile layout run here.
-	TileLayout() bool
-	// PackTiles rearranges a matrix, written in rows, into its layout.
-	PackTiles(b Buffer)
-}
-
 // tileLayoutOff keeps every matrix in rows (tests: the same model both
 // ways on the same path).
 var tileLayoutOff bool
 
-// TileLayout says whether a rollout copy's matrices go into the tile
+// tileLayout says whether a rollout copy's matrices go into the tile
 // layout: where the products run on AMX tiles, in float32.
-func (d *CPU[F]) TileLayout() bool {
+func (d *CPU[F]) tileLayout() bool {
 	_, f32 := any(F(0)).(float32)
 	return f32 && !tileLayoutOff && gemm.TileLayout()
 }
 
-// PackTiles rearranges b, a bf16TileBuf whose values were written in rows,
+// ProductMatrix returns b, an n × k matrix of a BF16Products arena, as a
+// view in the tile layout when products from that layout run here and
+// its depth suits the tile unit (a multiple of 32); false keeps it in
+// rows.
+func (d *CPU[F]) ProductMatrix(b Buffer, n, k int) (Buffer, bool) {
+	h, ok := b.(bf16DotBuf)
+	if !ok || !d.tileLayout() || k%gemm.DotBF16Step != 0 {
+		return b, false
+	}
+	return bf16TileBuf{[]uint16(h), n, k}, true
+}
+
+// PackMatrix rearranges b, a bf16TileBuf whose values were written in rows,
 // into the tile layout.
-func (d *CPU[F]) PackTiles(b Buffer) {
+func (d *CPU[F]) PackMatrix(b Buffer) {
 	t := b.(bf16TileBuf)
 	gemm.PackTileBF16(t.bits, t.n, t.k, d.threads)
 }
@@ -93,45 +96,33 @@ func productMatrices(d dims, p *params) []matrixView {
 	return out
 }
 
-// setViews makes the parameter views of the arena, the product matrices
-// in the tile layout (bf16TileBufs) when the model keeps them so and
-// their depth suits the tile unit (a multiple of 32).
+// setViews makes the parameter views of the arena: for a rollout copy,
+// each product matrix in the device's product layout where it has one
+// (BF16Products.ProductMatrix), listed in m.tiles.
 func (m *Model) setViews() {
 	m.p = views(m.d, m.specs, m.Params)
-	if !m.tiles {
+	m.tiles = nil
+	bp, ok := m.Dev.(BF16Products)
+	if !ok || !m.products {
 		return
 	}
 	for _, v := range productMatrices(m.d, &m.p) {
-		if h, ok := (*v.b).(bf16DotBuf); ok && v.k%gemm.DotBF16Step == 0 {
-			*v.b = bf16TileBuf{[]uint16(h), v.n, v.k}
+		if t, ok := bp.ProductMatrix(*v.b, v.n, v.k); ok {
+			*v.b = t
+			m.tiles = append(m.tiles, t)
 		}
 	}
-	if m.d.tied {
+	if len(m.tiles) > 0 && m.d.tied {
 		m.p.wte = m.p.lmHead // one matrix: the embedding reads its rows back
 	}
 }
 
-// packTiles rearranges the tile-layout matrices after the arena was
-// written in rows.
+// packTiles rearranges the matrices in the product layout after the arena
+// was written in rows.
 func (m *Model) packTiles() {
-	if !m.tiles {
-		return
+	for _, b := range m.tiles {
+		m.Dev.(BF16Products).PackMatrix(b)
 	}
-	td := m.Dev.(tileDevice)
-	for _, b := range m.tileMatrices() {
-		td.PackTiles(b)
-	}
-}
-
-// tileMatrices lists the views in the tile layout, each once.
-func (m *Model) tileMatrices() []Buffer {
-	var out []Buffer
-	for _, v := range productMatrices(m.d, &m.p) {
-		if _, ok := (*v.b).(bf16TileBuf); ok {
-			out = append(out, *v.b)
-		}
-	}
-	return out
 }
 
 // gemmTiles is Gemm with B in the tile layout: only float32 A·Bᵀ over the

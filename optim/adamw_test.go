@@ -171,8 +171,8 @@ func TestOffloadSameSteps(t *testing.T) {
 		dev := model.NewCPU()
 		run := func(offload bool) (*AdamW, []float32) {
 			p, g := dev.Alloc(1000), dev.Alloc(1000)
-			ps, _ := model.HostF32(p)
-			gs, _ := model.HostF32(g)
+			ps, _ := model.HostF32(dev, p)
+			gs, _ := model.HostF32(dev, g)
 			for i := range ps {
 				ps[i] = float32(i%17) * 0.01
 			}

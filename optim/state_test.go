@@ -39,8 +39,8 @@ func TestBF16StateSaveLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pair := range [][2]model.Buffer{{o.m, o2.m}, {o.v, o2.v}} {
-		a, _ := model.HostBF16(pair[0])
-		b, _ := model.HostBF16(pair[1])
+		a, _ := model.HostBF16(dev, pair[0])
+		b, _ := model.HostBF16(dev, pair[1])
 		if a == nil || b == nil {
 			t.Fatal("bfloat16 state_dtype did not give bf16 moments")
 		}

@@ -33,9 +33,26 @@ func (c *counting) AllocBF16(n int) model.Buffer {
 	return c.Device.(model.BF16Allocator).AllocBF16(n)
 }
 
-func (c *counting) AllocBF16Dot(n int) model.Buffer {
+// The rollout copy's bf16 products (model.BF16Products), its weights
+// and KV cache counted.
+func (c *counting) AllocBF16Products(n int) model.Buffer {
 	c.add(int64(n) * 2)
-	return c.Device.(model.BF16DotAllocator).AllocBF16Dot(n)
+	return c.Device.(model.BF16Products).AllocBF16Products(n)
+}
+
+func (c *counting) AllocKVArena(n int) model.Buffer {
+	c.add(int64(n) * 2)
+	return c.Device.(model.BF16Products).AllocKVArena(n)
+}
+
+func (c *counting) ProductMatrix(b model.Buffer, n, k int) (model.Buffer, bool) {
+	return c.Device.(model.BF16Products).ProductMatrix(b, n, k)
+}
+
+func (c *counting) PackMatrix(b model.Buffer) { c.Device.(model.BF16Products).PackMatrix(b) }
+
+func (c *counting) SwiGLU32(out, gu model.Buffer, rows, I int) {
+	c.Device.(model.BF16Products).SwiGLU32(out, gu, rows, I)
 }
 
 func (c *counting) Free(b model.Buffer) {

@@ -184,7 +184,7 @@ func TestZeroTwoChild(t *testing.T) {
 		mc := m2.Config
 		layer := int64(n-2*cfg.VocabSize*cfg.HiddenSize-cfg.HiddenSize) / int64(mc.NumHiddenLayers)
 		tr := plan.ZeroTwoTransient(int64(n), max(layer, int64(cfg.VocabSize*cfg.HiddenSize)), int64(z.b), size)
-		now, _ := model.ResidentBytes(m2.Grads)
+		now, _ := model.GradsResident(m2.Dev, m2.Grads)
 		if peak < 0 || peak > 4*tr || now > int64(4096*(nb+1)) {
 			t.Fatalf("rank %d: the gradient arena (%d B) held at most %d B resident, the plan allows %d B; %d B after the step", rank, 4*n, peak, 4*tr, now)
 		}
