@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
-	"github.com/r1go/r1go/model/mpi"
+	"github.com/r1go/r1go/model/comm/mpi"
 	"github.com/r1go/r1go/model/plan"
 	"github.com/r1go/r1go/optim"
 )

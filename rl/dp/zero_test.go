@@ -3,7 +3,6 @@ package dp
 import (
 	"bytes"
 	"fmt"
-	"github.com/r1go/r1go/rl"
 	"math"
 	"os"
 	"os/exec"
@@ -12,8 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/r1go/r1go/rl"
+
 	"github.com/r1go/r1go/model"
-	"github.com/r1go/r1go/model/mpi"
+	"github.com/r1go/r1go/model/comm/mpi"
 	"github.com/r1go/r1go/model/plan"
 	"github.com/r1go/r1go/optim"
 )

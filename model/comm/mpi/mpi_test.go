@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/comm"
 )
 
 // MPIRun returns the mpirun command line that starts n copies of args, or
@@ -43,7 +44,7 @@ func TestMPIChild(t *testing.T) {
 	if os.Getenv("R1GO_MPI_CHILD") == "" {
 		t.Skip("run by TestCollectivesUnderMPIRun under mpirun")
 	}
-	l, err := model.LaunchFromEnv()
+	l, err := comm.LaunchFromEnv()
 	if err != nil || l.Launcher != "mpirun" {
 		t.Fatalf("launch %+v, %v", l, err)
 	}
@@ -109,7 +110,7 @@ func TestMPIChild(t *testing.T) {
 	if bs[0] != 20 || bs[2] != 22 {
 		t.Fatalf("broadcast from rank 2 gave %v", bs)
 	}
-	parts, err := model.GatherVar(c, []byte(strings.Repeat("x", c.Rank()+1)))
+	parts, err := comm.GatherVar(c, []byte(strings.Repeat("x", c.Rank()+1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestMPIChild(t *testing.T) {
 			t.Fatalf("gathered %q from rank %d", p, k)
 		}
 	}
-	s, err := model.SumFloat64s(c, []float64{0.1 * float64(c.Rank()+1)})
+	s, err := comm.SumFloat64s(c, []float64{0.1 * float64(c.Rank()+1)})
 	if err != nil || s[0] != 0.1+0.2+0.30000000000000004 {
 		t.Fatalf("float64 sum %v, %v", s, err)
 	}

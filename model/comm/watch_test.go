@@ -1,10 +1,12 @@
-package model
+package comm
 
 import (
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/r1go/r1go/model"
 )
 
 // memComm is an in-process group of ranks with only the host control
@@ -44,14 +46,14 @@ func (c memComm) GatherBytes(src []byte) ([]byte, error) {
 	}
 	return g.out, nil
 }
-func (c memComm) Rank() int                     { return c.rank }
-func (c memComm) Size() int                     { return c.size }
-func (memComm) AllReduce(Buffer) error          { return nil }
-func (memComm) ReduceScatter(_, _ Buffer) error { return nil }
-func (memComm) AllGather(_, _ Buffer) error     { return nil }
-func (memComm) Broadcast(Buffer, int) error     { return nil }
-func (memComm) Barrier() error                  { return nil }
-func (memComm) Close() error                    { return nil }
+func (c memComm) Rank() int                           { return c.rank }
+func (c memComm) Size() int                           { return c.size }
+func (memComm) AllReduce(model.Buffer) error          { return nil }
+func (memComm) ReduceScatter(_, _ model.Buffer) error { return nil }
+func (memComm) AllGather(_, _ model.Buffer) error     { return nil }
+func (memComm) Broadcast(model.Buffer, int) error     { return nil }
+func (memComm) Barrier() error                        { return nil }
+func (memComm) Close() error                          { return nil }
 
 // TestWatchNamesTheDeadRank: three ranks; rank 2's connection drops
 // without a goodbye, and ranks 0 and 1 both hear that rank 2 died, while a

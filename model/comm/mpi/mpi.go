@@ -21,6 +21,7 @@ import (
 
 	"github.com/ebitengine/purego"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/comm"
 )
 
 // Open MPI's C handles (MPI_COMM_WORLD, MPI_FLOAT, MPI_SUM, ...) are the
@@ -191,7 +192,7 @@ func (c *Comm) AllReduce(buf model.Buffer) error {
 // ReduceScatter sums src over the ranks and leaves chunk Rank in dst.
 func (c *Comm) ReduceScatter(dst, src model.Buffer) error {
 	d, s := host(dst), host(src)
-	model.CheckCollective("ReduceScatter", len(d), len(s), c.size)
+	comm.CheckCollective("ReduceScatter", len(d), len(s), c.size)
 	err := c.do("MPI_Reduce_scatter_block", func() uintptr {
 		return c.call(c.l.reduceScatter, ptr(s), ptr(d), uintptr(len(d)), c.l.float, c.l.opSum, c.l.commWorld)
 	})
@@ -203,7 +204,7 @@ func (c *Comm) ReduceScatter(dst, src model.Buffer) error {
 // AllGather concatenates every rank's src into dst, rank order.
 func (c *Comm) AllGather(dst, src model.Buffer) error {
 	d, s := host(dst), host(src)
-	model.CheckCollective("AllGather", len(s), len(d), c.size)
+	comm.CheckCollective("AllGather", len(s), len(d), c.size)
 	err := c.do("MPI_Allgather", func() uintptr {
 		return c.call(c.l.allgather, ptr(s), uintptr(len(s)), c.l.float, ptr(d), uintptr(len(s)), c.l.float, c.l.commWorld)
 	})

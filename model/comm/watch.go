@@ -1,4 +1,4 @@
-package model
+package comm
 
 import (
 	"bufio"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/r1go/r1go/model"
 )
 
 // A collective waits for every rank, and a transport may wait forever for
@@ -33,7 +35,7 @@ type Watcher struct {
 // calls it at the same point (it gathers rank 0's address over c). host is
 // the address the other ranks reach rank 0 at ("" for this machine's name,
 // or MASTER_ADDR when set).
-func Watch(c Comm, timeout time.Duration, onFail func(error)) (*Watcher, error) {
+func Watch(c model.Comm, timeout time.Duration, onFail func(error)) (*Watcher, error) {
 	w := &Watcher{}
 	var fail sync.Once
 	report := func(err error) {
@@ -48,7 +50,7 @@ func Watch(c Comm, timeout time.Duration, onFail func(error)) (*Watcher, error) 
 	if c.Rank() == 0 {
 		ln, err := net.Listen("tcp", ":0")
 		if err != nil {
-			return nil, fmt.Errorf("model: heartbeat: %w", err)
+			return nil, fmt.Errorf("comm: heartbeat: %w", err)
 		}
 		w.ln = ln
 		host := os.Getenv("MASTER_ADDR")
@@ -83,15 +85,15 @@ func Watch(c Comm, timeout time.Duration, onFail func(error)) (*Watcher, error) 
 		select {
 		case err := <-accepted:
 			if err != nil {
-				return nil, fmt.Errorf("model: heartbeat: %w", err)
+				return nil, fmt.Errorf("comm: heartbeat: %w", err)
 			}
 		case <-time.After(2 * timeout):
-			return nil, fmt.Errorf("model: heartbeat: not every rank connected to %s within %s", addr, 2*timeout)
+			return nil, fmt.Errorf("comm: heartbeat: not every rank connected to %s within %s", addr, 2*timeout)
 		}
 	} else {
 		conn, err := net.DialTimeout("tcp", addr, timeout)
 		if err != nil {
-			return nil, fmt.Errorf("model: heartbeat: rank %d cannot reach rank 0 at %s: %w", c.Rank(), addr, err)
+			return nil, fmt.Errorf("comm: heartbeat: rank %d cannot reach rank 0 at %s: %w", c.Rank(), addr, err)
 		}
 		fmt.Fprintf(conn, "rank %d\n", c.Rank())
 		w.conns = []net.Conn{conn}
