@@ -12,6 +12,7 @@ import (
 
 	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // Every op of the GPU device against the CPU device, the reference, on
@@ -61,7 +62,7 @@ func newOpEnv(t *testing.T) *opEnv {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (R1GO_TEST_SEED=%d replays it)", seed, seed)
-	return &opEnv{t: t, cpu: model.NewCPU(), gpu: g, rng: rand.New(rand.NewPCG(seed, 77))}
+	return &opEnv{t: t, cpu: cpu.New(), gpu: g, rng: rand.New(rand.NewPCG(seed, 77))}
 }
 
 // randn returns n normal values times scale.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // Tests of the host-side logic that needs no GPU: parameter packing, the
@@ -84,7 +85,7 @@ func colMajorGemm(opA, opB, m, n, k int, alpha float32, A []float32, lda int, B 
 // with column-major BLAS semantics, compute the row-major product the CPU
 // device computes, for every transpose combination and padded strides.
 func TestRowMajorGemmMapping(t *testing.T) {
-	cpu := model.NewCPU()
+	cpu := cpu.New()
 	rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
 	for trial := 0; trial < 40; trial++ {
 		transA, transB := trial&1 == 1, trial&2 == 2

@@ -7,6 +7,7 @@ import (
 
 	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // Mixed precision against the CPU device in float32. The tolerances are
@@ -288,7 +289,7 @@ func tinyQwen3(t *testing.T) *model.Config {
 func checkMixedTraining(t *testing.T, cfg *model.Config, grouped bool) {
 	e := newMixedEnv(t)
 	gpu := e.gpu
-	devs := []model.Device{model.NewCPU(), gpu}
+	devs := []model.Device{cpu.New(), gpu}
 	var models []*model.Model
 	var moments [][2]model.Buffer
 	for _, d := range devs {

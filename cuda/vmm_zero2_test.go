@@ -9,6 +9,7 @@ import (
 
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/comm"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/model/plan"
 	"github.com/r1go/r1go/optim"
 	"github.com/r1go/r1go/rl"
@@ -200,7 +201,7 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 						res.weights = nil // only rank 0 holds them whole
 						return d.Sync()
 					}
-					back, err := model.Load(dir, model.NewCPU(), model.LMHeadOutput)
+					back, err := model.Load(dir, cpu.New(), model.LMHeadOutput)
 					if err != nil {
 						return err
 					}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/r1go/r1go/internal/pages"
 	"github.com/r1go/r1go/model/safetensors"
 )
 
@@ -153,7 +154,7 @@ func LoadWith(dir string, dev Device, head Head, opt LoadOptions) (*Model, error
 				return nil, fmt.Errorf("model: %s: tensor %s holds NaN or Inf", dir, s.Name)
 			}
 			if raw, err := w.dir.Bytes(s.Name); err == nil && w.dir.Mapped(s.Name) {
-				dropPages(raw)
+				pages.Drop(raw)
 			}
 		} else {
 			info, _ := w.dir.Info(s.Name)
@@ -176,7 +177,7 @@ func LoadWith(dir string, dev Device, head Head, opt LoadOptions) (*Model, error
 				m.Dev.Upload(dst.Slice(i, n), chunk[:n])
 			}
 			if w.dir.Mapped(s.Name) {
-				dropPages(raw)
+				pages.Drop(raw)
 			}
 		}
 		delete(have, s.Name)

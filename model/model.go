@@ -60,7 +60,9 @@ type Model struct {
 	sampleLogits Buffer   // StepSample's logits on a device without DeviceSampler, reused
 	spilled      bool     // Params is a file mapping (SpillWeights)
 	products     bool     // a rollout copy: weights from BF16Products (LoadOptions.BF16Products)
-	tiles        []Buffer // the product matrices in the device's product layout, each once (tiles.go)
+	tiles        []Buffer // the product matrices in the device's product layout, each once (products.go)
+	tiled        bool     // tiles is not empty: the arena is in the product layout
+	viewsCut     bool     // setViews ran once: the product layout is chosen
 }
 
 // saveBound is the most float32 bytes of saved layer activations a

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // TestBF16StateSaveLoad round-trips bf16 moments through Save and Load bit
 // for bit, and checks that state_dtype is validated.
 func TestBF16StateSaveLoad(t *testing.T) {
-	dev := model.NewCPU()
+	dev := cpu.New()
 	const n = 1000
 	p, g := dev.Alloc(n), dev.Alloc(n)
 	host := make([]float32, n)

@@ -140,7 +140,7 @@ func rank(device string, reps int, bucketMB float64) error {
 		return err
 	}
 	if cuda.Kind(dev) != "cpu" {
-		// model/mpi all-reduces host memory; GPU gradients need the NCCL
+		// model/comm/mpi all-reduces host memory; GPU gradients need the NCCL
 		// communicator (cuda/nccl), which this benchmark does not open.
 		return fmt.Errorf("device %s: the MPI communicator reduces host memory only", dev.Name())
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/optim"
 )
 
@@ -56,7 +57,7 @@ func (c *counting) SwiGLU32(out, gu model.Buffer, rows, I int) {
 }
 
 func (c *counting) Free(b model.Buffer) {
-	if model.IsBF16(b) {
+	if cpu.IsBF16(b) {
 		c.live -= int64(b.Len()) * 2
 	} else {
 		c.live -= int64(b.Len()) * 4
@@ -140,7 +141,7 @@ func TestPlanMatchesCPUAllocations(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dev := &counting{Device: model.NewCPU()}
+		dev := &counting{Device: cpu.New()}
 		oc := optim.DefaultConfig()
 		if c.stateBF16 {
 			oc.StateDType = "bfloat16"

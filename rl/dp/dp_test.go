@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model/comm"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/rl"
 
 	"github.com/r1go/r1go/data"
@@ -17,7 +18,7 @@ import (
 // the identity: the whole batch, the same packed batch back, the same
 // metrics.
 func TestDPOneRank(t *testing.T) {
-	d, err := New(comm.Single{Dev: model.NewCPU()}, DefaultConfig())
+	d, err := New(comm.Single{Dev: cpu.New()}, DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestShardMastersNeedsZeRO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := model.NewCPU()
+	dev := cpu.New()
 	m, err := model.New(cfg, dev, model.LMHeadOutput)
 	if err != nil {
 		t.Fatal(err)

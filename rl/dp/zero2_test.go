@@ -11,6 +11,7 @@ import (
 
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/comm/mpi"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/model/plan"
 	"github.com/r1go/r1go/optim"
 )
@@ -53,7 +54,7 @@ func TestZeroTwoChild(t *testing.T) {
 	}
 	defer c.Close()
 	rank, size := c.Rank(), c.Size()
-	dev := model.NewCPU()
+	dev := cpu.New()
 	// Untied, 8 layers: the vocabulary table (96·64) is smaller than a
 	// layer, so the backward writes one layer between two sends.
 	cfg, err := model.ParseConfig([]byte(`{"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 256,

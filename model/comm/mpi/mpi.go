@@ -22,6 +22,7 @@ import (
 	"github.com/ebitengine/purego"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/comm"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // Open MPI's C handles (MPI_COMM_WORLD, MPI_FLOAT, MPI_SUM, ...) are the
@@ -162,7 +163,7 @@ func (c *Comm) Size() int { return c.size }
 // host returns the CPU buffer's memory; the MPI comm serves only the CPU
 // device.
 func host(b model.Buffer) []float32 {
-	s, ok := model.HostFloat32(b)
+	s, ok := cpu.HostFloat32(b)
 	if !ok {
 		panic(fmt.Sprintf("mpi: a %T is not a CPU device buffer", b))
 	}

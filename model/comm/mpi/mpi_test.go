@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/comm"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // MPIRun returns the mpirun command line that starts n copies of args, or
@@ -56,11 +56,11 @@ func TestMPIChild(t *testing.T) {
 	if c.Rank() != l.Rank || c.Size() != l.Size || c.Size() != 3 {
 		t.Fatalf("MPI says rank %d of %d, the environment %d of %d", c.Rank(), c.Size(), l.Rank, l.Size)
 	}
-	dev := model.NewCPU()
+	dev := cpu.New()
 	r, n := float32(c.Rank()), c.Size()
 	// All-reduce: element i of rank r is r+i; the sum is Σr + n·i.
 	x := dev.Alloc(5)
-	xs, _ := model.HostFloat32(x)
+	xs, _ := cpu.HostFloat32(x)
 	for i := range xs {
 		xs[i] = r + float32(i)
 	}
@@ -74,7 +74,7 @@ func TestMPIChild(t *testing.T) {
 	}
 	// Reduce-scatter of 2 values per rank: rank r gets chunk r of the sum.
 	src := dev.Alloc(2 * n)
-	ss, _ := model.HostFloat32(src)
+	ss, _ := cpu.HostFloat32(src)
 	for i := range ss {
 		ss[i] = float32(i) * (r + 1)
 	}
@@ -82,7 +82,7 @@ func TestMPIChild(t *testing.T) {
 	if err := c.ReduceScatter(dst, src); err != nil {
 		t.Fatal(err)
 	}
-	ds, _ := model.HostFloat32(dst)
+	ds, _ := cpu.HostFloat32(dst)
 	for j, v := range ds {
 		if want := float32(2*c.Rank()+j) * 6; v != want {
 			t.Fatalf("reduce-scatter[%d] = %v, want %v", j, v, want)
@@ -93,14 +93,14 @@ func TestMPIChild(t *testing.T) {
 	if err := c.AllGather(all, dst); err != nil {
 		t.Fatal(err)
 	}
-	as, _ := model.HostFloat32(all)
+	as, _ := cpu.HostFloat32(all)
 	for i, v := range as {
 		if v != float32(i)*6 {
 			t.Fatalf("all-gather[%d] = %v, want %v", i, v, float32(i)*6)
 		}
 	}
 	b := dev.Alloc(3)
-	bs, _ := model.HostFloat32(b)
+	bs, _ := cpu.HostFloat32(b)
 	for i := range bs {
 		bs[i] = r*10 + float32(i)
 	}
