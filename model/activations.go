@@ -419,7 +419,7 @@ func groupTokens(d dims, T int, train bool) int {
 
 // MinGroupRows is the fewest rows a group has (unless the batch has
 // fewer): the matrix products of fewer rows take other kernels (dot
-// products without packing, in package gemm), whose sums round
+// products without packing, in package model/cpu/gemm), whose sums round
 // differently; from this many rows on, a row's results do not depend on
 // the rows beside it, so grouping a scoring forward changes no bit.
 const MinGroupRows = 16

@@ -18,7 +18,7 @@ type KVCache struct {
 // NewKVCache allocates a cache of slots sequences of up to maxLen tokens,
 // in the device's compute storage where it has one (ComputeStorage), and
 // in bf16 for a model with bf16 products on the CPU (a rollout copy: see
-// attn_bf16.go).
+// model/cpu's attn_bf16.go).
 func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
 	c := &KVCache{Slots: slots, MaxLen: maxLen, Lens: make([]int32, slots), kvw: m.d.KV}
 	per := slots * maxLen * m.d.KV

@@ -6,7 +6,7 @@ import "errors"
 // (BF16Products.ProductMatrix). On a CPU whose bf16
 // products run on AMX tiles, a model with BF16Products keeps each matrix
 // that is the B of a product (q|k|v, o, gate|up, down, the LM head) in
-// gemm's tile layout (gemm.SgemmTileBF16TransB): the tile unit reads it as
+// model/cpu/gemm's tile layout (gemm.SgemmTileBF16TransB): the tile unit reads it as
 // one stream and writes rows of C with no transpose, for the same bits as
 // the same matrix in rows. The arena keeps its size and every other tensor
 // (norms, biases) its place; the matrices' views are bf16TileBufs, which
