@@ -1,13 +1,5 @@
 package cpu
 
-// A rollout copy's weight matrices in the tile layout (model.BF16Products:
-// ProductMatrix, PackMatrix). On a CPU whose bf16 products run on AMX
-// tiles, each matrix that is the B of a product keeps gemm's tile layout
-// (gemm.SgemmTileBF16TransB): the tile unit reads it as one stream and
-// writes rows of C with no transpose, for the same bits as the same matrix
-// in rows. Only a float32 A·Bᵀ product (Gemm) and a row lookup
-// (Embedding, for a tied LM head) read such a view.
-
 import (
 	"fmt"
 
@@ -15,6 +7,14 @@ import (
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/cpu/gemm"
 )
+
+// A rollout copy's weight matrices in the tile layout (model.BF16Products:
+// ProductMatrix, PackMatrix). On a CPU whose bf16 products run on AMX
+// tiles, each matrix that is the B of a product keeps gemm's tile layout
+// (gemm.SgemmTileBF16TransB): the tile unit reads it as one stream and
+// writes rows of C with no transpose, for the same bits as the same matrix
+// in rows. Only a float32 A·Bᵀ product (Gemm) and a row lookup
+// (Embedding, for a tied LM head) read such a view.
 
 // bf16TileBuf is a weight matrix of n rows of k values in gemm's tile
 // layout, a view of a bf16DotBuf arena.
