@@ -106,20 +106,20 @@ type Device interface {
 // optimizer and the data-parallel code look for is listed here, with who
 // implements it and which call changes with it:
 //
-//	MixedPrecision      CUDA   UseBF16: cmd/train's mixed precision; Mixed: gradViews (activations.go), rl's reference dtype
-//	ComputeStorage      CUDA   AllocCompute: the activation arenas' compute views, NewKVCache
-//	ResidualNorm        CUDA   layerForward's xmid+ln2, layerBackward's norm input gradients
-//	DeviceSampler       CUDA   StepSample draws on the device instead of downloading logits
-//	StepGrapher         CUDA   Decoder replays a decode step as one graph launch
-//	CachedRoPEAttender  CUDA   Step folds bias, RoPE and the cache write into the cached attention
-//	ComputeCopier       CUDA   ReadableWeights; rl/dp's sharded master weights
+//	MixedPrecision      CUDA       UseBF16: cmd/train's mixed precision; Mixed: gradViews (activations.go), rl's reference dtype
+//	ComputeStorage      CUDA       AllocCompute: the activation arenas' compute views, NewKVCache
+//	ResidualNorm        CUDA       layerForward's xmid+ln2, layerBackward's norm input gradients
+//	DeviceSampler       CUDA       StepSample draws on the device instead of downloading logits
+//	StepGrapher         CUDA       Decoder replays a decode step as one graph launch
+//	CachedRoPEAttender  CUDA       Step folds bias, RoPE and the cache write into the cached attention
+//	ComputeCopier       CUDA       ReadableWeights; rl/dp's sharded master weights
 //	Pager               CUDA, CPU  ReleaseGrads, MapGrads, GradsResident, ReadableWeights (ZeRO-2)
 //	BF16Allocator       CUDA, CPU  NewWith's bfloat16 weights; optim's bf16 moments
-//	HostMemory          CPU    in-place loading and saving, host sampling's logits, SpillWeights, Discard*
-//	BF16Products        CPU    NewWith's rollout copy (LoadOptions.BF16Products), its KV cache and SwiGLU
-//	LogitKeeper         CPU    keeps: a training forward keeps its logits for the LM head's backward
-//	HostSampler         CPU    StepSample samples downloaded logits on the device's threads
-//	NilWeightGrads      CPU    frozenSinks: a frozen model's backward passes nil weight gradients
+//	HostMemory          CPU        in-place loading and saving, host sampling's logits, SpillWeights, Discard*
+//	BF16Products        CPU        NewWith's rollout copy (LoadOptions.BF16Products), its KV cache and SwiGLU
+//	LogitKeeper         CPU        keeps: a training forward keeps its logits for the LM head's backward
+//	HostSampler         CPU        StepSample samples downloaded logits on the device's threads
+//	NilWeightGrads      CPU        frozenSinks: a frozen model's backward passes nil weight gradients
 
 // MixedPrecision is a device that can compute from bf16 copies of float32
 // weights (fp32 master weights, fp32 accumulation): UseBF16 registers one
