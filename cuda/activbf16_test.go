@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/model"
 )
 
@@ -21,7 +22,7 @@ import (
 func (e *opEnv) bf16Pair(x []float32) (c model.Buffer, g Buffer, r []float32) {
 	r = make([]float32, len(x))
 	for i, v := range x {
-		r[i] = BF16Round(v)
+		r[i] = bf16.Round(v)
 	}
 	g = e.gpu.AllocType(len(x), BF16)
 	e.gpu.Upload(g, x) // rounds on the host
@@ -37,8 +38,8 @@ func (e *opEnv) checkRounded(what string, c model.Buffer, g Buffer) {
 	}
 	want, got := download(e.cpu, c), downloadBF16(e.gpu, g)
 	for i := range want {
-		if got[i] != BF16Round(want[i]) {
-			e.t.Fatalf("%s[%d] = %g, want bf16(%g) = %g", what, i, got[i], want[i], BF16Round(want[i]))
+		if got[i] != bf16.Round(want[i]) {
+			e.t.Fatalf("%s[%d] = %g, want bf16(%g) = %g", what, i, got[i], want[i], bf16.Round(want[i]))
 		}
 	}
 	e.t.Logf("%s: exactly the CPU's float32 values rounded to bf16 (%d values)", what, len(want))

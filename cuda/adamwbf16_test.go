@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/optim"
 )
@@ -48,7 +49,7 @@ func TestGPUAdamWMomentsBF16(t *testing.T) {
 			for i := range want {
 				if got[i] != want[i] {
 					off++
-					if ulp := math.Abs(float64(BF16Round(want[i])) - float64(want[i])); math.Abs(float64(got[i]-want[i])) > math.Ldexp(math.Abs(float64(want[i])), -7)+ulp {
+					if ulp := math.Abs(float64(bf16.Round(want[i])) - float64(want[i])); math.Abs(float64(got[i]-want[i])) > math.Ldexp(math.Abs(float64(want[i])), -7)+ulp {
 						t.Fatalf("step %d: %s[%d] = %g on the GPU, %g on the CPU: more than one bf16 step apart", step, name, i, got[i], want[i])
 					}
 				}
@@ -58,7 +59,7 @@ func TestGPUAdamWMomentsBF16(t *testing.T) {
 		bf, _ := e.gpu.WeightsBF16(gp)
 		copyVals, masters := downloadBF16(e.gpu, bf), download(e.gpu, gp)
 		for i := range masters {
-			if copyVals[i] != BF16Round(masters[i]) {
+			if copyVals[i] != bf16.Round(masters[i]) {
 				t.Fatalf("step %d: bf16 copy[%d] = %g, want bf16(%g)", step, i, copyVals[i], masters[i])
 			}
 		}

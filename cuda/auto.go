@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // AutoPicksGPU decides what device "auto" means in every command
@@ -57,7 +58,7 @@ func DefaultOptions() Options { return Options{TF32: os.Getenv("R1GO_CUDA_TF32")
 func PickWith(mode string, opts Options) (dev model.Device, note string, err error) {
 	switch mode {
 	case "cpu":
-		d := model.NewCPU()
+		d := cpu.New()
 		return d, "device: " + d.Name(), nil
 	case "cuda":
 		g, err := OpenWith(opts)
@@ -66,7 +67,7 @@ func PickWith(mode string, opts Options) (dev model.Device, note string, err err
 		}
 		return g, "device: " + g.Name(), nil
 	case "auto":
-		cpu := model.NewCPU()
+		cpu := cpu.New()
 		if !AutoPicksGPU {
 			return cpu, fmt.Sprintf("device: %s (auto: the CUDA device is not yet verified on a GPU; device cuda selects it)", cpu.Name()), nil
 		}

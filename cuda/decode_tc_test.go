@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/model"
 )
 
@@ -126,7 +127,7 @@ func TestDecodeSplits(t *testing.T) {
 func (e *opEnv) roundBF16(b model.Buffer) {
 	x := download(e.cpu, b)
 	for i, v := range x {
-		x[i] = BF16Round(v)
+		x[i] = bf16.Round(v)
 	}
 	e.cpu.Upload(b, x)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // TestGPUStepSample decodes with Model.StepSample on both devices: the GPU
@@ -19,7 +20,7 @@ func TestGPUStepSample(t *testing.T) {
 	V := cfg.VocabSize
 	var models []*model.Model
 	var caches []*model.KVCache
-	for _, d := range []model.Device{model.NewCPU(), gpu} {
+	for _, d := range []model.Device{cpu.New(), gpu} {
 		m, err := model.New(cfg, d, model.LMHeadOutput)
 		if err != nil {
 			t.Fatal(err)
@@ -82,7 +83,7 @@ func TestGPUDecoderGraph(t *testing.T) {
 	cfg := tinyQwen(t)
 	var models []*model.Model
 	var caches []*model.KVCache
-	for _, d := range []model.Device{model.NewCPU(), gpu} {
+	for _, d := range []model.Device{cpu.New(), gpu} {
 		m, err := model.New(cfg, d, model.LMHeadOutput)
 		if err != nil {
 			t.Fatal(err)
@@ -162,7 +163,7 @@ func TestGPUDecodeTCStep(t *testing.T) {
 	// cpu, the graphed and folded GPU model, unfolded, CUDA-core.
 	var models []*model.Model
 	var caches []*model.KVCache
-	for k, d := range []model.Device{model.NewCPU(), gpu, unfolded{Device: gpu}, gpu} {
+	for k, d := range []model.Device{cpu.New(), gpu, unfolded{Device: gpu}, gpu} {
 		m, err := model.New(cfg, d, model.LMHeadOutput)
 		if err != nil {
 			t.Fatal(err)

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // Every op of the GPU device against the CPU device, the reference, on
@@ -60,7 +62,7 @@ func newOpEnv(t *testing.T) *opEnv {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (R1GO_TEST_SEED=%d replays it)", seed, seed)
-	return &opEnv{t: t, cpu: model.NewCPU(), gpu: g, rng: rand.New(rand.NewPCG(seed, 77))}
+	return &opEnv{t: t, cpu: cpu.New(), gpu: g, rng: rand.New(rand.NewPCG(seed, 77))}
 }
 
 // randn returns n normal values times scale.
@@ -138,10 +140,10 @@ func TestGPUGemmBF16(t *testing.T) {
 	a, b := e.randn(m*k, 1), e.randn(n*k, 1)
 	ar, br := make([]float32, len(a)), make([]float32, len(b))
 	for i := range a {
-		ar[i] = BF16Round(a[i])
+		ar[i] = bf16.Round(a[i])
 	}
 	for i := range b {
-		br[i] = BF16Round(b[i])
+		br[i] = bf16.Round(b[i])
 	}
 	toBF16 := func(x []float32) Buffer {
 		h := e.gpu.AllocType(len(x), BF16)
@@ -448,7 +450,7 @@ func TestGPUConvertBF16(t *testing.T) {
 	e.gpu.Convert(back, h)
 	got := download(e.gpu, back)
 	for i, v := range x {
-		want := BF16Round(v)
+		want := bf16.Round(v)
 		if math.Float32bits(got[i]) != math.Float32bits(want) && !(math.IsNaN(float64(v)) && math.IsNaN(float64(got[i]))) {
 			t.Fatalf("element %d: GPU bf16 round trip of %v gives %v, host gives %v", i, v, got[i], want)
 		}

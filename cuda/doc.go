@@ -85,7 +85,7 @@
 // rounding a gradient to bf16 between two ops would add an error per op
 // that the matmuls, which round their inputs once anyway, do not need).
 // A gradient whose readers are matmuls is rounded once, by the op that
-// writes it, instead of by each matmul (model.GradientRounding): the LM
+// writes it, instead of by each matmul (model.MixedPrecision): the LM
 // head's backward writes each chunk's logit gradient in bf16,
 // SwiGLUBackward writes dgu in bf16, RMSNormBackwardAdd writes a bf16
 // view of the residual gradient beside the float32 one it accumulates,
@@ -99,22 +99,22 @@
 //	Gemm (any operands)     |Δc_ij| ≤ (2u+u²+(K+2)·2^−24)·Σ_p|a_ip·b_pj|  each input rounded once
 //	Embedding               exact: the row of the bf16 table           one rounding
 //	AdamW masters, m, v     relErr ≤ 1e-6 (as float32 mode)            float32 update
-//	AdamW bf16 copy         exact: BF16Round(new master)               written in the same pass
+//	AdamW bf16 copy         exact: bf16.Round(new master)               written in the same pass
 //	AdamW bf16 m, v         equal, or one bf16 step apart; masters 1e-6 the CPU's step; seen: bit-equal
 //	LMHead logprob          |Δ| ≤ 2·max_v δ_v                          δ_v: the Gemm bound of logit v
 //	LMHead entropy          |Δ| ≤ 2·max_v δ_v·Σ_v p_v|z_v − z̄|          first order in δ, 2× slack
 //	LMHeadBackward dh, dw   relErr ≤ 2^−5                              three bf16 roundings, 2× slack
 //	RMSNorm, RoPE, attention, SwiGLU, Add: float32 ops, the float32 tolerances of device_test.go
-//	KV cache (bf16) k, v    exact: BF16Round of the CPU's              one rounding at the write
+//	KV cache (bf16) k, v    exact: bf16.Round of the CPU's              one rounding at the write
 //	AttentionCached out     |Δo_d| ≤ (u+4δs)·max_j|v_jd| + 2^−17·max_j|v_jd|  δs = u·scale·max_j Σ_d|q_d·k_jd|; seen ≤ 0.1 of it
-//	Add into bf16 stream    exact: BF16Round(a + b), a the bf16 stream  sum in float32, one rounding
-//	Embedding → bf16        exact: BF16Round of the CPU's rows          one rounding
+//	Add into bf16 stream    exact: bf16.Round(a + b), a the bf16 stream  sum in float32, one rounding
+//	Embedding → bf16        exact: bf16.Round of the CPU's rows          one rounding
 //	RMSNorm(+Backward), bf16 input or weight: the float32 tolerances on the widened values
 //	bf16 layer tensors      RMSNorm, RoPE, SwiGLU, Attention, AttentionCached and Gemm writing bf16:
 //	                        |Δ| ≤ u·|x| + the float32 tolerance (seen up to 0.99 of it: one rounding);
-//	                        AddBias into bf16: exact BF16Round; backward ops over bf16 inputs:
+//	                        AddBias into bf16: exact bf16.Round; backward ops over bf16 inputs:
 //	                        the float32 tolerances (activlayer_test.go)
-//	frozen bf16 model       weights exact BF16Round; logprob and logits relErr ≤ 2^−6 vs its registered twin
+//	frozen bf16 model       weights exact bf16.Round; logprob and logits relErr ≤ 2^−6 vs its registered twin
 //	                        (norm weights and biases rounded too; seen 0 on the tiny Qwen)
 //	5 training steps        |Δloss| ≤ 1e-2·loss                        seen on the emulator with every layer
 //	                                                                   tensor bf16: ≤ 6.5e-4 (Qwen2, whole

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/rl"
 )
 
@@ -68,7 +69,7 @@ func TestGPUEngineSamplesOnDevice(t *testing.T) {
 	}
 	dev := &samplerCount{Device: gpu}
 	graphs0, replays0 := gpu.StepGraphs()
-	want, got := serve(model.NewCPU()), serve(dev)
+	want, got := serve(cpu.New()), serve(dev)
 	graphs, replays := gpu.StepGraphs()
 	served, worst := 0, 0.0
 	for i := range reqs {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/model"
 )
 
@@ -78,7 +79,7 @@ func (d *Device) gemmW(transA, transB bool, m, n, k int, alpha float32, a uintpt
 func (d *Device) uploadBF16(p uintptr, src []float32) {
 	h := make([]uint16, len(src))
 	for i, v := range src {
-		h[i] = BF16FromFloat32(v)
+		h[i] = bf16.FromFloat32(v)
 	}
 	d.upload(p, unsafe.Pointer(&h[0]), 2*len(h)) // staged by the driver before it returns, as Upload's
 }
@@ -88,7 +89,7 @@ func (d *Device) downloadBF16(dst []float32, p uintptr) {
 	h := make([]uint16, len(dst))
 	d.download(unsafe.Pointer(&h[0]), p, 2*len(h))
 	for i, v := range h {
-		dst[i] = Float32FromBF16(v)
+		dst[i] = bf16.ToFloat32(v)
 	}
 }
 

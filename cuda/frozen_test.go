@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/model"
 )
 
@@ -117,8 +118,8 @@ func TestGPUFrozenBF16Reference(t *testing.T) {
 	d.Download(w, policy.Params)
 	d.Download(rw, ref.Params)
 	for i := range w {
-		if rw[i] != BF16Round(w[i]) {
-			t.Fatalf("reference weight %d = %g, want bf16(%g) = %g", i, rw[i], w[i], BF16Round(w[i]))
+		if rw[i] != bf16.Round(w[i]) {
+			t.Fatalf("reference weight %d = %g, want bf16(%g) = %g", i, rw[i], w[i], bf16.Round(w[i]))
 		}
 	}
 	// Upload rounds once: a second model loaded from the same float32 values.

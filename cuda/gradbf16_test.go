@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/model"
 )
 
@@ -42,7 +43,7 @@ func sameBits(t *testing.T, d *Device, what string, got, want []float32, gpuTol 
 func rounded(x []float32) []float32 {
 	r := make([]float32, len(x))
 	for i, v := range x {
-		r[i] = BF16Round(v)
+		r[i] = bf16.Round(v)
 	}
 	return r
 }

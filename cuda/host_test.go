@@ -8,7 +8,9 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // Tests of the host-side logic that needs no GPU: parameter packing, the
@@ -83,7 +85,7 @@ func colMajorGemm(opA, opB, m, n, k int, alpha float32, A []float32, lda int, B 
 // with column-major BLAS semantics, compute the row-major product the CPU
 // device computes, for every transpose combination and padded strides.
 func TestRowMajorGemmMapping(t *testing.T) {
-	cpu := model.NewCPU()
+	cpu := cpu.New()
 	rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
 	for trial := 0; trial < 40; trial++ {
 		transA, transB := trial&1 == 1, trial&2 == 2
@@ -252,7 +254,7 @@ func bf16Nearest(f float32) uint16 {
 		if h&0x7fff == 0x7f80 {
 			return math.Copysign(math.Ldexp(1, 128), float64(f))
 		}
-		return float64(Float32FromBF16(h))
+		return float64(bf16.ToFloat32(h))
 	}
 	lo := uint16(math.Float32bits(f) >> 16) // truncation, toward zero
 	hi := lo + 1
@@ -276,9 +278,9 @@ func TestBF16Rounding(t *testing.T) {
 		cases = append(cases, math.Float32frombits(rng.Uint32()))
 	}
 	for _, c := range cases {
-		got := BF16FromFloat32(c)
+		got := bf16.FromFloat32(c)
 		if math.IsNaN(float64(c)) {
-			if !math.IsNaN(float64(Float32FromBF16(got))) {
+			if !math.IsNaN(float64(bf16.ToFloat32(got))) {
 				t.Fatalf("NaN %#x became %#x", math.Float32bits(c), got)
 			}
 			continue
@@ -291,7 +293,7 @@ func TestBF16Rounding(t *testing.T) {
 	// |bf16(x) − x| ≤ 2^−8·|x| for normal x (8 significant bits).
 	for k := 0; k < 10000; k++ {
 		x := float32(rng.NormFloat64() * math.Exp(rng.NormFloat64()*5))
-		if r := BF16Round(x); math.Abs(float64(r-x)) > math.Ldexp(math.Abs(float64(x)), -8) {
+		if r := bf16.Round(x); math.Abs(float64(r-x)) > math.Ldexp(math.Abs(float64(x)), -8) {
 			t.Fatalf("bf16 rounding of %g is %g, off by more than 2^-8 relative", x, r)
 		}
 	}

@@ -3,6 +3,8 @@ package cuda
 import (
 	"math"
 	"testing"
+
+	"github.com/r1go/r1go/internal/bf16"
 )
 
 // TestGPUAttentionCachedBF16 runs TestGPUAttentionCached's steps (prefill
@@ -48,8 +50,8 @@ func TestGPUAttentionCachedBF16(t *testing.T) {
 		for name, pair := range map[string][2]any{"keys": {kc, gkc}, "values": {vc, gvc}} {
 			want, got := pair[0].([]float32), downloadBF16(e.gpu, pair[1].(Buffer))
 			for i := range want {
-				if got[i] != BF16Round(want[i]) {
-					t.Fatalf("step %d: cached %s[%d] = %g, want bf16(%g) = %g", s, name, i, got[i], want[i], BF16Round(want[i]))
+				if got[i] != bf16.Round(want[i]) {
+					t.Fatalf("step %d: cached %s[%d] = %g, want bf16(%g) = %g", s, name, i, got[i], want[i], bf16.Round(want[i]))
 				}
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/model/safetensors"
 	"github.com/r1go/r1go/optim"
 )
@@ -143,7 +144,7 @@ func TestGPULoRAMixedTracksCPU(t *testing.T) {
 
 func checkLoRATraining(t *testing.T, gpu *Device, mixed bool, lossTol, gradTol float64) {
 	cfg := tinyQwen(t)
-	devs := []model.Device{model.NewCPU(), gpu}
+	devs := []model.Device{cpu.New(), gpu}
 	var models []*model.Model
 	var opts []*optim.AdamW
 	for _, d := range devs {

@@ -18,7 +18,7 @@ import (
 //     instead: the final norm's rows by the LM head for all its chunks,
 //     the head's logit gradient as lmhead_grad_bf16 computes it, and the
 //     layers' activation gradients by the ops that produce them
-//     (RoundsGradients, model.GradientRounding). Outputs are float32, or
+//     (Mixed, model.MixedPrecision). Outputs are float32, or
 //     bf16 where the model stores them so (qkv, gate|up), and parameter
 //     gradients accumulate in float32;
 //   - Embedding rows come out rounded to bf16, as read from the bf16 table;
@@ -85,14 +85,12 @@ func (d *Device) AllocCompute(n int) model.Buffer {
 	return d.Alloc(n)
 }
 
-// Mixed reports whether UseBF16 has switched the Device to mixed precision.
+// Mixed reports whether UseBF16 has switched the Device to mixed
+// precision: then every matmul rounds its float32 operands to bf16, and
+// the model rounds each activation gradient once, as it is produced, into
+// bf16 compute storage that the matmuls read as it is
+// (model.MixedPrecision).
 func (d *Device) Mixed() bool { return d.mixed }
-
-// RoundsGradients reports whether every matmul rounds its float32 operands
-// to bf16 (mixed precision). It satisfies model.GradientRounding: the model
-// then rounds each activation gradient once, as it is produced, into bf16
-// compute storage that the matmuls read as it is.
-func (d *Device) RoundsGradients() bool { return d.mixed }
 
 // WeightsBF16 returns the bf16 copy of registered weights w (or of the
 // registered buffer w is a view into), and false when w is not registered.
@@ -192,8 +190,7 @@ func (d *Device) adamwMixed(pp, pg, pm, pv uintptr, n int, hp model.AdamWParams,
 func (c weightCopy) String() string { return fmt.Sprintf("%d weights at %#x", c.n, c.base) }
 
 var (
-	_ model.MixedPrecision   = (*Device)(nil)
-	_ model.ComputeStorage   = (*Device)(nil)
-	_ model.GradientRounding = (*Device)(nil)
-	_ model.ResidualNorm     = (*Device)(nil)
+	_ model.MixedPrecision = (*Device)(nil)
+	_ model.ComputeStorage = (*Device)(nil)
+	_ model.ResidualNorm   = (*Device)(nil)
 )

@@ -5,7 +5,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // Mixed precision against the CPU device in float32. The tolerances are
@@ -124,7 +126,7 @@ func TestGPUMixedEmbeddingAdamW(t *testing.T) {
 	got := download(e.gpu, gotb)
 	for t0, id := range ids {
 		for c := 0; c < C; c++ {
-			if w := BF16Round(table[int(id)*C+c]); got[t0*C+c] != w {
+			if w := bf16.Round(table[int(id)*C+c]); got[t0*C+c] != w {
 				t.Fatalf("embedding row %d col %d: %v, bf16 table %v", t0, c, got[t0*C+c], w)
 			}
 		}
@@ -153,8 +155,8 @@ func TestGPUMixedEmbeddingAdamW(t *testing.T) {
 		e.gpu.Convert(back, bf)
 		copy := download(e.gpu, back)
 		for i, w := range masters {
-			if copy[i] != BF16Round(w) {
-				t.Fatalf("%s: bf16 copy[%d] = %v, rounded master %v", what, i, copy[i], BF16Round(w))
+			if copy[i] != bf16.Round(w) {
+				t.Fatalf("%s: bf16 copy[%d] = %v, rounded master %v", what, i, copy[i], bf16.Round(w))
 			}
 		}
 	}
@@ -287,7 +289,7 @@ func tinyQwen3(t *testing.T) *model.Config {
 func checkMixedTraining(t *testing.T, cfg *model.Config, grouped bool) {
 	e := newMixedEnv(t)
 	gpu := e.gpu
-	devs := []model.Device{model.NewCPU(), gpu}
+	devs := []model.Device{cpu.New(), gpu}
 	var models []*model.Model
 	var moments [][2]model.Buffer
 	for _, d := range devs {

@@ -18,7 +18,7 @@ type plainDevice struct {
 
 // TestGPUMixedStepRoundsOnce: a training forward and backward in mixed
 // precision, the layers' gradients rounded once by their producers
-// (model.GradientRounding: SwiGLUBackward's bf16 dgu, RMSNormBackwardAdd's
+// (model.MixedPrecision: SwiGLUBackward's bf16 dgu, RMSNormBackwardAdd's
 // bf16 view of the residual gradient, dqkv's copy) and the residual adds
 // fused with the norms (model.ResidualNorm), against the same model on the
 // same Device through plainDevice. Only the place of each rounding moves,

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/model/safetensors"
 )
 
@@ -142,7 +143,7 @@ func tinyQwen(t *testing.T) *model.Config {
 func TestGPUTrainingTracksCPU(t *testing.T) {
 	gpu := gpuOrSkip(t)
 	cfg := tinyQwen(t)
-	devs := []model.Device{model.NewCPU(), gpu}
+	devs := []model.Device{cpu.New(), gpu}
 	var models []*model.Model
 	var moments [][2]model.Buffer
 	for _, d := range devs {
@@ -203,7 +204,7 @@ func TestGPUDecodeTracksCPU(t *testing.T) {
 	cfg := tinyQwen(t)
 	var models []*model.Model
 	var caches []*model.KVCache
-	for _, d := range []model.Device{model.NewCPU(), gpu} {
+	for _, d := range []model.Device{cpu.New(), gpu} {
 		m, err := model.New(cfg, d, model.LMHeadOutput)
 		if err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ebitengine/purego"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/comm"
 )
 
 // NCCL is the Comm of the CUDA device: NVIDIA's collective library,
@@ -135,7 +136,7 @@ func (c *NCCL) AllReduce(buf model.Buffer) error {
 // ReduceScatter sums src over the ranks and leaves chunk Rank in dst.
 func (c *NCCL) ReduceScatter(dst, src model.Buffer) error {
 	d, s := c.buf(dst), c.buf(src)
-	model.CheckCollective("ReduceScatter", d.n, s.n, c.size)
+	comm.CheckCollective("ReduceScatter", d.n, s.n, c.size)
 	defer c.dev.enter()()
 	return c.l.check(call(c.l.reduceScatter, s.ptr, d.ptr, uintptr(d.n), ncclType(d), ncclSum, c.comm, c.dev.stream), "ncclReduceScatter")
 }
@@ -143,7 +144,7 @@ func (c *NCCL) ReduceScatter(dst, src model.Buffer) error {
 // AllGather concatenates every rank's src into dst.
 func (c *NCCL) AllGather(dst, src model.Buffer) error {
 	d, s := c.buf(dst), c.buf(src)
-	model.CheckCollective("AllGather", s.n, d.n, c.size)
+	comm.CheckCollective("AllGather", s.n, d.n, c.size)
 	defer c.dev.enter()()
 	if err := c.l.check(call(c.l.allGather, s.ptr, d.ptr, uintptr(s.n), ncclType(s), c.comm, c.dev.stream), "ncclAllGather"); err != nil {
 		return err

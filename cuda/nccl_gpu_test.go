@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/r1go/r1go/internal/bf16"
 )
 
 // TestGPUNCCLWorldOne runs every collective of the NCCL communicator for
@@ -33,7 +35,7 @@ func TestGPUNCCLWorldOne(t *testing.T) {
 		for i := range want {
 			want[i] = float32(rng.NormFloat64())
 			if dt == BF16 {
-				want[i] = BF16Round(want[i])
+				want[i] = bf16.Round(want[i])
 			}
 		}
 		fresh := func() Buffer {

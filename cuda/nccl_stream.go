@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/comm"
 )
 
 // NCCL's second stream. ReduceScatterAsync queues a reduce-scatter on a
@@ -63,7 +64,7 @@ func (c *NCCL) event(s *sideStream, stream uintptr) (uintptr, error) {
 // ReduceScatterAsync is ReduceScatter on the second stream (see above).
 func (c *NCCL) ReduceScatterAsync(dst, src model.Buffer) (func() error, error) {
 	d, s := c.buf(dst), c.buf(src)
-	model.CheckCollective("ReduceScatter", d.n, s.n, c.size)
+	comm.CheckCollective("ReduceScatter", d.n, s.n, c.size)
 	defer c.dev.enter()()
 	ss, err := c.side()
 	if err != nil {

@@ -115,7 +115,7 @@ func (d *Device) AddRMSNorm(sum, out, rstd, a, b, w model.Buffer, rows, C int, e
 // one pass: dx = resid + dinp (resid nil: dx = dinp; resid may be dx),
 // and dw accumulates. With dxc set it also writes dx into dxc (bf16: the
 // residual gradient's copy in compute storage that mixed precision's
-// matmuls read, model.GradientRounding), rounded once from the same
+// matmuls read, model.MixedPrecision), rounded once from the same
 // float32 values. It satisfies model.ResidualNorm.
 func (d *Device) RMSNormBackwardAdd(dx, dxc, dw, dout, inp, w, rstd, resid model.Buffer, rows, C int) {
 	pdx, pdw := f32(dx, rows*C, "RMSNormBackwardAdd dx"), f32(dw, C, "RMSNormBackwardAdd dw")

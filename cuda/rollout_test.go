@@ -11,6 +11,7 @@ import (
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/env"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/model/tokenizer"
 	"github.com/r1go/r1go/rl"
 )
@@ -127,7 +128,7 @@ func TestGPURolloutSamplesOnDevice(t *testing.T) {
 		t.Run(fmt.Sprintf("T%v_k%d", s.Temperature, s.TopK), func(t *testing.T) {
 			dev := &samplerCount{Device: gpu}
 			graphs0, replays0 := gpu.StepGraphs()
-			cpu := run(t, model.NewCPU(), s)
+			cpu := run(t, cpu.New(), s)
 			got := run(t, dev, s)
 			graphs, replays := gpu.StepGraphs()
 			drawn, turns := 0, 0

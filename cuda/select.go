@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // Select returns the device a command asked for by name:
@@ -20,7 +21,7 @@ import (
 func Select(mode string) (dev model.Device, note string, err error) {
 	switch mode {
 	case "cpu":
-		d := model.NewCPU()
+		d := cpu.New()
 		return d, "device: " + d.Name(), nil
 	case "cuda", "auto":
 		g, err := Open()
@@ -28,7 +29,7 @@ func Select(mode string) (dev model.Device, note string, err error) {
 			return g, "device: " + g.Name(), nil
 		}
 		if mode == "auto" && (errors.Is(err, ErrNoDriver) || errors.Is(err, ErrNoDevice)) {
-			d := model.NewCPU()
+			d := cpu.New()
 			return d, fmt.Sprintf("device: %s (no GPU: %v)", d.Name(), err), nil
 		}
 		return nil, "", err

@@ -16,7 +16,7 @@ var (
 	kSwiGLUBackwardGuBF16 = kernel("swiglu.cu", "swiglu_backward_gubf16", 256)
 
 	// dgu written in bf16 (mixed precision's gradient view: model's
-	// GradientRounding), rounded once from the float32 value.
+	// MixedPrecision), rounded once from the float32 value.
 	kSwiGLUBackwardDBF16   = kernel("swiglu.cu", "swiglu_backward_dbf16", 256)
 	kSwiGLUBackwardGuDBF16 = kernel("swiglu.cu", "swiglu_backward_gubf16_dbf16", 256)
 )
@@ -39,7 +39,7 @@ func (d *Device) SwiGLU(out, gu model.Buffer, rows, I int) {
 
 // SwiGLUBackward sets dgu from dout; gu is float32 or bf16, dout float32
 // and dgu float32 or bf16. A bf16 dgu is mixed precision's gradient in
-// compute storage (model.GradientRounding): its only readers are the two
+// compute storage (model.MixedPrecision): its only readers are the two
 // matmuls, which take it as it is instead of rounding a float32 dgu each.
 func (d *Device) SwiGLUBackward(dgu, dout, gu model.Buffer, rows, I int) {
 	pd, dbf, _ := weightArg(dgu, rows*2*I, "SwiGLUBackward dgu")

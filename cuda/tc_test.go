@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/r1go/r1go/internal/bf16"
 )
 
 // The tensor-core primitives of kernels/tc.cuh through the self-test
@@ -75,7 +77,7 @@ func tcRandBF16(e *opEnv, n int) (Buffer, []float32) {
 func tcFill(e *opEnv, b Buffer) []float32 {
 	x := e.randn(b.Len(), 1)
 	for i, v := range x {
-		x[i] = Float32FromBF16(BF16FromFloat32(v))
+		x[i] = bf16.ToFloat32(bf16.FromFloat32(v))
 	}
 	e.gpu.Upload(b, x)
 	return x

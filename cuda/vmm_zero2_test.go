@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/comm"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/model/plan"
 	"github.com/r1go/r1go/optim"
 	"github.com/r1go/r1go/rl"
@@ -199,7 +201,7 @@ func TestGPUZeroTwoVMM(t *testing.T) {
 						res.weights = nil // only rank 0 holds them whole
 						return d.Sync()
 					}
-					back, err := model.Load(dir, model.NewCPU(), model.LMHeadOutput)
+					back, err := model.Load(dir, cpu.New(), model.LMHeadOutput)
 					if err != nil {
 						return err
 					}
@@ -385,13 +387,13 @@ func (c loopComm) AllReduce(buf model.Buffer) error {
 	return nil
 }
 func (c loopComm) ReduceScatter(dst, src model.Buffer) error {
-	model.CheckCollective("ReduceScatter", dst.Len(), src.Len(), c.g.size)
+	comm.CheckCollective("ReduceScatter", dst.Len(), src.Len(), c.g.size)
 	parts, _ := c.exchange(c.host(src), nil)
 	c.dev.Upload(dst, sum(parts, c.rank*dst.Len(), dst.Len()))
 	return nil
 }
 func (c loopComm) AllGather(dst, src model.Buffer) error {
-	model.CheckCollective("AllGather", src.Len(), dst.Len(), c.g.size)
+	comm.CheckCollective("AllGather", src.Len(), dst.Len(), c.g.size)
 	parts, _ := c.exchange(c.host(src), nil)
 	var all []float32
 	for _, p := range parts {

@@ -37,7 +37,7 @@ type activations struct {
 	values                 Buffer // [T] value head output
 
 	// Backward scratch. On a device that rounds the gradients its matmuls
-	// read (GradientRounding) dgu is in compute storage, and dxc and dqkvc
+	// read (MixedPrecision) dgu is in compute storage, and dxc and dqkvc
 	// are compute views of dx and dqkv, each rounded once where it is
 	// written; elsewhere dgu is float32 and dxc, dqkvc are nil.
 	dx       Buffer // [T, C] gradient of the residual stream
@@ -111,13 +111,13 @@ func layerComputeSize(d dims, T int) int {
 }
 
 // gradViews says whether an arena on dev keeps activation gradients in
-// compute storage (GradientRounding, with ResidualNorm to write the
-// residual gradient's view and ComputeStorage to hold it).
+// compute storage (MixedPrecision while Mixed, with ResidualNorm to write
+// the residual gradient's view and ComputeStorage to hold it).
 func gradViews(dev Device) bool {
-	g, ok := dev.(GradientRounding)
+	mp, ok := dev.(MixedPrecision)
 	_, fused := dev.(ResidualNorm)
 	_, cs := dev.(ComputeStorage)
-	return ok && fused && cs && g.RoundsGradients()
+	return ok && fused && cs && mp.Mixed()
 }
 
 // gradViewSize is the compute storage of gradViews for tb rows of
@@ -181,40 +181,119 @@ func layerSets(nsaved, L int) int {
 	return nsaved + 1
 }
 
-// ensureActivations returns an arena for T tokens, reusing old when it is
-// large enough and laid out the same way (views are re-cut for the new T).
-// Every residual is kept when residuals is set (a training forward, whose
-// backward reads them); otherwise two alternate.
-func ensureActivations(old *activations, dev Device, d dims, T int, k keep, residuals bool) *activations {
-	nx, tb := 2, 0 // tb: rows of backward scratch, none without a backward
-	if residuals || d.L+1 < 2 {
-		nx = d.L + 1
-	}
-	if residuals {
-		tb = T
-	}
-	return cutActivations(old, dev, d, T, k, nx, tb)
+// ActivationCut is the shape of one activation arena: T rows, Residuals
+// [T, C] residual buffers, the views of Saved layers saved for the
+// backward (and one set shared by the others, if any), BackwardRows rows
+// of backward scratch, and a training forward's logits [T, V] when
+// Logits is set. A Grouped cut is the whole batch's arena of a grouped
+// Forward (see groupTokens): its residuals, final norm, head outputs and
+// residual gradient, and no layer views or layer scratch of its own.
+type ActivationCut struct {
+	T, Residuals, Saved, BackwardRows int
+	Logits, Grouped                   bool
 }
 
-// cutActivations lays out an arena of T rows with nx residual buffers and
-// tb rows of backward scratch, reusing old when it is large enough.
-func cutActivations(old *activations, dev Device, d dims, T int, k keep, nx, tb int) *activations {
-	nl := layerSets(k.layers, d.L)
-	size := arenaSize(d, T, k, nx, tb)
-	// Under mixed precision (ComputeStorage) the residual stream and the
-	// layers' matmul and attention tensors live in an arena of their own
-	// in the device's compute dtype.
-	cs, split := dev.(ComputeStorage)
-	views := gradViews(dev)
-	rsize := 0
-	if split {
+// forwardCut is the cut of a whole Forward of T tokens with k saved (a
+// training one with train): every residual is kept when a backward reads
+// them, otherwise two alternate.
+func forwardCut(d dims, T int, k keep, train bool) ActivationCut {
+	c := ActivationCut{T: T, Residuals: 2, Saved: k.layers, Logits: k.logits}
+	if train || d.L+1 < 2 {
+		c.Residuals = d.L + 1
+	}
+	if train {
+		c.BackwardRows = T
+	}
+	return c
+}
+
+// groupCut is the cut of a group arena of n rows: with train its
+// residuals are views into the whole batch's, its backward scratch its own.
+func groupCut(n int, train bool) ActivationCut {
+	if train {
+		return ActivationCut{T: n, BackwardRows: n}
+	}
+	return ActivationCut{T: n, Residuals: 2}
+}
+
+// groupedCut is the cut of the whole batch's arena of a grouped Forward of
+// T tokens.
+func groupedCut(d dims, T int, train bool) ActivationCut {
+	if train {
+		return ActivationCut{T: T, Residuals: d.L + 1, BackwardRows: T, Grouped: true}
+	}
+	return ActivationCut{T: T, Grouped: true}
+}
+
+// ActivationLayout is the number of values of an arena cut as c for cfg,
+// as Forward lays it out: f32 in the float32 arena and comp in compute
+// storage, on a device with compute storage (compute: ComputeStorage) and
+// gradient views there (views: MixedPrecision while Mixed; see
+// gradViews). model/plan sizes a run's activations with it.
+func ActivationLayout(cfg *Config, c ActivationCut, compute, views bool) (f32, comp int) {
+	return activationLayout(arenaDims(cfg), c, compute, views)
+}
+
+// GroupTokens is groupTokens for cfg: how many rows one group of a
+// grouped Forward of T tokens may hold, 0 when the batch runs whole.
+func GroupTokens(cfg *Config, T int, train bool) int { return groupTokens(arenaDims(cfg), T, train) }
+
+// arenaDims are the sizes of cfg that the activation arenas depend on.
+func arenaDims(cfg *Config) dims {
+	d := dims{L: cfg.NumHiddenLayers, C: cfg.HiddenSize, V: cfg.VocabSize, I: cfg.IntermediateSize,
+		NH: cfg.NumAttentionHeads, KVH: cfg.NumKeyValueHeads, HS: cfg.HeadDim(), qkNorm: cfg.QKNorm()}
+	d.Q, d.KV = d.NH*d.HS, d.KVH*d.HS
+	d.QKV = d.Q + 2*d.KV
+	return d
+}
+
+// activationLayout is ActivationLayout for the model's dims: the float32
+// arena's size and the compute arena's (0 with compute unset).
+func activationLayout(d dims, c ActivationCut, compute, views bool) (size, rsize int) {
+	T, tb, nx := c.T, c.BackwardRows, c.Residuals
+	if c.Grouped {
+		size = nx*T*d.C + T*d.C + T + 4*T + tb*d.C + 3*tb // residuals, lnf, rstdf, head outputs, dx, head gradients
+		if compute {
+			rsize = nx * T * d.C
+			size -= rsize
+		}
+		if views {
+			rsize += tb * d.C // dxc beside dx
+		}
+		return size, rsize
+	}
+	logits := 0
+	if c.Logits {
+		logits = T * d.V
+	}
+	nl := layerSets(c.Saved, d.L)
+	size = nx*T*d.C + nl*layerActSize(d, T) + // residuals and layers
+		T*d.C*2 + T + // tmp, lnf, rstdf
+		4*T + // head outputs
+		tb*d.C*2 + tb*d.QKV + tb*d.Q + tb*2*d.I + tb*d.I + 3*tb + // backward scratch
+		qkNormScratch(d, T) + logits
+	if compute {
 		rsize = nx*T*d.C + nl*layerComputeSize(d, T)
 		size -= rsize
 	}
 	if views {
 		rsize += gradViewSize(d, tb)
-		size -= tb * 2 * d.I
+		size -= tb * 2 * d.I // dgu moves into compute storage
 	}
+	return size, rsize
+}
+
+// cutActivations lays out an arena cut as c (not Grouped), reusing old
+// when it is large enough and laid out the same way (views are re-cut for
+// the new T).
+func cutActivations(old *activations, dev Device, d dims, c ActivationCut) *activations {
+	T, nx, tb, nl := c.T, c.Residuals, c.BackwardRows, layerSets(c.Saved, d.L)
+	// Under mixed precision (ComputeStorage) the residual stream and the
+	// layers' matmul and attention tensors live in an arena of their own
+	// in the device's compute dtype.
+	cs, split := dev.(ComputeStorage)
+	views := gradViews(dev)
+	size, rsize := activationLayout(d, c, split, views)
 	a := old
 	if a == nil || a.cap < size || a.rcap < rsize || a.grouped {
 		if a != nil {
@@ -225,7 +304,7 @@ func cutActivations(old *activations, dev Device, d dims, T int, k keep, nx, tb 
 			a.resid, a.rcap = cs.AllocCompute(rsize), rsize
 		}
 	}
-	a.T, a.nsaved, a.live = T, k.layers, -1
+	a.T, a.nsaved, a.live = T, c.Saved, -1
 	off, roff := 0, 0
 	take := func(n int) Buffer { b := a.arena.Slice(off, n); off += n; return b }
 	takeR := take
@@ -266,37 +345,13 @@ func cutActivations(old *activations, dev Device, d dims, T int, k keep, nx, tb 
 		}
 	}
 	a.logits = nil
-	if k.logits {
+	if c.Logits {
 		a.logits = take(T * d.V)
 	}
 	if off != size || roff != rsize {
 		panic("model: activation arena size and views disagree")
 	}
 	return a
-}
-
-// arenaSize is the float count of cutActivations' arena.
-func arenaSize(d dims, T int, k keep, nx, tb int) int {
-	nl := layerSets(k.layers, d.L)
-	logits := 0
-	if k.logits {
-		logits = T * d.V
-	}
-	return nx*T*d.C + nl*layerActSize(d, T) + // residuals and layers
-		T*d.C*2 + T + // tmp, lnf, rstdf
-		4*T + // head outputs
-		tb*d.C*2 + tb*d.QKV + tb*d.Q + tb*2*d.I + tb*d.I + 3*tb + // backward scratch
-		qkNormScratch(d, T) + logits
-}
-
-// groupedSize is the float count of cutGrouped's arena (without its group
-// arena).
-func groupedSize(d dims, T int, train bool) int {
-	nx, tb := 0, 0
-	if train {
-		nx, tb = d.L+1, T
-	}
-	return nx*T*d.C + T*d.C + T + 4*T + tb*d.C + 3*tb
 }
 
 // ActivationValues is how many float values the activation arenas of a
@@ -314,20 +369,12 @@ func (m *Model) ActivationValues(b Batch, train bool) int {
 		for _, g := range groupSpans(b.Seqs, maxT) {
 			big = max(big, g.t1-g.t0)
 		}
-		nx, tb := 2, 0
-		if train {
-			nx, tb = 0, big
-		}
-		return groupedSize(d, T, train) + arenaSize(d, big, keep{}, nx, tb)
+		whole, _ := activationLayout(d, groupedCut(d, T, train), false, false)
+		group, _ := activationLayout(d, groupCut(big, train), false, false)
+		return whole + group
 	}
-	nx, tb := 2, 0
-	if train || d.L+1 < 2 {
-		nx = d.L + 1
-	}
-	if train {
-		tb = T
-	}
-	return arenaSize(d, T, k, nx, tb)
+	n, _ := activationLayout(d, forwardCut(d, T, k, train), false, false)
+	return n
 }
 
 // free releases the arena, its group arena and the residual arena beside
@@ -370,12 +417,12 @@ func groupTokens(d dims, T int, train bool) int {
 	return max(1, GroupBytes/(per*4))
 }
 
-// minGroupRows is the fewest rows a group has (unless the batch has
+// MinGroupRows is the fewest rows a group has (unless the batch has
 // fewer): the matrix products of fewer rows take other kernels (dot
-// products without packing, in package gemm), whose sums round
+// products without packing, in package model/cpu/gemm), whose sums round
 // differently; from this many rows on, a row's results do not depend on
 // the rows beside it, so grouping a scoring forward changes no bit.
-const minGroupRows = 16
+const MinGroupRows = 16
 
 // span is a group: rows [t0, t1) of the batch, whole sequences, with
 // their offsets counted from t0.
@@ -385,7 +432,7 @@ type span struct {
 }
 
 // groupSpans cuts the batch's sequences into groups of at most maxT
-// tokens (a longer sequence forms a group alone) and at least minGroupRows
+// tokens (a longer sequence forms a group alone) and at least MinGroupRows
 // (short sequences join their neighbours; a short last group joins the one
 // before it).
 func groupSpans(seqs []int32, maxT int) []span {
@@ -393,10 +440,10 @@ func groupSpans(seqs []int32, maxT int) []span {
 	n := len(seqs) - 1
 	for i := 0; i < n; {
 		j := i + 1
-		for j < n && (int(seqs[j+1]-seqs[i]) <= maxT || int(seqs[j]-seqs[i]) < minGroupRows) {
+		for j < n && (int(seqs[j+1]-seqs[i]) <= maxT || int(seqs[j]-seqs[i]) < MinGroupRows) {
 			j++
 		}
-		if j < n && int(seqs[n]-seqs[j]) < minGroupRows {
+		if j < n && int(seqs[n]-seqs[j]) < MinGroupRows {
 			j = n
 		}
 		g := span{t0: int(seqs[i]), t1: int(seqs[j])}
@@ -414,24 +461,14 @@ func groupSpans(seqs []int32, maxT int) []span {
 // always the final norm and the head's outputs. Its group arena is cut
 // for the largest group.
 func cutGrouped(old *activations, dev Device, d dims, T int, train bool, spans []span) *activations {
-	nx, tb := 0, 0
-	if train {
-		nx, tb = d.L+1, T
-	}
-	size := groupedSize(d, T, train)
+	c := groupedCut(d, T, train)
+	nx, tb := c.Residuals, c.BackwardRows
 	// Under mixed precision the training residuals live in the compute
 	// dtype, as in cutActivations: the group arenas' xmid is bf16 there,
 	// and a layer's residual add keeps its input and output in one dtype.
 	cs, split := dev.(ComputeStorage)
 	views := gradViews(dev)
-	rsize := 0
-	if split {
-		rsize = nx * T * d.C
-		size -= rsize
-	}
-	if views {
-		rsize += tb * d.C // dxc beside dx
-	}
+	size, rsize := activationLayout(d, c, split, views)
 	a := old
 	if a != nil && (!a.grouped || a.cap < size || a.rcap < rsize) {
 		a.free(dev)
@@ -470,11 +507,7 @@ func cutGrouped(old *activations, dev Device, d dims, T int, train bool, spans [
 	for _, g := range spans {
 		big = max(big, g.t1-g.t0)
 	}
-	nxg, tbg := 2, 0
-	if train {
-		nxg, tbg = 0, big
-	}
-	a.grp = cutActivations(a.grp, dev, d, big, keep{}, nxg, tbg)
+	a.grp = cutActivations(a.grp, dev, d, groupCut(big, train))
 	return a
 }
 
@@ -482,11 +515,7 @@ func cutGrouped(old *activations, dev Device, d dims, T int, train bool, spans [
 // its residuals (training) and residual gradient are a's rows.
 func (a *activations) group(dev Device, d dims, g span, train bool) *activations {
 	n := g.t1 - g.t0
-	nx, tb := 2, 0
-	if train {
-		nx, tb = 0, n
-	}
-	ga := cutActivations(a.grp, dev, d, n, keep{}, nx, tb)
+	ga := cutActivations(a.grp, dev, d, groupCut(n, train))
 	a.grp = ga
 	if train {
 		for l := 0; l <= d.L; l++ {

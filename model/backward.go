@@ -68,7 +68,7 @@ func (m *Model) headBackward(a, s *activations, t0, n int) {
 	switch m.Head {
 	case LMHeadOutput:
 		if a.logits != nil { // kept by the forward; a grouped arena keeps none
-			dev.(logitKeeper).LMHeadBackwardKept(s.dln, wg.lmHead, rows(a.dlogprob, 1), rows(a.dentropy, 1), rows(a.logits, d.V), lnf, m.p.lmHead,
+			dev.(LogitKeeper).LMHeadBackwardKept(s.dln, wg.lmHead, rows(a.dlogprob, 1), rows(a.dentropy, 1), rows(a.logits, d.V), lnf, m.p.lmHead,
 				rows(a.lseV, 1), rows(a.entropy, 1), a.targets[t0:t0+n], n, d.C, d.V)
 			a.logits = nil // now gradients: another Backward of this forward computes the logits again
 		} else {
@@ -130,7 +130,7 @@ func (m *Model) layerBackward(a *activations, l int) {
 	s := a.layer(l)
 	T := a.T
 	// The matmuls read the gradients as the arena holds them for them: in
-	// compute storage, rounded once, under GradientRounding (dxc, dgu,
+	// compute storage, rounded once, under MixedPrecision (dxc, dgu,
 	// dqkvc), else the float32 gradients themselves.
 	dx, dqkv := a.dx, a.dqkv
 	if a.dxc != nil {

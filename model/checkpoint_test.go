@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/model/safetensors"
 )
 
@@ -106,7 +107,7 @@ func TestCheckpointBF16EqualsConversion(t *testing.T) {
 	for _, nt := range ts {
 		got := ckptRead(t, w, nt.Name)
 		for i, v := range nt.Data {
-			want := safetensors.BF16ToF32(safetensors.F32ToBF16(v))
+			want := bf16.ToFloat32(bf16.FromFloat32(v))
 			if math.Float32bits(got[i]) != math.Float32bits(want) {
 				t.Fatalf("%s[%d]: %g stored as %g, want %g", nt.Name, i, v, got[i], want)
 			}
@@ -226,7 +227,7 @@ func TestCheckpointPythonFixtures(t *testing.T) {
 		dir   string
 		round func(float32) float32
 	}{
-		{"testdata/ckpt_tiny_bf16_tied", func(v float32) float32 { return safetensors.BF16ToF32(safetensors.F32ToBF16(v)) }},
+		{"testdata/ckpt_tiny_bf16_tied", func(v float32) float32 { return bf16.ToFloat32(bf16.FromFloat32(v)) }},
 		{"testdata/ckpt_tiny_f16_shards", func(v float32) float32 { return safetensors.F16ToF32(safetensors.F32ToF16(v)) }},
 		{"testdata/ckpt_tiny_f32", func(v float32) float32 { return v }},
 	} {

@@ -55,7 +55,7 @@ func (m *Model) StepSample(c *KVCache, chunks []Chunk, s Sampling, seeds []uint6
 		if err := m.stepInto(c, chunks, lb, nil); err != nil {
 			return Decoded{}, err
 		}
-		logits, host := HostF32(lb) // the CPU's logits are host memory already
+		logits, host := HostF32(m.Dev, lb) // the CPU's logits are host memory already
 		if !host {
 			logits = make([]float32, lb.Len())
 			m.Dev.Download(logits, lb)
@@ -67,13 +67,11 @@ func (m *Model) StepSample(c *KVCache, chunks []Chunk, s Sampling, seeds []uint6
 		for j := range draws {
 			draws[j] = Draw{Row: logits[j*V : (j+1)*V], S: s, Rng: rand.New(rand.NewPCG(seeds[j], 0x5eed))}
 		}
-		endSample := timeOp(m.Dev, opSample)
-		if m.bf16Products() {
-			sampleAll32(draws) // a rollout copy samples in float32 (sample32.go)
+		if hs, ok := m.Dev.(HostSampler); ok {
+			hs.SampleHost(draws, m.bf16Products()) // a rollout copy samples in float32
 		} else {
 			SampleAll(draws)
 		}
-		endSample()
 		for j, d := range draws {
 			out.Tokens[j], out.LogProbs[j] = d.ID, d.LogProb
 		}

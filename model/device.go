@@ -99,6 +99,226 @@ type Device interface {
 	AdamW(p, g, m, v Buffer, hp AdamWParams)
 }
 
+// Optional capabilities. A Device may implement these beyond the Device
+// interface; the model checks with a type assertion and keeps its plain
+// path when the device does not, so the CPU device's results never change
+// because another device gained one. Every capability the model, the
+// optimizer and the data-parallel code look for is listed here, with who
+// implements it and which call changes with it:
+//
+//	MixedPrecision      CUDA       UseBF16: cmd/train's mixed precision; Mixed: gradViews (activations.go), rl's reference dtype
+//	ComputeStorage      CUDA       AllocCompute: the activation arenas' compute views, NewKVCache
+//	ResidualNorm        CUDA       layerForward's xmid+ln2, layerBackward's norm input gradients
+//	DeviceSampler       CUDA       StepSample draws on the device instead of downloading logits
+//	StepGrapher         CUDA       Decoder replays a decode step as one graph launch
+//	CachedRoPEAttender  CUDA       Step folds bias, RoPE and the cache write into the cached attention
+//	ComputeCopier       CUDA       ReadableWeights; rl/dp's sharded master weights
+//	Pager               CUDA, CPU  ReleaseGrads, MapGrads, GradsResident, ReadableWeights (ZeRO-2)
+//	BF16Allocator       CUDA, CPU  NewWith's bfloat16 weights; optim's bf16 moments
+//	HostMemory          CPU        in-place loading and saving, host sampling's logits, SpillWeights, Discard*
+//	BF16Products        CPU        NewWith's rollout copy (LoadOptions.BF16Products), its KV cache and SwiGLU
+//	LogitKeeper         CPU        keeps: a training forward keeps its logits for the LM head's backward
+//	HostSampler         CPU        StepSample samples downloaded logits on the device's threads
+//	NilWeightGrads      CPU        frozenSinks: a frozen model's backward passes nil weight gradients
+
+// MixedPrecision is a device that can compute from bf16 copies of float32
+// weights (fp32 master weights, fp32 accumulation): UseBF16 registers one
+// weight buffer, such as a Model's Params, and switches the device to
+// mixed precision, which Mixed reports. While it is on, the device's
+// matmuls round every float32 operand to bf16; then the model rounds each
+// activation gradient once, where it is produced, into a view in compute
+// storage (ComputeStorage, beside the activations), and the matmuls read
+// that view instead of rounding the same values once each: SwiGLUBackward
+// writes dgu there (two matmuls are its only readers), RMSNormBackwardAdd
+// (ResidualNorm, required too) writes the residual gradient's view beside
+// the float32 gradient it accumulates, and Copy rounds dqkv once after
+// RoPE's backward. The same values are rounded to the same bf16; only the
+// place of the rounding moves. The CUDA device implements it.
+type MixedPrecision interface {
+	UseBF16(weights Buffer)
+	Mixed() bool
+}
+
+// ComputeStorage is a device that can store values in the precision it
+// computes in: AllocCompute returns n zeroed values stored as bf16 on a
+// CUDA device in mixed precision (half the memory), and float32 otherwise.
+// The model stores its KV cache (NewKVCache), its residual stream (the
+// activation arena's x and xmid views) and each layer's tensors that feed
+// a matmul or attention (ln1, qkv, att, ln2, gu, act, qkraw) there, so a
+// mixed-precision run keeps them in bf16, as it computes; the device's
+// ops read and write them in either dtype (AttentionCached's kc, vc, qkv
+// and out; Add's out and a; RMSNorm's out and inp, RMSNormBackward's inp;
+// Embedding's out and table; Gemm's a, b and c; AddBias's out; RoPE's x;
+// Attention's and AttentionBackward's qkv and out; SwiGLU's out and gu,
+// SwiGLUBackward's gu and dgu; ResidualNorm's sum, a, out, inp and dxc)
+// and Copy converts. Statistics, the final norm, the head and every
+// gradient stay float32 (activations.go), beside the compute views of
+// MixedPrecision. The CPU device does not implement it: its path is
+// unchanged.
+type ComputeStorage interface {
+	AllocCompute(n int) Buffer
+}
+
+// ResidualNorm is a device that fuses a residual add with the RMSNorm
+// beside it, the same results in one pass: AddRMSNorm is Add(sum, a, b)
+// then RMSNorm(out, rstd, sum, w, rows, C, eps), and RMSNormBackwardAdd is
+// RMSNormBackward into a scratch then Add(dx, resid, scratch) (resid nil:
+// dx is set; resid may be dx), also writing dx into dxc when dxc is not nil
+// (the gradient's compute view, MixedPrecision). The layer uses them
+// for xmid and ln2 in the forward and for both norms' input gradients in
+// the backward. The CUDA device implements it.
+type ResidualNorm interface {
+	AddRMSNorm(sum, out, rstd, a, b, w Buffer, rows, C int, eps float32)
+	RMSNormBackwardAdd(dx, dxc, dw, dout, inp, w, rstd, resid Buffer, rows, C int)
+}
+
+// DeviceSampler is a device that draws tokens from logits it holds, so a
+// decode step moves a token id and its log-probability per row instead of
+// a row of V logits. SampleRows draws row r of logits[rows, V] from the
+// distribution SampleToken draws from under s (temperature, top-k, top-p;
+// greedy for temperature 0) with seeds[r] choosing its random numbers,
+// and returns each token with its log-probability under softmax(logits/T).
+// The CUDA device implements it; Model.StepSample uses it when present.
+type DeviceSampler interface {
+	SampleRows(tokens []int32, logprobs []float32, logits Buffer, V int, s Sampling, seeds []uint64) error
+}
+
+// StepGrapher is a device that records the device work of a step once and
+// replays it as one graph launch while only the contents of the host
+// arrays passed to its ops change (the CUDA device: CUDA graphs). key names
+// everything else the work depends on; work may have no effect other than
+// the device ops it queues, as it may run more than once or not at all.
+// Decoder uses it for decode steps.
+type StepGrapher interface {
+	GraphStep(key string, work func()) error
+}
+
+// CachedRoPEAttender is a device that can fold a KV-cache step's attention
+// prologue into its cached attention: AttentionCachedRoPE computes what
+// AddBias(qkv, bias) (skipped for a nil bias), RoPE of qkv's NH query and
+// KVH key heads at each row's position pos0[j]+i, then AttentionCached
+// compute, but may leave qkv unbiased and unrotated (a step reads it no
+// more). Model.Step uses it for models without q/k norms; the CUDA device
+// implements it (a decode step's bias, rotation, cache write and
+// attention in one kernel).
+type CachedRoPEAttender interface {
+	AttentionCachedRoPE(out, qkv, bias, kc, vc Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int, theta float64)
+}
+
+// ComputeCopier is a mixed-precision device (the CUDA device) whose bf16
+// compute copy of registered weights can be written from float32 values
+// that are not the weights' own, and read: ZeRO's sharded master weights
+// give back the float32 masters outside a rank's shard and gather the
+// compute copy from the ranks' updated masters (rl/dp/masters.go).
+type ComputeCopier interface {
+	// SetCompute writes the compute copy of the registered weights w from
+	// src, leaving w's float32 values as they are; false when w is not
+	// registered.
+	SetCompute(w, src Buffer) bool
+	// ComputeCopy is the compute copy of w, readable with Download.
+	ComputeCopy(w Buffer) (Buffer, bool)
+}
+
+// Pager is a device whose large buffers can give their memory back span by
+// span and take it again: the CUDA device's VMM arenas (cuda/vmm.go), and
+// the CPU's pages (madvise and mincore on Linux).
+type Pager interface {
+	// ReleasePages zeroes b and gives back the memory of its whole chunks
+	// once the device is done with them; reading b before MapPages (or
+	// Zero) is a device fault where the device unmaps them (CUDA); the
+	// CPU's pages read as zeros.
+	ReleasePages(b Buffer)
+	// MapPages backs b again before it is written, zeroed where it was
+	// given back.
+	MapPages(b Buffer)
+	// PagedBytes is how many bytes of memory back b now; false where the
+	// device cannot say.
+	PagedBytes(b Buffer) (int64, bool)
+	// Backed says whether every byte of b is backed (readable).
+	Backed(b Buffer) bool
+}
+
+// BF16Allocator is a device that can store frozen weights and optimizer
+// moments as bfloat16 (the CPU and CUDA devices): a frozen model's
+// weights (LoadOptions.DType "bfloat16") and optim's bf16 moments.
+type BF16Allocator interface {
+	AllocBF16(n int) Buffer // zero-filled
+}
+
+// HostMemory is a device whose buffers are host memory (the CPU). Loading
+// and saving read and write a float32 arena in place instead of through a
+// copy, host sampling reads the logits where they are, and memory by phase
+// (spill.go) maps and drops the pages behind buffers.
+type HostMemory interface {
+	// HostFloat32 is the memory behind a float32 buffer; false for any
+	// other buffer (bf16, another device's).
+	HostFloat32(b Buffer) ([]float32, bool)
+	// HostBF16 is the bit patterns behind a bfloat16 buffer; false for
+	// any other.
+	HostBF16(b Buffer) ([]uint16, bool)
+	// Spill returns a copy of b (float32 or bf16) of the same kind in a
+	// shared mapping of an unlinked file in dir: reads and writes go to the
+	// page cache, which the kernel may write back and evict under memory
+	// pressure and read back on the next touch. dir must be on a disk.
+	Spill(b Buffer, dir string) (Buffer, error)
+	// DropPages takes b's whole pages out of the process's resident set: a
+	// spilled buffer's stay in the page cache (its values remain), other
+	// memory reads as zeros when next touched.
+	DropPages(b Buffer)
+}
+
+// BF16Products is a device whose bf16 weights can take bf16 products (the
+// CPU, with AVX512_BF16 or AMX where it has them): a rollout copy
+// (LoadOptions.BF16Products) computes as an inference engine does, and
+// NewWith, NewKVCache and the layer's SwiGLU take these instead of their
+// plain paths.
+type BF16Products interface {
+	// AllocBF16Products returns zero-filled bf16 weights whose products
+	// round their other operand to bf16.
+	AllocBF16Products(n int) Buffer
+	// AllocKVArena returns a zero-filled bf16 buffer for a rollout copy's
+	// whole KV cache (every layer's keys and values).
+	AllocKVArena(n int) Buffer
+	// ProductMatrix returns the view of b, an n × k matrix of weights from
+	// AllocBF16Products that is the B of a product, in the layout the
+	// device's products read fastest (on AMX, the tile layout: only A·Bᵀ
+	// over the whole matrix and a row lookup read it); false keeps b in
+	// rows. A matrix in that layout is written in rows, then packed with
+	// PackMatrix.
+	ProductMatrix(b Buffer, n, k int) (Buffer, bool)
+	// PackMatrix rearranges a ProductMatrix view whose values were
+	// written in rows into its layout.
+	PackMatrix(b Buffer)
+	// SwiGLU32 is SwiGLU in float32 arithmetic, as an inference engine
+	// computes it.
+	SwiGLU32(out, gu Buffer, rows, I int)
+}
+
+// LogitKeeper is a device whose LM head can keep a training forward's
+// logits [T, V] (LMHeadKeep) and run its backward from them
+// (LMHeadBackwardKept) instead of computing h·wᵀ again: the same values,
+// one product of the head fewer, for T·V floats of memory (Model.keeps
+// decides). The CPU implements it.
+type LogitKeeper interface {
+	LMHeadKeep(logprob, entropy, lse, logits, h, w Buffer, targets []int32, T, C, V int)
+	LMHeadBackwardKept(dh, dw, dlogprob, dentropy, logits, h, w, lse, entropy Buffer, targets []int32, T, C, V int)
+}
+
+// HostSampler is a device that samples host logits on its own threads and
+// accounts for the time (the CPU: SampleAll's draws, or with float32 a
+// rollout copy's float32 softmax). StepSample uses it for a device that is
+// not a DeviceSampler; elsewhere it calls SampleAll.
+type HostSampler interface {
+	SampleHost(draws []Draw, f32 bool)
+}
+
+// NilWeightGrads is a device whose LMHeadBackward and RMSNormBackward take
+// a nil weight gradient and skip computing it (the CPU); the model gives
+// other devices throwaway buffers instead (frozenSinks).
+type NilWeightGrads interface {
+	SkipsNilWeightGrads()
+}
+
 // The block geometry of an LM head that computes its logits block by
 // block (the CUDA device's fused head): at most HeadMaxRows rows of h, and
 // a vocabulary chunk of at most HeadLogitBudget float32 logits over them
@@ -118,4 +338,22 @@ func HeadBlock(T, V, budget, maxRows int) (rows, chunk int) {
 	rows = max(1, min(T, maxRows))
 	chunk = min(V, max(128, budget/rows/128*128))
 	return rows, chunk
+}
+
+// HostF32 is the memory behind b, a float32 buffer of dev, where dev's
+// buffers are host memory (HostMemory); false elsewhere.
+func HostF32(dev Device, b Buffer) ([]float32, bool) {
+	if h, ok := dev.(HostMemory); ok {
+		return h.HostFloat32(b)
+	}
+	return nil, false
+}
+
+// HostBF16 is the bit patterns behind b, a bfloat16 buffer of dev, where
+// dev's buffers are host memory (HostMemory); false elsewhere.
+func HostBF16(dev Device, b Buffer) ([]uint16, bool) {
+	if h, ok := dev.(HostMemory); ok {
+		return h.HostBF16(b)
+	}
+	return nil, false
 }

@@ -22,11 +22,14 @@
 // Backward calls until ZeroGrads; activation gradients overwrite (=).
 //
 // Device lists the fused operations (llm.c style, each forward beside its
-// backward) that a piece of hardware implements. CPU is the reference
-// implementation, float32 storage with float64 reductions, parallel over all
-// cores, with the tuned matmul of package gemm; the float64 instantiation
-// CPU[float64] serves the finite-difference gradient checks. Package cuda
-// provides the GPU device; this package never imports it.
+// backward) that a piece of hardware implements, and device.go lists every
+// optional capability beside it, with who implements it and which call
+// changes with it. Package model/cpu is the reference device, float32
+// storage with float64 reductions, parallel over all cores, with the tuned
+// matmul of model/cpu/gemm; package cuda is the GPU device. This package
+// imports neither: it sees a device only through Device and its
+// capabilities. Comm is the seam to the data-parallel transport, which
+// package model/comm holds.
 //
 // Errors: files, configurations and batches from outside (a corrupt
 // checkpoint, an unknown rope scaling type, a token id past the vocabulary)

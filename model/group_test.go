@@ -9,7 +9,7 @@ import (
 
 // TestGroupedMatchesWhole runs the golden models' batch with groups of a
 // few sequences (GroupBytes lowered so that every batch is grouped; each
-// group at least minGroupRows) and whole,
+// group at least MinGroupRows) and whole,
 // with recomputation: the training forward's logprobs and entropies, every
 // parameter gradient (adapters with dropout too: their masks must not
 // depend on the grouping) and a scoring forward must agree to float32
@@ -76,7 +76,7 @@ func TestGroupedMatchesWhole(t *testing.T) {
 						t.Fatal(err)
 					}
 					_, g := m.Trainable()
-					grads, _ = HostF32(g)
+					grads, _ = HostFloat32(g)
 					sc, err := m.Forward(b, false)
 					if err != nil {
 						t.Fatal(err)

@@ -2,8 +2,6 @@ package model
 
 import (
 	"fmt"
-
-	"github.com/r1go/r1go/internal/pages"
 )
 
 // KVCache holds the keys and values of every layer for a fixed number of
@@ -20,14 +18,14 @@ type KVCache struct {
 // NewKVCache allocates a cache of slots sequences of up to maxLen tokens,
 // in the device's compute storage where it has one (ComputeStorage), and
 // in bf16 for a model with bf16 products on the CPU (a rollout copy: see
-// attn_bf16.go).
+// model/cpu's attn_bf16.go).
 func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
 	c := &KVCache{Slots: slots, MaxLen: maxLen, Lens: make([]int32, slots), kvw: m.d.KV}
 	per := slots * maxLen * m.d.KV
-	if ka, ok := m.Dev.(kvArenaAllocator); ok && m.bf16Products() && !kvCacheF32 {
-		// Every layer's keys and values in one bf16 buffer, in huge pages
-		// where it is large enough (see KVCacheHugePages).
-		c.arena = ka.allocKVArena(2 * m.d.L * per)
+	if bp, ok := m.Dev.(BF16Products); ok && m.bf16Products() && !kvCacheF32 {
+		// Every layer's keys and values in one bf16 buffer (on the CPU in
+		// huge pages where it is large enough and asked to).
+		c.arena = bp.AllocKVArena(2 * m.d.L * per)
 		for l := 0; l < m.d.L; l++ {
 			c.K = append(c.K, c.arena.Slice(2*l*per, per))
 			c.V = append(c.V, c.arena.Slice((2*l+1)*per, per))
@@ -45,34 +43,13 @@ func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
 	return c
 }
 
-// KVCacheHugePages puts a rollout copy's bf16 KV cache (on the CPU, one
-// buffer for every layer) in transparent huge pages, where Linux lends
-// them and the cache is at least pages.MinBytes: R1GO_HUGEPAGES=1, as for
-// the copy's weights (pages.On). A decode step's attention reads every
-// slot's keys and values of every layer, a few KiB here and there over
-// tens of MiB, and in 4 KiB pages most of those reads miss the TLB: the
-// 24 layers of BenchmarkAttentionDecodeStep05B took 0.90 × the time in
-// huge pages on this project's Zen 4 VM. Off by default all the same: in
-// the rollout there (benchmarks/cpu -step_kvpages, taking turns) the
-// decode was no faster, 311 and 349 tok/s against 322 and 355 (medians of
-// three), and on the GPU machine's Xeon huge pages read slower on 2 cores
-// (package pages). Read when a cache is made.
-var KVCacheHugePages = pages.On
-
-// kvArenaAllocator is a device that holds a rollout copy's whole KV cache
-// in one bf16 buffer (the CPU, in huge pages where KVCacheHugePages says
-// so); other devices keep theirs in their compute storage.
-type kvArenaAllocator interface {
-	allocKVArena(n int) Buffer
-}
-
 // kvCacheF32 keeps a rollout copy's KV cache in float32: the tests'
 // reference for what the bf16 cache changes.
 var kvCacheF32 bool
 
-// bf16Products says whether m was made with LoadOptions.BF16Products
-// (its weights a bf16DotBuf): a rollout copy.
-func (m *Model) bf16Products() bool { _, ok := m.Params.(bf16DotBuf); return ok }
+// bf16Products says whether m was made with LoadOptions.BF16Products on a
+// device with BF16Products: a rollout copy.
+func (m *Model) bf16Products() bool { return m.products }
 
 // Free releases the cache's device memory.
 func (c *KVCache) Free(dev Device) {
@@ -166,7 +143,7 @@ func (m *Model) stepInto(c *KVCache, chunks []Chunk, logits Buffer, run func(key
 		return err
 	}
 	T := len(tokens)
-	a := ensureActivations(m.stepActs, dev, d, T, keep{}, false)
+	a := cutActivations(m.stepActs, dev, d, forwardCut(d, T, keep{}, false))
 	m.stepActs = a
 	if !m.train && m.acts != nil {
 		m.acts.free(dev) // decoding: a scoring arena is not needed again before the next Forward

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/r1go/r1go/internal/pages"
 	"github.com/r1go/r1go/model/safetensors"
 )
 
@@ -145,7 +146,7 @@ func LoadWith(dir string, dev Device, head Head, opt LoadOptions) (*Model, error
 			return nil, fmt.Errorf("model: %s: tensor %s has shape %v, the config implies %v", dir, s.Name, shape, s.Shape)
 		}
 		dst := m.Params.Slice(s.Off, s.size())
-		if host, ok := HostF32(dst); ok {
+		if host, ok := HostF32(m.Dev, dst); ok {
 			if err := w.ReadF32(s.Name, host); err != nil {
 				return nil, err
 			}
@@ -153,7 +154,7 @@ func LoadWith(dir string, dev Device, head Head, opt LoadOptions) (*Model, error
 				return nil, fmt.Errorf("model: %s: tensor %s holds NaN or Inf", dir, s.Name)
 			}
 			if raw, err := w.dir.Bytes(s.Name); err == nil && w.dir.Mapped(s.Name) {
-				dropPages(raw)
+				pages.Drop(raw)
 			}
 		} else {
 			info, _ := w.dir.Info(s.Name)
@@ -176,7 +177,7 @@ func LoadWith(dir string, dev Device, head Head, opt LoadOptions) (*Model, error
 				m.Dev.Upload(dst.Slice(i, n), chunk[:n])
 			}
 			if w.dir.Mapped(s.Name) {
-				dropPages(raw)
+				pages.Drop(raw)
 			}
 		}
 		delete(have, s.Name)
@@ -237,7 +238,7 @@ func (m *Model) Save(dir string, gen *GenerationConfig, opt SaveOptions) error {
 	if m.lora != nil {
 		return m.SaveMerged(dir, gen, opt)
 	}
-	host, ok := HostF32(m.Params)
+	host, ok := HostF32(m.Dev, m.Params)
 	if m.SaveFrom != nil {
 		if len(m.SaveFrom) != m.Params.Len() {
 			return fmt.Errorf("model: Save: SaveFrom holds %d values for %d parameters", len(m.SaveFrom), m.Params.Len())
@@ -268,7 +269,7 @@ func (m *Model) CloneWith(opt LoadOptions) (*Model, error) {
 	if opt.DType == "auto" {
 		opt.DType = "float32"
 	}
-	if m.tiles {
+	if len(m.tiles) > 0 {
 		return nil, errTileSource
 	}
 	c, err := NewWith(m.Config, m.Dev, m.Head, opt)

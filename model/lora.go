@@ -203,7 +203,7 @@ func (m *Model) Adapters() *LoRA { return m.lora }
 // without its adapters and with activations of its own: the reference
 // policy of a LoRA run, with no second copy of the weights.
 func (m *Model) Base() *Model {
-	return &Model{Config: m.Config, Dev: m.Dev, Head: m.Head, Params: m.Params, specs: m.specs, d: m.d, p: m.p, tiles: m.tiles}
+	return &Model{Config: m.Config, Dev: m.Dev, Head: m.Head, Params: m.Params, specs: m.specs, d: m.d, p: m.p, products: m.products, tiles: m.tiles, tiled: m.tiled, viewsCut: m.viewsCut}
 }
 
 // Freeze drops the gradient arena: the weights stay, training them stops

@@ -53,7 +53,7 @@ func (lo *LoRA) SaveAdapter(dir string, dev Device, base string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("lora: %w", err)
 	}
-	host, ok := HostF32(lo.Params)
+	host, ok := HostF32(dev, lo.Params)
 	if !ok {
 		host = make([]float32, lo.Params.Len())
 		dev.Download(host, lo.Params)

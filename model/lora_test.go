@@ -43,7 +43,7 @@ func checkAdaptedStep(t *testing.T, m *Model, lo *LoRA, gc goldenCase, gf *safet
 	if err := m.Backward(gc.a, gc.b, nil); err != nil {
 		t.Fatal(err)
 	}
-	grads, _ := HostF32(lo.Grads)
+	grads, _ := HostFloat32(lo.Grads)
 	for _, s := range lo.specs {
 		check("grad "+s.Name, grads[s.Off:s.Off+s.size()], readGolden(t, gf, "grad."+s.Name))
 	}
@@ -131,8 +131,8 @@ func TestLoRASaveLoadMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p1, _ := HostF32(lo.Params)
-	p2, _ := HostF32(lo2.Params)
+	p1, _ := HostFloat32(lo.Params)
+	p2, _ := HostFloat32(lo2.Params)
 	if !slices.Equal(p1, p2) {
 		t.Fatal("adapters changed in the PEFT round trip")
 	}
@@ -198,8 +198,8 @@ func TestLoRAOnBF16BaseTrains(t *testing.T) {
 	if err := m.Backward(ones, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := HostF32(lo.Params)
-	g, _ := HostF32(lo.Grads)
+	p, _ := HostFloat32(lo.Params)
+	g, _ := HostFloat32(lo.Grads)
 	for i := range p {
 		p[i] += 0.05 * g[i]
 	}

@@ -57,9 +57,12 @@ type Model struct {
 	drop     bool // the last Forward applied LoRA dropout (a training one)
 	sinks    sinks
 
-	sampleLogits Buffer // StepSample's logits on a device without DeviceSampler, reused
-	spilled      bool   // Params is a file mapping (SpillWeights)
-	tiles        bool   // the product matrices are in the tile layout (tiles.go)
+	sampleLogits Buffer   // StepSample's logits on a device without DeviceSampler, reused
+	spilled      bool     // Params is a file mapping (SpillWeights)
+	products     bool     // a rollout copy: weights from BF16Products (LoadOptions.BF16Products)
+	tiles        []Buffer // the product matrices in the device's product layout, each once (products.go)
+	tiled        bool     // tiles is not empty: the arena is in the product layout
+	viewsCut     bool     // setViews ran once: the product layout is chosen
 }
 
 // saveBound is the most float32 bytes of saved layer activations a
@@ -100,7 +103,7 @@ func (m *Model) keeps(T int, train bool) keep {
 	if all > bound {
 		return keep{layers: int(max(0, bound/per-1))}
 	}
-	_, can := m.Dev.(logitKeeper)
+	_, can := m.Dev.(LogitKeeper)
 	return keep{layers: m.d.L, logits: can && m.Head == LMHeadOutput && all+int64(T)*int64(m.d.V)*4 <= bound}
 }
 
@@ -145,10 +148,8 @@ func NewWith(cfg *Config, dev Device, head Head, opt LoadOptions) (*Model, error
 		if !opt.Frozen {
 			return nil, fmt.Errorf("model: bfloat16 weights are for frozen models; a trained model keeps float32 master weights")
 		}
-		if da, ok := dev.(BF16DotAllocator); ok && opt.BF16Products {
-			m.Params = da.AllocBF16Dot(n)
-			td, ok := dev.(tileDevice)
-			m.tiles = ok && td.TileLayout()
+		if bp, ok := dev.(BF16Products); ok && opt.BF16Products {
+			m.Params, m.products = bp.AllocBF16Products(n), true
 		} else {
 			m.Params = ha.AllocBF16(n)
 		}
@@ -240,7 +241,7 @@ func (m *Model) Forward(b Batch, train bool) (*Output, error) {
 	switch m.Head {
 	case LMHeadOutput:
 		if a.logits != nil {
-			dev.(logitKeeper).LMHeadKeep(a.logprob, a.entropy, a.lseV, a.logits, a.lnf, m.p.lmHead, a.targets, T, d.C, d.V)
+			dev.(LogitKeeper).LMHeadKeep(a.logprob, a.entropy, a.lseV, a.logits, a.lnf, m.p.lmHead, a.targets, T, d.C, d.V)
 		} else {
 			dev.LMHead(a.logprob, a.entropy, a.lseV, a.lnf, m.p.lmHead, a.targets, T, d.C, d.V)
 		}
@@ -298,7 +299,7 @@ func (m *Model) forwardHidden(b Batch, train bool) (*activations, error) {
 		}
 		return a, nil
 	}
-	a := ensureActivations(m.acts, dev, d, T, save, train)
+	a := cutActivations(m.acts, dev, d, forwardCut(d, T, save, train))
 	m.acts = a
 	a.pos, a.targets = b.positions()
 	a.seqs, a.row0 = b.Seqs, 0
@@ -373,8 +374,8 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 			lo.forward(dev, ad, s.ln2, colSlice(s.gu, t.off, 2*d.I, T, ad.out), 2*d.I, T, a.row0, drop)
 		}
 	}
-	if sw, ok := dev.(swiGLUFloat32); ok && m.bf16Products() {
-		sw.swiGLU32(s.act, s.gu, T, d.I) // a rollout copy: float32 arithmetic
+	if bp, ok := dev.(BF16Products); ok && m.bf16Products() {
+		bp.SwiGLU32(s.act, s.gu, T, d.I) // a rollout copy: float32 arithmetic
 	} else {
 		dev.SwiGLU(s.act, s.gu, T, d.I)
 	}
@@ -402,12 +403,8 @@ func (m *Model) weightGrads() params {
 // (the LM head's is [V, C]).
 type sinks struct{ head, norm, headNorm Buffer }
 
-// nilWeightGrads marks a device whose LMHeadBackward and RMSNormBackward
-// take a nil weight gradient and skip computing it.
-type nilWeightGrads interface{ skipsNilWeightGrads() }
-
 func (m *Model) frozenSinks() sinks {
-	if _, ok := m.Dev.(nilWeightGrads); ok {
+	if _, ok := m.Dev.(NilWeightGrads); ok {
 		return sinks{}
 	}
 	if m.sinks.norm == nil {

@@ -141,13 +141,13 @@ func tinyConfig(t *testing.T, tied bool) *Config {
 func TestModelGradFiniteDifference(t *testing.T) {
 	for _, head := range []Head{LMHeadOutput, ValueHeadOutput} {
 		cfg := tinyConfig(t, head == LMHeadOutput)
-		dev := newCPU64()
+		dev := NewCPU64()
 		m, err := New(cfg, dev, head)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m.InitRandom(7)
-		p := buf[float64](m.Params)
+		p := host64(m.Params)
 		rng := rand.New(rand.NewPCG(3, 3))
 		for i := range p { // biases and norms away from their trivial init
 			p[i] += 0.05 * rng.NormFloat64()
@@ -183,7 +183,7 @@ func TestModelGradFiniteDifference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := append([]float64(nil), buf[float64](m.Grads)...)
+		g := append([]float64(nil), host64(m.Grads)...)
 		// Forward downloads float32 outputs; at this scale that rounding is
 		// far above float64's, so compare through a float64 loss instead.
 		loss64 := func() float64 {
@@ -195,14 +195,14 @@ func TestModelGradFiniteDifference(t *testing.T) {
 			var s float64
 			if head == LMHeadOutput {
 				m.Dev.LMHead(a.logprob, a.entropy, a.lseV, a.lnf, m.p.lmHead, a.targets, a.T, d.C, d.V)
-				lp, en := buf[float64](a.logprob), buf[float64](a.entropy)
+				lp, en := host64(a.logprob), host64(a.entropy)
 				for i := 0; i < T; i++ {
 					s += float64(r1[i])*lp[i] + float64(r2[i])*en[i]
 				}
 			} else {
 				m.Dev.Gemm(false, true, a.T, 1, d.C, 1, a.lnf, d.C, m.p.vw, d.C, 0, a.values, 1)
 				m.Dev.AddBias(a.values, 1, m.p.vb, a.T, 1)
-				v := buf[float64](a.values)
+				v := host64(a.values)
 				for i := 0; i < T; i++ {
 					s += float64(r1[i]) * v[i]
 				}

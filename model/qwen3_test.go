@@ -73,13 +73,13 @@ func replaceOnce(s, old, new string) string {
 // without recomputation.
 func TestQwen3GradFiniteDifference(t *testing.T) {
 	for _, recompute := range []bool{false, true} {
-		m, err := New(tinyQwen3Config(t), newCPU64(), LMHeadOutput)
+		m, err := New(tinyQwen3Config(t), NewCPU64(), LMHeadOutput)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m.Recompute = recompute
 		m.InitRandom(7)
-		p := buf[float64](m.Params)
+		p := host64(m.Params)
 		rng := rand.New(rand.NewPCG(4, 4))
 		for i := range p { // norms away from their trivial init
 			p[i] += 0.1 * rng.NormFloat64()
@@ -97,7 +97,7 @@ func TestQwen3GradFiniteDifference(t *testing.T) {
 		if err := m.Backward(r1, r2, nil); err != nil {
 			t.Fatal(err)
 		}
-		g := append([]float64(nil), buf[float64](m.Grads)...)
+		g := append([]float64(nil), host64(m.Grads)...)
 		for _, s := range m.specs {
 			if s.Name == "model.layers.1.self_attn.k_norm.weight" && dotF(g[s.Off:s.Off+s.size()], g[s.Off:s.Off+s.size()]) == 0 {
 				t.Fatal("k_norm gradient is zero")
@@ -109,7 +109,7 @@ func TestQwen3GradFiniteDifference(t *testing.T) {
 				t.Fatal(err)
 			}
 			m.Dev.LMHead(a.logprob, a.entropy, a.lseV, a.lnf, m.p.lmHead, a.targets, a.T, m.d.C, m.d.V)
-			lp, en := buf[float64](a.logprob), buf[float64](a.entropy)
+			lp, en := host64(a.logprob), host64(a.entropy)
 			var s float64
 			for i := 0; i < T; i++ {
 				s += float64(r1[i])*lp[i] + float64(r2[i])*en[i]

@@ -7,7 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/r1go/r1go/internal/pages"
-	"github.com/r1go/r1go/model/gemm"
+	"github.com/r1go/r1go/model/cpu/gemm"
 )
 
 // rolloutCopyCase is a random three-layer policy on the CPU (the golden
@@ -50,12 +50,12 @@ func TestRolloutCopyBF16Products(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := dotCopy.Params.(bf16DotBuf); !ok {
+	if !dotCopy.products || !IsBF16(dotCopy.Params) {
 		t.Fatalf("the copy's weights are %T", dotCopy.Params)
 	}
 	logits := func(m *Model) []float32 {
 		c := m.NewKVCache(3, 32)
-		if _, bf := c.K[0].(bf16Buf); bf != (m == dotCopy && !kvCacheF32) {
+		if bf := IsBF16(c.K[0]); bf != (m == dotCopy && !kvCacheF32) {
 			t.Fatalf("a KV cache in %T for a model with weights in %T", c.K[0], m.Params)
 		}
 		chunks := []Chunk{{Slot: 0, Tokens: []int32{1, 2, 3, 4, 5}}, {Slot: 1, Tokens: []int32{7, 8}}, {Slot: 2, Tokens: []int32{500, 9, 10, 11}}}
@@ -103,13 +103,13 @@ func TestRolloutCopyBF16Products(t *testing.T) {
 	sameBits(t, "a copied slot of the bf16 cache against its source", two[:cfg.VocabSize], two[cfg.VocabSize:])
 
 	// The policy trains on: the copy follows it.
-	w, _ := HostF32(pol.Params)
+	w, _ := HostFloat32(pol.Params)
 	for i := range w {
 		w[i] *= 0.5
 	}
 	want = logits(pol)
 	dotCopy.DiscardWeights()
-	h, _ := asBF16(dotCopy.Params)
+	h, _ := HostBF16(dotCopy.Dev, dotCopy.Params)
 	nonzero := 0
 	for _, v := range h {
 		if v != 0 {
@@ -138,12 +138,12 @@ func TestKVCacheArena(t *testing.T) {
 	lent := thpLent()
 	const slots, maxLen = 8, 2800 // 3 layers · 2 · 8 · 2800 · 64 values: 17 MiB, past pages.MinBytes
 	decode := func(huge bool) []float32 {
-		was := KVCacheHugePages
-		KVCacheHugePages = huge
-		defer func() { KVCacheHugePages = was }()
+		was := *KVCacheHugePages
+		*KVCacheHugePages = huge
+		defer func() { *KVCacheHugePages = was }()
 		before := pages.AnonHugeBytes()
 		c := cp.NewKVCache(slots, maxLen)
-		arena, ok := c.arena.(bf16Buf)
+		arena, ok := HostBF16(cp.Dev, c.arena)
 		if !ok {
 			t.Fatalf("the copy's cache arena is %T", c.arena)
 		}
@@ -153,7 +153,7 @@ func TestKVCacheArena(t *testing.T) {
 		}
 		for l := range c.K {
 			for j, b := range []Buffer{c.K[l], c.V[l]} {
-				s := b.(bf16Buf)
+				s, _ := HostBF16(cp.Dev, b)
 				if len(s) != per || cap(s) != per || &s[0] != &arena[(2*l+j)*per] {
 					t.Fatalf("layer %d buffer %d: %d values (cap %d) at the wrong place in the arena", l, j, len(s), cap(s))
 				}

@@ -44,12 +44,12 @@ func EachRow(n int, f func(j int, scratch *[]int32)) {
 	pool.ForWorker(workers, n, func(w, j int) { f(j, &scratch[w]) })
 }
 
-// argmax is the first index of the largest logit, as the loop
+// ArgMax is the first index of the largest logit, as the loop
 // "if v > logits[best] { best = i }" finds it: ties go to the lowest id,
 // +0 and −0 tie, and a NaN never wins unless it is logits[0]. Sixteen at
 // a time where the CPU can (a 151,936-entry row: 0.2 of a millisecond in
 // the loop, a third of a draw); a row with a NaN takes the loop.
-func argmax(logits []float32) int {
+func ArgMax(logits []float32) int {
 	if n16 := len(logits) / 16; argmaxVector && n16 > 0 {
 		m, nan := maxAVX512(&logits[0], n16)
 		for _, v := range logits[16*n16:] {
@@ -76,9 +76,9 @@ func argmax(logits []float32) int {
 	return best
 }
 
-// rowMax is the largest logit, or false where the row holds a NaN: the
+// RowMax is the largest logit, or false where the row holds a NaN: the
 // value at argmax's index without the second pass that finds the index.
-func rowMax(logits []float32) (float32, bool) {
+func RowMax(logits []float32) (float32, bool) {
 	m, nan := float32(math.Inf(-1)), false
 	tail := logits
 	if n16 := len(logits) / 16; argmaxVector && n16 > 0 {
@@ -92,16 +92,16 @@ func rowMax(logits []float32) (float32, bool) {
 	return m, !nan
 }
 
-// sampleBlock is how many logits SampleToken exponentiates at a time.
-const sampleBlock = 1024
+// SampleBlock is how many logits SampleToken exponentiates at a time.
+const SampleBlock = 1024
 
 // sumExps is S = Σ exp(logit_i·invT − m) summed in order, with the
 // running sum at each block's start in starts.
 func sumExps(logits []float32, invT, m float64, arg, ex, starts []float64) float64 {
 	var sum float64
-	for i0 := 0; i0 < len(logits); i0 += sampleBlock {
-		starts[i0/sampleBlock] = sum
-		blk := logits[i0:min(i0+sampleBlock, len(logits))]
+	for i0 := 0; i0 < len(logits); i0 += SampleBlock {
+		starts[i0/SampleBlock] = sum
+		blk := logits[i0:min(i0+SampleBlock, len(logits))]
 		for i, v := range blk {
 			arg[i] = float64(v)*invT - m
 		}
@@ -118,8 +118,8 @@ func sumExps(logits []float32, invT, m float64, arg, ex, starts []float64) float
 // the total below u.
 func drawInOrder(logits []float32, invT, lse, u float64, arg, ex []float64, best int) int {
 	var c float64
-	for i0 := 0; i0 < len(logits); i0 += sampleBlock {
-		n := min(sampleBlock, len(logits)-i0)
+	for i0 := 0; i0 < len(logits); i0 += SampleBlock {
+		n := min(SampleBlock, len(logits)-i0)
 		for i, v := range logits[i0 : i0+n] {
 			arg[i] = float64(v)*invT - lse
 		}
@@ -155,8 +155,8 @@ const prefixMargin = 1e-9
 // the in-order pass: the tokens are always the in-order pass's.
 func drawFromPrefix(logits []float32, invT, m, sum float64, starts []float64, u float64, arg, ex []float64) (int, bool) {
 	b := sort.Search(len(starts), func(b int) bool { return starts[b]/sum > u }) - 1 // starts[0] = 0
-	i0 := b * sampleBlock
-	blk := logits[i0:min(i0+sampleBlock, len(logits))]
+	i0 := b * SampleBlock
+	blk := logits[i0:min(i0+SampleBlock, len(logits))]
 	for i, v := range blk {
 		arg[i] = float64(v)*invT - m
 	}
@@ -181,7 +181,7 @@ func drawFromPrefix(logits []float32, invT, m, sum float64, starts []float64, u 
 // Ties in greedy decoding go to the lowest id, so greedy runs are
 // reproducible. scratch is reused between calls to avoid allocation.
 func SampleToken(logits []float32, s Sampling, rng *rand.Rand, scratch *[]int32) (int32, float32) {
-	best := argmax(logits)
+	best := ArgMax(logits)
 	if s.Temperature == 0 {
 		return int32(best), 0
 	}
@@ -189,15 +189,15 @@ func SampleToken(logits []float32, s Sampling, rng *rand.Rand, scratch *[]int32)
 	m := float64(logits[best]) * invT
 	// e^x over the vocabulary goes through exp64Into a block at a time
 	// (math.Exp's bits, vectorised); the sums stay in order.
-	sc := getRow[float64](2*sampleBlock + numBlocks(len(logits)))
-	defer putRow(sc)
-	arg, ex, starts := (*sc)[:sampleBlock], (*sc)[sampleBlock:2*sampleBlock], (*sc)[2*sampleBlock:]
+	sc := getScratch(2*SampleBlock + numBlocks(len(logits)))
+	defer putScratch(sc)
+	arg, ex, starts := (*sc)[:SampleBlock], (*sc)[SampleBlock:2*SampleBlock], (*sc)[2*SampleBlock:]
 	sum := sumExps(logits, invT, m, arg, ex, starts)
 	return drawToken(logits, s, rng, scratch, best, invT, m, sum, starts, arg, ex)
 }
 
-// numBlocks is how many blocks of sampleBlock logits a row of n has.
-func numBlocks(n int) int { return (n + sampleBlock - 1) / sampleBlock }
+// numBlocks is how many blocks of SampleBlock logits a row of n has.
+func numBlocks(n int) int { return (n + SampleBlock - 1) / SampleBlock }
 
 // drawToken is SampleToken after the first pass: best is the argmax, m
 // the largest logit over T, sum and starts what sumExps gave; arg and ex

@@ -137,13 +137,13 @@ func TestArgmaxMatchesLoop(t *testing.T) {
 				x[i] = 1 // a third of the rows without NaN
 			}
 		}
-		if got, want := argmax(x), loop(x); got != want {
+		if got, want := ArgMax(x), loop(x); got != want {
 			t.Fatalf("row of %d: argmax %d (%v), the loop %d (%v)", n, got, x[got], want, x[want])
 		}
 		// rowMax: the largest value's bits up to the sign of a zero, or
 		// false exactly where a NaN is.
 		hasNaN := slices.ContainsFunc(x, func(v float32) bool { return v != v })
-		m, ok := rowMax(x)
+		m, ok := RowMax(x)
 		if ok == hasNaN || ok && m != x[loop(x)] {
 			t.Fatalf("row of %d: rowMax %v, %v; the loop's largest %v, NaN %v", n, m, ok, x[loop(x)], hasNaN)
 		}
@@ -165,10 +165,10 @@ func TestDrawFromPrefixIsTheInOrderDraw(t *testing.T) {
 			}
 			for _, temp := range []float64{1, 0.7} {
 				invT := 1 / temp
-				best := argmax(logits)
+				best := ArgMax(logits)
 				m := float64(logits[best]) * invT
-				blocks := (V + sampleBlock - 1) / sampleBlock
-				arg, ex, starts := make([]float64, sampleBlock), make([]float64, sampleBlock), make([]float64, blocks)
+				blocks := (V + SampleBlock - 1) / SampleBlock
+				arg, ex, starts := make([]float64, SampleBlock), make([]float64, SampleBlock), make([]float64, blocks)
 				sum := sumExps(logits, invT, m, arg, ex, starts)
 				lse := m + math.Log(sum)
 				// The in-order running sums.

@@ -109,9 +109,9 @@ func planDraws(draws []Draw, workers int) []sampleUnit {
 func sampleGroup(draws []Draw, g []int, scratch *[]int32) {
 	V := len(draws[g[0]].Row)
 	blocks := numBlocks(V)
-	sc := getRow[float64](2*sampleBlock + len(g)*blocks)
-	defer putRow(sc)
-	arg, ex, starts := (*sc)[:sampleBlock], (*sc)[sampleBlock:2*sampleBlock], (*sc)[2*sampleBlock:]
+	sc := getScratch(2*SampleBlock + len(g)*blocks)
+	defer putScratch(sc)
+	arg, ex, starts := (*sc)[:SampleBlock], (*sc)[SampleBlock:2*SampleBlock], (*sc)[2*SampleBlock:]
 	var (
 		rows          [8][]float32
 		invT, m, sums [8]float64
@@ -119,7 +119,7 @@ func sampleGroup(draws []Draw, g []int, scratch *[]int32) {
 	)
 	for lane, i := range g {
 		d := &draws[i]
-		rows[lane], best[lane], invT[lane] = d.Row, argmax(d.Row), 1/d.S.Temperature
+		rows[lane], best[lane], invT[lane] = d.Row, ArgMax(d.Row), 1/d.S.Temperature
 		m[lane] = float64(d.Row[best[lane]]) * invT[lane]
 	}
 	special := sumExpsGroup(rows[:len(g)], &invT, &m, &sums, starts)
@@ -152,8 +152,8 @@ func sumExpsGroup(rows [][]float32, invT, m, sums *[8]float64, starts []float64)
 		for lane := range rows {
 			starts[lane*blocks+b] = sums[lane]
 		}
-		i0 := b * sampleBlock
-		n := min(sampleBlock, V-i0)
+		i0 := b * SampleBlock
+		n := min(SampleBlock, V-i0)
 		n8 := n / 8 * 8
 		if n8 > 0 && sumExps8AVX512(&ptrs, i0, n8, invT, m, sums) {
 			return true

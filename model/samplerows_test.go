@@ -41,7 +41,7 @@ func TestSumExpsGroupSameBits(t *testing.T) {
 		for i := range rows {
 			rows[i] = logitRow(r, V, 0.5+r.Float64()*3)
 			invT[i] = 1 / (0.3 + 1.7*r.Float64())
-			m[i] = float64(rows[i][argmax(rows[i])]) * invT[i]
+			m[i] = float64(rows[i][ArgMax(rows[i])]) * invT[i]
 		}
 		blocks := numBlocks(V)
 		starts := make([]float64, k*blocks)
@@ -49,7 +49,7 @@ func TestSumExpsGroupSameBits(t *testing.T) {
 		if sumExpsGroup(rows, &invT, &m, &sums, starts) {
 			t.Fatalf("trial %d: rows of spread %v reported out of range", trial, 9)
 		}
-		arg, ex, want := make([]float64, sampleBlock), make([]float64, sampleBlock), make([]float64, blocks)
+		arg, ex, want := make([]float64, SampleBlock), make([]float64, SampleBlock), make([]float64, blocks)
 		for i, row := range rows {
 			s := sumExps(row, invT[i], m[i], arg, ex, want)
 			if math.Float64bits(s) != math.Float64bits(sums[i]) {
@@ -69,7 +69,7 @@ func TestSumExpsGroupSameBits(t *testing.T) {
 		rows[1][37] = bad
 		invT, m := [8]float64{1, 1}, [8]float64{}
 		for i, row := range rows {
-			m[i] = float64(row[argmax(row)])
+			m[i] = float64(row[ArgMax(row)])
 		}
 		var sums [8]float64
 		if !sumExpsGroup(rows, &invT, &m, &sums, make([]float64, 2)) {
@@ -103,7 +103,7 @@ func TestSampleAllSameAsSampleToken(t *testing.T) {
 				case i > 0 && r.IntN(4) == 0:
 					row = draws[i-1].Row // a follower's draw from its leader's row
 				case n == 20 && i == 3:
-					row[100] = row[argmax(row)] - 900
+					row[100] = row[ArgMax(row)] - 900
 				case n == 21 && i == 5:
 					row[7] = float32(math.NaN())
 				}
@@ -167,13 +167,14 @@ func BenchmarkSampleAll(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*rows), "µs/row")
 	})
-	b.Run("float32", func(b *testing.B) { // a rollout copy's (sample32.go)
+	b.Run("float32", func(b *testing.B) { // a rollout copy's (model/cpu's sample32.go)
+		host := NewCPU().(HostSampler)
 		draws := make([]Draw, rows)
 		for b.Loop() {
 			for i := range draws {
 				draws[i] = Draw{Row: logits[i], S: s, Rng: rand.New(rand.NewPCG(uint64(i), 3))}
 			}
-			sampleAll32(draws)
+			host.SampleHost(draws, true)
 		}
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*rows), "µs/row")
 	})

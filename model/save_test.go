@@ -78,7 +78,7 @@ func TestPartialSaveBitForBit(t *testing.T) {
 						t.Fatal(err)
 					}
 					_, g := m.Trainable()
-					grads, _ = HostF32(g)
+					grads, _ = HostFloat32(g)
 					grads = append([]float32(nil), grads...)
 					// A second Backward accumulates on the first: the kept
 					// logits are gradients by now, so it computes them again.
@@ -86,7 +86,7 @@ func TestPartialSaveBitForBit(t *testing.T) {
 						t.Fatal(err)
 					}
 					_, g = m.Trainable()
-					twice, _ := HostF32(g)
+					twice, _ := HostFloat32(g)
 					grads = append(grads, twice...)
 					return out.LogProb, grads, m.acts.nsaved, logits
 				}

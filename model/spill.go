@@ -1,9 +1,6 @@
 package model
 
-import (
-	"fmt"
-	"unsafe"
-)
+import "fmt"
 
 // Memory by phase. The parts of an RL step are live at different times:
 // a reference policy's weights while it scores, the Adam moments during
@@ -29,7 +26,7 @@ func (m *Model) SpillWeights(dir string) error {
 	if m.spilled {
 		return nil
 	}
-	sp, err := SpillBuffer(m.Params, dir)
+	sp, err := SpillBuffer(m.Dev, m.Params, dir)
 	if err != nil {
 		return fmt.Errorf("model: spill weights: %w", err)
 	}
@@ -40,50 +37,26 @@ func (m *Model) SpillWeights(dir string) error {
 	return nil
 }
 
-// SpillBuffer returns a copy of b, a host buffer on the CPU (float32 or
-// bf16), in a shared mapping of an unlinked file in dir, of the same kind:
-// reads and writes go to the page cache, which the kernel may write back
-// and evict under memory pressure and read back on the next touch;
-// DropPages releases its resident pages at once. The file's disk space
-// goes when the process ends. dir must be on a disk (a tmpfs or ramfs
-// spill would still be memory, and is refused).
-func SpillBuffer(b Buffer, dir string) (Buffer, error) {
-	raw := hostBytes(b)
-	if raw == nil {
-		return nil, fmt.Errorf("spilling needs an allocated host buffer on the CPU (got %T of %d values)", b, b.Len())
+// SpillBuffer returns a copy of b, a host buffer (float32 or bf16) of
+// dev, in a shared mapping of an unlinked file in dir (HostMemory.Spill);
+// a device without host memory cannot spill.
+func SpillBuffer(dev Device, b Buffer, dir string) (Buffer, error) {
+	h, ok := dev.(HostMemory)
+	if !ok {
+		return nil, fmt.Errorf("spilling needs host memory (the CPU device), not %s", dev.Name())
 	}
-	mapped, err := spillFile(dir, raw)
-	if err != nil {
-		return nil, fmt.Errorf("spill %d bytes to %s: %w", len(raw), dir, err)
-	}
-	p := unsafe.Pointer(&mapped[0])
-	switch b.(type) {
-	case bf16DotBuf:
-		return bf16DotBuf(unsafe.Slice((*uint16)(p), b.Len())), nil
-	case bf16Buf:
-		return bf16Buf(unsafe.Slice((*uint16)(p), b.Len())), nil
-	}
-	return cpuBuf[float32](unsafe.Slice((*float32)(p), b.Len())), nil
+	return h.Spill(b, dir)
 }
 
-// DropPages takes b's whole pages out of the process's resident set: a
-// spilled buffer's stay in the page cache (its values remain), other host
-// memory reads as zeros when next touched. Not a host buffer: nothing.
-func DropPages(b Buffer) {
-	if raw := hostBytes(b); raw != nil {
-		dropPages(raw)
+// DropPages takes the whole pages of b, a buffer of dev, out of the
+// process's resident set where dev's buffers are host memory
+// (HostMemory.DropPages): a spilled buffer's stay in the page cache (its
+// values remain), other host memory reads as zeros when next touched.
+// Elsewhere it does nothing.
+func DropPages(dev Device, b Buffer) {
+	if h, ok := dev.(HostMemory); ok {
+		h.DropPages(b)
 	}
-}
-
-// hostBytes is the memory behind a float32 or bf16 CPU buffer, or nil.
-func hostBytes(b Buffer) []byte {
-	if h, ok := asBF16(b); ok && len(h) > 0 {
-		return unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), 2*len(h))
-	}
-	if f, ok := HostF32(b); ok && len(f) > 0 {
-		return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f))
-	}
-	return nil
 }
 
 // Spilled says whether SpillWeights moved the weights into a file mapping.
@@ -94,7 +67,7 @@ func (m *Model) Spilled() bool { return m.spilled }
 // them back). A no-op for weights that are not spilled.
 func (m *Model) DropWeightPages() {
 	if m.spilled {
-		DropPages(m.Params)
+		DropPages(m.Dev, m.Params)
 	}
 }
 
@@ -106,7 +79,7 @@ func (m *Model) CopyWeightsFrom(src *Model) error {
 	if m.Params.Len() != src.Params.Len() || m.d != src.d {
 		return fmt.Errorf("model: CopyWeightsFrom a model of another shape (%d parameters into %d)", src.Params.Len(), m.Params.Len())
 	}
-	if src.tiles {
+	if len(src.tiles) > 0 {
 		return errTileSource
 	}
 	m.Dev.Copy(m.Params, src.Params)
@@ -120,7 +93,7 @@ func (m *Model) CopyWeightsFrom(src *Model) error {
 // copy's keep their values in its file). Elsewhere it does nothing.
 func (m *Model) DiscardWeights() {
 	if m.Frozen() {
-		DropPages(m.Params)
+		DropPages(m.Dev, m.Params)
 	}
 }
 
@@ -130,9 +103,9 @@ func (m *Model) DiscardWeights() {
 // Elsewhere it does nothing.
 func (m *Model) DiscardActivations() {
 	if a := m.acts; a != nil {
-		DropPages(a.arena)
+		DropPages(m.Dev, a.arena)
 		if a.grp != nil {
-			DropPages(a.grp.arena)
+			DropPages(m.Dev, a.grp.arena)
 		}
 		a.logits = nil
 		m.train = false // no Backward of a discarded forward

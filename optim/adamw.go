@@ -187,11 +187,11 @@ func (o *AdamW) Offload(dir string) error {
 	if o.offloaded {
 		return nil
 	}
-	m, err := model.SpillBuffer(o.m, dir)
+	m, err := model.SpillBuffer(o.dev, o.m, dir)
 	if err != nil {
 		return fmt.Errorf("optim: offload the moments: %w", err)
 	}
-	v, err := model.SpillBuffer(o.v, dir)
+	v, err := model.SpillBuffer(o.dev, o.v, dir)
 	if err != nil {
 		return fmt.Errorf("optim: offload the moments: %w", err)
 	}
@@ -209,8 +209,8 @@ func (o *AdamW) Offloaded() bool { return o.offloaded }
 // in the file mapping).
 func (o *AdamW) dropState() {
 	if o.offloaded {
-		model.DropPages(o.m)
-		model.DropPages(o.v)
+		model.DropPages(o.dev, o.m)
+		model.DropPages(o.dev, o.v)
 	}
 }
 
@@ -223,10 +223,10 @@ func (o *AdamW) Save(path string) error {
 	}
 	n := o.m.Len()
 	tensor := func(name string, b model.Buffer) safetensors.Tensor {
-		if h, ok := model.HostBF16(b); ok {
+		if h, ok := model.HostBF16(o.dev, b); ok {
 			return safetensors.Tensor{Name: name, DType: safetensors.BF16, Shape: []int{n}, Raw: bf16Bytes(h)}
 		}
-		host, ok := model.HostF32(b)
+		host, ok := model.HostF32(o.dev, b)
 		if !ok {
 			host = make([]float32, n)
 			o.dev.Download(host, b)

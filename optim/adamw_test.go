@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // TestAdamWMatchesTorch replays torch.optim.AdamW with clip_grad_norm_ and a
@@ -39,7 +40,7 @@ func TestAdamWMatchesTorch(t *testing.T) {
 	c := g.Config
 	cfg := Config{LR: c.LR, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, WeightDecay: c.WeightDecay,
 		GradClip: c.GradClip, WarmupSteps: c.WarmupSteps, Schedule: c.Schedule, MinLRRatio: c.MinLRRatio}
-	dev := model.NewCPU()
+	dev := cpu.New()
 	n := len(g.Init)
 	params, grads := dev.Alloc(n), dev.Alloc(n)
 	dev.Upload(params, f32(g.Init))
@@ -70,7 +71,7 @@ func TestAdamWMatchesTorch(t *testing.T) {
 // TestAdamWSaveLoadResumes checks that a saved and restored optimizer
 // continues exactly as the one that never stopped.
 func TestAdamWSaveLoadResumes(t *testing.T) {
-	dev := model.NewCPU()
+	dev := cpu.New()
 	n := 50
 	mk := func() (*AdamW, model.Buffer, model.Buffer) {
 		p, g := dev.Alloc(n), dev.Alloc(n)
@@ -134,7 +135,7 @@ func TestAdamWSaveLoadResumes(t *testing.T) {
 }
 
 func TestAdamWSkipsNonFinite(t *testing.T) {
-	dev := model.NewCPU()
+	dev := cpu.New()
 	p, g := dev.Alloc(3), dev.Alloc(3)
 	dev.Upload(p, []float32{1, 2, 3})
 	dev.Upload(g, []float32{1, float32(math.NaN()), 0})
@@ -168,11 +169,11 @@ func f32(x []float64) []float32 {
 // must load into an offloaded optimizer.
 func TestOffloadSameSteps(t *testing.T) {
 	for _, dtype := range []string{"float32", "bfloat16"} {
-		dev := model.NewCPU()
+		dev := cpu.New()
 		run := func(offload bool) (*AdamW, []float32) {
 			p, g := dev.Alloc(1000), dev.Alloc(1000)
-			ps, _ := model.HostF32(p)
-			gs, _ := model.HostF32(g)
+			ps, _ := model.HostF32(dev, p)
+			gs, _ := model.HostF32(dev, g)
 			for i := range ps {
 				ps[i] = float32(i%17) * 0.01
 			}

@@ -97,10 +97,10 @@ func (o *AdamW) Shard() Shard {
 	s := Shard{Spans: o.spans, DType: safetensors.F32}
 	for i, b := range []model.Buffer{o.m, o.v} {
 		var raw []byte
-		if h, ok := model.HostBF16(b); ok {
+		if h, ok := model.HostBF16(o.dev, b); ok {
 			s.DType, raw = safetensors.BF16, append([]byte(nil), bf16Bytes(h)...)
 		} else {
-			host, ok := model.HostF32(b)
+			host, ok := model.HostF32(o.dev, b)
 			if !ok {
 				host = make([]float32, b.Len())
 				o.dev.Download(host, b)

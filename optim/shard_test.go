@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // TestShardsEqualWhole splits one arena into two interleaved shards, steps
@@ -16,7 +16,7 @@ import (
 // bfloat16 moments; each shard allocates only its own moments.
 func TestShardsEqualWhole(t *testing.T) {
 	for _, dtype := range []string{"float32", "bfloat16"} {
-		dev := model.NewCPU()
+		dev := cpu.New()
 		const n = 103
 		cfg := DefaultConfig()
 		cfg.LR, cfg.GradClip, cfg.StateDType = 0.01, 0.5, dtype
@@ -108,7 +108,7 @@ func TestShardsEqualWhole(t *testing.T) {
 			t.Fatalf("%s: the reloaded shard differs from the file's span", dtype)
 		}
 	}
-	dev := model.NewCPU()
+	dev := cpu.New()
 	p, g := dev.Alloc(10), dev.Alloc(10)
 	for _, bad := range [][]Span{{{5, 3}, {4, 2}}, {{8, 3}}, {{0, -1}}} {
 		if _, err := NewShard(dev, p, g, bad, DefaultConfig(), 1); err == nil {

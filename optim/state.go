@@ -38,7 +38,7 @@ func (o *AdamW) readSpans(f *safetensors.File, name string, dst model.Buffer) er
 		return err
 	}
 	es := info.DType.Size()
-	if h, ok := model.HostBF16(dst); ok && info.DType == safetensors.BF16 {
+	if h, ok := model.HostBF16(o.dev, dst); ok && info.DType == safetensors.BF16 {
 		k := 0
 		for _, s := range o.spans {
 			for i := range s.N {
@@ -48,7 +48,7 @@ func (o *AdamW) readSpans(f *safetensors.File, name string, dst model.Buffer) er
 		}
 		return nil
 	}
-	host, inPlace := model.HostF32(dst)
+	host, inPlace := model.HostF32(o.dev, dst)
 	if !inPlace {
 		host = make([]float32, dst.Len())
 	}

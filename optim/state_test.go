@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // TestBF16StateSaveLoad round-trips bf16 moments through Save and Load bit
 // for bit, and checks that state_dtype is validated.
 func TestBF16StateSaveLoad(t *testing.T) {
-	dev := model.NewCPU()
+	dev := cpu.New()
 	const n = 1000
 	p, g := dev.Alloc(n), dev.Alloc(n)
 	host := make([]float32, n)
@@ -39,8 +40,8 @@ func TestBF16StateSaveLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pair := range [][2]model.Buffer{{o.m, o2.m}, {o.v, o2.v}} {
-		a, _ := model.HostBF16(pair[0])
-		b, _ := model.HostBF16(pair[1])
+		a, _ := model.HostBF16(dev, pair[0])
+		b, _ := model.HostBF16(dev, pair[1])
 		if a == nil || b == nil {
 			t.Fatal("bfloat16 state_dtype did not give bf16 moments")
 		}

@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/model/tokenizer"
 )
 
 func loadWarmstart(t testing.TB) (*model.Model, *tokenizer.Tokenizer) {
 	dir := "../cmd/train/testdata/warmstart"
-	m, err := model.Load(dir, model.NewCPU(), model.LMHeadOutput)
+	m, err := model.Load(dir, cpu.New(), model.LMHeadOutput)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 // logprobTol bounds |Δ log-probability| between the device path and the
 // host path: the device path steps each sampling group apart, so its
 // products have other row counts than the host path's single step, and
-// model/gemm takes other kernels for other row counts (the few-row dot
+// model/cpu/gemm takes other kernels for other row counts (the few-row dot
 // kernels, the swapped product for 9-64 rows), whose float32 sums round
 // differently: a few ulps of a logit, about 1e-6 of a log-probability near
 // -10 (3e-6 seen). The tokens themselves must be equal.

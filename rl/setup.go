@@ -104,7 +104,7 @@ func NewTrainer(cfg TrainerConfig, s Setup) (*Trainer, error) {
 	}
 	if t.Ref = s.Ref; cfg.NeedsRef() && t.Ref == nil {
 		// Frozen: no gradient arena, stored as RefDType says.
-		mp, ok := s.Policy.Dev.(interface{ Mixed() bool })
+		mp, ok := s.Policy.Dev.(model.MixedPrecision)
 		opts := model.LoadOptions{Frozen: true, DType: RefDType(ok && mp.Mixed())}
 		if t.Ref, err = model.LoadWith(s.RefDir, s.Policy.Dev, model.LMHeadOutput, opts); err != nil {
 			return nil, err

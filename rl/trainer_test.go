@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/optim"
 )
 
@@ -71,7 +72,7 @@ func tinyModel(t *testing.T, head model.Head) *model.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := model.New(cfg, model.NewCPU(), head)
+	m, err := model.New(cfg, cpu.New(), head)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestEachScheduleHasItsLength(t *testing.T) {
 	if err := tinyModel(t, model.LMHeadOutput).Save(dir, nil, model.SaveOptions{DType: "float32"}); err != nil {
 		t.Fatal(err)
 	}
-	policy, err := model.Load(dir, model.NewCPU(), model.LMHeadOutput)
+	policy, err := model.Load(dir, cpu.New(), model.LMHeadOutput)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,7 +180,7 @@ func main() {
 	tierTurns := flag.Int("tier_turns", 1, "tiers: times through the list of tiers (the best turn of each is kept)")
 	rowsJSON := flag.String("rows_json", "", "also write the rows as JSON to this file (the tiers mode's children)")
 	streams := flag.String("step_streams", "", `step: on the AMX path, decode the bf16 rollout again with each of these R1GO_AMX_STREAM values, comma-separated ("" the default, nopf, avx: ",avx" compares the default with avx), taking turns three times`)
-	flag.BoolVar(&so.kvPages, "step_kvpages", false, "step: decode the bf16 rollout again with its KV cache in huge pages and in 4 KiB pages (model.KVCacheHugePages), taking turns three times")
+	flag.BoolVar(&so.kvPages, "step_kvpages", false, "step: decode the bf16 rollout again with its KV cache in huge pages and in 4 KiB pages (cpu.KVCacheHugePages), taking turns three times")
 	flag.Parse()
 	so.rolloutDTypes = strings.Split(*rolloutDTypes, ",")
 	if *streams != "" {

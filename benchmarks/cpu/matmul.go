@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/r1go/r1go/benchmarks/internal/probe"
-	"github.com/r1go/r1go/model/gemm"
+	"github.com/r1go/r1go/model/cpu/gemm"
 )
 
 // matmulShape is one product the policy model runs: forward projections are

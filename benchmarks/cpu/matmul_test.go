@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
-	"github.com/r1go/r1go/model/gemm"
+	"github.com/r1go/r1go/model/cpu/gemm"
 )
 
 // OpenBLAS is an independent SGEMM: where it is installed, every gemm

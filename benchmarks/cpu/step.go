@@ -18,7 +18,8 @@ import (
 	"github.com/r1go/r1go/benchmarks/internal/probe"
 	"github.com/r1go/r1go/internal/pages"
 	"github.com/r1go/r1go/model"
-	"github.com/r1go/r1go/model/gemm"
+	"github.com/r1go/r1go/model/cpu"
+	"github.com/r1go/r1go/model/cpu/gemm"
 	"github.com/r1go/r1go/optim"
 )
 
@@ -107,7 +108,7 @@ func stepSection(e *env) []row {
 	}
 	resetPeakRSS()
 
-	dev := model.NewCPU()
+	dev := cpu.New()
 	t0 := time.Now()
 	pol, err := model.Load(o.dir, dev, model.LMHeadOutput)
 	if err != nil {
@@ -354,7 +355,7 @@ func stepRow(name string, v float64, unit, note string) row {
 }
 
 func dtypeOf(m *model.Model) string {
-	if model.IsBF16(m.Params) {
+	if cpu.IsBF16(m.Params) {
 		return "bfloat16"
 	}
 	return "float32"
@@ -495,9 +496,9 @@ func rollout(o stepOptions, m *model.Model, seqs, T int, bounds func() (bw, peak
 	for s := range chunks {
 		chunks[s].Tokens = []int32{int32(rng.IntN(cfg.VocabSize))}
 	}
-	// The decode's wall time by operation (model.TimeOps): what the
+	// The decode's wall time by operation (cpu.TimeOps): what the
 	// products take of a step, and what the host work between them does.
-	ops := model.TimeOps(m.Dev, true)
+	ops := cpu.TimeOps(m.Dev, true)
 	t0 = time.Now()
 	for step := 0; step < o.respLen; step++ {
 		for s := range seeds {
@@ -513,19 +514,19 @@ func rollout(o stepOptions, m *model.Model, seqs, T int, bounds func() (bw, peak
 		}
 	}
 	decode := time.Since(t0).Seconds()
-	model.TimeOps(m.Dev, false)
+	cpu.TimeOps(m.Dev, false)
 	if ops != nil {
 		fmt.Printf("step     decode wall time a step (%s weights): %s\n", dtypeOf(m), decodeSplit(ops, decode, o.respLen))
 	}
 	bw, peak := bounds()
 	bytesPer := 4.0
-	if model.IsBF16(m.Params) {
+	if cpu.IsBF16(m.Params) {
 		bytesPer = 2
 	}
 	weightBytes := bytesPer * float64(m.NumParams()) // every weight once per step (tied head: once)
 	kvw := float64(cfg.NumKeyValueHeads * cfg.HeadDim())
 	kvBytesPer := 4.0
-	if model.IsBF16(cache.K[0]) { // a rollout copy's cache
+	if cpu.IsBF16(cache.K[0]) { // a rollout copy's cache
 		kvBytesPer = 2
 	}
 	kvBytes := float64(cfg.NumHiddenLayers) * 2 * kvw * kvBytesPer * float64(seqs) * float64(o.promptLen+o.respLen/2)
@@ -567,14 +568,14 @@ func streamVariants(values []string) []variant {
 }
 
 // kvPageVariants are the rollout copy's KV cache in huge pages and in
-// 4 KiB pages (model.KVCacheHugePages, read as each rollout makes its
+// 4 KiB pages (cpu.KVCacheHugePages, read as each rollout makes its
 // cache).
 func kvPageVariants() []variant {
-	was := model.KVCacheHugePages
-	reset := func() error { model.KVCacheHugePages = was; return nil }
+	was := cpu.KVCacheHugePages
+	reset := func() error { cpu.KVCacheHugePages = was; return nil }
 	return []variant{
-		{name: "KV cache in huge pages", set: func() error { model.KVCacheHugePages = true; return nil }, reset: reset},
-		{name: "KV cache in 4 KiB pages", set: func() error { model.KVCacheHugePages = false; return nil }, reset: reset},
+		{name: "KV cache in huge pages", set: func() error { cpu.KVCacheHugePages = true; return nil }, reset: reset},
+		{name: "KV cache in 4 KiB pages", set: func() error { cpu.KVCacheHugePages = false; return nil }, reset: reset},
 	}
 }
 
@@ -615,7 +616,7 @@ func takeTurns(o stepOptions, m *model.Model, seqs, T int, bounds func() (float6
 // spent waiting at its parallel loops' ends (uneven tasks, late helpers),
 // what no timed operation covers (the step's own code, building the next
 // step's input), then all the waits together.
-func decodeSplit(ops *model.OpTimes, decode float64, steps int) string {
+func decodeSplit(ops *cpu.OpTimes, decode float64, steps int) string {
 	var parts []string
 	var timed time.Duration
 	for _, op := range ops.Split() {

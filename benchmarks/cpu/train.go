@@ -10,6 +10,7 @@ import (
 
 	"github.com/r1go/r1go/benchmarks/internal/probe"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // trainConfig is a small Qwen2 shape for the train-step and decode sections.
@@ -41,7 +42,7 @@ func (c trainConfig) model() (*model.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := model.New(cfg, model.NewCPU(), model.LMHeadOutput)
+	m, err := model.New(cfg, cpu.New(), model.LMHeadOutput)
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,7 @@ import (
 
 	"github.com/r1go/r1go/cuda"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 func main() {
@@ -89,7 +90,7 @@ func main() {
 	defer gpu.Close()
 	fmt.Printf("device: %s, TF32 %v, %d tokens, %d reps\n", gpu.Name(), *tf32, *tokens, *reps)
 
-	l := &lab{gpu: gpu, cpu: model.NewCPU(), reps: *reps, withCPU: *withCPU}
+	l := &lab{gpu: gpu, cpu: cpu.New(), reps: *reps, withCPU: *withCPU}
 	if *tcOnly {
 		l.tensorCoreAttention(os.Stdout, *tokens, *gemmN, 4096, *tcValidate)
 		return

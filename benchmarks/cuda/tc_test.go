@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/cuda"
-	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // TestSmokeAttentionTC runs the -attention-tc section end to end at smoke
@@ -27,7 +27,7 @@ func TestSmokeAttentionTC(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gpu.Close()
-	l := &lab{gpu: gpu, cpu: model.NewCPU(), reps: 1}
+	l := &lab{gpu: gpu, cpu: cpu.New(), reps: 1}
 	var out strings.Builder
 	worst := l.tensorCoreAttention(&out, 66, 64, 1, 66)
 	t.Log("\n" + out.String())

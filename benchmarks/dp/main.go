@@ -27,7 +27,8 @@ import (
 	"github.com/r1go/r1go/cuda"
 	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/model"
-	"github.com/r1go/r1go/model/mpi"
+	"github.com/r1go/r1go/model/comm"
+	"github.com/r1go/r1go/model/comm/mpi"
 	"github.com/r1go/r1go/optim"
 	"github.com/r1go/r1go/rl/dp"
 )
@@ -139,7 +140,7 @@ func rank(device string, reps int, bucketMB float64) error {
 		return err
 	}
 	if cuda.Kind(dev) != "cpu" {
-		// model/mpi all-reduces host memory; GPU gradients need the NCCL
+		// model/comm/mpi all-reduces host memory; GPU gradients need the NCCL
 		// communicator (cuda/nccl), which this benchmark does not open.
 		return fmt.Errorf("device %s: the MPI communicator reduces host memory only", dev.Name())
 	}
@@ -264,7 +265,7 @@ func best(c model.Comm, reps int, f func() error) (float64, error) {
 		if err := f(); err != nil {
 			return 0, err
 		}
-		s, err := model.SumFloat64s(c, []float64{time.Since(t).Seconds()})
+		s, err := comm.SumFloat64s(c, []float64{time.Since(t).Seconds()})
 		if err != nil {
 			return 0, err
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/model/safetensors"
 )
 
@@ -165,7 +166,7 @@ var parityDevices = []struct {
 	name string
 	open func() (model.Device, error)
 }{
-	{"cpu", func() (model.Device, error) { return model.NewCPU(), nil }},
+	{"cpu", func() (model.Device, error) { return cpu.New(), nil }},
 }
 
 // TestHFParity loads each folder transformers saved and compares r1go's
@@ -277,7 +278,7 @@ func TestHFSaveForTransformers(t *testing.T) {
 	for _, f := range fixtures {
 		for _, dtype := range []string{"float32", "bfloat16"} {
 			t.Run(f.Name+"/"+dtype, func(t *testing.T) {
-				m, err := model.Load(f.dir, model.NewCPU(), model.LMHeadOutput)
+				m, err := model.Load(f.dir, cpu.New(), model.LMHeadOutput)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -294,7 +295,7 @@ func TestHFSaveForTransformers(t *testing.T) {
 				if err := m.Save(dir, nil, model.SaveOptions{DType: dtype}); err != nil {
 					t.Fatal(err)
 				}
-				back, err := model.Load(dir, model.NewCPU(), model.LMHeadOutput)
+				back, err := model.Load(dir, cpu.New(), model.LMHeadOutput)
 				if err != nil {
 					t.Fatal(err)
 				}

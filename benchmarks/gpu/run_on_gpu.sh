@@ -24,7 +24,7 @@
 #                                              the tile unit, then .gpu/base's decode and
 #                                              rollout and the head's, alternating
 #   bash benchmarks/gpu/run_on_gpu.sh cpu      the CPU rollout and DecodeBatch05B on this
-#                                              host (.gpu/cpubench, .gpu/model.test), then
+#                                              host (.gpu/cpubench, .gpu/model.test, .gpu/cpu.test), then
 #                                              transformers' RL step
 #   bash benchmarks/gpu/run_on_gpu.sh amx      the AMX tile path on this host's Xeon:
 #                                              .gpu/gemm.test's AMX tests, then the bf16
@@ -237,25 +237,25 @@ cpudecode() { # the batch-32 decode kernels alone (model's DecodeBatch05B: float
 
 amxtests() { # package gemm's bf16 and AMX tests (.gpu/gemm.test): the tile kernel against its Go model, the driver, the whole product against float64
 	[ -x "$ROOT/.gpu/gemm.test" ] || return 0
-	step "gemm AMX and bf16 tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && R1GO_AMX=1 R1GO_AMX_REQUIRE=1 '$ROOT/.gpu/gemm.test' \
+	step "gemm AMX and bf16 tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/cpu/gemm' && R1GO_AMX=1 R1GO_AMX_REQUIRE=1 '$ROOT/.gpu/gemm.test' \
 		-test.run 'AMX|DotBF16|CvtBF16|Swapped|PackPairs|Tile' -test.v -test.bench '${AMX_BENCH:-DotBF16$|DotBF16Rows|AMXRun}' -test.benchtime 200x"
 }
 
 amxbench() { # amxbench N: BenchmarkDotBF16Rows's batch-16, -32 and -64 rows on N cores, every kernel this CPU has
 	[ -x "$ROOT/.gpu/gemm.test" ] || return 0
-	step "DotBF16Rows, $1 threads${R1GO_AMX:+, R1GO_AMX=$R1GO_AMX}" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && taskset -c 0-$(($1 - 1)) '$ROOT/.gpu/gemm.test' \
+	step "DotBF16Rows, $1 threads${R1GO_AMX:+, R1GO_AMX=$R1GO_AMX}" "$OUT/amx.log" bash -c "cd '$ROOT/model/cpu/gemm' && taskset -c 0-$(($1 - 1)) '$ROOT/.gpu/gemm.test' \
 		-test.run '^\$' -test.bench 'DotBF16Rows/.*/m(16|32|64)/' -test.benchtime 100x -test.cpu $1"
 }
 
 tilelayers() { # tilelayers N: BenchmarkTileLayers (a decode step's products as the model runs them, by kind and tasks a thread) on N cores
 	[ -x "$ROOT/.gpu/gemm.test" ] || return 0
-	step "TileLayers, $1 threads" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && taskset -c 0-$(($1 - 1)) '$ROOT/.gpu/gemm.test' \
+	step "TileLayers, $1 threads" "$OUT/amx.log" bash -c "cd '$ROOT/model/cpu/gemm' && taskset -c 0-$(($1 - 1)) '$ROOT/.gpu/gemm.test' \
 		-test.run '^\$' -test.bench 'TileLayers' -test.benchtime 5x -test.cpu $1"
 }
 
 attnbench() { # attnbench N: BenchmarkAttentionDecodeStep05B (a decode step's attention from memory, in cache, and on a bf16 cache) on N cores
-	[ -x "$ROOT/.gpu/model.test" ] || return 0
-	step "AttentionDecodeStep05B, $1 threads" "$OUT/amx.log" bash -c "cd '$ROOT/model' && taskset -c 0-$(($1 - 1)) '$ROOT/.gpu/model.test' \
+	[ -x "$ROOT/.gpu/cpu.test" ] || return 0
+	step "AttentionDecodeStep05B, $1 threads" "$OUT/amx.log" bash -c "cd '$ROOT/model/cpu' && taskset -c 0-$(($1 - 1)) '$ROOT/.gpu/cpu.test' \
 		-test.run '^\$' -test.bench 'AttentionDecodeStep05B' -test.benchtime 40x -test.count 3 -test.cpu $1"
 }
 
@@ -267,17 +267,20 @@ modeltiles() { # package model's rollout-copy tests on the tile unit: the tile l
 
 amxstream() { # amxstream N: BenchmarkDotBF16Stream (a decode step's products from memory) on N cores, every kernel this CPU has
 	[ -x "$ROOT/.gpu/gemm.test" ] || return 0
-	step "DotBF16Stream, $1 threads" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && taskset -c 0-$(($1 - 1)) '$ROOT/.gpu/gemm.test' \
+	step "DotBF16Stream, $1 threads" "$OUT/amx.log" bash -c "cd '$ROOT/model/cpu/gemm' && taskset -c 0-$(($1 - 1)) '$ROOT/.gpu/gemm.test' \
 		-test.run '^\$' -test.bench 'DotBF16Stream' -test.benchtime 5x -test.cpu $1"
 }
 
 modelkernels() { # the decode's host work beside its former code, same run, 2 cores: sampling's groups, the norm, the cached attention, the pool's helpers
 	local bin=${BIN_DIR:-$ROOT/.gpu}/model.test
 	[ -x "$bin" ] || return 0
-	step "SampleAll, RMSNormDecode, AttentionCached05B, 2 threads" "$OUT/cpustep.log" bash -c "cd '$ROOT/model' && taskset -c 0-1 '$bin' \
-		-test.run '^\$' -test.bench 'SampleAll|RMSNormDecode|AttentionCached05B' -test.benchtime 300x -test.cpu 2"
+	step "SampleAll, 2 threads" "$OUT/cpustep.log" bash -c "cd '$ROOT/model' && taskset -c 0-1 '$bin' \
+		-test.run '^\$' -test.bench 'SampleAll' -test.benchtime 300x -test.cpu 2"
+	local cbin=${BIN_DIR:-$ROOT/.gpu}/cpu.test
+	[ -x "$cbin" ] && step "RMSNormDecode, AttentionCached05B, 2 threads" "$OUT/cpustep.log" bash -c "cd '$ROOT/model/cpu' && taskset -c 0-1 '$cbin' \
+		-test.run '^\$' -test.bench 'RMSNormDecode|AttentionCached05B' -test.benchtime 300x -test.cpu 2"
 	[ -x "$ROOT/.gpu/gemm.test" ] || return 0
-	step "DotBF16Threads, 2 threads" "$OUT/cpustep.log" bash -c "cd '$ROOT/model/gemm' && taskset -c 0-1 '$ROOT/.gpu/gemm.test' \
+	step "DotBF16Threads, 2 threads" "$OUT/cpustep.log" bash -c "cd '$ROOT/model/cpu/gemm' && taskset -c 0-1 '$ROOT/.gpu/gemm.test' \
 		-test.run '^\$' -test.bench 'DotBF16Threads' -test.benchtime 300x -test.cpu 2"
 }
 
@@ -285,7 +288,7 @@ corepairs() { # whether two of this VM's vCPUs share a core: the products' strea
 	[ -x "$ROOT/.gpu/gemm.test" ] || return 0
 	local last=$(($(nproc) - 1)) pair
 	for pair in 0,1 "0,$last"; do
-		step "DotBF16Stream, vCPUs $pair" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && taskset -c $pair '$ROOT/.gpu/gemm.test' \
+		step "DotBF16Stream, vCPUs $pair" "$OUT/amx.log" bash -c "cd '$ROOT/model/cpu/gemm' && taskset -c $pair '$ROOT/.gpu/gemm.test' \
 			-test.run '^\$' -test.bench 'DotBF16Stream' -test.benchtime 3x -test.cpu 2"
 	done
 }
@@ -425,11 +428,13 @@ tiles) # the rollout copy's matrices in the tile layout: the tests on the tile u
 attn) # the decode's host work (prefetching attention kernels, the rollout copy's bf16 KV cache, the vector norm): tests and benchmarks, then the rollout, .gpu/base and the head alternating
 	info >/dev/null
 	lscpu >>"$OUT/amx.log" 2>&1
-	[ -x "$ROOT/.gpu/model.test" ] && step "model attention and rollout-copy tests" "$OUT/amx.log" bash -c "cd '$ROOT/model' && R1GO_AMX_REQUIRE=1 \
-		'$ROOT/.gpu/model.test' -test.run 'Attention|FMA32|RolloutCopy|GroupedMatches|RMSNorm' -test.v"
+	[ -x "$ROOT/.gpu/model.test" ] && step "model rollout-copy and grouped tests" "$OUT/amx.log" bash -c "cd '$ROOT/model' && R1GO_AMX_REQUIRE=1 \
+		'$ROOT/.gpu/model.test' -test.run 'RolloutCopy|GroupedMatches' -test.v"
+	[ -x "$ROOT/.gpu/cpu.test" ] && step "CPU device attention and norm tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/cpu' && R1GO_AMX_REQUIRE=1 \
+		'$ROOT/.gpu/cpu.test' -test.run 'Attention|FMA32|RMSNorm' -test.v"
 	attnbench 2
-	[ -x "$ROOT/.gpu/model.test" ] && step "RMSNormDecode, 1 thread" "$OUT/amx.log" bash -c "cd '$ROOT/model' && taskset -c 0 \
-		'$ROOT/.gpu/model.test' -test.run '^\$' -test.bench 'RMSNormDecode' -test.benchtime 3000x -test.count 3"
+	[ -x "$ROOT/.gpu/cpu.test" ] && step "RMSNormDecode, 1 thread" "$OUT/amx.log" bash -c "cd '$ROOT/model/cpu' && taskset -c 0 \
+		'$ROOT/.gpu/cpu.test' -test.run '^\$' -test.bench 'RMSNormDecode' -test.benchtime 3000x -test.count 3"
 	export CPU_THREADS=2
 	rolloutab
 	attnbench "$(nproc)"
@@ -453,18 +458,22 @@ pages) # the rollout copy's weights in huge pages: the THP settings, package pag
 stream) # the tests on the tile unit, the ways of prefetching the weights (TileLayers), then the bf16 rollout of .gpu/base and the head alternating, and the head with the fastest way (R1GO_AMX_STREAM) against its default
 	info >/dev/null
 	lscpu >>"$OUT/amx.log" 2>&1
-	[ -x "$ROOT/.gpu/gemm.test" ] && step "gemm tile tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && R1GO_AMX_REQUIRE=1 \
+	[ -x "$ROOT/.gpu/gemm.test" ] && step "gemm tile tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/cpu/gemm' && R1GO_AMX_REQUIRE=1 \
 		'$ROOT/.gpu/gemm.test' -test.run 'TileBF16|AMXRunKernels|SgemmAMX' -test.v" 
 	[ -x "$ROOT/.gpu/model.test" ] && step "model host-work tests" "$OUT/amx.log" bash -c "cd '$ROOT/model' && R1GO_AMX_REQUIRE=1 \
-		'$ROOT/.gpu/model.test' -test.run 'SwiGLU|Sample32|BlockSums32|RoPE|AddVector|TimeOps|RolloutCopy|SampleAll' -test.v"
+		'$ROOT/.gpu/model.test' -test.run 'RolloutCopy|SampleAll' -test.v"
+	[ -x "$ROOT/.gpu/cpu.test" ] && step "CPU device host-work tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/cpu' && R1GO_AMX_REQUIRE=1 \
+		'$ROOT/.gpu/cpu.test' -test.run 'SwiGLU|Sample32|BlockSums32|RoPE|AddVector|TimeOps' -test.v"
 	tilelayers 2
 	tilelayers 2
 	# The fastest way of prefetching in the two passes, if 3 % above the default's.
 	best=$(grep -h '^BenchmarkTileLayers' "$OUT/amx.log" | awk '{for (i = 2; i <= NF; i++) if ($i ~ /^t2(-nopf)?-GB\/s$/) { v = $i; sub(/-GB\/s$/, "", v); s[v] += $(i-1); n[v]++ } }
 		END { b = "t2"; for (v in s) if (s[v] / n[v] > 1.03 * s["t2"] / n["t2"] && s[v] / n[v] > s[b] / n[b]) b = v; sub(/^t2-?/, "", b); print b }')
 	echo "fastest way of prefetching: '${best:-default}'" | tee -a "$OUT/amx.log"
-	[ -x "$ROOT/.gpu/model.test" ] && step "DecodeHostOps and SampleAll, 2 threads" "$OUT/amx.log" bash -c "cd '$ROOT/model' && taskset -c 0-1 \
-		'$ROOT/.gpu/model.test' -test.run '^\$' -test.bench 'DecodeHostOps|SampleAll' -test.benchtime 200x -test.cpu 2"
+	[ -x "$ROOT/.gpu/cpu.test" ] && step "DecodeHostOps, 2 threads" "$OUT/amx.log" bash -c "cd '$ROOT/model/cpu' && taskset -c 0-1 \
+		'$ROOT/.gpu/cpu.test' -test.run '^\$' -test.bench 'DecodeHostOps' -test.benchtime 200x -test.cpu 2"
+	[ -x "$ROOT/.gpu/model.test" ] && step "SampleAll, 2 threads" "$OUT/amx.log" bash -c "cd '$ROOT/model' && taskset -c 0-1 \
+		'$ROOT/.gpu/model.test' -test.run '^\$' -test.bench 'SampleAll' -test.benchtime 200x -test.cpu 2"
 	export CPU_THREADS=2
 	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random
 	for rep in 1 2; do
@@ -481,13 +490,13 @@ stream) # the tests on the tile unit, the ways of prefetching the weights (TileL
 streamshape) # why the products read the weights slower than the probe: the stream kernels' and run kernels' tests on the tile unit, then BenchmarkAMXStream (AVX loads, tile loads alone, with the run kernel's prefetch, with AVX loads ahead) and TileLayers (t2-avx: the run kernel reading ahead with AVX loads) on 2 cores, AMXStream on all, then the bf16 rollout's decode with the default, avx and nopf taking turns in one process, and with its KV cache in huge and in small pages
 	info >/dev/null
 	lscpu >>"$OUT/amx.log" 2>&1
-	step "gemm stream tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && R1GO_AMX_REQUIRE=1 '$ROOT/.gpu/gemm.test' -test.run 'AMXStreamKernels|AMXRunKernels|TileBF16' -test.v"
+	step "gemm stream tests" "$OUT/amx.log" bash -c "cd '$ROOT/model/cpu/gemm' && R1GO_AMX_REQUIRE=1 '$ROOT/.gpu/gemm.test' -test.run 'AMXStreamKernels|AMXRunKernels|TileBF16' -test.v"
 	for rep in 1 2 3; do
-		step "AMXStream, 2 threads, turn $rep" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && taskset -c 0-1 '$ROOT/.gpu/gemm.test' \
+		step "AMXStream, 2 threads, turn $rep" "$OUT/amx.log" bash -c "cd '$ROOT/model/cpu/gemm' && taskset -c 0-1 '$ROOT/.gpu/gemm.test' \
 			-test.run '^\$' -test.bench 'AMXStream' -test.benchtime 3x -test.cpu 2"
 	done
 	tilelayers 2
-	step "AMXStream, $(nproc) threads" "$OUT/amx.log" bash -c "cd '$ROOT/model/gemm' && '$ROOT/.gpu/gemm.test' \
+	step "AMXStream, $(nproc) threads" "$OUT/amx.log" bash -c "cd '$ROOT/model/cpu/gemm' && '$ROOT/.gpu/gemm.test' \
 		-test.run '^\$' -test.bench 'AMXStream' -test.benchtime 3x"
 	export CPU_THREADS=2
 	step "random Qwen2.5-0.5B folder" "$OUT/cpustep.log" "$ROOT/.gpu/memstep" -gen -dir /tmp/r1go-qwen2.5-0.5b-random

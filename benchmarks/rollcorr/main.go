@@ -24,6 +24,7 @@ import (
 
 	"github.com/r1go/r1go/cuda"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/rl"
 )
 
@@ -61,7 +62,7 @@ const qwen05B = `{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", 
 	"torch_dtype": "bfloat16"}`
 
 func measure(dir, device, dtype string, seqs, prompt, tokens int, seed uint64) error {
-	var dev model.Device = model.NewCPU()
+	var dev model.Device = cpu.New()
 	if device == "cuda" {
 		d, err := cuda.Open()
 		if err != nil {

@@ -9,13 +9,14 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // eval refuses a model, or a -base model, whose weights hold Inf, naming
 // the tensor, before it builds anything.
 func TestEvalRefusesNonFiniteWeights(t *testing.T) {
 	src := filepath.Join("..", "train", "testdata", "warmstart")
-	m, err := model.Load(src, model.NewCPU(), model.LMHeadOutput)
+	m, err := model.Load(src, cpu.New(), model.LMHeadOutput)
 	if err != nil {
 		t.Fatal(err)
 	}

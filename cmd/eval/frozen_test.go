@@ -7,6 +7,7 @@ import (
 
 	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // TestEvalLoadsFrozen: the policy eval builds (agent.ModelConfig.Frozen)
@@ -14,7 +15,7 @@ import (
 // trainable load train uses is float32 with gradients.
 func TestEvalLoadsFrozen(t *testing.T) {
 	src := filepath.Join("..", "train", "testdata", "warmstart")
-	m, err := model.Load(src, model.NewCPU(), model.LMHeadOutput)
+	m, err := model.Load(src, cpu.New(), model.LMHeadOutput)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,11 +27,11 @@ func TestEvalLoadsFrozen(t *testing.T) {
 	cfg.Data.SynthTrain, cfg.Data.SynthEval = 20, 4
 	for _, frozen := range []bool{true, false} {
 		mc := agent.ModelConfig{Path: folder, MaxContext: cfg.MaxContext, Frozen: frozen}
-		s, err := agent.Build(context.Background(), mc, cfg.Data, cfg.Env, model.NewCPU(), filepath.Join(t.TempDir(), "build"))
+		s, err := agent.Build(context.Background(), mc, cfg.Data, cfg.Env, cpu.New(), filepath.Join(t.TempDir(), "build"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := s.Policy.Frozen() && model.IsBF16(s.Policy.Params); got != frozen {
+		if got := s.Policy.Frozen() && cpu.IsBF16(s.Policy.Params); got != frozen {
 			t.Errorf("Frozen %v: the policy is frozen bf16: %v", frozen, got)
 		}
 		s.Close()

@@ -14,6 +14,7 @@ import (
 	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // TestEvalRunsEveryBaseline saves a small untrained model with a tokenizer
@@ -30,7 +31,7 @@ func TestEvalRunsEveryBaseline(t *testing.T) {
 	cfg.Data.SynthTrain, cfg.Data.SynthEval = 50, 6
 	cfg.Rollout.MaxTurnTokens, cfg.Rollout.MaxResponseTokens = 12, 120
 	mc := agent.ModelConfig{Hidden: 32, Layers: 1, Heads: 2, KVHeads: 1, Intermediate: 64, TokenizerVocab: 400, Seed: 1, MaxContext: cfg.MaxContext}
-	s, err := agent.Build(ctx, mc, cfg.Data, cfg.Env, model.NewCPU(), filepath.Join(work, "build"))
+	s, err := agent.Build(ctx, mc, cfg.Data, cfg.Env, cpu.New(), filepath.Join(work, "build"))
 	if err != nil {
 		t.Fatal(err)
 	}

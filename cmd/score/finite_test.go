@@ -11,13 +11,14 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // A model folder whose weights hold NaN is refused with the tensor named,
 // before any line is scored.
 func TestScoreRefusesNonFiniteWeights(t *testing.T) {
 	src := filepath.Join("..", "train", "testdata", "warmstart")
-	m, err := model.Load(src, model.NewCPU(), model.LMHeadOutput)
+	m, err := model.Load(src, cpu.New(), model.LMHeadOutput)
 	if err != nil {
 		t.Fatal(err)
 	}

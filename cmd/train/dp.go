@@ -10,22 +10,23 @@ import (
 
 	"github.com/r1go/r1go/cuda"
 	"github.com/r1go/r1go/model"
-	"github.com/r1go/r1go/model/mpi"
+	"github.com/r1go/r1go/model/comm"
+	"github.com/r1go/r1go/model/comm/mpi"
 	"github.com/r1go/r1go/rl"
 	"github.com/r1go/r1go/rl/dp"
 )
 
 // Data-parallel launch: `mpirun -np N train ...` or srun, or torchrun's
 // variables, start N copies of this command; each reads its rank from the
-// launcher's environment (model.LaunchFromEnv), joins the communicator,
+// launcher's environment (comm.LaunchFromEnv), joins the communicator,
 // and trains on its share of every global batch (rl/dp/dp.go). Rank 0 owns the
 // run folder, the console and the logs; the others write nothing.
 
 // dpLaunch reads the launcher's environment and, for one process per GPU,
 // narrows the visible GPUs to the local rank's card before the device
 // opens.
-func dpLaunch(cfg *Config) (model.Launch, error) {
-	l, err := model.LaunchFromEnv()
+func dpLaunch(cfg *Config) (comm.Launch, error) {
+	l, err := comm.LaunchFromEnv()
 	if err != nil {
 		return l, err
 	}
@@ -50,7 +51,7 @@ func dpLaunch(cfg *Config) (model.Launch, error) {
 // waiting in a collective, stop naming this one. A rank that dies or falls
 // silent stops this process with an error naming it (exit status 1),
 // since a collective would wait for it forever.
-func startDP(cfg *Config, l model.Launch, dev model.Device) (par *dp.DP, stop func(ok bool), err error) {
+func startDP(cfg *Config, l comm.Launch, dev model.Device) (par *dp.DP, stop func(ok bool), err error) {
 	nothing := func(bool) {}
 	if l.Size == 1 {
 		return nil, nothing, nil
@@ -84,7 +85,7 @@ func startDP(cfg *Config, l model.Launch, dev model.Device) (par *dp.DP, stop fu
 	} else if m == nil {
 		return fail(fmt.Errorf("the CPU device's communicator is MPI: start the run with mpirun or srun"))
 	}
-	w, err := model.Watch(c, time.Duration(cfg.DP.HeartbeatS*float64(time.Second)), func(err error) {
+	w, err := comm.Watch(c, time.Duration(cfg.DP.HeartbeatS*float64(time.Second)), func(err error) {
 		fmt.Fprintf(os.Stderr, "train: rank %d: data-parallel run stopped: %v\n", l.Rank, err)
 		os.Exit(1)
 	})
@@ -109,7 +110,7 @@ func startDP(cfg *Config, l model.Launch, dev model.Device) (par *dp.DP, stop fu
 
 // joinNCCL makes rank 0's NCCL id known to every rank (over MPI when m is
 // open, else the TCP rendezvous) and opens the communicator.
-func joinNCCL(gpu *cuda.Device, l model.Launch, m *mpi.Comm) (*cuda.NCCL, error) {
+func joinNCCL(gpu *cuda.Device, l comm.Launch, m *mpi.Comm) (*cuda.NCCL, error) {
 	var id cuda.NCCLID
 	if l.Rank == 0 {
 		var err error
@@ -148,7 +149,7 @@ func pickCard(local int) {
 }
 
 // rankOutput is where a rank prints: rank 0 the console, the others nothing.
-func rankOutput(l model.Launch, out io.Writer) io.Writer {
+func rankOutput(l comm.Launch, out io.Writer) io.Writer {
 	if l.Rank == 0 {
 		return out
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/rl"
 	"github.com/r1go/r1go/rl/metrics"
 )
@@ -168,7 +169,7 @@ func TestCheckStepNonFinite(t *testing.T) {
 	run := t.TempDir()
 	os.MkdirAll(filepath.Join(run, "global_step_10"), 0o755)
 	os.MkdirAll(filepath.Join(run, "global_step_20"), 0o755)
-	m, err := model.Load("testdata/warmstart", model.NewCPU(), model.LMHeadOutput)
+	m, err := model.Load("testdata/warmstart", cpu.New(), model.LMHeadOutput)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +298,7 @@ func FuzzTruncateMetrics(f *testing.F) {
 // BenchmarkNonFiniteWeight scans the warm-start policy's weights; the
 // denominator, BenchmarkDownloadWeights, only copies them to the host.
 func BenchmarkNonFiniteWeight(b *testing.B) {
-	m, err := model.Load("testdata/warmstart", model.NewCPU(), model.LMHeadOutput)
+	m, err := model.Load("testdata/warmstart", cpu.New(), model.LMHeadOutput)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func BenchmarkNonFiniteWeight(b *testing.B) {
 }
 
 func BenchmarkDownloadWeights(b *testing.B) {
-	m, err := model.Load("testdata/warmstart", model.NewCPU(), model.LMHeadOutput)
+	m, err := model.Load("testdata/warmstart", cpu.New(), model.LMHeadOutput)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/model/safetensors"
 )
 
@@ -107,7 +108,7 @@ func TestLoRAOnABF16Folder(t *testing.T) {
 		t.Skip("runs the trainer")
 	}
 	src := filepath.Join("testdata", "warmstart")
-	m, err := model.Load(src, model.NewCPU(), model.LMHeadOutput)
+	m, err := model.Load(src, cpu.New(), model.LMHeadOutput)
 	if err != nil {
 		t.Fatal(err)
 	}

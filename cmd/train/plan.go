@@ -8,6 +8,7 @@ import (
 
 	"github.com/r1go/r1go/cuda"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/comm"
 	"github.com/r1go/r1go/model/plan"
 	"github.com/r1go/r1go/rl"
 )
@@ -17,7 +18,7 @@ import (
 // stops: always under trainer.dry_run, with an error when the plan does not
 // fit the device. dev is nil in a dry run, which opens no device: the
 // device section plans for what it would open (devsel.Config.Settle).
-func planRun(cfg *Config, l model.Launch, dev model.Device, out io.Writer) (stop bool, saveBytes int64, err error) {
+func planRun(cfg *Config, l comm.Launch, dev model.Device, out io.Writer) (stop bool, saveBytes int64, err error) {
 	mc, err := planModelConfig(cfg)
 	if err != nil {
 		return true, 0, err

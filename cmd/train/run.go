@@ -20,6 +20,7 @@ import (
 	"github.com/r1go/r1go/data/synth"
 	"github.com/r1go/r1go/env"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/comm"
 	"github.com/r1go/r1go/optim"
 	"github.com/r1go/r1go/rl"
 	"github.com/r1go/r1go/rl/dp"
@@ -53,7 +54,7 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 type job struct {
 	cfg    *Config
 	out    io.Writer // the console: rank 0's, io.Discard on the others
-	launch model.Launch
+	launch comm.Launch
 	dir    string        // the run folder
 	resume *trainerState // the checkpoint resumed from; nil for a fresh run
 	par    *dp.DP        // data parallel; nil in a run of one process

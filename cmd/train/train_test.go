@@ -15,6 +15,7 @@ import (
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/data/synth"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/model/tokenizer"
 	"github.com/r1go/r1go/rl/metrics"
 )
@@ -49,7 +50,7 @@ func bf16Round(x float32) float32 {
 
 func params(t *testing.T, dir string) []float32 {
 	t.Helper()
-	m, err := model.Load(dir, model.NewCPU(), model.LMHeadOutput)
+	m, err := model.Load(dir, cpu.New(), model.LMHeadOutput)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +357,7 @@ func TestTrainsOnUserFiles(t *testing.T) {
 	if r := after[synth.DataSource]; r == nil || r.N != 12 {
 		t.Fatalf("held-out results %+v, want 12 questions of source %q", after, synth.DataSource)
 	}
-	if _, err := model.Load(filepath.Join(dir, "global_step_2", "actor"), model.NewCPU(), model.LMHeadOutput); err != nil {
+	if _, err := model.Load(filepath.Join(dir, "global_step_2", "actor"), cpu.New(), model.LMHeadOutput); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,3 +11,6 @@ func AnonHugeBytes() int64 { return -1 }
 
 // Mode is "": no THP setting outside Linux.
 func Mode() string { return "" }
+
+// Drop is a no-op where madvise is not available.
+func Drop([]byte) {}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // TestEvalPlanMatchesCPUAllocations plans what cmd/eval holds (the policy
@@ -24,12 +25,12 @@ func TestEvalPlanMatchesCPUAllocations(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dev := &counting{Device: model.NewCPU()}
+		dev := &counting{Device: cpu.New()}
 		dtype := "float32"
 		if bf16 {
 			dtype = "bfloat16"
 		}
-		src, err := model.New(cfg, model.NewCPU(), model.LMHeadOutput)
+		src, err := model.New(cfg, cpu.New(), model.LMHeadOutput)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -378,20 +378,20 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 // actBytes is the bytes of an activation arena (shape.acts) of T tokens.
 // Under mixed precision the residual stream (every residual kept: L+1, or
 // two alternating without a backward) and each layer's tensors that feed a
-// matmul or attention (shape.layerCompute: xmid, ln1, qkv, att, ln2, gu,
+// matmul or attention (model.ActivationLayout: xmid, ln1, qkv, att, ln2, gu,
 // act, Qwen3's qkraw; every layer's when saved, one set otherwise) are a
 // second arena in the CUDA device's compute storage, bf16
 // (model.ComputeStorage, activations.go): 2 bytes a value, 4 for the rest
 // (statistics, the final norm, the head's outputs, backward scratch).
 func (s Settings) actBytes(sh shape, T int, nsaved int, train bool) int64 {
-	nx, nl, tb := 2, sh.layerSets(nsaved), 0
+	c := model.ActivationCut{T: T, Residuals: 2, Saved: nsaved}
 	if train || sh.L+1 < 2 {
-		nx = sh.L + 1
+		c.Residuals = sh.L + 1
 	}
 	if train {
-		tb = T
+		c.BackwardRows = T
 	}
-	return s.bytesOf(sh.arenaVals(T, nx, nl, tb, s.gradViews()))
+	return s.bytesOf(sh.arenaVals(c, s.gradViews()))
 }
 
 func (s Settings) residDetail() string {

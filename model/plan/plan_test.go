@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/optim"
 )
 
@@ -33,13 +34,30 @@ func (c *counting) AllocBF16(n int) model.Buffer {
 	return c.Device.(model.BF16Allocator).AllocBF16(n)
 }
 
-func (c *counting) AllocBF16Dot(n int) model.Buffer {
+// The rollout copy's bf16 products (model.BF16Products), its weights
+// and KV cache counted.
+func (c *counting) AllocBF16Products(n int) model.Buffer {
 	c.add(int64(n) * 2)
-	return c.Device.(model.BF16DotAllocator).AllocBF16Dot(n)
+	return c.Device.(model.BF16Products).AllocBF16Products(n)
+}
+
+func (c *counting) AllocKVArena(n int) model.Buffer {
+	c.add(int64(n) * 2)
+	return c.Device.(model.BF16Products).AllocKVArena(n)
+}
+
+func (c *counting) ProductMatrix(b model.Buffer, n, k int) (model.Buffer, bool) {
+	return c.Device.(model.BF16Products).ProductMatrix(b, n, k)
+}
+
+func (c *counting) PackMatrix(b model.Buffer) { c.Device.(model.BF16Products).PackMatrix(b) }
+
+func (c *counting) SwiGLU32(out, gu model.Buffer, rows, I int) {
+	c.Device.(model.BF16Products).SwiGLU32(out, gu, rows, I)
 }
 
 func (c *counting) Free(b model.Buffer) {
-	if model.IsBF16(b) {
+	if cpu.IsBF16(b) {
 		c.live -= int64(b.Len()) * 2
 	} else {
 		c.live -= int64(b.Len()) * 4
@@ -123,7 +141,7 @@ func TestPlanMatchesCPUAllocations(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dev := &counting{Device: model.NewCPU()}
+		dev := &counting{Device: cpu.New()}
 		oc := optim.DefaultConfig()
 		if c.stateBF16 {
 			oc.StateDType = "bfloat16"

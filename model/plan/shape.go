@@ -11,12 +11,13 @@ import (
 type shape struct {
 	L, C, V, I, NH, KVH, HS, Q, KV, QKV int
 	bias, tied, qkNorm                  bool
+	cfg                                 *model.Config // for the model's own layout functions
 }
 
 func shapeOf(cfg *model.Config) shape {
 	sh := shape{L: cfg.NumHiddenLayers, C: cfg.HiddenSize, V: cfg.VocabSize, I: cfg.IntermediateSize,
 		NH: cfg.NumAttentionHeads, KVH: cfg.NumKeyValueHeads, HS: cfg.HeadDim(),
-		bias: cfg.QKVBias(), tied: cfg.TieWordEmbeddings, qkNorm: cfg.QKNorm()}
+		bias: cfg.QKVBias(), tied: cfg.TieWordEmbeddings, qkNorm: cfg.QKNorm(), cfg: cfg}
 	sh.Q, sh.KV = sh.NH*sh.HS, sh.KVH*sh.HS
 	sh.QKV = sh.Q + 2*sh.KV
 	return sh
@@ -54,19 +55,6 @@ func (sh shape) layerActs(T int) int64 {
 	return n
 }
 
-// layerCompute is the part of layerActs stored in the compute dtype under
-// mixed precision (model's layerComputeSize): xmid, ln1, ln2, qkv, att,
-// gate|up and the SwiGLU output, and Qwen3's raw q|k|v; the per-row
-// statistics stay float32.
-func (sh shape) layerCompute(T int) int64 {
-	t, C, I := int64(T), int64(sh.C), int64(sh.I)
-	n := 3*t*C + t*int64(sh.QKV) + t*int64(sh.Q) + 3*t*I
-	if sh.qkNorm {
-		n += t * int64(sh.QKV)
-	}
-	return n
-}
-
 // autoRecomputeBytes mirrors the model package's bound: a training forward
 // whose saved layers would take more float32 bytes than this recomputes
 // even when recomputation is off.
@@ -94,15 +82,6 @@ func (sh shape) savedLayers(T int, recompute bool, bound int64) int {
 // activations.
 func (sh shape) saves(T int, recompute bool, bound int64) bool {
 	return sh.savedLayers(T, recompute, bound) == sh.L
-}
-
-// layerSets mirrors model's: the layer view sets of an arena that saves
-// nsaved layers (one per saved layer, one shared by the rest).
-func (sh shape) layerSets(nsaved int) int {
-	if nsaved >= sh.L {
-		return sh.L
-	}
-	return nsaved + 1
 }
 
 // savedLayerBytes is the float32 count of a training forward's saved

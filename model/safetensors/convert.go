@@ -4,26 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/r1go/r1go/internal/bf16"
 )
-
-// BF16ToF32 widens a bfloat16 bit pattern; every bfloat16 value, NaN
-// payloads included, is exactly representable in float32.
-func BF16ToF32(h uint16) float32 {
-	return math.Float32frombits(uint32(h) << 16)
-}
-
-// F32ToBF16 rounds to the nearest bfloat16, ties to even, as PyTorch does.
-// Overflow becomes ±Inf. A NaN stays a NaN: its sign and top payload bits
-// are kept and the quiet bit is set, because plain truncation could turn a
-// NaN whose payload sits in the low 16 bits into an infinity.
-func F32ToBF16(f float32) uint16 {
-	b := math.Float32bits(f)
-	if b&0x7fffffff > 0x7f800000 {
-		return uint16(b>>16) | 0x0040
-	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
-}
 
 // F16ToF32 widens an IEEE binary16 bit pattern: subnormals are normalised,
 // Inf stays Inf, and a NaN keeps its sign and payload and becomes quiet.
@@ -107,7 +90,7 @@ func DecodeF32(dst []float32, src []byte, d DType) error {
 		}
 	case BF16:
 		for i := range dst {
-			dst[i] = BF16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
+			dst[i] = bf16.ToFloat32(binary.LittleEndian.Uint16(src[2*i:]))
 		}
 	case F16:
 		for i := range dst {
@@ -136,7 +119,7 @@ func EncodeF32(dst []byte, src []float32, d DType) error {
 		}
 	case BF16:
 		for i, v := range src {
-			binary.LittleEndian.PutUint16(dst[2*i:], F32ToBF16(v))
+			binary.LittleEndian.PutUint16(dst[2*i:], bf16.FromFloat32(v))
 		}
 	case F16:
 		for i, v := range src {

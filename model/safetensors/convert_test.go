@@ -3,6 +3,8 @@ package safetensors
 import (
 	"math"
 	"testing"
+
+	"github.com/r1go/r1go/internal/bf16"
 )
 
 // golden holds torch's conversions, written by testdata/make_fixtures.py.
@@ -62,7 +64,7 @@ func TestNarrowingMatchesTorch(t *testing.T) {
 	var badBF, badF16 int
 	for i, in := range g.in {
 		f := math.Float32frombits(in)
-		bf, hf := F32ToBF16(f), F32ToF16(f)
+		bf, hf := bf16.FromFloat32(f), F32ToF16(f)
 		if isNaN32(in) {
 			// torch canonicalises NaN payloads differently per code path;
 			// what must hold is that a NaN stays a NaN.
@@ -98,7 +100,7 @@ func TestWideningMatchesTorch(t *testing.T) {
 		} else if got != g.f32OfF16[i] {
 			t.Errorf("f16 %#04x widened to %#08x, torch %#08x", h, got, g.f32OfF16[i])
 		}
-		got = math.Float32bits(BF16ToF32(h))
+		got = math.Float32bits(bf16.ToFloat32(h))
 		if isNaNBF16(h) {
 			if !isNaN32(got) {
 				t.Errorf("bf16 NaN %#04x widened to %#08x", h, got)
@@ -119,8 +121,8 @@ func TestConversionRoundTripAllPatterns(t *testing.T) {
 			}
 		}
 		if !isNaNBF16(h) {
-			if back := F32ToBF16(BF16ToF32(h)); back != h {
-				t.Errorf("bf16 %#04x -> %g -> %#04x", h, BF16ToF32(h), back)
+			if back := bf16.FromFloat32(bf16.ToFloat32(h)); back != h {
+				t.Errorf("bf16 %#04x -> %g -> %#04x", h, bf16.ToFloat32(h), back)
 			}
 		}
 	}
@@ -161,7 +163,7 @@ func TestConversionEdgeCases(t *testing.T) {
 		{"negative NaN", math.Float32frombits(0xffc00000), 0, 0, true},
 	}
 	for _, c := range cases {
-		bf, hf := F32ToBF16(c.in), F32ToF16(c.in)
+		bf, hf := bf16.FromFloat32(c.in), F32ToF16(c.in)
 		if c.nanInput {
 			if !isNaNBF16(bf) || !isNaNF16(hf) || bf&0x40 == 0 || hf&0x200 == 0 {
 				t.Errorf("%s: bf16 %#04x f16 %#04x, want quiet NaNs", c.name, bf, hf)

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/r1go/r1go/internal/bf16"
 )
 
 // The expected header texts and lengths are those of the reference
@@ -99,7 +101,7 @@ func TestWriteOrderAndRoundTrip(t *testing.T) {
 		conv func(float32) float32
 	}{
 		{"z", func(v float32) float32 { return v }},
-		{"a", func(v float32) float32 { return BF16ToF32(F32ToBF16(v)) }},
+		{"a", func(v float32) float32 { return bf16.ToFloat32(bf16.FromFloat32(v)) }},
 		{"b", func(v float32) float32 { return F16ToF32(F32ToF16(v)) }},
 	} {
 		if err := f.ReadF32(c.name, got); err != nil {

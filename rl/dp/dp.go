@@ -20,6 +20,7 @@ import (
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/env"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/comm"
 	"github.com/r1go/r1go/optim"
 	"github.com/r1go/r1go/rl"
 )
@@ -129,7 +130,7 @@ func (d *DP) GatherBatch(local *rl.Batch, s rl.Slice) (*rl.Batch, error) {
 	if err := gob.NewEncoder(&buf).Encode(wireBatch{B: *local, GroupBase: s.PromptLo}); err != nil {
 		return nil, fmt.Errorf("dp: encoding the batch: %w", err)
 	}
-	raw, err := model.GatherVar(d.Comm, buf.Bytes())
+	raw, err := comm.GatherVar(d.Comm, buf.Bytes())
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +241,7 @@ func (d *DP) ReduceMetrics(m rl.Metrics, micro int) (rl.Metrics, error) {
 	}{m, micro}); err != nil {
 		return nil, err
 	}
-	raw, err := model.GatherVar(d.Comm, buf.Bytes())
+	raw, err := comm.GatherVar(d.Comm, buf.Bytes())
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +288,7 @@ func (d *DP) RolloutMetrics(trajs []*rl.Trajectory) (rl.Metrics, error) {
 	if err := gob.NewEncoder(&buf).Encode(s); err != nil {
 		return nil, err
 	}
-	raw, err := model.GatherVar(d.Comm, buf.Bytes())
+	raw, err := comm.GatherVar(d.Comm, buf.Bytes())
 	if err != nil {
 		return nil, err
 	}
@@ -390,7 +391,7 @@ func (d *DP) FillRecorded(seen []float64) error {
 	for k, v := range seen {
 		binary.LittleEndian.PutUint64(buf[8*k:], math.Float64bits(v))
 	}
-	parts, err := model.GatherVar(c, buf)
+	parts, err := comm.GatherVar(c, buf)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,13 @@
 package dp
 
 import (
-	"github.com/r1go/r1go/rl"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/r1go/r1go/model/comm"
+	"github.com/r1go/r1go/model/cpu"
+	"github.com/r1go/r1go/rl"
 
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/model"
@@ -15,7 +18,7 @@ import (
 // the identity: the whole batch, the same packed batch back, the same
 // metrics.
 func TestDPOneRank(t *testing.T) {
-	d, err := New(model.Single{Dev: model.NewCPU()}, DefaultConfig())
+	d, err := New(comm.Single{Dev: cpu.New()}, DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,12 +100,12 @@ func TestShardMastersNeedsZeRO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := model.NewCPU()
+	dev := cpu.New()
 	m, err := model.New(cfg, dev, model.LMHeadOutput)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(model.Single{Dev: dev}, c)
+	d, err := New(comm.Single{Dev: dev}, c)
 	if err != nil {
 		t.Fatal(err)
 	}

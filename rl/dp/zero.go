@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/comm"
 	"github.com/r1go/r1go/optim"
 )
 
@@ -125,7 +126,7 @@ func (z *zeroState) step(d *DP, dev model.Device, opt *optim.AdamW) (optim.StepR
 // gradient norm (the same update on every rank: a non-finite norm skips it
 // on all), then gathers the parameters.
 func (z *zeroState) update(d *DP, dev model.Device, opt *optim.AdamW) (optim.StepResult, error) {
-	sum, err := model.SumFloat64s(d.Comm, []float64{opt.GradSumSquares()})
+	sum, err := comm.SumFloat64s(d.Comm, []float64{opt.GradSumSquares()})
 	if err != nil {
 		return optim.StepResult{}, err
 	}
@@ -162,11 +163,11 @@ func (z *zeroState) gather(d *DP, dev model.Device) error {
 // save gathers the moments on rank 0, which writes the unsharded file.
 func (z *zeroState) save(d *DP, opt *optim.AdamW, path string) error {
 	own := opt.Shard()
-	ms, err := model.GatherVar(d.Comm, own.M)
+	ms, err := comm.GatherVar(d.Comm, own.M)
 	if err != nil {
 		return err
 	}
-	vs, err := model.GatherVar(d.Comm, own.V)
+	vs, err := comm.GatherVar(d.Comm, own.V)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,8 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
-	"github.com/r1go/r1go/model/mpi"
+	"github.com/r1go/r1go/model/comm/mpi"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/model/plan"
 	"github.com/r1go/r1go/optim"
 )
@@ -53,7 +54,7 @@ func TestZeroTwoChild(t *testing.T) {
 	}
 	defer c.Close()
 	rank, size := c.Rank(), c.Size()
-	dev := model.NewCPU()
+	dev := cpu.New()
 	// Untied, 8 layers: the vocabulary table (96·64) is smaller than a
 	// layer, so the backward writes one layer between two sends.
 	cfg, err := model.ParseConfig([]byte(`{"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 256,
@@ -184,7 +185,7 @@ func TestZeroTwoChild(t *testing.T) {
 		mc := m2.Config
 		layer := int64(n-2*cfg.VocabSize*cfg.HiddenSize-cfg.HiddenSize) / int64(mc.NumHiddenLayers)
 		tr := plan.ZeroTwoTransient(int64(n), max(layer, int64(cfg.VocabSize*cfg.HiddenSize)), int64(z.b), size)
-		now, _ := model.ResidentBytes(m2.Grads)
+		now, _ := model.GradsResident(m2.Dev, m2.Grads)
 		if peak < 0 || peak > 4*tr || now > int64(4096*(nb+1)) {
 			t.Fatalf("rank %d: the gradient arena (%d B) held at most %d B resident, the plan allows %d B; %d B after the step", rank, 4*n, peak, 4*tr, now)
 		}

@@ -3,7 +3,6 @@ package dp
 import (
 	"bytes"
 	"fmt"
-	"github.com/r1go/r1go/rl"
 	"math"
 	"os"
 	"os/exec"
@@ -12,8 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/r1go/r1go/rl"
+
 	"github.com/r1go/r1go/model"
-	"github.com/r1go/r1go/model/mpi"
+	"github.com/r1go/r1go/model/comm/mpi"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/model/plan"
 	"github.com/r1go/r1go/optim"
 )
@@ -73,7 +75,7 @@ func TestZeroOneChild(t *testing.T) {
 	}
 	defer c.Close()
 	rank, size := c.Rank(), c.Size()
-	dev := &allocCounter{Device: model.NewCPU()}
+	dev := &allocCounter{Device: cpu.New()}
 	cfg, err := model.ParseConfig([]byte(`{"model_type": "qwen2", "hidden_size": 24, "intermediate_size": 40,
 		"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 97}`), "zero1 test config")
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/r1go/r1go/env"
 	"github.com/r1go/r1go/examples/search_agent/goagent"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/model/tokenizer"
 	"github.com/r1go/r1go/optim"
 	"github.com/r1go/r1go/rl"
@@ -51,7 +52,7 @@ type externalFixture struct {
 }
 
 func newExternalFixture(t *testing.T) *externalFixture {
-	m, err := model.Load(warmstart, model.NewCPU(), model.LMHeadOutput)
+	m, err := model.Load(warmstart, cpu.New(), model.LMHeadOutput)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/model/tokenizer"
 	"github.com/r1go/r1go/rl"
 )
@@ -37,7 +38,7 @@ var (
 
 func load(t testing.TB) (*model.Model, *tokenizer.Tokenizer) {
 	loadOnce.Do(func() {
-		if testM, loadErr = model.Load(warmstart, model.NewCPU(), model.LMHeadOutput); loadErr == nil {
+		if testM, loadErr = model.Load(warmstart, cpu.New(), model.LMHeadOutput); loadErr == nil {
 			testTok, loadErr = tokenizer.Load(warmstart)
 		}
 	})

@@ -34,7 +34,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/r1go/r1go/internal/bf16"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/model/safetensors"
 	"github.com/r1go/r1go/optim"
 )
@@ -207,7 +209,7 @@ func generate(dir, config string) error {
 					default:
 						v = float32(0.02 * rng.NormFloat64())
 					}
-					binary.LittleEndian.PutUint16(j.raw[2*i:], safetensors.F32ToBF16(v))
+					binary.LittleEndian.PutUint16(j.raw[2*i:], bf16.FromFloat32(v))
 				}
 			}
 		}()
@@ -272,7 +274,7 @@ func run(dir, state, refMode string, loraRank, seqs, promptLen, respLen, decodeS
 		t0 = time.Now()
 	}
 	phase("start")
-	dev := model.NewCPU()
+	dev := cpu.New()
 	var pol, refM *model.Model
 	var err error
 	var opt *optim.AdamW
@@ -290,7 +292,7 @@ func run(dir, state, refMode string, loraRank, seqs, promptLen, respLen, decodeS
 		}
 		n := float64(pol.NumParams())
 		bpp := 4.0
-		if model.IsBF16(pol.Params) {
+		if cpu.IsBF16(pol.Params) {
 			bpp = 2
 		}
 		account(fmt.Sprintf("frozen base (%.0f M params, %d-byte)", n/1e6, int(bpp)), bpp*n)
@@ -321,7 +323,7 @@ func run(dir, state, refMode string, loraRank, seqs, promptLen, respLen, decodeS
 				return err
 			}
 			rb := 4.0
-			if model.IsBF16(refM.Params) {
+			if cpu.IsBF16(refM.Params) {
 				rb = 2
 			}
 			account(fmt.Sprintf("reference weights (frozen, %d-byte)", int(rb)), rb*n)

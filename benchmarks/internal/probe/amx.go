@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/r1go/r1go/model/gemm"
+	"github.com/r1go/r1go/model/cpu/gemm"
 )
 
 // AMXISA names the tile unit's product in Peak.ISA.

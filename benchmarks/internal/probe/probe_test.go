@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/r1go/r1go/model/gemm"
+	"github.com/r1go/r1go/model/cpu/gemm"
 )
 
 // The probes are timed by nature; these tests only check that every loop

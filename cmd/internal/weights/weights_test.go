@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 )
 
 // PoisonedCopy saves the warm-start fixture with one NaN planted in the
@@ -15,7 +16,7 @@ import (
 func poisonedCopy(t *testing.T, which int, v float32) (string, string) {
 	t.Helper()
 	src := filepath.Join("..", "..", "train", "testdata", "warmstart")
-	m, err := model.Load(src, model.NewCPU(), model.LMHeadOutput)
+	m, err := model.Load(src, cpu.New(), model.LMHeadOutput)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,0 @@
-//go:build !amd64
-
-package model
-
-var ropeVector = false
-
-func ropeRowAVX512(row *float32, heads, hs int, cos, sin *float64, sign float64) {
-	panic("model: no RoPE vector kernel")
-}

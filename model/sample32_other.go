@@ -1,9 +1,0 @@
-//go:build !amd64
-
-package model
-
-var sample32Vector = false
-
-func sumExp32BlocksAVX512(row *float32, n, blk int, invT, m float32, c *[12]float32, sums *float64) {
-	panic("model: no float32 sampling kernel")
-}
