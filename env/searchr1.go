@@ -220,10 +220,11 @@ func (ep *SearchR1Episode) Step(ctx context.Context, turn string) StepResult {
 		if n := cfg.MaxResponseChars; n > 0 {
 			obs = Truncate(obs, n, TruncateRight)
 		}
-		return StepResult{Observation: obs, Info: info}
+		elided := "\n\n<information>" + ElidedMarker + "</information>\n\n"
+		return StepResult{Observation: obs, Elided: elided, Info: info}
 	default:
 		info.Success, info.ErrorKind = false, ErrInvalidAction
-		return StepResult{Observation: SearchR1InvalidAction, Info: info}
+		return StepResult{Observation: SearchR1InvalidAction, Elided: SearchR1InvalidAction, Info: info}
 	}
 }
 

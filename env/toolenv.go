@@ -66,6 +66,8 @@ type Config struct {
 	Reward string `yaml:"reward" help:"outcome reward: agent-r1, paper, em, f1, cover-em, or a registered reward"`
 	// Process names the per-tool-call process reward (see ProcessNames).
 	Process ProcessConfig `yaml:"-"`
+	// Context is the context policy of step mode (context.go).
+	Context ContextConfig `yaml:",inline"`
 }
 
 // Validate reports a setting New would refuse, or a negative limit, naming
@@ -100,7 +102,7 @@ func (c *Config) Validate() error {
 	if _, err := Reward(c.Reward); err != nil {
 		return fmt.Errorf("reward: %w", err)
 	}
-	return nil
+	return c.Context.Validate()
 }
 
 // AgentR1Instruction is the instruction Agent-R1's multi-hop preprocessing
@@ -125,6 +127,7 @@ func DefaultConfig() Config {
 		Instruction:      AgentR1Instruction,
 		Reward:           "agent-r1",
 		Process:          ProcessConfig{Name: "none"},
+		Context:          DefaultContextConfig(),
 	}
 }
 
@@ -246,9 +249,13 @@ type StepResult struct {
 	// for Agent-R1, one "tool" message per call for verl), for callers that
 	// render with a chat template instead.
 	Messages []data.Message
-	Reward   float64 // process reward for this step
-	Done     bool
-	Info     StepInfo
+	// Elided is Observation with each tool result replaced by
+	// ElidedMarker, the markup kept: what the drop_observations context
+	// policy shows of an old turn (context.go). Empty with Observation.
+	Elided string
+	Reward float64 // process reward for this step
+	Done   bool
+	Info   StepInfo
 }
 
 // Reset starts the episode for a sample and returns the initial chat
@@ -315,6 +322,11 @@ func (t *ToolEnv) Step(ctx context.Context, turn string) StepResult {
 	info.Tool, info.ErrorKind = info.Calls[0].Tool, info.Calls[0].ErrorKind
 	res := StepResult{Info: info, Reward: t.env.process(info.Calls)}
 	res.Observation, res.Messages = t.observation(turn, contents)
+	elided := make([]string, len(contents))
+	for i := range elided {
+		elided[i] = ElidedMarker
+	}
+	res.Elided, _ = t.observation(turn, elided)
 	if cfg.MaxTurns > 0 && t.turns >= cfg.MaxTurns {
 		t.done, res.Done, res.Info.MaxTurns = true, true, true
 	}

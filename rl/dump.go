@@ -159,9 +159,10 @@ func toolCallBodies(s string) []string {
 	}
 }
 
-// SplitAdvantages splits b's per-token advantages by sequence.
+// SplitAdvantages splits b's per-token advantages by sequence. A step-mode
+// batch (Batch.Traj) packs turns, not transcripts, so it has none to split.
 func SplitAdvantages(b *Batch) [][]float64 {
-	if b == nil || len(b.Advantages) == 0 {
+	if b == nil || len(b.Advantages) == 0 || b.Traj != nil {
 		return nil
 	}
 	out := make([][]float64, len(b.Offsets)-1)

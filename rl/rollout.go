@@ -100,13 +100,18 @@ type RolloutConfig struct {
 	// (AVX512_BF16), as verl's rollout engine samples in bf16. π_old stays
 	// the float32 policy's (old log-probs are scored by it).
 	DType string `yaml:"dtype" help:"float32 (sample from the policy) or bfloat16 (from a bf16 copy refreshed each step: half the weight bytes, bf16 dot products on CPUs with AVX512_BF16)"`
+	// Trajectory and MergePrefix are step mode's (steps.go): each turn a
+	// sample whose prompt the environment builds (env.context).
+	Trajectory  string `yaml:"trajectory" help:"whole (each trajectory one append-only sample) or step (each turn a sample of the context the environment built, env.context)"`
+	MergePrefix bool   `yaml:"merge_prefix" help:"step mode: train a turn whose prompt extends the previous turn's prompt and response in that turn's packed sequence (false: every turn a sequence of its own)"`
 }
 
 // DefaultRolloutConfig is Agent-R1's multi-hop script setting.
 func DefaultRolloutConfig() RolloutConfig {
 	return RolloutConfig{N: 5, Slots: 64, Seed: 1, Sampling: model.Sampling{Temperature: 1, TopP: 1, TopK: -1},
 		MaxTurnTokens: 1024, MaxResponseTokens: 8192, MaxPromptTokens: 8192, ToolConcurrency: 16,
-		Mode: "builtin", ExternalAddr: "127.0.0.1:8000", ExternalTimeout: 10 * time.Minute, DType: "float32"}
+		Mode: "builtin", ExternalAddr: "127.0.0.1:8000", ExternalTimeout: 10 * time.Minute, DType: "float32",
+		Trajectory: TrajectoryWhole, MergePrefix: true}
 }
 
 // StepSeed is the seed of step's sampling streams: one per RL step, so that
@@ -127,6 +132,9 @@ func (c *RolloutConfig) Validate() error {
 			c.N, c.MaxTurnTokens, c.MaxResponseTokens, c.MaxPromptTokens, c.ToolConcurrency)
 	}
 	if err := c.validateMode(); err != nil {
+		return err
+	}
+	if err := c.validateTrajectory(); err != nil {
 		return err
 	}
 	switch c.DType {
@@ -171,6 +179,11 @@ type Trajectory struct {
 	// Mismatch is the sampler against the trainer, per model turn, once
 	// the step has measured it (rollcorr_trainer.go).
 	Mismatch []TurnMismatch
+	// Steps holds, in step mode, each turn as the sample it is trained as:
+	// the prompt the environment built and the policy's response
+	// (steps.go). Tokens is then the transcript of every turn in order,
+	// which the outcome is scored on. Nil for a whole trajectory.
+	Steps []TurnSample
 }
 
 // ResponseLen is the number of tokens after the prompt.
@@ -194,9 +207,10 @@ type trajState struct {
 	seq
 	t    *Trajectory
 	ep   env.Episode
-	turn []int  // ids of the current model turn
-	text []byte // the current turn decoded so far, with stop strings only (stopstrings.go)
-	cut  bool   // the current turn ended at max_turn_tokens, not a stop token
+	turn []int      // ids of the current model turn
+	text []byte     // the current turn decoded so far, with stop strings only (stopstrings.go)
+	cut  bool       // the current turn ended at max_turn_tokens, not a stop token
+	step *stepState // step mode's context (steps.go); nil for a whole trajectory
 }
 
 type toolResult struct {
@@ -240,6 +254,9 @@ func (r *Rollout) Run(ctx context.Context, step int, samples []data.Sample) ([]*
 				t: &Trajectory{Sample: smp, Group: g, Tokens: slices.Clone(prompt), PromptLen: len(prompt),
 					Action: make([]bool, len(prompt)), LogProb: make([]float32, len(prompt))},
 				ep: ep,
+			}
+			if r.Cfg.Trajectory == TrajectoryStep {
+				s.step = r.newStepState(ep, prompt)
 			}
 			s.rng = rand.New(rand.NewPCG(r.Cfg.StepSeed(step), r.StreamBase+idx))
 			s.sampling = r.Cfg.Sampling
@@ -404,13 +421,16 @@ func (x *rolloutRun) sampled(s *trajState, id int32, lp float32) {
 		textEnd = x.stopStringEnd(s, stops, id)
 		stop = textEnd >= 0
 	}
-	full := t.ResponseLen() >= x.responseLimit(t)
+	full := x.atLimit(s)
 	if !stop && !full && len(s.turn) < x.Cfg.MaxTurnTokens {
 		s.pending = append(s.pending[:0], id)
 		return
 	}
 	t.Turns++
 	s.cut = !stop
+	if s.step != nil {
+		s.step.record(t)
+	}
 	text := x.Tok.Decode(s.turn)
 	if textEnd >= 0 {
 		text = text[:textEnd] // the tokens stay whole; the environment reads up to the stop string
@@ -431,6 +451,15 @@ func (x *rolloutRun) sampled(s *trajState, id int32, lp float32) {
 	}()
 }
 
+// atLimit says whether s may sample no further token: its response (in
+// step mode, its transcript or its turn's context) is at its limit.
+func (x *rolloutRun) atLimit(s *trajState) bool {
+	if s.step != nil {
+		return s.step.atLimit(x.Rollout, s.t)
+	}
+	return s.t.ResponseLen() >= x.responseLimit(s.t)
+}
+
 // responseLimit is how many response tokens t may hold: the configured
 // limit, and the slot's context after the prompt.
 func (r *Rollout) responseLimit(t *Trajectory) int {
@@ -449,6 +478,10 @@ func (x *rolloutRun) observe(s *trajState, res env.StepResult) {
 			reason = FinishTurnLimit
 		}
 		x.finish(s, reason)
+		return
+	}
+	if s.step != nil {
+		x.observeStep(s, res)
 		return
 	}
 	t.ToolCallEnds = append(t.ToolCallEnds, len(t.Tokens)-1)

@@ -67,7 +67,7 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	if err != nil {
 		return nil, err
 	}
-	b, err := t.score(trajs, baseline)
+	b, err := t.score(trajs, baseline, m)
 	if err != nil {
 		return nil, err
 	}
@@ -155,9 +155,13 @@ func (t *Trainer) rollout(ctx context.Context, prompts []data.Sample, clock step
 }
 
 // score packs the trajectories into a batch with their outcome rewards and,
-// when configured, their process rewards.
-func (t *Trainer) score(trajs []*Trajectory, baseline []float64) (*Batch, error) {
+// when configured, their process rewards; step mode packs turns
+// (scoreSteps).
+func (t *Trainer) score(trajs []*Trajectory, baseline []float64, m Metrics) (*Batch, error) {
 	cfg := &t.Cfg
+	if cfg.Rollout.Trajectory == TrajectoryStep {
+		return t.scoreSteps(trajs, baseline, m)
+	}
 	b := FromTrajectories(trajs, cfg.Algorithm.AdvantageMask)
 	b.BaselineScore = baseline
 	scores := make([]float64, len(trajs))
@@ -376,9 +380,10 @@ type updateShape struct {
 // (actor/grad_norm).
 func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix string, u updateShape, step lossStep) (Metrics, error) {
 	var all []Metrics
+	cuts := miniBatches(b, u.MiniBatchSize)
 	for epoch := 0; epoch < u.PPOEpochs; epoch++ {
-		for lo := 0; lo < b.NumSeqs(); lo += u.MiniBatchSize {
-			hi := min(lo+u.MiniBatchSize, b.NumSeqs())
+		for c := 0; c+1 < len(cuts); c++ {
+			lo, hi := cuts[c], cuts[c+1]
 			mini := b.Slice(lo, hi)
 			norm, err := NewNorm(u.agg, mini, u.scale)
 			if err != nil {
@@ -390,6 +395,9 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix st
 			t.sync().ZeroGrads(mdl, opt) // ZeRO-2: the arena is kept zero, and the backward sends its buckets
 			mm := Metrics{}
 			own := t.slice.Own(mini, lo, hi) // this process's part of the global mini-batch
+			if b.Traj != nil {
+				own = mini // step mode runs in one process (scoreSteps)
+			}
 			cuts := MicroBatches(own, u.MicroBatchTokens)
 			idle, err := t.sync().IdleRounds(mdl, opt, len(cuts)-1) // ZeRO-2: micro-batches short of the busiest rank's
 			if err != nil {
