@@ -211,7 +211,11 @@ var singletonDivisor = float64(float32(1 + grpoEps))
 // divided by the group's sample std (N−1) + 1e-6 when cfg.NormAdvByStd
 // (Dr.GRPO leaves the std out). A group of one has mean 0 and std 1.
 // The advantage is broadcast over the sequence's masked tokens; returns equal
-// advantages. Reads Rewards, AdvantageMask, Group.
+// advantages. s_i is a trajectory's score: a trajectory packed as several
+// sequences (step mode, Batch.Traj) is one member of its group with the
+// sum of its sequences' rewards, Agent-R1's trajectory-level GRPO; RLOO and
+// REINFORCE++-baseline count trajectories the same way (trajScores).
+// Reads Rewards, AdvantageMask, Group, Traj.
 func GRPO(b *Batch, cfg *AdvantageConfig) error {
 	if err := b.require(FieldAdvantageMask, FieldRewards, FieldGroup); err != nil {
 		return err

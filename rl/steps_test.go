@@ -275,3 +275,60 @@ func actorGrads(t *testing.T, m *model.Model, b *Batch, lc *LossConfig) []float3
 	m.Dev.Download(g, m.Grads)
 	return g
 }
+
+// TestTurnRewards: process rewards land on the last token of their turn,
+// across the sequences of a rewritten context, with the outcome on the
+// last turn; on a whole batch they land where AddProcessRewards puts them
+// (each turn here ends at its </tool_call>).
+func TestTurnRewards(t *testing.T) {
+	f := newStepFixture(t)
+	step, _ := f.run(t, TrajectoryStep, env.ContextConfig{Policy: env.ContextWindow, Turns: 1})
+	whole, _ := f.run(t, TrajectoryWhole, fullContext)
+	for _, set := range [][]*Trajectory{step, whole} {
+		for _, tr := range set {
+			for k := range tr.ProcessRewards {
+				tr.ProcessRewards[k] = 0.1 * float64(k+1)
+			}
+		}
+	}
+	cfg := DefaultTrainerConfig()
+	cfg.Algorithm.ProcessReward = true
+	cfg.Rollout.Trajectory, cfg.Rollout.MergePrefix = TrajectoryStep, true
+	tr := &Trainer{Cfg: cfg}
+	m := Metrics{}
+	b, err := tr.score(step, nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["rollout/merge_rate"] != 6.0/9 || m["rollout/sequences"] != 9 || m["rollout/turn_samples"] != 15 {
+		t.Errorf("metrics %v", m)
+	}
+	// Alpha: sequence 0 holds turns 0 and 1, sequence 1 turn 2.
+	var got []float64
+	for k := 0; k < b.Offsets[2]; k++ {
+		if b.Scores[k] != 0 {
+			if !b.ActionMask[k] || (k+1 < b.NumTokens() && b.ActionMask[k+1]) {
+				t.Errorf("score %v at token %d, not the last of a turn", b.Scores[k], k)
+			}
+			got = append(got, b.Scores[k])
+		}
+	}
+	if !slices.Equal(got, []float64{0.1, 0.2, 1}) {
+		t.Errorf("alpha's scores %v, want 0.1 and 0.2 after its searches and its outcome 1", got)
+	}
+	wb := FromTrajectories(whole, true)
+	byTurn := FromTrajectories(whole, true)
+	rs := make([][]float64, len(whole))
+	for i, tr := range whole {
+		rs[i] = tr.ProcessRewards
+	}
+	if err := AddProcessRewards(wb, f.stop[0], rs, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := AddTurnRewards(byTurn, rs, true); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(wb.Scores, byTurn.Scores) {
+		t.Error("AddTurnRewards and AddProcessRewards place a whole batch's rewards apart")
+	}
+}
