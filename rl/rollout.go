@@ -102,7 +102,9 @@ type RolloutConfig struct {
 	DType string `yaml:"dtype" help:"float32 (sample from the policy) or bfloat16 (from a bf16 copy refreshed each step: half the weight bytes, bf16 dot products on CPUs with AVX512_BF16)"`
 	// Trajectory and MergePrefix are step mode's (steps.go): each turn a
 	// sample whose prompt the environment builds (env.context).
-	Trajectory  string `yaml:"trajectory" help:"whole (each trajectory one append-only sample) or step (each turn a sample of the context the environment built, env.context)"`
+	Trajectory string `yaml:"trajectory" help:"whole (each trajectory one append-only sample) or step (each turn a sample of the context the environment built, env.context)"`
+	// Verify is what a trajectory that fails the verifier does (verify.go).
+	Verify      string `yaml:"verify" help:"trajectory verifier on every step: fail (a violation fails the step, naming trajectory, turn and token), drop (the trajectory is dropped and counted in verify/dropped) or off"`
 	MergePrefix bool   `yaml:"merge_prefix" help:"step mode: train a turn whose prompt extends the previous turn's prompt and response in that turn's packed sequence (false: every turn a sequence of its own)"`
 }
 
@@ -111,7 +113,7 @@ func DefaultRolloutConfig() RolloutConfig {
 	return RolloutConfig{N: 5, Slots: 64, Seed: 1, Sampling: model.Sampling{Temperature: 1, TopP: 1, TopK: -1},
 		MaxTurnTokens: 1024, MaxResponseTokens: 8192, MaxPromptTokens: 8192, ToolConcurrency: 16,
 		Mode: "builtin", ExternalAddr: "127.0.0.1:8000", ExternalTimeout: 10 * time.Minute, DType: "float32",
-		Trajectory: TrajectoryWhole, MergePrefix: true}
+		Trajectory: TrajectoryWhole, MergePrefix: true, Verify: VerifyFail}
 }
 
 // StepSeed is the seed of step's sampling streams: one per RL step, so that

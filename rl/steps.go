@@ -64,6 +64,11 @@ func (c *RolloutConfig) validateTrajectory() error {
 	default:
 		return fmt.Errorf("rl: rollout.trajectory %q is neither %s nor %s", c.Trajectory, TrajectoryWhole, TrajectoryStep)
 	}
+	switch c.Verify {
+	case "", VerifyFail, VerifyDrop, VerifyOff:
+	default:
+		return fmt.Errorf("rl: rollout.verify %q is not %s, %s or %s", c.Verify, VerifyFail, VerifyDrop, VerifyOff)
+	}
 	return nil
 }
 

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/env"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/optim"
 )
 
 // stepFixture rolls out two prompts, three samples each: "alpha" searches
@@ -330,5 +332,41 @@ func TestTurnRewards(t *testing.T) {
 	}
 	if !slices.Equal(wb.Scores, byTurn.Scores) {
 		t.Error("AddTurnRewards and AddProcessRewards place a whole batch's rewards apart")
+	}
+}
+
+// TestTeacherSteps: in step mode the warm start's trajectory holds the turn
+// samples the rollout would record for the same turns, prompts built by the
+// same context policy, and SFTStep packs them.
+func TestTeacherSteps(t *testing.T) {
+	f := newStepFixture(t)
+	ctx := env.ContextConfig{Policy: env.ContextWindow, Turns: 1}
+	step, _ := f.run(t, TrajectoryStep, ctx)
+	cfg := testRolloutConfig()
+	cfg.Trajectory = TrajectoryStep
+	envCfg := env.DefaultConfig()
+	envCfg.Context = ctx
+	r := f.rollout(t, cfg, envCfg, nil, echoTool{})
+	turns := []string{callAlpha, callBeta, strings.TrimSuffix(answer, "<|im_end|>")}
+	tr, err := r.Teacher(context.Background(), f.samples[0], turns, f.stop[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(tr.Tokens, step[0].Tokens) || len(tr.Steps) != 3 {
+		t.Fatalf("teacher: %d tokens and %d turn samples; the rollout %d and %d", len(tr.Tokens), len(tr.Steps), len(step[0].Tokens), len(step[0].Steps))
+	}
+	for k, st := range tr.Steps {
+		want := step[0].Steps[k]
+		if !slices.Equal(st.Prompt, want.Prompt) || !slices.Equal(st.Response, want.Response) || st.Rewrite != want.Rewrite {
+			t.Errorf("turn %d: the teacher's sample differs from the rollout's", k)
+		}
+	}
+	m := vocabModel(t, f.tok.VocabSize())
+	opt, err := optim.New(m.Dev, m.Params, m.Grads, optim.DefaultConfig(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loss, _, err := SFTStep(m, opt, []*Trajectory{tr}, 4096); err != nil || !(loss > 0) {
+		t.Errorf("SFT on turn samples: loss %v, %v", loss, err)
 	}
 }

@@ -33,8 +33,11 @@ type Trainer struct {
 	// adv, update_critic, update_actor), so that a caller can show progress
 	// inside a step that takes minutes.
 	Phase func(name string, took time.Duration)
-	step  int   // RL steps done
-	slice Slice // this process's share of the step's batch (Sync.Shard)
+	// Verifier checks each step's trajectories and batch (verify.go,
+	// rollout.verify); nil checks without the chat template.
+	Verifier *Verifier
+	step     int   // RL steps done
+	slice    Slice // this process's share of the step's batch (Sync.Shard)
 	// rolloutCopy is the bf16 copy the rollout samples from
 	// (rollout.dtype bfloat16), or nil.
 	rolloutCopy *model.Model
@@ -67,8 +70,14 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	if err != nil {
 		return nil, err
 	}
+	if trajs, baseline, err = t.verifyRecords(trajs, baseline, m); err != nil {
+		return nil, err
+	}
 	b, err := t.score(trajs, baseline, m)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.verifyBatch(b, trajs); err != nil {
 		return nil, err
 	}
 	if err := t.logProbs(b, clock); err != nil {
