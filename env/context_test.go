@@ -91,3 +91,25 @@ func TestElidedObservation(t *testing.T) {
 		t.Errorf("elided %q, want %q", res.Elided, want)
 	}
 }
+
+// TestTruncatedResponsesCounted: a tool response cut at
+// max_tool_response_length is marked in the text and counted in the step's
+// info; one within it is not.
+func TestTruncatedResponsesCounted(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxResponseChars = 50
+	e, err := New(cfg, lookupTool{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := e.NewEpisode()
+	ep.Reset(data.Sample{Question: "q"})
+	res := ep.Step(context.Background(), `<tool_call>{"name": "lookup", "arguments": {"key": "huge", "n": 80}}</tool_call>`)
+	if res.Info.Truncated != 1 || !strings.Contains(res.Observation, "...") {
+		t.Errorf("a response of 80 characters at a limit of 50: truncated %d, observation %q", res.Info.Truncated, res.Observation)
+	}
+	res = ep.Step(context.Background(), `<tool_call>{"name": "lookup", "arguments": {"key": "k"}}</tool_call>`)
+	if res.Info.Truncated != 0 {
+		t.Errorf("a short response counted as truncated (%d)", res.Info.Truncated)
+	}
+}

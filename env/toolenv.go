@@ -236,6 +236,7 @@ type StepInfo struct {
 	Success   bool       // every executed call succeeded
 	ErrorKind ErrorKind  // the first call's error kind
 	MaxTurns  bool       // the episode ended because MaxTurns was reached
+	Truncated int        // tool responses cut at max_tool_response_length (each marked in the text)
 }
 
 // StepResult is the env's answer to one model turn.
@@ -317,7 +318,10 @@ func (t *ToolEnv) Step(ctx context.Context, turn string) StepResult {
 		if !c.Success {
 			info.Success = false
 		}
-		contents[i] = Truncate(contents[i], cfg.MaxResponseChars, cfg.TruncateSide)
+		if cut := Truncate(contents[i], cfg.MaxResponseChars, cfg.TruncateSide); cut != contents[i] {
+			contents[i] = cut
+			info.Truncated++
+		}
 	}
 	info.Tool, info.ErrorKind = info.Calls[0].Tool, info.Calls[0].ErrorKind
 	res := StepResult{Info: info, Reward: t.env.process(info.Calls)}

@@ -103,6 +103,11 @@ type RolloutConfig struct {
 	// Trajectory and MergePrefix are step mode's (steps.go): each turn a
 	// sample whose prompt the environment builds (env.context).
 	Trajectory string `yaml:"trajectory" help:"whole (each trajectory one append-only sample) or step (each turn a sample of the context the environment built, env.context)"`
+	// TruncationPenalty and TruncationLoss say what a trajectory that a
+	// length budget cut (Finish.Truncated) gets: a reward added to its
+	// outcome, and whether its tokens are trained (budget.go).
+	TruncationPenalty float64 `yaml:"truncation_penalty" help:"added to the outcome reward of a trajectory a length budget ended (finish turn_limit, length or context); e.g. -1"`
+	TruncationLoss    string  `yaml:"truncation_loss" help:"keep (train a truncated trajectory like any other) or mask (its tokens leave the loss; the estimator still counts its reward)"`
 	// Verify is what a trajectory that fails the verifier does (verify.go).
 	Verify      string `yaml:"verify" help:"trajectory verifier on every step: fail (a violation fails the step, naming trajectory, turn and token), drop (the trajectory is dropped and counted in verify/dropped) or off"`
 	MergePrefix bool   `yaml:"merge_prefix" help:"step mode: train a turn whose prompt extends the previous turn's prompt and response in that turn's packed sequence (false: every turn a sequence of its own)"`
@@ -113,7 +118,7 @@ func DefaultRolloutConfig() RolloutConfig {
 	return RolloutConfig{N: 5, Slots: 64, Seed: 1, Sampling: model.Sampling{Temperature: 1, TopP: 1, TopK: -1},
 		MaxTurnTokens: 1024, MaxResponseTokens: 8192, MaxPromptTokens: 8192, ToolConcurrency: 16,
 		Mode: "builtin", ExternalAddr: "127.0.0.1:8000", ExternalTimeout: 10 * time.Minute, DType: "float32",
-		Trajectory: TrajectoryWhole, MergePrefix: true, Verify: VerifyFail}
+		Trajectory: TrajectoryWhole, MergePrefix: true, Verify: VerifyFail, TruncationLoss: TruncationKeep}
 }
 
 // StepSeed is the seed of step's sampling streams: one per RL step, so that
@@ -139,6 +144,9 @@ func (c *RolloutConfig) Validate() error {
 	if err := c.validateTrajectory(); err != nil {
 		return err
 	}
+	if err := c.validateBudgets(); err != nil {
+		return err
+	}
 	switch c.DType {
 	case "", "float32":
 	case "bfloat16":
@@ -154,12 +162,26 @@ func (c *RolloutConfig) Validate() error {
 // Finish says why a trajectory ended.
 type Finish string
 
+//
+// Three are truncations, each the mark of one length budget (Truncated):
+// turn_limit is max_turn_tokens, length max_response_tokens (the
+// trajectory's tokens after its prompt), context the model's window
+// (model.max_context). A tool response cut at env.max_tool_response_length
+// does not end the trajectory; it is marked in the text and counted
+// (Trajectory.TruncatedResponses).
 const (
 	FinishAnswer    Finish = "answer"     // a turn without a tool call
 	FinishMaxTurns  Finish = "max_turns"  // the environment's turn limit
-	FinishLength    Finish = "length"     // the response or context limit
+	FinishLength    Finish = "length"     // the trajectory's budget, max_response_tokens
+	FinishContext   Finish = "context"    // the model's window: no room for the next token of the context
 	FinishTurnLimit Finish = "turn_limit" // a turn hit max_turn_tokens and had no tool call
 )
+
+// Truncated says whether f is a length budget's cut rather than the
+// episode's own end.
+func (f Finish) Truncated() bool {
+	return f == FinishLength || f == FinishContext || f == FinishTurnLimit
+}
 
 // Trajectory is one finished episode, token by token.
 type Trajectory struct {
@@ -176,6 +198,9 @@ type Trajectory struct {
 	ProcessRewards []float64
 	Turns          int // model turns
 	ToolCalls      int // executed tool calls
+	// TruncatedResponses counts the tool responses the environment cut at
+	// its limit (env.max_tool_response_length), each marked in the text.
+	TruncatedResponses int
 	Finish         Finish
 	Outcome        env.Outcome // outcome reward and the task's metrics
 	// Mismatch is the sampler against the trainer, per model turn, once
@@ -439,7 +464,7 @@ func (x *rolloutRun) sampled(s *trajState, id int32, lp float32) {
 	}
 	s.turn, s.text = s.turn[:0], s.text[:0]
 	if full && !stop {
-		x.finish(s, FinishLength)
+		x.finish(s, x.limitReason(s))
 		return
 	}
 	s.state = seqTool
@@ -462,6 +487,21 @@ func (x *rolloutRun) atLimit(s *trajState) bool {
 	return s.t.ResponseLen() >= x.responseLimit(s.t)
 }
 
+// limitReason names the budget that s reached: the trajectory's
+// (max_response_tokens) or the model's window.
+func (x *rolloutRun) limitReason(s *trajState) Finish {
+	if s.step != nil {
+		if s.t.ResponseLen() >= x.Cfg.MaxResponseTokens {
+			return FinishLength
+		}
+		return FinishContext
+	}
+	if x.Cfg.MaxResponseTokens <= x.responseLimit(s.t) {
+		return FinishLength
+	}
+	return FinishContext
+}
+
 // responseLimit is how many response tokens t may hold: the configured
 // limit, and the slot's context after the prompt.
 func (r *Rollout) responseLimit(t *Trajectory) int {
@@ -474,6 +514,7 @@ func (r *Rollout) responseLimit(t *Trajectory) int {
 func (x *rolloutRun) observe(s *trajState, res env.StepResult) {
 	t := s.t
 	t.ToolCalls += len(res.Info.Calls)
+	t.TruncatedResponses += res.Info.Truncated
 	if res.Observation == "" {
 		reason := FinishAnswer
 		if s.cut {
@@ -500,7 +541,7 @@ func (x *rolloutRun) observe(s *trajState, res env.StepResult) {
 	t.LogProb = append(t.LogProb, make([]float32, len(obs))...)
 	switch {
 	case truncated:
-		x.finish(s, FinishLength)
+		x.finish(s, x.limitReason(s))
 	case res.Done:
 		x.finish(s, FinishMaxTurns)
 	default:

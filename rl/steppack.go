@@ -226,7 +226,7 @@ func (t *Trainer) scoreSteps(trajs []*Trajectory, baseline []float64, m Metrics)
 	}
 	outcomes := make([]float64, len(trajs))
 	for i, tr := range trajs {
-		outcomes[i] = tr.Outcome.Reward
+		outcomes[i] = cfg.Rollout.outcome(tr)
 	}
 	if err := AddOutcome(b, p.OutcomePerSeq(outcomes)); err != nil {
 		return nil, err

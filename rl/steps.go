@@ -123,6 +123,7 @@ func (x *rolloutRun) observeStep(s *trajState, res env.StepResult) {
 	obs := toInt32(x.Tok.Encode(res.Observation))
 	cur := len(st.prompt) + st.turnLen(t) // the context so far; its last token is not yet fed
 	cut := false
+	reason := FinishLength
 	if room := x.Cfg.MaxResponseTokens - t.ResponseLen(); len(obs) >= room {
 		obs, cut = obs[:max(room, 0)], true // the transcript's budget
 	}
@@ -140,7 +141,7 @@ func (x *rolloutRun) observeStep(s *trajState, res env.StepResult) {
 			if extends {
 				obs = obs[:max(x.Policy.MaxLen()-1-cur, 0)] // what whole mode keeps
 			}
-			cut = true
+			cut, reason = true, FinishContext
 		}
 	}
 	t.Tokens = append(t.Tokens, obs...)
@@ -148,7 +149,7 @@ func (x *rolloutRun) observeStep(s *trajState, res env.StepResult) {
 	t.LogProb = append(t.LogProb, make([]float32, len(obs))...)
 	switch {
 	case cut:
-		x.finish(s, FinishLength)
+		x.finish(s, reason)
 	case res.Done:
 		x.finish(s, FinishMaxTurns)
 	default:

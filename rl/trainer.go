@@ -86,6 +86,9 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	if b, err = t.advantages(b, clock); err != nil {
 		return nil, err
 	}
+	if err := t.maskTruncation(b, trajs, m); err != nil {
+		return nil, err
+	}
 	if err := t.updateModels(b, clock); err != nil {
 		return nil, err
 	}
@@ -175,7 +178,7 @@ func (t *Trainer) score(trajs []*Trajectory, baseline []float64, m Metrics) (*Ba
 	b.BaselineScore = baseline
 	scores := make([]float64, len(trajs))
 	for i, tr := range trajs {
-		scores[i] = tr.Outcome.Reward
+		scores[i] = cfg.Rollout.outcome(tr) // with the truncation penalty (budget.go)
 	}
 	if err := AddOutcome(b, scores); err != nil {
 		return nil, err
@@ -476,8 +479,13 @@ func RolloutMetrics(trajs []*Trajectory) Metrics {
 	for k, s := range sums {
 		m["env/"+k] = s / counts[k]
 	}
-	for _, f := range []Finish{FinishAnswer, FinishMaxTurns, FinishLength, FinishTurnLimit} {
+	var cutResponses float64
+	for _, t := range trajs {
+		cutResponses += float64(t.TruncatedResponses)
+	}
+	for _, f := range []Finish{FinishAnswer, FinishMaxTurns, FinishLength, FinishContext, FinishTurnLimit} {
 		m["env/finish_"+string(f)] = finish[f] / n
 	}
+	m["env/truncated_tool_responses"] = cutResponses / n
 	return m
 }
