@@ -162,7 +162,6 @@ func (c *RolloutConfig) Validate() error {
 // Finish says why a trajectory ended.
 type Finish string
 
-//
 // Three are truncations, each the mark of one length budget (Truncated):
 // turn_limit is max_turn_tokens, length max_response_tokens (the
 // trajectory's tokens after its prompt), context the model's window
@@ -201,8 +200,8 @@ type Trajectory struct {
 	// TruncatedResponses counts the tool responses the environment cut at
 	// its limit (env.max_tool_response_length), each marked in the text.
 	TruncatedResponses int
-	Finish         Finish
-	Outcome        env.Outcome // outcome reward and the task's metrics
+	Finish             Finish
+	Outcome            env.Outcome // outcome reward and the task's metrics
 	// Mismatch is the sampler against the trainer, per model turn, once
 	// the step has measured it (rollcorr_trainer.go).
 	Mismatch []TurnMismatch
