@@ -189,6 +189,9 @@ func (c *Config) validateTrajectory() error {
 		return fmt.Errorf("algorithm.adv_estimator %s credits each packed sequence as a trajectory, and rollout.trajectory=step with env.context %s (merge_prefix %v) packs a trajectory as several: use one that credits trajectories (grpo, rloo, reinforce_plus_plus_baseline, step_gae, step_grpo, step_rloo)",
 			c.RL.Algorithm.Estimator, c.Env.Context.Policy, ro.MergePrefix)
 	}
+	if ro.MaxTurnTokens > ro.MaxResponseTokens {
+		return fmt.Errorf("rollout.max_turn_tokens %d exceeds rollout.max_response_tokens %d: a turn is part of the trajectory's budget", ro.MaxTurnTokens, ro.MaxResponseTokens)
+	}
 	if step {
 		if c.Model.MaxContext <= ro.MaxPromptTokens+ro.MaxTurnTokens {
 			return fmt.Errorf("model.max_context %d must exceed rollout.max_prompt_tokens + rollout.max_turn_tokens (%d): a turn's context must fit the window",

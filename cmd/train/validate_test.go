@@ -165,6 +165,7 @@ func TestStepModeSettings(t *testing.T) {
 		{[]string{"rollout.trajectory=step", "env.context=window", "rollout.max_response_tokens=4000"}, ""},
 		{[]string{"rollout.max_response_tokens=4000"}, "model.max_context 1280 is below"},
 		{[]string{"rollout.trajectory=step", "model.max_context=560"}, "model.max_context 560 must exceed rollout.max_prompt_tokens + rollout.max_turn_tokens (576)"},
+		{[]string{"rollout.max_turn_tokens=700"}, "rollout.max_turn_tokens 700 exceeds rollout.max_response_tokens 640"},
 	} {
 		cfg := DefaultConfig()
 		err := config.Load(&cfg, tc.args, nil)
