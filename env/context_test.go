@@ -113,3 +113,26 @@ func TestTruncatedResponsesCounted(t *testing.T) {
 		t.Errorf("a short response counted as truncated (%d)", res.Info.Truncated)
 	}
 }
+
+// TestSearchR1Context: Search-R1's episodes take the context policy too,
+// and elide a search's passages inside the <information> tags.
+func TestSearchR1Context(t *testing.T) {
+	_, samples, ix := searchR1Fixture(t)
+	cfg := SearchR1Config()
+	cfg.Context = ContextConfig{Policy: ContextDropObservations, Turns: 1}
+	e, err := NewSearchR1(ix, cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := e.NewEpisode()
+	ep.Reset(samples[0])
+	res := ep.Step(context.Background(), "<search> anything </search>")
+	if res.Elided != "\n\n<information>"+ElidedMarker+"</information>\n\n" || res.Observation == res.Elided {
+		t.Errorf("elided %q for observation %q", res.Elided, res.Observation)
+	}
+	var c Contexter = ep
+	h := history()
+	if got, want := c.Context(h), cfg.Context.Build(h); !slices.Equal(got, want) {
+		t.Errorf("the episode's context %v, its policy's %v", got, want)
+	}
+}
