@@ -370,3 +370,48 @@ func TestTeacherSteps(t *testing.T) {
 		t.Errorf("SFT on turn samples: loss %v, %v", loss, err)
 	}
 }
+
+// summaryEnv is an environment with a context policy of its own: after
+// each turn the context is the first prompt, a summary line it writes
+// itself, and the last observation.
+type summaryEnv struct{ *env.Env }
+
+type summaryEpisode struct{ *env.ToolEnv }
+
+func (e summaryEnv) Episode() env.Episode { return summaryEpisode{e.NewEpisode()} }
+
+func (summaryEpisode) Context(h *env.History) []int32 {
+	last := h.Turns[len(h.Turns)-1]
+	note := h.Encode(fmt.Sprintf("<|im_start|>assistant\nI searched %d times.<|im_end|>\n", len(h.Turns)))
+	return slices.Concat(h.Prompt, note, last.Response, last.Observation)
+}
+
+// TestStepOwnContext: an environment's own Contexter builds the contexts,
+// the rollout refills the cache from each rewrite, and the turns it
+// records verify.
+func TestStepOwnContext(t *testing.T) {
+	f := newStepFixture(t)
+	e, err := env.New(env.DefaultConfig(), echoTool{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &scriptedPolicy{vocab: f.tok.VocabSize(), slots: 1, maxLen: 4096, tok: f.tok, state: make([]slotState, 1),
+		scripts: map[string][][]int32{"alpha": {f.enc(callAlpha), f.enc(callBeta), f.enc(answer)}}}
+	cfg := testRolloutConfig()
+	cfg.Trajectory = TrajectoryStep
+	r := &Rollout{Cfg: &cfg, Policy: p, Tok: f.tok, Env: summaryEnv{e}, Stop: f.stop}
+	trajs, err := r.Run(context.Background(), 0, f.samples[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := trajs[0]
+	if a.Finish != FinishAnswer || len(a.Steps) != 3 || !a.Steps[1].Rewrite || !a.Steps[2].Rewrite || p.rewrites != 2 {
+		t.Fatalf("finish %s, %d turns, rewrites %d", a.Finish, len(a.Steps), p.rewrites)
+	}
+	if got := f.tok.Decode(toInts(a.Steps[2].Prompt)); !strings.Contains(got, "I searched 2 times.") {
+		t.Errorf("the third prompt lacks the environment's summary: %q", got)
+	}
+	if w := f.verifier().Trajectory(0, a); w != nil {
+		t.Error(w)
+	}
+}
