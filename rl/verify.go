@@ -20,8 +20,9 @@ import (
 // The checks, on a trajectory's record (Trajectory; cmd/rollouts -verify
 // reads the same from a dump):
 //
-//   - log-probabilities: every action token's is finite and ≤ 0, every
-//     other token's 0 (the sampler records one per drawn token only);
+//   - log-probabilities: every action token's is finite and ≤ 0 (up to
+//     rounding), every other token's 0 (the sampler records one per drawn
+//     token only);
 //   - turns (step mode): turn 0's prompt is the transcript's prompt; each
 //     turn's response is the transcript's next run of action tokens, with
 //     its log-probabilities; each later prompt extends the previous prompt
@@ -29,9 +30,13 @@ import (
 //   - template (ChatML, when the verifier knows the markup): the prompt and
 //     every observation that a turn follows leave an assistant turn open; an
 //     observation closes the assistant turn it follows unless the turn
-//     closed itself; a turn never opens a turn of its own, and holds the
-//     end-of-turn marker only as its last token; tool responses in an
-//     observation are balanced.
+//     closed itself, and wraps its tool results in the tool-response tags;
+//   - stops (when the verifier knows the stop tokens): a stop token is only
+//     ever the last token of a turn (the rollout stops there).
+//
+// Only what the rollout, the environment and the packer put there is
+// checked: the text a policy samples is its own, so a turn that writes
+// "<|im_start|>" or a broken tool call is trained on, not refused.
 //
 // And on the packed batch against the records (Verifier.Batch): walking a
 // trajectory's sequences in order, the tokens with action mask 1 are the
@@ -45,6 +50,10 @@ const (
 	VerifyDrop = "drop" // a violating trajectory is dropped and counted
 	VerifyOff  = "off"
 )
+
+// logProbSlack is how far above 0 a sampled token's log-probability may
+// round (x − logsumexp computed in float32 or bf16 on a device).
+const logProbSlack = 1e-3
 
 // Violation is the first thing a verifier found wrong with a trajectory.
 type Violation struct {
@@ -83,6 +92,7 @@ func QwenTemplate() ChatTemplate {
 type Verifier struct {
 	Template ChatTemplate
 	Decode   func([]int32) string
+	Stop     []int32 // the rollout's stop tokens; nil skips the stop check
 }
 
 // Trajectory checks t's record; i names it in the violation.
@@ -106,10 +116,17 @@ func (v *Verifier) Trajectory(i int, t *Trajectory) *Violation {
 		switch a := t.Action[k]; {
 		case a && k < t.PromptLen:
 			return bad(-1, k, "a prompt token has action mask 1")
-		case a && !(lp <= 0 && !math.IsInf(float64(lp), 0)):
+		case a && !(lp <= logProbSlack && !math.IsInf(float64(lp), 0)):
 			return bad(turnOf(k), k, "action token with sampling log-probability %v", lp)
 		case !a && lp != 0:
 			return bad(turnOf(k), k, "environment token with a sampling log-probability %v", lp)
+		}
+	}
+	for r, run := range runs {
+		for k := run[0]; k < run[1]-1; k++ {
+			if slices.Contains(v.Stop, t.Tokens[k]) {
+				return bad(r, k, "stop token %d inside the turn: the rollout did not stop at it", t.Tokens[k])
+			}
 		}
 	}
 	if t.Steps != nil {
@@ -221,12 +238,6 @@ func (c ChatTemplate) check(x chatText, bad badFunc) *Violation {
 		return bad(-1, x.promptEnd-1, "the prompt does not end in an open assistant turn (%q)", c.AssistantStart)
 	}
 	for r, text := range x.turns {
-		if strings.Contains(text, c.TurnStart) {
-			return bad(r, x.turnAt[r], "the policy's turn opens a chat turn (%q)", c.TurnStart)
-		}
-		if i := strings.Index(text, c.TurnEnd); i >= 0 && i+len(c.TurnEnd) != len(text) {
-			return bad(r, x.turnAt[r], "the policy's turn holds %q before its end", c.TurnEnd)
-		}
 		obs := x.obs[r]
 		if obs == "" {
 			continue
@@ -238,8 +249,10 @@ func (c ChatTemplate) check(x chatText, bad badFunc) *Violation {
 			if !open(obs) {
 				return bad(r+1, x.turnAt[r+1]-1, "the observation before the turn does not leave an assistant turn open (%q)", c.AssistantStart)
 			}
-			if strings.Count(obs, c.ResponseStart) != strings.Count(obs, c.ResponseEnd) {
-				return bad(r, x.obsAt[r], "the observation's %s and %s do not pair", c.ResponseStart, c.ResponseEnd)
+			// The tool's text inside may hold anything; the markup around
+			// it is the environment's.
+			if i, j := strings.Index(obs, c.ResponseStart), strings.LastIndex(obs, c.ResponseEnd); i < 0 || j < i {
+				return bad(r, x.obsAt[r], "the observation has no %s … %s around its tool results", c.ResponseStart, c.ResponseEnd)
 			}
 		}
 	}

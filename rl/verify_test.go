@@ -2,6 +2,7 @@ package rl
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
@@ -12,7 +13,7 @@ import (
 )
 
 func (f stepFixture) verifier() *Verifier {
-	return &Verifier{Template: QwenTemplate(), Decode: func(ids []int32) string { return f.tok.Decode(toInts(ids)) }}
+	return &Verifier{Template: QwenTemplate(), Decode: func(ids []int32) string { return f.tok.Decode(toInts(ids)) }, Stop: f.stop}
 }
 
 // cloneTraj copies the slices the mutations below write to.
@@ -80,9 +81,10 @@ func TestVerifierNamesViolations(t *testing.T) {
 	}{
 		{"NaN log-prob", a, func(t *Trajectory) { t.LogProb[runs[2][0]+1] = float32(math.NaN()) }, 2, runs[2][0] + 1, "action token with sampling log-probability NaN"},
 		{"positive log-prob", a, func(t *Trajectory) { t.LogProb[runs[0][0]] = 0.5 }, 0, runs[0][0], "log-probability 0.5"},
+		{"the policy writes a turn marker", a, func(t *Trajectory) { t.Tokens[runs[1][0]] = f.enc("<|im_start|>")[0] }, -2, 0, ""},
 		{"env token with a log-prob", a, func(t *Trajectory) { t.LogProb[obs1] = -1 }, 2, obs1, "environment token with a sampling log-probability"},
 		{"env token sampled", a, func(t *Trajectory) { t.Action[a.PromptLen-1] = true }, -1, a.PromptLen - 1, "prompt token has action mask 1"},
-		{"turn opens a chat turn", a, func(t *Trajectory) { t.Tokens[runs[1][0]] = f.enc("<|im_start|>")[0] }, 1, runs[1][0], "opens a chat turn"},
+		{"turn goes on past a stop token", a, func(t *Trajectory) { t.Tokens[runs[1][0]] = f.stop[1] }, 1, runs[1][0], "stop token"},
 		{"observation leaves no assistant turn", a, func(t *Trajectory) {
 			t.Tokens[runs[2][0]-1] = f.stop[1] // an <|im_end|> after the assistant turn opened
 		}, 2, runs[2][0] - 1, "does not leave an assistant turn open"},
@@ -93,6 +95,12 @@ func TestVerifierNamesViolations(t *testing.T) {
 		tr := cloneTraj(c.base)
 		c.break_(tr)
 		w := v.Trajectory(4, tr)
+		if c.want == "" { // the policy's own text: not a violation
+			if w != nil {
+				t.Errorf("%s: %v", c.name, w)
+			}
+			continue
+		}
 		if w == nil {
 			t.Errorf("%s: no violation", c.name)
 			continue
@@ -217,4 +225,26 @@ func FuzzVerifyRecord(f *testing.F) {
 		VerifyRecord(&r, QwenTemplate())
 		VerifyRecord(&r, DumpTemplate(&r))
 	})
+}
+
+// TestTemplateToolResponseTags: an observation that a turn follows must
+// wrap its tool results in the tool-response tags, whatever the results
+// hold.
+func TestTemplateToolResponseTags(t *testing.T) {
+	q := QwenTemplate()
+	bad := func(turn, tok int, format string, args ...any) *Violation {
+		return &Violation{Turn: turn, Token: tok, What: fmt.Sprintf(format, args...)}
+	}
+	x := func(obs string) chatText {
+		return chatText{prompt: "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n", promptEnd: 5,
+			turns: []string{"<tool_call>{}</tool_call>", "<answer>a</answer><|im_end|>"}, turnAt: []int{5, 20},
+			obs: []string{obs, ""}, obsAt: []int{9, 30}}
+	}
+	ok := "<|im_end|>\n<|im_start|>user\n<tool_response>\nit says </tool_response> twice </tool_response><|im_end|>\n<|im_start|>assistant\n"
+	if w := q.check(x(ok), bad); w != nil {
+		t.Errorf("a tool result holding the closing tag: %v", w)
+	}
+	if w := q.check(x("<|im_end|>\n<|im_start|>user\nno tags<|im_end|>\n<|im_start|>assistant\n"), bad); w == nil || w.Turn != 0 || w.Token != 9 {
+		t.Errorf("an observation without tags: %v", w)
+	}
 }

@@ -542,6 +542,9 @@ func verifier(cfg *Config, s *agent.Setup) *rl.Verifier {
 		}
 		return tok.Decode(out)
 	}}
+	if cfg.RL.Rollout.Mode != "external" { // external agents' turns end where the engine's requests said
+		v.Stop = s.Stop
+	}
 	if st := cfg.Env.Style; st == env.StyleAgentR1 || st == env.StyleVerl {
 		m := cfg.Env.Markup
 		v.Template = rl.ChatTemplate{TurnStart: strings.TrimSuffix(m.AssistantStart, "assistant\n"), TurnEnd: m.TurnEnd,
