@@ -47,7 +47,7 @@ func TestGPUEngineSamplesOnDevice(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.InitRandom(11)
-		eng := rl.NewEngine(rl.NewModelPolicy(m, 3, 64))
+		eng := rl.NewEngine(rl.NewModelPolicy(m, 3, 64), 0)
 		defer eng.Close()
 		out := make([]*rl.Generation, len(reqs))
 		var wg sync.WaitGroup

@@ -274,9 +274,9 @@ func (s *Scorer) score(sample data.Sample, t Transcript) Scores {
 // Normalising the per-call rewards over a batch (Agent-R1's prime_norm) is
 // the trainer's job, not the env's.
 type ProcessConfig struct {
-	Name    string
-	Valid   float64 // call-validity: reward per successful call
-	Invalid float64 // call-validity: reward per failed call (usually negative)
+	Name    string  `yaml:"name" help:"per-tool-call process reward: none, tool (the tools' own rewards) or call-validity"`
+	Valid   float64 `yaml:"valid" help:"call-validity: reward per successful call"`
+	Invalid float64 `yaml:"invalid" help:"call-validity: reward per failed call (usually negative)"`
 }
 
 type processFunc func(calls []CallInfo) float64

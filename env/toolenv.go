@@ -64,8 +64,10 @@ type Config struct {
 	Instruction string `yaml:"instruction" help:"text after the question in the user turn"`
 	// Reward names the outcome reward (see RegisterReward).
 	Reward string `yaml:"reward" help:"outcome reward: agent-r1, paper, em, f1, cover-em, or a registered reward"`
-	// Process names the per-tool-call process reward (see ProcessNames).
-	Process ProcessConfig `yaml:"-"`
+	// Process names the per-tool-call process reward (see ProcessNames);
+	// the trainer adds it at each tool call's end when
+	// algorithm.use_process_rewards is on.
+	Process ProcessConfig `yaml:"process"`
 	// Context is the context policy of step mode (context.go).
 	Context ContextConfig `yaml:",inline"`
 }
@@ -101,6 +103,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := Reward(c.Reward); err != nil {
 		return fmt.Errorf("reward: %w", err)
+	}
+	if _, err := processReward(c.Process); err != nil {
+		return fmt.Errorf("process.name: %w", err)
 	}
 	return c.Context.Validate()
 }

@@ -54,7 +54,8 @@ func (p *ModelPolicy) FeedSample(chunks []model.Chunk, s model.Sampling, seeds [
 // depend on its batch neighbours, and greedy draws are the host path's.
 // Only the rows of owners that want them or whose followers wait for their
 // first token come back in full; those followers draw from the leader's row
-// on the host with their own streams.
+// on the host with their own streams. An owner whose chunk the prefill
+// budget cut is fed and its draw dropped.
 func (q *scheduler[S]) stepOnDevice(dp DeviceSamplingPolicy) error {
 	V := dp.Vocab()
 	var order []model.Sampling
@@ -75,7 +76,11 @@ func (q *scheduler[S]) stepOnDevice(dp DeviceSamplingPolicy) error {
 		var keep []int
 		for k, i := range idx {
 			b := q.owners[i].base()
-			cs[k], seeds[k] = q.chunks[i], b.rng.Uint64()
+			cs[k] = q.chunks[i]
+			if q.cut[i] {
+				continue // its draw is dropped: its stream stays where it is
+			}
+			seeds[k] = b.rng.Uint64()
 			if b.wantRow || slices.ContainsFunc(q.active, func(f S) bool { return firstFrom(f, b) }) {
 				keep = append(keep, k)
 			}
@@ -100,6 +105,9 @@ func (q *scheduler[S]) stepOnDevice(dp DeviceSamplingPolicy) error {
 	owned := q.draws
 	q.draws = make([]drawn[S], 0, len(owned))
 	for i, s := range q.owners {
+		if q.cut[i] {
+			continue
+		}
 		d := owned[first[i]]
 		if d.row != nil {
 			for _, f := range q.active {

@@ -41,10 +41,12 @@ func TestRolloutDeviceSamplingPath(t *testing.T) {
 	const groups, n = 2, 3
 	samples := []data.Sample{{ID: "a", Question: "what is alpha?", Answers: []string{"gamma"}},
 		{ID: "b", Question: "who founded beta?", Answers: []string{"delta"}}}
+	budget := 0
 	run := func(p Policy, s model.Sampling) []*Trajectory {
 		t.Helper()
 		cfg := testRolloutConfig()
 		cfg.N, cfg.MaxTurnTokens, cfg.MaxResponseTokens, cfg.Deterministic, cfg.Sampling, cfg.Seed = n, 12, 30, true, s, 3
+		cfg.PrefillTokens, cfg.Slots = budget, groups*n
 		e, err := env.New(env.DefaultConfig(), echoTool{})
 		if err != nil {
 			t.Fatal(err)
@@ -91,6 +93,32 @@ func TestRolloutDeviceSamplingPath(t *testing.T) {
 	}
 	if slices.Equal(a[0].Tokens, a[1].Tokens) && slices.Equal(a[1].Tokens, a[2].Tokens) {
 		t.Error("the three samples of one prompt drew the same tokens at temperature 1")
+	}
+	// A prefill budget of one token past the slots feeds prompts and
+	// observations in pieces; on both paths every trajectory draws what it
+	// drew with each fed whole (a cut chunk draws nothing and takes nothing
+	// from its stream), with log-probabilities equal up to the order of
+	// the additions (a piece attends to the cache of the pieces before it).
+	near := func(a, b []*Trajectory) bool {
+		for i := range a {
+			if !slices.Equal(a[i].Tokens, b[i].Tokens) || !slices.Equal(a[i].Action, b[i].Action) || a[i].Finish != b[i].Finish {
+				return false
+			}
+			for k := range a[i].LogProb {
+				if d := a[i].LogProb[k] - b[i].LogProb[k]; d > 1e-4 || d < -1e-4 {
+					return false
+				}
+			}
+		}
+		return len(a) == len(b)
+	}
+	hostHot := run(NewModelPolicy(m, groups*n, 1024), hot)
+	budget = groups*n + 1
+	if !near(hostHot, run(NewModelPolicy(m, groups*n, 1024), hot)) {
+		t.Error("host path: a prefill budget changed the trajectories")
+	}
+	if !near(a, run(&hostSampler{ModelPolicy: NewModelPolicy(m, groups*n, 1024)}, hot)) {
+		t.Error("device path: a prefill budget changed the trajectories")
 	}
 }
 

@@ -27,7 +27,8 @@
 // The paper's Table 4 ablations are two fields: "advantage mask disabled" sets
 // AdvantageMask = ResponseMask() before Estimate; "loss mask disabled" sets
 // ActionMask = ResponseMask() before the losses (after Estimate, so the
-// advantages are still those of the chosen advantage mask).
+// advantages are still those of the chosen advantage mask). The trainer's
+// keys are algorithm.advantage_mask and algorithm.loss_mask.
 //
 // OldLogProb is π_old. The trainer either recomputes it with the current
 // weights before the first update of a step (verl's default) or reuses

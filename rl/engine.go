@@ -25,6 +25,7 @@ import (
 // log-probabilities, never re-encoded text.
 type Engine struct {
 	policy Policy
+	budget int // tokens a step feeds at most (0: no limit)
 	submit chan *genJob
 	hold   sync.Mutex // held by the loop around each forward pass, and by Pause
 	stop   chan struct{}
@@ -91,9 +92,10 @@ type genJob struct {
 	limit   int
 }
 
-// NewEngine starts the loop over policy; Close stops it.
-func NewEngine(policy Policy) *Engine {
-	e := &Engine{policy: policy, submit: make(chan *genJob), stop: make(chan struct{}), done: make(chan struct{})}
+// NewEngine starts the loop over policy, feeding at most prefillTokens
+// tokens a step (RolloutConfig.PrefillTokens; 0: no limit); Close stops it.
+func NewEngine(policy Policy, prefillTokens int) *Engine {
+	e := &Engine{policy: policy, budget: prefillTokens, submit: make(chan *genJob), stop: make(chan struct{}), done: make(chan struct{})}
 	go e.loop()
 	return e
 }
@@ -164,7 +166,7 @@ func (e *Engine) Generate(ctx context.Context, req GenRequest, onToken func(GenT
 // tokens go to token.
 func (e *Engine) loop() {
 	defer close(e.done)
-	q := newScheduler[*genJob](e.policy)
+	q := newScheduler[*genJob](e.policy, e.budget)
 	var toks []GenToken
 	fail := func(err error) {
 		for _, j := range append(q.queue, q.active...) {

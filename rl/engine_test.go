@@ -43,7 +43,7 @@ func TestEngineConcurrentEqualsAlone(t *testing.T) {
 		reqs = append(reqs, GenRequest{Prompt: toInt32(ids), Sampling: model.Sampling{Temperature: 1, TopP: 0.95, TopK: -1},
 			Seed: uint64(i), MaxTokens: 8 + 4*i, Stop: stop, Logprobs: i%2 == 0, TopLogprobs: i % 3})
 	}
-	alone := NewEngine(NewModelPolicy(m, 1, 512))
+	alone := NewEngine(NewModelPolicy(m, 1, 512), 0)
 	want := make([]*Generation, len(reqs))
 	for i, r := range reqs {
 		g, err := alone.Generate(context.Background(), r, nil)
@@ -54,7 +54,18 @@ func TestEngineConcurrentEqualsAlone(t *testing.T) {
 	}
 	alone.Close()
 
-	eng := NewEngine(NewModelPolicy(m, 4, 512))
+	// Together in 4 slots, each prompt fed whole, then fed in pieces of a
+	// 6-token prefill budget (the prompts are about 30 tokens).
+	for _, budget := range []int{0, 6} {
+		t.Run(fmt.Sprint("prefill_tokens=", budget), func(t *testing.T) {
+			engineMatches(t, NewEngine(NewModelPolicy(m, 4, 512), budget), reqs, want)
+		})
+	}
+}
+
+// engineMatches runs reqs on eng concurrently and compares each with want,
+// its generation alone.
+func engineMatches(t *testing.T, eng *Engine, reqs []GenRequest, want []*Generation) {
 	defer eng.Close()
 	got := make([]*Generation, len(reqs))
 	var wg sync.WaitGroup
@@ -103,7 +114,7 @@ func TestEngineConcurrentEqualsAlone(t *testing.T) {
 func TestEngineLogprobsMatchForward(t *testing.T) {
 	m, tok := loadWarmstart(t)
 	ids, _ := tok.EncodeChat([]tokenizer.Message{{Role: "user", Content: "Question: Who is the founder of the employer of Disonrar?"}}, nil, true)
-	eng := NewEngine(NewModelPolicy(m, 2, 512))
+	eng := NewEngine(NewModelPolicy(m, 2, 512), 0)
 	defer eng.Close()
 	g, err := eng.Generate(context.Background(), GenRequest{Prompt: toInt32(ids), Sampling: model.Sampling{Temperature: 1, TopP: 1, TopK: -1},
 		Seed: 3, MaxTokens: 12, Logprobs: true, TopLogprobs: 3}, nil)

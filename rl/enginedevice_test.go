@@ -43,7 +43,7 @@ func TestEngineDeviceSamplingPath(t *testing.T) {
 	}
 	gen := func(p Policy, rs []GenRequest, together bool) []*Generation {
 		t.Helper()
-		eng := NewEngine(p)
+		eng := NewEngine(p, 0)
 		defer eng.Close()
 		out := make([]*Generation, len(rs))
 		var wg sync.WaitGroup

@@ -78,7 +78,14 @@ type RolloutConfig struct {
 	MaxTurnTokens     int            `yaml:"max_turn_tokens" help:"model tokens per turn (max_response_length_single_turn)"`
 	MaxResponseTokens int            `yaml:"max_response_tokens" help:"tokens after the prompt, model and environment together (max_response_length)"`
 	MaxPromptTokens   int            `yaml:"max_prompt_tokens" help:"longest prompt accepted (max_prompt_length)"`
-	ToolConcurrency   int            `yaml:"tool_concurrency" help:"tool calls running at once"`
+	// PrefillTokens bounds the tokens of one forward step, and with them
+	// the step's activations (the memory plan's "rollout step
+	// activations"): prompts and observations are fed in pieces that share
+	// what the step's decodes leave (sched.go). It matters where many slots
+	// prefill at once, as in an evaluation, whose questions do not share
+	// prefills. 0: every prompt is fed whole.
+	PrefillTokens   int `yaml:"prefill_tokens" help:"most tokens one decode step feeds; longer prompts and observations are fed in pieces (0: no limit; at least slots)"`
+	ToolConcurrency int `yaml:"tool_concurrency" help:"tool calls running at once"`
 	// Deterministic waits for every running tool call before the next
 	// forward pass, so which trajectories share a batch, and with it every
 	// floating-point result, is the same on every run: a resumed run then
@@ -86,7 +93,7 @@ type RolloutConfig struct {
 	// batching, which matters only for slow tools.
 	Deterministic bool   `yaml:"deterministic" help:"wait for running tool calls before each forward pass (reproducible batches)"`
 	Seed          uint64 `yaml:"seed" help:"sampling seed: trajectory i of step s draws from its own stream, chosen by seed, s and i"`
-	// Mode and ExternalAddr are rl/external.go's: mode external serves the
+	// Mode and ExternalAddr are the external rollout's (rl/serve): mode external serves the
 	// OpenAI-compatible API from the live policy and trains on its episodes.
 	Mode         string `yaml:"mode" help:"builtin (the rollout drives the environment) or external (an agent program calls the served API)"`
 	ExternalAddr string `yaml:"external_addr" help:"external mode: listen address of the OpenAI-compatible API"`
@@ -111,6 +118,13 @@ type RolloutConfig struct {
 	// Verify is what a trajectory that fails the verifier does (verify.go).
 	Verify      string `yaml:"verify" help:"trajectory verifier on every step: fail (a violation fails the step, naming trajectory, turn and token), drop (the trajectory is dropped and counted in verify/dropped) or off"`
 	MergePrefix bool   `yaml:"merge_prefix" help:"step mode: train a turn whose prompt extends the previous turn's prompt and response in that turn's packed sequence (false: every turn a sequence of its own)"`
+}
+
+// TrajectorySource is where a trainer step's trajectories come from: the
+// built-in Rollout, or the external rollout (rl/serve's External). Run rolls out the samples of RL step step,
+// whose number chooses the sampling streams (RolloutConfig.StepSeed).
+type TrajectorySource interface {
+	Run(ctx context.Context, step int, samples []data.Sample) ([]*Trajectory, error)
 }
 
 // DefaultRolloutConfig is Agent-R1's multi-hop script setting.
@@ -138,6 +152,9 @@ func (c *RolloutConfig) Validate() error {
 		return fmt.Errorf("rl: rollout n %d, max_turn_tokens %d, max_response_tokens %d, max_prompt_tokens %d and tool_concurrency %d must all be ≥ 1",
 			c.N, c.MaxTurnTokens, c.MaxResponseTokens, c.MaxPromptTokens, c.ToolConcurrency)
 	}
+	if c.PrefillTokens != 0 && c.PrefillTokens < c.Slots {
+		return fmt.Errorf("rl: rollout prefill_tokens %d is below slots %d: a step decodes a token for every slot and must still feed some prompt (0: no limit)", c.PrefillTokens, c.Slots)
+	}
 	if err := c.validateMode(); err != nil {
 		return err
 	}
@@ -157,6 +174,25 @@ func (c *RolloutConfig) Validate() error {
 		return fmt.Errorf("rl: rollout.dtype %q is neither float32 nor bfloat16", c.DType)
 	}
 	return c.Sampling.Validate()
+}
+
+// validateMode checks rollout.mode, rollout.external_addr and
+// rollout.external_timeout.
+func (c *RolloutConfig) validateMode() error {
+	if c.ExternalTimeout < 0 {
+		return fmt.Errorf("rl: rollout.external_timeout %v must be ≥ 0 (0: wait forever)", c.ExternalTimeout)
+	}
+	switch c.Mode {
+	case "", "builtin":
+	case "external":
+		if c.ExternalAddr == "" {
+			return fmt.Errorf("rl: rollout.mode external needs rollout.external_addr, the address to serve the API on")
+		}
+
+	default:
+		return fmt.Errorf("rl: rollout.mode %q is neither builtin nor external", c.Mode)
+	}
+	return nil
 }
 
 // Finish says why a trajectory ended.
@@ -362,7 +398,7 @@ type rolloutRun struct {
 }
 
 func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, error) {
-	x := &rolloutRun{Rollout: r, ctx: ctx, q: newScheduler[*trajState](r.Policy),
+	x := &rolloutRun{Rollout: r, ctx: ctx, q: newScheduler[*trajState](r.Policy, r.Cfg.PrefillTokens),
 		results: make(chan toolResult, len(states)), sem: make(chan struct{}, r.Cfg.ToolConcurrency)}
 	for _, s := range states {
 		x.q.submit(s)

@@ -35,6 +35,16 @@ import (
 // tool when the turn is over and the environment must answer, finished
 // when a stop or a limit is reached.
 //
+// A prefill budget (RolloutConfig.PrefillTokens) bounds the tokens of one
+// step, and with them the model's step activations: every decode (one
+// token) is fed, and the multi-token chunks (prompts, observations) share
+// what is left, in admission order, the rest of a cut chunk waiting for
+// the next step. A sequence whose chunk was cut draws nothing (its row is
+// not after its last token) and stays in its state; its followers fork and
+// draw once its whole prompt is in. Without a budget every chunk is fed
+// whole, as before chunking existed; with one, the batch's composition
+// changes and with it the floating-point results, as any batch change does.
+//
 // Reproducibility rests on orders that are all fixed here: sequences are
 // admitted in submission order, a group (a leader and the followers that
 // share its prefill) at once, each into the slot freed last (the lowest at
@@ -98,14 +108,21 @@ type scheduler[S sequence] struct {
 	queue  []S   // submitted and not yet admitted, in order
 	active []S   // admitted, in admission order: the order of the batch
 
+	// budget is the most tokens one step feeds (the prefill budget); 0
+	// feeds every chunk whole.
+	budget int
+
 	chunks []model.Chunk // this step's batch, one chunk per owner
 	owners []S
+	cut    []bool // cut[j]: owners[j]'s chunk is a prefix of its pending tokens
 	draws  []drawn[S]
 	picks  []model.Draw // host draws: each draw's row, stream and result
 }
 
-func newScheduler[S sequence](p Policy) *scheduler[S] {
-	q := &scheduler[S]{policy: p}
+// newScheduler schedules over p's slots, feeding at most budget tokens a
+// step (0: no limit).
+func newScheduler[S sequence](p Policy, budget int) *scheduler[S] {
+	q := &scheduler[S]{policy: p, budget: budget}
 	for s := p.Slots() - 1; s >= 0; s-- {
 		q.free = append(q.free, s)
 	}
@@ -177,18 +194,39 @@ func (q *scheduler[S]) drop(gone func(S, error)) {
 }
 
 // gather collects the batch of the next step, one chunk per admitted
-// sequence that has tokens to feed (a prompt in prefill, or decode), and
-// returns its size.
+// sequence that has tokens to feed (a prompt in prefill, or decode), cut
+// to the budget, and returns its size.
 func (q *scheduler[S]) gather() int {
-	q.chunks, q.owners = q.chunks[:0], q.owners[:0]
+	q.chunks, q.owners, q.cut = q.chunks[:0], q.owners[:0], q.cut[:0]
+	room := q.budget // what the multi-token chunks may take
 	for _, s := range q.active {
-		b := s.base()
-		if (b.state == seqPrefill || b.state == seqDecode) && len(b.pending) > 0 {
-			q.chunks = append(q.chunks, model.Chunk{Slot: b.slot, Tokens: b.pending})
-			q.owners = append(q.owners, s)
+		if b := s.base(); b.feeds() && len(b.pending) == 1 {
+			room--
 		}
 	}
+	for _, s := range q.active {
+		b := s.base()
+		if !b.feeds() {
+			continue
+		}
+		n := len(b.pending)
+		if q.budget > 0 && n > 1 {
+			if room <= 0 {
+				continue // waits for a step with room
+			}
+			n = min(n, room)
+			room -= n
+		}
+		q.chunks = append(q.chunks, model.Chunk{Slot: b.slot, Tokens: b.pending[:n]})
+		q.owners = append(q.owners, s)
+		q.cut = append(q.cut, n < len(b.pending))
+	}
 	return len(q.chunks)
+}
+
+// feeds reports whether the sequence has tokens for the next step.
+func (b *seq) feeds() bool {
+	return (b.state == seqPrefill || b.state == seqDecode) && len(b.pending) > 0
 }
 
 // firstFrom reports whether f is a follower whose first token comes from
@@ -222,6 +260,9 @@ func (q *scheduler[S]) step() ([]drawn[S], error) {
 	V := q.policy.Vocab()
 	q.picks = q.picks[:0]
 	for j, s := range q.owners {
+		if q.cut[j] {
+			continue
+		}
 		row := logits[j*V : (j+1)*V]
 		for _, f := range q.active {
 			if firstFrom(f, s.base()) {
@@ -242,8 +283,15 @@ func (q *scheduler[S]) step() ([]drawn[S], error) {
 }
 
 // settle moves every drawn sequence to decode with nothing pending, forking
-// each new follower's cache from its leader's.
+// each new follower's cache from its leader's, and leaves each cut
+// sequence in its state with the rest of its tokens pending.
 func (q *scheduler[S]) settle() {
+	for j, s := range q.owners {
+		if q.cut[j] {
+			b := s.base()
+			b.pending = b.pending[len(q.chunks[j].Tokens):]
+		}
+	}
 	for _, d := range q.draws {
 		b := d.s.base()
 		if b.state == seqPrefill && b.leader != nil {

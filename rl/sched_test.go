@@ -96,7 +96,7 @@ func names(ss []*testSeq) []string {
 func TestSchedulerAdmitsGroupsInOrder(t *testing.T) {
 	for _, dev := range []bool{false, true} {
 		p := &slotPolicy{vocab: 16, slots: 4, held: make([]int, 4), onDevice: dev}
-		q := newScheduler[*testSeq](p)
+		q := newScheduler[*testSeq](p, 0)
 		for _, g := range [][]*testSeq{group("a", 3, 1, 2), group("b", 2, 3), group("c", 1, 4, 5, 6)} {
 			for _, s := range g {
 				q.submit(s)
@@ -149,7 +149,7 @@ func TestSchedulerAdmitsGroupsInOrder(t *testing.T) {
 // freed when it had one; the others stay.
 func TestSchedulerDrops(t *testing.T) {
 	p := &slotPolicy{vocab: 8, slots: 1, held: make([]int, 1)}
-	q := newScheduler[*testSeq](p)
+	q := newScheduler[*testSeq](p, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	a, b, c := group("a", 1, 1)[0], group("b", 1, 2)[0], group("c", 1, 3)[0]
 	a.ctx, b.ctx = ctx, ctx
@@ -175,7 +175,7 @@ func TestSchedulerDrops(t *testing.T) {
 // back; the draws keep the batch's order.
 func TestSchedulerDeviceGroupsBySampling(t *testing.T) {
 	p := &slotPolicy{vocab: 16, slots: 3, held: make([]int, 3), onDevice: true}
-	q := newScheduler[*testSeq](p)
+	q := newScheduler[*testSeq](p, 0)
 	hot := model.Sampling{Temperature: 1, TopP: 1, TopK: -1}
 	ss := []*testSeq{group("a", 1, 1)[0], group("b", 1, 2, 2)[0], group("c", 1, 3, 3, 3)[0]}
 	ss[1].sampling, ss[2].wantRow = hot, true
@@ -195,6 +195,133 @@ func TestSchedulerDeviceGroupsBySampling(t *testing.T) {
 	for i, d := range draws {
 		if d.s != ss[i] || d.id != int32(i+i+1) || (d.row != nil) != (i == 2) {
 			t.Errorf("draw %d: %s drew %d (row %v), want %s, %d, a row only for c", i, d.s.name, d.id, d.row != nil, ss[i].name, 2*i+1)
+		}
+	}
+}
+
+// TestSchedulerPrefillBudget: with a budget, a step feeds every decode and
+// cuts prompts to what is left, in admission order; a cut sequence draws
+// nothing and keeps the rest of its prompt, its followers fork and draw
+// only once the whole prompt is in; no step passes the budget.
+func TestSchedulerPrefillBudget(t *testing.T) {
+	for _, dev := range []bool{false, true} {
+		p := &slotPolicy{vocab: 32, slots: 3, held: make([]int, 3), onDevice: dev}
+		q := newScheduler[*testSeq](p, 4)
+		a := group("a", 2, 1, 2, 3, 4, 5, 6, 7)
+		c := group("c", 1, 8, 9, 10)[0]
+		for _, s := range append(a, c) {
+			q.submit(s)
+		}
+		q.admit()
+		type want struct {
+			fed   []int    // tokens of each chunk
+			draws []string // name:id
+		}
+		steps := []want{
+			{fed: []int{4}}, // a0's first 4 tokens; c0 waits
+			{fed: []int{3, 1}, draws: []string{"a1:7", "a0:7"}}, // a0 done, c0 gets the 1 left; a1 forks
+			{fed: []int{1, 1, 2}, draws: []string{"a0:8", "a1:9", "c0:5"}},
+		}
+		for i, w := range steps {
+			q.gather()
+			var fed []int
+			total := 0
+			for _, ch := range q.chunks {
+				fed = append(fed, len(ch.Tokens))
+				total += len(ch.Tokens)
+			}
+			if !slices.Equal(fed, w.fed) || total > 4 {
+				t.Fatalf("device %v, step %d: chunks of %v tokens, want %v (budget 4)", dev, i+1, fed, w.fed)
+			}
+			draws, err := q.step()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, d := range draws {
+				got = append(got, fmt.Sprintf("%s:%d", d.s.name, d.id))
+				d.s.pending = append(d.s.pending[:0], d.id) // decode on
+			}
+			if !slices.Equal(got, w.draws) {
+				t.Errorf("device %v, step %d: draws %v, want %v", dev, i+1, got, w.draws)
+			}
+		}
+		if a[0].state != seqDecode || c.state != seqDecode || p.held[0] != 8 || p.held[1] != 8 || p.held[2] != 3 {
+			t.Errorf("device %v: states %d %d, held %v, want decode and 8 8 3", dev, a[0].state, c.state, p.held)
+		}
+	}
+}
+
+// TestSchedulerBudgetKeepsDraws: a budget changes when tokens are fed, not
+// what a sequence sees: on random groups and budgets every sequence draws
+// after the same numbers of tokens as without a budget, and no step feeds
+// more than the budget.
+func TestSchedulerBudgetKeepsDraws(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := 0; trial < 50; trial++ {
+		slots := 2 + rng.IntN(6)
+		type spec struct{ n, prompt, draws int }
+		var specs []spec
+		for g := 0; g < 1+rng.IntN(6); g++ {
+			specs = append(specs, spec{1 + rng.IntN(min(slots, 3)), 1 + rng.IntN(20), 1 + rng.IntN(5)})
+		}
+		run := func(budget int) map[string][]int {
+			p := &slotPolicy{vocab: 1 << 10, slots: slots, held: make([]int, slots), onDevice: trial%2 == 1}
+			q := newScheduler[*testSeq](p, budget)
+			left := map[*testSeq]int{}
+			for gi, sp := range specs {
+				prompt := make([]int32, sp.prompt)
+				for _, s := range group(fmt.Sprint("g", gi, "-"), sp.n, prompt...) {
+					left[s] = sp.draws
+					q.submit(s)
+				}
+			}
+			seen := map[string][]int{}
+			for steps := 0; len(q.queue)+len(q.active) > 0; steps++ {
+				if steps > 10000 {
+					t.Fatalf("trial %d budget %d: no progress", trial, budget)
+				}
+				q.admit()
+				if q.gather() == 0 {
+					q.compact()
+					continue
+				}
+				total := 0
+				for _, ch := range q.chunks {
+					total += len(ch.Tokens)
+				}
+				if budget > 0 && total > budget {
+					t.Fatalf("trial %d: a step fed %d tokens, budget %d", trial, total, budget)
+				}
+				draws, err := q.step()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, d := range draws {
+					s := d.s
+					// A follower's first token comes from its leader's row.
+					from := s.slot
+					if s.leader != nil && len(seen[s.name]) == 0 {
+						from = s.leader.slot
+					}
+					seen[s.name] = append(seen[s.name], (int(d.id)-from+p.vocab)%p.vocab)
+					if left[s]--; left[s] == 0 {
+						q.release(s)
+					} else {
+						s.pending = append(s.pending[:0], d.id)
+					}
+				}
+				q.compact()
+			}
+			return seen
+		}
+		want := run(0)
+		budget := slots + rng.IntN(24)
+		got := run(budget)
+		for name, w := range want {
+			if !slices.Equal(got[name], w) {
+				t.Fatalf("trial %d (slots %d, budget %d): %s drew after %v tokens, without a budget after %v", trial, slots, budget, name, got[name], w)
+			}
 		}
 	}
 }

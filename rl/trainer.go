@@ -293,6 +293,17 @@ func (t *Trainer) updateModels(b *Batch, clock stepClock) error {
 		return err
 	}
 	defer undo()
+	if !cfg.Algorithm.LossMask {
+		// The "loss mask disabled" ablation, for the actor's update only:
+		// the batch keeps its action mask for the rollout dump.
+		resp, err := b.ResponseMask()
+		if err != nil {
+			return err
+		}
+		action := b.ActionMask
+		b.ActionMask = resp
+		defer func() { b.ActionMask = action }()
+	}
 	if !cfg.NeedsCritic() || t.step >= cfg.Critic.Warmup {
 		tu := time.Now()
 		am, err := t.updateActor(b)

@@ -13,15 +13,20 @@ import (
 // are the embedded AdvantageConfig, read by the estimator as they are.
 type AlgorithmConfig struct {
 	AdvantageConfig `yaml:",inline"`
-	AdvantageMask   bool    `yaml:"advantage_mask" help:"credit only the model's own tokens (false: the paper's ablation)"`
-	UseKLInReward   bool    `yaml:"use_kl_in_reward" help:"subtract beta*KL(old||ref) from the token rewards"`
-	KLPenalty       string  `yaml:"kl_penalty" help:"KL estimator for the in-reward penalty"`
-	KLCtrl          string  `yaml:"kl_ctrl" help:"fixed or adaptive"`
-	KLCoef          float64 `yaml:"kl_coef" help:"initial beta of the in-reward KL"`
-	KLTarget        float64 `yaml:"kl_target" help:"adaptive controller target KL"`
-	KLHorizon       float64 `yaml:"kl_horizon" help:"adaptive controller horizon"`
-	ProcessReward   bool    `yaml:"use_process_rewards" help:"add the environment's per-tool-call rewards"`
-	PrimeNorm       bool    `yaml:"prime_norm" help:"PRIME-style normalisation of process rewards"`
+	AdvantageMask   bool `yaml:"advantage_mask" help:"credit only the model's own tokens (false: the paper's ablation)"`
+	// LossMask false is the paper's "loss mask disabled" ablation: the
+	// actor's loss (and its KL and entropy terms) runs over every response
+	// token, tool output and chat markup included, with the advantages
+	// the advantage mask gave them (doc.go).
+	LossMask      bool    `yaml:"loss_mask" help:"train only the model's own tokens (false: the paper's ablation, environment tokens trained too)"`
+	UseKLInReward bool    `yaml:"use_kl_in_reward" help:"subtract beta*KL(old||ref) from the token rewards"`
+	KLPenalty     string  `yaml:"kl_penalty" help:"KL estimator for the in-reward penalty"`
+	KLCtrl        string  `yaml:"kl_ctrl" help:"fixed or adaptive"`
+	KLCoef        float64 `yaml:"kl_coef" help:"initial beta of the in-reward KL"`
+	KLTarget      float64 `yaml:"kl_target" help:"adaptive controller target KL"`
+	KLHorizon     float64 `yaml:"kl_horizon" help:"adaptive controller horizon"`
+	ProcessReward bool    `yaml:"use_process_rewards" help:"add the environment's per-tool-call rewards"`
+	PrimeNorm     bool    `yaml:"prime_norm" help:"PRIME-style normalisation of process rewards"`
 	// RolloutCorrection corrects for the sampler's drift from the trainer (rollcorr.go).
 	RolloutCorrection RolloutCorrectionConfig `yaml:"rollout_correction"`
 }
@@ -43,6 +48,9 @@ func (c *AlgorithmConfig) Validate() error {
 	}
 	if err := c.RolloutCorrection.Validate(); err != nil {
 		return fmt.Errorf("rollout_correction: %w", err)
+	}
+	if rc := &c.RolloutCorrection; !c.LossMask && (rc.active() || rc.BypassMode) {
+		return fmt.Errorf("loss_mask false trains environment tokens, which have no sampling log-probability to correct with: it does not go with rollout_correction")
 	}
 	return nil
 }
@@ -147,7 +155,7 @@ func DefaultTrainerConfig() TrainerConfig {
 	// default to the actor's; each is then set on its own.
 	u := UpdateConfig{PPOEpochs: 1, MiniBatchSize: 64, MicroBatchTokens: 8192}
 	return TrainerConfig{
-		Algorithm: AlgorithmConfig{AdvantageConfig: adv, AdvantageMask: true,
+		Algorithm: AlgorithmConfig{AdvantageConfig: adv, AdvantageMask: true, LossMask: true,
 			KLPenalty: "kl", KLCtrl: "fixed", KLCoef: 0.001, KLTarget: 0.1, KLHorizon: 10000,
 			RolloutCorrection: DefaultRolloutCorrectionConfig()},
 		Actor:   ActorConfig{Optim: a, UpdateConfig: u, LossConfig: loss},
@@ -172,6 +180,9 @@ func (c *TrainerConfig) Validate() error {
 	}
 	if c.Needs().Baseline && c.Rollout.Mode == "external" {
 		return fmt.Errorf("algorithm.adv_estimator %s needs a greedy rollout of each prompt, which rollout.mode external cannot make", c.Algorithm.Estimator)
+	}
+	if !c.Algorithm.LossMask && c.Actor.PolicyLoss == "decoupled" {
+		return fmt.Errorf("algorithm.loss_mask false trains environment tokens, which have no behaviour log-probability for actor.policy_loss decoupled")
 	}
 	return c.rollcorrValidate() // settings of two sections that do not go together (rollcorr_trainer.go)
 }

@@ -98,14 +98,16 @@ var Rows = []Row{
 		Args: []string{"actor.clip_ratio_low=0.2", "actor.clip_ratio_high=0.28", "actor.loss_agg_mode=token-mean", "actor.ppo_mini_batch_size=16"}},
 	{Name: "GSPO (4 updates per step)", Group: groupAlgorithm,
 		Args: []string{"actor.policy_loss=gspo", "actor.loss_agg_mode=seq-mean-token-mean", "actor.clip_ratio_low=0.0003", "actor.clip_ratio_high=0.0004", "actor.ppo_mini_batch_size=16"}},
-	{Name: "ReMax", Group: groupAlgorithm, Args: []string{"algorithm.adv_estimator=remax"},
-		Pending: "the estimator is registered, but the trainer does not roll out the greedy baseline it subtracts (Batch.BaselineScore)"},
+	{Name: "ReMax", Group: groupAlgorithm, Args: []string{"algorithm.adv_estimator=remax"}},
 
-	{Name: "GRPO, action mask off (environment tokens trained)", Group: groupAblation,
-		Pending: "cmd/train has no key that turns the action mask off"},
+	// The paper's Table 4 order: each row disables one more mask.
 	{Name: "GRPO, advantage mask off", Group: groupAblation, Args: []string{"algorithm.advantage_mask=false"}},
-	{Name: "GRPO, process rewards on", Group: groupAblation, Args: []string{"algorithm.use_process_rewards=true"},
-		Pending: "the environment's process reward is not a key of cmd/train (env.ToolEnv's Process is always none), so the row would add zeros"},
+	{Name: "GRPO, advantage and loss masks off (environment tokens trained)", Group: groupAblation,
+		Args: []string{"algorithm.advantage_mask=false", "algorithm.loss_mask=false"}},
+	// A process reward for tool use: +0.1 for each call that ran,
+	// -0.1 for each that failed (bad JSON, unknown tool, bad arguments).
+	{Name: "GRPO, process rewards on (call validity ±0.1)", Group: groupAblation,
+		Args: []string{"algorithm.use_process_rewards=true", "env.process.name=call-validity", "env.process.valid=0.1", "env.process.invalid=-0.1"}},
 	{Name: "GRPO, KL in the loss (low_var_kl, 0.001)", Group: groupAblation, Args: []string{"actor.use_kl_loss=true"}},
 	{Name: "GRPO, KL in the reward (k1, 0.001)", Group: groupAblation, Args: []string{"algorithm.use_kl_in_reward=true"}},
 

@@ -56,6 +56,9 @@ func render(out, md string) error {
 	fmt.Fprintf(&b, "Evaluation rolls out the same way as training (the held-out rollout of step mode keeps the context policy).\n\n")
 	fmt.Fprintf(&b, "- machine: %d cores, %s/%s, shared with other work (wall times compare within this table only)\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(&b, "- seeds: `data.seed` = `rollout.seed` = the seed, one warm start for all\n")
+	if c, err := os.ReadFile(filepath.Join(out, "commit")); err == nil {
+		fmt.Fprintf(&b, "- binary: commit %s\n", strings.TrimSpace(string(c)))
+	}
 	fmt.Fprintf(&b, "- rendered: %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "Columns: held-out exact match after the last step (all, then by hop count), tool calls per question, the share of the last training step's trajectories a length budget ended (finish `length`, `context` or `turn_limit`), mean ± sample std over the seeds that finished.\n\n")
 	fmt.Fprintf(&b, "| training | held-out EM | 2-hop | 3-hop | 4-hop | tool calls | cut by a budget | seeds | wall |\n|---|---|---|---|---|---|---|---|---|\n")

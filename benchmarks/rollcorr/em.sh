@@ -7,8 +7,9 @@
 # which is the same in every run. WARM=DIR (a finished run's DIR/sft, the
 # warm-started policy it saved in float32) starts each run from it with
 # sft.steps=0 instead; the held-out EM "after SFT" is then DIR's policy's.
-# The runs go one after another, seed-major, so a partial sweep still has
-# every mode. Summarise with
+# EXTRA="key=value ..." is added to every run (the bf16 sweep:
+# EXTRA=rollout.dtype=bfloat16). The runs go one after another, seed-major,
+# so a partial sweep still has every mode. Summarise with
 #   go run ./benchmarks/rollcorr -em outdir
 set -e
 out=${1:-/tmp/rollcorr-em}
@@ -31,7 +32,7 @@ for s in $seeds; do
 		warm=""
 		[ -n "$WARM" ] && warm="model.path=$WARM sft.steps=0"
 		# shellcheck disable=SC2086
-		"$out/train" $warm rollout.seed=$s trainer.default_local_dir="$dir" trainer.logger=[jsonl] $keys >"$out/$mode-s$s.log" 2>&1
+		"$out/train" $warm rollout.seed=$s trainer.default_local_dir="$dir" trainer.logger=[jsonl] $keys $EXTRA >"$out/$mode-s$s.log" 2>&1
 		echo "$(($(date +%s) - start))" >"$dir/done"
 	done
 done

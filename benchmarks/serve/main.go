@@ -53,7 +53,7 @@ func main() {
 	check(err)
 	tok, err := tokenizer.Load(*dir)
 	check(err)
-	eng := rl.NewEngine(rl.NewModelPolicy(m, 64, 512))
+	eng := rl.NewEngine(rl.NewModelPolicy(m, 64, 512), 0)
 	defer eng.Close()
 	srv, err := serve.New(serve.DefaultConfig(), eng, tok)
 	check(err)

@@ -17,7 +17,7 @@ func openDevice(cfg Config, base bool, modelDir string, out io.Writer) (dev mode
 		slots = cfg.Rollout.SlotsFor(n) // Evaluate decodes at most the questions it has
 	}
 	s := plan.Settings{BaseModel: base, RolloutSlots: slots, MaxContext: cfg.MaxContext,
-		MaxPromptTokens: max(cfg.MaxContext-cfg.Rollout.MaxResponseTokens, 1), GroupSize: cfg.Rollout.N,
+		MaxPromptTokens: max(cfg.MaxContext-cfg.Rollout.MaxResponseTokens, 1), GroupSize: cfg.Rollout.N, PrefillTokens: cfg.Rollout.PrefillTokens,
 		Keys: map[string]string{"slots": "rollout.slots", "micro_batch": "", "recompute": ""}}
 	return cfg.Device.Open(modelDir, s, out)
 }

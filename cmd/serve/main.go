@@ -43,6 +43,10 @@ type Config struct {
 	Serve      serve.Config `yaml:"serve"`
 	Slots      int          `yaml:"slots" help:"requests decoded together (KV cache slots)"`
 	MaxContext int          `yaml:"max_context" help:"tokens per request, prompt and completion"`
+	// PrefillTokens bounds one decode step's tokens, and with them its
+	// activations: the plan otherwise counts every slot prefilling a prompt
+	// as long as max_context at once.
+	PrefillTokens int `yaml:"prefill_tokens" help:"most tokens one decode step feeds; longer prompts are fed in pieces (0: no limit; at least slots)"`
 	// Device is the section every command shares: device, device_memory,
 	// dry_run.
 	Device devsel.Config `yaml:",inline"`
@@ -56,6 +60,9 @@ func defaultConfig() Config {
 func (c *Config) Validate() error {
 	if c.Slots < 1 || c.MaxContext < 2 {
 		return fmt.Errorf("slots %d must be ≥ 1 and max_context %d ≥ 2", c.Slots, c.MaxContext)
+	}
+	if c.PrefillTokens != 0 && c.PrefillTokens < c.Slots {
+		return fmt.Errorf("prefill_tokens %d is below slots %d: a step decodes a token for every slot and must still feed some prompt (0: no limit)", c.PrefillTokens, c.Slots)
 	}
 	return c.Device.Validate()
 }
@@ -94,7 +101,7 @@ func run(ctx context.Context, cfg Config, dir, addr string, out io.Writer) error
 	}
 	// A request's prompt may fill its whole context, and each slot is a
 	// group of one.
-	s := plan.Settings{RolloutSlots: cfg.Slots, MaxContext: cfg.MaxContext, MaxPromptTokens: cfg.MaxContext, GroupSize: 1,
+	s := plan.Settings{RolloutSlots: cfg.Slots, MaxContext: cfg.MaxContext, MaxPromptTokens: cfg.MaxContext, GroupSize: 1, PrefillTokens: cfg.PrefillTokens,
 		Keys: map[string]string{"slots": "slots", "micro_batch": "", "recompute": ""}}
 	dev, stop, err := cfg.Device.Open(dir, s, os.Stderr)
 	if stop || err != nil {
@@ -111,7 +118,7 @@ func run(ctx context.Context, cfg Config, dir, addr string, out io.Writer) error
 	if cfg.Serve.ModelName == serve.DefaultConfig().ModelName {
 		cfg.Serve.ModelName = filepath.Base(filepath.Clean(dir))
 	}
-	eng := rl.NewEngine(rl.NewModelPolicy(m, cfg.Slots, cfg.MaxContext))
+	eng := rl.NewEngine(rl.NewModelPolicy(m, cfg.Slots, cfg.MaxContext), cfg.PrefillTokens)
 	defer eng.Close()
 	srv, err := serve.New(cfg.Serve, eng, tok)
 	if err != nil {

@@ -15,15 +15,15 @@ import (
 
 // startExternal, for rollout.mode=external, serves the OpenAI-compatible
 // API from the live policy on rollout.external_addr and makes tr train on
-// the episodes agents run through it (rl.External). The engine decodes
+// the episodes agents run through it (serve.External). The engine decodes
 // into the rollout's KV cache: in this mode the built-in rollout never
 // runs. stop ends the episodes (claims are answered 410) and the server.
 func startExternal(cfg *Config, s *agent.Setup, tr *rl.Trainer, out io.Writer) (stop func(), err error) {
 	if cfg.RL.Rollout.Mode != "external" {
 		return func() {}, nil
 	}
-	eng := rl.NewEngine(tr.Rollout.Policy)
-	ext := rl.NewExternal(tr.Rollout.Cfg, s.Tok, s.Env, eng, s.Stop)
+	eng := rl.NewEngine(tr.Rollout.Policy, tr.Rollout.Cfg.PrefillTokens)
+	ext := serve.NewExternal(tr.Rollout.Cfg, s.Tok, s.Env, eng, s.Stop)
 	ext.Log = func(line string) { fmt.Fprintln(out, line) }
 	sc := serve.DefaultConfig()
 	sc.MaxTokens = max(sc.MaxTokens, cfg.RL.Rollout.MaxTurnTokens)

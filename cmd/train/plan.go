@@ -25,7 +25,7 @@ func planRun(cfg *Config, l model.Launch, dev model.Device, out io.Writer) (stop
 	s := plan.Settings{Device: "cpu", Train: true, Reference: cfg.RL.NeedsRef(), Critic: cfg.RL.NeedsCritic(),
 		Recompute: cfg.Trainer.Recompute, MicroBatchTokens: cfg.RL.Actor.MicroBatchTokens,
 		RolloutSlots: cfg.RL.Rollout.SlotsFor(cfg.Data.TrainBatchSize), MaxContext: cfg.Model.MaxContext,
-		MaxPromptTokens: cfg.RL.Rollout.MaxPromptTokens, GroupSize: cfg.RL.Rollout.N,
+		MaxPromptTokens: cfg.RL.Rollout.MaxPromptTokens, GroupSize: cfg.RL.Rollout.N, PrefillTokens: cfg.RL.Rollout.PrefillTokens,
 		// Validation and the test after RL decode in the rollout's cache
 		// (run), all its slots prefilling at once, or, beside a bf16
 		// rollout copy or external agents, in a cache of their own of up to

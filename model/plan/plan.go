@@ -101,7 +101,10 @@ type Settings struct {
 	// hold it).
 	EvalSlots    int
 	EvalOwnCache bool
-	Threads      int // CPU worker threads (workspace); 0 counts one
+	// PrefillTokens is the rollout's prefill budget (rl.RolloutConfig's
+	// prefill_tokens): a step feeds at most this many tokens. 0: no limit.
+	PrefillTokens int
+	Threads       int // CPU worker threads (workspace); 0 counts one
 
 	// Keys name the settings in advice, by knob: "micro_batch", "recompute",
 	// "slots", "zero1", "zero", "shard_masters". Missing names take train's keys; a knob named "" is not
@@ -398,8 +401,6 @@ func (s Settings) residDetail() string {
 	return " (residual stream and layer activations in bf16, statistics and gradients fp32)"
 }
 
-// stepTokens bounds the tokens of one rollout step: every group's leader
-// prefills its prompt while every other slot decodes one token.
 // stepBytes is what one rollout step's forward holds: the activations of
 // its tokens and the logits of its rows.
 func (s Settings) stepBytes(sh shape) int64 {
@@ -409,6 +410,9 @@ func (s Settings) stepBytes(sh shape) int64 {
 	return s.actBytes(sh, s.stepTokens(), 0, false) + int64(s.stepRows())*int64(sh.V)*4
 }
 
+// stepTokens bounds the tokens of one rollout step: every group's leader
+// prefills its prompt while every other slot decodes one token, unless a
+// prefill budget feeds fewer.
 func (s Settings) stepTokens() int {
 	if s.RolloutSlots == 0 {
 		return 0
@@ -416,7 +420,13 @@ func (s Settings) stepTokens() int {
 	g := max(s.GroupSize, 1)
 	leaders := (s.RolloutSlots + g - 1) / g
 	// An evaluation's questions are groups of one: all its slots prefill.
-	return max(leaders*max(s.MaxPromptTokens, 1)+s.RolloutSlots, s.EvalSlots*(max(s.MaxPromptTokens, 1)+1))
+	t := max(leaders*max(s.MaxPromptTokens, 1)+s.RolloutSlots, s.EvalSlots*(max(s.MaxPromptTokens, 1)+1))
+	if s.PrefillTokens > 0 {
+		// The budget holds every decode (one token a slot) and feeds
+		// prompts in pieces within it (rl's scheduler).
+		t = min(t, max(s.PrefillTokens, s.stepRows()))
+	}
+	return t
 }
 
 // stepRows are the rows of a step's logits: one a slot.
@@ -430,6 +440,9 @@ func (s Settings) stepRows() int {
 func (s Settings) evalStepDetail() string {
 	if s.EvalSlots == 0 {
 		return ""
+	}
+	if s.PrefillTokens > 0 {
+		return fmt.Sprintf("; an evaluation's %d slots prefill within prefill_tokens", s.EvalSlots)
 	}
 	return fmt.Sprintf("; an evaluation's %d slots all prefill", s.EvalSlots)
 }

@@ -465,3 +465,39 @@ func TestEvaluationBesideTraining(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefillBudget: a prefill budget bounds a rollout step's tokens, and
+// with them its activations, to the budget (rl's scheduler feeds prompts
+// in pieces within it); one larger than the unbounded step changes nothing.
+func TestPrefillBudget(t *testing.T) {
+	cfg := tinyConfig(t, "qwen2")
+	s := Settings{Device: "cpu", Train: true, MicroBatchTokens: 512, RolloutSlots: 60,
+		MaxContext: 256, MaxPromptTokens: 64, GroupSize: 5, EvalSlots: 60}
+	free := s.stepTokens()
+	for _, budget := range []int{60, 500, free, free + 1000} {
+		b := s
+		b.PrefillTokens = budget
+		if got, want := b.stepTokens(), min(budget, free); got != want {
+			t.Errorf("prefill_tokens %d: step of %d tokens, want %d", budget, got, want)
+		}
+		p, err := New(cfg, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, _ := New(cfg, s)
+		got, unbounded := stepItem(p), stepItem(q)
+		if budget < free && got >= unbounded || budget >= free && got != unbounded {
+			t.Errorf("prefill_tokens %d: step activations %d B against %d B without a budget", budget, got, unbounded)
+		}
+	}
+}
+
+// stepItem is the bytes of a plan's rollout step activations.
+func stepItem(p *Plan) int64 {
+	for _, it := range p.Items {
+		if it.Name == "rollout step activations" {
+			return it.Bytes
+		}
+	}
+	return -1
+}

@@ -169,7 +169,7 @@ type event struct {
 func (s *Server) complete(ctx context.Context, w http.ResponseWriter, p *params) {
 	var (
 		prompt []int32
-		turn   *rl.ExternalTurn
+		turn   *ExternalTurn
 		stop   = append([]int32(nil), s.eos...)
 	)
 	if s.Cfg.StopAtToolCall && p.parse && s.callEnd >= 0 {
@@ -283,7 +283,7 @@ func (s *Server) complete(ctx context.Context, w http.ResponseWriter, p *params)
 
 // endEpisode reports the first choice's generation (or error) to the
 // tracker, and returns the first generation error.
-func (s *Server) endEpisode(p *params, turn *rl.ExternalTurn, choices []*choice) error {
+func (s *Server) endEpisode(p *params, turn *ExternalTurn, choices []*choice) error {
 	var first error
 	for _, c := range choices {
 		if c.err != nil {

@@ -43,7 +43,7 @@ const passage = `Doc 1(Title: "Disonrar") Disonrar works for Velmora Works, foun
 // server returned.
 type externalFixture struct {
 	tr    *rl.Trainer
-	ext   *rl.External
+	ext   *External
 	url   string
 	mu    sync.Mutex
 	turns map[string][]goagent.Turn
@@ -78,10 +78,10 @@ func newExternalFixture(t *testing.T) *externalFixture {
 		id, _ := tok.TokenID(s)
 		stop = append(stop, int32(id))
 	}
-	eng := rl.NewEngine(rl.NewModelPolicy(m, 8, 1280))
+	eng := rl.NewEngine(rl.NewModelPolicy(m, 8, 1280), 0)
 	f := &externalFixture{turns: map[string][]goagent.Turn{}}
 	tr := &rl.Trainer{Cfg: cfg, Policy: m, ToolCallEnd: stop[0], KLCtrl: cfg.NewKLController()}
-	f.ext = rl.NewExternal(&tr.Cfg.Rollout, tok, e, eng, stop)
+	f.ext = NewExternal(&tr.Cfg.Rollout, tok, e, eng, stop)
 	tr.Source = f.ext
 	if tr.ActorOpt, err = optim.New(m.Dev, m.Params, m.Grads, cfg.Actor.Optim, 10); err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestExternalTrainsOnServedTokens(t *testing.T) {
 			prev := turns[j-1]
 			end := len(prev.Prompt) + len(prev.Completion)
 			res := ep.Step(ctx, f.ext.Tok.Decode(toInts(prev.Completion)))
-			obs := toInt32s(f.ext.Tok.Encode(res.Observation))
+			obs := toInt32(f.ext.Tok.Encode(res.Observation))
 			if got := turns[j].Prompt[end:]; !slices.Equal(got, obs) {
 				t.Fatalf("%s turn %d: appended %q, the built-in rollout appends %q",
 					id, j, f.ext.Tok.Decode(toInts(got)), res.Observation)
@@ -221,22 +221,6 @@ func postEpisode(t *testing.T, url, id string) (int, []byte) {
 		}
 	}
 	return resp.StatusCode, []byte(b.String())
-}
-
-func toInts(ids []int32) []int {
-	out := make([]int, len(ids))
-	for i, v := range ids {
-		out[i] = int(v)
-	}
-	return out
-}
-
-func toInt32s(ids []int) []int32 {
-	out := make([]int32, len(ids))
-	for i, v := range ids {
-		out[i] = int32(v)
-	}
-	return out
 }
 
 // TestExternalRefusals: the episode protocol's errors, each with its

@@ -11,7 +11,7 @@
 //
 // During training in rollout.mode=external the same server runs on the
 // live policy and hands requests that carry an episode id to an Episodes
-// tracker (rl.External), which keeps the exact token ids it generated.
+// tracker (External, external.go), which keeps the exact token ids it generated.
 package serve
 
 import (
@@ -57,10 +57,10 @@ func DefaultConfig() Config {
 // Episodes is the trainer's side of an external rollout: it turns an
 // episode's conversation into prompt ids and records what was generated.
 type Episodes interface {
-	Begin(id string, msgs []tokenizer.Message, tools []json.RawMessage) (*rl.ExternalTurn, error)
+	Begin(id string, msgs []tokenizer.Message, tools []json.RawMessage) (*ExternalTurn, error)
 	// End is called once for every successful Begin, with the generation
 	// or the error that ended it.
-	End(id string, turn *rl.ExternalTurn, gen *rl.Generation, err error) error
+	End(id string, turn *ExternalTurn, gen *rl.Generation, err error) error
 	// ServeHTTP answers /v1/episodes/... (claiming episodes, rewards).
 	http.Handler
 }

@@ -50,7 +50,7 @@ func load(t testing.TB) (*model.Model, *tokenizer.Tokenizer) {
 // newServer serves the warm-start policy on a loopback test server.
 func newServer(t testing.TB, cfg Config) (*Server, *httptest.Server) {
 	m, tok := load(t)
-	eng := rl.NewEngine(rl.NewModelPolicy(m, 8, 1280))
+	eng := rl.NewEngine(rl.NewModelPolicy(m, 8, 1280), 0)
 	s, err := New(cfg, eng, tok)
 	if err != nil {
 		t.Fatal(err)

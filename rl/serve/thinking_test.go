@@ -40,7 +40,7 @@ func thinkingServer(t *testing.T) (*tokenizer.Tokenizer, *httptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := rl.NewEngine(rl.NewModelPolicy(m, 8, 1280))
+	eng := rl.NewEngine(rl.NewModelPolicy(m, 8, 1280), 0)
 	s, err := New(DefaultConfig(), eng, tok)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestChatTemplateKwargsAndReasoning(t *testing.T) {
 		sent++
 		wantIDs := toInt32(tok.Encode(want[i].Text))
 		if !slices.Equal(resp.PromptTokenIDs, wantIDs) {
-			t.Errorf("%s: prompt\n %q\nwant\n %q", want[i].Name, tok.Decode(toInt(resp.PromptTokenIDs)), want[i].Text)
+			t.Errorf("%s: prompt\n %q\nwant\n %q", want[i].Name, tok.Decode(toInts(resp.PromptTokenIDs)), want[i].Text)
 		}
 	}
 	if sent < 15 || reasoned < 4 || kwargs < 5 {
@@ -141,20 +141,4 @@ func TestChatTemplateKwargsRefused(t *testing.T) {
 			t.Errorf("%s: %d %s, want 400 naming %s", tc.body, st, raw, tc.param)
 		}
 	}
-}
-
-func toInt32(ids []int) []int32 {
-	out := make([]int32, len(ids))
-	for i, id := range ids {
-		out[i] = int32(id)
-	}
-	return out
-}
-
-func toInt(ids []int32) []int {
-	out := make([]int, len(ids))
-	for i, id := range ids {
-		out[i] = int(id)
-	}
-	return out
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/data/synth"
@@ -68,6 +69,10 @@ type EnvConfig struct {
 	Format     string   `yaml:"format" help:"search-r1 or agent-r1 passage formatting"`
 	Retriever  string   `yaml:"retriever_url" help:"Search-R1 /retrieve URL; empty: the local BM25 index"`
 	IndexPath  string   `yaml:"index" help:"BM25 index file (built from the corpus when missing or stale)"`
+	// SlowFraction and SlowDelay give the retriever a long latency tail
+	// (env.SlowRetriever), to measure training with slow tools.
+	SlowFraction float64       `yaml:"slow_fraction" help:"share of search queries delayed by env.slow_delay (a fixed share, chosen by the query's text)"`
+	SlowDelay    time.Duration `yaml:"slow_delay" help:"added latency of the delayed search queries"`
 }
 
 // DefaultDataConfig is the synthetic world of the embedded default run;
@@ -138,6 +143,9 @@ func (c *EnvConfig) Validate() error {
 	case env.FormatAgentR1, env.FormatSearchR1, env.FormatVerl:
 	default:
 		return fmt.Errorf("format %q is not search-r1, agent-r1 or verl", c.Format)
+	}
+	if !(c.SlowFraction >= 0 && c.SlowFraction <= 1) || c.SlowDelay < 0 {
+		return fmt.Errorf("slow_fraction %v must be in [0, 1] and slow_delay %v ≥ 0", c.SlowFraction, c.SlowDelay)
 	}
 	return nil
 }
@@ -356,6 +364,13 @@ func buildEnv(ec EnvConfig, corpus, workDir string) (env.Environment, env.Retrie
 			return nil, nil, nil, err
 		}
 		r = ix
+	}
+	if ec.SlowFraction > 0 && ec.SlowDelay > 0 {
+		s, err := env.NewSlowRetriever(r, ec.SlowFraction, ec.SlowDelay)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("agent: env.slow_fraction, env.slow_delay: %w", err)
+		}
+		r = s
 	}
 	if ec.Style == env.StyleSearchR1 {
 		// Search-R1's protocol: <search> tags, no tool schema; env.tools

@@ -1,4 +1,4 @@
-package rl
+package serve
 
 import (
 	"encoding/json"
@@ -125,10 +125,4 @@ func httpError(w http.ResponseWriter, err error) {
 		typ = "server_error"
 	}
 	writeJSON(w, st, map[string]any{"error": map[string]any{"message": err.Error(), "type": typ, "param": nil, "code": nil}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v) // a client that went away gets nothing more
 }

@@ -1,4 +1,4 @@
-package rl
+package serve
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/r1go/r1go/env"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/tokenizer"
+	"github.com/r1go/r1go/rl"
 )
 
 // External is the rollout of rollout.mode=external: the agent is a program
@@ -37,10 +38,10 @@ import (
 // and only generated ids are actions. With the agent-r1 environment style
 // this is the same token layout the built-in rollout produces.
 type External struct {
-	Cfg    *RolloutConfig // read at each Run
+	Cfg    *rl.RolloutConfig // read at each Run
 	Tok    *tokenizer.Tokenizer
 	Env    env.Environment // the tasks' messages and tools, and the outcome
-	Engine *Engine
+	Engine *rl.Engine
 	Stop   []int32 // ids that end a model turn, as for the built-in rollout
 
 	mu       sync.Mutex
@@ -60,36 +61,10 @@ type External struct {
 	Log      func(string)
 }
 
-// TrajectorySource is where a trainer step's trajectories come from: the
-// built-in Rollout, or External. Run rolls out the samples of RL step step,
-// whose number chooses the sampling streams (RolloutConfig.StepSeed).
-type TrajectorySource interface {
-	Run(ctx context.Context, step int, samples []data.Sample) ([]*Trajectory, error)
-}
-
-// validateMode checks rollout.mode, rollout.external_addr and
-// rollout.external_timeout.
-func (c *RolloutConfig) validateMode() error {
-	if c.ExternalTimeout < 0 {
-		return fmt.Errorf("rl: rollout.external_timeout %v must be ≥ 0 (0: wait forever)", c.ExternalTimeout)
-	}
-	switch c.Mode {
-	case "", "builtin":
-	case "external":
-		if c.ExternalAddr == "" {
-			return fmt.Errorf("rl: rollout.mode external needs rollout.external_addr, the address to serve the API on")
-		}
-
-	default:
-		return fmt.Errorf("rl: rollout.mode %q is neither builtin nor external", c.Mode)
-	}
-	return nil
-}
-
 // NewExternal tracks episodes for an engine over the trainer's policy. The
 // engine is paused until the first Run, so nothing decodes while the
 // trainer warms up or evaluates.
-func NewExternal(cfg *RolloutConfig, tok *tokenizer.Tokenizer, e env.Environment, eng *Engine, stop []int32) *External {
+func NewExternal(cfg *rl.RolloutConfig, tok *tokenizer.Tokenizer, e env.Environment, eng *rl.Engine, stop []int32) *External {
 	eng.Pause()
 	return &External{Cfg: cfg, Tok: tok, Env: e, Engine: eng, Stop: stop, paused: true, episodes: map[string]*extEpisode{}}
 }
@@ -113,7 +88,7 @@ type extEpisode struct {
 	ep      env.Episode
 	msgs    []tokenizer.Message
 	tools   []json.RawMessage
-	t       *Trajectory
+	t       *rl.Trajectory
 	turns   int
 	claimed bool
 	seen    time.Time // last claim, request or reward
@@ -137,7 +112,7 @@ func refuse(status int, format string, args ...any) error {
 
 // Run publishes one batch of len(samples)·N episodes and waits for all
 // their rewards. Trajectory g·N+i is episode i of prompt g, as for Rollout.
-func (x *External) Run(ctx context.Context, step int, samples []data.Sample) ([]*Trajectory, error) {
+func (x *External) Run(ctx context.Context, step int, samples []data.Sample) ([]*rl.Trajectory, error) {
 	if err := x.Cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -185,7 +160,7 @@ func (x *External) Run(ctx context.Context, step int, samples []data.Sample) ([]
 	x.unclaim = nil
 	x.Engine.Pause()
 	x.paused = true
-	out := make([]*Trajectory, len(batch))
+	out := make([]*rl.Trajectory, len(batch))
 	for i, e := range batch {
 		out[i] = e.t
 		delete(x.episodes, e.id)
@@ -197,7 +172,7 @@ func (x *External) Run(ctx context.Context, step int, samples []data.Sample) ([]
 // episode and an empty trajectory.
 func (x *External) start(e *extEpisode, smp data.Sample, g int) {
 	e.ep = x.Env.Episode()
-	e.t = &Trajectory{Sample: smp, Group: g}
+	e.t = &rl.Trajectory{Sample: smp, Group: g}
 	e.msgs, e.turns, e.cut, e.claimed = nil, 0, false, false
 	msgs, tools := e.ep.Reset(smp)
 	for _, m := range msgs {
@@ -389,7 +364,7 @@ func (x *External) extension(e *extEpisode, msgs []tokenizer.Message, tools []js
 
 // End files a finished request: the appended ids as context, the generated
 // ids as actions with the sampler's log-probabilities.
-func (x *External) End(id string, turn *ExternalTurn, gen *Generation, genErr error) error {
+func (x *External) End(id string, turn *ExternalTurn, gen *rl.Generation, genErr error) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.episodes[id]
@@ -459,13 +434,13 @@ func (x *External) Reward(id string, reward *float64, turnRewards []float64) (re
 	last := t.Tokens[len(t.Tokens)-1]
 	switch {
 	case e.cut && t.ResponseLen() >= min(x.Cfg.MaxResponseTokens, x.Engine.MaxLen()-t.PromptLen-1):
-		t.Finish = FinishLength
+		t.Finish = rl.FinishLength
 	case e.cut:
-		t.Finish = FinishTurnLimit
+		t.Finish = rl.FinishTurnLimit
 	case last == callEnd:
-		t.Finish = FinishMaxTurns
+		t.Finish = rl.FinishMaxTurns
 	default:
-		t.Finish = FinishAnswer
+		t.Finish = rl.FinishAnswer
 	}
 	t.Outcome = e.ep.Outcome(x.Tok.Decode(toInts(t.Tokens)))
 	if reward != nil {
@@ -486,4 +461,22 @@ func splitmix(z uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
+}
+
+// toInt32 converts the tokenizer's ids to the model's.
+func toInt32(ids []int) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}
+
+// toInts converts model ids to the tokenizer's.
+func toInts(ids []int32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
 }
