@@ -90,6 +90,7 @@ func render(out, md string) error {
 			col(func(r result) float64 { return r.toolCalls }), col(func(r result) float64 { return r.finishCut }),
 			len(rs), (time.Duration(col1(rs, func(r result) float64 { return r.wallS })) * time.Second).String())
 	}
+	fmt.Fprintf(&b, "\nReading it: whole mode's cut trajectories are the 3- and 4-hop questions whose history outgrows the window (finish `length`); step mode keeps every turn inside the window, so what it scores on them is what the policy learned to do from the shorter contexts. The warm start learned on whole histories, so step mode's contexts are new to it at step 0.\n")
 	fmt.Fprintf(&b, "\n## Commands\n\nFrom the repository root, `benchmarks/longhorizon/run.sh OUT MODE SEED...` runs (each a plain `cmd/train` run):\n\n```\n%s\n```\n\nthen `go run ./benchmarks/longhorizon -out OUT` writes this file.\n", strings.Join(commands, "\n"))
 	return os.WriteFile(md, []byte(b.String()), 0o644)
 }
