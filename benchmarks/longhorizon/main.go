@@ -71,7 +71,7 @@ func render(out, md string) error {
 				continue
 			}
 			rs = append(rs, r)
-			commands = append(commands, r.command)
+			commands = append(commands, strings.ReplaceAll(r.command, filepath.Clean(out)+"/", "OUT/"))
 		}
 		if len(rs) == 0 {
 			fmt.Fprintf(&b, "| %s | not yet run |||||||| \n", m.what)
