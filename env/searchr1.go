@@ -218,12 +218,16 @@ func (ep *SearchR1Episode) Step(ctx context.Context, turn string) StepResult {
 		info.Calls, info.Tool, info.Success, info.ErrorKind = []CallInfo{ci}, ci.Tool, ci.Success, ci.ErrorKind
 		obs := "\n\n<information>" + pyStrip(docs) + "</information>\n\n"
 		if n := cfg.MaxResponseChars; n > 0 {
-			obs = Truncate(obs, n, TruncateRight)
+			if cut := Truncate(obs, n, TruncateRight); cut != obs {
+				obs = cut
+				info.Truncated++
+			}
 		}
-		return StepResult{Observation: obs, Info: info}
+		elided := "\n\n<information>" + ElidedMarker + "</information>\n\n"
+		return StepResult{Observation: obs, Elided: elided, Info: info}
 	default:
 		info.Success, info.ErrorKind = false, ErrInvalidAction
-		return StepResult{Observation: SearchR1InvalidAction, Info: info}
+		return StepResult{Observation: SearchR1InvalidAction, Elided: SearchR1InvalidAction, Info: info}
 	}
 }
 

@@ -68,6 +68,8 @@ type Config struct {
 	// the trainer adds it at each tool call's end when
 	// algorithm.use_process_rewards is on.
 	Process ProcessConfig `yaml:"process"`
+	// Context is the context policy of step mode (context.go).
+	Context ContextConfig `yaml:",inline"`
 }
 
 // Validate reports a setting New would refuse, or a negative limit, naming
@@ -105,7 +107,7 @@ func (c *Config) Validate() error {
 	if _, err := processReward(c.Process); err != nil {
 		return fmt.Errorf("process.name: %w", err)
 	}
-	return nil
+	return c.Context.Validate()
 }
 
 // AgentR1Instruction is the instruction Agent-R1's multi-hop preprocessing
@@ -130,6 +132,7 @@ func DefaultConfig() Config {
 		Instruction:      AgentR1Instruction,
 		Reward:           "agent-r1",
 		Process:          ProcessConfig{Name: "none"},
+		Context:          DefaultContextConfig(),
 	}
 }
 
@@ -238,6 +241,7 @@ type StepInfo struct {
 	Success   bool       // every executed call succeeded
 	ErrorKind ErrorKind  // the first call's error kind
 	MaxTurns  bool       // the episode ended because MaxTurns was reached
+	Truncated int        // tool responses cut at max_tool_response_length (each marked in the text)
 }
 
 // StepResult is the env's answer to one model turn.
@@ -251,9 +255,13 @@ type StepResult struct {
 	// for Agent-R1, one "tool" message per call for verl), for callers that
 	// render with a chat template instead.
 	Messages []data.Message
-	Reward   float64 // process reward for this step
-	Done     bool
-	Info     StepInfo
+	// Elided is Observation with each tool result replaced by
+	// ElidedMarker, the markup kept: what the drop_observations context
+	// policy shows of an old turn (context.go). Empty with Observation.
+	Elided string
+	Reward float64 // process reward for this step
+	Done   bool
+	Info   StepInfo
 }
 
 // Reset starts the episode for a sample and returns the initial chat
@@ -315,11 +323,19 @@ func (t *ToolEnv) Step(ctx context.Context, turn string) StepResult {
 		if !c.Success {
 			info.Success = false
 		}
-		contents[i] = Truncate(contents[i], cfg.MaxResponseChars, cfg.TruncateSide)
+		if cut := Truncate(contents[i], cfg.MaxResponseChars, cfg.TruncateSide); cut != contents[i] {
+			contents[i] = cut
+			info.Truncated++
+		}
 	}
 	info.Tool, info.ErrorKind = info.Calls[0].Tool, info.Calls[0].ErrorKind
 	res := StepResult{Info: info, Reward: t.env.process(info.Calls)}
 	res.Observation, res.Messages = t.observation(turn, contents)
+	elided := make([]string, len(contents))
+	for i := range elided {
+		elided[i] = ElidedMarker
+	}
+	res.Elided, _ = t.observation(turn, elided)
 	if cfg.MaxTurns > 0 && t.turns >= cfg.MaxTurns {
 		t.done, res.Done, res.Info.MaxTurns = true, true, true
 	}

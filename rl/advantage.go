@@ -37,21 +37,40 @@ func (c *AdvantageConfig) Validate() error {
 // advantage mask is false.
 type Estimator func(b *Batch, cfg *AdvantageConfig) error
 
-// Estimate runs the estimator that cfg.Estimator names.
+// Estimate runs the estimator that cfg.Estimator names. A batch that packs
+// a trajectory as several sequences (Batch.Traj) goes only to an estimator
+// whose Needs say it credits trajectories.
 func Estimate(b *Batch, cfg *AdvantageConfig) error {
 	e, err := LookupEstimator(cfg.Estimator)
 	if err != nil {
 		return err
 	}
+	if needs, _ := EstimatorNeeds(cfg.Estimator); !needs.Trajectories {
+		if i := b.splitTrajectory(); i >= 0 {
+			return fmt.Errorf("rl: adv_estimator %s credits each packed sequence as a trajectory, and trajectory %d spans several (rollout.trajectory=step with a context that rewrites, or merge_prefix off): use one that credits trajectories (%s)",
+				cfg.Estimator, i, trajectoryEstimators())
+		}
+	}
 	return e(b, cfg)
+}
+
+// splitTrajectory returns the first trajectory packed as several
+// sequences, or −1.
+func (b *Batch) splitTrajectory() int {
+	for i := 1; i < len(b.Traj); i++ {
+		if b.Traj[i] == b.Traj[i-1] {
+			return b.Traj[i]
+		}
+	}
+	return -1
 }
 
 func init() {
 	RegisterEstimator("gae", GAE, Needs{Values: true})
-	RegisterEstimator("grpo", GRPO, Needs{})
-	RegisterEstimator("rloo", RLOO, Needs{})
+	RegisterEstimator("grpo", GRPO, Needs{Trajectories: true})
+	RegisterEstimator("rloo", RLOO, Needs{Trajectories: true})
 	RegisterEstimator("reinforce_plus_plus", ReinforcePlusPlus, Needs{})
-	RegisterEstimator("reinforce_plus_plus_baseline", ReinforcePlusPlusBaseline, Needs{})
+	RegisterEstimator("reinforce_plus_plus_baseline", ReinforcePlusPlusBaseline, Needs{Trajectories: true})
 	RegisterEstimator("remax", ReMax, Needs{Baseline: true})
 }
 
@@ -123,41 +142,41 @@ func GAE(b *Batch, cfg *AdvantageConfig) error {
 	return whitenWith(A, m, sum, n, "GAE advantages")
 }
 
-// seqScores returns s_i = Σ_t r_t·m_t per sequence: the outcome score counts
-// only rewards on credited tokens (Agent-R1's choice; rewards live on model
-// tokens).
-func seqScores(b *Batch) ([]float64, error) {
-	sc := make([]float64, b.NumSeqs())
+// trajScores returns s_j = Σ_t r_t·m_t per trajectory, over its sequences
+// in order (each sequence its own trajectory when Batch.Traj is nil), with
+// each sequence's trajectory and the trajectories of each group: the
+// outcome score counts only rewards on credited tokens (Agent-R1's choice;
+// rewards live on model tokens), and a trajectory of several sequences is
+// one sample of its group, as in Agent-R1's trajectory-level GRPO.
+func trajScores(b *Batch) (sc []float64, of []int, gs [][]int, err error) {
+	of, n, err := b.trajIndex()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sc = make([]float64, n)
 	var bad float64
-	for i := range sc {
+	for i, j := range of {
 		s, e := b.Seq(i)
 		for t := s; t < e; t++ {
 			if b.AdvantageMask[t] {
-				sc[i] += b.Rewards[t]
+				sc[j] += b.Rewards[t]
 				bad += b.Rewards[t] - b.Rewards[t]
 			}
 		}
 	}
 	if bad != 0 {
-		return nil, b.firstNonFiniteUnder(b.AdvantageMask, FieldRewards)
+		return nil, nil, nil, b.firstNonFiniteUnder(b.AdvantageMask, FieldRewards)
 	}
-	return sc, nil
+	return sc, of, b.trajGroups(of, n), nil
 }
 
-// groups lists the sequence indices of each group id in first-seen order.
-func groups(b *Batch) [][]int {
-	idx := map[int]int{}
-	var gs [][]int
-	for i, g := range b.Group {
-		k, ok := idx[g]
-		if !ok {
-			k = len(gs)
-			idx[g] = k
-			gs = append(gs, nil)
-		}
-		gs[k] = append(gs[k], i)
+// perSeq spreads per-trajectory values over the sequences.
+func perSeq(adv []float64, of []int) []float64 {
+	out := make([]float64, len(of))
+	for i, j := range of {
+		out[i] = adv[j]
 	}
-	return gs
+	return out
 }
 
 // broadcast writes per-sequence advantages onto the masked tokens and 0
@@ -192,18 +211,22 @@ var singletonDivisor = float64(float32(1 + grpoEps))
 // divided by the group's sample std (N−1) + 1e-6 when cfg.NormAdvByStd
 // (Dr.GRPO leaves the std out). A group of one has mean 0 and std 1.
 // The advantage is broadcast over the sequence's masked tokens; returns equal
-// advantages. Reads Rewards, AdvantageMask, Group.
+// advantages. s_i is a trajectory's score: a trajectory packed as several
+// sequences (step mode, Batch.Traj) is one member of its group with the
+// sum of its sequences' rewards, Agent-R1's trajectory-level GRPO; RLOO and
+// REINFORCE++-baseline count trajectories the same way (trajScores).
+// Reads Rewards, AdvantageMask, Group, Traj.
 func GRPO(b *Batch, cfg *AdvantageConfig) error {
 	if err := b.require(FieldAdvantageMask, FieldRewards, FieldGroup); err != nil {
 		return err
 	}
 	b.outputs()
-	sc, err := seqScores(b)
+	sc, of, gs, err := trajScores(b)
 	if err != nil {
 		return err
 	}
 	adv := make([]float64, len(sc))
-	for _, g := range groups(b) {
+	for _, g := range gs {
 		if len(g) == 1 {
 			adv[g[0]] = sc[g[0]]
 			if cfg.NormAdvByStd {
@@ -219,7 +242,7 @@ func GRPO(b *Batch, cfg *AdvantageConfig) error {
 			}
 		}
 	}
-	b.broadcast(adv)
+	b.broadcast(perSeq(adv, of))
 	return nil
 }
 
@@ -246,12 +269,12 @@ func RLOO(b *Batch, cfg *AdvantageConfig) error {
 		return err
 	}
 	b.outputs()
-	sc, err := seqScores(b)
+	sc, of, gs, err := trajScores(b)
 	if err != nil {
 		return err
 	}
 	adv := make([]float64, len(sc))
-	for _, g := range groups(b) {
+	for _, g := range gs {
 		n := float64(len(g))
 		if len(g) == 1 {
 			adv[g[0]] = sc[g[0]]
@@ -262,7 +285,7 @@ func RLOO(b *Batch, cfg *AdvantageConfig) error {
 			adv[i] = n / (n - 1) * (sc[i] - mean)
 		}
 	}
-	b.broadcast(adv)
+	b.broadcast(perSeq(adv, of))
 	return nil
 }
 
@@ -312,12 +335,12 @@ func ReinforcePlusPlusBaseline(b *Batch, cfg *AdvantageConfig) error {
 		return err
 	}
 	b.outputs()
-	sc, err := seqScores(b)
+	sc, of, gs, err := trajScores(b)
 	if err != nil {
 		return err
 	}
 	adv := make([]float64, len(sc))
-	for _, g := range groups(b) {
+	for _, g := range gs {
 		mean := 0.0
 		if len(g) > 1 {
 			mean, _ = meanStd(sc, g)
@@ -326,7 +349,7 @@ func ReinforcePlusPlusBaseline(b *Batch, cfg *AdvantageConfig) error {
 			adv[i] = sc[i] - mean
 		}
 	}
-	sum, n := b.broadcast(adv)
+	sum, n := b.broadcast(perSeq(adv, of))
 	if err := whitenWith(b.Advantages, b.AdvantageMask, sum, n, "REINFORCE++-baseline advantages"); err != nil {
 		return err
 	}

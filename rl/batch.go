@@ -21,6 +21,10 @@ type Batch struct {
 	Offsets   []int // [S+1] Offsets[0] = 0, Offsets[S] = N, non-decreasing
 	PromptLen []int // [S] prompt tokens at the start of each sequence (may be nil)
 	Group     []int // [S] group id: sequences sampled from one prompt share it
+	// Traj names the trajectory of each sequence when one is packed as
+	// several (step mode, steppack.go): its sequences are consecutive and
+	// in turn order. Nil: each sequence is a trajectory of its own.
+	Traj []int // [S]
 
 	Tokens        []int32 // [N] token ids
 	ActionMask    []bool  // [N] true on tokens the policy sampled (the loss mask)
@@ -79,6 +83,7 @@ func (b *Batch) Slice(i, j int) *Batch {
 	s := &Batch{Offsets: off}
 	s.PromptLen = subInts(b.PromptLen, i, j)
 	s.Group = subInts(b.Group, i, j)
+	s.Traj = subInts(b.Traj, i, j)
 	if b.Tokens != nil {
 		s.Tokens = b.Tokens[lo:hi]
 	}
@@ -239,6 +244,9 @@ func (b *Batch) validateLayout() error {
 				return fmt.Errorf("rl: PromptLen[%d] = %d outside the sequence's %d tokens", i, p, n)
 			}
 		}
+	}
+	if b.Traj != nil && len(b.Traj) != b.NumSeqs() {
+		return fmt.Errorf("rl: Traj has %d entries, want %d (one per sequence)", len(b.Traj), b.NumSeqs())
 	}
 	if b.Tokens != nil && len(b.Tokens) != b.NumTokens() {
 		return fmt.Errorf("rl: Tokens has %d entries, want %d", len(b.Tokens), b.NumTokens())

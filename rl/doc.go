@@ -192,6 +192,23 @@
 // the critic and the optimizers; cmd/train/default.yaml holds the embedded
 // run's departures from these library defaults (Agent-R1's).
 //
+// # Step mode
+//
+// With rollout.trajectory=step a trajectory is a sequence of turns, each a
+// sample of its own: the prompt the episode built for it (env.Contexter:
+// full, window, drop_observations, or the environment's own) and the
+// policy's response (Trajectory.Steps, steps.go). FromSteps packs them,
+// merging a turn whose prompt extends the previous turn's prompt and
+// response token for token into that turn's sequence (steppack.go), so the
+// full context packs the batch whole mode does; Batch.Traj names the
+// trajectory of each sequence when a rewrite splits one. Estimators whose
+// Needs say Trajectories credit a split trajectory as one: grpo, rloo and
+// reinforce_plus_plus_baseline per trajectory, and the per-turn step_gae
+// (Agent-R1's step-level GAE), step_grpo and step_rloo
+// (advantage_step.go); Estimate refuses a split batch to the others. The
+// length budgets and their finish reasons are budget.go's; the trajectory
+// verifier, run on every step's records and packed batch, is verify.go's.
+//
 // # Rollout correction
 //
 // The sampler's log-probabilities (SampleLogProb) and the trainer's of the

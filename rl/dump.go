@@ -67,6 +67,13 @@ type DumpRecord struct {
 	// Mismatch is the sampler's log-probs against the trainer's, per model
 	// turn (rollcorr_metrics.go); absent where the step did not measure it.
 	Mismatch []TurnMismatch `json:"mismatch,omitempty"`
+	// Tokens, Action and LogProbs are the transcript token by token, and
+	// Steps its turn samples in step mode: what cmd/rollouts -verify checks
+	// (dumpverify.go).
+	Tokens   []int32    `json:"tokens,omitempty"`
+	Action   []bool     `json:"action,omitempty"`
+	LogProbs []float32  `json:"logprobs,omitempty"`
+	Steps    []DumpStep `json:"turn_samples,omitempty"`
 }
 
 // DumpRecords renders trajectories for the dump. advantages, when not nil,
@@ -78,7 +85,8 @@ func DumpRecords(step int, trajs []*Trajectory, advantages [][]float64, tok *tok
 		r := DumpRecord{Step: step, Index: i, Group: t.Group, ID: t.Sample.ID, DataSource: t.Sample.DataSource,
 			Question: t.Sample.Question, Answers: t.Sample.Answers, Reward: t.Outcome.Reward,
 			Metrics: t.Outcome.Metrics, Turns: t.Turns, NumToolCalls: t.ToolCalls, Finish: string(t.Finish),
-			ToolCalls: []string{}, Obs: []string{}, Mismatch: t.Mismatch}
+			ToolCalls: []string{}, Obs: []string{}, Mismatch: t.Mismatch,
+			Tokens: t.Tokens, Action: t.Action, LogProbs: t.LogProb, Steps: dumpSteps(t.Steps)}
 		var text strings.Builder
 		emit := func(kind string, a, b int) {
 			ids := make([]int, b-a)
@@ -159,9 +167,10 @@ func toolCallBodies(s string) []string {
 	}
 }
 
-// SplitAdvantages splits b's per-token advantages by sequence.
+// SplitAdvantages splits b's per-token advantages by sequence. A step-mode
+// batch (Batch.Traj) packs turns, not transcripts, so it has none to split.
 func SplitAdvantages(b *Batch) [][]float64 {
-	if b == nil || len(b.Advantages) == 0 {
+	if b == nil || len(b.Advantages) == 0 || b.Traj != nil {
 		return nil
 	}
 	out := make([][]float64, len(b.Offsets)-1)

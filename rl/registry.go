@@ -25,6 +25,11 @@ var (
 type Needs struct {
 	Values   bool // Batch.OldValues, from a critic (a value model is loaded and trained)
 	Baseline bool // Batch.BaselineScore, the score of each prompt's greedy response
+	// Trajectories says the estimator credits a trajectory packed as
+	// several sequences (step mode, Batch.Traj) as one; Estimate refuses
+	// such a batch to an estimator without it, which would treat each
+	// sequence as a trajectory of its own.
+	Trajectories bool
 }
 
 type registered struct {
@@ -110,4 +115,18 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// trajectoryEstimators lists the estimators that credit trajectories
+// packed as several sequences (Needs.Trajectories), for error messages.
+func trajectoryEstimators() string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	var names []string
+	for _, n := range sortedKeys(estimators) {
+		if estimators[n].needs.Trajectories {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ", ")
 }

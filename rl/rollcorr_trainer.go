@@ -212,6 +212,9 @@ func (t *Trainer) rollcorrEnd(trajs []*Trajectory, m Metrics) error {
 	if err != nil {
 		return err
 	}
+	if b.Traj != nil {
+		return nil // step mode: a trajectory's turns span sequences; the metrics above stand
+	}
 	first := t.slice.SeqLo // this process's first sequence of the global batch
 	for i, tr := range trajs {
 		if first+i < len(turns) {

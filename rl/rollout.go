@@ -107,6 +107,17 @@ type RolloutConfig struct {
 	// (AVX512_BF16), as verl's rollout engine samples in bf16. π_old stays
 	// the float32 policy's (old log-probs are scored by it).
 	DType string `yaml:"dtype" help:"float32 (sample from the policy) or bfloat16 (from a bf16 copy refreshed each step: half the weight bytes, bf16 dot products on CPUs with AVX512_BF16)"`
+	// Trajectory and MergePrefix are step mode's (steps.go): each turn a
+	// sample whose prompt the environment builds (env.context).
+	Trajectory string `yaml:"trajectory" help:"whole (each trajectory one append-only sample) or step (each turn a sample of the context the environment built, env.context)"`
+	// TruncationPenalty and TruncationLoss say what a trajectory that a
+	// length budget cut (Finish.Truncated) gets: a reward added to its
+	// outcome, and whether its tokens are trained (budget.go).
+	TruncationPenalty float64 `yaml:"truncation_penalty" help:"added to the outcome reward of a trajectory a length budget ended (finish turn_limit, length or context); e.g. -1"`
+	TruncationLoss    string  `yaml:"truncation_loss" help:"keep (train a truncated trajectory like any other) or mask (its tokens leave the loss; the estimator still counts its reward)"`
+	// Verify is what a trajectory that fails the verifier does (verify.go).
+	Verify      string `yaml:"verify" help:"trajectory verifier on every step: fail (a violation fails the step, naming trajectory, turn and token), drop (the trajectory is dropped and counted in verify/dropped) or off"`
+	MergePrefix bool   `yaml:"merge_prefix" help:"step mode: train a turn whose prompt extends the previous turn's prompt and response in that turn's packed sequence (false: every turn a sequence of its own)"`
 }
 
 // TrajectorySource is where a trainer step's trajectories come from: the
@@ -120,7 +131,8 @@ type TrajectorySource interface {
 func DefaultRolloutConfig() RolloutConfig {
 	return RolloutConfig{N: 5, Slots: 64, Seed: 1, Sampling: model.Sampling{Temperature: 1, TopP: 1, TopK: -1},
 		MaxTurnTokens: 1024, MaxResponseTokens: 8192, MaxPromptTokens: 8192, ToolConcurrency: 16,
-		Mode: "builtin", ExternalAddr: "127.0.0.1:8000", ExternalTimeout: 10 * time.Minute, DType: "float32"}
+		Mode: "builtin", ExternalAddr: "127.0.0.1:8000", ExternalTimeout: 10 * time.Minute, DType: "float32",
+		Trajectory: TrajectoryWhole, MergePrefix: true, Verify: VerifyFail, TruncationLoss: TruncationKeep}
 }
 
 // StepSeed is the seed of step's sampling streams: one per RL step, so that
@@ -144,6 +156,12 @@ func (c *RolloutConfig) Validate() error {
 		return fmt.Errorf("rl: rollout prefill_tokens %d is below slots %d: a step decodes a token for every slot and must still feed some prompt (0: no limit)", c.PrefillTokens, c.Slots)
 	}
 	if err := c.validateMode(); err != nil {
+		return err
+	}
+	if err := c.validateTrajectory(); err != nil {
+		return err
+	}
+	if err := c.validateBudgets(); err != nil {
 		return err
 	}
 	switch c.DType {
@@ -180,12 +198,25 @@ func (c *RolloutConfig) validateMode() error {
 // Finish says why a trajectory ended.
 type Finish string
 
+// Three are truncations, each the mark of one length budget (Truncated):
+// turn_limit is max_turn_tokens, length max_response_tokens (the
+// trajectory's tokens after its prompt), context the model's window
+// (model.max_context). A tool response cut at env.max_tool_response_length
+// does not end the trajectory; it is marked in the text and counted
+// (Trajectory.TruncatedResponses).
 const (
 	FinishAnswer    Finish = "answer"     // a turn without a tool call
 	FinishMaxTurns  Finish = "max_turns"  // the environment's turn limit
-	FinishLength    Finish = "length"     // the response or context limit
+	FinishLength    Finish = "length"     // the trajectory's budget, max_response_tokens
+	FinishContext   Finish = "context"    // the model's window: no room for the next token of the context
 	FinishTurnLimit Finish = "turn_limit" // a turn hit max_turn_tokens and had no tool call
 )
+
+// Truncated says whether f is a length budget's cut rather than the
+// episode's own end.
+func (f Finish) Truncated() bool {
+	return f == FinishLength || f == FinishContext || f == FinishTurnLimit
+}
 
 // Trajectory is one finished episode, token by token.
 type Trajectory struct {
@@ -202,11 +233,19 @@ type Trajectory struct {
 	ProcessRewards []float64
 	Turns          int // model turns
 	ToolCalls      int // executed tool calls
-	Finish         Finish
-	Outcome        env.Outcome // outcome reward and the task's metrics
+	// TruncatedResponses counts the tool responses the environment cut at
+	// its limit (env.max_tool_response_length), each marked in the text.
+	TruncatedResponses int
+	Finish             Finish
+	Outcome            env.Outcome // outcome reward and the task's metrics
 	// Mismatch is the sampler against the trainer, per model turn, once
 	// the step has measured it (rollcorr_trainer.go).
 	Mismatch []TurnMismatch
+	// Steps holds, in step mode, each turn as the sample it is trained as:
+	// the prompt the environment built and the policy's response
+	// (steps.go). Tokens is then the transcript of every turn in order,
+	// which the outcome is scored on. Nil for a whole trajectory.
+	Steps []TurnSample
 }
 
 // ResponseLen is the number of tokens after the prompt.
@@ -230,9 +269,10 @@ type trajState struct {
 	seq
 	t    *Trajectory
 	ep   env.Episode
-	turn []int  // ids of the current model turn
-	text []byte // the current turn decoded so far, with stop strings only (stopstrings.go)
-	cut  bool   // the current turn ended at max_turn_tokens, not a stop token
+	turn []int      // ids of the current model turn
+	text []byte     // the current turn decoded so far, with stop strings only (stopstrings.go)
+	cut  bool       // the current turn ended at max_turn_tokens, not a stop token
+	step *stepState // step mode's context (steps.go); nil for a whole trajectory
 }
 
 type toolResult struct {
@@ -276,6 +316,9 @@ func (r *Rollout) Run(ctx context.Context, step int, samples []data.Sample) ([]*
 				t: &Trajectory{Sample: smp, Group: g, Tokens: slices.Clone(prompt), PromptLen: len(prompt),
 					Action: make([]bool, len(prompt)), LogProb: make([]float32, len(prompt))},
 				ep: ep,
+			}
+			if r.Cfg.Trajectory == TrajectoryStep {
+				s.step = r.newStepState(ep, prompt)
 			}
 			s.rng = rand.New(rand.NewPCG(r.Cfg.StepSeed(step), r.StreamBase+idx))
 			s.sampling = r.Cfg.Sampling
@@ -440,20 +483,23 @@ func (x *rolloutRun) sampled(s *trajState, id int32, lp float32) {
 		textEnd = x.stopStringEnd(s, stops, id)
 		stop = textEnd >= 0
 	}
-	full := t.ResponseLen() >= x.responseLimit(t)
+	full := x.atLimit(s)
 	if !stop && !full && len(s.turn) < x.Cfg.MaxTurnTokens {
 		s.pending = append(s.pending[:0], id)
 		return
 	}
 	t.Turns++
 	s.cut = !stop
+	if s.step != nil {
+		s.step.record(t)
+	}
 	text := x.Tok.Decode(s.turn)
 	if textEnd >= 0 {
 		text = text[:textEnd] // the tokens stay whole; the environment reads up to the stop string
 	}
 	s.turn, s.text = s.turn[:0], s.text[:0]
 	if full && !stop {
-		x.finish(s, FinishLength)
+		x.finish(s, x.limitReason(s))
 		return
 	}
 	s.state = seqTool
@@ -465,6 +511,30 @@ func (x *rolloutRun) sampled(s *trajState, id int32, lp float32) {
 		<-sem
 		results <- toolResult{s, res}
 	}()
+}
+
+// atLimit says whether s may sample no further token: its response (in
+// step mode, its transcript or its turn's context) is at its limit.
+func (x *rolloutRun) atLimit(s *trajState) bool {
+	if s.step != nil {
+		return s.step.atLimit(x.Rollout, s.t)
+	}
+	return s.t.ResponseLen() >= x.responseLimit(s.t)
+}
+
+// limitReason names the budget that s reached: the trajectory's
+// (max_response_tokens) or the model's window.
+func (x *rolloutRun) limitReason(s *trajState) Finish {
+	if s.step != nil {
+		if s.t.ResponseLen() >= x.Cfg.MaxResponseTokens {
+			return FinishLength
+		}
+		return FinishContext
+	}
+	if x.Cfg.MaxResponseTokens <= x.responseLimit(s.t) {
+		return FinishLength
+	}
+	return FinishContext
 }
 
 // responseLimit is how many response tokens t may hold: the configured
@@ -479,12 +549,17 @@ func (r *Rollout) responseLimit(t *Trajectory) int {
 func (x *rolloutRun) observe(s *trajState, res env.StepResult) {
 	t := s.t
 	t.ToolCalls += len(res.Info.Calls)
+	t.TruncatedResponses += res.Info.Truncated
 	if res.Observation == "" {
 		reason := FinishAnswer
 		if s.cut {
 			reason = FinishTurnLimit
 		}
 		x.finish(s, reason)
+		return
+	}
+	if s.step != nil {
+		x.observeStep(s, res)
 		return
 	}
 	t.ToolCallEnds = append(t.ToolCallEnds, len(t.Tokens)-1)
@@ -501,7 +576,7 @@ func (x *rolloutRun) observe(s *trajState, res env.StepResult) {
 	t.LogProb = append(t.LogProb, make([]float32, len(obs))...)
 	switch {
 	case truncated:
-		x.finish(s, FinishLength)
+		x.finish(s, x.limitReason(s))
 	case res.Done:
 		x.finish(s, FinishMaxTurns)
 	default:

@@ -29,19 +29,26 @@ type scriptedPolicy struct {
 	mu       sync.Mutex
 	state    []slotState
 	prefills int
+	rewrites int // contexts refilled after a rewrite
 }
 
 type slotState struct {
 	marker    string
 	n         int // tokens held
 	turn, pos int
+	// prev is the state before the last Reset: a step-mode rollout resets
+	// a slot to refill it with a rewritten context, which goes on with the
+	// next turn of the same script.
+	prev *slotState
 }
 
 func (p *scriptedPolicy) Vocab() int  { return p.vocab }
 func (p *scriptedPolicy) Slots() int  { return p.slots }
 func (p *scriptedPolicy) MaxLen() int { return p.maxLen }
 func (p *scriptedPolicy) Reset(slot int) {
-	p.state[slot] = slotState{}
+	old := p.state[slot]
+	old.prev = nil
+	p.state[slot] = slotState{prev: &old}
 }
 func (p *scriptedPolicy) Fork(dst, src int) { p.state[dst] = p.state[src] }
 
@@ -53,8 +60,13 @@ func (p *scriptedPolicy) Feed(chunks []model.Chunk) ([]float32, error) {
 		st := &p.state[c.Slot]
 		switch {
 		case st.n == 0: // a prompt
-			p.prefills++
 			text := p.tok.Decode(toInts(c.Tokens))
+			if st.prev != nil && st.prev.marker != "" && strings.Contains(text, "<tool_response>") {
+				st.marker, st.turn = st.prev.marker, st.prev.turn+1 // a rewritten context
+				p.rewrites++
+				break
+			}
+			p.prefills++
 			for m := range p.scripts {
 				if strings.Contains(text, m) {
 					st.marker = m

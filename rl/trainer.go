@@ -33,8 +33,11 @@ type Trainer struct {
 	// adv, update_critic, update_actor), so that a caller can show progress
 	// inside a step that takes minutes.
 	Phase func(name string, took time.Duration)
-	step  int   // RL steps done
-	slice Slice // this process's share of the step's batch (Sync.Shard)
+	// Verifier checks each step's trajectories and batch (verify.go,
+	// rollout.verify); nil checks without the chat template.
+	Verifier *Verifier
+	step     int   // RL steps done
+	slice    Slice // this process's share of the step's batch (Sync.Shard)
 	// rolloutCopy is the bf16 copy the rollout samples from
 	// (rollout.dtype bfloat16), or nil.
 	rolloutCopy *model.Model
@@ -67,14 +70,23 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	if err != nil {
 		return nil, err
 	}
-	b, err := t.score(trajs, baseline)
+	if trajs, baseline, err = t.verifyRecords(trajs, baseline, m); err != nil {
+		return nil, err
+	}
+	b, err := t.score(trajs, baseline, m)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.verifyBatch(b, trajs); err != nil {
 		return nil, err
 	}
 	if err := t.logProbs(b, clock); err != nil {
 		return nil, err
 	}
 	if b, err = t.advantages(b, clock); err != nil {
+		return nil, err
+	}
+	if err := t.maskTruncation(b, trajs, m); err != nil {
 		return nil, err
 	}
 	if err := t.updateModels(b, clock); err != nil {
@@ -155,14 +167,18 @@ func (t *Trainer) rollout(ctx context.Context, prompts []data.Sample, clock step
 }
 
 // score packs the trajectories into a batch with their outcome rewards and,
-// when configured, their process rewards.
-func (t *Trainer) score(trajs []*Trajectory, baseline []float64) (*Batch, error) {
+// when configured, their process rewards; step mode packs turns
+// (scoreSteps).
+func (t *Trainer) score(trajs []*Trajectory, baseline []float64, m Metrics) (*Batch, error) {
 	cfg := &t.Cfg
+	if cfg.Rollout.Trajectory == TrajectoryStep {
+		return t.scoreSteps(trajs, baseline, m)
+	}
 	b := FromTrajectories(trajs, cfg.Algorithm.AdvantageMask)
 	b.BaselineScore = baseline
 	scores := make([]float64, len(trajs))
 	for i, tr := range trajs {
-		scores[i] = tr.Outcome.Reward
+		scores[i] = cfg.Rollout.outcome(tr) // with the truncation penalty (budget.go)
 	}
 	if err := AddOutcome(b, scores); err != nil {
 		return nil, err
@@ -387,9 +403,10 @@ type updateShape struct {
 // (actor/grad_norm).
 func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix string, u updateShape, step lossStep) (Metrics, error) {
 	var all []Metrics
+	cuts := miniBatches(b, u.MiniBatchSize)
 	for epoch := 0; epoch < u.PPOEpochs; epoch++ {
-		for lo := 0; lo < b.NumSeqs(); lo += u.MiniBatchSize {
-			hi := min(lo+u.MiniBatchSize, b.NumSeqs())
+		for c := 0; c+1 < len(cuts); c++ {
+			lo, hi := cuts[c], cuts[c+1]
 			mini := b.Slice(lo, hi)
 			norm, err := NewNorm(u.agg, mini, u.scale)
 			if err != nil {
@@ -401,6 +418,9 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix st
 			t.sync().ZeroGrads(mdl, opt) // ZeRO-2: the arena is kept zero, and the backward sends its buckets
 			mm := Metrics{}
 			own := t.slice.Own(mini, lo, hi) // this process's part of the global mini-batch
+			if b.Traj != nil {
+				own = mini // step mode runs in one process (scoreSteps)
+			}
 			cuts := MicroBatches(own, u.MicroBatchTokens)
 			idle, err := t.sync().IdleRounds(mdl, opt, len(cuts)-1) // ZeRO-2: micro-batches short of the busiest rank's
 			if err != nil {
@@ -470,8 +490,13 @@ func RolloutMetrics(trajs []*Trajectory) Metrics {
 	for k, s := range sums {
 		m["env/"+k] = s / counts[k]
 	}
-	for _, f := range []Finish{FinishAnswer, FinishMaxTurns, FinishLength, FinishTurnLimit} {
+	var cutResponses float64
+	for _, t := range trajs {
+		cutResponses += float64(t.TruncatedResponses)
+	}
+	for _, f := range []Finish{FinishAnswer, FinishMaxTurns, FinishLength, FinishContext, FinishTurnLimit} {
 		m["env/finish_"+string(f)] = finish[f] / n
 	}
+	m["env/truncated_tool_responses"] = cutResponses / n
 	return m
 }

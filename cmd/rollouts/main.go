@@ -4,13 +4,17 @@
 //	go run ./cmd/rollouts RUN/rollouts/step_12.jsonl            # the first trajectory
 //	go run ./cmd/rollouts -i 5 -prompt RUN/rollouts/step_12.jsonl
 //	go run ./cmd/rollouts -list RUN/rollouts/step_12.jsonl      # one line per trajectory
+//	go run ./cmd/rollouts -verify RUN/rollouts/step_12.jsonl    # the trajectory verifier
 //
 // The response is printed span by span: what the policy sampled (action
 // mask 1, the tokens the loss trains on) between ▶ action and ◀ markers,
 // what the environment inserted (mask 0) under observation headers; an
 // action header also gives that turn's sampler-vs-trainer mismatch when the
 // dump has it, and -list the turn where it is largest. -color
-// shows actions in green and observations dimmed instead.
+// shows actions in green and observations dimmed instead. -verify runs
+// the trajectory verifier (rl/verify.go) on every trajectory of the file
+// and names each violation's trajectory, turn and token; it exits 1 when
+// there is one.
 package main
 
 import (
@@ -32,8 +36,9 @@ func main() {
 	list := fs.Bool("list", false, "list the file's trajectories, one line each")
 	prompt := fs.Bool("prompt", false, "print the prompt too")
 	color := fs.Bool("color", false, "mark spans with ANSI colours instead of text markers")
+	verify := fs.Bool("verify", false, "check every trajectory with the trajectory verifier; exit 1 on a violation")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: rollouts [-i N] [-list] [-prompt] [-color] FILE.jsonl")
+		fmt.Fprintln(fs.Output(), "usage: rollouts [-i N] [-list] [-prompt] [-color] [-verify] FILE.jsonl")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -45,6 +50,13 @@ func main() {
 	if fs.NArg() != 1 {
 		fs.Usage()
 		os.Exit(2)
+	}
+	if *verify {
+		if err := verifyFile(os.Stdout, fs.Arg(0)); err != nil {
+			fmt.Fprintln(os.Stderr, "rollouts:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(os.Stdout, fs.Arg(0), *index, *list, *prompt, *color); err != nil {
 		fmt.Fprintln(os.Stderr, "rollouts:", err)
@@ -146,4 +158,25 @@ func render(out io.Writer, r rl.DumpRecord, prompt, color bool) {
 	if color {
 		fmt.Fprintln(out)
 	}
+}
+
+// verifyFile runs the verifier on every trajectory of a dump, prints each
+// violation and a summary, and fails when there was one.
+func verifyFile(out io.Writer, path string) error {
+	recs, err := rl.ReadDump(path)
+	if err != nil {
+		return err
+	}
+	bad := 0
+	for i := range recs {
+		if w := rl.VerifyRecord(&recs[i], rl.DumpTemplate(&recs[i])); w != nil {
+			fmt.Fprintln(out, w)
+			bad++
+		}
+	}
+	if bad > 0 {
+		return fmt.Errorf("%s: %d of %d trajectories fail the verifier", path, bad, len(recs))
+	}
+	fmt.Fprintf(out, "%s: %d trajectories verified\n", path, len(recs))
+	return nil
 }

@@ -65,3 +65,50 @@ func TestRenderMarksActionSpans(t *testing.T) {
 		t.Errorf("missing index: %v", err)
 	}
 }
+
+// withTokens gives record's 40 tokens their ids, mask and log-probs.
+func withTokens(r rl.DumpRecord) rl.DumpRecord {
+	for k := 0; k < 40; k++ {
+		act := k >= 10 && k < 20 || k >= 30
+		r.Tokens, r.Action = append(r.Tokens, int32(k+1)), append(r.Action, act)
+		lp := float32(0)
+		if act {
+			lp = -0.5
+		}
+		r.LogProbs = append(r.LogProbs, lp)
+	}
+	return r
+}
+
+// TestVerify: -verify passes a consistent dump and names the trajectory,
+// turn and token of an environment token that carries a log-probability.
+func TestVerify(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.jsonl"), filepath.Join(dir, "bad.jsonl")
+	broken := withTokens(record(1, nil))
+	broken.LogProbs[25] = -1
+	if err := rl.WriteDump(good, []rl.DumpRecord{withTokens(record(0, nil)), withTokens(record(1, nil))}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rl.WriteDump(bad, []rl.DumpRecord{withTokens(record(0, nil)), broken}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := verifyFile(&out, good); err != nil || !strings.Contains(out.String(), "2 trajectories verified") {
+		t.Errorf("good dump: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	err := verifyFile(&out, bad)
+	if err == nil || !strings.Contains(err.Error(), "1 of 2 trajectories fail") ||
+		!strings.Contains(out.String(), "trajectory 1 (), turn 1, token 25: environment token with a sampling log-probability -1") {
+		t.Errorf("bad dump: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := verifyFile(&out, func() string {
+		p := filepath.Join(dir, "old.jsonl")
+		rl.WriteDump(p, []rl.DumpRecord{record(0, nil)})
+		return p
+	}()); err == nil || !strings.Contains(out.String(), "no tokens") {
+		t.Errorf("a dump without tokens: %v\n%s", err, out.String())
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/cmd/internal/config"
+	"github.com/r1go/r1go/env"
 	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/optim"
@@ -124,9 +125,8 @@ func (c *Config) Validate() error {
 	if err := c.RL.Validate(); err != nil {
 		return err
 	}
-	if c.Model.MaxContext < c.RL.Rollout.MaxPromptTokens+c.RL.Rollout.MaxResponseTokens {
-		return fmt.Errorf("model.max_context %d is below rollout.max_prompt_tokens + rollout.max_response_tokens (%d)",
-			c.Model.MaxContext, c.RL.Rollout.MaxPromptTokens+c.RL.Rollout.MaxResponseTokens)
+	if err := c.validateTrajectory(); err != nil {
+		return err
 	}
 	if err := c.RL.Actor.LoRA.Validate(); err != nil {
 		return fmt.Errorf("actor.%w", err)
@@ -171,4 +171,37 @@ func (c *TrainerConfig) Validate() error {
 		return fmt.Errorf("save_dtype: %w", err)
 	}
 	return c.Config.Validate()
+}
+
+// validateTrajectory checks the settings of whole and step mode that span
+// sections: the context policy (env.context) is step mode's; an estimator
+// that credits each packed sequence as a trajectory cannot take the turns
+// of a context that rewrites; and the window must hold a whole trajectory
+// (whole mode) or one turn after the longest prompt (step mode, where the
+// context policy keeps each turn's context inside it).
+func (c *Config) validateTrajectory() error {
+	ro := &c.RL.Rollout
+	step := ro.Trajectory == rl.TrajectoryStep
+	if !step && c.Env.Context.Policy != env.ContextFull {
+		return fmt.Errorf("env.context %s builds the prompts of step mode: set rollout.trajectory=step (or env.context=full)", c.Env.Context.Policy)
+	}
+	if step && (c.Env.Context.Policy != env.ContextFull || !ro.MergePrefix) && !c.RL.Needs().Trajectories {
+		return fmt.Errorf("algorithm.adv_estimator %s credits each packed sequence as a trajectory, and rollout.trajectory=step with env.context %s (merge_prefix %v) packs a trajectory as several: use one that credits trajectories (grpo, rloo, reinforce_plus_plus_baseline, step_gae, step_grpo, step_rloo)",
+			c.RL.Algorithm.Estimator, c.Env.Context.Policy, ro.MergePrefix)
+	}
+	if ro.MaxTurnTokens > ro.MaxResponseTokens {
+		return fmt.Errorf("rollout.max_turn_tokens %d exceeds rollout.max_response_tokens %d: a turn is part of the trajectory's budget", ro.MaxTurnTokens, ro.MaxResponseTokens)
+	}
+	if step {
+		if c.Model.MaxContext <= ro.MaxPromptTokens+ro.MaxTurnTokens {
+			return fmt.Errorf("model.max_context %d must exceed rollout.max_prompt_tokens + rollout.max_turn_tokens (%d): a turn's context must fit the window",
+				c.Model.MaxContext, ro.MaxPromptTokens+ro.MaxTurnTokens)
+		}
+		return nil
+	}
+	if c.Model.MaxContext < ro.MaxPromptTokens+ro.MaxResponseTokens {
+		return fmt.Errorf("model.max_context %d is below rollout.max_prompt_tokens + rollout.max_response_tokens (%d)",
+			c.Model.MaxContext, ro.MaxPromptTokens+ro.MaxResponseTokens)
+	}
+	return nil
 }

@@ -162,6 +162,10 @@ func TestEvalCommandCarriesDataKeys(t *testing.T) {
 	if got != want {
 		t.Fatalf("evaluate line\n got %s\nwant %s", got, want)
 	}
+	c.RL.Rollout.Trajectory, c.Env.Context.Policy, c.Env.Context.Turns = "step", "window", 1
+	if got := evalCommand(&c, "R"); !strings.HasSuffix(got, " rollout.trajectory=step env.context=window env.context_turns=1") {
+		t.Errorf("step mode's evaluate line %s lacks its context keys", got)
+	}
 	if def := DefaultConfig(); def.Env.Reward != agent.DefaultEnvConfig().Reward {
 		t.Fatalf("train's default reward %q differs from eval's %q", def.Env.Reward, agent.DefaultEnvConfig().Reward)
 	}

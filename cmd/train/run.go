@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/r1go/r1go/cmd/internal/agent"
@@ -443,8 +444,8 @@ func sft(ctx context.Context, cfg *Config, s *agent.Setup, out io.Writer) error 
 	if len(pool) == 0 {
 		return fmt.Errorf("sft: no training sample has a gold trajectory (sft.max_hops %d, sft.fraction %v)", cfg.SFT.MaxHops, cfg.SFT.Fraction)
 	}
-	ro := &rl.Rollout{Tok: s.Tok, Env: s.Env, Stop: s.Stop}
-	params, grads := s.Policy.Trainable() // the adapters in a LoRA run
+	ro := &rl.Rollout{Cfg: &cfg.RL.Rollout, Tok: s.Tok, Env: s.Env, Stop: s.Stop} // Cfg: step mode records turn samples
+	params, grads := s.Policy.Trainable()                                         // the adapters in a LoRA run
 	opt, err := optim.New(s.Policy.Dev, params, grads, cfg.SFT.Optim, cfg.SFT.Steps)
 	if err != nil {
 		return err
@@ -510,6 +511,7 @@ func newTrainer(cfg *Config, s *agent.Setup, sftDir string, par *dp.DP) (*rl.Tra
 	if err != nil {
 		return nil, err
 	}
+	tr.Verifier = verifier(cfg, s)
 	if tr.Ref != nil && tr.Ref != ref {
 		useMixed(tr.Ref) // the frozen warm start: bf16 on a device that computes in it
 	}
@@ -526,4 +528,28 @@ func saveConfig(cfg *Config, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// verifier is the trajectory verifier of the run (rollout.verify): the
+// template checks follow the env's chat markup, for the styles whose
+// observations are chat turns of their own (agent-r1, verl; Search-R1's
+// sit inside the assistant turn and get the record checks only).
+func verifier(cfg *Config, s *agent.Setup) *rl.Verifier {
+	tok := s.Tok
+	v := &rl.Verifier{Decode: func(ids []int32) string {
+		out := make([]int, len(ids))
+		for i, id := range ids {
+			out[i] = int(id)
+		}
+		return tok.Decode(out)
+	}}
+	if cfg.RL.Rollout.Mode != "external" { // external agents' turns end where the engine's requests said
+		v.Stop = s.Stop
+	}
+	if st := cfg.Env.Style; st == env.StyleAgentR1 || st == env.StyleVerl {
+		m := cfg.Env.Markup
+		v.Template = rl.ChatTemplate{TurnStart: strings.TrimSuffix(m.AssistantStart, "assistant\n"), TurnEnd: m.TurnEnd,
+			AssistantStart: m.AssistantStart, ResponseStart: m.ResponseStart, ResponseEnd: m.ResponseEnd}
+	}
+	return v
 }

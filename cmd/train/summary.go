@@ -58,6 +58,10 @@ func evalCommand(cfg *Config, actor string) string {
 	add("max_context", fmt.Sprint(cfg.Model.MaxContext), "1280")
 	add("rollout.max_turn_tokens", fmt.Sprint(cfg.RL.Rollout.MaxTurnTokens), fmt.Sprint(ev.MaxTurnTokens))
 	add("rollout.max_response_tokens", fmt.Sprint(cfg.RL.Rollout.MaxResponseTokens), fmt.Sprint(ev.MaxResponseTokens))
+	// Step mode evaluates in the contexts it trained in.
+	add("rollout.trajectory", cfg.RL.Rollout.Trajectory, ev.Trajectory)
+	add("env.context", string(cfg.Env.Context.Policy), string(def.Env.Context.Policy))
+	add("env.context_turns", fmt.Sprint(cfg.Env.Context.Turns), fmt.Sprint(def.Env.Context.Turns))
 	return strings.Join(args, " ")
 }
 

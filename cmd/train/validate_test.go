@@ -83,6 +83,10 @@ func TestEveryBadSettingFailsBeforeWork(t *testing.T) {
 		{"actor.optim.lr=-1", "actor.optim"},
 		{"sft.optim.schedule=linear", "sft.optim"},
 		{"model.max_context=100", "model.max_context 100"},
+		{"rollout.trajectory=turns", `rollout: rl: rollout.trajectory "turns"`},
+		{"env.context=summary", `env: context "summary"`},
+		{"env.context_turns=0", "env: context_turns 0"},
+		{"env.context=window", "env.context window builds the prompts of step mode"},
 	} {
 		cfg := DefaultConfig()
 		err := config.Load(&cfg, []string{tc.arg}, nil)
@@ -140,5 +144,39 @@ func TestLongPromptsFailAtLoad(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "sft step") {
 		t.Errorf("the warm start ran before the error:\n%s", out.String())
+	}
+}
+
+// TestStepModeSettings checks the settings of step mode that span
+// sections: an estimator that credits sequences cannot take the turns of a
+// context that rewrites, and the window must hold one turn, not the whole
+// transcript.
+func TestStepModeSettings(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "" for a config that loads
+	}{
+		{[]string{"rollout.trajectory=step"}, ""},
+		{[]string{"rollout.trajectory=step", "env.context=window", "algorithm.adv_estimator=step_grpo"}, ""},
+		{[]string{"rollout.trajectory=step", "env.context=drop_observations", "algorithm.adv_estimator=reinforce_plus_plus"}, "algorithm.adv_estimator reinforce_plus_plus credits each packed sequence"},
+		{[]string{"rollout.trajectory=step", "rollout.merge_prefix=false", "algorithm.adv_estimator=gae"}, "algorithm.adv_estimator gae"},
+		{[]string{"rollout.trajectory=step", "algorithm.adv_estimator=gae"}, ""},
+		// Step mode lets the transcript outgrow the window; whole mode does not.
+		{[]string{"rollout.trajectory=step", "env.context=window", "rollout.max_response_tokens=4000"}, ""},
+		{[]string{"rollout.max_response_tokens=4000"}, "model.max_context 1280 is below"},
+		{[]string{"rollout.trajectory=step", "model.max_context=560"}, "model.max_context 560 must exceed rollout.max_prompt_tokens + rollout.max_turn_tokens (576)"},
+		{[]string{"rollout.max_turn_tokens=700"}, "rollout.max_turn_tokens 700 exceeds rollout.max_response_tokens 640"},
+	} {
+		cfg := DefaultConfig()
+		err := config.Load(&cfg, tc.args, nil)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%v: %v", tc.args, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one naming %q", tc.args, err, tc.want)
+		}
 	}
 }
