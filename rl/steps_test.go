@@ -11,6 +11,7 @@ import (
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/env"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/optim"
 )
 
@@ -243,7 +244,7 @@ func vocabModel(t *testing.T, vocab int) *model.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := model.New(cfg, model.NewCPU(), model.LMHeadOutput)
+	m, err := model.New(cfg, cpu.New(), model.LMHeadOutput)
 	if err != nil {
 		t.Fatal(err)
 	}
