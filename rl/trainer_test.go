@@ -246,4 +246,9 @@ func TestLossMaskAblation(t *testing.T) {
 	if err := c.Validate(); err == nil {
 		t.Error("loss_mask false with bypass mode passed Validate")
 	}
+	c = DefaultTrainerConfig()
+	c.Algorithm.LossMask, c.Rollout.TruncationLoss = false, TruncationMask
+	if err := c.Validate(); err == nil {
+		t.Error("loss_mask false with truncation_loss mask passed Validate")
+	}
 }

@@ -181,6 +181,9 @@ func (c *TrainerConfig) Validate() error {
 	if c.Needs().Baseline && c.Rollout.Mode == "external" {
 		return fmt.Errorf("algorithm.adv_estimator %s needs a greedy rollout of each prompt, which rollout.mode external cannot make", c.Algorithm.Estimator)
 	}
+	if !c.Algorithm.LossMask && c.Rollout.TruncationLoss == TruncationMask {
+		return fmt.Errorf("algorithm.loss_mask false trains every response token, which would put back the truncated trajectories rollout.truncation_loss mask takes out: use one of the two")
+	}
 	if !c.Algorithm.LossMask && c.Actor.PolicyLoss == "decoupled" {
 		return fmt.Errorf("algorithm.loss_mask false trains environment tokens, which have no behaviour log-probability for actor.policy_loss decoupled")
 	}
