@@ -83,8 +83,8 @@ func AddProcessRewards(b *Batch, toolCallEnd int32, rewards [][]float64, primeNo
 			return fmt.Errorf("rl: sequence %d has %d process rewards but only %d tool calls ending in token %d", i, len(rs), k, toolCallEnd)
 		}
 	}
+	var peak float64
 	if primeNorm {
-		var peak float64
 		for i := 0; i < b.NumSeqs(); i++ {
 			s, e := b.Seq(i)
 			var c float64
@@ -93,6 +93,16 @@ func AddProcessRewards(b *Batch, toolCallEnd int32, rewards [][]float64, primeNo
 				peak = max(peak, math.Abs(c))
 			}
 		}
+	}
+	return b.addProcess(proc, primeNorm, peak)
+}
+
+// addProcess adds the per-token process rewards proc to Scores (proc
+// becomes Scores when it is nil), divided first, with primeNorm, by peak,
+// the largest |reverse cumulative sum| of any trajectory's process rewards,
+// + 1e-6.
+func (b *Batch) addProcess(proc []float64, primeNorm bool, peak float64) error {
+	if primeNorm {
 		for t := range proc {
 			proc[t] /= peak + primeEps
 		}

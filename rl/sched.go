@@ -199,9 +199,11 @@ func (q *scheduler[S]) drop(gone func(S, error)) {
 func (q *scheduler[S]) gather() int {
 	q.chunks, q.owners, q.cut = q.chunks[:0], q.owners[:0], q.cut[:0]
 	room := q.budget // what the multi-token chunks may take
-	for _, s := range q.active {
-		if b := s.base(); b.feeds() && len(b.pending) == 1 {
-			room--
+	if q.budget > 0 {
+		for _, s := range q.active {
+			if b := s.base(); b.feeds() && len(b.pending) == 1 {
+				room--
+			}
 		}
 	}
 	for _, s := range q.active {

@@ -153,8 +153,8 @@ func AddTurnRewards(b *Batch, rewards [][]float64, primeNorm bool) error {
 			proc[tab[j][k].last] += r
 		}
 	}
+	var peak float64
 	if primeNorm {
-		var peak float64
 		for _, st := range tab {
 			var c float64
 			for k := len(st) - 1; k >= 0; k-- {
@@ -162,21 +162,8 @@ func AddTurnRewards(b *Batch, rewards [][]float64, primeNorm bool) error {
 				peak = max(peak, math.Abs(c))
 			}
 		}
-		for t := range proc {
-			proc[t] /= peak + primeEps
-		}
 	}
-	if b.Scores == nil {
-		b.Scores = proc
-		return nil
-	}
-	if err := b.require(FieldScores); err != nil {
-		return err
-	}
-	for t, v := range proc {
-		b.Scores[t] += v
-	}
-	return nil
+	return b.addProcess(proc, primeNorm, peak)
 }
 
 // miniBatches cuts sequences [0, S) into mini-batches of size
