@@ -266,17 +266,24 @@ func (m *Model) Clone() (*Model, error) {
 // bfloat16 reference policy costs a quarter of a trainable float32 copy
 // (no gradients, half-size weights), its weights rounded to bf16.
 func (m *Model) CloneWith(opt LoadOptions) (*Model, error) {
+	return m.CloneOn(m.Dev, opt)
+}
+
+// CloneOn is CloneWith onto dev, another instance of m's device kind (a
+// CPU device with threads of its own, for a rollout that runs beside the
+// update): dev must read m's buffers in its Copy.
+func (m *Model) CloneOn(dev Device, opt LoadOptions) (*Model, error) {
 	if opt.DType == "auto" {
 		opt.DType = "float32"
 	}
 	if len(m.tiles) > 0 {
 		return nil, errTileSource
 	}
-	c, err := NewWith(m.Config, m.Dev, m.Head, opt)
+	c, err := NewWith(m.Config, dev, m.Head, opt)
 	if err != nil {
 		return nil, err
 	}
-	m.Dev.Copy(c.Params, m.Params)
+	dev.Copy(c.Params, m.Params)
 	c.packTiles()
 	return c, nil
 }

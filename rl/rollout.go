@@ -118,6 +118,10 @@ type RolloutConfig struct {
 	// Verify is what a trajectory that fails the verifier does (verify.go).
 	Verify      string `yaml:"verify" help:"trajectory verifier on every step: fail (a violation fails the step, naming trajectory, turn and token), drop (the trajectory is dropped and counted in verify/dropped) or off"`
 	MergePrefix bool   `yaml:"merge_prefix" help:"step mode: train a turn whose prompt extends the previous turn's prompt and response in that turn's packed sequence (false: every turn a sequence of its own)"`
+	// MaxStaleness and Threads are asynchronous training's (trainer.async,
+	// async.go).
+	MaxStaleness int `yaml:"max_staleness" help:"asynchronous training: most policy versions a trained token may be behind the weights it trains (0: the synchronous trainer's batches)"`
+	Threads      int `yaml:"threads" help:"asynchronous training on the CPU: threads of the rollout's copy of the weights (0: every core, shared with the update)"`
 }
 
 // TrajectorySource is where a trainer step's trajectories come from: the
@@ -151,6 +155,9 @@ func (c *RolloutConfig) Validate() error {
 	if c.N < 1 || c.MaxTurnTokens < 1 || c.MaxResponseTokens < 1 || c.MaxPromptTokens < 1 || c.ToolConcurrency < 1 {
 		return fmt.Errorf("rl: rollout n %d, max_turn_tokens %d, max_response_tokens %d, max_prompt_tokens %d and tool_concurrency %d must all be ≥ 1",
 			c.N, c.MaxTurnTokens, c.MaxResponseTokens, c.MaxPromptTokens, c.ToolConcurrency)
+	}
+	if c.MaxStaleness < 0 || c.Threads < 0 {
+		return fmt.Errorf("rl: rollout max_staleness %d and threads %d must be ≥ 0", c.MaxStaleness, c.Threads)
 	}
 	if c.PrefillTokens != 0 && c.PrefillTokens < c.Slots {
 		return fmt.Errorf("rl: rollout prefill_tokens %d is below slots %d: a step decodes a token for every slot and must still feed some prompt (0: no limit)", c.PrefillTokens, c.Slots)
@@ -241,6 +248,12 @@ type Trajectory struct {
 	// Mismatch is the sampler against the trainer, per model turn, once
 	// the step has measured it (rollcorr_trainer.go).
 	Mismatch []TurnMismatch
+	// Versions holds, in asynchronous training, the policy version (RL
+	// steps done) of the weights that sampled each action token, in the
+	// order of the action tokens: a trajectory that spans a refresh of the
+	// rollout's weights goes on under the new ones (async.go). Nil
+	// otherwise.
+	Versions []int32
 	// Steps holds, in step mode, each turn as the sample it is trained as:
 	// the prompt the environment built and the policy's response
 	// (steps.go). Tokens is then the transcript of every turn in order,
@@ -296,42 +309,58 @@ func (r *Rollout) Run(ctx context.Context, step int, samples []data.Sample) ([]*
 	}
 	states := make([]*trajState, 0, len(samples)*n)
 	for g, smp := range samples {
-		var leader *seq
-		var prompt []int32
-		for i := 0; i < n; i++ {
-			ep := r.Env.Episode()
-			msgs, tools := ep.Reset(smp)
-			if i == 0 {
-				var err error
-				if prompt, err = r.encodePrompt(msgs, tools); err != nil {
-					return nil, fmt.Errorf("rl: sample %s: %w", smp.ID, err)
-				}
-				if len(prompt) > r.Cfg.MaxPromptTokens || len(prompt) >= r.Policy.MaxLen() {
-					return nil, fmt.Errorf("rl: sample %s: prompt of %d tokens exceeds max_prompt_tokens %d or the context of %d",
-						smp.ID, len(prompt), r.Cfg.MaxPromptTokens, r.Policy.MaxLen())
-				}
-			}
-			idx := uint64(len(states))
-			s := &trajState{
-				t: &Trajectory{Sample: smp, Group: g, Tokens: slices.Clone(prompt), PromptLen: len(prompt),
-					Action: make([]bool, len(prompt)), LogProb: make([]float32, len(prompt))},
-				ep: ep,
-			}
-			if r.Cfg.Trajectory == TrajectoryStep {
-				s.step = r.newStepState(ep, prompt)
-			}
-			s.rng = rand.New(rand.NewPCG(r.Cfg.StepSeed(step), r.StreamBase+idx))
-			s.sampling = r.Cfg.Sampling
-			if i == 0 {
-				leader = &s.seq
-				s.pending = slices.Clone(prompt)
-			} else {
-				s.leader = leader
-			}
-			states = append(states, s)
+		group, err := r.newGroup(step, g, smp)
+		if err != nil {
+			return nil, err
 		}
+		states = append(states, group...)
 	}
 	return r.run(ctx, states)
+}
+
+// newGroup makes the N trajectories of sample smp, prompt g of RL step
+// step's batch: trajectory i draws from stream StreamBase+g·N+i of the
+// step's seed, so that where a trajectory runs (alone, in a batch, in an
+// asynchronous stream) does not change what it may draw. The first is the
+// leader whose prefill the others share.
+func (r *Rollout) newGroup(step, g int, smp data.Sample) ([]*trajState, error) {
+	n := r.Cfg.N
+	states := make([]*trajState, 0, n)
+	var leader *seq
+	var prompt []int32
+	for i := 0; i < n; i++ {
+		ep := r.Env.Episode()
+		msgs, tools := ep.Reset(smp)
+		if i == 0 {
+			var err error
+			if prompt, err = r.encodePrompt(msgs, tools); err != nil {
+				return nil, fmt.Errorf("rl: sample %s: %w", smp.ID, err)
+			}
+			if len(prompt) > r.Cfg.MaxPromptTokens || len(prompt) >= r.Policy.MaxLen() {
+				return nil, fmt.Errorf("rl: sample %s: prompt of %d tokens exceeds max_prompt_tokens %d or the context of %d",
+					smp.ID, len(prompt), r.Cfg.MaxPromptTokens, r.Policy.MaxLen())
+			}
+		}
+		idx := uint64(g*n + i)
+		s := &trajState{
+			t: &Trajectory{Sample: smp, Group: g, Tokens: slices.Clone(prompt), PromptLen: len(prompt),
+				Action: make([]bool, len(prompt)), LogProb: make([]float32, len(prompt))},
+			ep: ep,
+		}
+		if r.Cfg.Trajectory == TrajectoryStep {
+			s.step = r.newStepState(ep, prompt)
+		}
+		s.rng = rand.New(rand.NewPCG(r.Cfg.StepSeed(step), r.StreamBase+idx))
+		s.sampling = r.Cfg.Sampling
+		if i == 0 {
+			leader = &s.seq
+			s.pending = slices.Clone(prompt)
+		} else {
+			s.leader = leader
+		}
+		states = append(states, s)
+	}
+	return states, nil
 }
 
 // CheckPrompts renders every sample's prompt as Run would and reports, in
@@ -395,20 +424,69 @@ type rolloutRun struct {
 	results chan toolResult
 	sem     chan struct{} // bounds the tool calls running at once
 	running int           // tool calls in flight
+	// feed, in a streaming run (asynchronous training, async.go), submits
+	// trajectories while the run goes on and takes the finished ones; nil
+	// in a Run, which has them all at the start.
+	feed    rolloutFeed
+	version int32 // the policy version of the step being handled (a streaming run's)
+}
+
+// rolloutFeed is what a streaming run adds to the loop: trajectories
+// submitted while it runs, a version and a lock on the weights around each
+// forward step (a refresh of the weights waits for the step to end), and
+// where the finished trajectories go.
+type rolloutFeed interface {
+	// more submits to q what may start now and says whether more may
+	// come later (false: the stream is closed).
+	more(q *scheduler[*trajState]) (open bool, err error)
+	// wake is signalled when more may start.
+	wake() <-chan struct{}
+	// stepBegin locks the weights for one forward step and returns their
+	// version; stepEnd unlocks them.
+	stepBegin() int32
+	stepEnd()
+	// done takes a finished trajectory.
+	done(s *trajState)
 }
 
 func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, error) {
-	x := &rolloutRun{Rollout: r, ctx: ctx, q: newScheduler[*trajState](r.Policy, r.Cfg.PrefillTokens),
-		results: make(chan toolResult, len(states)), sem: make(chan struct{}, r.Cfg.ToolConcurrency)}
+	x := r.newRun(ctx, len(states))
 	for _, s := range states {
 		x.q.submit(s)
 	}
+	if err := x.loop(); err != nil {
+		return nil, err
+	}
+	out := make([]*Trajectory, len(states))
+	for i, s := range states {
+		out[i] = s.t
+	}
+	return out, nil
+}
+
+// newRun makes the driver of a run that expects about n trajectories at a
+// time (the room for tool answers).
+func (r *Rollout) newRun(ctx context.Context, n int) *rolloutRun {
+	return &rolloutRun{Rollout: r, ctx: ctx, q: newScheduler[*trajState](r.Policy, r.Cfg.PrefillTokens),
+		results: make(chan toolResult, max(n, 1)), sem: make(chan struct{}, r.Cfg.ToolConcurrency)}
+}
+
+// loop runs the scheduler until every trajectory has finished and, in a
+// streaming run, the feed is closed.
+func (x *rolloutRun) loop() error {
+	open := x.feed != nil
 	for {
+		if x.feed != nil && open {
+			var err error
+			if open, err = x.feed.more(x.q); err != nil {
+				return err
+			}
+		}
 		x.q.admit()
-		if r.Cfg.Deterministic {
+		if x.Cfg.Deterministic {
 			for x.running > 0 {
-				if err := x.await(); err != nil {
-					return nil, err
+				if err := x.await(false); err != nil {
+					return err
 				}
 			}
 		}
@@ -420,18 +498,26 @@ func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, 
 							continue // every slot is free again: admit the next groups
 						}
 					}
-					return nil, fmt.Errorf("rl: rollout stalled with %d trajectories queued", len(x.q.queue))
+					return fmt.Errorf("rl: rollout stalled with %d trajectories queued", len(x.q.queue))
 				}
-				break
+				if !open {
+					return nil
+				}
 			}
-			if err := x.await(); err != nil {
-				return nil, err
+			if err := x.await(open); err != nil {
+				return err
 			}
 			continue
 		}
+		if x.feed != nil {
+			x.version = x.feed.stepBegin()
+		}
 		draws, err := x.q.step()
+		if x.feed != nil {
+			x.feed.stepEnd()
+		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, d := range draws {
 			x.sampled(d.s, d.id, d.lp)
@@ -448,19 +534,21 @@ func (r *Rollout) run(ctx context.Context, states []*trajState) ([]*Trajectory, 
 		}
 		x.q.compact()
 	}
-	out := make([]*Trajectory, len(states))
-	for i, s := range states {
-		out[i] = s.t
-	}
-	return out, nil
 }
 
-// await waits for one tool call to finish and applies its answer.
-func (x *rolloutRun) await() error {
+// await waits for one tool call to finish and applies its answer; with
+// fed, a streaming run's feed waking (more may start) ends the wait too.
+func (x *rolloutRun) await(fed bool) error {
+	var wake <-chan struct{}
+	if fed {
+		wake = x.feed.wake()
+	}
 	select {
 	case tr := <-x.results:
 		x.running--
 		x.observe(tr.s, tr.res)
+		return nil
+	case <-wake:
 		return nil
 	case <-x.ctx.Done():
 		return x.ctx.Err()
@@ -476,6 +564,9 @@ func (x *rolloutRun) sampled(s *trajState, id int32, lp float32) {
 	t.Tokens = append(t.Tokens, id)
 	t.Action = append(t.Action, true)
 	t.LogProb = append(t.LogProb, lp)
+	if x.feed != nil {
+		t.Versions = append(t.Versions, x.version)
+	}
 	s.turn = append(s.turn, int(id))
 	stop := slices.Contains(x.Stop, id)
 	textEnd := -1 // where a stop string ends in the turn's text
@@ -590,4 +681,7 @@ func (x *rolloutRun) finish(s *trajState, why Finish) {
 	s.t.Finish = why
 	s.t.Outcome = s.ep.Outcome(x.Tok.Decode(toInts(s.t.Tokens)))
 	x.q.release(s)
+	if x.feed != nil {
+		x.feed.done(s)
+	}
 }

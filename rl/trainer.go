@@ -2,6 +2,7 @@ package rl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,6 +43,10 @@ type Trainer struct {
 	// (rollout.dtype bfloat16), or nil.
 	rolloutCopy *model.Model
 	rc          *rollcorrStep // this step's rollout correction (rollcorr_trainer.go)
+	// Async, in asynchronous training, is the rollout the steps take their
+	// trajectories from (StartAsync; async.go); Step is then given no
+	// prompts.
+	Async *AsyncRollout
 }
 
 // Steps is the number of RL steps done.
@@ -96,6 +101,11 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 		return nil, err
 	}
 	t.step++
+	if t.Async != nil { // the rollout goes on under the new weights
+		if err := t.Async.refreshFrom(t.Policy, t.step); err != nil {
+			return nil, err
+		}
+	}
 	rm, err := t.sync().RolloutMetrics(trajs) // over every process's trajectories
 	if err != nil {
 		return nil, err
@@ -130,6 +140,22 @@ func (c stepClock) since(name string, start time.Time) {
 // one, each prompt's greedy baseline.
 func (t *Trainer) rollout(ctx context.Context, prompts []data.Sample, clock stepClock) ([]*Trajectory, []float64, error) {
 	cfg := &t.Cfg
+	if t.Async != nil {
+		if len(prompts) > 0 {
+			return nil, nil, errors.New("rl: an asynchronous trainer's steps take their prompts from its rollout's source, not from Step")
+		}
+		tg := time.Now()
+		trajs, am, err := t.Async.take(ctx, t.step)
+		if err != nil {
+			return nil, nil, err
+		}
+		clock.since("gen", tg) // the wait for the batch
+		for k, v := range am {
+			clock.m[k] = v
+		}
+		t.slice = Whole(len(trajs)/cfg.Rollout.N, cfg.Rollout.N)
+		return trajs, nil, nil
+	}
 	// This process rolls out its share of the global prompt batch; its
 	// first trajectory draws from the stream the whole batch's would.
 	t.slice = t.sync().Shard(prompts, cfg.Rollout.N)

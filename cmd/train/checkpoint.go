@@ -33,7 +33,10 @@ type trainerState struct {
 	Step    int               `json:"step"`
 	KLCoef  float64           `json:"kl_coef"`
 	Sampler data.SamplerState `json:"data_sampler"`
-	dir     string
+	// Async is an asynchronous run's rollout (rl.AsyncState): Sampler is
+	// then the position before its oldest batch with untrained groups.
+	Async *rl.AsyncState `json:"async,omitempty"`
+	dir   string
 }
 
 func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.SamplerState, saveDType string) error {
@@ -71,6 +74,10 @@ func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.Sampler
 		}
 	}
 	st := trainerState{Step: tr.Steps(), KLCoef: tr.KLCtrl.Value(), Sampler: pos}
+	if tr.Async != nil { // in-flight trajectories are regenerated on resume
+		as := tr.Async.State()
+		st.Async, st.Sampler = &as, as.Sampler
+	}
 	if err := writeJSON(filepath.Join(tmp, "trainer_state.json"), st); err != nil {
 		return err
 	}

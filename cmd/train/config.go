@@ -68,6 +68,8 @@ type TrainerConfig struct {
 
 	// Run folder, checkpoint keeping, rollout dump, divergence (guard.go, divergence.go).
 	GuardConfig `yaml:",inline"`
+	// trainer.async: the rollout on a goroutine of its own (rl/async.go, async.go).
+	rl.AsyncConfig `yaml:",inline"`
 }
 
 // defaultProfile is the embedded run's departures from the library
@@ -126,6 +128,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateTrajectory(); err != nil {
+		return err
+	}
+	if err := c.validateAsync(); err != nil {
 		return err
 	}
 	if err := c.RL.Actor.LoRA.Validate(); err != nil {

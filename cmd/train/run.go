@@ -308,6 +308,14 @@ func (j *job) train(ctx context.Context) (*rl.Trainer, *metrics.History, error) 
 			return nil, nil, fmt.Errorf("trainer.resume: %w", err)
 		}
 	}
+	if cfg.Trainer.Async {
+		a, err := startAsync(ctx, cfg, s, tr, sampler, j.resume, par)
+		if err != nil {
+			return nil, nil, err
+		}
+		j.closers = append(j.closers, func(bool) { a.Close() })
+		defer a.Close() // before the held-out evaluation
+	}
 	guard := newRunGuard(cfg, dir, out, s, j.launch.Rank == 0)
 	for done := 0; tr.Steps() < cfg.Trainer.TotalSteps; done++ {
 		if cfg.Trainer.StopAfter > 0 && done == cfg.Trainer.StopAfter {
@@ -328,8 +336,10 @@ func (j *job) step(ctx context.Context, tr *rl.Trainer, sampler *data.Sampler, g
 	cfg, s, out := j.cfg, j.s, j.out
 	step := tr.Steps()
 	var prompts []data.Sample
-	for _, i := range sampler.Next() {
-		prompts = append(prompts, s.Train[i])
+	if tr.Async == nil { // an asynchronous rollout takes its own from the sampler
+		for _, i := range sampler.Next() {
+			prompts = append(prompts, s.Train[i])
+		}
 	}
 	s.ToolStats().Take() // calls outside the step's rollouts (validation, warm start) are not its
 	res, err := tr.Step(ctx, prompts)

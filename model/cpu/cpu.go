@@ -33,6 +33,16 @@ type Device[F Float] struct {
 // New returns the float32 CPU device using every core.
 func New() model.Device { return &Device[float32]{threads: runtime.GOMAXPROCS(0)} }
 
+// NewThreads returns the float32 CPU device using n threads (n < 1: every
+// core): an asynchronous rollout's, beside the trainer's. Its buffers are
+// New's kind, so that models on the two copy weights between them.
+func NewThreads(n int) model.Device {
+	if n < 1 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	return &Device[float32]{threads: n}
+}
+
 // NewFloat64 returns the float64 CPU device of the gradient checks.
 func NewFloat64() *Device[float64] { return &Device[float64]{threads: runtime.GOMAXPROCS(0)} }
 

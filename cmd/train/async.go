@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/r1go/r1go/cmd/internal/agent"
+	"github.com/r1go/r1go/data"
+	"github.com/r1go/r1go/model/cpu"
+	"github.com/r1go/r1go/rl"
+	"github.com/r1go/r1go/rl/dp"
+)
+
+// Asynchronous training (trainer.async=true, rl/async.go): the rollout
+// samples from a copy of the policy on a goroutine of its own, on the CPU
+// device's threads or rollout.threads of its own, while the trainer
+// updates; the copy is refreshed after every update.
+//
+// Where the concurrency comes from, and its limits:
+//   - on the CPU, the rollout and the update share the cores: with
+//     rollout.threads 0 both use every core and the operating system
+//     shares them; rollout.threads N gives the rollout N threads of its
+//     own. The gain is largest where the rollout waits (slow tools, the
+//     longest trajectories of a batch) and the update computes.
+//   - on a GPU the rollout would need a stream and a cache of its own
+//     beside the update's; that is not built, and the run says so.
+//   - data parallel: ranks dedicated to rollouts are not built; the run
+//     says so.
+
+// validateAsync reports settings asynchronous training cannot run with.
+func (c *Config) validateAsync() error {
+	if !c.Trainer.Async {
+		return nil
+	}
+	if err := c.RL.ValidateAsync(c.Trainer.AsyncConfig); err != nil {
+		return err
+	}
+	if c.RL.Actor.LoRA.Enabled() {
+		return errors.New("trainer.async with LoRA adapters: the rollout's copy would need the adapters merged; train without trainer.async")
+	}
+	return nil
+}
+
+// samplerSource hands the training questions to the asynchronous rollout
+// in the sampler's order.
+type samplerSource struct {
+	sampler *data.Sampler
+	train   []data.Sample
+}
+
+func (s samplerSource) Next() []data.Sample {
+	var out []data.Sample
+	for _, i := range s.sampler.Next() {
+		out = append(out, s.train[i])
+	}
+	return out
+}
+
+func (s samplerSource) State() data.SamplerState { return s.sampler.State() }
+
+// startAsync starts tr's asynchronous rollout on a CPU device of its own,
+// with room for the K+1 batches the bound lets run at once; resume is the
+// checkpoint resumed from (its sampler position is already restored).
+func startAsync(ctx context.Context, cfg *Config, s *agent.Setup, tr *rl.Trainer, sampler *data.Sampler, resume *trainerState, par *dp.DP) (*rl.AsyncRollout, error) {
+	if par != nil {
+		return nil, errors.New("trainer.async under data parallel: ranks dedicated to rollouts are not built; run one process")
+	}
+	if _, ok := s.Policy.Dev.(*cpu.Device[float32]); !ok {
+		return nil, fmt.Errorf("trainer.async runs on the CPU device: on %s the rollout would need a stream of its own, which is not built", s.Policy.Dev.Name())
+	}
+	var st *rl.AsyncState
+	if resume != nil {
+		if resume.Async == nil {
+			return nil, fmt.Errorf("trainer.async: the checkpoint in %s is a synchronous run's; resume it without trainer.async", resume.dir)
+		}
+		st = resume.Async
+	}
+	rc := cfg.RL.Rollout
+	slots := rc.SlotsFor(cfg.Data.TrainBatchSize * (rc.MaxStaleness + 1))
+	return tr.StartAsync(ctx, cpu.NewThreads(rc.Threads), slots, cfg.Model.MaxContext, cfg.Data.TrainBatchSize,
+		samplerSource{sampler, s.Train}, st)
+}
