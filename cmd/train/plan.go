@@ -35,10 +35,13 @@ func planRun(cfg *Config, l comm.Launch, dev model.Device, out io.Writer) (stop 
 		EvalSlots:    min(cfg.RL.Rollout.SlotsFor(cfg.Data.TrainBatchSize), evalQuestions(cfg)),
 		EvalOwnCache: cfg.RL.Rollout.DType == "bfloat16" || cfg.RL.Rollout.Mode == "external",
 		StateBF16:    cfg.RL.Actor.Optim.StateDType == "bfloat16", CriticStateBF16: cfg.RL.Critic.Optim.StateDType == "bfloat16",
-		RolloutBF16: cfg.RL.Rollout.DType == "bfloat16" && !cfg.RL.Actor.LoRA.Enabled(),
+		RolloutBF16: cfg.RL.Rollout.DType == "bfloat16" && !cfg.RL.Actor.LoRA.Enabled() && !cfg.Trainer.Async,
 		RefOffload:  cfg.Trainer.RefOffload, OptimOffload: cfg.Trainer.OptimOffload}
 	if s.EvalOwnCache {
 		s.EvalSlots = min(cfg.RL.Rollout.Slots, evalQuestions(cfg))
+	}
+	if rc := cfg.RL.Rollout; cfg.Trainer.Async { // startAsync's copy and cache
+		s.AsyncSlots, s.AsyncBF16 = rc.SlotsFor(cfg.Data.TrainBatchSize*(rc.MaxStaleness+1)), rc.DType == "bfloat16"
 	}
 	// A data-parallel run plans one rank: the launcher's world size (a dry
 	// run can be planned for N ranks with WORLD_SIZE=N RANK=0).

@@ -57,6 +57,11 @@ type Settings struct {
 	// (rollout.dtype bfloat16), rewritten before each rollout and
 	// discarded after it; its KV cache is bf16 too.
 	RolloutBF16 bool
+	// AsyncSlots > 0: asynchronous training (trainer.async) keeps a copy
+	// of the policy (bf16 with AsyncBF16), a KV cache of AsyncSlots and
+	// its step activations resident beside the update.
+	AsyncSlots int
+	AsyncBF16  bool
 	// RefOffload and OptimOffload: the reference's weights and the actor's
 	// AdamW moments live in file mappings, resident while the reference
 	// scores and during the optimizer step only; with OptimOffload the
@@ -290,6 +295,15 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 	if s.RolloutBF16 && s.Train {
 		add("rollout copy", P*2, "bf16 copy of the policy that the rollout samples from (rollout.dtype bfloat16)")
 		phase("rollout", "its pages are given back after each rollout")
+	}
+	if s.AsyncSlots > 0 && s.Train {
+		w, kvb, what := P*4, int64(4), "fp32"
+		if s.AsyncBF16 {
+			w, kvb, what = P*2, 2, "bf16"
+		}
+		kv := 2 * int64(sh.L) * int64(s.AsyncSlots) * int64(s.MaxContext) * int64(sh.KV) * kvb
+		add("asynchronous rollout", w+kv+s.stepBytes(sh),
+			"%s copy of the policy refreshed after each update, its KV cache of %d slots and its step activations, all beside the update (trainer.async)", what, s.AsyncSlots)
 	}
 	if s.BaseModel {
 		// Evaluated after the policy: the KV cache is freed between the
