@@ -90,6 +90,8 @@ type Device struct {
 	invFreq      map[ropeKey]Buffer
 	args         argPack
 
+	opts Options // what OpenWith was given (Reopen)
+
 	deterministic bool   // the tensor-core attention's backward without atomics (attention_tc.go)
 	attnForward   string // the tensor-core forward's tile shape (attention_tc.go)
 	attnBackward  string // the tensor-core atomic backward's shape (attention_tc.go)
@@ -143,7 +145,7 @@ func OpenWith(opts Options) (*Device, error) {
 	if opts.Ordinal < 0 || int32(opts.Ordinal) >= n {
 		return nil, fmt.Errorf("%w: GPU %d requested, %d present", ErrNoDevice, opts.Ordinal, n)
 	}
-	d := &Device{drv: drv, computeType: cublasCompute32F,
+	d := &Device{drv: drv, computeType: cublasCompute32F, opts: opts,
 		modules: map[string]uintptr{}, functions: map[kernelID]uintptr{}, smemSet: map[kernelID]int{},
 		allocs: map[uintptr]int{}, scratch: map[string]Buffer{}, invFreq: map[ropeKey]Buffer{},
 		stepGraphs: map[string]*stepGraph{}}
@@ -190,6 +192,18 @@ func OpenWith(opts Options) (*Device, error) {
 	d.kc = &kernelCache{dir: cacheDir(), compiler: c}
 	d.memStatsOpen()
 	return d, nil
+}
+
+// Reopen opens another Device on the same GPU with the same options: a
+// stream, cuBLAS handle and kernel set of its own in the same primary
+// context, so that its buffers and this one's are each other's to read
+// (Copy between them) and the two run side by side, each from its own
+// goroutine (an asynchronous rollout beside the update). Its VMM arenas are
+// off: it holds no gradients.
+func (d *Device) Reopen() (*Device, error) {
+	opts := d.opts
+	opts.VMM = false
+	return OpenWith(opts)
 }
 
 // initBlasWorkspace gives the cuBLAS handle its workspace

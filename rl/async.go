@@ -161,9 +161,24 @@ func (t *Trainer) StartAsync(ctx context.Context, dev model.Device, slots, maxLe
 	if t.Cfg.Rollout.DType == "bfloat16" {
 		opt.DType, opt.BF16Products = "bfloat16", true
 	}
+	// A policy in mixed precision (the CUDA device) samples from the bf16
+	// copy of its weights: the rollout's copy is those bf16 weights, on a
+	// device in mixed precision too, so it samples what the policy would.
+	mp, mixed := t.Policy.Dev.(model.MixedPrecision)
+	mixed = mixed && mp.Mixed()
+	if mixed {
+		opt.DType, opt.BF16Products = "bfloat16", false
+	}
 	cp, err := t.Policy.CloneOn(dev, opt)
 	if err != nil {
 		return nil, fmt.Errorf("rl: the asynchronous rollout's copy of the policy: %w", err)
+	}
+	if mixed {
+		cmp, ok := dev.(model.MixedPrecision)
+		if !ok {
+			return nil, fmt.Errorf("rl: the policy computes in mixed precision and the rollout's device %s cannot", dev.Name())
+		}
+		cmp.UseBF16(cp.Params)
 	}
 	t.rolloutCopy = nil // the asynchronous copy replaces the per-step one
 	roll := *t.Rollout
@@ -281,7 +296,14 @@ func (a *AsyncRollout) refreshFrom(policy *model.Model, v int) error {
 	a.stepMu.Lock()
 	var err error
 	if a.copy != nil {
-		err = a.copy.CopyWeightsFrom(policy)
+		// Devices that queue work (CUDA: a stream each) finish the update
+		// before the copy reads it, and the copy before the next update
+		// writes the weights again.
+		if err = policy.Dev.Sync(); err == nil {
+			if err = a.copy.CopyWeightsFrom(policy); err == nil {
+				err = a.copy.Dev.Sync()
+			}
+		}
 	}
 	a.mu.Lock()
 	a.version = int32(v)

@@ -6,7 +6,9 @@ import (
 	"fmt"
 
 	"github.com/r1go/r1go/cmd/internal/agent"
+	"github.com/r1go/r1go/cuda"
 	"github.com/r1go/r1go/data"
+	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/rl"
 	"github.com/r1go/r1go/rl/dp"
@@ -23,10 +25,16 @@ import (
 //     shares them; rollout.threads N gives the rollout N threads of its
 //     own. The gain is largest where the rollout waits (slow tools, the
 //     longest trajectories of a batch) and the update computes.
-//   - on a GPU the rollout would need a stream and a cache of its own
-//     beside the update's; that is not built, and the run says so.
+//   - on a GPU the rollout runs on a second Device of the same GPU
+//     (cuda.Device.Reopen: a stream and cuBLAS handle of its own in the
+//     same context), from a bf16 copy of the weights in mixed precision
+//     (what the synchronous rollout samples from), with a KV cache of its
+//     own; the two streams' kernels share the GPU as the hardware
+//     schedules them. The copy's refresh waits for both streams.
 //   - data parallel: ranks dedicated to rollouts are not built; the run
 //     says so.
+
+var errAsyncDP = errors.New("trainer.async under data parallel: ranks dedicated to rollouts are not built; run one process")
 
 // validateAsync reports settings asynchronous training cannot run with.
 func (c *Config) validateAsync() error {
@@ -59,25 +67,47 @@ func (s samplerSource) Next() []data.Sample {
 
 func (s samplerSource) State() data.SamplerState { return s.sampler.State() }
 
-// startAsync starts tr's asynchronous rollout on a CPU device of its own,
-// with room for the K+1 batches the bound lets run at once; resume is the
+// startAsync starts tr's asynchronous rollout on a device of its own (CPU
+// threads, or a second stream of the GPU, which closeDev closes after the
+// rollout), with room for the K+1 batches the bound lets run at once; resume is the
 // checkpoint resumed from (its sampler position is already restored).
-func startAsync(ctx context.Context, cfg *Config, s *agent.Setup, tr *rl.Trainer, sampler *data.Sampler, resume *trainerState, par *dp.DP) (*rl.AsyncRollout, error) {
+func startAsync(ctx context.Context, cfg *Config, s *agent.Setup, tr *rl.Trainer, sampler *data.Sampler, resume *trainerState, par *dp.DP) (a *rl.AsyncRollout, closeDev func(), err error) {
+	closeDev = func() {}
 	if par != nil {
-		return nil, errors.New("trainer.async under data parallel: ranks dedicated to rollouts are not built; run one process")
+		return nil, closeDev, errAsyncDP
 	}
-	if _, ok := s.Policy.Dev.(*cpu.Device[float32]); !ok {
-		return nil, fmt.Errorf("trainer.async runs on the CPU device: on %s the rollout would need a stream of its own, which is not built", s.Policy.Dev.Name())
+	var dev model.Device
+	switch d := s.Policy.Dev.(type) {
+	case *cpu.Device[float32]:
+		dev = cpu.NewThreads(cfg.RL.Rollout.Threads)
+	case *cuda.Device:
+		g, err := d.Reopen() // a stream of its own on the same GPU
+		if err != nil {
+			return nil, closeDev, fmt.Errorf("trainer.async: a second stream for the rollout: %w", err)
+		}
+		dev, closeDev = g, func() { g.Close() }
+	default:
+		return nil, closeDev, fmt.Errorf("trainer.async runs on the CPU and CUDA devices, not %s", s.Policy.Dev.Name())
 	}
 	var st *rl.AsyncState
 	if resume != nil {
 		if resume.Async == nil {
-			return nil, fmt.Errorf("trainer.async: the checkpoint in %s is a synchronous run's; resume it without trainer.async", resume.dir)
+			return nil, closeDev, fmt.Errorf("trainer.async: the checkpoint in %s is a synchronous run's; resume it without trainer.async", resume.dir)
 		}
 		st = resume.Async
 	}
 	rc := cfg.RL.Rollout
 	slots := rc.SlotsFor(cfg.Data.TrainBatchSize * (rc.MaxStaleness + 1))
-	return tr.StartAsync(ctx, cpu.NewThreads(rc.Threads), slots, cfg.Model.MaxContext, cfg.Data.TrainBatchSize,
-		samplerSource{sampler, s.Train}, st)
+	a, err = tr.StartAsync(ctx, dev, slots, cfg.Model.MaxContext, cfg.Data.TrainBatchSize, samplerSource{sampler, s.Train}, st)
+	return a, closeDev, err
+}
+
+// samplerState is the sampler's position for a checkpoint: an
+// asynchronous rollout's, which takes its batches from the sampler on its
+// own goroutine, or the sampler's own.
+func samplerState(tr *rl.Trainer, sampler *data.Sampler) data.SamplerState {
+	if tr.Async != nil {
+		return tr.Async.State().Sampler
+	}
+	return sampler.State()
 }

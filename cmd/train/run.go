@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/r1go/r1go/cmd/internal/agent"
@@ -96,6 +97,9 @@ func prepare(ctx context.Context, cfg *Config, out io.Writer) (j *job, err error
 		return nil, err
 	}
 	out = rankOutput(launch, out)
+	if cfg.Trainer.Async && launch.Size > 1 {
+		return nil, errAsyncDP
+	}
 	if cfg.Trainer.DryRun {
 		_, _, err := planRun(cfg, launch, nil, out)
 		return nil, err
@@ -309,12 +313,14 @@ func (j *job) train(ctx context.Context) (*rl.Trainer, *metrics.History, error) 
 		}
 	}
 	if cfg.Trainer.Async {
-		a, err := startAsync(ctx, cfg, s, tr, sampler, j.resume, par)
+		a, closeDev, err := startAsync(ctx, cfg, s, tr, sampler, j.resume, par)
 		if err != nil {
+			closeDev()
 			return nil, nil, err
 		}
-		j.closers = append(j.closers, func(bool) { a.Close() })
-		defer a.Close() // before the held-out evaluation
+		stop := sync.OnceFunc(func() { a.Close(); closeDev() })
+		j.closers = append(j.closers, func(bool) { stop() })
+		defer stop() // before the held-out evaluation
 	}
 	guard := newRunGuard(cfg, dir, out, s, j.launch.Rank == 0)
 	for done := 0; tr.Steps() < cfg.Trainer.TotalSteps; done++ {
@@ -383,7 +389,7 @@ func (j *job) step(ctx context.Context, tr *rl.Trainer, sampler *data.Sampler, g
 	}
 	hist.Log(tr.Steps(), m)
 	if f := cfg.Trainer.SaveFreq; (f > 0 && tr.Steps()%f == 0) || tr.Steps() == cfg.Trainer.TotalSteps {
-		save := func() error { return guard.save(tr, sampler.State()) }
+		save := func() error { return guard.save(tr, samplerState(tr, sampler)) }
 		if err := checkpointAll(j.par, save, tr); err != nil { // data parallel
 			return err
 		}
