@@ -162,12 +162,14 @@ func (t *Trainer) StartAsync(ctx context.Context, dev model.Device, slots, maxLe
 		opt.DType, opt.BF16Products = "bfloat16", true
 	}
 	// A policy in mixed precision (the CUDA device) samples from the bf16
-	// copy of its weights: the rollout's copy is those bf16 weights, on a
-	// device in mixed precision too, so it samples what the policy would.
+	// copy of its matrices and its float32 norms and biases: the rollout's
+	// copy is float32 weights in mixed precision too, with their own bf16
+	// copy, so that it samples what the policy would, bit for bit (a frozen
+	// bf16 copy would round the norms and biases too).
 	mp, mixed := t.Policy.Dev.(model.MixedPrecision)
 	mixed = mixed && mp.Mixed()
 	if mixed {
-		opt.DType, opt.BF16Products = "bfloat16", false
+		opt.DType, opt.BF16Products = "float32", false
 	}
 	cp, err := t.Policy.CloneOn(dev, opt)
 	if err != nil {

@@ -27,9 +27,8 @@ import (
 //     longest trajectories of a batch) and the update computes.
 //   - on a GPU the rollout runs on a second Device of the same GPU
 //     (cuda.Device.Reopen: a stream and cuBLAS handle of its own in the
-//     same context), from a bf16 copy of the weights in mixed precision
-//     (what the synchronous rollout samples from), with a KV cache of its
-//     own; the two streams' kernels share the GPU as the hardware
+//     same context), from a copy of the weights in mixed precision (what
+//     the synchronous rollout samples from), with a KV cache of its own; the two streams' kernels share the GPU as the hardware
 //     schedules them. The copy's refresh waits for both streams.
 //   - data parallel: ranks dedicated to rollouts are not built; the run
 //     says so.

@@ -58,9 +58,9 @@ type Settings struct {
 	// discarded after it; its KV cache is bf16 too.
 	RolloutBF16 bool
 	// AsyncSlots > 0: asynchronous training (trainer.async) keeps a copy
-	// of the policy (bf16 with AsyncBF16 or in mixed precision), a KV
-	// cache of AsyncSlots and its step activations resident beside the
-	// update.
+	// of the policy (bf16 with AsyncBF16; fp32 with a bf16 compute copy
+	// in mixed precision), a KV cache of AsyncSlots and its step
+	// activations resident beside the update.
 	AsyncSlots int
 	AsyncBF16  bool
 	// RefOffload and OptimOffload: the reference's weights and the actor's
@@ -299,7 +299,10 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 	}
 	if s.AsyncSlots > 0 && s.Train {
 		w, kvb, what := P*4, int64(4), "fp32"
-		if s.AsyncBF16 || mixed { // a mixed-precision policy's copy is its bf16 weights (rl.StartAsync)
+		switch {
+		case mixed: // fp32 weights with their bf16 compute copy, as the policy's (rl.StartAsync)
+			w, kvb, what = P*6, 2, "fp32 and bf16"
+		case s.AsyncBF16:
 			w, kvb, what = P*2, 2, "bf16"
 		}
 		kv := 2 * int64(sh.L) * int64(s.AsyncSlots) * int64(s.MaxContext) * int64(sh.KV) * kvb
