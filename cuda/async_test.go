@@ -1,11 +1,16 @@
 package cuda
 
 import (
+	"context"
 	"math"
 	"sync"
 	"testing"
 
+	"github.com/r1go/r1go/data"
+	"github.com/r1go/r1go/env"
 	"github.com/r1go/r1go/model"
+	"github.com/r1go/r1go/model/cpu"
+	"github.com/r1go/r1go/rl"
 )
 
 // TestGPUAsyncRolloutCopy checks what asynchronous training on a GPU rests
@@ -17,7 +22,7 @@ import (
 // weights' logits; after the refresh (both streams synced around
 // CopyWeightsFrom) it gives the updated policy's, bit for bit again.
 func TestGPUAsyncRolloutCopy(t *testing.T) {
-	d1 := gpuOrSkip(t)
+	d1 := ownGPU(t)
 	d2, err := d1.Reopen()
 	if err != nil {
 		t.Fatal(err)
@@ -108,4 +113,106 @@ func TestGPUAsyncRolloutCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	same("after the refresh", after, logits(cp))
+}
+
+// ownGPU is a Device of the test's own (mixed precision must not reach the
+// shared float32 one), closed after the test.
+func ownGPU(t *testing.T) *Device {
+	t.Helper()
+	gpuOrSkip(t)
+	d, err := OpenWith(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// fixedBatches hands out the same prompts as every batch.
+type fixedBatches []data.Sample
+
+func (f fixedBatches) Next() []data.Sample        { return f }
+func (f fixedBatches) State() data.SamplerState { return data.SamplerState{} }
+
+// TestGPUAsyncK0IsSynchronous trains a tiny random policy in mixed
+// precision for two GRPO steps of one group twice: synchronously, and asynchronously
+// with rollout.max_staleness 0, the rollout on a second Device of the GPU
+// (Reopen). With K = 0 the asynchronous run samples batch v from the
+// weights of version v, on the device, from the same streams: the final
+// weights must be the synchronous run's bit for bit.
+func TestGPUAsyncK0IsSynchronous(t *testing.T) {
+	gpu := ownGPU(t)
+	tok, stop, cfg, samples := gpuRolloutWorld(t)
+	samples = samples[:1] // one group of two: the emulator is slow
+	const n = 2
+	train := func(async bool) []float32 {
+		t.Helper()
+		m, err := model.New(cfg, gpu, model.LMHeadOutput)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.InitRandom(11)
+		gpu.UseBF16(m.Params)
+		c := rl.DefaultTrainerConfig()
+		c.Actor.UseKLLoss, c.Actor.MiniBatchSize, c.Actor.Optim.LR = false, len(samples)*n, 1e-2
+		// A random policy's rewards are all 0, and so are GRPO's
+		// advantages: the entropy bonus makes the update depend on the
+		// sampled tokens all the same.
+		c.Actor.EntropyCoeff, c.Actor.Optim.WeightDecay = 0.05, 0
+		c.Rollout.N, c.Rollout.MaxTurnTokens, c.Rollout.MaxResponseTokens, c.Rollout.MaxPromptTokens = n, 6, 12, 1000
+		c.Rollout.ToolConcurrency, c.Rollout.Deterministic, c.Rollout.Seed = 2, true, 5
+		e, err := env.New(env.DefaultConfig(), echoSearch{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := rl.NewTrainer(c, rl.Setup{Policy: m, Tok: tok, Env: e, Stop: stop, Slots: len(samples) * n,
+			MaxContext: 1024, TotalSteps: 2, PromptsPerStep: len(samples)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prompts := []data.Sample(samples)
+		if async {
+			d2, err := gpu.Reopen()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d2.Close()
+			a, err := tr.StartAsync(context.Background(), d2, len(samples)*n, 1024, len(samples), fixedBatches(samples), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			prompts = nil
+		}
+		for range 2 {
+			if _, err := tr.Step(context.Background(), prompts); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out := make([]float32, m.Params.Len())
+		gpu.Download(out, m.Params)
+		return out
+	}
+	want, got := train(false), train(true)
+	init, err := model.New(cfg, cpu.New(), model.LMHeadOutput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	init.InitRandom(11)
+	start := make([]float32, init.Params.Len())
+	init.Dev.Download(start, init.Params)
+	moved := 0
+	for i := range start {
+		if want[i] != start[i] {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatal("the two steps left every weight where it started")
+	}
+	for i := range want {
+		if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
+			t.Fatalf("parameter %d: %v synchronous, %v asynchronous", i, want[i], got[i])
+		}
+	}
 }

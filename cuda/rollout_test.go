@@ -41,16 +41,12 @@ func (echoSearch) Call(ctx context.Context, args json.RawMessage) (env.Result, e
 	return env.Result{Content: "result for " + string(args), Success: true}, nil
 }
 
-// TestGPURolloutSamplesOnDevice runs the same short rollout (two prompts,
-// three samples each, so followers draw their first token from their
-// leader's kept logits row) of a tiny random model on the CPU and on the
-// GPU. On the GPU the rollout must sample through the device (SampleRows
-// for every model-drawn token but the followers' first) and replay decode
-// steps as graphs; with greedy decoding and with top_k=1 the trajectories
-// must equal the CPU's token for token, with the same log-probabilities
-// (0 for greedy; within 1e-3 for top_k=1, where they are log-softmax values).
-func TestGPURolloutSamplesOnDevice(t *testing.T) {
-	gpu := gpuOrSkip(t)
+// gpuRolloutWorld is the world of the GPU rollout tests: two questions,
+// a tokenizer trained on their rendered prompt (short prompts: the
+// emulator's prefill attention is slow), its turn-ending tokens, and a
+// model config smaller than tinyQwen.
+func gpuRolloutWorld(t *testing.T) (*tokenizer.Tokenizer, []int32, *model.Config, []data.Sample) {
+	t.Helper()
 	samples := []data.Sample{{ID: "a", Question: "what is alpha?", Answers: []string{"gamma"}},
 		{ID: "b", Question: "beta gamma delta?", Answers: []string{"alpha"}}}
 	corpus := []string{"<think>find the capital</think> search query answer result for alpha beta gamma delta",
@@ -96,6 +92,20 @@ func TestGPURolloutSamplesOnDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tok, stop, cfg, samples
+}
+
+// TestGPURolloutSamplesOnDevice runs the same short rollout (two prompts,
+// three samples each, so followers draw their first token from their
+// leader's kept logits row) of a tiny random model on the CPU and on the
+// GPU. On the GPU the rollout must sample through the device (SampleRows
+// for every model-drawn token but the followers' first) and replay decode
+// steps as graphs; with greedy decoding and with top_k=1 the trajectories
+// must equal the CPU's token for token, with the same log-probabilities
+// (0 for greedy; within 1e-3 for top_k=1, where they are log-softmax values).
+func TestGPURolloutSamplesOnDevice(t *testing.T) {
+	gpu := gpuOrSkip(t)
+	tok, stop, cfg, samples := gpuRolloutWorld(t)
 	const groups, n = 2, 3
 
 	run := func(t *testing.T, dev model.Device, s model.Sampling) []*rl.Trajectory {
