@@ -131,7 +131,7 @@ func ownGPU(t *testing.T) *Device {
 // fixedBatches hands out the same prompts as every batch.
 type fixedBatches []data.Sample
 
-func (f fixedBatches) Next() []data.Sample        { return f }
+func (f fixedBatches) Next() []data.Sample      { return f }
 func (f fixedBatches) State() data.SamplerState { return data.SamplerState{} }
 
 // TestGPUAsyncK0IsSynchronous trains a tiny random policy in mixed
