@@ -148,11 +148,13 @@ type AsyncRollout struct {
 }
 
 // StartAsync starts the asynchronous rollout of t at its current version:
-// a copy of t.Policy on dev (its own threads), sampling in rollout.dtype,
-// over slots sequences of maxLen positions, taking prompt batches of
-// perStep prompts from src. resume, when not nil, is a checkpoint's state, src already restored
-// to its Sampler. The trainer's steps then take their trajectories from it
-// (Trainer.Step with no prompts); Close stops it.
+// a copy of t.Policy on dev (CPU threads of its own, or a second stream
+// of the GPU), sampling in rollout.dtype (in mixed precision when the
+// policy computes so), over slots sequences of maxLen positions, taking
+// prompt batches of perStep prompts from src. resume, when not nil, is a
+// checkpoint's state, src already restored to its Sampler. The trainer's
+// steps then take their trajectories from it (Trainer.Step with no
+// prompts); Close stops it.
 func (t *Trainer) StartAsync(ctx context.Context, dev model.Device, slots, maxLen, perStep int, src BatchSource, resume *AsyncState) (*AsyncRollout, error) {
 	if t.Rollout == nil {
 		return nil, errors.New("rl: asynchronous training needs the builtin rollout")
