@@ -312,6 +312,10 @@ func (j *job) train(ctx context.Context) (*rl.Trainer, *metrics.History, error) 
 			return nil, nil, fmt.Errorf("trainer.resume: %w", err)
 		}
 	}
+	if j.resume != nil && j.resume.Async != nil && !cfg.Trainer.Async {
+		fmt.Fprintf(out, "resume: %s is an asynchronous run's checkpoint; training goes on synchronously from batch %d, whose groups trained before may be trained again\n",
+			j.resume.dir, j.resume.Async.First)
+	}
 	if cfg.Trainer.Async {
 		a, closeDev, err := startAsync(ctx, cfg, s, tr, sampler, j.resume, par)
 		if err != nil {
