@@ -131,7 +131,7 @@ func Render(md string, table []RowResults, size Size, info RenderInfo) error {
 		"and the held-out EM of the checkpoint saved at that peak: the run keeps its best checkpoint, selected on validation, "+
 		"not on the test questions. Figures are mean ± sample std over the seeds that finished; "+
 		"wall is the mean time of one run (training with its evaluations).\n\n")
-	for _, g := range []string{groupBaseline, groupAlgorithm, groupAblation, groupDefault} {
+	for _, g := range []string{groupBaseline, groupAlgorithm, groupAblation, groupDefault, groupFeature} {
 		var rows []RowResults
 		for _, rr := range table {
 			if rr.Row.Group == g {

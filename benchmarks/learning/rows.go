@@ -72,6 +72,7 @@ const (
 	groupAlgorithm = "algorithms"
 	groupAblation  = "ablations"
 	groupDefault   = "towards a better default"
+	groupFeature   = "features"
 )
 
 // gold is the warm start on the teacher's full demonstrations (it never
@@ -119,4 +120,10 @@ var Rows = []Row{
 	{Name: "GRPO from the gold warm start", Group: groupDefault, Args: []string{gold}},
 	{Name: "GRPO, 4 updates per step (mini-batch 16)", Group: groupDefault, Args: []string{"actor.ppo_mini_batch_size=16"}},
 	{Name: "GRPO from the gold warm start, 4 updates per step", Group: groupDefault, Args: []string{gold, "actor.ppo_mini_batch_size=16"}},
+
+	// Features of the trainer that change what it trains on: the rollout
+	// one update behind the trainer (rl/async.go), its staleness corrected
+	// by the decoupled objective.
+	{Name: "GRPO, asynchronous (max_staleness 1, decoupled PPO)", Group: groupFeature,
+		Args: []string{"trainer.async=true", "rollout.max_staleness=1", "actor.policy_loss=decoupled"}},
 }
