@@ -24,15 +24,18 @@ func TestGPUAdamWMomentsBF16(t *testing.T) {
 	n := 50021
 	cp, gp := e.pair(e.randn(n, 1))
 	e.gpu.UseBF16(gp)
-	ha, ok := e.cpu.(model.BF16Allocator)
-	if !ok {
-		t.Fatal("the CPU device has no bf16 storage")
+	allocBF16 := func(n int) model.Buffer {
+		b, ok := model.AllocAs(e.cpu, n, model.StoreBF16)
+		if !ok {
+			t.Fatal("the CPU device has no bf16 storage")
+		}
+		return b
 	}
 	m0, v0 := e.randn(n, 0.01), e.randn(n, 0.001)
 	for i := range v0 {
 		v0[i] = v0[i] * v0[i]
 	}
-	var cm, cv, gm, gv model.Buffer = ha.AllocBF16(n), ha.AllocBF16(n), e.gpu.AllocBF16(n), e.gpu.AllocBF16(n)
+	var cm, cv, gm, gv model.Buffer = allocBF16(n), allocBF16(n), e.gpu.AllocBF16(n), e.gpu.AllocBF16(n)
 	e.cpu.Upload(cm, m0)
 	e.cpu.Upload(cv, v0)
 	e.gpu.Upload(gm, m0)

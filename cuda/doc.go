@@ -58,7 +58,7 @@
 // (logprob, entropy and their backward) compute in float32.
 //
 // bf16 storage, as PyTorch autocast and verl's FSDP bf16 keep it: under
-// mixed precision AllocCompute (model.ComputeStorage) hands out bf16, and
+// mixed precision AllocCompute (model.StoreCompute) hands out bf16, and
 // the model stores its KV cache (model.NewKVCache), its residual stream
 // (every layer's input x and mid-layer residual xmid: what a training
 // forward saves for the backward under recomputation, and the hidden

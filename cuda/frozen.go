@@ -8,7 +8,7 @@ import (
 	"github.com/r1go/r1go/model"
 )
 
-// Frozen bf16 models. AllocBF16 (model.BF16Allocator) gives a frozen model
+// Frozen bf16 models. AllocBF16 (model.StoreBF16) gives a frozen model
 // (the reference policy) an arena of bf16 weights and nothing else: no
 // float32 arena beside it, as UseBF16 keeps for the trained policy, whose
 // optimizer needs its float32 masters. Weights reach it through Upload,
@@ -35,7 +35,7 @@ var (
 )
 
 // AllocBF16 returns n zeroed bf16 values: the weights of a frozen model
-// stored in bf16 (model.BF16Allocator).
+// stored in bf16 (model.StoreBF16).
 func (d *Device) AllocBF16(n int) model.Buffer { return d.AllocType(n, BF16) }
 
 // weightArg unwraps a weight operand, float32 or bf16, and checks its
@@ -105,5 +105,3 @@ func (d *Device) convertCopy(dst, src Buffer) {
 		d.refresh(dst.ptr, dst.n)
 	}
 }
-
-var _ model.BF16Allocator = (*Device)(nil)

@@ -74,10 +74,29 @@ func (d *Device) UseBF16(w model.Buffer) {
 	d.weights = append(d.weights, c)
 }
 
+// AllocAs returns n zeroed values of kind (model.Storage): bf16
+// (AllocBF16, frozen.go) or compute storage (AllocCompute); the CPU's
+// bf16-product kinds are not the GPU's. n < 0 allocates nothing.
+func (d *Device) AllocAs(n int, kind model.StorageKind) (model.Buffer, bool) {
+	var alloc func(int) model.Buffer
+	switch kind {
+	case model.StoreBF16:
+		alloc = d.AllocBF16
+	case model.StoreCompute:
+		alloc = d.AllocCompute
+	default:
+		return nil, false
+	}
+	if n < 0 {
+		return nil, true
+	}
+	return alloc(n), true
+}
+
 // AllocCompute returns n zeroed values in the Device's compute storage:
-// bf16 once UseBF16 has switched it to mixed precision, float32 before.
-// It satisfies model.ComputeStorage; NewKVCache stores its keys and
-// values in it, which AttentionCached reads and writes in either type.
+// bf16 once UseBF16 has switched it to mixed precision, float32 before
+// (model.StoreCompute); NewKVCache stores its keys and values in it,
+// which AttentionCached reads and writes in either type.
 func (d *Device) AllocCompute(n int) model.Buffer {
 	if d.Mixed() {
 		return d.AllocType(n, BF16)
@@ -191,6 +210,6 @@ func (c weightCopy) String() string { return fmt.Sprintf("%d weights at %#x", c.
 
 var (
 	_ model.MixedPrecision = (*Device)(nil)
-	_ model.ComputeStorage = (*Device)(nil)
+	_ model.Storage        = (*Device)(nil)
 	_ model.ResidualNorm   = (*Device)(nil)
 )

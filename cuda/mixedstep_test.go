@@ -13,7 +13,7 @@ import (
 // are the Device's own.
 type plainDevice struct {
 	model.Device
-	model.ComputeStorage
+	model.Storage
 }
 
 // TestGPUMixedStepRoundsOnce: a training forward and backward in mixed

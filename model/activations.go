@@ -12,7 +12,7 @@ type activations struct {
 	arena  Buffer
 	logits Buffer // [T, V] a training forward's logits kept for the LM head's backward, or nil
 
-	// On a device with compute storage (ComputeStorage: bf16 on CUDA under
+	// On a device with compute storage (StoreCompute: bf16 on CUDA under
 	// mixed precision) the residual stream (xs and each layer's xmid) and
 	// every layer's tensors that feed a matmul or attention (ln1, qkv, att,
 	// ln2, gu, act, Qwen3's qkraw) are a second arena in it, as PyTorch
@@ -112,12 +112,11 @@ func layerComputeSize(d dims, T int) int {
 
 // gradViews says whether an arena on dev keeps activation gradients in
 // compute storage (MixedPrecision while Mixed, with ResidualNorm to write
-// the residual gradient's view and ComputeStorage to hold it).
+// the residual gradient's view and StoreCompute to hold it).
 func gradViews(dev Device) bool {
 	mp, ok := dev.(MixedPrecision)
 	_, fused := dev.(ResidualNorm)
-	_, cs := dev.(ComputeStorage)
-	return ok && fused && cs && mp.Mixed()
+	return ok && fused && Stores(dev, StoreCompute) && mp.Mixed()
 }
 
 // gradViewSize is the compute storage of gradViews for tb rows of
@@ -227,7 +226,7 @@ func groupedCut(d dims, T int, train bool) ActivationCut {
 
 // ActivationLayout is the number of values of an arena cut as c for cfg,
 // as Forward lays it out: f32 in the float32 arena and comp in compute
-// storage, on a device with compute storage (compute: ComputeStorage) and
+// storage, on a device with compute storage (compute: StoreCompute) and
 // gradient views there (views: MixedPrecision while Mixed; see
 // gradViews). model/plan sizes a run's activations with it.
 func ActivationLayout(cfg *Config, c ActivationCut, compute, views bool) (f32, comp int) {
@@ -288,10 +287,10 @@ func activationLayout(d dims, c ActivationCut, compute, views bool) (size, rsize
 // the new T).
 func cutActivations(old *activations, dev Device, d dims, c ActivationCut) *activations {
 	T, nx, tb, nl := c.T, c.Residuals, c.BackwardRows, layerSets(c.Saved, d.L)
-	// Under mixed precision (ComputeStorage) the residual stream and the
+	// Under mixed precision (StoreCompute) the residual stream and the
 	// layers' matmul and attention tensors live in an arena of their own
 	// in the device's compute dtype.
-	cs, split := dev.(ComputeStorage)
+	split := Stores(dev, StoreCompute)
 	views := gradViews(dev)
 	size, rsize := activationLayout(d, c, split, views)
 	a := old
@@ -301,7 +300,8 @@ func cutActivations(old *activations, dev Device, d dims, c ActivationCut) *acti
 		}
 		a = &activations{arena: dev.Alloc(size), cap: size}
 		if split {
-			a.resid, a.rcap = cs.AllocCompute(rsize), rsize
+			a.resid, _ = AllocAs(dev, rsize, StoreCompute)
+			a.rcap = rsize
 		}
 	}
 	a.T, a.nsaved, a.live = T, c.Saved, -1
@@ -466,7 +466,7 @@ func cutGrouped(old *activations, dev Device, d dims, T int, train bool, spans [
 	// Under mixed precision the training residuals live in the compute
 	// dtype, as in cutActivations: the group arenas' xmid is bf16 there,
 	// and a layer's residual add keeps its input and output in one dtype.
-	cs, split := dev.(ComputeStorage)
+	split := Stores(dev, StoreCompute)
 	views := gradViews(dev)
 	size, rsize := activationLayout(d, c, split, views)
 	a := old
@@ -477,7 +477,8 @@ func cutGrouped(old *activations, dev Device, d dims, T int, train bool, spans [
 	if a == nil {
 		a = &activations{arena: dev.Alloc(size), cap: size, grouped: true}
 		if split && rsize > 0 {
-			a.resid, a.rcap = cs.AllocCompute(rsize), rsize
+			a.resid, _ = AllocAs(dev, rsize, StoreCompute)
+			a.rcap = rsize
 		}
 	}
 	a.T, a.nsaved, a.live = T, 0, -1

@@ -107,16 +107,17 @@ type Device interface {
 // implements it and which call changes with it:
 //
 //	MixedPrecision      CUDA       UseBF16: cmd/train's mixed precision; Mixed: gradViews (activations.go), rl's reference dtype
-//	ComputeStorage      CUDA       AllocCompute: the activation arenas' compute views, NewKVCache
+//	Storage             CUDA, CPU  AllocAs: StoreCompute (CUDA: the activation arenas' compute views, NewKVCache),
+//	                               StoreBF16 (NewWith's bfloat16 weights, optim's bf16 moments), StoreBF16Products
+//	                               and StoreKVArena (CPU: NewWith's rollout copy, its KV cache)
 //	ResidualNorm        CUDA       layerForward's xmid+ln2, layerBackward's norm input gradients
 //	DeviceSampler       CUDA       StepSample draws on the device instead of downloading logits
 //	StepGrapher         CUDA       Decoder replays a decode step as one graph launch
 //	CachedRoPEAttender  CUDA       Step folds bias, RoPE and the cache write into the cached attention
 //	ComputeCopier       CUDA       ReadableWeights; rl/dp's sharded master weights
 //	Pager               CUDA, CPU  ReleaseGrads, MapGrads, GradsResident, ReadableWeights (ZeRO-2)
-//	BF16Allocator       CUDA, CPU  NewWith's bfloat16 weights; optim's bf16 moments
 //	HostMemory          CPU        in-place loading and saving, host sampling's logits, SpillWeights, Discard*
-//	BF16Products        CPU        NewWith's rollout copy (LoadOptions.BF16Products), its KV cache and SwiGLU
+//	BF16Products        CPU        the rollout copy's (LoadOptions.BF16Products) product layout and SwiGLU
 //	LogitKeeper         CPU        keeps: a training forward keeps its logits for the LM head's backward
 //	HostSampler         CPU        StepSample samples downloaded logits on the device's threads
 //	NilWeightGrads      CPU        frozenSinks: a frozen model's backward passes nil weight gradients
@@ -127,7 +128,7 @@ type Device interface {
 // mixed precision, which Mixed reports. While it is on, the device's
 // matmuls round every float32 operand to bf16; then the model rounds each
 // activation gradient once, where it is produced, into a view in compute
-// storage (ComputeStorage, beside the activations), and the matmuls read
+// storage (StoreCompute, beside the activations), and the matmuls read
 // that view instead of rounding the same values once each: SwiGLUBackward
 // writes dgu there (two matmuls are its only readers), RMSNormBackwardAdd
 // (ResidualNorm, required too) writes the residual gradient's view beside
@@ -139,10 +140,36 @@ type MixedPrecision interface {
 	Mixed() bool
 }
 
-// ComputeStorage is a device that can store values in the precision it
-// computes in: AllocCompute returns n zeroed values stored as bf16 on a
-// CUDA device in mixed precision (half the memory), and float32 otherwise.
-// The model stores its KV cache (NewKVCache), its residual stream (the
+// StorageKind is a kind of storage a device may hold beside plain float32
+// values (Device.Alloc), through Storage.AllocAs.
+type StorageKind uint8
+
+const (
+	// StoreBF16 is bfloat16 values, widened where they are read: a frozen
+	// model's weights (LoadOptions.DType "bfloat16") and optim's bf16
+	// moments. The CPU and CUDA devices hold it.
+	StoreBF16 StorageKind = iota + 1
+	// StoreCompute is the precision the device computes in: bf16 on a
+	// CUDA device in mixed precision (half the memory), float32 before
+	// (see Storage).
+	StoreCompute
+	// StoreBF16Products is bf16 weights whose products round their other
+	// operand to bf16 and sum on the CPU's bf16 dot product where it has
+	// one (a rollout copy, LoadOptions.BF16Products; BF16Products). The CPU
+	// holds it.
+	StoreBF16Products
+	// StoreKVArena is one bf16 buffer for a rollout copy's whole KV cache
+	// (every layer's keys and values; in huge pages on the CPU where it is
+	// large enough and asked to). The CPU holds it.
+	StoreKVArena
+)
+
+// Storage is a device that holds kinds of storage beyond float32: AllocAs
+// returns n zero-filled values of kind, false where the device does not
+// hold that kind; with n < 0 it allocates nothing and says whether it
+// does (Stores).
+//
+// StoreCompute: the model stores its KV cache (NewKVCache), its residual stream (the
 // activation arena's x and xmid views) and each layer's tensors that feed
 // a matmul or attention (ln1, qkv, att, ln2, gu, act, qkraw) there, so a
 // mixed-precision run keeps them in bf16, as it computes; the device's
@@ -153,10 +180,24 @@ type MixedPrecision interface {
 // SwiGLUBackward's gu and dgu; ResidualNorm's sum, a, out, inp and dxc)
 // and Copy converts. Statistics, the final norm, the head and every
 // gradient stay float32 (activations.go), beside the compute views of
-// MixedPrecision. The CPU device does not implement it: its path is
-// unchanged.
-type ComputeStorage interface {
-	AllocCompute(n int) Buffer
+// MixedPrecision. The CPU device does not hold it: its path is unchanged.
+type Storage interface {
+	AllocAs(n int, kind StorageKind) (Buffer, bool)
+}
+
+// AllocAs returns n zero-filled values of kind on dev, false where dev
+// does not hold that kind.
+func AllocAs(dev Device, n int, kind StorageKind) (Buffer, bool) {
+	if s, ok := dev.(Storage); ok {
+		return s.AllocAs(n, kind)
+	}
+	return nil, false
+}
+
+// Stores says whether dev holds kind.
+func Stores(dev Device, kind StorageKind) bool {
+	_, ok := AllocAs(dev, -1, kind)
+	return ok
 }
 
 // ResidualNorm is a device that fuses a residual add with the RMSNorm
@@ -238,13 +279,6 @@ type Pager interface {
 	Backed(b Buffer) bool
 }
 
-// BF16Allocator is a device that can store frozen weights and optimizer
-// moments as bfloat16 (the CPU and CUDA devices): a frozen model's
-// weights (LoadOptions.DType "bfloat16") and optim's bf16 moments.
-type BF16Allocator interface {
-	AllocBF16(n int) Buffer // zero-filled
-}
-
 // HostMemory is a device whose buffers are host memory (the CPU). Loading
 // and saving read and write a float32 arena in place instead of through a
 // copy, host sampling reads the logits where they are, and memory by phase
@@ -269,18 +303,13 @@ type HostMemory interface {
 
 // BF16Products is a device whose bf16 weights can take bf16 products (the
 // CPU, with AVX512_BF16 or AMX where it has them): a rollout copy
-// (LoadOptions.BF16Products) computes as an inference engine does, and
-// NewWith, NewKVCache and the layer's SwiGLU take these instead of their
-// plain paths.
+// (LoadOptions.BF16Products, its weights and KV cache in
+// StoreBF16Products and StoreKVArena) computes as an inference engine
+// does, and its products and the layer's SwiGLU take these instead of
+// their plain paths.
 type BF16Products interface {
-	// AllocBF16Products returns zero-filled bf16 weights whose products
-	// round their other operand to bf16.
-	AllocBF16Products(n int) Buffer
-	// AllocKVArena returns a zero-filled bf16 buffer for a rollout copy's
-	// whole KV cache (every layer's keys and values).
-	AllocKVArena(n int) Buffer
-	// ProductMatrix returns the view of b, an n × k matrix of weights from
-	// AllocBF16Products that is the B of a product, in the layout the
+	// ProductMatrix returns the view of b, an n × k matrix of weights in
+	// StoreBF16Products that is the B of a product, in the layout the
 	// device's products read fastest (on AMX, the tile layout: only A·Bᵀ
 	// over the whole matrix and a row lookup read it); false keeps b in
 	// rows. A matrix in that layout is written in rows, then packed with

@@ -16,25 +16,27 @@ type KVCache struct {
 }
 
 // NewKVCache allocates a cache of slots sequences of up to maxLen tokens,
-// in the device's compute storage where it has one (ComputeStorage), and
+// in the device's compute storage where it has one (StoreCompute), and
 // in bf16 for a model with bf16 products on the CPU (a rollout copy: see
 // model/cpu's attn_bf16.go).
 func (m *Model) NewKVCache(slots, maxLen int) *KVCache {
 	c := &KVCache{Slots: slots, MaxLen: maxLen, Lens: make([]int32, slots), kvw: m.d.KV}
 	per := slots * maxLen * m.d.KV
-	if bp, ok := m.Dev.(BF16Products); ok && m.bf16Products() && !kvCacheF32 {
+	if m.bf16Products() && !kvCacheF32 {
 		// Every layer's keys and values in one bf16 buffer (on the CPU in
 		// huge pages where it is large enough and asked to).
-		c.arena = bp.AllocKVArena(2 * m.d.L * per)
-		for l := 0; l < m.d.L; l++ {
-			c.K = append(c.K, c.arena.Slice(2*l*per, per))
-			c.V = append(c.V, c.arena.Slice((2*l+1)*per, per))
+		if arena, ok := AllocAs(m.Dev, 2*m.d.L*per, StoreKVArena); ok {
+			c.arena = arena
+			for l := 0; l < m.d.L; l++ {
+				c.K = append(c.K, c.arena.Slice(2*l*per, per))
+				c.V = append(c.V, c.arena.Slice((2*l+1)*per, per))
+			}
+			return c
 		}
-		return c
 	}
 	alloc := m.Dev.Alloc
-	if cs, ok := m.Dev.(ComputeStorage); ok {
-		alloc = cs.AllocCompute // bf16 under mixed precision
+	if Stores(m.Dev, StoreCompute) { // bf16 under mixed precision
+		alloc = func(n int) Buffer { b, _ := AllocAs(m.Dev, n, StoreCompute); return b }
 	}
 	for l := 0; l < m.d.L; l++ {
 		c.K = append(c.K, alloc(per))

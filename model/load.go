@@ -71,7 +71,7 @@ type LoadOptions struct {
 	// base under LoRA adapters.
 	Frozen bool
 	// DType of the stored weights: "float32" (default) or, for a frozen
-	// model on a device with BF16Allocator, "bfloat16"; "auto" picks
+	// model on a device that stores StoreBF16, "bfloat16"; "auto" picks
 	// bfloat16 for a frozen model whose folder stores every tensor it needs
 	// as BF16 (so nothing is rounded) and float32 otherwise.
 	DType string
@@ -118,7 +118,7 @@ func LoadWith(dir string, dev Device, head Head, opt LoadOptions) (*Model, error
 	specs, _ := layout(d)
 	if opt.DType == "auto" {
 		opt.DType = "float32"
-		if _, ok := dev.(BF16Allocator); ok && opt.Frozen && storedAs(w, specs, safetensors.BF16) {
+		if Stores(dev, StoreBF16) && opt.Frozen && storedAs(w, specs, safetensors.BF16) {
 			opt.DType = "bfloat16"
 		}
 	}

@@ -141,17 +141,19 @@ func NewWith(cfg *Config, dev Device, head Head, opt LoadOptions) (*Model, error
 	case "", "float32":
 		m.Params = dev.Alloc(n)
 	case "bfloat16":
-		ha, ok := dev.(BF16Allocator)
-		if !ok {
+		if !Stores(dev, StoreBF16) {
 			return nil, fmt.Errorf("model: device %s cannot store bfloat16 weights", dev.Name())
 		}
 		if !opt.Frozen {
 			return nil, fmt.Errorf("model: bfloat16 weights are for frozen models; a trained model keeps float32 master weights")
 		}
-		if bp, ok := dev.(BF16Products); ok && opt.BF16Products {
-			m.Params, m.products = bp.AllocBF16Products(n), true
-		} else {
-			m.Params = ha.AllocBF16(n)
+		var ok bool
+		if _, bp := dev.(BF16Products); bp && opt.BF16Products {
+			m.Params, ok = AllocAs(dev, n, StoreBF16Products)
+			m.products = ok
+		}
+		if !ok {
+			m.Params, _ = AllocAs(dev, n, StoreBF16)
 		}
 	default:
 		return nil, fmt.Errorf("model: weight dtype %q is neither float32 nor bfloat16", opt.DType)

@@ -102,11 +102,11 @@ func (o *AdamW) alloc(n int) (model.Buffer, error) {
 	if o.StateDType != "bfloat16" {
 		return o.dev.Alloc(n), nil
 	}
-	ha, ok := o.dev.(model.BF16Allocator)
+	b, ok := model.AllocAs(o.dev, n, model.StoreBF16)
 	if !ok {
 		return nil, fmt.Errorf("optim: state_dtype bfloat16: device %s has no bfloat16 storage", o.dev.Name())
 	}
-	return ha.AllocBF16(n), nil
+	return b, nil
 }
 
 // Steps is the number of updates done.

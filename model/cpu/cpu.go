@@ -311,7 +311,7 @@ func (d *Device[F]) parallel(n, grain int, fn func(lo, hi int)) {
 
 // The capabilities the CPU device has (device.go lists them all).
 var (
-	_ model.BF16Allocator  = (*Device[float32])(nil)
+	_ model.Storage        = (*Device[float32])(nil)
 	_ model.BF16Products   = (*Device[float32])(nil)
 	_ model.HostMemory     = (*Device[float32])(nil)
 	_ model.HostSampler    = (*Device[float32])(nil)

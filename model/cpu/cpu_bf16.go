@@ -24,6 +24,28 @@ type bf16Buf []uint16
 func (b bf16Buf) Len() int                      { return len(b) }
 func (b bf16Buf) Slice(off, n int) model.Buffer { return b[off : off+n : off+n] }
 
+// AllocAs returns n zero-filled values of kind (model.Storage): bf16
+// (AllocBF16), bf16 weights with bf16 products (AllocBF16Products) or a
+// rollout copy's KV cache (AllocKVArena). The CPU computes in float32: it
+// has no StoreCompute of its own. n < 0 allocates nothing.
+func (d *Device[F]) AllocAs(n int, kind model.StorageKind) (model.Buffer, bool) {
+	var alloc func(int) model.Buffer
+	switch kind {
+	case model.StoreBF16:
+		alloc = d.AllocBF16
+	case model.StoreBF16Products:
+		alloc = d.AllocBF16Products
+	case model.StoreKVArena:
+		alloc = d.AllocKVArena
+	default:
+		return nil, false
+	}
+	if n < 0 {
+		return nil, true
+	}
+	return alloc(n), true
+}
+
 // AllocBF16 returns a zero-filled bfloat16 buffer, in huge pages where
 // it is large, R1GO_HUGEPAGES=1 asks and the kernel lends them (package
 // pages).

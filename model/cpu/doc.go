@@ -10,8 +10,9 @@
 // loops.
 //
 // Beyond model.Device it implements the capabilities model/device.go
-// lists for the CPU: bfloat16 weights and moments (BF16Allocator), a
-// rollout copy's bf16 products, KV arena and tile layout (BF16Products),
+// lists for the CPU: bfloat16 weights and moments (model.StoreBF16), a
+// rollout copy's bf16-product weights and KV arena (model.StoreBF16Products,
+// model.StoreKVArena) and their tile layout (BF16Products),
 // host memory read in place, spilled to a file and dropped from the
 // resident set (HostMemory), pages given back and counted (Pager), host
 // sampling (HostSampler), kept logits (LogitKeeper) and nil weight

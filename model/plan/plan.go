@@ -399,7 +399,7 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 // matmul or attention (model.ActivationLayout: xmid, ln1, qkv, att, ln2, gu,
 // act, Qwen3's qkraw; every layer's when saved, one set otherwise) are a
 // second arena in the CUDA device's compute storage, bf16
-// (model.ComputeStorage, activations.go): 2 bytes a value, 4 for the rest
+// (model.StoreCompute, activations.go): 2 bytes a value, 4 for the rest
 // (statistics, the final norm, the head's outputs, backward scratch).
 func (s Settings) actBytes(sh shape, T int, nsaved int, train bool) int64 {
 	c := model.ActivationCut{T: T, Residuals: 2, Saved: nsaved}

@@ -12,7 +12,7 @@ import (
 )
 
 // counting wraps a device and tracks the bytes its arenas hold: float32
-// buffers and, through AllocBF16, bfloat16 ones (frozen weights, AdamW
+// buffers and, through AllocAs, bfloat16 ones (frozen weights, AdamW
 // moments under state_dtype bfloat16).
 type counting struct {
 	model.Device
@@ -29,21 +29,14 @@ func (c *counting) Alloc(n int) model.Buffer {
 	return c.Device.Alloc(n)
 }
 
-func (c *counting) AllocBF16(n int) model.Buffer {
-	c.add(int64(n) * 2)
-	return c.Device.(model.BF16Allocator).AllocBF16(n)
-}
-
-// The rollout copy's bf16 products (model.BF16Products), its weights
-// and KV cache counted.
-func (c *counting) AllocBF16Products(n int) model.Buffer {
-	c.add(int64(n) * 2)
-	return c.Device.(model.BF16Products).AllocBF16Products(n)
-}
-
-func (c *counting) AllocKVArena(n int) model.Buffer {
-	c.add(int64(n) * 2)
-	return c.Device.(model.BF16Products).AllocKVArena(n)
+// AllocAs counts the CPU's bf16 kinds: frozen weights, moments, and the
+// rollout copy's bf16-product weights and KV cache.
+func (c *counting) AllocAs(n int, kind model.StorageKind) (model.Buffer, bool) {
+	b, ok := model.AllocAs(c.Device, n, kind)
+	if ok && n > 0 {
+		c.add(int64(n) * 2)
+	}
+	return b, ok
 }
 
 func (c *counting) ProductMatrix(b model.Buffer, n, k int) (model.Buffer, bool) {

@@ -31,9 +31,12 @@ func (c *allocCounter) Alloc(n int) model.Buffer {
 	return c.Device.Alloc(n)
 }
 
-func (c *allocCounter) AllocBF16(n int) model.Buffer {
-	c.bytes += int64(n) * 2
-	return c.Device.(model.BF16Allocator).AllocBF16(n)
+func (c *allocCounter) AllocAs(n int, kind model.StorageKind) (model.Buffer, bool) {
+	b, ok := model.AllocAs(c.Device, n, kind)
+	if ok && n > 0 {
+		c.bytes += int64(n) * 2 // the CPU's kinds are bf16
+	}
+	return b, ok
 }
 
 // TestZeroOneUnderMPIRun starts TestZeroOneChild on two ranks: each builds
