@@ -398,9 +398,15 @@ func (d *Device) mapPages(p uintptr, bytes int) {
 	}
 }
 
+// Resident is how many bytes of memory back b now (PagedBytes) and
+// whether all of it is backed (Backed). It satisfies model.Pager.
+func (d *Device) Resident(b model.Buffer) (bytes int64, known, backed bool) {
+	bytes, known = d.PagedBytes(b)
+	return bytes, known, d.Backed(b)
+}
+
 // PagedBytes is how many bytes of memory back b now: those of the VMM
 // chunks it touches, or its whole length when it is not in a VMM arena.
-// It satisfies model.Pager.
 func (d *Device) PagedBytes(b model.Buffer) (int64, bool) {
 	x := b.(Buffer)
 	bytes := x.n * x.dtype.Size()
@@ -420,7 +426,7 @@ func (d *Device) PagedBytes(b model.Buffer) (int64, bool) {
 }
 
 // Backed says whether every byte of b is backed by mapped memory (always,
-// for a buffer outside the VMM arenas). It satisfies model.Pager.
+// for a buffer outside the VMM arenas).
 func (d *Device) Backed(b model.Buffer) bool {
 	x := b.(Buffer)
 	bytes := x.n * x.dtype.Size()

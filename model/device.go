@@ -272,11 +272,10 @@ type Pager interface {
 	// MapPages backs b again before it is written, zeroed where it was
 	// given back.
 	MapPages(b Buffer)
-	// PagedBytes is how many bytes of memory back b now; false where the
-	// device cannot say.
-	PagedBytes(b Buffer) (int64, bool)
-	// Backed says whether every byte of b is backed (readable).
-	Backed(b Buffer) bool
+	// Resident is how many bytes of memory back b now (known false where
+	// the device cannot say) and whether every byte of b is backed
+	// (readable).
+	Resident(b Buffer) (bytes int64, known, backed bool)
 }
 
 // HostMemory is a device whose buffers are host memory (the CPU). Loading

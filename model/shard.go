@@ -93,7 +93,8 @@ func MapGrads(dev Device, b Buffer) {
 // where the device cannot say.
 func GradsResident(dev Device, b Buffer) (int64, bool) {
 	if p, ok := dev.(Pager); ok {
-		return p.PagedBytes(b)
+		n, known, _ := p.Resident(b)
+		return n, known
 	}
 	return 0, false
 }
@@ -104,7 +105,10 @@ func GradsResident(dev Device, b Buffer) (int64, bool) {
 // read instead.
 func ReadableWeights(dev Device, w Buffer) Buffer {
 	p, ok := dev.(Pager)
-	if !ok || p.Backed(w) {
+	if !ok {
+		return w
+	}
+	if _, _, backed := p.Resident(w); backed {
 		return w
 	}
 	if cc, ok := dev.(ComputeCopier); ok {

@@ -20,16 +20,15 @@ func (d *Device[F]) ReleasePages(b model.Buffer) {
 // MapPages does nothing: host pages come back on the next touch.
 func (d *Device[F]) MapPages(model.Buffer) {}
 
-// PagedBytes is how many bytes of b are resident now (mincore), rounded
-// to whole pages; false for a buffer that is not float32 or where the
-// kernel cannot say.
-func (d *Device[F]) PagedBytes(b model.Buffer) (int64, bool) {
+// Resident is how many bytes of b are resident now (mincore), rounded to
+// whole pages, known false for a buffer that is not float32 or where the
+// kernel cannot say; b is always backed: a released page reads as zeros,
+// never faults.
+func (d *Device[F]) Resident(b model.Buffer) (bytes int64, known, backed bool) {
 	x, ok := HostFloat32(b)
 	if !ok {
-		return 0, false
+		return 0, false, true
 	}
-	return residentHost(x)
+	bytes, known = residentHost(x)
+	return bytes, known, true
 }
-
-// Backed is true: a released page reads as zeros, never faults.
-func (d *Device[F]) Backed(model.Buffer) bool { return true }
