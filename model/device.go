@@ -283,12 +283,10 @@ type Pager interface {
 // copy, host sampling reads the logits where they are, and memory by phase
 // (spill.go) maps and drops the pages behind buffers.
 type HostMemory interface {
-	// HostFloat32 is the memory behind a float32 buffer; false for any
-	// other buffer (bf16, another device's).
-	HostFloat32(b Buffer) ([]float32, bool)
-	// HostBF16 is the bit patterns behind a bfloat16 buffer; false for
-	// any other.
-	HostBF16(b Buffer) ([]uint16, bool)
+	// Host is the memory behind one of its buffers: f32 for a float32
+	// buffer, bf16 (the bit patterns) for a bfloat16 one; both nil for
+	// any other (another device's).
+	Host(b Buffer) (f32 []float32, bf16 []uint16)
 	// Spill returns a copy of b (float32 or bf16) of the same kind in a
 	// shared mapping of an unlinked file in dir: reads and writes go to the
 	// page cache, which the kernel may write back and evict under memory
@@ -372,7 +370,8 @@ func HeadBlock(T, V, budget, maxRows int) (rows, chunk int) {
 // buffers are host memory (HostMemory); false elsewhere.
 func HostF32(dev Device, b Buffer) ([]float32, bool) {
 	if h, ok := dev.(HostMemory); ok {
-		return h.HostFloat32(b)
+		f, _ := h.Host(b)
+		return f, f != nil
 	}
 	return nil, false
 }
@@ -381,7 +380,8 @@ func HostF32(dev Device, b Buffer) ([]float32, bool) {
 // dev's buffers are host memory (HostMemory); false elsewhere.
 func HostBF16(dev Device, b Buffer) ([]uint16, bool) {
 	if h, ok := dev.(HostMemory); ok {
-		return h.HostBF16(b)
+		_, bf := h.Host(b)
+		return bf, bf != nil
 	}
 	return nil, false
 }

@@ -117,13 +117,25 @@ func HostFloat64(b model.Buffer) ([]float64, bool) { s, ok := b.(cpuBuf[float64]
 // buffer.
 func HostFloat32(b model.Buffer) ([]float32, bool) { s, ok := b.(cpuBuf[float32]); return s, ok }
 
-// HostFloat32 returns the memory behind a float32 buffer of this device,
-// so that loading and saving can read and write it in place.
-func (d *Device[F]) HostFloat32(b model.Buffer) ([]float32, bool) { return HostFloat32(b) }
+// Host is the memory behind a float32 or bfloat16 buffer of this device
+// (model.HostMemory): a zero-length buffer reads as an empty, non-nil
+// slice.
+func (d *Device[F]) Host(b model.Buffer) (f32 []float32, bf16 []uint16) {
+	if f, ok := HostFloat32(b); ok {
+		return nonNil(f), nil
+	}
+	if h, ok := asBF16(b); ok {
+		return nil, nonNil(h)
+	}
+	return nil, nil
+}
 
-// HostBF16 returns the bit patterns behind a bfloat16 buffer of this
-// device.
-func (d *Device[F]) HostBF16(b model.Buffer) ([]uint16, bool) { s, ok := asBF16(b); return s, ok }
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
 
 // widenInto sets dst[i] = bf16.ToFloat32(src[i]) (len(src) values), sixteen or
 // eight at a time where the tier has a kernel: the same exact values.
