@@ -252,11 +252,10 @@ type CachedRoPEAttender interface {
 // give back the float32 masters outside a rank's shard and gather the
 // compute copy from the ranks' updated masters (rl/dp/masters.go).
 type ComputeCopier interface {
-	// SetCompute writes the compute copy of the registered weights w from
-	// src, leaving w's float32 values as they are; false when w is not
-	// registered.
-	SetCompute(w, src Buffer) bool
-	// ComputeCopy is the compute copy of w, readable with Download.
+	// ComputeCopy is the compute copy of w (registered weights, or a
+	// slice of them), readable with Download and written by Copy from
+	// float32 values (rounded), which leaves w's float32 values as they
+	// are; false when w is not registered.
 	ComputeCopy(w Buffer) (Buffer, bool)
 }
 

@@ -19,7 +19,7 @@ import (
 // norm weights and biases, 1-D tensors), as DeepSpeed's ZeRO-1 keeps the
 // masters with the moments. After each step every bucket is all-gathered
 // into one bucket of scratch, its compute copy written from there
-// (SetCompute, the same rounding as refreshing it from the gathered fp32
+// (Copy into ComputeCopy's view, the same rounding as refreshing it from the gathered fp32
 // arena) and the kept tensors copied back, so the weights the model
 // computes with are the unsharded run's bit for bit.
 //
@@ -122,7 +122,9 @@ func (m *masterState) gather(d *DP, dev model.Device, z *zeroState) error {
 		if err := d.Comm.AllGather(full, z.recv.Slice(0, c)); err != nil {
 			return err
 		}
-		m.cc.SetCompute(z.params.Slice(off, L), full.Slice(0, L))
+		if c, ok := m.cc.ComputeCopy(z.params.Slice(off, L)); ok {
+			dev.Copy(c, full.Slice(0, L)) // rounded into the bf16 compute copy
+		}
 		for ; k < len(m.keep) && m.keep[k].Off+m.keep[k].N <= off; k++ {
 		}
 		for j := k; j < len(m.keep) && m.keep[j].Off < off+L; j++ {
