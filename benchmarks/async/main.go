@@ -12,9 +12,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/r1go/r1go/rl/metrics"
@@ -84,7 +86,8 @@ func summarise(dir string) error {
 	fmt.Println("| tool | seed | async / sync tokens/s | held-out EM async − sync |")
 	fmt.Println("|---|---|---|---|")
 	for _, tool := range []string{"slow", "fast"} {
-		for seed, s := range runs[tool+" sync"] {
+		for _, seed := range slices.Sorted(maps.Keys(runs[tool+" sync"])) {
+			s := runs[tool+" sync"][seed]
 			a, ok := runs[tool+" async"][seed]
 			if !ok {
 				continue
