@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/r1go/r1go/data"
 	"github.com/r1go/r1go/model"
@@ -144,7 +143,6 @@ type AsyncRollout struct {
 	wakeCh  chan struct{}
 	cancel  context.CancelFunc
 	stopped chan struct{}
-	refresh time.Duration // the last refresh's
 }
 
 // StartAsync starts the asynchronous rollout of t at its current version:
@@ -296,7 +294,6 @@ func (a *AsyncRollout) done(s *trajState) {
 // refreshFrom copies the policy's weights of version v into the rollout's
 // copy between two of its forward steps, and lets the next batches start.
 func (a *AsyncRollout) refreshFrom(policy *model.Model, v int) error {
-	t0 := time.Now()
 	a.stepMu.Lock()
 	var err error
 	if a.copy != nil {
@@ -311,7 +308,6 @@ func (a *AsyncRollout) refreshFrom(policy *model.Model, v int) error {
 	}
 	a.mu.Lock()
 	a.version = int32(v)
-	a.refresh = time.Since(t0)
 	a.mu.Unlock()
 	a.stepMu.Unlock()
 	select {
@@ -410,7 +406,6 @@ func (a *AsyncRollout) take(ctx context.Context, v int) ([]*Trajectory, Metrics,
 		}
 	}
 	m["async/buffered"] = float64(buffered)
-	m["timing_s/refresh"] = a.refresh.Seconds()
 	return trajs, m, nil
 }
 

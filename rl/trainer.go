@@ -31,8 +31,9 @@ type Trainer struct {
 	Sync Sync
 	// Phase, when set, is told each phase of a step as it ends (the names
 	// of the timing_s metrics: gen, gen_baseline, old_log_prob, ref, values,
-	// adv, update_critic, update_actor), so that a caller can show progress
-	// inside a step that takes minutes.
+	// adv, update_critic, update_actor, and refresh in asynchronous
+	// training), so that a caller can show progress inside a step that
+	// takes minutes.
 	Phase func(name string, took time.Duration)
 	// Verifier checks each step's trajectories and batch (verify.go,
 	// rollout.verify); nil checks without the chat template.
@@ -63,7 +64,8 @@ type StepResult struct {
 	Batch        *Batch // the packed step, advantages included (for the rollout dump)
 }
 
-// Step runs one RL step on a batch of prompts, in the order verl's
+// Step runs one RL step on a batch of prompts (none in asynchronous
+// training: the rollout's source supplies them), in the order verl's
 // trainer runs it: the rollout, the rewards, the old and reference
 // log-probabilities and the values, the advantages, then the critic and
 // actor updates. Each phase is a method below, timed as timing_s/<phase>.
@@ -102,9 +104,11 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	}
 	t.step++
 	if t.Async != nil { // the rollout goes on under the new weights
+		tr := time.Now()
 		if err := t.Async.refreshFrom(t.Policy, t.step); err != nil {
 			return nil, err
 		}
+		clock.since("refresh", tr)
 	}
 	rm, err := t.sync().RolloutMetrics(trajs) // over every process's trajectories
 	if err != nil {
