@@ -28,8 +28,9 @@ import (
 //   - on a GPU the rollout runs on a second Device of the same GPU
 //     (cuda.Device.Reopen: a stream and cuBLAS handle of its own in the
 //     same context), from a copy of the weights in mixed precision (what
-//     the synchronous rollout samples from), with a KV cache of its own; the two streams' kernels share the GPU as the hardware
-//     schedules them. The copy's refresh waits for both streams.
+//     the synchronous rollout samples from), with a KV cache of its own;
+//     the two streams' kernels share the GPU as the hardware schedules
+//     them. The copy's refresh waits for both streams.
 //   - data parallel: ranks dedicated to rollouts are not built; the run
 //     says so.
 
