@@ -161,7 +161,7 @@ func TestAsyncKillResume(t *testing.T) {
 }
 
 // asyncConfig is the test config trained asynchronously with a bound of
-// one version, the decoupled loss, and a third of the searches 60 ms
+// one version, the decoupled loss, and a fifth of the searches 30 ms
 // slow, for 6 steps with a checkpoint every 2 and the rollout dump. The
 // warm start is short: its demonstrations search through the slow tool
 // too, and the policy's quality does not matter here.
@@ -169,8 +169,8 @@ func asyncConfig(t *testing.T, dir string) Config {
 	c := testConfig(t, dir)
 	c.Trainer.Async, c.RL.Rollout.MaxStaleness, c.RL.Rollout.Deterministic = true, 1, false
 	c.RL.Actor.PolicyLoss = "decoupled"
-	c.Env.SlowFraction, c.Env.SlowDelay = 0.3, 60*time.Millisecond
-	c.SFT.Steps = 20
+	c.Env.SlowFraction, c.Env.SlowDelay = 0.2, 30*time.Millisecond
+	c.SFT.Steps = 5
 	c.Trainer.TotalSteps, c.Trainer.RolloutDataDir = 6, "dump"
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
