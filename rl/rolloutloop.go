@@ -75,6 +75,11 @@ func (r *Rollout) newRun(ctx context.Context, n int) *rolloutRun {
 func (x *rolloutRun) loop() error {
 	open := x.feed != nil
 	for {
+		if x.feed != nil && x.ctx.Err() != nil {
+			// A streaming run stops when its context does (AsyncRollout.Close),
+			// not once the groups it admitted have all finished.
+			return x.ctx.Err()
+		}
 		if x.feed != nil && open {
 			var err error
 			if open, err = x.feed.more(x.q); err != nil {
