@@ -50,8 +50,9 @@ func (c *Config) validateAsync() error {
 	return nil
 }
 
-// samplerSource hands the training questions to the asynchronous rollout
-// in the sampler's order.
+// samplerSource hands out the training questions in the sampler's order,
+// a step's batch at a time: to the synchronous step, or to the
+// asynchronous rollout, which takes them ahead of the trainer.
 type samplerSource struct {
 	sampler *data.Sampler
 	train   []data.Sample

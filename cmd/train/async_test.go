@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/r1go/r1go/cmd/internal/config"
 	"github.com/r1go/r1go/rl/metrics"
 )
 
@@ -184,12 +183,5 @@ func TestAsyncChild(t *testing.T) {
 	if path == "" {
 		t.Skip("the child run of TestAsyncKillResume")
 	}
-	c := DefaultConfig()
-	if err := config.Load(&c, []string{"-config", path}, nil); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := run(context.Background(), &c, &out); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
+	runConfigFile(t, path, "")
 }

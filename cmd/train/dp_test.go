@@ -78,16 +78,23 @@ func TestDPChild(t *testing.T) {
 	if path == "" {
 		t.Skip("a rank of the data-parallel tests, started by mpirun")
 	}
+	rank := os.Getenv("OMPI_COMM_WORLD_RANK")
+	runConfigFile(t, path, "rank "+rank+": ")
+	fmt.Printf("rank %s done\n", rank)
+}
+
+// runConfigFile runs the trainer on the config file at path, as a child
+// process started by a test does; a failure's message starts with who.
+func runConfigFile(t *testing.T, path, who string) {
+	t.Helper()
 	c := DefaultConfig()
 	if err := config.Load(&c, []string{"-config", path}, nil); err != nil {
 		t.Fatal(err)
 	}
-	rank := os.Getenv("OMPI_COMM_WORLD_RANK")
 	var out bytes.Buffer
 	if err := run(context.Background(), &c, &out); err != nil {
-		t.Fatalf("rank %s: %v\n%s", rank, err, out.String())
+		t.Fatalf("%s%v\n%s", who, err, out.String())
 	}
-	fmt.Printf("rank %s done\n", rank)
 }
 
 // maxDiff is the largest |a-b| over two weight vectors.

@@ -347,9 +347,7 @@ func (j *job) step(ctx context.Context, tr *rl.Trainer, sampler *data.Sampler, g
 	step := tr.Steps()
 	var prompts []data.Sample
 	if tr.Async == nil { // an asynchronous rollout takes its own from the sampler
-		for _, i := range sampler.Next() {
-			prompts = append(prompts, s.Train[i])
-		}
+		prompts = samplerSource{sampler, s.Train}.Next()
 	}
 	s.ToolStats().Take() // calls outside the step's rollouts (validation, warm start) are not its
 	res, err := tr.Step(ctx, prompts)
