@@ -80,6 +80,20 @@ func (c *TrainerConfig) ValidateAsync(a AsyncConfig) error {
 	return nil
 }
 
+// AsyncSource is where an asynchronous trainer's steps take their
+// trajectories, and whom the trainer hands each update's weights: the
+// AsyncRollout of this process (StartAsync), or the rollout ranks of a
+// data-parallel run (rl/dp's RemoteRollout).
+type AsyncSource interface {
+	// Take waits for the trainer's batch at version v and returns its
+	// trajectories, groups in order of their prompts (each trajectory's
+	// Group its group's place in the batch), with the staleness metrics.
+	Take(ctx context.Context, v int) ([]*Trajectory, Metrics, error)
+	// Refresh hands the rollout the policy's weights of version v, the
+	// trainer's after v updates.
+	Refresh(policy *model.Model, v int) error
+}
+
 // BatchSource is where an asynchronous rollout takes its prompts: the
 // batches the synchronous trainer would be given, in order.
 type BatchSource interface {
@@ -157,8 +171,30 @@ func (t *Trainer) StartAsync(ctx context.Context, dev model.Device, slots, maxLe
 	if t.Rollout == nil {
 		return nil, errors.New("rl: asynchronous training needs the builtin rollout")
 	}
+	roll := *t.Rollout
+	a, err := StartAsyncRollout(ctx, &roll, t.Policy, t.step, dev, slots, maxLen, perStep, src, resume)
+	if err != nil {
+		return nil, err
+	}
+	t.SetAsync(a)
+	return a, nil
+}
+
+// SetAsync makes the trainer's steps take their trajectories from src
+// and hand it each update's weights; the trainer's own rollout, and its
+// bf16 copy, go unused.
+func (t *Trainer) SetAsync(src AsyncSource) {
+	t.rolloutCopy = nil
+	t.Async = src
+}
+
+// StartAsyncRollout starts roll streaming from a copy of policy's weights
+// of version on dev, as StartAsync does for a trainer; a data-parallel
+// rollout rank (rl/dp's ServeRollout) calls it with the policy it receives
+// the trainer's weights in. roll.Policy is replaced by the copy's.
+func StartAsyncRollout(ctx context.Context, roll *Rollout, policy *model.Model, version int, dev model.Device, slots, maxLen, perStep int, src BatchSource, resume *AsyncState) (*AsyncRollout, error) {
 	opt := model.LoadOptions{Frozen: true}
-	if t.Cfg.Rollout.DType == "bfloat16" {
+	if roll.Cfg.DType == "bfloat16" {
 		opt.DType, opt.BF16Products = "bfloat16", true
 	}
 	// A policy in mixed precision (the CUDA device) samples from the bf16
@@ -166,12 +202,12 @@ func (t *Trainer) StartAsync(ctx context.Context, dev model.Device, slots, maxLe
 	// copy is float32 weights in mixed precision too, with their own bf16
 	// copy, so that it samples what the policy would, bit for bit (a frozen
 	// bf16 copy would round the norms and biases too).
-	mp, mixed := t.Policy.Dev.(model.MixedPrecision)
+	mp, mixed := policy.Dev.(model.MixedPrecision)
 	mixed = mixed && mp.Mixed()
 	if mixed {
 		opt.DType, opt.BF16Products = "float32", false
 	}
-	cp, err := t.Policy.CloneOn(dev, opt)
+	cp, err := policy.CloneOn(dev, opt)
 	if err != nil {
 		return nil, fmt.Errorf("rl: the asynchronous rollout's copy of the policy: %w", err)
 	}
@@ -182,11 +218,8 @@ func (t *Trainer) StartAsync(ctx context.Context, dev model.Device, slots, maxLe
 		}
 		cmp.UseBF16(cp.Params)
 	}
-	t.rolloutCopy = nil // the asynchronous copy replaces the per-step one
-	roll := *t.Rollout
 	roll.Policy = NewModelPolicy(cp, slots, maxLen)
-	t.Async = startAsyncRollout(ctx, &roll, cp, t.step, t.Cfg.Rollout.MaxStaleness, perStep, src, resume)
-	return t.Async, nil
+	return startAsyncRollout(ctx, roll, cp, version, roll.Cfg.MaxStaleness, perStep, src, resume), nil
 }
 
 // startAsyncRollout starts roll streaming at version: its policy samples
@@ -291,9 +324,9 @@ func (a *AsyncRollout) done(s *trajState) {
 	}
 }
 
-// refreshFrom copies the policy's weights of version v into the rollout's
+// Refresh copies the policy's weights of version v into the rollout's
 // copy between two of its forward steps, and lets the next batches start.
-func (a *AsyncRollout) refreshFrom(policy *model.Model, v int) error {
+func (a *AsyncRollout) Refresh(policy *model.Model, v int) error {
 	a.stepMu.Lock()
 	var err error
 	if a.copy != nil {
@@ -317,14 +350,12 @@ func (a *AsyncRollout) refreshFrom(policy *model.Model, v int) error {
 	return err
 }
 
-// take waits for the trainer's batch at version v and returns its
+// Take waits for the trainer's batch at version v and returns its
 // trajectories, groups in order of their prompts (each trajectory's Group
-// its group's place in the batch), with the staleness metrics: async/age_*
-// of the action tokens (mean, max, and the share of each age up to K),
-// async/partial (the share of trajectories sampled under more than one
-// version), async/groups, async/due (groups the bound forced into this
-// batch) and async/buffered (finished groups left for later steps).
-func (a *AsyncRollout) take(ctx context.Context, v int) ([]*Trajectory, Metrics, error) {
+// its group's place in the batch), with the staleness metrics: AgeMetrics,
+// async/groups, async/due (groups the bound forced into this batch) and
+// async/buffered (finished groups left for later steps).
+func (a *AsyncRollout) Take(ctx context.Context, v int) ([]*Trajectory, Metrics, error) {
 	stop := context.AfterFunc(ctx, func() {
 		a.mu.Lock()
 		a.changed.Broadcast()
@@ -396,7 +427,7 @@ func (a *AsyncRollout) take(ctx context.Context, v int) ([]*Trajectory, Metrics,
 			a.forget(g.key.b)
 		}
 	}
-	m := a.ageMetrics(trajs, v)
+	m := AgeMetrics(trajs, v, a.k)
 	m["async/groups"] = float64(len(picked))
 	m["async/due"] = float64(due)
 	buffered := 0
@@ -425,18 +456,20 @@ func keyOrder(x, y groupKey) int {
 	return x.i - y.i
 }
 
-// ageMetrics are the ages of trajs' action tokens at version v, and the
-// share of trajectories sampled under more than one version.
-func (a *AsyncRollout) ageMetrics(trajs []*Trajectory, v int) Metrics {
+// AgeMetrics are the ages of trajs' action tokens at version v under the
+// bound k: async/age_mean, async/age_max and async/age_0..k (the share of
+// each age), async/partial (the share of trajectories sampled under more
+// than one version) and async/version.
+func AgeMetrics(trajs []*Trajectory, v, k int) Metrics {
 	m := Metrics{}
-	hist := make([]float64, a.k+1)
+	hist := make([]float64, k+1)
 	var n, sum, most, partial float64
 	for _, tr := range trajs {
 		for j, ver := range tr.Versions {
 			age := v - int(ver)
 			sum += float64(age)
 			most = max(most, float64(age))
-			if age >= 0 && age <= a.k {
+			if age >= 0 && age <= k {
 				hist[age]++
 			}
 			n++

@@ -86,7 +86,7 @@ func TestAsyncStalenessBound(t *testing.T) {
 					src.next = int(st.Sampler.Batches) // the sampler restored
 					a = start(v, &st)
 				}
-				trajs, m, err := a.take(context.Background(), v)
+				trajs, m, err := a.Take(context.Background(), v)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -117,7 +117,7 @@ func TestAsyncStalenessBound(t *testing.T) {
 				partial += m["async/partial"]
 				maxAge = max(maxAge, m["async/age_max"])
 				time.Sleep(3 * time.Millisecond) // the update
-				if err := a.refreshFrom(nil, v+1); err != nil {
+				if err := a.Refresh(nil, v+1); err != nil {
 					t.Fatal(err)
 				}
 			}

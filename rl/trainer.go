@@ -47,7 +47,7 @@ type Trainer struct {
 	// Async, in asynchronous training, is the rollout the steps take their
 	// trajectories from (StartAsync; async.go); Step is then given no
 	// prompts.
-	Async *AsyncRollout
+	Async AsyncSource
 }
 
 // Steps is the number of RL steps done.
@@ -105,7 +105,7 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	t.step++
 	if t.Async != nil { // the rollout goes on under the new weights
 		tr := time.Now()
-		if err := t.Async.refreshFrom(t.Policy, t.step); err != nil {
+		if err := t.Async.Refresh(t.Policy, t.step); err != nil {
 			return nil, err
 		}
 		clock.since("refresh", tr)
@@ -149,7 +149,7 @@ func (t *Trainer) rollout(ctx context.Context, prompts []data.Sample, clock step
 			return nil, nil, errors.New("rl: an asynchronous trainer's steps take their prompts from its rollout's source, not from Step")
 		}
 		tg := time.Now()
-		trajs, am, err := t.Async.take(ctx, t.step)
+		trajs, am, err := t.Async.Take(ctx, t.step)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -157,7 +157,14 @@ func (t *Trainer) rollout(ctx context.Context, prompts []data.Sample, clock step
 		for k, v := range am {
 			clock.m[k] = v
 		}
-		t.slice = Whole(len(trajs)/cfg.Rollout.N, cfg.Rollout.N)
+		// Data parallel: every trainer rank is given the whole batch and
+		// keeps its share of the groups, numbered as its own rollout's
+		// would be.
+		t.slice = t.sync().Shard(make([]data.Sample, len(trajs)/cfg.Rollout.N), cfg.Rollout.N)
+		trajs = trajs[t.slice.SeqLo:t.slice.SeqHi]
+		for _, tr := range trajs {
+			tr.Group -= t.slice.PromptLo
+		}
 		return trajs, nil, nil
 	}
 	// This process rolls out its share of the global prompt batch; its

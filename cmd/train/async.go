@@ -31,10 +31,11 @@ import (
 //     the synchronous rollout samples from), with a KV cache of its own;
 //     the two streams' kernels share the GPU as the hardware schedules
 //     them. The copy's refresh waits for both streams.
-//   - data parallel: ranks dedicated to rollouts are not built; the run
-//     says so.
+//   - in data parallel, the last dp.rollout_ranks ranks only roll out and
+//     the others only train (rollranks.go); the weights travel over the
+//     run's communicator after each update.
 
-var errAsyncDP = errors.New("trainer.async under data parallel: ranks dedicated to rollouts are not built; run one process")
+var errAsyncDP = errors.New("trainer.async under data parallel needs ranks that only roll out: set dp.rollout_ranks (for example 1)")
 
 // validateAsync reports settings asynchronous training cannot run with.
 func (c *Config) validateAsync() error {
@@ -77,25 +78,17 @@ func startAsync(ctx context.Context, cfg *Config, s *agent.Setup, tr *rl.Trainer
 	if par != nil {
 		return nil, closeDev, errAsyncDP
 	}
-	var dev model.Device
-	switch d := s.Policy.Dev.(type) {
-	case *cpu.Device[float32]:
-		dev = cpu.NewThreads(cfg.RL.Rollout.Threads)
-	case *cuda.Device:
-		g, err := d.Reopen() // a stream of its own on the same GPU
-		if err != nil {
-			return nil, closeDev, fmt.Errorf("trainer.async: a second stream for the rollout: %w", err)
-		}
-		dev, closeDev = g, func() { g.Close() }
-	default:
-		return nil, closeDev, fmt.Errorf("trainer.async runs on the CPU and CUDA devices, not %s", s.Policy.Dev.Name())
+	states, err := resumeStates(resume, 0)
+	if err != nil {
+		return nil, closeDev, err
 	}
 	var st *rl.AsyncState
-	if resume != nil {
-		if resume.Async == nil {
-			return nil, closeDev, fmt.Errorf("trainer.async: the checkpoint in %s is a synchronous run's; resume it without trainer.async", resume.dir)
-		}
-		st = resume.Async
+	if states != nil {
+		st = &states[0]
+	}
+	dev, closeDev, err := rolloutDevice(cfg, s)
+	if err != nil {
+		return nil, closeDev, err
 	}
 	rc := cfg.RL.Rollout
 	slots := rc.SlotsFor(cfg.Data.TrainBatchSize * (rc.MaxStaleness + 1))
@@ -103,12 +96,30 @@ func startAsync(ctx context.Context, cfg *Config, s *agent.Setup, tr *rl.Trainer
 	return a, closeDev, err
 }
 
+// rolloutDevice is the device an asynchronous rollout runs on beside the
+// policy's: rollout.threads CPU threads of its own (0: every core), or a
+// second stream of the same GPU, which closeDev closes.
+func rolloutDevice(cfg *Config, s *agent.Setup) (dev model.Device, closeDev func(), err error) {
+	closeDev = func() {}
+	switch d := s.Policy.Dev.(type) {
+	case *cpu.Device[float32]:
+		return cpu.NewThreads(cfg.RL.Rollout.Threads), closeDev, nil
+	case *cuda.Device:
+		g, err := d.Reopen() // a stream of its own on the same GPU
+		if err != nil {
+			return nil, closeDev, fmt.Errorf("trainer.async: a second stream for the rollout: %w", err)
+		}
+		return g, func() { g.Close() }, nil
+	}
+	return nil, closeDev, fmt.Errorf("trainer.async runs on the CPU and CUDA devices, not %s", s.Policy.Dev.Name())
+}
+
 // samplerState is the sampler's position for a checkpoint: an
 // asynchronous rollout's, which takes its batches from the sampler on its
 // own goroutine, or the sampler's own.
 func samplerState(tr *rl.Trainer, sampler *data.Sampler) data.SamplerState {
-	if tr.Async != nil {
-		return tr.Async.State().Sampler
+	if _, _, pos, ok := asyncState(tr); ok {
+		return pos
 	}
 	return sampler.State()
 }

@@ -36,7 +36,10 @@ type trainerState struct {
 	// Async is an asynchronous run's rollout (rl.AsyncState): Sampler is
 	// then the position before its oldest batch with untrained groups.
 	Async *rl.AsyncState `json:"async,omitempty"`
-	dir   string
+	// AsyncRanks is, in a run with more than one rollout rank
+	// (dp.rollout_ranks), each rollout rank's, in rank order.
+	AsyncRanks []rl.AsyncState `json:"async_ranks,omitempty"`
+	dir        string
 }
 
 func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.SamplerState, saveDType string) error {
@@ -74,9 +77,8 @@ func saveCheckpoint(run string, tr *rl.Trainer, s *agent.Setup, pos data.Sampler
 		}
 	}
 	st := trainerState{Step: tr.Steps(), KLCoef: tr.KLCtrl.Value(), Sampler: pos}
-	if tr.Async != nil { // in-flight trajectories are regenerated on resume
-		as := tr.Async.State()
-		st.Async, st.Sampler = &as, as.Sampler
+	if one, ranks, pos, ok := asyncState(tr); ok { // in-flight trajectories are regenerated on resume
+		st.Async, st.AsyncRanks, st.Sampler = one, ranks, pos
 	}
 	if err := writeJSON(filepath.Join(tmp, "trainer_state.json"), st); err != nil {
 		return err

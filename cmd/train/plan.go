@@ -40,13 +40,16 @@ func planRun(cfg *Config, l comm.Launch, dev model.Device, out io.Writer) (stop 
 	if s.EvalOwnCache {
 		s.EvalSlots = min(cfg.RL.Rollout.Slots, evalQuestions(cfg))
 	}
-	if rc := cfg.RL.Rollout; cfg.Trainer.Async { // startAsync's copy and cache
+	if rc := cfg.RL.Rollout; cfg.Trainer.Async && cfg.DP.RolloutRanks == 0 { // startAsync's copy and cache
 		s.AsyncSlots, s.AsyncBF16 = rc.SlotsFor(cfg.Data.TrainBatchSize*(rc.MaxStaleness+1)), rc.DType == "bfloat16"
 	}
 	// A data-parallel run plans one rank: the launcher's world size (a dry
-	// run can be planned for N ranks with WORLD_SIZE=N RANK=0).
-	if l.Size > 1 {
-		s.Ranks, s.Zero1, s.Zero, s.BucketMB = l.Size, cfg.DP.Zero1, cfg.DP.Zero, cfg.DP.BucketMB
+	// run can be planned for N ranks with WORLD_SIZE=N RANK=0). With
+	// rollout ranks it plans trainer rank 0, over the trainer ranks; a
+	// rollout rank holds the policy, its copy and the cache of its share,
+	// and no optimizer.
+	if ranks := l.Size - cfg.DP.RolloutRanks; ranks > 1 {
+		s.Ranks, s.Zero1, s.Zero, s.BucketMB = ranks, cfg.DP.Zero1, cfg.DP.Zero, cfg.DP.BucketMB
 		s.CUDAPaging = cfg.DP.ShardMasters
 	}
 	if lc := cfg.RL.Actor.LoRA; lc.Enabled() {

@@ -45,6 +45,13 @@ func run(ctx context.Context, cfg *Config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	if j.rollRank >= 0 { // dp.rollout_ranks: this rank only rolls out
+		finished, err := j.serveRollout(ctx)
+		if !finished || err != nil {
+			return err
+		}
+		return j.report(ctx, nil, nil, before, t0)
+	}
 	tr, hist, err := j.train(ctx)
 	if tr == nil || err != nil { // stopped early (trainer.stop_after), or an error
 		return err
@@ -60,7 +67,13 @@ type job struct {
 	dir    string        // the run folder
 	resume *trainerState // the checkpoint resumed from; nil for a fresh run
 	par    *dp.DP        // data parallel; nil in a run of one process
-	s      *agent.Setup
+	// trainPar is the trainer ranks' data parallel: par, or with rollout
+	// ranks (dp.rollout_ranks) a communicator of the trainer ranks alone,
+	// nil with one trainer rank. rollRank is this rank's place among the
+	// rollout ranks, -1 on a trainer rank.
+	trainPar *dp.DP
+	rollRank int
+	s        *agent.Setup
 
 	saveBytes int64 // the activations the plan lets the policy keep
 	skipped   int   // malformed data records skipped
@@ -97,8 +110,8 @@ func prepare(ctx context.Context, cfg *Config, out io.Writer) (j *job, err error
 		return nil, err
 	}
 	out = rankOutput(launch, out)
-	if cfg.Trainer.Async && launch.Size > 1 {
-		return nil, errAsyncDP
+	if err := validateRolloutRanks(cfg, launch); err != nil {
+		return nil, err
 	}
 	if cfg.Trainer.DryRun {
 		_, _, err := planRun(cfg, launch, nil, out)
@@ -109,7 +122,7 @@ func prepare(ctx context.Context, cfg *Config, out io.Writer) (j *job, err error
 	if err := cfg.Env.ProbeRetriever(ctx, func(s string) { fmt.Fprintln(out, s) }); err != nil {
 		return nil, err
 	}
-	jb := &job{cfg: cfg, out: out, launch: launch, dir: cmp.Or(cfg.Trainer.DefaultLocalDir, filepath.Join("runs", cfg.Trainer.Project, cfg.Trainer.Experiment))}
+	jb := &job{cfg: cfg, out: out, launch: launch, rollRank: rolloutRank(cfg, launch), dir: cmp.Or(cfg.Trainer.DefaultLocalDir, filepath.Join("runs", cfg.Trainer.Project, cfg.Trainer.Experiment))}
 	defer func() {
 		if j == nil { // stopped here: release what was opened
 			jb.close(err == nil)
@@ -131,8 +144,16 @@ func prepare(ctx context.Context, cfg *Config, out io.Writer) (j *job, err error
 	if err != nil {
 		return nil, err
 	}
-	jb.par = par
+	jb.par, jb.trainPar = par, par
 	jb.closers = append(jb.closers, stopDP)
+	if cfg.DP.RolloutRanks > 0 {
+		tp, closeTP, err := splitTrainers(cfg, launch, par, dev)
+		if err != nil {
+			return nil, err
+		}
+		jb.trainPar = tp
+		jb.closers = append(jb.closers, closeTP)
+	}
 	fmt.Fprintf(out, "r1go train: run folder %s, device %s\n", jb.dir, dev.Name())
 	if note != "" {
 		fmt.Fprintln(out, note)
@@ -260,7 +281,7 @@ func (j *job) warmStart(ctx context.Context) (before agent.Results, err error) {
 // checkpoints. It returns a nil trainer when trainer.stop_after ends this
 // invocation early, and the history the plot is drawn from.
 func (j *job) train(ctx context.Context) (*rl.Trainer, *metrics.History, error) {
-	cfg, s, par, out, dir := j.cfg, j.s, j.par, j.out, j.dir
+	cfg, s, par, out, dir := j.cfg, j.s, j.trainPar, j.out, j.dir
 	tr, err := newTrainer(cfg, s, j.sftDir, par)
 	if err != nil {
 		return nil, nil, err
@@ -312,11 +333,15 @@ func (j *job) train(ctx context.Context) (*rl.Trainer, *metrics.History, error) 
 			return nil, nil, fmt.Errorf("trainer.resume: %w", err)
 		}
 	}
-	if j.resume != nil && j.resume.Async != nil && !cfg.Trainer.Async {
-		fmt.Fprintf(out, "resume: %s is an asynchronous run's checkpoint; training goes on synchronously from batch %d, whose groups trained before may be trained again\n",
-			j.resume.dir, j.resume.Async.First)
+	if j.resume != nil && len(j.resume.asyncStates()) > 0 && !cfg.Trainer.Async {
+		fmt.Fprintf(out, "resume: %s is an asynchronous run's checkpoint; training goes on synchronously from its sampler position, and groups trained before may be trained again\n",
+			j.resume.dir)
 	}
-	if cfg.Trainer.Async {
+	if cfg.Trainer.Async && cfg.DP.RolloutRanks > 0 {
+		if err := j.remoteRollout(tr); err != nil {
+			return nil, nil, err
+		}
+	} else if cfg.Trainer.Async {
 		a, closeDev, err := startAsync(ctx, cfg, s, tr, sampler, j.resume, par)
 		if err != nil {
 			closeDev()
@@ -392,7 +417,7 @@ func (j *job) step(ctx context.Context, tr *rl.Trainer, sampler *data.Sampler, g
 	hist.Log(tr.Steps(), m)
 	if f := cfg.Trainer.SaveFreq; (f > 0 && tr.Steps()%f == 0) || tr.Steps() == cfg.Trainer.TotalSteps {
 		save := func() error { return guard.save(tr, samplerState(tr, sampler)) }
-		if err := checkpointAll(j.par, save, tr); err != nil { // data parallel
+		if err := checkpointAll(j.trainPar, save, tr); err != nil { // data parallel
 			return err
 		}
 	}

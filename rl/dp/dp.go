@@ -55,6 +55,9 @@ type Config struct {
 	// ShardMasters gives back, under ZeRO on the CUDA device, the fp32
 	// master weights outside this rank's shard (masters.go).
 	ShardMasters bool `yaml:"shard_masters" help:"with dp.zero 1 or 2 on the CUDA device: keep only this rank's shard of the fp32 master weights (and the norms and biases); the bf16 compute copy is gathered whole"`
+	// RolloutRanks is how many of the ranks, the last ones, only roll out
+	// (trainer.async; rollranks.go).
+	RolloutRanks int `yaml:"rollout_ranks" help:"with trainer.async: the last N ranks only roll out, from the weights trainer rank 0 broadcasts after each update, and the others only train"`
 }
 
 // DefaultConfig is 25 MB buckets (PyTorch DDP's default) and a 60 s
@@ -66,6 +69,12 @@ func DefaultConfig() Config { return Config{BucketMB: 25, HeartbeatS: 60} }
 func (c *Config) Validate() error {
 	if c.Zero < 0 || c.Zero > 2 {
 		return fmt.Errorf("dp: dp.zero %d is not a ZeRO stage: 0, 1 or 2", c.Zero)
+	}
+	if c.RolloutRanks < 0 {
+		return fmt.Errorf("dp: dp.rollout_ranks %d is negative", c.RolloutRanks)
+	}
+	if c.RolloutRanks > 0 && c.ShardMasters {
+		return errors.New("dp: dp.rollout_ranks with dp.shard_masters: trainer rank 0 broadcasts the whole float32 policy after each update, and no rank would hold it")
 	}
 	if c.ShardMasters && c.Stage() == 0 {
 		return errors.New("dp: dp.shard_masters needs dp.zero 1 or 2 (the masters are sharded with the optimizer state)")

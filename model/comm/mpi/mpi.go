@@ -33,6 +33,7 @@ type lib struct {
 	initThread, finalize, finalized, rank, size  uintptr
 	allreduce, reduceScatter, allgather, bcast   uintptr
 	barrier, setErrhandler, errorString, abort   uintptr
+	split, free                                  uintptr
 	commWorld, float, byte_, opSum, errorsReturn uintptr
 }
 
@@ -69,7 +70,7 @@ func load() (*lib, error) {
 		{"MPI_Comm_rank", &l.rank}, {"MPI_Comm_size", &l.size}, {"MPI_Allreduce", &l.allreduce},
 		{"MPI_Reduce_scatter_block", &l.reduceScatter}, {"MPI_Allgather", &l.allgather}, {"MPI_Bcast", &l.bcast},
 		{"MPI_Barrier", &l.barrier}, {"MPI_Comm_set_errhandler", &l.setErrhandler}, {"MPI_Error_string", &l.errorString},
-		{"MPI_Abort", &l.abort},
+		{"MPI_Abort", &l.abort}, {"MPI_Comm_split", &l.split}, {"MPI_Comm_free", &l.free},
 		{"ompi_mpi_comm_world", &l.commWorld}, {"ompi_mpi_float", &l.float}, {"ompi_mpi_byte", &l.byte_},
 		{"ompi_mpi_op_sum", &l.opSum}, {"ompi_mpi_errors_return", &l.errorsReturn},
 	} {
@@ -82,11 +83,14 @@ func load() (*lib, error) {
 	return l, nil
 }
 
-// Comm is this process in MPI_COMM_WORLD, for buffers of the CPU device.
+// Comm is this process in MPI_COMM_WORLD, or in a communicator Split
+// from it, for buffers of the CPU device.
 type Comm struct {
 	l          *lib
+	comm       uintptr // the MPI_Comm handle
+	world      bool    // MPI_COMM_WORLD: Close finalises MPI
 	rank, size int
-	calls      chan func()
+	calls      chan func() // served by one locked thread, shared with the split communicators
 }
 
 // Open loads Open MPI, initialises it and joins MPI_COMM_WORLD. Call it
@@ -96,7 +100,7 @@ func Open() (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Comm{l: l, calls: make(chan func())}
+	c := &Comm{l: l, comm: l.commWorld, world: true, calls: make(chan func())}
 	go c.serve()
 	err = c.do("MPI_Init_thread", func() uintptr {
 		var provided int32
@@ -154,11 +158,38 @@ func (c *Comm) errorString(code int32) string {
 	return string(buf[:max(0, min(int(n), len(buf)))])
 }
 
-// Rank is this process's rank in MPI_COMM_WORLD.
+// Rank is this process's rank in the communicator.
 func (c *Comm) Rank() int { return c.rank }
 
-// Size is the number of processes in MPI_COMM_WORLD.
+// Size is the number of processes in the communicator.
 func (c *Comm) Size() int { return c.size }
+
+// Split divides c's ranks by color (MPI_Comm_split): every rank calls it,
+// and each gets the communicator of the ranks that passed its color,
+// ranked by key, then by their rank in c. Its calls run on c's thread;
+// Close frees it and leaves c open.
+func (c *Comm) Split(color, key int) (*Comm, error) {
+	var h uintptr
+	err := c.do("MPI_Comm_split", func() uintptr {
+		return c.call(c.l.split, c.comm, uintptr(color), uintptr(key), uintptr(unsafe.Pointer(&h)))
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &Comm{l: c.l, comm: h, calls: c.calls}
+	if err := s.do("MPI_Comm_set_errhandler", func() uintptr { return s.call(s.l.setErrhandler, h, s.l.errorsReturn) }); err != nil {
+		return nil, err
+	}
+	var r, n int32
+	if err := s.do("MPI_Comm_rank", func() uintptr { return s.call(s.l.rank, h, uintptr(unsafe.Pointer(&r))) }); err != nil {
+		return nil, err
+	}
+	if err := s.do("MPI_Comm_size", func() uintptr { return s.call(s.l.size, h, uintptr(unsafe.Pointer(&n))) }); err != nil {
+		return nil, err
+	}
+	s.rank, s.size = int(r), int(n)
+	return s, nil
+}
 
 // host returns the CPU buffer's memory; the MPI comm serves only the CPU
 // device.
@@ -184,7 +215,7 @@ func (c *Comm) AllReduce(buf model.Buffer) error {
 		return nil
 	}
 	err := c.do("MPI_Allreduce", func() uintptr {
-		return c.call(c.l.allreduce, inPlace, ptr(x), uintptr(len(x)), c.l.float, c.l.opSum, c.l.commWorld)
+		return c.call(c.l.allreduce, inPlace, ptr(x), uintptr(len(x)), c.l.float, c.l.opSum, c.comm)
 	})
 	runtime.KeepAlive(x)
 	return err
@@ -195,7 +226,7 @@ func (c *Comm) ReduceScatter(dst, src model.Buffer) error {
 	d, s := host(dst), host(src)
 	comm.CheckCollective("ReduceScatter", len(d), len(s), c.size)
 	err := c.do("MPI_Reduce_scatter_block", func() uintptr {
-		return c.call(c.l.reduceScatter, ptr(s), ptr(d), uintptr(len(d)), c.l.float, c.l.opSum, c.l.commWorld)
+		return c.call(c.l.reduceScatter, ptr(s), ptr(d), uintptr(len(d)), c.l.float, c.l.opSum, c.comm)
 	})
 	runtime.KeepAlive(s)
 	runtime.KeepAlive(d)
@@ -207,7 +238,7 @@ func (c *Comm) AllGather(dst, src model.Buffer) error {
 	d, s := host(dst), host(src)
 	comm.CheckCollective("AllGather", len(s), len(d), c.size)
 	err := c.do("MPI_Allgather", func() uintptr {
-		return c.call(c.l.allgather, ptr(s), uintptr(len(s)), c.l.float, ptr(d), uintptr(len(s)), c.l.float, c.l.commWorld)
+		return c.call(c.l.allgather, ptr(s), uintptr(len(s)), c.l.float, ptr(d), uintptr(len(s)), c.l.float, c.comm)
 	})
 	runtime.KeepAlive(s)
 	runtime.KeepAlive(d)
@@ -218,7 +249,7 @@ func (c *Comm) AllGather(dst, src model.Buffer) error {
 func (c *Comm) Broadcast(buf model.Buffer, root int) error {
 	x := host(buf)
 	err := c.do("MPI_Bcast", func() uintptr {
-		return c.call(c.l.bcast, ptr(x), uintptr(len(x)), c.l.float, uintptr(root), c.l.commWorld)
+		return c.call(c.l.bcast, ptr(x), uintptr(len(x)), c.l.float, uintptr(root), c.comm)
 	})
 	runtime.KeepAlive(x)
 	return err
@@ -226,7 +257,7 @@ func (c *Comm) Broadcast(buf model.Buffer, root int) error {
 
 // Barrier returns when every rank has called it.
 func (c *Comm) Barrier() error {
-	return c.do("MPI_Barrier", func() uintptr { return c.call(c.l.barrier, c.l.commWorld) })
+	return c.do("MPI_Barrier", func() uintptr { return c.call(c.l.barrier, c.comm) })
 }
 
 // GatherBytes all-gathers equal-length host bytes, rank order.
@@ -237,14 +268,19 @@ func (c *Comm) GatherBytes(src []byte) ([]byte, error) {
 	}
 	err := c.do("MPI_Allgather", func() uintptr {
 		return c.call(c.l.allgather, uintptr(unsafe.Pointer(&src[0])), uintptr(len(src)), c.l.byte_,
-			uintptr(unsafe.Pointer(&out[0])), uintptr(len(src)), c.l.byte_, c.l.commWorld)
+			uintptr(unsafe.Pointer(&out[0])), uintptr(len(src)), c.l.byte_, c.comm)
 	})
 	runtime.KeepAlive(src)
 	return out, err
 }
 
-// Close finalises MPI; the Comm is unusable after it.
+// Close finalises MPI (MPI_COMM_WORLD's Comm, after every Split one's
+// Close) or frees a split communicator; the Comm is unusable after it.
 func (c *Comm) Close() error {
+	if !c.world {
+		h := c.comm
+		return c.do("MPI_Comm_free", func() uintptr { return c.call(c.l.free, uintptr(unsafe.Pointer(&h))) })
+	}
 	err := c.do("MPI_Finalize", func() uintptr { return c.call(c.l.finalize) })
 	close(c.calls)
 	return err

@@ -123,6 +123,28 @@ func TestMPIChild(t *testing.T) {
 	if err != nil || s[0] != 0.1+0.2+0.30000000000000004 {
 		t.Fatalf("float64 sum %v, %v", s, err)
 	}
+	// Split: ranks 0 and 1 (color 0, ranked in reverse by key) and rank 2
+	// alone; a sum over each part, while the world stays usable.
+	color := c.Rank() / 2
+	sub, err := c.Split(color, -c.Rank())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantSize := 2 - color; sub.Size() != wantSize || sub.Rank() != [...]int{1, 0, 0}[c.Rank()] {
+		t.Fatalf("rank %d: split gives rank %d of %d", c.Rank(), sub.Rank(), sub.Size())
+	}
+	y := dev.Alloc(1)
+	ys, _ := cpu.HostFloat32(y)
+	ys[0] = r + 1
+	if err := sub.AllReduce(y); err != nil {
+		t.Fatal(err)
+	}
+	if want := [...]float32{3, 3, 3}[c.Rank()]; ys[0] != want {
+		t.Fatalf("rank %d: the sum over its part is %v, want %v", c.Rank(), ys[0], want)
+	}
+	if err := sub.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Barrier(); err != nil {
 		t.Fatal(err)
 	}
