@@ -7,7 +7,10 @@
 # DIR/sft) with sft.steps=0: the warm start is the same in every run and
 # not what is compared. TOOL="slow" or "fast" or "slow fast" (default
 # "slow") chooses the sweeps; ASYNC="key=value ..." replaces the
-# asynchronous runs' keys. The runs go one after another (each one alone
+# asynchronous runs' keys. NP=2 runs both modes as 2 MPI ranks instead
+# (mpirun; the modes are named dp2-sync and dp2-async): synchronous data
+# parallel, against one trainer rank and one rollout rank
+# (dp.rollout_ranks=1). The runs go one after another (each one alone
 # on the machine: they are timed), seed-major. Summarise with
 #   go run ./benchmarks/async outdir
 set -e
@@ -17,6 +20,11 @@ seeds=${*:-1 2 3}
 mkdir -p "$out"
 go build -o "$out/train" ./cmd/train
 async=${ASYNC:-"trainer.async=true rollout.max_staleness=1 actor.policy_loss=decoupled"}
+launch="" prefix=""
+if [ -n "$NP" ]; then
+	launch="mpirun --allow-run-as-root -np $NP" prefix="dp$NP-"
+	[ -n "$ASYNC" ] || async="$async dp.rollout_ranks=1"
+fi
 warm=""
 [ -n "$WARM" ] && warm="model.path=$WARM sft.steps=0"
 for tool in ${TOOL:-slow}; do
@@ -26,7 +34,7 @@ for tool in ${TOOL:-slow}; do
 		for mode in sync async; do
 			keys=""
 			[ "$mode" = async ] && keys=$async
-			dir="$out/$tool-$mode-s$s"
+			dir="$out/$tool-$prefix$mode-s$s"
 			[ -f "$dir/done" ] && continue
 			rm -rf "$dir"
 			start=$(date +%s)
@@ -34,8 +42,8 @@ for tool in ${TOOL:-slow}; do
 			# stop every forward step for each slow call); validation every
 			# 5 steps on the 50 validation questions gives the EM curve.
 			# shellcheck disable=SC2086
-			"$out/train" $warm rollout.seed="$s" rollout.deterministic=false trainer.test_freq=5 \
-				trainer.default_local_dir="$dir" trainer.logger=[jsonl] $slow $keys >"$out/$tool-$mode-s$s.log" 2>&1
+			$launch "$out/train" $warm rollout.seed="$s" rollout.deterministic=false trainer.test_freq=5 \
+				trainer.default_local_dir="$dir" trainer.logger=[jsonl] $slow $keys >"$dir.log" 2>&1
 			echo "$(($(date +%s) - start))" >"$dir/done"
 		done
 	done

@@ -4,12 +4,14 @@
 // the RL throughput (tokens of the trained batches per second of RL wall
 // time), the wall time to a validation EM of 0.3, and the held-out EM
 // after the run's steps (the same number of trajectories in both modes);
-// then each seed's asynchronous throughput over its synchronous twin's.
+// then each seed's asynchronous throughput over its synchronous twin's,
+// in one process and on 2 MPI ranks (NP=2: dp2-sync, dp2-async).
 //
 // Usage: go run ./benchmarks/async [dir]   (default /tmp/async-bench)
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -70,7 +72,7 @@ func summarise(dir string) error {
 	fmt.Printf("| tool | mode | runs | RL tokens/s | RL wall (s) | wall to val EM %.1f (s) | held-out EM | token age | partial |\n", target)
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, tool := range []string{"slow", "fast"} {
-		for _, mode := range []string{"sync", "async"} {
+		for _, mode := range []string{"sync", "async", "dp2-sync", "dp2-async"} {
 			rs := runs[tool+" "+mode]
 			if len(rs) == 0 {
 				continue
@@ -83,16 +85,19 @@ func summarise(dir string) error {
 		}
 	}
 	fmt.Println()
-	fmt.Println("| tool | seed | async / sync tokens/s | held-out EM async − sync |")
-	fmt.Println("|---|---|---|---|")
+	fmt.Println("| tool | launch | seed | async / sync tokens/s | held-out EM async − sync |")
+	fmt.Println("|---|---|---|---|---|")
 	for _, tool := range []string{"slow", "fast"} {
-		for _, seed := range slices.Sorted(maps.Keys(runs[tool+" sync"])) {
-			s := runs[tool+" sync"][seed]
-			a, ok := runs[tool+" async"][seed]
-			if !ok {
-				continue
+		for _, launch := range []string{"", "dp2-"} {
+			for _, seed := range slices.Sorted(maps.Keys(runs[tool+" "+launch+"sync"])) {
+				s := runs[tool+" "+launch+"sync"][seed]
+				a, ok := runs[tool+" "+launch+"async"][seed]
+				if !ok {
+					continue
+				}
+				fmt.Printf("| %s | %s | %s | %.2f | %+.3f |\n", tool, cmp.Or(strings.TrimSuffix(launch, "-"), "one process"), seed,
+					a.tokensPerS/s.tokensPerS, a.heldOut-s.heldOut)
 			}
-			fmt.Printf("| %s | %s | %.2f | %+.3f |\n", tool, seed, a.tokensPerS/s.tokensPerS, a.heldOut-s.heldOut)
 		}
 	}
 	return nil

@@ -8,7 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/r1go/r1go/model/comm"
 )
 
 // TestAsyncRolloutRanks trains the data-parallel test config on one
@@ -89,5 +92,41 @@ func TestAsyncRolloutRanks(t *testing.T) {
 	}
 	if d, _ := maxDiff(t, pa, final(three)); d > weightTol {
 		t.Errorf("final weights with two trainer ranks and a rollout rank differ by %.3g > %g", d, weightTol)
+	}
+}
+
+// TestRolloutRanksValidation: the launches dp.rollout_ranks cannot run
+// are refused before anything starts, naming the key, and rolloutRank
+// places the last ranks.
+func TestRolloutRanksValidation(t *testing.T) {
+	mpirun := func(rank, size int) comm.Launch { return comm.Launch{Rank: rank, Size: size, Launcher: "mpirun"} }
+	for _, c := range []struct {
+		async bool
+		n     int
+		l     comm.Launch
+		want  string // "" for none
+	}{
+		{async: true, n: 1, l: mpirun(0, 2)},
+		{async: true, n: 2, l: mpirun(0, 3)},
+		{async: false, n: 0, l: mpirun(0, 2)},
+		{async: true, n: 0, l: comm.Launch{Size: 1}},
+		{async: true, n: 0, l: mpirun(0, 2), want: "set dp.rollout_ranks"},
+		{async: false, n: 1, l: mpirun(0, 2), want: "needs trainer.async"},
+		{async: true, n: 1, l: comm.Launch{Size: 1}, want: "a run of one process"},
+		{async: true, n: 2, l: mpirun(0, 2), want: "leaves no rank to train"},
+	} {
+		cfg := DefaultConfig()
+		cfg.Trainer.Async, cfg.DP.RolloutRanks = c.async, c.n
+		err := validateRolloutRanks(&cfg, c.l)
+		if (err == nil) != (c.want == "") || err != nil && !strings.Contains(err.Error(), c.want) {
+			t.Errorf("async %v, rollout_ranks %d, %d ranks: %v, want %q", c.async, c.n, c.l.Size, err, c.want)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.Trainer.Async, cfg.DP.RolloutRanks = true, 2
+	for rank, want := range []int{-1, -1, 0, 1} {
+		if got := rolloutRank(&cfg, mpirun(rank, 4)); got != want {
+			t.Errorf("rank %d of 4 with 2 rollout ranks: rollout rank %d, want %d", rank, got, want)
+		}
 	}
 }

@@ -2,7 +2,9 @@
 // central type, implements rl.Sync for the ranks a launcher started
 // (mpirun, srun, torchrun; cmd/train joins them), with ZeRO stages 1 and 2
 // (zero.go, zero2.go) and sharded fp32 masters (masters.go) laid out as
-// optim.ShardLayout says. rl.Local is the one-process rl.Sync. Errors are
+// optim.ShardLayout says, and, for asynchronous training, ranks that only
+// roll out (rollranks.go: RemoteRollout on the trainer ranks,
+// ServeRollout on the rollout ranks). rl.Local is the one-process rl.Sync. Errors are
 // returned and name the dp.* setting or the rank; a failed collective
 // leaves the ranks out of step, and the run must stop.
 package dp
