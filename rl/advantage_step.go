@@ -88,6 +88,13 @@ func (b *Batch) trajIndex() (of []int, n int, err error) {
 	return of, n, nil
 }
 
+// Trajectories is the number of trajectories b packs: its sequences, or
+// in step mode (Traj) the runs of sequences that share a trajectory.
+func (b *Batch) Trajectories() (int, error) {
+	_, n, err := b.trajIndex()
+	return n, err
+}
+
 // steps returns each trajectory's turns in order.
 func (b *Batch) steps() ([][]stepSpan, error) {
 	of, n, err := b.trajIndex()

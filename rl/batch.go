@@ -25,6 +25,9 @@ type Batch struct {
 	// several (step mode, steppack.go): its sequences are consecutive and
 	// in turn order. Nil: each sequence is a trajectory of its own.
 	Traj []int // [S]
+	// Truncated marks the sequences of trajectories a length budget ended,
+	// for rollout.truncation_loss mask (budget.go); nil when not asked.
+	Truncated []bool // [S]
 
 	Tokens        []int32 // [N] token ids
 	ActionMask    []bool  // [N] true on tokens the policy sampled (the loss mask)
@@ -84,6 +87,7 @@ func (b *Batch) Slice(i, j int) *Batch {
 	s.PromptLen = subInts(b.PromptLen, i, j)
 	s.Group = subInts(b.Group, i, j)
 	s.Traj = subInts(b.Traj, i, j)
+	s.Truncated = subBools(b.Truncated, i, j)
 	if b.Tokens != nil {
 		s.Tokens = b.Tokens[lo:hi]
 	}

@@ -55,24 +55,43 @@ func (c *RolloutConfig) outcome(t *Trajectory) float64 {
 	return r
 }
 
-// maskTruncated takes the tokens of truncated trajectories out of the
-// loss (rollout.truncation_loss mask): ActionMask false on every token of
-// their sequences, after the estimator, so the group statistics still
-// count their rewards. It leaves the batch as it is when that would leave
-// no token to train, and returns how many trajectories it masked.
-func maskTruncated(b *Batch, trajs []*Trajectory) (int, error) {
+// markTruncated records in b.Truncated which of its sequences belong to
+// trajectories a length budget ended: the packed batch of trajs, before
+// data parallel gathers it.
+func markTruncated(b *Batch, trajs []*Trajectory) error {
 	of, n, err := b.trajIndex()
+	if err != nil {
+		return err
+	}
+	if n != len(trajs) {
+		return fmt.Errorf("rl: the batch packs %d trajectories for %d records", n, len(trajs))
+	}
+	b.Truncated = make([]bool, len(of))
+	for i, j := range of {
+		b.Truncated[i] = trajs[j].Finish.Truncated()
+	}
+	return nil
+}
+
+// maskTruncated takes the tokens of truncated trajectories (b.Truncated)
+// out of the loss (rollout.truncation_loss mask): ActionMask false on
+// every token of their sequences, after the estimator, so the group
+// statistics still count their rewards. It leaves the batch as it is when
+// that would leave no token to train, and returns how many trajectories
+// it masked.
+func maskTruncated(b *Batch) (int, error) {
+	of, _, err := b.trajIndex()
 	if err != nil {
 		return 0, err
 	}
-	if n != len(trajs) {
-		return 0, fmt.Errorf("rl: the batch packs %d trajectories for %d records", n, len(trajs))
+	if len(b.Truncated) != len(of) {
+		return 0, fmt.Errorf("rl: the batch marks %d sequences truncated or not, of %d", len(b.Truncated), len(of))
 	}
 	left, cut := 0, 0
-	for i, j := range of {
+	for i := range of {
 		s, e := b.Seq(i)
 		for k := s; k < e; k++ {
-			if b.ActionMask[k] && !trajs[j].Finish.Truncated() {
+			if b.ActionMask[k] && !b.Truncated[i] {
 				left++
 			}
 		}
@@ -83,7 +102,7 @@ func maskTruncated(b *Batch, trajs []*Trajectory) (int, error) {
 	mask := make([]bool, len(b.ActionMask)) // a copy: AdvantageMask may share the slice
 	copy(mask, b.ActionMask)
 	for i, j := range of {
-		if !trajs[j].Finish.Truncated() {
+		if !b.Truncated[i] {
 			continue
 		}
 		if i == 0 || of[i-1] != j {
@@ -96,18 +115,14 @@ func maskTruncated(b *Batch, trajs []*Trajectory) (int, error) {
 	return cut, nil
 }
 
-// maskTruncation applies rollout.truncation_loss mask to the step's batch
-// and records rollout/truncation_masked. The batch must be this process's:
-// data parallelism gathers other processes' sequences, whose records it
-// does not hold.
-func (t *Trainer) maskTruncation(b *Batch, trajs []*Trajectory, m Metrics) error {
+// maskTruncation applies rollout.truncation_loss mask to the step's
+// global batch, whose sequences score marked (markTruncated), and records
+// rollout/truncation_masked.
+func (t *Trainer) maskTruncation(b *Batch, m Metrics) error {
 	if t.Cfg.Rollout.TruncationLoss != TruncationMask {
 		return nil
 	}
-	if _, ok := t.sync().(Local); !ok {
-		return fmt.Errorf("rl: rollout.truncation_loss mask runs in one process, not under data parallelism")
-	}
-	n, err := maskTruncated(b, trajs)
+	n, err := maskTruncated(b)
 	if err != nil {
 		return err
 	}

@@ -93,7 +93,10 @@ func TestTruncationPenaltyAndMask(t *testing.T) {
 	}
 	adv := slices.Clone(b.AdvantageMask)
 	m := Metrics{}
-	if err := tr.maskTruncation(b, trajs, m); err != nil {
+	if err := markTruncated(b, trajs); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.maskTruncation(b, m); err != nil {
 		t.Fatal(err)
 	}
 	if m["rollout/truncation_masked"] != 2 || !slices.Equal(adv, b.AdvantageMask) {
@@ -111,7 +114,10 @@ func TestTruncationPenaltyAndMask(t *testing.T) {
 		x.Finish = FinishLength
 	}
 	b2 := FromTrajectories(trajs, true)
-	if n, err := maskTruncated(b2, trajs); err != nil || n != 0 || countTrue(b2.ActionMask) == 0 {
+	if err := markTruncated(b2, trajs); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := maskTruncated(b2); err != nil || n != 0 || countTrue(b2.ActionMask) == 0 {
 		t.Errorf("all truncated: masked %d (%v)", n, err)
 	}
 	bad := DefaultRolloutConfig()

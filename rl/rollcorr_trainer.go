@@ -215,7 +215,7 @@ func (t *Trainer) rollcorrEnd(trajs []*Trajectory, m Metrics) error {
 	if b.Traj != nil {
 		return nil // step mode: a trajectory's turns span sequences; the metrics above stand
 	}
-	first := t.slice.SeqLo // this process's first sequence of the global batch
+	first := t.slice.SeqLo // this process's first sequence of the global batch (GatherBatch)
 	for i, tr := range trajs {
 		if first+i < len(turns) {
 			tr.Mismatch = turns[first+i]

@@ -196,14 +196,10 @@ func miniBatches(b *Batch, size int) []int {
 
 // scoreSteps is score in step mode: the turns packed by FromSteps, the
 // outcome on each trajectory's last turn, process rewards on each turn's
-// last token, and the packing's metrics. Step mode runs in one process:
-// the data-parallel slices count trajectories, which no longer match the
-// packed sequences.
+// last token, and the packing's metrics (in data parallel, of this
+// process's trajectories).
 func (t *Trainer) scoreSteps(trajs []*Trajectory, baseline []float64, m Metrics) (*Batch, error) {
 	cfg := &t.Cfg
-	if _, ok := t.sync().(Local); !ok {
-		return nil, fmt.Errorf("rl: rollout.trajectory=step runs in one process, not under data parallelism")
-	}
 	b, p, err := FromSteps(trajs, cfg.Algorithm.AdvantageMask, cfg.Rollout.MergePrefix)
 	if err != nil {
 		return nil, err

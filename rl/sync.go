@@ -17,8 +17,12 @@ type Sync interface {
 	// Shard is this process's share of a step's prompts, n samples each.
 	Shard(prompts []data.Sample, n int) Slice
 	// GatherBatch returns the global batch from this process's part of it
-	// (the sequences of s).
-	GatherBatch(local *Batch, s Slice) (*Batch, error)
+	// (the trajectories of s), and s as the global batch has it: its
+	// SeqLo, SeqHi are then this process's packed sequences of the global
+	// batch and Global its trajectories, which differ from the shard's
+	// where rollout.verify=drop dropped some or step mode packs a
+	// trajectory as several sequences.
+	GatherBatch(local *Batch, s Slice) (*Batch, Slice, error)
 	// RolloutMetrics is RolloutMetrics over every process's trajectories.
 	RolloutMetrics(trajs []*Trajectory) (Metrics, error)
 	// ReduceMetrics combines a mini-batch's metrics, averaged over micro
@@ -56,7 +60,10 @@ type Sync interface {
 }
 
 // Slice is a process's share of a step's global batch: prompts
-// [PromptLo, PromptHi) and sequences [SeqLo, SeqHi) of Global.
+// [PromptLo, PromptHi) and sequences [SeqLo, SeqHi) of Global. Shard
+// counts trajectories (one sequence each, before any is dropped: the
+// sampling streams are numbered so); GatherBatch's counts packed
+// sequences, and Global the trajectories.
 type Slice struct {
 	PromptLo, PromptHi int
 	SeqLo, SeqHi       int
@@ -95,7 +102,14 @@ func (Local) FillRecorded([]float64) error { return nil }
 func (Local) Shard(prompts []data.Sample, n int) Slice {
 	return Whole(len(prompts), n)
 }
-func (Local) GatherBatch(local *Batch, _ Slice) (*Batch, error) { return local, nil }
+func (Local) GatherBatch(local *Batch, s Slice) (*Batch, Slice, error) {
+	n, err := local.Trajectories()
+	if err != nil {
+		return nil, s, err
+	}
+	s.SeqLo, s.SeqHi, s.Global = 0, local.NumSeqs(), n
+	return local, s, nil
+}
 func (Local) RolloutMetrics(trajs []*Trajectory) (Metrics, error) {
 	return RolloutMetrics(trajs), nil
 }

@@ -84,6 +84,11 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	if err != nil {
 		return nil, err
 	}
+	if t.Cfg.Rollout.TruncationLoss == TruncationMask { // masked after the estimator, on the global batch
+		if err := markTruncated(b, trajs); err != nil {
+			return nil, err
+		}
+	}
 	if err := t.verifyBatch(b, trajs); err != nil {
 		return nil, err
 	}
@@ -93,7 +98,7 @@ func (t *Trainer) Step(ctx context.Context, prompts []data.Sample) (*StepResult,
 	if b, err = t.advantages(b, clock); err != nil {
 		return nil, err
 	}
-	if err := t.maskTruncation(b, trajs, m); err != nil {
+	if err := t.maskTruncation(b, m); err != nil {
 		return nil, err
 	}
 	if err := t.updateModels(b, clock); err != nil {
@@ -275,10 +280,11 @@ func (t *Trainer) advantages(b *Batch, clock stepClock) (*Batch, error) {
 	cfg, m := &t.Cfg, clock.m
 	ta := time.Now()
 	// Rewards, advantages and data metrics over the global batch.
-	b, err := t.sync().GatherBatch(b, t.slice)
+	b, s, err := t.sync().GatherBatch(b, t.slice)
 	if err != nil {
 		return nil, err
 	}
+	t.slice = s
 	if cfg.Algorithm.UseKLInReward {
 		kind, err := ParseKL(cfg.Algorithm.KLPenalty)
 		if err != nil {
@@ -455,9 +461,6 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix st
 			t.sync().ZeroGrads(mdl, opt) // ZeRO-2: the arena is kept zero, and the backward sends its buckets
 			mm := Metrics{}
 			own := t.slice.Own(mini, lo, hi) // this process's part of the global mini-batch
-			if b.Traj != nil {
-				own = mini // step mode runs in one process (scoreSteps)
-			}
 			cuts := MicroBatches(own, u.MicroBatchTokens)
 			idle, err := t.sync().IdleRounds(mdl, opt, len(cuts)-1) // ZeRO-2: micro-batches short of the busiest rank's
 			if err != nil {

@@ -347,13 +347,8 @@ func (t *Trainer) verifyRecords(trajs []*Trajectory, baseline []float64, m Metri
 	}
 	if mode == VerifyDrop {
 		m["verify/dropped"] = float64(dropped)
-		if dropped > 0 {
-			if _, ok := t.sync().(Local); !ok {
-				return nil, nil, fmt.Errorf("rl: rollout.verify=drop dropped %d trajectories, which data parallelism cannot: the processes' batches must stay alike (use rollout.verify=fail)", dropped)
-			}
-			if len(keep) == 0 {
-				return nil, nil, fmt.Errorf("rl: rollout.verify=drop dropped all %d trajectories of the step", len(trajs))
-			}
+		if dropped > 0 && len(keep) == 0 {
+			return nil, nil, fmt.Errorf("rl: rollout.verify=drop dropped all %d trajectories of the step (in data parallel, of this process's share)", len(trajs))
 		}
 		return keep, keepBase, nil
 	}

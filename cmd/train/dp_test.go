@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/r1go/r1go/cmd/internal/config"
+	"github.com/r1go/r1go/env"
+	"github.com/r1go/r1go/rl"
 	"github.com/r1go/r1go/rl/metrics"
 )
 
@@ -328,5 +330,63 @@ func resumeOnOne(t *testing.T, src string, want []float32, what string) {
 	t.Logf("final weights: max |Δ| %.3g between one process and %s resumed on 1 (bit-exact: %v)", d, what, exact)
 	if d > weightTol {
 		t.Errorf("resumed weights differ by %.3g", d)
+	}
+}
+
+// TestStepModeDataParallel trains step mode (each turn a sample, the
+// context a window of the last exchange) with truncated trajectories
+// masked out of the loss and the verifier in drop mode, on one process and
+// on two MPI ranks: the ranks pack their own trajectories' turns and the
+// gathered batch is the one process's, so the runs agree as the whole
+// mode's do (TestDataParallel's tolerances).
+func TestStepModeDataParallel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the trainer twice, once under mpirun")
+	}
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		t.Skip("mpirun is not installed: apt-get install openmpi-bin libopenmpi3 (.ci/run installs them)")
+	}
+	step := func(dir string) Config {
+		c := dpConfig(t, dir)
+		c.Trainer.TotalSteps = 2
+		c.RL.Rollout.Trajectory, c.Env.Context.Policy, c.Env.Context.Turns = rl.TrajectoryStep, env.ContextWindow, 1
+		c.RL.Rollout.TruncationLoss, c.RL.Rollout.Verify = rl.TruncationMask, rl.VerifyDrop
+		c.RL.Rollout.MaxResponseTokens = 160 // the longer transcripts end at the limit: trajectories to mask
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	one, two := t.TempDir(), t.TempDir()
+	c := step(one)
+	var out bytes.Buffer
+	if err := run(context.Background(), &c, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if o, err := mpiRun(t, 2, step(two), nil); err != nil {
+		t.Fatalf("mpirun: %v\n%s", err, o)
+	}
+	ra, rb := records(t, one), records(t, two)
+	if len(ra) != 2 || len(rb) != 2 {
+		t.Fatalf("%d and %d metric records, want 2", len(ra), len(rb))
+	}
+	masked := 0.0
+	for i := range ra {
+		for _, k := range []string{"critic/score/mean", "critic/advantages/mean", "response_length/mean",
+			"perf/total_num_tokens", "rollout/truncation_masked", "actor/pg_loss", "actor/grad_norm"} {
+			a, b := ra[i].Data[k], rb[i].Data[k]
+			if _, ok := rb[i].Data[k]; !ok || !close(a, b) {
+				t.Errorf("step %d %s: %v on one process, %v on two ranks", i+1, k, a, b)
+			}
+		}
+		masked += ra[i].Data["rollout/truncation_masked"]
+	}
+	if masked == 0 {
+		t.Errorf("no trajectory was masked (finish length %v, answer %v): the test does not cover truncation_loss mask",
+			ra[0].Data["env/finish_length"], ra[0].Data["env/finish_answer"])
+	}
+	final := func(dir string) []float32 { return params(t, filepath.Join(dir, "global_step_2", "actor")) }
+	if d, _ := maxDiff(t, final(one), final(two)); d > weightTol {
+		t.Errorf("final weights differ by %.3g > %g", d, weightTol)
 	}
 }

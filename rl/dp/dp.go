@@ -135,32 +135,57 @@ type wireBatch struct {
 }
 
 // GatherBatch returns the global batch: every rank's batch in rank order,
-// group ids made global. The sequences of this rank are s's.
-func (d *DP) GatherBatch(local *rl.Batch, s rl.Slice) (*rl.Batch, error) {
+// group ids made global and, in step mode, trajectory ids too; and s with
+// this rank's packed sequences of it and the global number of
+// trajectories. A rank's batch may hold fewer trajectories than its
+// shard (rollout.verify=drop) and, in step mode, several sequences each.
+func (d *DP) GatherBatch(local *rl.Batch, s rl.Slice) (*rl.Batch, rl.Slice, error) {
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(wireBatch{B: *local, GroupBase: s.PromptLo}); err != nil {
-		return nil, fmt.Errorf("dp: encoding the batch: %w", err)
+		return nil, s, fmt.Errorf("dp: encoding the batch: %w", err)
 	}
 	raw, err := comm.GatherVar(d.Comm, buf.Bytes())
 	if err != nil {
-		return nil, err
+		return nil, s, err
 	}
 	parts := make([]*rl.Batch, len(raw))
+	seqs, trajs := 0, 0
 	for r, p := range raw {
 		var w wireBatch
 		if err := gob.NewDecoder(bytes.NewReader(p)).Decode(&w); err != nil {
-			return nil, fmt.Errorf("dp: the batch of rank %d: %w", r, err)
+			return nil, s, fmt.Errorf("dp: the batch of rank %d: %w", r, err)
+		}
+		n, err := w.B.Trajectories()
+		if err != nil {
+			return nil, s, fmt.Errorf("dp: the batch of rank %d: %w", r, err)
+		}
+		// Step mode numbers a rank's trajectories from 0 in order of
+		// appearance: renumber them after the ranks before.
+		if w.B.Traj != nil {
+			ids := map[int]int{}
+			for i, id := range w.B.Traj {
+				if _, ok := ids[id]; !ok {
+					ids[id] = trajs + len(ids)
+				}
+				w.B.Traj[i] = ids[id]
+			}
 		}
 		for i := range w.B.Group {
 			w.B.Group[i] += w.GroupBase
 		}
+		if r == d.Comm.Rank() {
+			s.SeqLo, s.SeqHi = seqs, seqs+w.B.NumSeqs()
+		}
+		seqs += w.B.NumSeqs()
+		trajs += n
 		parts[r] = &w.B
 	}
 	g := concatBatches(parts)
-	if g.NumSeqs() != s.Global {
-		return nil, fmt.Errorf("dp: the ranks' batches hold %d sequences, the global batch %d", g.NumSeqs(), s.Global)
+	if g.NumSeqs() != seqs {
+		return nil, s, fmt.Errorf("dp: the ranks' batches hold %d sequences, the global batch %d", seqs, g.NumSeqs())
 	}
-	return g, nil
+	s.Global = trajs
+	return g, s, nil
 }
 
 // concatBatches packs parts back to back; a field is nil when it is nil
@@ -220,6 +245,8 @@ func concatBatches(parts []*rl.Batch) *rl.Batch {
 	}
 	g.PromptLen = ints(func(p *rl.Batch) []int { return p.PromptLen })
 	g.Group = ints(func(p *rl.Batch) []int { return p.Group })
+	g.Traj = ints(func(p *rl.Batch) []int { return p.Traj })
+	g.Truncated = bools(func(p *rl.Batch) []bool { return p.Truncated })
 	g.ActionMask = bools(func(p *rl.Batch) []bool { return p.ActionMask })
 	g.AdvantageMask = bools(func(p *rl.Batch) []bool { return p.AdvantageMask })
 	for _, f := range []struct {

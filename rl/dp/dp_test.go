@@ -35,9 +35,12 @@ func TestDPOneRank(t *testing.T) {
 		b.ActionMask[i] = i%2 == 0
 		b.Tokens[i] = int32(i)
 	}
-	g, err := d.GatherBatch(b, sl)
+	g, gs, err := d.GatherBatch(b, sl)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if gs != sl {
+		t.Errorf("one rank's slice %+v came back %+v", sl, gs)
 	}
 	for _, f := range []string{"Offsets", "PromptLen", "Group", "Tokens", "ActionMask", "AdvantageMask", "Scores"} {
 		if !reflect.DeepEqual(reflect.ValueOf(g).Elem().FieldByName(f).Interface(), reflect.ValueOf(b).Elem().FieldByName(f).Interface()) {
