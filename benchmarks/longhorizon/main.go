@@ -26,6 +26,8 @@ var modes = []struct{ name, what string }{
 	{"whole", "whole trajectories (`rollout.trajectory=whole`), cut at the window"},
 	{"window", "step mode, `env.context=window`, K = 1"},
 	{"drop", "step mode, `env.context=drop_observations`, K = 1"},
+	{"window-own", "step mode, `env.context=window`, K = 1, from a step-mode warm start"},
+	{"drop-own", "step mode, `env.context=drop_observations`, K = 1, from a step-mode warm start"},
 }
 
 // result is one run's held-out scores and its last step's finish shares.

@@ -8,6 +8,10 @@
 #   whole: rollout.trajectory=whole, the history cut at the window
 #   window: rollout.trajectory=step, env.context=window, env.context_turns=1
 #   drop: rollout.trajectory=step, env.context=drop_observations, env.context_turns=1
+#   window-own, drop-own: window and drop from a warm start of their own,
+#     the default's hasty-teacher SFT made once in step mode with the same
+#     context policy (OUT/warm-MODE/sft), so that the demonstrations are
+#     the contexts RL trains on
 #
 # usage: benchmarks/longhorizon/run.sh OUT MODE SEED...   (from the repository root)
 # A run whose eval.json exists is skipped; render with
@@ -17,12 +21,23 @@ out=$1
 mode=$2
 shift 2
 [ -x "$out/train" ] || go build -o "$out/train" ./cmd/train # one binary for every run of OUT
-common="model.path=cmd/train/testdata/warmstart sft.steps=0 model.max_context=400 rollout.max_prompt_tokens=224 trainer.logger=[jsonl] trainer.overwrite=true"
+window="model.max_context=400 rollout.max_prompt_tokens=224 trainer.logger=[jsonl] trainer.overwrite=true"
+common="model.path=cmd/train/testdata/warmstart sft.steps=0 $window"
 case $mode in
 whole) args="rollout.max_response_tokens=176" ;;
-window) args="rollout.trajectory=step env.context=window env.context_turns=1" ;;
-drop) args="rollout.trajectory=step env.context=drop_observations env.context_turns=1" ;;
+window | window-own) args="rollout.trajectory=step env.context=window env.context_turns=1" ;;
+drop | drop-own) args="rollout.trajectory=step env.context=drop_observations env.context_turns=1" ;;
 *) echo "unknown mode $mode" >&2; exit 2 ;;
+esac
+case $mode in
+*-own)
+	warm="$out/warm-${mode%-own}"
+	if [ ! -f "$warm/sft/model.safetensors" ]; then
+		# shellcheck disable=SC2086
+		"$out/train" $window $args trainer.total_training_steps=0 trainer.default_local_dir="$warm" >"$warm.log" 2>&1
+	fi
+	common="model.path=$warm/sft sft.steps=0 $window"
+	;;
 esac
 for seed in "$@"; do
 	dir="$out/$mode-s$seed"
