@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/r1go/r1go/cuda"
+	"github.com/r1go/r1go/env"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/comm"
 	"github.com/r1go/r1go/model/plan"
@@ -37,6 +38,9 @@ func planRun(cfg *Config, l comm.Launch, dev model.Device, out io.Writer) (stop 
 		StateBF16:    cfg.RL.Actor.Optim.StateDType == "bfloat16", CriticStateBF16: cfg.RL.Critic.Optim.StateDType == "bfloat16",
 		RolloutBF16: cfg.RL.Rollout.DType == "bfloat16" && !cfg.RL.Actor.LoRA.Enabled() && !cfg.Trainer.Async,
 		RefOffload:  cfg.Trainer.RefOffload, OptimOffload: cfg.Trainer.OptimOffload}
+	if cfg.RL.Rollout.Trajectory == rl.TrajectoryStep && cfg.Env.Context.Policy != env.ContextFull {
+		s.RewriteTokens = cfg.Model.MaxContext // a rewritten context refills its slot at once
+	}
 	if s.EvalOwnCache {
 		s.EvalSlots = min(cfg.RL.Rollout.Slots, evalQuestions(cfg))
 	}

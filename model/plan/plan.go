@@ -110,6 +110,11 @@ type Settings struct {
 	// PrefillTokens is the rollout's prefill budget (rl.RolloutConfig's
 	// prefill_tokens): a step feeds at most this many tokens. 0: no limit.
 	PrefillTokens int
+	// RewriteTokens is, in step mode with a context policy that rewrites
+	// the context (env.context window or drop_observations), the longest
+	// context a slot refills its cache with when its context is rewritten
+	// (the model's window): any slot may, all in one step. 0: no rewrites.
+	RewriteTokens int
 	Threads       int // CPU worker threads (workspace); 0 counts one
 
 	// Keys name the settings in advice, by knob: "micro_batch", "recompute",
@@ -347,7 +352,7 @@ func New(cfg *model.Config, s Settings) (*Plan, error) {
 				"%d slots of held-out questions, beside the rollout's cache while an evaluation runs", s.EvalSlots)
 		}
 		add("rollout step activations", s.stepBytes(sh),
-			"%d tokens per step (each group's leader prefills while the rest decode%s), logits of %d rows", s.stepTokens(), s.evalStepDetail(), s.stepRows())
+			"%d tokens per step (each group's leader prefills while the rest decode%s), logits of %d rows", s.stepTokens(), s.stepDetail(), s.stepRows())
 	}
 	// Activations are float32, except under mixed precision the residual
 	// stream and the layers' matmul and attention tensors (actBytes). The
@@ -439,6 +444,7 @@ func (s Settings) stepTokens() int {
 	leaders := (s.RolloutSlots + g - 1) / g
 	// An evaluation's questions are groups of one: all its slots prefill.
 	t := max(leaders*max(s.MaxPromptTokens, 1)+s.RolloutSlots, s.EvalSlots*(max(s.MaxPromptTokens, 1)+1))
+	t = max(t, s.RolloutSlots*s.RewriteTokens) // step mode: every slot refilling a rewritten context
 	if s.PrefillTokens > 0 {
 		// The budget holds every decode (one token a slot) and feeds
 		// prompts in pieces within it (rl's scheduler).
@@ -455,14 +461,18 @@ func (s Settings) stepRows() int {
 	return max(s.RolloutSlots, s.EvalSlots)
 }
 
-func (s Settings) evalStepDetail() string {
+func (s Settings) stepDetail() string {
+	rewrite := ""
+	if s.RewriteTokens > 0 {
+		rewrite = fmt.Sprintf("; step mode: every slot may refill a rewritten context of up to %d", s.RewriteTokens)
+	}
 	if s.EvalSlots == 0 {
-		return ""
+		return rewrite
 	}
 	if s.PrefillTokens > 0 {
-		return fmt.Sprintf("; an evaluation's %d slots prefill within prefill_tokens", s.EvalSlots)
+		return fmt.Sprintf("%s; an evaluation's %d slots prefill within prefill_tokens", rewrite, s.EvalSlots)
 	}
-	return fmt.Sprintf("; an evaluation's %d slots all prefill", s.EvalSlots)
+	return fmt.Sprintf("%s; an evaluation's %d slots all prefill", rewrite, s.EvalSlots)
 }
 
 // workspace is what the device needs beside the arenas: on the CPU the LM

@@ -512,3 +512,29 @@ func stepItem(p *Plan) int64 {
 	}
 	return -1
 }
+
+// TestRewriteTokens: in step mode with a context policy that rewrites,
+// a step may refill every slot with a whole window, which the step's
+// activations must hold, unless a prefill budget feeds fewer tokens.
+func TestRewriteTokens(t *testing.T) {
+	cfg := tinyConfig(t, "qwen2")
+	s := Settings{Device: "cpu", Train: true, MicroBatchTokens: 512, RolloutSlots: 16,
+		MaxContext: 256, MaxPromptTokens: 64, GroupSize: 4, EvalSlots: 16}
+	r := s
+	r.RewriteTokens = s.MaxContext
+	if got := r.stepTokens(); got != 16*256 || s.stepTokens() >= got {
+		t.Errorf("step tokens %d with rewrites (want %d), %d without", got, 16*256, s.stepTokens())
+	}
+	p, err := New(cfg, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := New(cfg, s)
+	if stepItem(p) <= stepItem(q) {
+		t.Errorf("step activations %d B with rewrites, %d B without", stepItem(p), stepItem(q))
+	}
+	r.PrefillTokens = 300
+	if got := r.stepTokens(); got != 300 {
+		t.Errorf("step tokens %d with rewrites within prefill_tokens 300", got)
+	}
+}
