@@ -163,6 +163,7 @@ func (j *job) remoteRollout(tr *rl.Trainer) error {
 func (j *job) serveRollout(ctx context.Context) (finished bool, err error) {
 	cfg, s := j.cfg, j.s
 	n, me := cfg.DP.RolloutRanks, rolloutRank(cfg, j.launch)
+	s.Policy.Freeze() // it only receives the trainer's weights from here on
 	start := 0
 	if j.resume != nil {
 		start = j.resume.Step
