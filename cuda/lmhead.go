@@ -104,8 +104,8 @@ func (d *Device) headWeights(pw uintptr, wbf bool, v0, m, C int) uintptr {
 	return d.bf16Operand(pw+uintptr(4*v0*C), m*C, "mixed-b")
 }
 
-// LMHeadBackward sets dh and accumulates dw from d/dlogprob and d/dentropy,
-// recomputing each chunk's logits. In mixed precision the chunk's logit
+// LMHeadBackward sets dh and accumulates dw (none for a nil dw) from
+// d/dlogprob and d/dentropy, recomputing each chunk's logits. In mixed precision the chunk's logit
 // gradient is written once, rounded to bf16 (lmhead_grad_bf16), into the
 // "head-grad" scratch that both matmuls read as it is, and h is rounded
 // once per block of rows (headRows): the same bf16 operands as rounding
@@ -113,7 +113,7 @@ func (d *Device) headWeights(pw uintptr, wbf bool, v0, m, C int) uintptr {
 // write and its two re-reads.
 func (d *Device) LMHeadBackward(dh, dw, dlogprob, dentropy, h, w, lse, entropy model.Buffer, targets []int32, T, C, V int) {
 	checkTargets(targets, T, V)
-	pdh, pdw := f32(dh, T*C, "LMHeadBackward dh"), f32(dw, V*C, "LMHeadBackward dw")
+	pdh, pdw := f32(dh, T*C, "LMHeadBackward dh"), f32OrNil(dw, V*C, "LMHeadBackward dw")
 	pglp, pgent := f32(dlogprob, T, "LMHeadBackward dlogprob"), f32(dentropy, T, "LMHeadBackward dentropy")
 	ph, pw := f32(h, T*C, "LMHeadBackward h"), f32(w, V*C, "LMHeadBackward w")
 	plse, pent := f32(lse, T, "LMHeadBackward lse"), f32(entropy, T, "LMHeadBackward entropy")
@@ -147,14 +147,18 @@ func (d *Device) LMHeadBackward(dh, dw, dlogprob, dentropy, h, w, lse, entropy m
 				d.gemm(false, true, n, m, C, 1, hr, C, wc, C, 0, z.ptr, m)
 				d.launch(kLMHeadGrad, d.elementwiseGrid(n*m), grid1(256), 0, grad...)
 				d.gemm(false, false, n, C, m, 1, z.ptr, m, wc, C, beta, dhr, C)
-				d.gemm(true, false, m, C, n, 1, z.ptr, m, hr, C, 1, dwc, C)
+				if pdw != 0 {
+					d.gemm(true, false, m, C, n, 1, z.ptr, m, hr, C, 1, dwc, C)
+				}
 				continue
 			}
 			wq := d.headWeights(pw, false, v0, m, C)
 			d.gemmBF16(false, true, n, m, C, 1, hq, C, wq, C, 0, z.ptr, F32, m)
 			d.launch(kLMHeadGradBF16, d.elementwiseGrid(n*m), grid1(256), 0, append([]uint64{argPtr(g.ptr)}, grad...)...)
 			d.gemmBF16(false, false, n, C, m, 1, g.ptr, m, wq, C, beta, dhr, F32, C)
-			d.gemmBF16(true, false, m, C, n, 1, g.ptr, m, hq, C, 1, dwc, F32, C)
+			if pdw != 0 {
+				d.gemmBF16(true, false, m, C, n, 1, g.ptr, m, hq, C, 1, dwc, F32, C)
+			}
 		}
 	}
 }

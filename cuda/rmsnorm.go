@@ -64,9 +64,9 @@ func (d *Device) RMSNorm(out, rstd, inp, w model.Buffer, rows, C int, eps float3
 	d.launch(k, grid1(rows), grid1(rmsnormThreads(C)), 0, argPtr(po), argPtr(pr), argPtr(px), argPtr(pw), argInt(rows), argInt(C), argFloat(eps))
 }
 
-// RMSNormBackward sets dinp and accumulates dw.
+// RMSNormBackward sets dinp and accumulates dw (none for a nil dw).
 func (d *Device) RMSNormBackward(dinp, dw, dout, inp, w, rstd model.Buffer, rows, C int) {
-	pdx, pdw := f32(dinp, rows*C, "RMSNormBackward dinp"), f32(dw, C, "RMSNormBackward dw")
+	pdx, pdw := f32(dinp, rows*C, "RMSNormBackward dinp"), f32OrNil(dw, C, "RMSNormBackward dw")
 	pdy := f32(dout, rows*C, "RMSNormBackward dout")
 	px, xbf, _ := weightArg(inp, rows*C, "RMSNormBackward inp")
 	k := kRMSNormBackward
@@ -116,9 +116,9 @@ func (d *Device) AddRMSNorm(sum, out, rstd, a, b, w model.Buffer, rows, C int, e
 // and dw accumulates. With dxc set it also writes dx into dxc (bf16: the
 // residual gradient's copy in compute storage that mixed precision's
 // matmuls read, model.MixedPrecision), rounded once from the same
-// float32 values. It satisfies model.ResidualNorm.
+// float32 values. A nil dw is skipped. It satisfies model.ResidualNorm.
 func (d *Device) RMSNormBackwardAdd(dx, dxc, dw, dout, inp, w, rstd, resid model.Buffer, rows, C int) {
-	pdx, pdw := f32(dx, rows*C, "RMSNormBackwardAdd dx"), f32(dw, C, "RMSNormBackwardAdd dw")
+	pdx, pdw := f32(dx, rows*C, "RMSNormBackwardAdd dx"), f32OrNil(dw, C, "RMSNormBackwardAdd dw")
 	pdy := f32(dout, rows*C, "RMSNormBackwardAdd dout")
 	px, xbf, _ := weightArg(inp, rows*C, "RMSNormBackwardAdd inp")
 	pw, pr := f32(w, C, "RMSNormBackwardAdd w"), f32(rstd, rows, "RMSNormBackwardAdd rstd")

@@ -63,7 +63,7 @@ func (m *Model) Backward(dLogProb, dEntropy, dValues []float32) error {
 func (m *Model) headBackward(a, s *activations, t0, n int) {
 	d, dev := m.d, m.Dev
 	rows := func(b Buffer, w int) Buffer { return b.Slice(t0*w, n*w) }
-	wg := m.weightGrads()
+	wg := m.g // nil views for a frozen base under adapters: no weight gradients
 	lnf := rows(a.lnf, d.C)
 	switch m.Head {
 	case LMHeadOutput:
@@ -119,12 +119,9 @@ func (m *Model) backwardGrouped(a *activations) error {
 // the layer's output residual on entry and of its input residual on exit.
 func (m *Model) layerBackward(a *activations, l int) {
 	d, dev, w := m.d, m.Dev, m.p.layers[l]
-	var g layerParams // nil views (or sinks) for a frozen base under adapters
+	var g layerParams // nil views for a frozen base under adapters
 	if m.Grads != nil {
 		g = m.g.layers[l]
-	} else {
-		s := m.frozenSinks()
-		g.ln1, g.ln2, g.qn, g.kn = s.norm, s.norm, s.headNorm, s.headNorm
 	}
 	lo := m.lora
 	s := a.layer(l)

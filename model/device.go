@@ -24,7 +24,9 @@ type AdamWParams struct {
 //     key-value heads, HS the head size.
 //   - Argument order is outputs, saved statistics, inputs, weights, dims.
 //   - Parameter gradients accumulate (+=); activation gradients overwrite (=)
-//     unless a method says otherwise.
+//     unless a method says otherwise. A nil weight gradient (LMHeadBackward's
+//     and RMSNormBackward's dw) is a frozen weight's: the method skips it
+//     and computes only the input gradient (adapters on a frozen base).
 //   - Host slices ([]int32) carry token ids, positions and sequence offsets;
 //     a GPU device uploads them itself.
 //   - Shape mismatches are programmer errors and panic; Sync reports errors
@@ -120,7 +122,6 @@ type Device interface {
 //	BF16Products        CPU        the rollout copy's (LoadOptions.BF16Products) product layout and SwiGLU
 //	LogitKeeper         CPU        keeps: a training forward keeps its logits for the LM head's backward
 //	HostSampler         CPU        StepSample samples downloaded logits on the device's threads
-//	NilWeightGrads      CPU        frozenSinks: a frozen model's backward passes nil weight gradients
 
 // MixedPrecision is a device that can compute from bf16 copies of float32
 // weights (fp32 master weights, fp32 accumulation): UseBF16 registers one
@@ -335,13 +336,6 @@ type LogitKeeper interface {
 // not a DeviceSampler; elsewhere it calls SampleAll.
 type HostSampler interface {
 	SampleHost(draws []Draw, f32 bool)
-}
-
-// NilWeightGrads is a device whose LMHeadBackward and RMSNormBackward take
-// a nil weight gradient and skip computing it (the CPU); the model gives
-// other devices throwaway buffers instead (frozenSinks).
-type NilWeightGrads interface {
-	SkipsNilWeightGrads()
 }
 
 // The block geometry of an LM head that computes its logits block by

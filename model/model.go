@@ -55,7 +55,6 @@ type Model struct {
 	batch    Batch        // the batch of the last Forward
 	train    bool
 	drop     bool // the last Forward applied LoRA dropout (a training one)
-	sinks    sinks
 
 	sampleLogits Buffer   // StepSample's logits on a device without DeviceSampler, reused
 	spilled      bool     // Params is a file mapping (SpillWeights)
@@ -386,33 +385,6 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 		lo.forward(dev, ad, s.act, a.tmp, d.C, T, a.row0, drop)
 	}
 	dev.Add(a.x(l+1), s.xmid, a.tmp)
-}
-
-// weightGrads are the model's gradient views, or for a frozen model the
-// sinks of the ops that always write a weight gradient.
-func (m *Model) weightGrads() params {
-	if m.Grads != nil {
-		return m.g
-	}
-	s := m.frozenSinks()
-	return params{lmHead: s.head, lnf: s.norm}
-}
-
-// sinks receive the weight gradients that a frozen model's backward
-// (adapters on a frozen base) has no use for, on a device whose LMHead and
-// RMSNorm backward always write one: the CPU skips a nil weight gradient
-// (no sinks, no work), other devices get throwaway buffers, allocated once
-// (the LM head's is [V, C]).
-type sinks struct{ head, norm, headNorm Buffer }
-
-func (m *Model) frozenSinks() sinks {
-	if _, ok := m.Dev.(NilWeightGrads); ok {
-		return sinks{}
-	}
-	if m.sinks.norm == nil {
-		m.sinks = sinks{head: m.Dev.Alloc(m.d.V * m.d.C), norm: m.Dev.Alloc(m.d.C), headNorm: m.Dev.Alloc(m.d.HS)}
-	}
-	return m.sinks
 }
 
 // headNorm is Qwen3's RMSNorm over each head's query and key (weights

@@ -104,8 +104,9 @@ __device__ __forceinline__ float rms_add_rn(float a, float b) {
 
 // A grid of G blocks strides over the rows; each block keeps its share of
 // dw in shared memory (C floats, dynamic) and adds it to dw once at the
-// end, so dw sees G·C atomic adds instead of rows·C. X is the input's
-// storage, as in the forward (rmsnorm_backward_xbf16). With resid set the
+// end, so dw sees G·C atomic adds instead of rows·C (none for a null dw:
+// a frozen weight). X is the input's storage, as in the forward
+// (rmsnorm_backward_xbf16). With resid set the
 // residual gradient it holds is added to the input gradient (dinp =
 // resid + dnorm; resid may be dinp itself), and with dxc set the result
 // is written there too in its storage D (bf16: the copy that mixed
@@ -136,6 +137,7 @@ __device__ __forceinline__ void rmsnorm_backward_t(float* dinp, D* dxc, float* d
             if (dxc) store_f(dxc, o + c, v);
         }
     }
+    if (!dw) return; // a frozen weight: only the input gradient is wanted
     __syncthreads();
     for (int c = threadIdx.x; c < C; c += blockDim.x) atomicAdd(dw + c, acc[c]);
 }

@@ -46,9 +46,6 @@ func NewThreads(n int) model.Device {
 // NewFloat64 returns the float64 CPU device of the gradient checks.
 func NewFloat64() *Device[float64] { return &Device[float64]{threads: runtime.GOMAXPROCS(0)} }
 
-// SkipsNilWeightGrads: LMHeadBackward and RMSNormBackward skip a nil dw.
-func (d *Device[F]) SkipsNilWeightGrads() {}
-
 func (d *Device[F]) Name() string {
 	var z F
 	return fmt.Sprintf("cpu(%T, %d threads)", z, d.threads)
@@ -311,11 +308,10 @@ func (d *Device[F]) parallel(n, grain int, fn func(lo, hi int)) {
 
 // The capabilities the CPU device has (device.go lists them all).
 var (
-	_ model.Storage        = (*Device[float32])(nil)
-	_ model.BF16Products   = (*Device[float32])(nil)
-	_ model.HostMemory     = (*Device[float32])(nil)
-	_ model.HostSampler    = (*Device[float32])(nil)
-	_ model.LogitKeeper    = (*Device[float32])(nil)
-	_ model.NilWeightGrads = (*Device[float32])(nil)
-	_ model.Pager          = (*Device[float32])(nil)
+	_ model.Storage      = (*Device[float32])(nil)
+	_ model.BF16Products = (*Device[float32])(nil)
+	_ model.HostMemory   = (*Device[float32])(nil)
+	_ model.HostSampler  = (*Device[float32])(nil)
+	_ model.LogitKeeper  = (*Device[float32])(nil)
+	_ model.Pager        = (*Device[float32])(nil)
 )
