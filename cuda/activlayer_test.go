@@ -70,8 +70,8 @@ func TestGPUBF16LayerOps(t *testing.T) {
 		}{{"f32 w", cw, gw}, {"bf16 w", cwr, gwr}} {
 			co, gout := e.bf16Zeros(rows * C)
 			cr, gr := e.pair(make([]float32, rows))
-			e.cpu.RMSNorm(co, cr, cx, v.cw, rows, C, 1e-6)
-			e.gpu.RMSNorm(gout, gr, gx, v.gw, rows, C, 1e-6)
+			e.cpu.RMSNorm(co, nil, cr, cx, nil, v.cw, rows, C, 1e-6)
+			e.gpu.RMSNorm(gout, nil, gr, gx, nil, v.gw, rows, C, 1e-6)
 			e.check("RMSNorm bf16 → bf16, "+v.name+", C "+strconv.Itoa(C)+": rstd", cr, gr, tol)
 			e.checkBF16Out("RMSNorm bf16 → bf16, "+v.name+", C "+strconv.Itoa(C)+": out", co, gout, tol)
 		}

@@ -264,8 +264,8 @@ func TestGPURMSNorm(t *testing.T) {
 		cw, gw := e.pair(e.randn(C, 1))
 		co, gout := e.pair(make([]float32, rows*C))
 		cr, gr := e.pair(make([]float32, rows))
-		e.cpu.RMSNorm(co, cr, cx, cw, rows, C, 1e-6)
-		e.gpu.RMSNorm(gout, gr, gx, gw, rows, C, 1e-6)
+		e.cpu.RMSNorm(co, nil, cr, cx, nil, cw, rows, C, 1e-6)
+		e.gpu.RMSNorm(gout, nil, gr, gx, nil, gw, rows, C, 1e-6)
 		// Σx² over C in float32 vs float64: ≈ √C·2^−24 relative, halved by the sqrt.
 		tol := 4*math.Sqrt(float64(C))*math.Ldexp(1, -24) + 1e-6
 		e.check("RMSNorm rstd", cr, gr, tol)
@@ -273,8 +273,8 @@ func TestGPURMSNorm(t *testing.T) {
 		cdy, gdy := e.pair(e.randn(rows*C, 1))
 		cdx, gdx := e.pair(make([]float32, rows*C))
 		cdw, gdw := e.pair(e.randn(C, 1))
-		e.cpu.RMSNormBackward(cdx, cdw, cdy, cx, cw, cr, rows, C)
-		e.gpu.RMSNormBackward(gdx, gdw, gdy, gx, gw, gr, rows, C)
+		e.cpu.RMSNormBackward(cdx, nil, cdw, cdy, cx, cw, cr, nil, rows, C)
+		e.gpu.RMSNormBackward(gdx, nil, gdw, gdy, gx, gw, gr, nil, rows, C)
 		e.check("RMSNormBackward dinp", cdx, gdx, 10*tol)
 		// dw sums 203 rows per column (CPU in float64).
 		e.check("RMSNormBackward dw (accumulates)", cdw, gdw, 10*tol+4*math.Sqrt(float64(rows))*math.Ldexp(1, -24))

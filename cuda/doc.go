@@ -87,8 +87,8 @@
 // A gradient whose readers are matmuls is rounded once, by the op that
 // writes it, instead of by each matmul (model.MixedPrecision): the LM
 // head's backward writes each chunk's logit gradient in bf16,
-// SwiGLUBackward writes dgu in bf16, RMSNormBackwardAdd writes a bf16
-// view of the residual gradient beside the float32 one it accumulates,
+// SwiGLUBackward writes dgu in bf16, RMSNormBackward writes a bf16 view
+// of the residual gradient (dinpc) beside the float32 one it accumulates,
 // and dqkv is rounded once after RoPE's backward: the same bf16 operands.
 // Tolerances against the CPU device
 // in float32, with u = 2^−8 (bf16's unit roundoff), tested on the

@@ -111,12 +111,11 @@ func layerComputeSize(d dims, T int) int {
 }
 
 // gradViews says whether an arena on dev keeps activation gradients in
-// compute storage (MixedPrecision while Mixed, with ResidualNorm to write
-// the residual gradient's view and StoreCompute to hold it).
+// compute storage (MixedPrecision while Mixed, with StoreCompute to hold
+// them; RMSNormBackward writes the residual gradient's view).
 func gradViews(dev Device) bool {
 	mp, ok := dev.(MixedPrecision)
-	_, fused := dev.(ResidualNorm)
-	return ok && fused && Stores(dev, StoreCompute) && mp.Mixed()
+	return ok && Stores(dev, StoreCompute) && mp.Mixed()
 }
 
 // gradViewSize is the compute storage of gradViews for tb rows of

@@ -81,11 +81,7 @@ func (m *Model) headBackward(a, s *activations, t0, n int) {
 		dev.Gemm(true, false, 1, d.C, n, 1, dv, 1, lnf, d.C, 1, m.g.vw, d.C)
 		dev.BiasBackward(m.g.vb, dv, 1, n, 1)
 	}
-	if rn, ok := dev.(ResidualNorm); ok { // also writes dx's compute view
-		rn.RMSNormBackwardAdd(s.dx, s.dxc, wg.lnf, s.dln, s.x(d.L), m.p.lnf, rows(a.rstdf, 1), nil, n, d.C)
-	} else {
-		dev.RMSNormBackward(s.dx, wg.lnf, s.dln, s.x(d.L), m.p.lnf, rows(a.rstdf, 1), n, d.C)
-	}
+	dev.RMSNormBackward(s.dx, s.dxc, wg.lnf, s.dln, s.x(d.L), m.p.lnf, rows(a.rstdf, 1), nil, n, d.C) // also dx's compute view
 }
 
 // backwardGrouped is Backward over a grouped arena: the head group by
@@ -192,13 +188,8 @@ func (m *Model) layerBackward(a *activations, l int) {
 
 // normBackwardAdd adds the input gradient of a layer's RMSNorm (weight w,
 // input inp; its output's gradient in a.dln) to the residual gradient
-// a.dx, accumulating dw: in one pass that also writes a.dxc where the
-// device fuses them (ResidualNorm), else through a.tmp.
+// a.dx, accumulating dw, and writes a.dx's compute view a.dxc when there
+// is one.
 func (m *Model) normBackwardAdd(a *activations, dw, inp, w, rstd Buffer) {
-	if rn, ok := m.Dev.(ResidualNorm); ok {
-		rn.RMSNormBackwardAdd(a.dx, a.dxc, dw, a.dln, inp, w, rstd, a.dx, a.T, m.d.C)
-		return
-	}
-	m.Dev.RMSNormBackward(a.tmp, dw, a.dln, inp, w, rstd, a.T, m.d.C)
-	m.Dev.Add(a.dx, a.dx, a.tmp)
+	m.Dev.RMSNormBackward(a.dx, a.dxc, dw, a.dln, inp, w, rstd, a.dx, a.T, m.d.C)
 }

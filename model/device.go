@@ -57,9 +57,20 @@ type Device interface {
 	Embedding(out Buffer, ids []int32, table Buffer, C int)
 	EmbeddingBackward(dtable Buffer, dout Buffer, ids []int32, C int)
 
-	// RMSNorm: out = inp·rsqrt(mean(inp²)+eps)·w per row; rstd[rows] saved.
-	RMSNorm(out, rstd, inp, w Buffer, rows, C int, eps float32)
-	RMSNormBackward(dinp, dw, dout, inp, w, rstd Buffer, rows, C int)
+	// RMSNorm: out = x·rsqrt(mean(x²)+eps)·w per row; rstd[rows] saved.
+	// x is inp, or with resid not nil inp + resid, written into sum (the
+	// residual add before a norm, fused: the layer's xmid and ln2; sum may
+	// alias inp or resid, and is unused, nil, without resid). The fused
+	// form has the results of Add(sum, inp, resid) then the plain norm of
+	// sum.
+	RMSNorm(out, sum, rstd, inp, resid, w Buffer, rows, C int, eps float32)
+	// RMSNormBackward sets dinp to the input gradient, or with resid not
+	// nil to resid + the input gradient (resid may be dinp: the layer's
+	// residual gradient accumulates in place), with the results of the
+	// backward into a scratch then Add; dw accumulates. dinpc, when not
+	// nil, receives dinp too, in its storage (the residual gradient's
+	// compute view, MixedPrecision).
+	RMSNormBackward(dinp, dinpc, dw, dout, inp, w, rstd, resid Buffer, rows, C int)
 
 	// RoPE rotates, in place, heads [0, nHeads) of each row of x (row stride
 	// ld, starting at column off) by the angle pos[row]·theta^(-2i/HS), in
@@ -112,7 +123,6 @@ type Device interface {
 //	Storage             CUDA, CPU  AllocAs: StoreCompute (CUDA: the activation arenas' compute views, NewKVCache),
 //	                               StoreBF16 (NewWith's bfloat16 weights, optim's bf16 moments), StoreBF16Products
 //	                               and StoreKVArena (CPU: NewWith's rollout copy, its KV cache)
-//	ResidualNorm        CUDA       layerForward's xmid+ln2, layerBackward's norm input gradients
 //	DeviceSampler       CUDA       StepSample draws on the device instead of downloading logits
 //	StepGrapher         CUDA       Decoder replays a decode step as one graph launch
 //	CachedRoPEAttender  CUDA       Step folds bias, RoPE and the cache write into the cached attention
@@ -131,9 +141,9 @@ type Device interface {
 // activation gradient once, where it is produced, into a view in compute
 // storage (StoreCompute, beside the activations), and the matmuls read
 // that view instead of rounding the same values once each: SwiGLUBackward
-// writes dgu there (two matmuls are its only readers), RMSNormBackwardAdd
-// (ResidualNorm, required too) writes the residual gradient's view beside
-// the float32 gradient it accumulates, and Copy rounds dqkv once after
+// writes dgu there (two matmuls are its only readers), RMSNormBackward
+// writes the residual gradient's view (dinpc) beside the float32 gradient
+// it accumulates, and Copy rounds dqkv once after
 // RoPE's backward. The same values are rounded to the same bf16; only the
 // place of the rounding moves. The CUDA device implements it.
 type MixedPrecision interface {
@@ -175,10 +185,10 @@ const (
 // a matmul or attention (ln1, qkv, att, ln2, gu, act, qkraw) there, so a
 // mixed-precision run keeps them in bf16, as it computes; the device's
 // ops read and write them in either dtype (AttentionCached's kc, vc, qkv
-// and out; Add's out and a; RMSNorm's out and inp, RMSNormBackward's inp;
-// Embedding's out and table; Gemm's a, b and c; AddBias's out; RoPE's x;
-// Attention's and AttentionBackward's qkv and out; SwiGLU's out and gu,
-// SwiGLUBackward's gu and dgu; ResidualNorm's sum, a, out, inp and dxc)
+// and out; Add's out and a; RMSNorm's out, sum and inp, RMSNormBackward's
+// inp and dinpc; Embedding's out and table; Gemm's a, b and c; AddBias's
+// out; RoPE's x; Attention's and AttentionBackward's qkv and out; SwiGLU's
+// out and gu, SwiGLUBackward's gu and dgu)
 // and Copy converts. Statistics, the final norm, the head and every
 // gradient stay float32 (activations.go), beside the compute views of
 // MixedPrecision. The CPU device does not hold it: its path is unchanged.
@@ -199,19 +209,6 @@ func AllocAs(dev Device, n int, kind StorageKind) (Buffer, bool) {
 func Stores(dev Device, kind StorageKind) bool {
 	_, ok := AllocAs(dev, -1, kind)
 	return ok
-}
-
-// ResidualNorm is a device that fuses a residual add with the RMSNorm
-// beside it, the same results in one pass: AddRMSNorm is Add(sum, a, b)
-// then RMSNorm(out, rstd, sum, w, rows, C, eps), and RMSNormBackwardAdd is
-// RMSNormBackward into a scratch then Add(dx, resid, scratch) (resid nil:
-// dx is set; resid may be dx), also writing dx into dxc when dxc is not nil
-// (the gradient's compute view, MixedPrecision). The layer uses them
-// for xmid and ln2 in the forward and for both norms' input gradients in
-// the backward. The CUDA device implements it.
-type ResidualNorm interface {
-	AddRMSNorm(sum, out, rstd, a, b, w Buffer, rows, C int, eps float32)
-	RMSNormBackwardAdd(dx, dxc, dw, dout, inp, w, rstd, resid Buffer, rows, C int)
 }
 
 // DeviceSampler is a device that draws tokens from logits it holds, so a

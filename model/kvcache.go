@@ -168,7 +168,7 @@ func (m *Model) stepInto(c *KVCache, chunks []Chunk, logits Buffer, run func(key
 				dev.AttentionCached(s.att, s.qkv, c.K[l], c.V[l], slots, pos0, lens, c.MaxLen, d.NH, d.KVH, d.HS)
 			})
 		}
-		dev.RMSNorm(a.lnf, a.rstdf, a.x(d.L), m.p.lnf, T, d.C, d.eps)
+		dev.RMSNorm(a.lnf, nil, a.rstdf, a.x(d.L), nil, m.p.lnf, T, d.C, d.eps)
 		dev.Logits(logits, a.lnf, m.p.lmHead, last, d.C, d.V)
 	}
 	if run == nil {

@@ -296,7 +296,7 @@ func (m *Model) forwardHidden(b Batch, train bool) (*activations, error) {
 			for l := 0; l < d.L; l++ {
 				m.layerForward(ga, l, m.attend)
 			}
-			dev.RMSNorm(a.lnf.Slice(g.t0*d.C, n*d.C), a.rstdf.Slice(g.t0, n), ga.x(d.L), m.p.lnf, n, d.C, d.eps)
+			dev.RMSNorm(a.lnf.Slice(g.t0*d.C, n*d.C), nil, a.rstdf.Slice(g.t0, n), ga.x(d.L), nil, m.p.lnf, n, d.C, d.eps)
 		}
 		return a, nil
 	}
@@ -308,7 +308,7 @@ func (m *Model) forwardHidden(b Batch, train bool) (*activations, error) {
 	for l := 0; l < d.L; l++ {
 		m.layerForward(a, l, m.attend)
 	}
-	dev.RMSNorm(a.lnf, a.rstdf, a.x(d.L), m.p.lnf, a.T, d.C, d.eps)
+	dev.RMSNorm(a.lnf, nil, a.rstdf, a.x(d.L), nil, m.p.lnf, a.T, d.C, d.eps)
 	return a, nil
 }
 
@@ -329,7 +329,7 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 		a.live = l // the shared set is now this layer's
 	}
 	T := a.T
-	dev.RMSNorm(s.ln1, s.rstd1, a.x(l), w.ln1, T, d.C, d.eps)
+	dev.RMSNorm(s.ln1, nil, s.rstd1, a.x(l), nil, w.ln1, T, d.C, d.eps)
 	dev.Gemm(false, true, T, d.QKV, d.C, 1, s.ln1, d.C, w.wqkv, d.C, 0, s.qkv, d.QKV)
 	lo := m.lora
 	drop := m.drop && a != m.stepActs // never in a KV-cache Step
@@ -360,12 +360,7 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 	if ad := lo.adapterOrNil(l, "o_proj"); ad != nil {
 		lo.forward(dev, ad, s.att, a.tmp, d.C, T, a.row0, drop)
 	}
-	if rn, ok := dev.(ResidualNorm); ok {
-		rn.AddRMSNorm(s.xmid, s.ln2, s.rstd2, a.x(l), a.tmp, w.ln2, T, d.C, d.eps)
-	} else {
-		dev.Add(s.xmid, a.x(l), a.tmp)
-		dev.RMSNorm(s.ln2, s.rstd2, s.xmid, w.ln2, T, d.C, d.eps)
-	}
+	dev.RMSNorm(s.ln2, s.xmid, s.rstd2, a.x(l), a.tmp, w.ln2, T, d.C, d.eps) // xmid = x(l) + tmp, then its norm
 	dev.Gemm(false, true, T, 2*d.I, d.C, 1, s.ln2, d.C, w.wgu, d.C, 0, s.gu, 2*d.I)
 	for _, t := range []struct {
 		mod string
@@ -397,8 +392,8 @@ func (m *Model) headNorm(a *activations, s layerActs, w layerParams) {
 	d, dev, T := m.d, m.Dev, a.T
 	tq, tk := T*d.Q, T*d.KV
 	dev.Embedding(s.qkraw, a.toBlocked, s.qkv, d.HS)
-	dev.RMSNorm(a.qkn.Slice(0, tq), s.rstdq, s.qkraw.Slice(0, tq), w.qn, T*d.NH, d.HS, d.eps)
-	dev.RMSNorm(a.qkn.Slice(tq, tk), s.rstdk, s.qkraw.Slice(tq, tk), w.kn, T*d.KVH, d.HS, d.eps)
+	dev.RMSNorm(a.qkn.Slice(0, tq), nil, s.rstdq, s.qkraw.Slice(0, tq), nil, w.qn, T*d.NH, d.HS, d.eps)
+	dev.RMSNorm(a.qkn.Slice(tq, tk), nil, s.rstdk, s.qkraw.Slice(tq, tk), nil, w.kn, T*d.KVH, d.HS, d.eps)
 	dev.Copy(a.qkn.Slice(tq+tk, tk), s.qkraw.Slice(tq+tk, tk))
 	dev.Embedding(s.qkv, a.toInter, a.qkn, d.HS)
 }
@@ -410,8 +405,8 @@ func (m *Model) headNormBackward(a *activations, s layerActs, w, g layerParams) 
 	tq, tk := T*d.Q, T*d.KV
 	dn, draw := a.qkn, a.qkn2
 	dev.Embedding(dn, a.toBlocked, a.dqkv, d.HS)
-	dev.RMSNormBackward(draw.Slice(0, tq), g.qn, dn.Slice(0, tq), s.qkraw.Slice(0, tq), w.qn, s.rstdq, T*d.NH, d.HS)
-	dev.RMSNormBackward(draw.Slice(tq, tk), g.kn, dn.Slice(tq, tk), s.qkraw.Slice(tq, tk), w.kn, s.rstdk, T*d.KVH, d.HS)
+	dev.RMSNormBackward(draw.Slice(0, tq), nil, g.qn, dn.Slice(0, tq), s.qkraw.Slice(0, tq), w.qn, s.rstdq, nil, T*d.NH, d.HS)
+	dev.RMSNormBackward(draw.Slice(tq, tk), nil, g.kn, dn.Slice(tq, tk), s.qkraw.Slice(tq, tk), w.kn, s.rstdk, nil, T*d.KVH, d.HS)
 	dev.Copy(draw.Slice(tq+tk, tk), dn.Slice(tq+tk, tk))
 	dev.Embedding(a.dqkv, a.toInter, draw, d.HS)
 }

@@ -97,14 +97,14 @@ func cases(T, adamN int) []labCase {
 		{name: "rmsnorm", shape: shape("[%d,%d]", T, C), bytes: 8 * float64(T*C),
 			setup: func(d model.Device) (func(), []model.Buffer) {
 				x, w, o, r := randBuf(d, T*C, 6, 1), randBuf(d, C, 7, 1), d.Alloc(T*C), d.Alloc(T)
-				return func() { d.RMSNorm(o, r, x, w, T, C, 1e-6) }, []model.Buffer{o, r}
+				return func() { d.RMSNorm(o, nil, r, x, nil, w, T, C, 1e-6) }, []model.Buffer{o, r}
 			}},
 		{name: "rmsnorm_backward", shape: shape("[%d,%d]", T, C), bytes: 12 * float64(T*C),
 			setup: func(d model.Device) (func(), []model.Buffer) {
 				x, w, o, r := randBuf(d, T*C, 6, 1), randBuf(d, C, 7, 1), d.Alloc(T*C), d.Alloc(T)
-				d.RMSNorm(o, r, x, w, T, C, 1e-6)
+				d.RMSNorm(o, nil, r, x, nil, w, T, C, 1e-6)
 				dy, dx, dw := randBuf(d, T*C, 8, 1), d.Alloc(T*C), d.Alloc(C)
-				return func() { d.RMSNormBackward(dx, dw, dy, x, w, r, T, C) }, []model.Buffer{dx, dw}
+				return func() { d.RMSNormBackward(dx, nil, dw, dy, x, w, r, nil, T, C) }, []model.Buffer{dx, dw}
 			}},
 		{name: "rope", shape: shape("[%d, %d heads of %d]", T, heads, headSize), bytes: 8 * float64(T*heads*headSize),
 			setup: func(d model.Device) (func(), []model.Buffer) {

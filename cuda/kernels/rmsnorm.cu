@@ -57,7 +57,7 @@ extern "C" __global__ void __launch_bounds__(1024) rmsnorm_forward_xbf16_wbf16_o
     rmsnorm_forward_t(out, rstd, inp, w, rows, C, eps);
 }
 
-// The residual add fused with the RMSNorm after it (AddRMSNorm): each
+// The residual add fused with the RMSNorm after it (RMSNorm's resid): each
 // thread writes its elements of sum = a + b (taken in float, rounded once
 // into S), then the norm runs over the row as stored, read back by the
 // thread that wrote it: the bits of Add then RMSNorm, without the sum's
@@ -151,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_xbf16(float*
     rmsnorm_backward_t(dinp, (float*)nullptr, dw, dout, inp, w, rstd, nullptr, rows, C);
 }
 
-// The backward fused with the residual add after it (RMSNormBackwardAdd):
+// The backward fused with the residual add after it (RMSNormBackward's resid):
 // dx = resid + dnorm, and dx's copy in dxc's storage when dxc is set.
 extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_add(float* dx, float* dxc, float* dw, const float* dout, const float* inp,
                                                                         const float* w, const float* rstd, const float* resid, int rows, int C) {

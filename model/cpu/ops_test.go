@@ -61,12 +61,12 @@ func TestRMSNormGrad(t *testing.T) {
 	x, w, r := randVec(rng, T*C, 1), randVec(rng, C, 1), randVec(rng, T*C, 1)
 	out, rstd := make([]float64, T*C), make([]float64, T)
 	loss := func() float64 {
-		d.RMSNorm(cpuBuf[float64](out), cpuBuf[float64](rstd), cpuBuf[float64](x), cpuBuf[float64](w), T, C, 1e-6)
+		d.RMSNorm(cpuBuf[float64](out), nil, cpuBuf[float64](rstd), cpuBuf[float64](x), nil, cpuBuf[float64](w), T, C, 1e-6)
 		return dotF(out, r)
 	}
 	loss()
 	dx, dw := make([]float64, T*C), make([]float64, C)
-	d.RMSNormBackward(cpuBuf[float64](dx), cpuBuf[float64](dw), cpuBuf[float64](r), cpuBuf[float64](x), cpuBuf[float64](w), cpuBuf[float64](rstd), T, C)
+	d.RMSNormBackward(cpuBuf[float64](dx), nil, cpuBuf[float64](dw), cpuBuf[float64](r), cpuBuf[float64](x), cpuBuf[float64](w), cpuBuf[float64](rstd), nil, T, C)
 	fdCheck(t, "dx", x, loss, dx)
 	fdCheck(t, "dw", w, loss, dw)
 }
