@@ -387,8 +387,8 @@ func TestGPULMHead(t *testing.T) {
 		clp, glp := e.pair(make([]float32, T))
 		cent, gent := e.pair(make([]float32, T))
 		clse, glse := e.pair(make([]float32, T))
-		e.cpu.LMHead(clp, cent, clse, ch, cw, targets, T, C, V)
-		e.gpu.LMHead(glp, gent, glse, gh, gw, targets, T, C, V)
+		e.cpu.LMHead(clp, cent, clse, nil, ch, cw, targets, T, C, V)
+		e.gpu.LMHead(glp, gent, glse, nil, gh, gw, targets, T, C, V)
 		// Logits are C-long float32 dot products (errors ≈ √C·2^−24·|z|);
 		// the sums over V run in float64 on both devices.
 		tol := e.gemmTol(C) * 4
@@ -399,8 +399,8 @@ func TestGPULMHead(t *testing.T) {
 		cdent, gdent := e.pair(e.randn(T, 1))
 		cdh, gdh := e.pair(e.randn(T*C, 1)) // overwritten
 		cdw, gdw := e.pair(e.randn(V*C, 1)) // accumulated into
-		e.cpu.LMHeadBackward(cdh, cdw, cdlp, cdent, ch, cw, clse, cent, targets, T, C, V)
-		e.gpu.LMHeadBackward(gdh, gdw, gdlp, gdent, gh, gw, glse, gent, targets, T, C, V)
+		e.cpu.LMHeadBackward(cdh, cdw, cdlp, cdent, nil, ch, cw, clse, cent, targets, T, C, V)
+		e.gpu.LMHeadBackward(gdh, gdw, gdlp, gdent, nil, gh, gw, glse, gent, targets, T, C, V)
 		e.check("LMHeadBackward dh", cdh, gdh, 10*tol)
 		e.check("LMHeadBackward dw (accumulates)", cdw, gdw, 10*tol)
 		rows := []int32{0, int32(T - 1), 5, 5}

@@ -79,16 +79,16 @@ func TestGPULMHeadGradBF16(t *testing.T) {
 	clp, glp := zeros(T)
 	cent, gent := zeros(T)
 	clse, glse := zeros(T)
-	e.cpu.LMHead(clp, cent, clse, ch, cw, targets, T, C, V)
-	g.LMHead(glp, gent, glse, gh, gw, targets, T, C, V)
+	e.cpu.LMHead(clp, cent, clse, nil, ch, cw, targets, T, C, V)
+	g.LMHead(glp, gent, glse, nil, gh, gw, targets, T, C, V)
 	dlp, dent := e.randn(T, 1), e.randn(T, 1)
 	cdlp, gdlp := e.pair(dlp)
 	cdent, gdent := e.pair(dent)
 	dw0 := e.randn(V*C, 0.1) // dw accumulates
 	cdh, gdh := zeros(T * C)
 	cdw, gdw := e.pair(dw0)
-	e.cpu.LMHeadBackward(cdh, cdw, cdlp, cdent, ch, cw, clse, cent, targets, T, C, V)
-	g.LMHeadBackward(gdh, gdw, gdlp, gdent, gh, gw, glse, gent, targets, T, C, V)
+	e.cpu.LMHeadBackward(cdh, cdw, cdlp, cdent, nil, ch, cw, clse, cent, targets, T, C, V)
+	g.LMHeadBackward(gdh, gdw, gdlp, gdent, nil, gh, gw, glse, gent, targets, T, C, V)
 
 	// The old placement: Gemm rounds h (and the gradient) per matmul.
 	_, rlp := zeros(T)

@@ -30,6 +30,14 @@ func headGeometry(T, V int) (rows, chunk int) {
 	return model.HeadBlock(T, V, headLogitBudget, headMaxRows)
 }
 
+// noKeptLogits refuses kept logits, which only a device that holds
+// model.StoreKeptLogits is given.
+func noKeptLogits(logits model.Buffer) {
+	if logits != nil {
+		panic("cuda: the LM head keeps no logits (the device does not hold model.StoreKeptLogits)")
+	}
+}
+
 func checkTargets(targets []int32, T, V int) {
 	if len(targets) != T {
 		panic(fmt.Sprintf("cuda: %d targets for %d tokens", len(targets), T))
@@ -44,8 +52,10 @@ func checkTargets(targets []int32, T, V int) {
 // LMHead computes per-token logprob of the target and entropy, in blocks
 // of rows and chunks of the vocabulary; lse[T] is saved for the backward.
 // With bf16 matmul inputs (mixed precision, or a frozen model's bf16 w) a
-// block's rows of h are rounded once, for every chunk (headRows).
-func (d *Device) LMHead(logprob, entropy, lse, h, w model.Buffer, targets []int32, T, C, V int) {
+// block's rows of h are rounded once, for every chunk (headRows). It keeps
+// no logits: the device does not hold model.StoreKeptLogits.
+func (d *Device) LMHead(logprob, entropy, lse, logits, h, w model.Buffer, targets []int32, T, C, V int) {
+	noKeptLogits(logits)
 	checkTargets(targets, T, V)
 	plp, pent, plse := f32(logprob, T, "LMHead logprob"), f32(entropy, T, "LMHead entropy"), f32(lse, T, "LMHead lse")
 	ph := f32(h, T*C, "LMHead h")
@@ -111,7 +121,8 @@ func (d *Device) headWeights(pw uintptr, wbf bool, v0, m, C int) uintptr {
 // once per block of rows (headRows): the same bf16 operands as rounding
 // each on its way into each matmul, without the float32 gradient's
 // write and its two re-reads.
-func (d *Device) LMHeadBackward(dh, dw, dlogprob, dentropy, h, w, lse, entropy model.Buffer, targets []int32, T, C, V int) {
+func (d *Device) LMHeadBackward(dh, dw, dlogprob, dentropy, logits, h, w, lse, entropy model.Buffer, targets []int32, T, C, V int) {
+	noKeptLogits(logits)
 	checkTargets(targets, T, V)
 	pdh, pdw := f32(dh, T*C, "LMHeadBackward dh"), f32OrNil(dw, V*C, "LMHeadBackward dw")
 	pglp, pgent := f32(dlogprob, T, "LMHeadBackward dlogprob"), f32(dentropy, T, "LMHeadBackward dentropy")

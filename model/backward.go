@@ -67,14 +67,13 @@ func (m *Model) headBackward(a, s *activations, t0, n int) {
 	lnf := rows(a.lnf, d.C)
 	switch m.Head {
 	case LMHeadOutput:
+		var logits Buffer
 		if a.logits != nil { // kept by the forward; a grouped arena keeps none
-			dev.(LogitKeeper).LMHeadBackwardKept(s.dln, wg.lmHead, rows(a.dlogprob, 1), rows(a.dentropy, 1), rows(a.logits, d.V), lnf, m.p.lmHead,
-				rows(a.lseV, 1), rows(a.entropy, 1), a.targets[t0:t0+n], n, d.C, d.V)
+			logits = rows(a.logits, d.V)
 			a.logits = nil // now gradients: another Backward of this forward computes the logits again
-		} else {
-			dev.LMHeadBackward(s.dln, wg.lmHead, rows(a.dlogprob, 1), rows(a.dentropy, 1), lnf, m.p.lmHead,
-				rows(a.lseV, 1), rows(a.entropy, 1), a.targets[t0:t0+n], n, d.C, d.V)
 		}
+		dev.LMHeadBackward(s.dln, wg.lmHead, rows(a.dlogprob, 1), rows(a.dentropy, 1), logits, lnf, m.p.lmHead,
+			rows(a.lseV, 1), rows(a.entropy, 1), a.targets[t0:t0+n], n, d.C, d.V)
 	case ValueHeadOutput:
 		dv := rows(a.dvalues, 1)
 		dev.Gemm(false, false, n, d.C, 1, 1, dv, 1, m.p.vw, d.C, 0, s.dln, d.C)

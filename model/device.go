@@ -99,10 +99,16 @@ type Device interface {
 	// LMHead computes, per row t of h[T, C] against w[V, C], the log-softmax
 	// probability of targets[t] (0 where targets[t] < 0) and the entropy of
 	// the distribution, in vocabulary chunks so that [T, V] logits never
-	// exist at once; lse[T] is saved for the backward.
-	LMHead(logprob, entropy, lse, h, w Buffer, targets []int32, T, C, V int)
-	// LMHeadBackward sets dh and accumulates dw from d/dlogprob and d/dentropy.
-	LMHeadBackward(dh, dw, dlogprob, dentropy, h, w, lse, entropy Buffer, targets []int32, T, C, V int)
+	// exist at once; lse[T] is saved for the backward. logits is nil, or on
+	// a device that holds StoreKeptLogits a [T, V] buffer of that kind that
+	// keeps every logit for the backward (one product of the head fewer,
+	// for T·V floats of memory; Model.keeps decides).
+	LMHead(logprob, entropy, lse, logits, h, w Buffer, targets []int32, T, C, V int)
+	// LMHeadBackward sets dh and accumulates dw from d/dlogprob and
+	// d/dentropy. logits is nil (the logits are computed again) or the
+	// buffer LMHead kept them in, which it reads instead and overwrites
+	// with their gradients: the same values.
+	LMHeadBackward(dh, dw, dlogprob, dentropy, logits, h, w, lse, entropy Buffer, targets []int32, T, C, V int)
 	// Logits writes full logits[len(rows), V] for the chosen rows of h.
 	Logits(logits, h, w Buffer, rows []int32, C, V int)
 
@@ -122,7 +128,8 @@ type Device interface {
 //	MixedPrecision      CUDA       UseBF16: cmd/train's mixed precision; Mixed: gradViews (activations.go), rl's reference dtype
 //	Storage             CUDA, CPU  AllocAs: StoreCompute (CUDA: the activation arenas' compute views, NewKVCache),
 //	                               StoreBF16 (NewWith's bfloat16 weights, optim's bf16 moments), StoreBF16Products
-//	                               and StoreKVArena (CPU: NewWith's rollout copy, its KV cache)
+//	                               and StoreKVArena (CPU: NewWith's rollout copy, its KV cache),
+//	                               StoreKeptLogits (CPU: keeps, the LM head's kept logits)
 //	DeviceSampler       CUDA       StepSample draws on the device instead of downloading logits
 //	StepGrapher         CUDA       Decoder replays a decode step as one graph launch
 //	CachedRoPEAttender  CUDA       Step folds bias, RoPE and the cache write into the cached attention
@@ -130,7 +137,6 @@ type Device interface {
 //	Pager               CUDA, CPU  ReleaseGrads, MapGrads, GradsResident, ReadableWeights (ZeRO-2)
 //	HostMemory          CPU        in-place loading and saving, host sampling's logits, SpillWeights, Discard*
 //	BF16Products        CPU        the rollout copy's (LoadOptions.BF16Products) product layout and SwiGLU
-//	LogitKeeper         CPU        keeps: a training forward keeps its logits for the LM head's backward
 //	HostSampler         CPU        StepSample samples downloaded logits on the device's threads
 
 // MixedPrecision is a device that can compute from bf16 copies of float32
@@ -173,6 +179,12 @@ const (
 	// (every layer's keys and values; in huge pages on the CPU where it is
 	// large enough and asked to). The CPU holds it.
 	StoreKVArena
+	// StoreKeptLogits is a training forward's logits [T, V], which LMHead
+	// writes and LMHeadBackward reads instead of computing them again (see
+	// LMHead). The CPU holds it, as plain float32 values (Alloc's: the
+	// model cuts the buffer from its activation arena); a device that does
+	// not is never given kept logits.
+	StoreKeptLogits
 )
 
 // Storage is a device that holds kinds of storage beyond float32: AllocAs
@@ -315,16 +327,6 @@ type BF16Products interface {
 	// SwiGLU32 is SwiGLU in float32 arithmetic, as an inference engine
 	// computes it.
 	SwiGLU32(out, gu Buffer, rows, I int)
-}
-
-// LogitKeeper is a device whose LM head can keep a training forward's
-// logits [T, V] (LMHeadKeep) and run its backward from them
-// (LMHeadBackwardKept) instead of computing h·wᵀ again: the same values,
-// one product of the head fewer, for T·V floats of memory (Model.keeps
-// decides). The CPU implements it.
-type LogitKeeper interface {
-	LMHeadKeep(logprob, entropy, lse, logits, h, w Buffer, targets []int32, T, C, V int)
-	LMHeadBackwardKept(dh, dw, dlogprob, dentropy, logits, h, w, lse, entropy Buffer, targets []int32, T, C, V int)
 }
 
 // HostSampler is a device that samples host logits on its own threads and

@@ -102,7 +102,7 @@ func (m *Model) keeps(T int, train bool) keep {
 	if all > bound {
 		return keep{layers: int(max(0, bound/per-1))}
 	}
-	_, can := m.Dev.(LogitKeeper)
+	can := Stores(m.Dev, StoreKeptLogits)
 	return keep{layers: m.d.L, logits: can && m.Head == LMHeadOutput && all+int64(T)*int64(m.d.V)*4 <= bound}
 }
 
@@ -241,11 +241,7 @@ func (m *Model) Forward(b Batch, train bool) (*Output, error) {
 	out := &Output{}
 	switch m.Head {
 	case LMHeadOutput:
-		if a.logits != nil {
-			dev.(LogitKeeper).LMHeadKeep(a.logprob, a.entropy, a.lseV, a.logits, a.lnf, m.p.lmHead, a.targets, T, d.C, d.V)
-		} else {
-			dev.LMHead(a.logprob, a.entropy, a.lseV, a.lnf, m.p.lmHead, a.targets, T, d.C, d.V)
-		}
+		dev.LMHead(a.logprob, a.entropy, a.lseV, a.logits, a.lnf, m.p.lmHead, a.targets, T, d.C, d.V) // a.logits: kept, or nil
 		out.LogProb, out.Entropy = make([]float32, T), make([]float32, T)
 		dev.Download(out.LogProb, a.logprob)
 		dev.Download(out.Entropy, a.entropy)

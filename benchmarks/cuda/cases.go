@@ -139,15 +139,15 @@ func cases(T, adamN int) []labCase {
 			setup: func(d model.Device) (func(), []model.Buffer) {
 				h, w := randBuf(d, Th*C, 14, 1), randBuf(d, vocab*C, 15, 0.05)
 				lp, ent, lse := d.Alloc(Th), d.Alloc(Th), d.Alloc(Th)
-				return func() { d.LMHead(lp, ent, lse, h, w, targets, Th, C, vocab) }, []model.Buffer{lp, ent, lse}
+				return func() { d.LMHead(lp, ent, lse, nil, h, w, targets, Th, C, vocab) }, []model.Buffer{lp, ent, lse}
 			}},
 		{name: "lmhead_backward", shape: shape("%d tokens, V %d", Th, vocab), flops: 6 * float64(Th) * float64(C) * float64(vocab),
 			setup: func(d model.Device) (func(), []model.Buffer) {
 				h, w := randBuf(d, Th*C, 14, 1), randBuf(d, vocab*C, 15, 0.05)
 				lp, ent, lse := d.Alloc(Th), d.Alloc(Th), d.Alloc(Th)
-				d.LMHead(lp, ent, lse, h, w, targets, Th, C, vocab)
+				d.LMHead(lp, ent, lse, nil, h, w, targets, Th, C, vocab)
 				glp, gent, dh, dw := randBuf(d, Th, 16, 1), randBuf(d, Th, 17, 1), d.Alloc(Th*C), d.Alloc(vocab*C)
-				return func() { d.LMHeadBackward(dh, dw, glp, gent, h, w, lse, ent, targets, Th, C, vocab) }, []model.Buffer{dh, dw}
+				return func() { d.LMHeadBackward(dh, dw, glp, gent, nil, h, w, lse, ent, targets, Th, C, vocab) }, []model.Buffer{dh, dw}
 			}},
 		{name: "adamw", shape: shape("%d values", adamN), bytes: 28 * float64(adamN),
 			setup: func(d model.Device) (func(), []model.Buffer) {

@@ -312,6 +312,5 @@ var (
 	_ model.BF16Products = (*Device[float32])(nil)
 	_ model.HostMemory   = (*Device[float32])(nil)
 	_ model.HostSampler  = (*Device[float32])(nil)
-	_ model.LogitKeeper  = (*Device[float32])(nil)
 	_ model.Pager        = (*Device[float32])(nil)
 )

@@ -25,9 +25,10 @@ func (b bf16Buf) Len() int                      { return len(b) }
 func (b bf16Buf) Slice(off, n int) model.Buffer { return b[off : off+n : off+n] }
 
 // AllocAs returns n zero-filled values of kind (model.Storage): bf16
-// (AllocBF16), bf16 weights with bf16 products (AllocBF16Products) or a
-// rollout copy's KV cache (AllocKVArena). The CPU computes in float32: it
-// has no StoreCompute of its own. n < 0 allocates nothing.
+// (AllocBF16), bf16 weights with bf16 products (AllocBF16Products), a
+// rollout copy's KV cache (AllocKVArena) or kept logits (float32, Alloc's:
+// the LM head keeps logits in any float32 buffer). The CPU computes in
+// float32: it has no StoreCompute of its own. n < 0 allocates nothing.
 func (d *Device[F]) AllocAs(n int, kind model.StorageKind) (model.Buffer, bool) {
 	var alloc func(int) model.Buffer
 	switch kind {
@@ -37,6 +38,8 @@ func (d *Device[F]) AllocAs(n int, kind model.StorageKind) (model.Buffer, bool) 
 		alloc = d.AllocBF16Products
 	case model.StoreKVArena:
 		alloc = d.AllocKVArena
+	case model.StoreKeptLogits:
+		alloc = d.Alloc
 	default:
 		return nil, false
 	}

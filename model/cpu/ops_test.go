@@ -140,7 +140,7 @@ func TestLMHeadGrad(t *testing.T) {
 	rlp, rent := randVec(rng, T, 1), randVec(rng, T, 1)
 	lp, ent, lse := make([]float64, T), make([]float64, T), make([]float64, T)
 	loss := func() float64 {
-		d.LMHead(cpuBuf[float64](lp), cpuBuf[float64](ent), cpuBuf[float64](lse), cpuBuf[float64](h), cpuBuf[float64](w), targets, T, C, V)
+		d.LMHead(cpuBuf[float64](lp), cpuBuf[float64](ent), cpuBuf[float64](lse), nil, cpuBuf[float64](h), cpuBuf[float64](w), targets, T, C, V)
 		return dotF(lp, rlp) + dotF(ent, rent)
 	}
 	loss()
@@ -171,7 +171,7 @@ func TestLMHeadGrad(t *testing.T) {
 		}
 	}
 	dh, dw := make([]float64, T*C), make([]float64, V*C)
-	d.LMHeadBackward(cpuBuf[float64](dh), cpuBuf[float64](dw), cpuBuf[float64](rlp), cpuBuf[float64](rent), cpuBuf[float64](h), cpuBuf[float64](w), cpuBuf[float64](lse), cpuBuf[float64](ent), targets, T, C, V)
+	d.LMHeadBackward(cpuBuf[float64](dh), cpuBuf[float64](dw), cpuBuf[float64](rlp), cpuBuf[float64](rent), nil, cpuBuf[float64](h), cpuBuf[float64](w), cpuBuf[float64](lse), cpuBuf[float64](ent), targets, T, C, V)
 	fdCheck(t, "dh", h, loss, dh)
 	fdCheck(t, "dw", w, loss, dw)
 }
