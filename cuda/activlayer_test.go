@@ -213,8 +213,8 @@ func TestGPUBF16Attention(t *testing.T) {
 		}
 		cq, gq, _ := e.bf16Pair(e.randn(T*W, 1))
 		co, gout := e.bf16Zeros(T * NH * HS)
-		e.cpu.AttentionCached(co, cq, ckc, cvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS)
-		e.gpu.AttentionCached(gout, gq, gkc, gvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS)
+		e.cpu.AttentionCached(co, cq, nil, ckc, cvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS, 0)
+		e.gpu.AttentionCached(gout, gq, nil, gkc, gvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS, 0)
 		tol := 4*math.Sqrt(float64(HS+maxLen))*math.Ldexp(1, -24) + 2e-6
 		e.checkBF16Out("AttentionCached bf16, step "+strconv.Itoa(s)+": out", co, gout, tol)
 		e.checkRounded("AttentionCached bf16, step "+strconv.Itoa(s)+": key cache", ckc, gkc)

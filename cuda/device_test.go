@@ -356,8 +356,8 @@ func TestGPUAttentionCached(t *testing.T) {
 		}
 		cq, gq := e.pair(e.randn(T*W, 1))
 		co, gout := e.pair(make([]float32, T*NH*HS))
-		e.cpu.AttentionCached(co, cq, ckc, cvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS)
-		e.gpu.AttentionCached(gout, gq, gkc, gvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS)
+		e.cpu.AttentionCached(co, cq, nil, ckc, cvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS, 0)
+		e.gpu.AttentionCached(gout, gq, nil, gkc, gvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS, 0)
 		tol := 4*math.Sqrt(float64(HS+maxLen))*math.Ldexp(1, -24) + 2e-6
 		e.check("AttentionCached out, step "+strconv.Itoa(s), co, gout, tol)
 		e.check("AttentionCached key cache, step "+strconv.Itoa(s), ckc, gkc, 0)

@@ -39,8 +39,8 @@
 // and later, attention_decode_tc.cu, whose group of query heads fills the
 // rows of the tensor cores' products and whose keys split into ranges
 // when the rows are too few to fill the GPU (R1GO_CUDA_DECODE_TC=0 keeps
-// the CUDA-core kernel); AttentionCachedRoPE (model.CachedRoPEAttender)
-// folds the step's q/k/v bias and RoPE into it, one launch a layer.
+// the CUDA-core kernel); AttentionCached with a rope theta folds the
+// step's q/k/v bias and RoPE into it, one launch a layer.
 //
 // Precision: buffers passed through model.Device hold float32, except the
 // bf16 storage below, and every accumulation is float32 or wider (double for the LM head's softmax sums

@@ -90,7 +90,13 @@ type Device interface {
 	// (lens[j] rows) continues KV-cache slot slots[j] at position pos0[j]. Its
 	// k and v are written into the cache, then its queries attend causally to
 	// cache positions [0, pos0[j]+lens[j]). kc and vc are [slots, maxLen, KVH·HS].
-	AttentionCached(out, qkv, kc, vc Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int)
+	// With theta > 0 the step's attention prologue comes first: AddBias of
+	// bias[(NH+2·KVH)·HS] (nil: none), then RoPE with theta of the NH query
+	// and KVH key heads, row i of chunk j at position pos0[j]+i; qkv may be
+	// left as it was (a step reads it no more), as the CUDA device's fused
+	// decode kernel does. theta = 0 (bias nil) takes qkv as it is: a model
+	// with q/k norms, which sit between the bias and the rotation.
+	AttentionCached(out, qkv, bias, kc, vc Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int, theta float64)
 
 	// SwiGLU: out[T, I] = silu(gu[:, :I]) ⊙ gu[:, I:], gu[T, 2I].
 	SwiGLU(out, gu Buffer, rows, I int)
@@ -132,7 +138,6 @@ type Device interface {
 //	                               StoreKeptLogits (CPU: keeps, the LM head's kept logits)
 //	DeviceSampler       CUDA       StepSample draws on the device instead of downloading logits
 //	StepGrapher         CUDA       Decoder replays a decode step as one graph launch
-//	CachedRoPEAttender  CUDA       Step folds bias, RoPE and the cache write into the cached attention
 //	ComputeCopier       CUDA       ReadableWeights; rl/dp's sharded master weights
 //	Pager               CUDA, CPU  ReleaseGrads, MapGrads, GradsResident, ReadableWeights (ZeRO-2)
 //	HostMemory          CPU        in-place loading and saving, host sampling's logits, SpillWeights, Discard*
@@ -242,18 +247,6 @@ type DeviceSampler interface {
 // Decoder uses it for decode steps.
 type StepGrapher interface {
 	GraphStep(key string, work func()) error
-}
-
-// CachedRoPEAttender is a device that can fold a KV-cache step's attention
-// prologue into its cached attention: AttentionCachedRoPE computes what
-// AddBias(qkv, bias) (skipped for a nil bias), RoPE of qkv's NH query and
-// KVH key heads at each row's position pos0[j]+i, then AttentionCached
-// compute, but may leave qkv unbiased and unrotated (a step reads it no
-// more). Model.Step uses it for models without q/k norms; the CUDA device
-// implements it (a decode step's bias, rotation, cache write and
-// attention in one kernel).
-type CachedRoPEAttender interface {
-	AttentionCachedRoPE(out, qkv, bias, kc, vc Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int, theta float64)
 }
 
 // ComputeCopier is a mixed-precision device (the CUDA device) whose bf16

@@ -161,11 +161,8 @@ func (m *Model) stepInto(c *KVCache, chunks []Chunk, logits Buffer, run func(key
 		dev.Embedding(a.x(0), tokens, m.p.wte, d.C)
 		for l := 0; l < d.L; l++ {
 			m.layerForward(a, l, func(a *activations, l int, s layerActs) {
-				if ra, ok := m.stepRoPEAttender(); ok {
-					ra.AttentionCachedRoPE(s.att, s.qkv, m.p.layers[l].bqkv, c.K[l], c.V[l], slots, pos0, lens, c.MaxLen, d.NH, d.KVH, d.HS, d.theta)
-					return
-				}
-				dev.AttentionCached(s.att, s.qkv, c.K[l], c.V[l], slots, pos0, lens, c.MaxLen, d.NH, d.KVH, d.HS)
+				bias, theta := m.stepTheta(l)
+				dev.AttentionCached(s.att, s.qkv, bias, c.K[l], c.V[l], slots, pos0, lens, c.MaxLen, d.NH, d.KVH, d.HS, theta)
 			})
 		}
 		dev.RMSNorm(a.lnf, nil, a.rstdf, a.x(d.L), nil, m.p.lnf, T, d.C, d.eps)
@@ -182,12 +179,15 @@ func (m *Model) stepInto(c *KVCache, chunks []Chunk, logits Buffer, run func(key
 	return nil
 }
 
-// stepRoPEAttender returns the device as a CachedRoPEAttender when a step
-// may fold bias and RoPE into its cached attention: q/k norms sit between
-// the two, so a model with them keeps the separate ops.
-func (m *Model) stepRoPEAttender() (CachedRoPEAttender, bool) {
-	ra, ok := m.Dev.(CachedRoPEAttender)
-	return ra, ok && !m.d.qkNorm
+// stepTheta is the bias and rope theta that a step's AttentionCached of
+// layer l applies before it attends: the layer's q|k|v bias and the
+// model's theta, or nothing (nil, 0) for a model with q/k norms, which sit
+// between the two, so layerForward runs them as separate ops.
+func (m *Model) stepTheta(l int) (bias Buffer, theta float64) {
+	if m.d.qkNorm {
+		return nil, 0
+	}
+	return m.p.layers[l].bqkv, m.d.theta
 }
 
 // FullLogits runs a scoring forward and returns the logits of the chosen

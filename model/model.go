@@ -340,8 +340,9 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 			}
 		}
 	}
-	// A KV-cache step on a CachedRoPEAttender leaves bias and RoPE to attend.
-	if _, fused := m.stepRoPEAttender(); !fused || a != m.stepActs {
+	// A KV-cache step leaves bias and RoPE to AttentionCached, unless q/k
+	// norms sit between the two (stepTheta).
+	if a != m.stepActs || d.qkNorm {
 		if w.bqkv != nil {
 			dev.AddBias(s.qkv, d.QKV, w.bqkv, T, d.QKV)
 		}
