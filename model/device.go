@@ -311,12 +311,10 @@ type BF16Products interface {
 	// StoreBF16Products that is the B of a product, in the layout the
 	// device's products read fastest (on AMX, the tile layout: only A·Bᵀ
 	// over the whole matrix and a row lookup read it); false keeps b in
-	// rows. A matrix in that layout is written in rows, then packed with
-	// PackMatrix.
+	// rows. Such a view is written by Copy from the matrix's values in
+	// rows, which rearranges them into its layout; the source may be b
+	// itself, the same memory read in rows, once its values are written.
 	ProductMatrix(b Buffer, n, k int) (Buffer, bool)
-	// PackMatrix rearranges a ProductMatrix view whose values were
-	// written in rows into its layout.
-	PackMatrix(b Buffer)
 	// SwiGLU32 is SwiGLU in float32 arithmetic, as an inference engine
 	// computes it.
 	SwiGLU32(out, gu Buffer, rows, I int)

@@ -56,12 +56,12 @@ type Model struct {
 	train    bool
 	drop     bool // the last Forward applied LoRA dropout (a training one)
 
-	sampleLogits Buffer   // StepSample's logits on a device without DeviceSampler, reused
-	spilled      bool     // Params is a file mapping (SpillWeights)
-	products     bool     // a rollout copy: weights from BF16Products (LoadOptions.BF16Products)
-	tiles        []Buffer // the product matrices in the device's product layout, each once (products.go)
-	tiled        bool     // tiles is not empty: the arena is in the product layout
-	viewsCut     bool     // setViews ran once: the product layout is chosen
+	sampleLogits Buffer       // StepSample's logits on a device without DeviceSampler, reused
+	spilled      bool         // Params is a file mapping (SpillWeights)
+	products     bool         // a rollout copy: weights from BF16Products (LoadOptions.BF16Products)
+	tiles        []tileMatrix // the product matrices in the device's product layout, each once (products.go)
+	tiled        bool         // tiles is not empty: the arena is in the product layout
+	viewsCut     bool         // setViews ran once: the product layout is chosen
 }
 
 // saveBound is the most float32 bytes of saved layer activations a

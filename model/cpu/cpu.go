@@ -140,8 +140,13 @@ func (d *Device[F]) Zero(b model.Buffer) {
 }
 
 // Copy copies between buffers of the same length; into or out of a bf16
-// buffer it narrows (round to nearest even) or widens.
+// buffer it narrows (round to nearest even) or widens, and into a matrix
+// in the tile layout it packs values in rows (packMatrix).
 func (d *Device[F]) Copy(dst, src model.Buffer) {
+	if t, ok := dst.(bf16TileBuf); ok {
+		d.packMatrix(t, src)
+		return
+	}
 	defer d.timed(opCopy)()
 	hd, dok := asBF16(dst)
 	hs, sok := asBF16(src)
