@@ -139,7 +139,8 @@ type Device interface {
 //	DeviceSampler       CUDA       StepSample draws on the device instead of downloading logits
 //	StepGrapher         CUDA       Decoder replays a decode step as one graph launch
 //	ComputeCopier       CUDA       ReadableWeights; rl/dp's sharded master weights
-//	Pager               CUDA, CPU  ReleaseGrads, MapGrads, GradsResident, ReadableWeights (ZeRO-2)
+//	Pager               CUDA, CPU  ReleaseGrads, MapGrads, GradsResident, ReadableWeights (ZeRO-2);
+//	                               with HostMemory, DropPages (spill.go, optim's offloaded moments)
 //	HostMemory          CPU        in-place loading and saving, host sampling's logits, SpillWeights, Discard*
 //	BF16Products        CPU        the rollout copy's (LoadOptions.BF16Products) product layout and SwiGLU
 //	HostSampler         CPU        StepSample samples downloaded logits on the device's threads
@@ -267,9 +268,11 @@ type ComputeCopier interface {
 // the CPU's pages (madvise and mincore on Linux).
 type Pager interface {
 	// ReleasePages zeroes b and gives back the memory of its whole chunks
-	// once the device is done with them; reading b before MapPages (or
-	// Zero) is a device fault where the device unmaps them (CUDA); the
-	// CPU's pages read as zeros.
+	// (pages) once the device is done with them; reading b before
+	// MapPages (or Zero) is a device fault where the device unmaps them
+	// (CUDA); the CPU's pages read as zeros. A spilled buffer
+	// (HostMemory.Spill) is the exception: its pages leave the resident
+	// set, and its values stay in its file, read back on the next touch.
 	ReleasePages(b Buffer)
 	// MapPages backs b again before it is written, zeroed where it was
 	// given back.
@@ -283,7 +286,7 @@ type Pager interface {
 // HostMemory is a device whose buffers are host memory (the CPU). Loading
 // and saving read and write a float32 arena in place instead of through a
 // copy, host sampling reads the logits where they are, and memory by phase
-// (spill.go) maps and drops the pages behind buffers.
+// (spill.go) maps buffers to files and gives their pages back (Pager).
 type HostMemory interface {
 	// Host is the memory behind one of its buffers: f32 for a float32
 	// buffer, bf16 (the bit patterns) for a bfloat16 one; both nil for
@@ -292,12 +295,9 @@ type HostMemory interface {
 	// Spill returns a copy of b (float32 or bf16) of the same kind in a
 	// shared mapping of an unlinked file in dir: reads and writes go to the
 	// page cache, which the kernel may write back and evict under memory
-	// pressure and read back on the next touch. dir must be on a disk.
+	// pressure and read back on the next touch (Pager.ReleasePages takes
+	// its pages out of the resident set at once). dir must be on a disk.
 	Spill(b Buffer, dir string) (Buffer, error)
-	// DropPages takes b's whole pages out of the process's resident set: a
-	// spilled buffer's stay in the page cache (its values remain), other
-	// memory reads as zeros when next touched.
-	DropPages(b Buffer)
 }
 
 // BF16Products is a device whose bf16 weights can take bf16 products (the
