@@ -295,9 +295,13 @@ func TestGPURoPE(t *testing.T) {
 	// Same float32 angle and double rotation on both: only cos/sin of the
 	// two math libraries differ, far below one float32 ulp.
 	e.check("RoPE", cx, gx, 2e-7)
-	e.cpu.RoPEBackward(cx, ld, off, pos, nh, HS, 1e6)
-	e.gpu.RoPEBackward(gx, ld, off, pos, nh, HS, 1e6)
-	e.check("RoPEBackward", cx, gx, 2e-7)
+	back := make([]int32, T)
+	for i, p := range pos {
+		back[i] = -p
+	}
+	e.cpu.RoPE(cx, ld, off, back, nh, HS, 1e6)
+	e.gpu.RoPE(gx, ld, off, back, nh, HS, 1e6)
+	e.check("RoPE at negated positions (the backward)", cx, gx, 2e-7)
 }
 
 func TestGPUAttention(t *testing.T) {

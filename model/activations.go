@@ -53,6 +53,7 @@ type activations struct {
 	dvalues  Buffer // [T]
 
 	pos, targets []int32 // [T] host-side positions and next-token targets
+	npos         []int32 // [T] -pos, RoPE's backward rotation (backPos), reused
 	seqs         []int32 // sequence offsets of these rows, from 0 (the attention's)
 	row0         int     // first row within the batch (keys LoRA dropout masks)
 

@@ -159,8 +159,9 @@ func (m *Model) layerBackward(a *activations, l int) {
 		lo.backward(dev, ad, s.att, dx, d.C, a.datt, T, a.row0, m.drop)
 	}
 	dev.AttentionBackward(a.dqkv, a.datt, s.att, s.lse, s.qkv, a.seqs, d.NH, d.KVH, d.HS)
-	dev.RoPEBackward(a.dqkv, d.QKV, 0, a.pos, d.NH, d.HS, d.theta)
-	dev.RoPEBackward(a.dqkv, d.QKV, d.Q, a.pos, d.KVH, d.HS, d.theta)
+	back := a.backPos()
+	dev.RoPE(a.dqkv, d.QKV, 0, back, d.NH, d.HS, d.theta) // RoPE's backward: the turn back
+	dev.RoPE(a.dqkv, d.QKV, d.Q, back, d.KVH, d.HS, d.theta)
 	if d.qkNorm {
 		m.headNormBackward(a, s, w, g)
 	}
@@ -183,6 +184,16 @@ func (m *Model) layerBackward(a *activations, l int) {
 		}
 	}
 	m.normBackwardAdd(a, g.ln1, a.x(l), w.ln1, s.rstd1)
+}
+
+// backPos is a.pos negated: RoPE at those positions turns each row back,
+// the rotation's transpose (its backward).
+func (a *activations) backPos() []int32 {
+	a.npos = a.npos[:0]
+	for _, p := range a.pos {
+		a.npos = append(a.npos, -p)
+	}
+	return a.npos
 }
 
 // normBackwardAdd adds the input gradient of a layer's RMSNorm (weight w,

@@ -74,10 +74,11 @@ type Device interface {
 
 	// RoPE rotates, in place, heads [0, nHeads) of each row of x (row stride
 	// ld, starting at column off) by the angle pos[row]·theta^(-2i/HS), in
-	// the rotate-half (NeoX) form. RoPEBackward applies the inverse rotation
-	// to the gradient, in place.
+	// the rotate-half (NeoX) form. A negative position turns by the
+	// opposite of its magnitude's angle, bit for bit, so the backward is
+	// RoPE of the gradient at the negated positions: the rotation is
+	// orthogonal, and its transpose turns the other way.
 	RoPE(x Buffer, ld, off int, pos []int32, nHeads, HS int, theta float64)
-	RoPEBackward(dx Buffer, ld, off int, pos []int32, nHeads, HS int, theta float64)
 
 	// Attention is causal grouped-query attention over packed sequences:
 	// qkv[T, (NH+2·KVH)·HS] holds q|k|v per row; seqs[0..n] are sequence

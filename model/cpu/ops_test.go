@@ -99,7 +99,11 @@ func TestRoPEGrad(t *testing.T) {
 		return dotF(y, r)
 	}
 	dx := append([]float64(nil), r...)
-	d.RoPEBackward(cpuBuf[float64](dx), ld, off, pos, nh, HS, 1e4)
+	back := make([]int32, len(pos))
+	for i, p := range pos {
+		back[i] = -p
+	}
+	d.RoPE(cpuBuf[float64](dx), ld, off, back, nh, HS, 1e4) // the backward: the negated positions
 	fdCheck(t, "dx", x, loss, dx)
 	// Columns outside [off, off+nh·HS) pass through untouched.
 	loss()
