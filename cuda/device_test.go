@@ -407,11 +407,15 @@ func TestGPULMHead(t *testing.T) {
 		e.gpu.LMHeadBackward(gdh, gdw, gdlp, gdent, nil, gh, gw, glse, gent, targets, T, C, V)
 		e.check("LMHeadBackward dh", cdh, gdh, 10*tol)
 		e.check("LMHeadBackward dw (accumulates)", cdw, gdw, 10*tol)
+		// A decode step's logits of chosen rows: the rows gathered, then one product.
 		rows := []int32{0, int32(T - 1), 5, 5}
 		cz, gz := e.pair(make([]float32, len(rows)*V))
-		e.cpu.Logits(cz, ch, cw, rows, C, V)
-		e.gpu.Logits(gz, gh, gw, rows, C, V)
-		e.check("Logits", cz, gz, e.gemmTol(C))
+		cg, gg := e.pair(make([]float32, len(rows)*C))
+		e.cpu.Embedding(cg, rows, ch, C)
+		e.gpu.Embedding(gg, rows, gh, C)
+		e.cpu.Gemm(false, true, len(rows), V, C, 1, cg, C, cw, C, 0, cz, V)
+		e.gpu.Gemm(false, true, len(rows), V, C, 1, gg, C, gw, C, 0, gz, V)
+		e.check("logits of chosen rows", cz, gz, e.gemmTol(C))
 	}
 }
 

@@ -173,18 +173,3 @@ func (d *Device) LMHeadBackward(dh, dw, dlogprob, dentropy, logits, h, w, lse, e
 		}
 	}
 }
-
-// Logits writes full logits[len(rows), V] for the chosen rows of h: the
-// rows are gathered (the embedding kernel, with h as the table), then one GEMM.
-func (d *Device) Logits(logits, h, w model.Buffer, rows []int32, C, V int) {
-	checkIDs(rows, h.Len()/C, "row")
-	pl, ph := f32(logits, len(rows)*V, "Logits logits"), f32(h, -1, "Logits h")
-	pw, wbf, _ := weightArg(w, V*C, "Logits w")
-	if len(rows) == 0 {
-		return
-	}
-	defer d.enter()()
-	g := d.scratchBuf("logits-rows", len(rows)*C, F32)
-	d.launch(kEmbeddingForward, grid1(len(rows)), grid1(min(256, roundUp(C, 32))), 0, argPtr(g.ptr), argPtr(d.ints("rows", rows)), argPtr(ph), argInt(C))
-	d.gemmW(false, true, len(rows), V, C, 1, g.ptr, C, pw, wbf, C, 0, pl, V)
-}

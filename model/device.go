@@ -54,6 +54,9 @@ type Device interface {
 	// Add sets out = a + b elementwise (out may alias a or b).
 	Add(out, a, b Buffer)
 
+	// Embedding copies row ids[t] of table[V, C] into out[t]: the token
+	// embedding, and the gather of chosen rows (a decode step's rows of h
+	// whose logits it wants, before one Gemm with the head).
 	Embedding(out Buffer, ids []int32, table Buffer, C int)
 	EmbeddingBackward(dtable Buffer, dout Buffer, ids []int32, C int)
 
@@ -116,8 +119,6 @@ type Device interface {
 	// buffer LMHead kept them in, which it reads instead and overwrites
 	// with their gradients: the same values.
 	LMHeadBackward(dh, dw, dlogprob, dentropy, logits, h, w, lse, entropy Buffer, targets []int32, T, C, V int)
-	// Logits writes full logits[len(rows), V] for the chosen rows of h.
-	Logits(logits, h, w Buffer, rows []int32, C, V int)
 
 	// SumSquares returns Σ x² in float64 (gradient-norm clipping).
 	SumSquares(x Buffer) float64

@@ -166,7 +166,7 @@ func (m *Model) stepInto(c *KVCache, chunks []Chunk, logits Buffer, run func(key
 			})
 		}
 		dev.RMSNorm(a.lnf, nil, a.rstdf, a.x(d.L), nil, m.p.lnf, T, d.C, d.eps)
-		dev.Logits(logits, a.lnf, m.p.lmHead, last, d.C, d.V)
+		m.logitRows(logits, a.lnf, a.tmp, last)
 	}
 	if run == nil {
 		work()
@@ -190,6 +190,17 @@ func (m *Model) stepTheta(l int) (bias Buffer, theta float64) {
 	return m.p.layers[l].bqkv, m.d.theta
 }
 
+// logitRows writes the logits [len(rows), V] of the chosen rows of h, the
+// final norm's output: the rows are gathered into g (Embedding, with h as
+// the table; g holds at least len(rows)·C values), then one product with
+// the LM head.
+func (m *Model) logitRows(logits, h, g Buffer, rows []int32) {
+	d, dev := m.d, m.Dev
+	g = g.Slice(0, len(rows)*d.C)
+	dev.Embedding(g, rows, h, d.C)
+	dev.Gemm(false, true, len(rows), d.V, d.C, 1, g, d.C, m.p.lmHead, d.C, 0, logits, d.V)
+}
+
 // FullLogits runs a scoring forward and returns the logits of the chosen
 // token positions, [len(rows)][V] (sampling and tests).
 func (m *Model) FullLogits(b Batch, rows []int32) ([]float32, error) {
@@ -204,7 +215,12 @@ func (m *Model) FullLogits(b Batch, rows []int32) ([]float32, error) {
 	}
 	logits := dev.Alloc(len(rows) * d.V)
 	defer dev.Free(logits)
-	dev.Logits(logits, m.acts.lnf, m.p.lmHead, rows, d.C, d.V)
+	g := m.acts.tmp // free after the forward; a grouped arena has none
+	if g == nil || g.Len() < len(rows)*d.C {
+		g = dev.Alloc(len(rows) * d.C)
+		defer dev.Free(g)
+	}
+	m.logitRows(logits, m.acts.lnf, g, rows)
 	out := make([]float32, len(rows)*d.V)
 	dev.Download(out, logits)
 	return out, dev.Sync()

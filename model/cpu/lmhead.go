@@ -156,18 +156,6 @@ func (d *Device[F]) LMHeadBackward(dh, dw, dlogprob, dentropy, keep, h, w, lse, 
 	}
 }
 
-func (d *Device[F]) Logits(logits, h, w model.Buffer, rows []int32, C, V int) {
-	defer d.timed(opLogits)()
-	x := buf[F](h)
-	gp := getRow[F](len(rows) * C) // pooled: fresh, it was an allocation a decode step
-	defer putRow(gp)
-	g := cpuBuf[F](*gp)
-	for i, r := range rows {
-		copy(g[i*C:(i+1)*C], x[int(r)*C:(int(r)+1)*C])
-	}
-	d.Gemm(false, true, len(rows), V, C, 1, g, C, w, C, 0, logits, V)
-}
-
 func checkTargets(targets []int32, T, V int) {
 	if len(targets) != T {
 		panic(fmt.Sprintf("cpu: %d targets for %d tokens", len(targets), T))
