@@ -10,7 +10,7 @@ import (
 )
 
 // TestGPUStepSample decodes with Model.StepSample on both devices: the GPU
-// draws on the device (model.DeviceSampler) and downloads only the kept
+// draws on the device (model.Sampler) and downloads only the kept
 // rows. Greedy steps choose the CPU's tokens and keep its logits within
 // 1e-4; top-k/top-p steps (the GPU's tokens fed to both models) draw a
 // token of the host's kept set with the host's log-softmax.

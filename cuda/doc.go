@@ -24,7 +24,7 @@
 // order; the CPU device of package model is the reference every op is
 // tested against.
 //
-// Beyond model.Device: Sample and SampleRows (model.DeviceSampler, which
+// Beyond model.Device: Sample and SampleRows (model.Sampler, which
 // model.Model.StepSample uses) draw tokens on the GPU so a decode step
 // moves token ids and their logprobs instead of logits: greedy,
 // temperature sampling by the Gumbel-max trick, and top-k / top-p with the

@@ -40,6 +40,10 @@ type Device interface {
 	Upload(dst Buffer, src []float32)
 	Download(dst []float32, src Buffer)
 	Zero(b Buffer)
+	// Copy copies src into dst, of the same length, converting between
+	// the storages they hold (float32, bf16: rounded to nearest even or
+	// widened; into a BF16Products.ProductMatrix view: rearranged from
+	// rows into its layout).
 	Copy(dst, src Buffer)
 	Sync() error
 
@@ -137,15 +141,15 @@ type Device interface {
 //	Storage             CUDA, CPU  AllocAs: StoreCompute (CUDA: the activation arenas' compute views, NewKVCache),
 //	                               StoreBF16 (NewWith's bfloat16 weights, optim's bf16 moments), StoreBF16Products
 //	                               and StoreKVArena (CPU: NewWith's rollout copy, its KV cache),
-//	                               StoreKeptLogits (CPU: keeps, the LM head's kept logits)
-//	DeviceSampler       CUDA       StepSample draws on the device instead of downloading logits
+//	                               StoreKeptLogits (CPU: keeps, the LM head's kept logits),
+//	                               StoreEngineLogits (CPU: StepSample's logits of a rollout copy)
+//	Sampler             CUDA, CPU  StepSample and Decoder draw where the logits are (DrawsOnDevice: CUDA)
 //	StepGrapher         CUDA       Decoder replays a decode step as one graph launch
 //	ComputeCopier       CUDA       ReadableWeights; rl/dp's sharded master weights
 //	Pager               CUDA, CPU  ReleaseGrads, MapGrads, GradsResident, ReadableWeights (ZeRO-2);
 //	                               with HostMemory, DropPages (spill.go, optim's offloaded moments)
-//	HostMemory          CPU        in-place loading and saving, host sampling's logits, SpillWeights, Discard*
+//	HostMemory          CPU        in-place loading and saving, SpillWeights, Discard*, DrawsOnDevice (false)
 //	BF16Products        CPU        the rollout copy's (LoadOptions.BF16Products) product layout and SwiGLU
-//	HostSampler         CPU        StepSample samples downloaded logits on the device's threads
 
 // MixedPrecision is a device that can compute from bf16 copies of float32
 // weights (fp32 master weights, fp32 accumulation): UseBF16 registers one
@@ -193,6 +197,12 @@ const (
 	// model cuts the buffer from its activation arena); a device that does
 	// not is never given kept logits.
 	StoreKeptLogits
+	// StoreEngineLogits is float32 logits of a rollout copy's decode step
+	// (LoadOptions.BF16Products), which a Sampler may draw from as an
+	// inference engine does: the CPU's with a float32 softmax
+	// (model/cpu/sample32.go) instead of SampleToken's float64 sums. Every
+	// other op reads them as float32 values. The CPU holds it.
+	StoreEngineLogits
 )
 
 // Storage is a device that holds kinds of storage beyond float32: AllocAs
@@ -208,10 +218,10 @@ const (
 // and out; Add's out and a; RMSNorm's out, sum and inp, RMSNormBackward's
 // inp and dinpc; Embedding's out and table; Gemm's a, b and c; AddBias's
 // out; RoPE's x; Attention's and AttentionBackward's qkv and out; SwiGLU's
-// out and gu, SwiGLUBackward's gu and dgu)
-// and Copy converts. Statistics, the final norm, the head and every
-// gradient stay float32 (activations.go), beside the compute views of
-// MixedPrecision. The CPU device does not hold it: its path is unchanged.
+// out and gu, SwiGLUBackward's gu and dgu) and Copy converts. Statistics,
+// the final norm, the head and every gradient stay float32
+// (activations.go), beside the compute views of MixedPrecision. The CPU
+// device does not hold it: its path is unchanged.
 type Storage interface {
 	AllocAs(n int, kind StorageKind) (Buffer, bool)
 }
@@ -231,14 +241,18 @@ func Stores(dev Device, kind StorageKind) bool {
 	return ok
 }
 
-// DeviceSampler is a device that draws tokens from logits it holds, so a
-// decode step moves a token id and its log-probability per row instead of
-// a row of V logits. SampleRows draws row r of logits[rows, V] from the
-// distribution SampleToken draws from under s (temperature, top-k, top-p;
-// greedy for temperature 0) with seeds[r] choosing its random numbers,
-// and returns each token with its log-probability under softmax(logits/T).
-// The CUDA device implements it; Model.StepSample uses it when present.
-type DeviceSampler interface {
+// Sampler is a device that draws tokens from logits it holds, where they
+// are. SampleRows draws row r of logits[rows, V] from the distribution
+// SampleToken draws from under s (temperature, top-k, top-p; greedy for
+// temperature 0) with seeds[r] choosing its random numbers, and returns
+// each token with its log-probability under softmax(logits/T). The CUDA
+// device draws on the GPU, so a decode step moves a token id and its
+// log-probability per row instead of a row of V logits (DrawsOnDevice);
+// the CPU draws on its threads, timed as its sampling, with SampleToken
+// and a PCG stream seeded by seeds[r] (a rollout copy's logits,
+// StoreEngineLogits, with a float32 softmax). Model.StepSample and
+// Decoder use it.
+type Sampler interface {
 	SampleRows(tokens []int32, logprobs []float32, logits Buffer, V int, s Sampling, seeds []uint64) error
 }
 
@@ -287,7 +301,7 @@ type Pager interface {
 
 // HostMemory is a device whose buffers are host memory (the CPU). Loading
 // and saving read and write a float32 arena in place instead of through a
-// copy, host sampling reads the logits where they are, and memory by phase
+// copy, and memory by phase
 // (spill.go) maps buffers to files and gives their pages back (Pager).
 type HostMemory interface {
 	// Host is the memory behind one of its buffers: f32 for a float32
@@ -320,14 +334,6 @@ type BF16Products interface {
 	// SwiGLU32 is SwiGLU in float32 arithmetic, as an inference engine
 	// computes it.
 	SwiGLU32(out, gu Buffer, rows, I int)
-}
-
-// HostSampler is a device that samples host logits on its own threads and
-// accounts for the time (the CPU: SampleAll's draws, or with float32 a
-// rollout copy's float32 softmax). StepSample uses it for a device that is
-// not a DeviceSampler; elsewhere it calls SampleAll.
-type HostSampler interface {
-	SampleHost(draws []Draw, f32 bool)
 }
 
 // The block geometry of an LM head that computes its logits block by

@@ -56,7 +56,7 @@ type Model struct {
 	train    bool
 	drop     bool // the last Forward applied LoRA dropout (a training one)
 
-	sampleLogits Buffer       // StepSample's logits on a device without DeviceSampler, reused
+	sampleLogits Buffer       // StepSample's logits in host memory, reused
 	spilled      bool         // Params is a file mapping (SpillWeights)
 	products     bool         // a rollout copy: weights from BF16Products (LoadOptions.BF16Products)
 	tiles        []tileMatrix // the product matrices in the device's product layout, each once (products.go)

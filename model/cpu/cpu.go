@@ -56,6 +56,11 @@ func buf[F Float](b model.Buffer) []F {
 	if b == nil {
 		return nil
 	}
+	if e, ok := b.(engineLogits); ok { // float32 values, on the float32 device
+		if s, ok := any([]float32(e)).([]F); ok {
+			return s
+		}
+	}
 	s, ok := b.(cpuBuf[F])
 	if !ok {
 		panic(fmt.Sprintf("cpu: buffer %T does not belong to this CPU device", b))
@@ -316,6 +321,6 @@ var (
 	_ model.Storage      = (*Device[float32])(nil)
 	_ model.BF16Products = (*Device[float32])(nil)
 	_ model.HostMemory   = (*Device[float32])(nil)
-	_ model.HostSampler  = (*Device[float32])(nil)
+	_ model.Sampler      = (*Device[float32])(nil)
 	_ model.Pager        = (*Device[float32])(nil)
 )
