@@ -91,8 +91,8 @@ func TestGPUBF16Storage(t *testing.T) {
 		}{{"f32 w", cw, gw}, {"bf16 w", cwr, gwr}} {
 			co, gout := e.pair(make([]float32, rows*C))
 			cr, gr := e.pair(make([]float32, rows))
-			e.cpu.RMSNorm(co, cr, cx, v.cw, rows, C, 1e-6)
-			e.gpu.RMSNorm(gout, gr, gx, v.gw, rows, C, 1e-6)
+			e.cpu.RMSNorm(co, nil, cr, cx, nil, v.cw, rows, C, 1e-6)
+			e.gpu.RMSNorm(gout, nil, gr, gx, nil, v.gw, rows, C, 1e-6)
 			e.check("RMSNorm bf16 inp, "+v.name+": rstd", cr, gr, tol)
 			e.check("RMSNorm bf16 inp, "+v.name+": out", co, gout, tol)
 			if v.name != "f32 w" {
@@ -101,8 +101,8 @@ func TestGPUBF16Storage(t *testing.T) {
 			cdy, gdy := e.pair(e.randn(rows*C, 1))
 			cdx, gdx := e.pair(make([]float32, rows*C))
 			cdw, gdw := e.pair(e.randn(C, 1))
-			e.cpu.RMSNormBackward(cdx, cdw, cdy, cx, cw, cr, rows, C)
-			e.gpu.RMSNormBackward(gdx, gdw, gdy, gx, gw, gr, rows, C)
+			e.cpu.RMSNormBackward(cdx, nil, cdw, cdy, cx, cw, cr, nil, rows, C)
+			e.gpu.RMSNormBackward(gdx, nil, gdw, gdy, gx, gw, gr, nil, rows, C)
 			e.check("RMSNormBackward bf16 inp: dinp", cdx, gdx, 10*tol)
 			e.check("RMSNormBackward bf16 inp: dw", cdw, gdw, 10*tol+4*math.Sqrt(float64(rows))*math.Ldexp(1, -24))
 		}

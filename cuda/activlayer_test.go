@@ -70,8 +70,8 @@ func TestGPUBF16LayerOps(t *testing.T) {
 		}{{"f32 w", cw, gw}, {"bf16 w", cwr, gwr}} {
 			co, gout := e.bf16Zeros(rows * C)
 			cr, gr := e.pair(make([]float32, rows))
-			e.cpu.RMSNorm(co, cr, cx, v.cw, rows, C, 1e-6)
-			e.gpu.RMSNorm(gout, gr, gx, v.gw, rows, C, 1e-6)
+			e.cpu.RMSNorm(co, nil, cr, cx, nil, v.cw, rows, C, 1e-6)
+			e.gpu.RMSNorm(gout, nil, gr, gx, nil, v.gw, rows, C, 1e-6)
 			e.check("RMSNorm bf16 → bf16, "+v.name+", C "+strconv.Itoa(C)+": rstd", cr, gr, tol)
 			e.checkBF16Out("RMSNorm bf16 → bf16, "+v.name+", C "+strconv.Itoa(C)+": out", co, gout, tol)
 		}
@@ -213,8 +213,8 @@ func TestGPUBF16Attention(t *testing.T) {
 		}
 		cq, gq, _ := e.bf16Pair(e.randn(T*W, 1))
 		co, gout := e.bf16Zeros(T * NH * HS)
-		e.cpu.AttentionCached(co, cq, ckc, cvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS)
-		e.gpu.AttentionCached(gout, gq, gkc, gvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS)
+		e.cpu.AttentionCached(co, cq, nil, ckc, cvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS, 0)
+		e.gpu.AttentionCached(gout, gq, nil, gkc, gvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS, 0)
 		tol := 4*math.Sqrt(float64(HS+maxLen))*math.Ldexp(1, -24) + 2e-6
 		e.checkBF16Out("AttentionCached bf16, step "+strconv.Itoa(s)+": out", co, gout, tol)
 		e.checkRounded("AttentionCached bf16, step "+strconv.Itoa(s)+": key cache", ckc, gkc)

@@ -82,26 +82,16 @@ func planCached(slots, pos0, lens []int32, maxLen, T int) cachePlan {
 // attention_decode_tc.cu, which also writes the new keys itself);
 // anything else with the tiled kernel of Attention, whose query rows of a
 // chunk share each key read.
-func (d *Device) AttentionCached(out, qkv, kc, vc model.Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int) {
-	d.attentionCached(out, qkv, nil, kc, vc, slots, pos0, lens, maxLen, NH, KVH, HS, 0)
-}
-
-// AttentionCachedRoPE is AddBias(qkv, bias) (bias may be nil), RoPE of
-// qkv's NH query and KVH key heads at each row's position (pos0[j]+i),
-// then AttentionCached. A decode step on the tensor-core path does all of
-// it in the attention kernel, one launch instead of five, and leaves qkv
-// as it was; anything else runs the ops in turn. It satisfies
-// model.CachedRoPEAttender.
-func (d *Device) AttentionCachedRoPE(out, qkv, bias, kc, vc model.Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int, theta float64) {
-	if !(theta > 0) {
-		panic(fmt.Sprintf("cuda: AttentionCachedRoPE with rope theta %g", theta))
+//
+// With theta > 0 it first adds bias (nil: none) to qkv and rotates qkv's
+// NH query and KVH key heads at each row's position (pos0[j]+i). A decode
+// step on the tensor-core path does all of it in the attention kernel,
+// one launch instead of five, and leaves qkv as it was; anything else
+// runs AddBias and RoPE in turn.
+func (d *Device) AttentionCached(out, qkv, bias, kc, vc model.Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int, theta float64) {
+	if bias != nil && !(theta > 0) {
+		panic(fmt.Sprintf("cuda: AttentionCached with a bias and rope theta %g: the bias comes with the rotation", theta))
 	}
-	d.attentionCached(out, qkv, bias, kc, vc, slots, pos0, lens, maxLen, NH, KVH, HS, theta)
-}
-
-// attentionCached is AttentionCached, after the bias and the rotation of
-// AttentionCachedRoPE when theta > 0.
-func (d *Device) attentionCached(out, qkv, bias, kc, vc model.Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int, theta float64) {
 	a := newAttnLayout(NH, KVH, HS)
 	T := qkv.Len() / a.W
 	kvw := KVH * HS
@@ -120,7 +110,7 @@ func (d *Device) attentionCached(out, qkv, bias, kc, vc model.Buffer, slots, pos
 	var pb uintptr
 	var bbf bool
 	if bias != nil {
-		pb, bbf, _ = weightArg(bias, a.W, "AttentionCachedRoPE bias")
+		pb, bbf, _ = weightArg(bias, a.W, "AttentionCached bias")
 	}
 	scale := float32(1 / math.Sqrt(float64(HS)))
 	if d.tcDecode(pl, slots, kc.Len()/(maxLen*kvw), qbf && kvbf, px, pk, pv, NH, KVH, HS) {

@@ -57,7 +57,7 @@ func BenchmarkGPUDecodeTC(b *testing.B) {
 			for j := range slots {
 				slots[j], pos0[j], lens[j] = int32(j), int32(c.ctx), 1
 			}
-			run := func() { d.AttentionCached(out, qkv, kc, vc, slots, pos0, lens, maxLen, c.NH, c.KVH, c.HS) }
+			run := func() { d.AttentionCached(out, qkv, nil, kc, vc, slots, pos0, lens, maxLen, c.NH, c.KVH, c.HS, 0) }
 			run()
 			if err := d.Sync(); err != nil {
 				b.Fatal(err)

@@ -84,8 +84,8 @@ func TestGPUDecodeTCAttention(t *testing.T) {
 			if !e.gpu.tcDecode(planCached(slots, pos0, lens, maxLen, T), slots, nslots, true, gq.ptr, gkc.ptr, gvc.ptr, NH, KVH, HS) {
 				t.Fatalf("%s: the step does not take the tensor-core kernel", name)
 			}
-			e.cpu.AttentionCached(co, cq, ckc, cvc, slots, pos0, lens, maxLen, NH, KVH, HS)
-			e.gpu.AttentionCached(gout, gq, gkc, gvc, slots, pos0, lens, maxLen, NH, KVH, HS)
+			e.cpu.AttentionCached(co, cq, nil, ckc, cvc, slots, pos0, lens, maxLen, NH, KVH, HS, 0)
+			e.gpu.AttentionCached(gout, gq, nil, gkc, gvc, slots, pos0, lens, maxLen, NH, KVH, HS, 0)
 			vmax := math.Max(maxAbs(vr), maxAbs(qr)) // the new values are in qkv
 			e.checkDecodeOut(name+": out", co, gout, vmax)
 			e.checkRounded(name+": key cache", ckc, gkc)
@@ -132,8 +132,8 @@ func (e *opEnv) roundBF16(b model.Buffer) {
 	e.cpu.Upload(b, x)
 }
 
-// TestGPUDecodeTCRoPE runs AttentionCachedRoPE, the step's bias, rotation
-// and cached attention in one call, against the CPU's AddBias, RoPE and
+// TestGPUDecodeTCRoPE runs AttentionCached with a rope theta, the step's
+// bias, rotation and cached attention in one call, against the CPU's AddBias, RoPE and
 // AttentionCached with each bf16 store of the GPU's separate ops (the
 // biased and the rotated qkv) rounded on the host: a prefill of two slots
 // (the ops in turn), then two decode steps of three slots (one kernel;
@@ -183,8 +183,8 @@ func TestGPUDecodeTCRoPE(t *testing.T) {
 				e.cpu.RoPE(cq, W, 0, pos, NH, HS, theta)
 				e.cpu.RoPE(cq, W, NH*HS, pos, KVH, HS, theta)
 				e.roundBF16(cq)
-				e.cpu.AttentionCached(co, cq, ckc, cvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS)
-				e.gpu.AttentionCachedRoPE(gout, gq, gb, gkc, gvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS, theta)
+				e.cpu.AttentionCached(co, cq, nil, ckc, cvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS, 0)
+				e.gpu.AttentionCached(gout, gq, gb, gkc, gvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS, theta)
 				if st.lens[0] == 1 {
 					vmax := math.Max(maxAbs(download(e.cpu, cvc)), maxAbs(qr)+maxAbs(bias))
 					e.checkDecodeOut(name+": out", co, gout, vmax)

@@ -10,7 +10,7 @@ import (
 )
 
 // TestGPUStepSample decodes with Model.StepSample on both devices: the GPU
-// draws on the device (model.DeviceSampler) and downloads only the kept
+// draws on the device (model.Sampler) and downloads only the kept
 // rows. Greedy steps choose the CPU's tokens and keep its logits within
 // 1e-4; top-k/top-p steps (the GPU's tokens fed to both models) draw a
 // token of the host's kept set with the host's log-softmax.
@@ -180,9 +180,6 @@ func TestGPUDecodeTCStep(t *testing.T) {
 	if b, ok := caches[1].K[0].(Buffer); !ok || b.dtype != BF16 {
 		t.Fatalf("the mixed-precision model's KV cache is not bf16")
 	}
-	if _, ok := model.Device(unfolded{Device: gpu}).(model.CachedRoPEAttender); ok {
-		t.Fatalf("unfolded still folds")
-	}
 	dec := model.NewDecoder(models[1], caches[1])
 	defer dec.Free()
 	_, replays0 := gpu.StepGraphs()
@@ -226,15 +223,25 @@ func TestGPUDecodeTCStep(t *testing.T) {
 	}
 }
 
-// unfolded is the GPU without model.CachedRoPEAttender: the embedded
-// method and hidden's have the same depth, so neither is promoted.
-type unfolded struct {
-	*Device
-	//lint:ignore U1000 embedded only for its method set, which hides the Device's
-	hidden
+// unfolded is the GPU with a step's attention prologue (AttentionCached's
+// bias and rotation) run as the separate ops AddBias and RoPE, before
+// the cached attention of an unrotated qkv.
+type unfolded struct{ *Device }
+
+func (u unfolded) AttentionCached(out, qkv, bias, kc, vc model.Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int, theta float64) {
+	if theta > 0 {
+		W := (NH + 2*KVH) * HS
+		var pos []int32
+		for j, n := range lens {
+			for i := range n {
+				pos = append(pos, pos0[j]+i)
+			}
+		}
+		if bias != nil {
+			u.AddBias(qkv, W, bias, len(pos), W)
+		}
+		u.RoPE(qkv, W, 0, pos, NH, HS, theta)
+		u.RoPE(qkv, W, NH*HS, pos, KVH, HS, theta)
+	}
+	u.Device.AttentionCached(out, qkv, nil, kc, vc, slots, pos0, lens, maxLen, NH, KVH, HS, 0)
 }
-
-type hidden struct{}
-
-//lint:ignore U1000 never called: it only hides the Device's method in unfolded
-func (hidden) AttentionCachedRoPE() {}

@@ -283,6 +283,15 @@ func f32(b model.Buffer, want int, what string) uintptr {
 	return x.ptr
 }
 
+// f32OrNil is f32 that takes a nil b as the null pointer: an optional
+// output, such as a frozen weight's gradient (model.Device's nil dw).
+func f32OrNil(b model.Buffer, want int, what string) uintptr {
+	if b == nil {
+		return 0
+	}
+	return f32(b, want, what)
+}
+
 // Alloc returns n zeroed float32 values. Running out of device memory
 // panics: the Device seam has no error path for it, and a training run
 // cannot continue without the memory anyway.

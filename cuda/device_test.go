@@ -264,8 +264,8 @@ func TestGPURMSNorm(t *testing.T) {
 		cw, gw := e.pair(e.randn(C, 1))
 		co, gout := e.pair(make([]float32, rows*C))
 		cr, gr := e.pair(make([]float32, rows))
-		e.cpu.RMSNorm(co, cr, cx, cw, rows, C, 1e-6)
-		e.gpu.RMSNorm(gout, gr, gx, gw, rows, C, 1e-6)
+		e.cpu.RMSNorm(co, nil, cr, cx, nil, cw, rows, C, 1e-6)
+		e.gpu.RMSNorm(gout, nil, gr, gx, nil, gw, rows, C, 1e-6)
 		// Σx² over C in float32 vs float64: ≈ √C·2^−24 relative, halved by the sqrt.
 		tol := 4*math.Sqrt(float64(C))*math.Ldexp(1, -24) + 1e-6
 		e.check("RMSNorm rstd", cr, gr, tol)
@@ -273,8 +273,8 @@ func TestGPURMSNorm(t *testing.T) {
 		cdy, gdy := e.pair(e.randn(rows*C, 1))
 		cdx, gdx := e.pair(make([]float32, rows*C))
 		cdw, gdw := e.pair(e.randn(C, 1))
-		e.cpu.RMSNormBackward(cdx, cdw, cdy, cx, cw, cr, rows, C)
-		e.gpu.RMSNormBackward(gdx, gdw, gdy, gx, gw, gr, rows, C)
+		e.cpu.RMSNormBackward(cdx, nil, cdw, cdy, cx, cw, cr, nil, rows, C)
+		e.gpu.RMSNormBackward(gdx, nil, gdw, gdy, gx, gw, gr, nil, rows, C)
 		e.check("RMSNormBackward dinp", cdx, gdx, 10*tol)
 		// dw sums 203 rows per column (CPU in float64).
 		e.check("RMSNormBackward dw (accumulates)", cdw, gdw, 10*tol+4*math.Sqrt(float64(rows))*math.Ldexp(1, -24))
@@ -295,9 +295,13 @@ func TestGPURoPE(t *testing.T) {
 	// Same float32 angle and double rotation on both: only cos/sin of the
 	// two math libraries differ, far below one float32 ulp.
 	e.check("RoPE", cx, gx, 2e-7)
-	e.cpu.RoPEBackward(cx, ld, off, pos, nh, HS, 1e6)
-	e.gpu.RoPEBackward(gx, ld, off, pos, nh, HS, 1e6)
-	e.check("RoPEBackward", cx, gx, 2e-7)
+	back := make([]int32, T)
+	for i, p := range pos {
+		back[i] = -p
+	}
+	e.cpu.RoPE(cx, ld, off, back, nh, HS, 1e6)
+	e.gpu.RoPE(gx, ld, off, back, nh, HS, 1e6)
+	e.check("RoPE at negated positions (the backward)", cx, gx, 2e-7)
 }
 
 func TestGPUAttention(t *testing.T) {
@@ -356,8 +360,8 @@ func TestGPUAttentionCached(t *testing.T) {
 		}
 		cq, gq := e.pair(e.randn(T*W, 1))
 		co, gout := e.pair(make([]float32, T*NH*HS))
-		e.cpu.AttentionCached(co, cq, ckc, cvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS)
-		e.gpu.AttentionCached(gout, gq, gkc, gvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS)
+		e.cpu.AttentionCached(co, cq, nil, ckc, cvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS, 0)
+		e.gpu.AttentionCached(gout, gq, nil, gkc, gvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS, 0)
 		tol := 4*math.Sqrt(float64(HS+maxLen))*math.Ldexp(1, -24) + 2e-6
 		e.check("AttentionCached out, step "+strconv.Itoa(s), co, gout, tol)
 		e.check("AttentionCached key cache, step "+strconv.Itoa(s), ckc, gkc, 0)
@@ -387,8 +391,8 @@ func TestGPULMHead(t *testing.T) {
 		clp, glp := e.pair(make([]float32, T))
 		cent, gent := e.pair(make([]float32, T))
 		clse, glse := e.pair(make([]float32, T))
-		e.cpu.LMHead(clp, cent, clse, ch, cw, targets, T, C, V)
-		e.gpu.LMHead(glp, gent, glse, gh, gw, targets, T, C, V)
+		e.cpu.LMHead(clp, cent, clse, nil, ch, cw, targets, T, C, V)
+		e.gpu.LMHead(glp, gent, glse, nil, gh, gw, targets, T, C, V)
 		// Logits are C-long float32 dot products (errors ≈ √C·2^−24·|z|);
 		// the sums over V run in float64 on both devices.
 		tol := e.gemmTol(C) * 4
@@ -399,15 +403,19 @@ func TestGPULMHead(t *testing.T) {
 		cdent, gdent := e.pair(e.randn(T, 1))
 		cdh, gdh := e.pair(e.randn(T*C, 1)) // overwritten
 		cdw, gdw := e.pair(e.randn(V*C, 1)) // accumulated into
-		e.cpu.LMHeadBackward(cdh, cdw, cdlp, cdent, ch, cw, clse, cent, targets, T, C, V)
-		e.gpu.LMHeadBackward(gdh, gdw, gdlp, gdent, gh, gw, glse, gent, targets, T, C, V)
+		e.cpu.LMHeadBackward(cdh, cdw, cdlp, cdent, nil, ch, cw, clse, cent, targets, T, C, V)
+		e.gpu.LMHeadBackward(gdh, gdw, gdlp, gdent, nil, gh, gw, glse, gent, targets, T, C, V)
 		e.check("LMHeadBackward dh", cdh, gdh, 10*tol)
 		e.check("LMHeadBackward dw (accumulates)", cdw, gdw, 10*tol)
+		// A decode step's logits of chosen rows: the rows gathered, then one product.
 		rows := []int32{0, int32(T - 1), 5, 5}
 		cz, gz := e.pair(make([]float32, len(rows)*V))
-		e.cpu.Logits(cz, ch, cw, rows, C, V)
-		e.gpu.Logits(gz, gh, gw, rows, C, V)
-		e.check("Logits", cz, gz, e.gemmTol(C))
+		cg, gg := e.pair(make([]float32, len(rows)*C))
+		e.cpu.Embedding(cg, rows, ch, C)
+		e.gpu.Embedding(gg, rows, gh, C)
+		e.cpu.Gemm(false, true, len(rows), V, C, 1, cg, C, cw, C, 0, cz, V)
+		e.gpu.Gemm(false, true, len(rows), V, C, 1, gg, C, gw, C, 0, gz, V)
+		e.check("logits of chosen rows", cz, gz, e.gemmTol(C))
 	}
 }
 

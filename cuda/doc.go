@@ -24,7 +24,7 @@
 // order; the CPU device of package model is the reference every op is
 // tested against.
 //
-// Beyond model.Device: Sample and SampleRows (model.DeviceSampler, which
+// Beyond model.Device: Sample and SampleRows (model.Sampler, which
 // model.Model.StepSample uses) draw tokens on the GPU so a decode step
 // moves token ids and their logprobs instead of logits: greedy,
 // temperature sampling by the Gumbel-max trick, and top-k / top-p with the
@@ -39,8 +39,8 @@
 // and later, attention_decode_tc.cu, whose group of query heads fills the
 // rows of the tensor cores' products and whose keys split into ranges
 // when the rows are too few to fill the GPU (R1GO_CUDA_DECODE_TC=0 keeps
-// the CUDA-core kernel); AttentionCachedRoPE (model.CachedRoPEAttender)
-// folds the step's q/k/v bias and RoPE into it, one launch a layer.
+// the CUDA-core kernel); AttentionCached with a rope theta folds the
+// step's q/k/v bias and RoPE into it, one launch a layer.
 //
 // Precision: buffers passed through model.Device hold float32, except the
 // bf16 storage below, and every accumulation is float32 or wider (double for the LM head's softmax sums
@@ -87,8 +87,8 @@
 // A gradient whose readers are matmuls is rounded once, by the op that
 // writes it, instead of by each matmul (model.MixedPrecision): the LM
 // head's backward writes each chunk's logit gradient in bf16,
-// SwiGLUBackward writes dgu in bf16, RMSNormBackwardAdd writes a bf16
-// view of the residual gradient beside the float32 one it accumulates,
+// SwiGLUBackward writes dgu in bf16, RMSNormBackward writes a bf16 view
+// of the residual gradient (dinpc) beside the float32 one it accumulates,
 // and dqkv is rounded once after RoPE's backward: the same bf16 operands.
 // Tolerances against the CPU device
 // in float32, with u = 2^−8 (bf16's unit roundoff), tested on the

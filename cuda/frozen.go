@@ -18,7 +18,7 @@ import (
 //
 // The ops that read weights take such buffers: Gemm (a bf16 b against a
 // float32 a, which is rounded on its way in, as in mixed precision),
-// Embedding, RMSNorm's w, AddBias's bias, LMHead's and Logits' w. The
+// Embedding, RMSNorm's w, AddBias's bias, LMHead's w. The
 // matmuls therefore compute exactly what a registered bf16 copy would give;
 // RMSNorm and AddBias, which read float32 masters under UseBF16, read the
 // rounded weights here (one more bf16 rounding of a norm weight or bias,
@@ -52,26 +52,6 @@ func weightArg(b model.Buffer, want int, what string) (p uintptr, bf bool, es in
 		panic(fmt.Sprintf("cuda: %s holds %d values, the op needs %d", what, x.n, want))
 	}
 	return x.ptr, x.dtype == BF16, x.dtype.Size()
-}
-
-// gemmW is d.gemm with b a weight operand that may be bf16 (wbf): then a,
-// float32, is rounded to bf16 on its way in (or read from its registered
-// copy) and the product accumulates in float32 into c, float32.
-func (d *Device) gemmW(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, w uintptr, wbf bool, ldw int, beta float32, c uintptr, ldc int) {
-	if !wbf {
-		d.gemm(transA, transB, m, n, k, alpha, a, lda, w, ldw, beta, c, ldc)
-		return
-	}
-	if d.rb.on {
-		return
-	}
-	ar, ac := m, k
-	if transA {
-		ar, ac = k, m
-	}
-	qa := d.bf16Operand(a, span(ar, ac, lda), "mixed-a")
-	g := rowMajorGemm(transA, transB, m, n, k, qa, lda, w, ldw)
-	d.fail(d.blas.gemmTyped(d.handle, g, cudaR16BF, alpha, beta, c, cudaR32F, ldc, cublasCompute32F))
 }
 
 // uploadBF16 rounds src to bf16 on the host and copies it into the bf16

@@ -45,7 +45,7 @@ func allocSizes(t *testing.T, path string, from int64) []int64 {
 // norm weights and biases, float32 under UseBF16, are rounded here, which
 // moves each op's output by at most u = 2^−8 relative; the stated bound
 // on the per-token logprob is 2^−6 relative to the largest |logprob|
-// (seen far below it), and Logits of a decode row likewise.
+// (seen far below it), and the logits of a decode row likewise.
 func TestGPUFrozenBF16Reference(t *testing.T) {
 	g := gpuOrSkip(t)
 	path := os.Getenv("R1GO_EMU_ALLOC_LOG")

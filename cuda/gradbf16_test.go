@@ -79,16 +79,16 @@ func TestGPULMHeadGradBF16(t *testing.T) {
 	clp, glp := zeros(T)
 	cent, gent := zeros(T)
 	clse, glse := zeros(T)
-	e.cpu.LMHead(clp, cent, clse, ch, cw, targets, T, C, V)
-	g.LMHead(glp, gent, glse, gh, gw, targets, T, C, V)
+	e.cpu.LMHead(clp, cent, clse, nil, ch, cw, targets, T, C, V)
+	g.LMHead(glp, gent, glse, nil, gh, gw, targets, T, C, V)
 	dlp, dent := e.randn(T, 1), e.randn(T, 1)
 	cdlp, gdlp := e.pair(dlp)
 	cdent, gdent := e.pair(dent)
 	dw0 := e.randn(V*C, 0.1) // dw accumulates
 	cdh, gdh := zeros(T * C)
 	cdw, gdw := e.pair(dw0)
-	e.cpu.LMHeadBackward(cdh, cdw, cdlp, cdent, ch, cw, clse, cent, targets, T, C, V)
-	g.LMHeadBackward(gdh, gdw, gdlp, gdent, gh, gw, glse, gent, targets, T, C, V)
+	e.cpu.LMHeadBackward(cdh, cdw, cdlp, cdent, nil, ch, cw, clse, cent, targets, T, C, V)
+	g.LMHeadBackward(gdh, gdw, gdlp, gdent, nil, gh, gw, glse, gent, targets, T, C, V)
 
 	// The old placement: Gemm rounds h (and the gradient) per matmul.
 	_, rlp := zeros(T)
@@ -172,7 +172,8 @@ func TestGPUSwiGLUBackwardBF16(t *testing.T) {
 }
 
 // TestGPUAddRMSNorm: the residual add fused with the RMSNorm after it
-// gives the bits of Add then RMSNorm (sum, out, rstd) on a float32 and a
+// (RMSNorm with resid) gives the bits of Add then the plain RMSNorm (sum,
+// out, rstd) on a float32 and a
 // bf16 residual stream, with a float32 and a bf16 weight; the sum may
 // overwrite a. Against the CPU: a bf16 sum is exactly the CPU's float32
 // sum rounded, and the norm keeps RMSNorm's tolerances on the stored sum.
@@ -208,9 +209,9 @@ func TestGPUAddRMSNorm(t *testing.T) {
 			if v.alias {
 				gsum = ga
 			}
-			e.gpu.AddRMSNorm(gsum, gout, gr, ga, gb, gw, rows, C, 1e-6)
+			e.gpu.RMSNorm(gout, gsum, gr, ga, gb, gw, rows, C, 1e-6)
 			e.gpu.Add(rsum, ra, gb)
-			e.gpu.RMSNorm(rout, rr, rsum, gw, rows, C, 1e-6)
+			e.gpu.RMSNorm(rout, nil, rr, rsum, nil, gw, rows, C, 1e-6)
 			get := func(b model.Buffer) []float32 {
 				if x := b.(Buffer); x.dtype == BF16 {
 					return downloadBF16(e.gpu, x)
@@ -228,7 +229,7 @@ func TestGPUAddRMSNorm(t *testing.T) {
 			} else {
 				e.check(name+": sum", csum, gsum, 0)
 			}
-			e.cpu.RMSNorm(co, cr, csum, cw, rows, C, 1e-6)
+			e.cpu.RMSNorm(co, nil, cr, csum, nil, cw, rows, C, 1e-6)
 			e.check(name+": rstd", cr, gr, tol)
 			if v.stream {
 				e.checkBF16Out(name+": out", co, gout.(Buffer), tol)
@@ -240,7 +241,8 @@ func TestGPUAddRMSNorm(t *testing.T) {
 }
 
 // TestGPURMSNormBackwardAdd: the RMSNorm backward fused with the residual
-// add after it gives the bits of RMSNormBackward into a scratch then Add
+// add after it (RMSNormBackward with resid or dinpc) gives the bits of the
+// plain RMSNormBackward into a scratch then Add
 // (dx = resid + dinp, resid aliasing dx as in the layer, or dx = dinp
 // without resid), dxc holds exactly dx rounded to bf16 (or dx itself when
 // float32), dw accumulates the same sums; over a float32 and a bf16 input.
@@ -266,7 +268,7 @@ func TestGPURMSNormBackwardAdd(t *testing.T) {
 			}
 			cw, gw := e.pair(w)
 			cr, gr := e.pair(make([]float32, rows))
-			e.cpu.RMSNorm(upload(e.cpu, make([]float32, rows*C)), cr, cx, cw, rows, C, 1e-6)
+			e.cpu.RMSNorm(upload(e.cpu, make([]float32, rows*C)), nil, cr, cx, nil, cw, rows, C, 1e-6)
 			e.gpu.Upload(gr, download(e.cpu, cr)) // one rstd for every path
 			dy, dx0, dw0 := e.randn(rows*C, 1), e.randn(rows*C, 1), e.randn(C, 1)
 			cdy, gdy := e.pair(dy)
@@ -284,12 +286,12 @@ func TestGPURMSNormBackwardAdd(t *testing.T) {
 			if v.resid {
 				resid = gdx
 			}
-			e.gpu.RMSNormBackwardAdd(gdx, gdxc, gdw, gdy, gx, gw, gr, resid, rows, C)
+			e.gpu.RMSNormBackward(gdx, gdxc, gdw, gdy, gx, gw, gr, resid, rows, C)
 			if v.resid {
-				e.gpu.RMSNormBackward(tmp, rdw, gdy, gx, gw, gr, rows, C)
+				e.gpu.RMSNormBackward(tmp, nil, rdw, gdy, gx, gw, gr, nil, rows, C)
 				e.gpu.Add(rdx, rdx, tmp)
 			} else {
-				e.gpu.RMSNormBackward(rdx, rdw, gdy, gx, gw, gr, rows, C)
+				e.gpu.RMSNormBackward(rdx, nil, rdw, gdy, gx, gw, gr, nil, rows, C)
 			}
 			got := download(e.gpu, gdx)
 			sameBits(t, e.gpu, name+": dx", got, download(e.gpu, rdx), 0)
@@ -302,10 +304,10 @@ func TestGPURMSNormBackwardAdd(t *testing.T) {
 			}
 			if v.resid {
 				ctmp := upload(e.cpu, make([]float32, rows*C))
-				e.cpu.RMSNormBackward(ctmp, cdw, cdy, cx, cw, cr, rows, C)
+				e.cpu.RMSNormBackward(ctmp, nil, cdw, cdy, cx, cw, cr, nil, rows, C)
 				e.cpu.Add(cdx, cdx, ctmp)
 			} else {
-				e.cpu.RMSNormBackward(cdx, cdw, cdy, cx, cw, cr, rows, C)
+				e.cpu.RMSNormBackward(cdx, nil, cdw, cdy, cx, cw, cr, nil, rows, C)
 			}
 			e.check(name+": dx against the CPU", cdx, gdx, 10*tol)
 			e.check(name+": dw against the CPU", cdw, gdw, 10*tol+4*math.Sqrt(float64(rows))*math.Ldexp(1, -24))

@@ -22,7 +22,7 @@ func TestGPUGraph(t *testing.T) {
 	e.gpu.Embedding(ge, ids, ga, C) // puts ids on the device before the capture
 	g, err := e.gpu.Capture(func() {
 		e.gpu.Add(ga, ga, gb)
-		e.gpu.RMSNorm(gout, gr, ga, gw, rows, C, 1e-6)
+		e.gpu.RMSNorm(gout, nil, gr, ga, nil, gw, rows, C, 1e-6)
 		e.gpu.Embedding(ge, ids, ga, C)
 	})
 	if err != nil {
@@ -32,7 +32,7 @@ func TestGPUGraph(t *testing.T) {
 	for range 3 {
 		g.Launch()
 		e.cpu.Add(ca, ca, cb)
-		e.cpu.RMSNorm(co, cr, ca, cw, rows, C, 1e-6)
+		e.cpu.RMSNorm(co, nil, cr, ca, nil, cw, rows, C, 1e-6)
 		e.cpu.Embedding(ce, ids, ca, C)
 	}
 	e.check("graph: residual", ca, ga, 0)

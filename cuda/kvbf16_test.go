@@ -41,8 +41,8 @@ func TestGPUAttentionCachedBF16(t *testing.T) {
 		q := e.randn(T*W, 1)
 		cq, gq := e.pair(q)
 		co, gout := e.pair(make([]float32, T*NH*HS))
-		e.cpu.AttentionCached(co, cq, ckc, cvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS)
-		e.gpu.AttentionCached(gout, gq, gkc, gvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS)
+		e.cpu.AttentionCached(co, cq, nil, ckc, cvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS, 0)
+		e.gpu.AttentionCached(gout, gq, nil, gkc, gvc, st.slots, st.pos0, st.lens, maxLen, NH, KVH, HS, 0)
 		if err := e.gpu.Sync(); err != nil {
 			t.Fatal(err)
 		}

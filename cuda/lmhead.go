@@ -30,6 +30,14 @@ func headGeometry(T, V int) (rows, chunk int) {
 	return model.HeadBlock(T, V, headLogitBudget, headMaxRows)
 }
 
+// noKeptLogits refuses kept logits, which only a device that holds
+// model.StoreKeptLogits is given.
+func noKeptLogits(logits model.Buffer) {
+	if logits != nil {
+		panic("cuda: the LM head keeps no logits (the device does not hold model.StoreKeptLogits)")
+	}
+}
+
 func checkTargets(targets []int32, T, V int) {
 	if len(targets) != T {
 		panic(fmt.Sprintf("cuda: %d targets for %d tokens", len(targets), T))
@@ -44,8 +52,10 @@ func checkTargets(targets []int32, T, V int) {
 // LMHead computes per-token logprob of the target and entropy, in blocks
 // of rows and chunks of the vocabulary; lse[T] is saved for the backward.
 // With bf16 matmul inputs (mixed precision, or a frozen model's bf16 w) a
-// block's rows of h are rounded once, for every chunk (headRows).
-func (d *Device) LMHead(logprob, entropy, lse, h, w model.Buffer, targets []int32, T, C, V int) {
+// block's rows of h are rounded once, for every chunk (headRows). It keeps
+// no logits: the device does not hold model.StoreKeptLogits.
+func (d *Device) LMHead(logprob, entropy, lse, logits, h, w model.Buffer, targets []int32, T, C, V int) {
+	noKeptLogits(logits)
 	checkTargets(targets, T, V)
 	plp, pent, plse := f32(logprob, T, "LMHead logprob"), f32(entropy, T, "LMHead entropy"), f32(lse, T, "LMHead lse")
 	ph := f32(h, T*C, "LMHead h")
@@ -104,16 +114,17 @@ func (d *Device) headWeights(pw uintptr, wbf bool, v0, m, C int) uintptr {
 	return d.bf16Operand(pw+uintptr(4*v0*C), m*C, "mixed-b")
 }
 
-// LMHeadBackward sets dh and accumulates dw from d/dlogprob and d/dentropy,
-// recomputing each chunk's logits. In mixed precision the chunk's logit
+// LMHeadBackward sets dh and accumulates dw (none for a nil dw) from
+// d/dlogprob and d/dentropy, recomputing each chunk's logits. In mixed precision the chunk's logit
 // gradient is written once, rounded to bf16 (lmhead_grad_bf16), into the
 // "head-grad" scratch that both matmuls read as it is, and h is rounded
 // once per block of rows (headRows): the same bf16 operands as rounding
 // each on its way into each matmul, without the float32 gradient's
 // write and its two re-reads.
-func (d *Device) LMHeadBackward(dh, dw, dlogprob, dentropy, h, w, lse, entropy model.Buffer, targets []int32, T, C, V int) {
+func (d *Device) LMHeadBackward(dh, dw, dlogprob, dentropy, logits, h, w, lse, entropy model.Buffer, targets []int32, T, C, V int) {
+	noKeptLogits(logits)
 	checkTargets(targets, T, V)
-	pdh, pdw := f32(dh, T*C, "LMHeadBackward dh"), f32(dw, V*C, "LMHeadBackward dw")
+	pdh, pdw := f32(dh, T*C, "LMHeadBackward dh"), f32OrNil(dw, V*C, "LMHeadBackward dw")
 	pglp, pgent := f32(dlogprob, T, "LMHeadBackward dlogprob"), f32(dentropy, T, "LMHeadBackward dentropy")
 	ph, pw := f32(h, T*C, "LMHeadBackward h"), f32(w, V*C, "LMHeadBackward w")
 	plse, pent := f32(lse, T, "LMHeadBackward lse"), f32(entropy, T, "LMHeadBackward entropy")
@@ -147,29 +158,18 @@ func (d *Device) LMHeadBackward(dh, dw, dlogprob, dentropy, h, w, lse, entropy m
 				d.gemm(false, true, n, m, C, 1, hr, C, wc, C, 0, z.ptr, m)
 				d.launch(kLMHeadGrad, d.elementwiseGrid(n*m), grid1(256), 0, grad...)
 				d.gemm(false, false, n, C, m, 1, z.ptr, m, wc, C, beta, dhr, C)
-				d.gemm(true, false, m, C, n, 1, z.ptr, m, hr, C, 1, dwc, C)
+				if pdw != 0 {
+					d.gemm(true, false, m, C, n, 1, z.ptr, m, hr, C, 1, dwc, C)
+				}
 				continue
 			}
 			wq := d.headWeights(pw, false, v0, m, C)
 			d.gemmBF16(false, true, n, m, C, 1, hq, C, wq, C, 0, z.ptr, F32, m)
 			d.launch(kLMHeadGradBF16, d.elementwiseGrid(n*m), grid1(256), 0, append([]uint64{argPtr(g.ptr)}, grad...)...)
 			d.gemmBF16(false, false, n, C, m, 1, g.ptr, m, wq, C, beta, dhr, F32, C)
-			d.gemmBF16(true, false, m, C, n, 1, g.ptr, m, hq, C, 1, dwc, F32, C)
+			if pdw != 0 {
+				d.gemmBF16(true, false, m, C, n, 1, g.ptr, m, hq, C, 1, dwc, F32, C)
+			}
 		}
 	}
-}
-
-// Logits writes full logits[len(rows), V] for the chosen rows of h: the
-// rows are gathered (the embedding kernel, with h as the table), then one GEMM.
-func (d *Device) Logits(logits, h, w model.Buffer, rows []int32, C, V int) {
-	checkIDs(rows, h.Len()/C, "row")
-	pl, ph := f32(logits, len(rows)*V, "Logits logits"), f32(h, -1, "Logits h")
-	pw, wbf, _ := weightArg(w, V*C, "Logits w")
-	if len(rows) == 0 {
-		return
-	}
-	defer d.enter()()
-	g := d.scratchBuf("logits-rows", len(rows)*C, F32)
-	d.launch(kEmbeddingForward, grid1(len(rows)), grid1(min(256, roundUp(C, 32))), 0, argPtr(g.ptr), argPtr(d.ints("rows", rows)), argPtr(ph), argInt(C))
-	d.gemmW(false, true, len(rows), V, C, 1, g.ptr, C, pw, wbf, C, 0, pl, V)
 }

@@ -29,8 +29,8 @@ import (
 //   - Upload and Copy into registered weights refresh their bf16 copy.
 //
 // RMSNorm, RoPE, attention (its softmax), SwiGLU, the residual adds (alone
-// or fused with the norm beside them: AddRMSNorm, RMSNormBackwardAdd) and
-// the loss head (logprob, entropy, their backward) compute in float32,
+// or fused with the norm beside them: RMSNorm's and RMSNormBackward's
+// resid) and the loss head (logprob, entropy, their backward) compute in float32,
 // with the sums in float32 or double as before. Storage is bf16 where the
 // model asks for compute storage (AllocCompute: the KV cache, the residual
 // stream and each layer's norm, projection, attention and MLP outputs) and
@@ -211,5 +211,4 @@ func (c weightCopy) String() string { return fmt.Sprintf("%d weights at %#x", c.
 var (
 	_ model.MixedPrecision = (*Device)(nil)
 	_ model.Storage        = (*Device)(nil)
-	_ model.ResidualNorm   = (*Device)(nil)
 )

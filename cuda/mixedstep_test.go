@@ -6,9 +6,8 @@ import (
 	"github.com/r1go/r1go/model"
 )
 
-// plainDevice is a Device seen without its optional fused paths: the model
-// keeps its plain layer code on it (Add then RMSNorm, RMSNormBackward then
-// Add, every gradient float32 and rounded by each matmul that reads it),
+// plainDevice is a Device seen without MixedPrecision: the model keeps
+// every gradient float32 on it, rounded by each matmul that reads it,
 // while the ops themselves, the compute storage and the mixed precision
 // are the Device's own.
 type plainDevice struct {
@@ -18,10 +17,9 @@ type plainDevice struct {
 
 // TestGPUMixedStepRoundsOnce: a training forward and backward in mixed
 // precision, the layers' gradients rounded once by their producers
-// (model.MixedPrecision: SwiGLUBackward's bf16 dgu, RMSNormBackwardAdd's
-// bf16 view of the residual gradient, dqkv's copy) and the residual adds
-// fused with the norms (model.ResidualNorm), against the same model on the
-// same Device through plainDevice. Only the place of each rounding moves,
+// (model.MixedPrecision: SwiGLUBackward's bf16 dgu, RMSNormBackward's
+// bf16 view of the residual gradient, dqkv's copy), against the same model
+// on the same Device through plainDevice. Only the place of each rounding moves,
 // so logprob, entropy and every gradient are the same bits. On a GPU some
 // gradients sum with atomics in an order of the GPU's (an RMSNorm's dw,
 // the embedding's rows), and a float32 difference that crosses a bf16

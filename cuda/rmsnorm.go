@@ -21,7 +21,7 @@ var (
 	kRMSNormForwardXBF16OBF16      = kernel("rmsnorm.cu", "rmsnorm_forward_xbf16_obf16", 1024)
 	kRMSNormForwardXBF16WBF16OBF16 = kernel("rmsnorm.cu", "rmsnorm_forward_xbf16_wbf16_obf16", 1024)
 
-	// The residual adds fused in (AddRMSNorm, RMSNormBackwardAdd); sbf16:
+	// The residual adds fused in (RMSNorm's and RMSNormBackward's resid); sbf16:
 	// the residual stream in bf16, dbf16: the residual gradient's bf16 copy.
 	kAddRMSNorm                   = kernel("rmsnorm.cu", "add_rmsnorm_forward", 1024)
 	kAddRMSNormWBF16              = kernel("rmsnorm.cu", "add_rmsnorm_forward_wbf16", 1024)
@@ -37,10 +37,22 @@ var (
 // whole warps over the row, at most 1024 threads.
 func rmsnormThreads(C int) int { return min(1024, max(32, roundUp(min(C, 1024), 32))) }
 
-// RMSNorm: out = inp·rsqrt(mean(inp²)+eps)·w per row; rstd[rows] saved.
-// out is float32, or bf16 over a bf16 inp (mixed precision's layer norms:
-// the bf16 residual stream in, the bf16 matmul input out).
-func (d *Device) RMSNorm(out, rstd, inp, w model.Buffer, rows, C int, eps float32) {
+// RMSNorm: out = x·rsqrt(mean(x²)+eps)·w per row; rstd[rows] saved; x
+// is inp, or with resid set inp + resid, written into sum. out is
+// float32, or bf16 over a bf16 inp (mixed precision's layer norms: the
+// bf16 residual stream in, the bf16 matmul input out).
+//
+// With resid the add and the norm run in one pass (add_rmsnorm_forward):
+// the norm reads the sum as stored (rounded to bf16 in a bf16 stream)
+// without a second trip through memory, so the results are those of Add
+// then RMSNorm. sum, inp and out are then one type (the residual stream:
+// float32, or bf16 under mixed precision), resid is float32 (a branch
+// output), w float32 or bf16 (a frozen model's). sum may alias inp or resid.
+func (d *Device) RMSNorm(out, sum, rstd, inp, resid, w model.Buffer, rows, C int, eps float32) {
+	if resid != nil {
+		d.addRMSNorm(sum, out, rstd, inp, resid, w, rows, C, eps)
+		return
+	}
 	po, obf, _ := weightArg(out, rows*C, "RMSNorm out")
 	pr := f32(rstd, rows, "RMSNorm rstd")
 	px, xbf, _ := weightArg(inp, rows*C, "RMSNorm inp")
@@ -64,36 +76,16 @@ func (d *Device) RMSNorm(out, rstd, inp, w model.Buffer, rows, C int, eps float3
 	d.launch(k, grid1(rows), grid1(rmsnormThreads(C)), 0, argPtr(po), argPtr(pr), argPtr(px), argPtr(pw), argInt(rows), argInt(C), argFloat(eps))
 }
 
-// RMSNormBackward sets dinp and accumulates dw.
-func (d *Device) RMSNormBackward(dinp, dw, dout, inp, w, rstd model.Buffer, rows, C int) {
-	pdx, pdw := f32(dinp, rows*C, "RMSNormBackward dinp"), f32(dw, C, "RMSNormBackward dw")
-	pdy := f32(dout, rows*C, "RMSNormBackward dout")
-	px, xbf, _ := weightArg(inp, rows*C, "RMSNormBackward inp")
-	k := kRMSNormBackward
-	if xbf {
-		k = kRMSNormBackwardXBF16 // the residual stream in bf16
-	}
-	pw, pr := f32(w, C, "RMSNormBackward w"), f32(rstd, rows, "RMSNormBackward rstd")
-	defer d.enter()()
-	d.rmsnormBackward(k, false, pdx, 0, pdw, pdy, px, pw, pr, 0, rows, C)
-}
-
-// AddRMSNorm is Add(sum, a, b) then RMSNorm(out, rstd, sum, w, rows, C,
-// eps) in one pass, the residual add and the norm after it: the norm reads
-// the sum as stored (rounded to bf16 in a bf16 stream) without a second
-// trip through memory, so the results are those of the two ops. sum, a
-// and out are one type (the residual stream: float32, or bf16 under mixed
-// precision), b is float32 (a branch output), w float32 or bf16 (a frozen
-// model's). sum may alias a or b. It satisfies model.ResidualNorm.
-func (d *Device) AddRMSNorm(sum, out, rstd, a, b, w model.Buffer, rows, C int, eps float32) {
-	ps, sbf, _ := weightArg(sum, rows*C, "AddRMSNorm sum")
-	po, obf, _ := weightArg(out, rows*C, "AddRMSNorm out")
-	pa, abf, _ := weightArg(a, rows*C, "AddRMSNorm a")
-	pb := f32(b, rows*C, "AddRMSNorm b")
-	pr := f32(rstd, rows, "AddRMSNorm rstd")
-	pw, wbf, _ := weightArg(w, C, "AddRMSNorm w")
+// addRMSNorm is RMSNorm with a residual: sum = a + b, then its norm.
+func (d *Device) addRMSNorm(sum, out, rstd, a, b, w model.Buffer, rows, C int, eps float32) {
+	ps, sbf, _ := weightArg(sum, rows*C, "RMSNorm sum")
+	po, obf, _ := weightArg(out, rows*C, "RMSNorm out")
+	pa, abf, _ := weightArg(a, rows*C, "RMSNorm inp")
+	pb := f32(b, rows*C, "RMSNorm resid")
+	pr := f32(rstd, rows, "RMSNorm rstd")
+	pw, wbf, _ := weightArg(w, C, "RMSNorm w")
 	if sbf != obf || sbf != abf {
-		panic(fmt.Sprintf("cuda: AddRMSNorm of a %s a into a %s sum and a %s out; the residual stream and its norm keep one type",
+		panic(fmt.Sprintf("cuda: RMSNorm of a %s inp plus resid into a %s sum and a %s out; the residual stream and its norm keep one type",
 			a.(Buffer).dtype, sum.(Buffer).dtype, out.(Buffer).dtype))
 	}
 	k := kAddRMSNorm
@@ -110,25 +102,33 @@ func (d *Device) AddRMSNorm(sum, out, rstd, a, b, w model.Buffer, rows, C int, e
 		argInt(rows), argInt(C), argFloat(eps))
 }
 
-// RMSNormBackwardAdd is RMSNormBackward into a scratch then Add(dx, resid,
-// scratch), the norm's input gradient added to the residual gradient, in
-// one pass: dx = resid + dinp (resid nil: dx = dinp; resid may be dx),
-// and dw accumulates. With dxc set it also writes dx into dxc (bf16: the
-// residual gradient's copy in compute storage that mixed precision's
-// matmuls read, model.MixedPrecision), rounded once from the same
-// float32 values. It satisfies model.ResidualNorm.
-func (d *Device) RMSNormBackwardAdd(dx, dxc, dw, dout, inp, w, rstd, resid model.Buffer, rows, C int) {
-	pdx, pdw := f32(dx, rows*C, "RMSNormBackwardAdd dx"), f32(dw, C, "RMSNormBackwardAdd dw")
-	pdy := f32(dout, rows*C, "RMSNormBackwardAdd dout")
-	px, xbf, _ := weightArg(inp, rows*C, "RMSNormBackwardAdd inp")
-	pw, pr := f32(w, C, "RMSNormBackwardAdd w"), f32(rstd, rows, "RMSNormBackwardAdd rstd")
-	var pres, pc uintptr
-	var cbf bool
-	if resid != nil {
-		pres = f32(resid, rows*C, "RMSNormBackwardAdd resid")
+// RMSNormBackward sets dinp to the norm's input gradient, or with resid
+// set to resid + that gradient (resid may be dinp: the residual gradient
+// accumulates in place), and accumulates dw (none for a nil dw). With
+// dinpc set it also writes dinp into dinpc (bf16: the residual
+// gradient's copy in compute storage that mixed precision's matmuls read,
+// model.MixedPrecision), rounded once from the same float32 values. With
+// either set the add and the copy run in the backward's pass
+// (rmsnorm_backward_add).
+func (d *Device) RMSNormBackward(dinp, dinpc, dw, dout, inp, w, rstd, resid model.Buffer, rows, C int) {
+	pdx, pdw := f32(dinp, rows*C, "RMSNormBackward dinp"), f32OrNil(dw, C, "RMSNormBackward dw")
+	pdy := f32(dout, rows*C, "RMSNormBackward dout")
+	px, xbf, _ := weightArg(inp, rows*C, "RMSNormBackward inp")
+	pw, pr := f32(w, C, "RMSNormBackward w"), f32(rstd, rows, "RMSNormBackward rstd")
+	if resid == nil && dinpc == nil {
+		k := kRMSNormBackward
+		if xbf {
+			k = kRMSNormBackwardXBF16 // the residual stream in bf16
+		}
+		defer d.enter()()
+		d.rmsnormBackward(k, false, pdx, 0, pdw, pdy, px, pw, pr, 0, rows, C)
+		return
 	}
-	if dxc != nil {
-		pc, cbf, _ = weightArg(dxc, rows*C, "RMSNormBackwardAdd dxc")
+	pres := f32OrNil(resid, rows*C, "RMSNormBackward resid")
+	var pc uintptr
+	var cbf bool
+	if dinpc != nil {
+		pc, cbf, _ = weightArg(dinpc, rows*C, "RMSNormBackward dinpc")
 	}
 	k := kRMSNormBackwardAdd
 	switch {

@@ -17,7 +17,7 @@ import (
 )
 
 // samplerCount is the GPU with its SampleRows calls counted: the rollout
-// must draw its tokens through the device (model.DeviceSampler).
+// must draw its tokens through the device (model.Sampler).
 type samplerCount struct {
 	*Device
 	calls, rows int

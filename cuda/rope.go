@@ -27,17 +27,9 @@ func ropeInvFreq(theta float64, HS int) []float32 {
 	return f
 }
 
-// RoPE rotates heads [0, nHeads) of each row of x in place.
+// RoPE rotates heads [0, nHeads) of each row of x in place; a negative
+// position rotates back (the backward).
 func (d *Device) RoPE(x model.Buffer, ld, off int, pos []int32, nHeads, HS int, theta float64) {
-	d.rope(x, ld, off, pos, nHeads, HS, theta, 1)
-}
-
-// RoPEBackward applies the inverse rotation to the gradient, in place.
-func (d *Device) RoPEBackward(dx model.Buffer, ld, off int, pos []int32, nHeads, HS int, theta float64) {
-	d.rope(dx, ld, off, pos, nHeads, HS, theta, -1)
-}
-
-func (d *Device) rope(x model.Buffer, ld, off int, pos []int32, nHeads, HS int, theta float64, sign float32) {
 	T := len(pos)
 	if T == 0 {
 		return
@@ -50,7 +42,7 @@ func (d *Device) rope(x model.Buffer, ld, off int, pos []int32, nHeads, HS int, 
 	defer d.enter()()
 	fb := d.ropeFreqs(theta, HS)
 	n := T * nHeads * (HS / 2)
-	d.launch(k, d.elementwiseGrid(n), grid1(256), 0, argPtr(px), argInt(ld), argInt(off), argPtr(d.ints("pos", pos)), argPtr(fb.ptr), argInt(T), argInt(nHeads), argInt(HS), argFloat(sign))
+	d.launch(k, d.elementwiseGrid(n), grid1(256), 0, argPtr(px), argInt(ld), argInt(off), argPtr(d.ints("pos", pos)), argPtr(fb.ptr), argInt(T), argInt(nHeads), argInt(HS))
 }
 
 // ropeFreqs returns the device copy of ropeInvFreq(theta, HS), uploaded

@@ -27,7 +27,7 @@ func (d *Device) Sample(tokens []int32, logprobs []float32, logits model.Buffer,
 }
 
 // SampleRows is Sample with one seed per row (a trajectory's own random
-// stream): model.DeviceSampler, which Model.StepSample uses to decode
+// stream): model.Sampler, which Model.StepSample uses to decode
 // without bringing logits to the host.
 func (d *Device) SampleRows(tokens []int32, logprobs []float32, logits model.Buffer, V int, s model.Sampling, seeds []uint64) error {
 	if len(seeds) != len(tokens) {
@@ -75,4 +75,4 @@ func (d *Device) sample(tokens []int32, logprobs []float32, logits model.Buffer,
 	return err
 }
 
-var _ model.DeviceSampler = (*Device)(nil)
+var _ model.Sampler = (*Device)(nil)

@@ -53,6 +53,7 @@ type activations struct {
 	dvalues  Buffer // [T]
 
 	pos, targets []int32 // [T] host-side positions and next-token targets
+	npos         []int32 // [T] -pos, RoPE's backward rotation (backPos), reused
 	seqs         []int32 // sequence offsets of these rows, from 0 (the attention's)
 	row0         int     // first row within the batch (keys LoRA dropout masks)
 
@@ -111,12 +112,11 @@ func layerComputeSize(d dims, T int) int {
 }
 
 // gradViews says whether an arena on dev keeps activation gradients in
-// compute storage (MixedPrecision while Mixed, with ResidualNorm to write
-// the residual gradient's view and StoreCompute to hold it).
+// compute storage (MixedPrecision while Mixed, with StoreCompute to hold
+// them; RMSNormBackward writes the residual gradient's view).
 func gradViews(dev Device) bool {
 	mp, ok := dev.(MixedPrecision)
-	_, fused := dev.(ResidualNorm)
-	return ok && fused && Stores(dev, StoreCompute) && mp.Mixed()
+	return ok && Stores(dev, StoreCompute) && mp.Mixed()
 }
 
 // gradViewSize is the compute storage of gradViews for tb rows of

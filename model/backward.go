@@ -63,29 +63,24 @@ func (m *Model) Backward(dLogProb, dEntropy, dValues []float32) error {
 func (m *Model) headBackward(a, s *activations, t0, n int) {
 	d, dev := m.d, m.Dev
 	rows := func(b Buffer, w int) Buffer { return b.Slice(t0*w, n*w) }
-	wg := m.weightGrads()
+	wg := m.g // nil views for a frozen base under adapters: no weight gradients
 	lnf := rows(a.lnf, d.C)
 	switch m.Head {
 	case LMHeadOutput:
+		var logits Buffer
 		if a.logits != nil { // kept by the forward; a grouped arena keeps none
-			dev.(LogitKeeper).LMHeadBackwardKept(s.dln, wg.lmHead, rows(a.dlogprob, 1), rows(a.dentropy, 1), rows(a.logits, d.V), lnf, m.p.lmHead,
-				rows(a.lseV, 1), rows(a.entropy, 1), a.targets[t0:t0+n], n, d.C, d.V)
+			logits = rows(a.logits, d.V)
 			a.logits = nil // now gradients: another Backward of this forward computes the logits again
-		} else {
-			dev.LMHeadBackward(s.dln, wg.lmHead, rows(a.dlogprob, 1), rows(a.dentropy, 1), lnf, m.p.lmHead,
-				rows(a.lseV, 1), rows(a.entropy, 1), a.targets[t0:t0+n], n, d.C, d.V)
 		}
+		dev.LMHeadBackward(s.dln, wg.lmHead, rows(a.dlogprob, 1), rows(a.dentropy, 1), logits, lnf, m.p.lmHead,
+			rows(a.lseV, 1), rows(a.entropy, 1), a.targets[t0:t0+n], n, d.C, d.V)
 	case ValueHeadOutput:
 		dv := rows(a.dvalues, 1)
 		dev.Gemm(false, false, n, d.C, 1, 1, dv, 1, m.p.vw, d.C, 0, s.dln, d.C)
 		dev.Gemm(true, false, 1, d.C, n, 1, dv, 1, lnf, d.C, 1, m.g.vw, d.C)
 		dev.BiasBackward(m.g.vb, dv, 1, n, 1)
 	}
-	if rn, ok := dev.(ResidualNorm); ok { // also writes dx's compute view
-		rn.RMSNormBackwardAdd(s.dx, s.dxc, wg.lnf, s.dln, s.x(d.L), m.p.lnf, rows(a.rstdf, 1), nil, n, d.C)
-	} else {
-		dev.RMSNormBackward(s.dx, wg.lnf, s.dln, s.x(d.L), m.p.lnf, rows(a.rstdf, 1), n, d.C)
-	}
+	dev.RMSNormBackward(s.dx, s.dxc, wg.lnf, s.dln, s.x(d.L), m.p.lnf, rows(a.rstdf, 1), nil, n, d.C) // also dx's compute view
 }
 
 // backwardGrouped is Backward over a grouped arena: the head group by
@@ -119,12 +114,9 @@ func (m *Model) backwardGrouped(a *activations) error {
 // the layer's output residual on entry and of its input residual on exit.
 func (m *Model) layerBackward(a *activations, l int) {
 	d, dev, w := m.d, m.Dev, m.p.layers[l]
-	var g layerParams // nil views (or sinks) for a frozen base under adapters
+	var g layerParams // nil views for a frozen base under adapters
 	if m.Grads != nil {
 		g = m.g.layers[l]
-	} else {
-		s := m.frozenSinks()
-		g.ln1, g.ln2, g.qn, g.kn = s.norm, s.norm, s.headNorm, s.headNorm
 	}
 	lo := m.lora
 	s := a.layer(l)
@@ -167,8 +159,9 @@ func (m *Model) layerBackward(a *activations, l int) {
 		lo.backward(dev, ad, s.att, dx, d.C, a.datt, T, a.row0, m.drop)
 	}
 	dev.AttentionBackward(a.dqkv, a.datt, s.att, s.lse, s.qkv, a.seqs, d.NH, d.KVH, d.HS)
-	dev.RoPEBackward(a.dqkv, d.QKV, 0, a.pos, d.NH, d.HS, d.theta)
-	dev.RoPEBackward(a.dqkv, d.QKV, d.Q, a.pos, d.KVH, d.HS, d.theta)
+	back := a.backPos()
+	dev.RoPE(a.dqkv, d.QKV, 0, back, d.NH, d.HS, d.theta) // RoPE's backward: the turn back
+	dev.RoPE(a.dqkv, d.QKV, d.Q, back, d.KVH, d.HS, d.theta)
 	if d.qkNorm {
 		m.headNormBackward(a, s, w, g)
 	}
@@ -193,15 +186,20 @@ func (m *Model) layerBackward(a *activations, l int) {
 	m.normBackwardAdd(a, g.ln1, a.x(l), w.ln1, s.rstd1)
 }
 
+// backPos is a.pos negated: RoPE at those positions turns each row back,
+// the rotation's transpose (its backward).
+func (a *activations) backPos() []int32 {
+	a.npos = a.npos[:0]
+	for _, p := range a.pos {
+		a.npos = append(a.npos, -p)
+	}
+	return a.npos
+}
+
 // normBackwardAdd adds the input gradient of a layer's RMSNorm (weight w,
 // input inp; its output's gradient in a.dln) to the residual gradient
-// a.dx, accumulating dw: in one pass that also writes a.dxc where the
-// device fuses them (ResidualNorm), else through a.tmp.
+// a.dx, accumulating dw, and writes a.dx's compute view a.dxc when there
+// is one.
 func (m *Model) normBackwardAdd(a *activations, dw, inp, w, rstd Buffer) {
-	if rn, ok := m.Dev.(ResidualNorm); ok {
-		rn.RMSNormBackwardAdd(a.dx, a.dxc, dw, a.dln, inp, w, rstd, a.dx, a.T, m.d.C)
-		return
-	}
-	m.Dev.RMSNormBackward(a.tmp, dw, a.dln, inp, w, rstd, a.T, m.d.C)
-	m.Dev.Add(a.dx, a.dx, a.tmp)
+	m.Dev.RMSNormBackward(a.dx, a.dxc, dw, a.dln, inp, w, rstd, a.dx, a.T, m.d.C)
 }

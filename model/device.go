@@ -24,7 +24,9 @@ type AdamWParams struct {
 //     key-value heads, HS the head size.
 //   - Argument order is outputs, saved statistics, inputs, weights, dims.
 //   - Parameter gradients accumulate (+=); activation gradients overwrite (=)
-//     unless a method says otherwise.
+//     unless a method says otherwise. A nil weight gradient (LMHeadBackward's
+//     and RMSNormBackward's dw) is a frozen weight's: the method skips it
+//     and computes only the input gradient (adapters on a frozen base).
 //   - Host slices ([]int32) carry token ids, positions and sequence offsets;
 //     a GPU device uploads them itself.
 //   - Shape mismatches are programmer errors and panic; Sync reports errors
@@ -38,6 +40,10 @@ type Device interface {
 	Upload(dst Buffer, src []float32)
 	Download(dst []float32, src Buffer)
 	Zero(b Buffer)
+	// Copy copies src into dst, of the same length, converting between
+	// the storages they hold (float32, bf16: rounded to nearest even or
+	// widened; into a BF16Products.ProductMatrix view: rearranged from
+	// rows into its layout).
 	Copy(dst, src Buffer)
 	Sync() error
 
@@ -52,19 +58,34 @@ type Device interface {
 	// Add sets out = a + b elementwise (out may alias a or b).
 	Add(out, a, b Buffer)
 
+	// Embedding copies row ids[t] of table[V, C] into out[t]: the token
+	// embedding, and the gather of chosen rows (a decode step's rows of h
+	// whose logits it wants, before one Gemm with the head).
 	Embedding(out Buffer, ids []int32, table Buffer, C int)
 	EmbeddingBackward(dtable Buffer, dout Buffer, ids []int32, C int)
 
-	// RMSNorm: out = inp·rsqrt(mean(inp²)+eps)·w per row; rstd[rows] saved.
-	RMSNorm(out, rstd, inp, w Buffer, rows, C int, eps float32)
-	RMSNormBackward(dinp, dw, dout, inp, w, rstd Buffer, rows, C int)
+	// RMSNorm: out = x·rsqrt(mean(x²)+eps)·w per row; rstd[rows] saved.
+	// x is inp, or with resid not nil inp + resid, written into sum (the
+	// residual add before a norm, fused: the layer's xmid and ln2; sum may
+	// alias inp or resid, and is unused, nil, without resid). The fused
+	// form has the results of Add(sum, inp, resid) then the plain norm of
+	// sum.
+	RMSNorm(out, sum, rstd, inp, resid, w Buffer, rows, C int, eps float32)
+	// RMSNormBackward sets dinp to the input gradient, or with resid not
+	// nil to resid + the input gradient (resid may be dinp: the layer's
+	// residual gradient accumulates in place), with the results of the
+	// backward into a scratch then Add; dw accumulates. dinpc, when not
+	// nil, receives dinp too, in its storage (the residual gradient's
+	// compute view, MixedPrecision).
+	RMSNormBackward(dinp, dinpc, dw, dout, inp, w, rstd, resid Buffer, rows, C int)
 
 	// RoPE rotates, in place, heads [0, nHeads) of each row of x (row stride
 	// ld, starting at column off) by the angle pos[row]·theta^(-2i/HS), in
-	// the rotate-half (NeoX) form. RoPEBackward applies the inverse rotation
-	// to the gradient, in place.
+	// the rotate-half (NeoX) form. A negative position turns by the
+	// opposite of its magnitude's angle, bit for bit, so the backward is
+	// RoPE of the gradient at the negated positions: the rotation is
+	// orthogonal, and its transpose turns the other way.
 	RoPE(x Buffer, ld, off int, pos []int32, nHeads, HS int, theta float64)
-	RoPEBackward(dx Buffer, ld, off int, pos []int32, nHeads, HS int, theta float64)
 
 	// Attention is causal grouped-query attention over packed sequences:
 	// qkv[T, (NH+2·KVH)·HS] holds q|k|v per row; seqs[0..n] are sequence
@@ -77,7 +98,13 @@ type Device interface {
 	// (lens[j] rows) continues KV-cache slot slots[j] at position pos0[j]. Its
 	// k and v are written into the cache, then its queries attend causally to
 	// cache positions [0, pos0[j]+lens[j]). kc and vc are [slots, maxLen, KVH·HS].
-	AttentionCached(out, qkv, kc, vc Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int)
+	// With theta > 0 the step's attention prologue comes first: AddBias of
+	// bias[(NH+2·KVH)·HS] (nil: none), then RoPE with theta of the NH query
+	// and KVH key heads, row i of chunk j at position pos0[j]+i; qkv may be
+	// left as it was (a step reads it no more), as the CUDA device's fused
+	// decode kernel does. theta = 0 (bias nil) takes qkv as it is: a model
+	// with q/k norms, which sit between the bias and the rotation.
+	AttentionCached(out, qkv, bias, kc, vc Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int, theta float64)
 
 	// SwiGLU: out[T, I] = silu(gu[:, :I]) ⊙ gu[:, I:], gu[T, 2I].
 	SwiGLU(out, gu Buffer, rows, I int)
@@ -86,12 +113,16 @@ type Device interface {
 	// LMHead computes, per row t of h[T, C] against w[V, C], the log-softmax
 	// probability of targets[t] (0 where targets[t] < 0) and the entropy of
 	// the distribution, in vocabulary chunks so that [T, V] logits never
-	// exist at once; lse[T] is saved for the backward.
-	LMHead(logprob, entropy, lse, h, w Buffer, targets []int32, T, C, V int)
-	// LMHeadBackward sets dh and accumulates dw from d/dlogprob and d/dentropy.
-	LMHeadBackward(dh, dw, dlogprob, dentropy, h, w, lse, entropy Buffer, targets []int32, T, C, V int)
-	// Logits writes full logits[len(rows), V] for the chosen rows of h.
-	Logits(logits, h, w Buffer, rows []int32, C, V int)
+	// exist at once; lse[T] is saved for the backward. logits is nil, or on
+	// a device that holds StoreKeptLogits a [T, V] buffer of that kind that
+	// keeps every logit for the backward (one product of the head fewer,
+	// for T·V floats of memory; Model.keeps decides).
+	LMHead(logprob, entropy, lse, logits, h, w Buffer, targets []int32, T, C, V int)
+	// LMHeadBackward sets dh and accumulates dw from d/dlogprob and
+	// d/dentropy. logits is nil (the logits are computed again) or the
+	// buffer LMHead kept them in, which it reads instead and overwrites
+	// with their gradients: the same values.
+	LMHeadBackward(dh, dw, dlogprob, dentropy, logits, h, w, lse, entropy Buffer, targets []int32, T, C, V int)
 
 	// SumSquares returns Σ x² in float64 (gradient-norm clipping).
 	SumSquares(x Buffer) float64
@@ -109,18 +140,16 @@ type Device interface {
 //	MixedPrecision      CUDA       UseBF16: cmd/train's mixed precision; Mixed: gradViews (activations.go), rl's reference dtype
 //	Storage             CUDA, CPU  AllocAs: StoreCompute (CUDA: the activation arenas' compute views, NewKVCache),
 //	                               StoreBF16 (NewWith's bfloat16 weights, optim's bf16 moments), StoreBF16Products
-//	                               and StoreKVArena (CPU: NewWith's rollout copy, its KV cache)
-//	ResidualNorm        CUDA       layerForward's xmid+ln2, layerBackward's norm input gradients
-//	DeviceSampler       CUDA       StepSample draws on the device instead of downloading logits
+//	                               and StoreKVArena (CPU: NewWith's rollout copy, its KV cache),
+//	                               StoreKeptLogits (CPU: keeps, the LM head's kept logits),
+//	                               StoreEngineLogits (CPU: StepSample's logits of a rollout copy)
+//	Sampler             CUDA, CPU  StepSample and Decoder draw where the logits are (DrawsOnDevice: CUDA)
 //	StepGrapher         CUDA       Decoder replays a decode step as one graph launch
-//	CachedRoPEAttender  CUDA       Step folds bias, RoPE and the cache write into the cached attention
 //	ComputeCopier       CUDA       ReadableWeights; rl/dp's sharded master weights
-//	Pager               CUDA, CPU  ReleaseGrads, MapGrads, GradsResident, ReadableWeights (ZeRO-2)
-//	HostMemory          CPU        in-place loading and saving, host sampling's logits, SpillWeights, Discard*
+//	Pager               CUDA, CPU  ReleaseGrads, MapGrads, GradsResident, ReadableWeights (ZeRO-2);
+//	                               with HostMemory, DropPages (spill.go, optim's offloaded moments)
+//	HostMemory          CPU        in-place loading and saving, SpillWeights, Discard*, DrawsOnDevice (false)
 //	BF16Products        CPU        the rollout copy's (LoadOptions.BF16Products) product layout and SwiGLU
-//	LogitKeeper         CPU        keeps: a training forward keeps its logits for the LM head's backward
-//	HostSampler         CPU        StepSample samples downloaded logits on the device's threads
-//	NilWeightGrads      CPU        frozenSinks: a frozen model's backward passes nil weight gradients
 
 // MixedPrecision is a device that can compute from bf16 copies of float32
 // weights (fp32 master weights, fp32 accumulation): UseBF16 registers one
@@ -130,9 +159,9 @@ type Device interface {
 // activation gradient once, where it is produced, into a view in compute
 // storage (StoreCompute, beside the activations), and the matmuls read
 // that view instead of rounding the same values once each: SwiGLUBackward
-// writes dgu there (two matmuls are its only readers), RMSNormBackwardAdd
-// (ResidualNorm, required too) writes the residual gradient's view beside
-// the float32 gradient it accumulates, and Copy rounds dqkv once after
+// writes dgu there (two matmuls are its only readers), RMSNormBackward
+// writes the residual gradient's view (dinpc) beside the float32 gradient
+// it accumulates, and Copy rounds dqkv once after
 // RoPE's backward. The same values are rounded to the same bf16; only the
 // place of the rounding moves. The CUDA device implements it.
 type MixedPrecision interface {
@@ -162,6 +191,18 @@ const (
 	// (every layer's keys and values; in huge pages on the CPU where it is
 	// large enough and asked to). The CPU holds it.
 	StoreKVArena
+	// StoreKeptLogits is a training forward's logits [T, V], which LMHead
+	// writes and LMHeadBackward reads instead of computing them again (see
+	// LMHead). The CPU holds it, as plain float32 values (Alloc's: the
+	// model cuts the buffer from its activation arena); a device that does
+	// not is never given kept logits.
+	StoreKeptLogits
+	// StoreEngineLogits is float32 logits of a rollout copy's decode step
+	// (LoadOptions.BF16Products), which a Sampler may draw from as an
+	// inference engine does: the CPU's with a float32 softmax
+	// (model/cpu/sample32.go) instead of SampleToken's float64 sums. Every
+	// other op reads them as float32 values. The CPU holds it.
+	StoreEngineLogits
 )
 
 // Storage is a device that holds kinds of storage beyond float32: AllocAs
@@ -174,13 +215,13 @@ const (
 // a matmul or attention (ln1, qkv, att, ln2, gu, act, qkraw) there, so a
 // mixed-precision run keeps them in bf16, as it computes; the device's
 // ops read and write them in either dtype (AttentionCached's kc, vc, qkv
-// and out; Add's out and a; RMSNorm's out and inp, RMSNormBackward's inp;
-// Embedding's out and table; Gemm's a, b and c; AddBias's out; RoPE's x;
-// Attention's and AttentionBackward's qkv and out; SwiGLU's out and gu,
-// SwiGLUBackward's gu and dgu; ResidualNorm's sum, a, out, inp and dxc)
-// and Copy converts. Statistics, the final norm, the head and every
-// gradient stay float32 (activations.go), beside the compute views of
-// MixedPrecision. The CPU device does not hold it: its path is unchanged.
+// and out; Add's out and a; RMSNorm's out, sum and inp, RMSNormBackward's
+// inp and dinpc; Embedding's out and table; Gemm's a, b and c; AddBias's
+// out; RoPE's x; Attention's and AttentionBackward's qkv and out; SwiGLU's
+// out and gu, SwiGLUBackward's gu and dgu) and Copy converts. Statistics,
+// the final norm, the head and every gradient stay float32
+// (activations.go), beside the compute views of MixedPrecision. The CPU
+// device does not hold it: its path is unchanged.
 type Storage interface {
 	AllocAs(n int, kind StorageKind) (Buffer, bool)
 }
@@ -200,27 +241,18 @@ func Stores(dev Device, kind StorageKind) bool {
 	return ok
 }
 
-// ResidualNorm is a device that fuses a residual add with the RMSNorm
-// beside it, the same results in one pass: AddRMSNorm is Add(sum, a, b)
-// then RMSNorm(out, rstd, sum, w, rows, C, eps), and RMSNormBackwardAdd is
-// RMSNormBackward into a scratch then Add(dx, resid, scratch) (resid nil:
-// dx is set; resid may be dx), also writing dx into dxc when dxc is not nil
-// (the gradient's compute view, MixedPrecision). The layer uses them
-// for xmid and ln2 in the forward and for both norms' input gradients in
-// the backward. The CUDA device implements it.
-type ResidualNorm interface {
-	AddRMSNorm(sum, out, rstd, a, b, w Buffer, rows, C int, eps float32)
-	RMSNormBackwardAdd(dx, dxc, dw, dout, inp, w, rstd, resid Buffer, rows, C int)
-}
-
-// DeviceSampler is a device that draws tokens from logits it holds, so a
-// decode step moves a token id and its log-probability per row instead of
-// a row of V logits. SampleRows draws row r of logits[rows, V] from the
-// distribution SampleToken draws from under s (temperature, top-k, top-p;
-// greedy for temperature 0) with seeds[r] choosing its random numbers,
-// and returns each token with its log-probability under softmax(logits/T).
-// The CUDA device implements it; Model.StepSample uses it when present.
-type DeviceSampler interface {
+// Sampler is a device that draws tokens from logits it holds, where they
+// are. SampleRows draws row r of logits[rows, V] from the distribution
+// SampleToken draws from under s (temperature, top-k, top-p; greedy for
+// temperature 0) with seeds[r] choosing its random numbers, and returns
+// each token with its log-probability under softmax(logits/T). The CUDA
+// device draws on the GPU, so a decode step moves a token id and its
+// log-probability per row instead of a row of V logits (DrawsOnDevice);
+// the CPU draws on its threads, timed as its sampling, with SampleToken
+// and a PCG stream seeded by seeds[r] (a rollout copy's logits,
+// StoreEngineLogits, with a float32 softmax). Model.StepSample and
+// Decoder use it.
+type Sampler interface {
 	SampleRows(tokens []int32, logprobs []float32, logits Buffer, V int, s Sampling, seeds []uint64) error
 }
 
@@ -232,18 +264,6 @@ type DeviceSampler interface {
 // Decoder uses it for decode steps.
 type StepGrapher interface {
 	GraphStep(key string, work func()) error
-}
-
-// CachedRoPEAttender is a device that can fold a KV-cache step's attention
-// prologue into its cached attention: AttentionCachedRoPE computes what
-// AddBias(qkv, bias) (skipped for a nil bias), RoPE of qkv's NH query and
-// KVH key heads at each row's position pos0[j]+i, then AttentionCached
-// compute, but may leave qkv unbiased and unrotated (a step reads it no
-// more). Model.Step uses it for models without q/k norms; the CUDA device
-// implements it (a decode step's bias, rotation, cache write and
-// attention in one kernel).
-type CachedRoPEAttender interface {
-	AttentionCachedRoPE(out, qkv, bias, kc, vc Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int, theta float64)
 }
 
 // ComputeCopier is a mixed-precision device (the CUDA device) whose bf16
@@ -264,9 +284,11 @@ type ComputeCopier interface {
 // the CPU's pages (madvise and mincore on Linux).
 type Pager interface {
 	// ReleasePages zeroes b and gives back the memory of its whole chunks
-	// once the device is done with them; reading b before MapPages (or
-	// Zero) is a device fault where the device unmaps them (CUDA); the
-	// CPU's pages read as zeros.
+	// (pages) once the device is done with them; reading b before
+	// MapPages (or Zero) is a device fault where the device unmaps them
+	// (CUDA); the CPU's pages read as zeros. A spilled buffer
+	// (HostMemory.Spill) is the exception: its pages leave the resident
+	// set, and its values stay in its file, read back on the next touch.
 	ReleasePages(b Buffer)
 	// MapPages backs b again before it is written, zeroed where it was
 	// given back.
@@ -279,8 +301,8 @@ type Pager interface {
 
 // HostMemory is a device whose buffers are host memory (the CPU). Loading
 // and saving read and write a float32 arena in place instead of through a
-// copy, host sampling reads the logits where they are, and memory by phase
-// (spill.go) maps and drops the pages behind buffers.
+// copy, and memory by phase
+// (spill.go) maps buffers to files and gives their pages back (Pager).
 type HostMemory interface {
 	// Host is the memory behind one of its buffers: f32 for a float32
 	// buffer, bf16 (the bit patterns) for a bfloat16 one; both nil for
@@ -289,12 +311,9 @@ type HostMemory interface {
 	// Spill returns a copy of b (float32 or bf16) of the same kind in a
 	// shared mapping of an unlinked file in dir: reads and writes go to the
 	// page cache, which the kernel may write back and evict under memory
-	// pressure and read back on the next touch. dir must be on a disk.
+	// pressure and read back on the next touch (Pager.ReleasePages takes
+	// its pages out of the resident set at once). dir must be on a disk.
 	Spill(b Buffer, dir string) (Buffer, error)
-	// DropPages takes b's whole pages out of the process's resident set: a
-	// spilled buffer's stay in the page cache (its values remain), other
-	// memory reads as zeros when next touched.
-	DropPages(b Buffer)
 }
 
 // BF16Products is a device whose bf16 weights can take bf16 products (the
@@ -308,40 +327,13 @@ type BF16Products interface {
 	// StoreBF16Products that is the B of a product, in the layout the
 	// device's products read fastest (on AMX, the tile layout: only A·Bᵀ
 	// over the whole matrix and a row lookup read it); false keeps b in
-	// rows. A matrix in that layout is written in rows, then packed with
-	// PackMatrix.
+	// rows. Such a view is written by Copy from the matrix's values in
+	// rows, which rearranges them into its layout; the source may be b
+	// itself, the same memory read in rows, once its values are written.
 	ProductMatrix(b Buffer, n, k int) (Buffer, bool)
-	// PackMatrix rearranges a ProductMatrix view whose values were
-	// written in rows into its layout.
-	PackMatrix(b Buffer)
 	// SwiGLU32 is SwiGLU in float32 arithmetic, as an inference engine
 	// computes it.
 	SwiGLU32(out, gu Buffer, rows, I int)
-}
-
-// LogitKeeper is a device whose LM head can keep a training forward's
-// logits [T, V] (LMHeadKeep) and run its backward from them
-// (LMHeadBackwardKept) instead of computing h·wᵀ again: the same values,
-// one product of the head fewer, for T·V floats of memory (Model.keeps
-// decides). The CPU implements it.
-type LogitKeeper interface {
-	LMHeadKeep(logprob, entropy, lse, logits, h, w Buffer, targets []int32, T, C, V int)
-	LMHeadBackwardKept(dh, dw, dlogprob, dentropy, logits, h, w, lse, entropy Buffer, targets []int32, T, C, V int)
-}
-
-// HostSampler is a device that samples host logits on its own threads and
-// accounts for the time (the CPU: SampleAll's draws, or with float32 a
-// rollout copy's float32 softmax). StepSample uses it for a device that is
-// not a DeviceSampler; elsewhere it calls SampleAll.
-type HostSampler interface {
-	SampleHost(draws []Draw, f32 bool)
-}
-
-// NilWeightGrads is a device whose LMHeadBackward and RMSNormBackward take
-// a nil weight gradient and skip computing it (the CPU); the model gives
-// other devices throwaway buffers instead (frozenSinks).
-type NilWeightGrads interface {
-	SkipsNilWeightGrads()
 }
 
 // The block geometry of an LM head that computes its logits block by

@@ -161,15 +161,12 @@ func (m *Model) stepInto(c *KVCache, chunks []Chunk, logits Buffer, run func(key
 		dev.Embedding(a.x(0), tokens, m.p.wte, d.C)
 		for l := 0; l < d.L; l++ {
 			m.layerForward(a, l, func(a *activations, l int, s layerActs) {
-				if ra, ok := m.stepRoPEAttender(); ok {
-					ra.AttentionCachedRoPE(s.att, s.qkv, m.p.layers[l].bqkv, c.K[l], c.V[l], slots, pos0, lens, c.MaxLen, d.NH, d.KVH, d.HS, d.theta)
-					return
-				}
-				dev.AttentionCached(s.att, s.qkv, c.K[l], c.V[l], slots, pos0, lens, c.MaxLen, d.NH, d.KVH, d.HS)
+				bias, theta := m.stepTheta(l)
+				dev.AttentionCached(s.att, s.qkv, bias, c.K[l], c.V[l], slots, pos0, lens, c.MaxLen, d.NH, d.KVH, d.HS, theta)
 			})
 		}
-		dev.RMSNorm(a.lnf, a.rstdf, a.x(d.L), m.p.lnf, T, d.C, d.eps)
-		dev.Logits(logits, a.lnf, m.p.lmHead, last, d.C, d.V)
+		dev.RMSNorm(a.lnf, nil, a.rstdf, a.x(d.L), nil, m.p.lnf, T, d.C, d.eps)
+		m.logitRows(logits, a.lnf, a.tmp, last)
 	}
 	if run == nil {
 		work()
@@ -182,12 +179,26 @@ func (m *Model) stepInto(c *KVCache, chunks []Chunk, logits Buffer, run func(key
 	return nil
 }
 
-// stepRoPEAttender returns the device as a CachedRoPEAttender when a step
-// may fold bias and RoPE into its cached attention: q/k norms sit between
-// the two, so a model with them keeps the separate ops.
-func (m *Model) stepRoPEAttender() (CachedRoPEAttender, bool) {
-	ra, ok := m.Dev.(CachedRoPEAttender)
-	return ra, ok && !m.d.qkNorm
+// stepTheta is the bias and rope theta that a step's AttentionCached of
+// layer l applies before it attends: the layer's q|k|v bias and the
+// model's theta, or nothing (nil, 0) for a model with q/k norms, which sit
+// between the two, so layerForward runs them as separate ops.
+func (m *Model) stepTheta(l int) (bias Buffer, theta float64) {
+	if m.d.qkNorm {
+		return nil, 0
+	}
+	return m.p.layers[l].bqkv, m.d.theta
+}
+
+// logitRows writes the logits [len(rows), V] of the chosen rows of h, the
+// final norm's output: the rows are gathered into g (Embedding, with h as
+// the table; g holds at least len(rows)·C values), then one product with
+// the LM head.
+func (m *Model) logitRows(logits, h, g Buffer, rows []int32) {
+	d, dev := m.d, m.Dev
+	g = g.Slice(0, len(rows)*d.C)
+	dev.Embedding(g, rows, h, d.C)
+	dev.Gemm(false, true, len(rows), d.V, d.C, 1, g, d.C, m.p.lmHead, d.C, 0, logits, d.V)
 }
 
 // FullLogits runs a scoring forward and returns the logits of the chosen
@@ -204,7 +215,12 @@ func (m *Model) FullLogits(b Batch, rows []int32) ([]float32, error) {
 	}
 	logits := dev.Alloc(len(rows) * d.V)
 	defer dev.Free(logits)
-	dev.Logits(logits, m.acts.lnf, m.p.lmHead, rows, d.C, d.V)
+	g := m.acts.tmp // free after the forward; a grouped arena has none
+	if g == nil || g.Len() < len(rows)*d.C {
+		g = dev.Alloc(len(rows) * d.C)
+		defer dev.Free(g)
+	}
+	m.logitRows(logits, m.acts.lnf, g, rows)
 	out := make([]float32, len(rows)*d.V)
 	dev.Download(out, logits)
 	return out, dev.Sync()

@@ -55,14 +55,13 @@ type Model struct {
 	batch    Batch        // the batch of the last Forward
 	train    bool
 	drop     bool // the last Forward applied LoRA dropout (a training one)
-	sinks    sinks
 
-	sampleLogits Buffer   // StepSample's logits on a device without DeviceSampler, reused
-	spilled      bool     // Params is a file mapping (SpillWeights)
-	products     bool     // a rollout copy: weights from BF16Products (LoadOptions.BF16Products)
-	tiles        []Buffer // the product matrices in the device's product layout, each once (products.go)
-	tiled        bool     // tiles is not empty: the arena is in the product layout
-	viewsCut     bool     // setViews ran once: the product layout is chosen
+	sampleLogits Buffer       // StepSample's logits in host memory, reused
+	spilled      bool         // Params is a file mapping (SpillWeights)
+	products     bool         // a rollout copy: weights from BF16Products (LoadOptions.BF16Products)
+	tiles        []tileMatrix // the product matrices in the device's product layout, each once (products.go)
+	tiled        bool         // tiles is not empty: the arena is in the product layout
+	viewsCut     bool         // setViews ran once: the product layout is chosen
 }
 
 // saveBound is the most float32 bytes of saved layer activations a
@@ -103,7 +102,7 @@ func (m *Model) keeps(T int, train bool) keep {
 	if all > bound {
 		return keep{layers: int(max(0, bound/per-1))}
 	}
-	_, can := m.Dev.(LogitKeeper)
+	can := Stores(m.Dev, StoreKeptLogits)
 	return keep{layers: m.d.L, logits: can && m.Head == LMHeadOutput && all+int64(T)*int64(m.d.V)*4 <= bound}
 }
 
@@ -242,11 +241,7 @@ func (m *Model) Forward(b Batch, train bool) (*Output, error) {
 	out := &Output{}
 	switch m.Head {
 	case LMHeadOutput:
-		if a.logits != nil {
-			dev.(LogitKeeper).LMHeadKeep(a.logprob, a.entropy, a.lseV, a.logits, a.lnf, m.p.lmHead, a.targets, T, d.C, d.V)
-		} else {
-			dev.LMHead(a.logprob, a.entropy, a.lseV, a.lnf, m.p.lmHead, a.targets, T, d.C, d.V)
-		}
+		dev.LMHead(a.logprob, a.entropy, a.lseV, a.logits, a.lnf, m.p.lmHead, a.targets, T, d.C, d.V) // a.logits: kept, or nil
 		out.LogProb, out.Entropy = make([]float32, T), make([]float32, T)
 		dev.Download(out.LogProb, a.logprob)
 		dev.Download(out.Entropy, a.entropy)
@@ -297,7 +292,7 @@ func (m *Model) forwardHidden(b Batch, train bool) (*activations, error) {
 			for l := 0; l < d.L; l++ {
 				m.layerForward(ga, l, m.attend)
 			}
-			dev.RMSNorm(a.lnf.Slice(g.t0*d.C, n*d.C), a.rstdf.Slice(g.t0, n), ga.x(d.L), m.p.lnf, n, d.C, d.eps)
+			dev.RMSNorm(a.lnf.Slice(g.t0*d.C, n*d.C), nil, a.rstdf.Slice(g.t0, n), ga.x(d.L), nil, m.p.lnf, n, d.C, d.eps)
 		}
 		return a, nil
 	}
@@ -309,7 +304,7 @@ func (m *Model) forwardHidden(b Batch, train bool) (*activations, error) {
 	for l := 0; l < d.L; l++ {
 		m.layerForward(a, l, m.attend)
 	}
-	dev.RMSNorm(a.lnf, a.rstdf, a.x(d.L), m.p.lnf, a.T, d.C, d.eps)
+	dev.RMSNorm(a.lnf, nil, a.rstdf, a.x(d.L), nil, m.p.lnf, a.T, d.C, d.eps)
 	return a, nil
 }
 
@@ -330,7 +325,7 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 		a.live = l // the shared set is now this layer's
 	}
 	T := a.T
-	dev.RMSNorm(s.ln1, s.rstd1, a.x(l), w.ln1, T, d.C, d.eps)
+	dev.RMSNorm(s.ln1, nil, s.rstd1, a.x(l), nil, w.ln1, T, d.C, d.eps)
 	dev.Gemm(false, true, T, d.QKV, d.C, 1, s.ln1, d.C, w.wqkv, d.C, 0, s.qkv, d.QKV)
 	lo := m.lora
 	drop := m.drop && a != m.stepActs // never in a KV-cache Step
@@ -345,8 +340,9 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 			}
 		}
 	}
-	// A KV-cache step on a CachedRoPEAttender leaves bias and RoPE to attend.
-	if _, fused := m.stepRoPEAttender(); !fused || a != m.stepActs {
+	// A KV-cache step leaves bias and RoPE to AttentionCached, unless q/k
+	// norms sit between the two (stepTheta).
+	if a != m.stepActs || d.qkNorm {
 		if w.bqkv != nil {
 			dev.AddBias(s.qkv, d.QKV, w.bqkv, T, d.QKV)
 		}
@@ -361,12 +357,7 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 	if ad := lo.adapterOrNil(l, "o_proj"); ad != nil {
 		lo.forward(dev, ad, s.att, a.tmp, d.C, T, a.row0, drop)
 	}
-	if rn, ok := dev.(ResidualNorm); ok {
-		rn.AddRMSNorm(s.xmid, s.ln2, s.rstd2, a.x(l), a.tmp, w.ln2, T, d.C, d.eps)
-	} else {
-		dev.Add(s.xmid, a.x(l), a.tmp)
-		dev.RMSNorm(s.ln2, s.rstd2, s.xmid, w.ln2, T, d.C, d.eps)
-	}
+	dev.RMSNorm(s.ln2, s.xmid, s.rstd2, a.x(l), a.tmp, w.ln2, T, d.C, d.eps) // xmid = x(l) + tmp, then its norm
 	dev.Gemm(false, true, T, 2*d.I, d.C, 1, s.ln2, d.C, w.wgu, d.C, 0, s.gu, 2*d.I)
 	for _, t := range []struct {
 		mod string
@@ -388,33 +379,6 @@ func (m *Model) layerForward(a *activations, l int, attend func(a *activations, 
 	dev.Add(a.x(l+1), s.xmid, a.tmp)
 }
 
-// weightGrads are the model's gradient views, or for a frozen model the
-// sinks of the ops that always write a weight gradient.
-func (m *Model) weightGrads() params {
-	if m.Grads != nil {
-		return m.g
-	}
-	s := m.frozenSinks()
-	return params{lmHead: s.head, lnf: s.norm}
-}
-
-// sinks receive the weight gradients that a frozen model's backward
-// (adapters on a frozen base) has no use for, on a device whose LMHead and
-// RMSNorm backward always write one: the CPU skips a nil weight gradient
-// (no sinks, no work), other devices get throwaway buffers, allocated once
-// (the LM head's is [V, C]).
-type sinks struct{ head, norm, headNorm Buffer }
-
-func (m *Model) frozenSinks() sinks {
-	if _, ok := m.Dev.(NilWeightGrads); ok {
-		return sinks{}
-	}
-	if m.sinks.norm == nil {
-		m.sinks = sinks{head: m.Dev.Alloc(m.d.V * m.d.C), norm: m.Dev.Alloc(m.d.C), headNorm: m.Dev.Alloc(m.d.HS)}
-	}
-	return m.sinks
-}
-
 // headNorm is Qwen3's RMSNorm over each head's query and key (weights
 // q_norm and k_norm, [HS], shared by the heads) before RoPE. It reuses the
 // Device's RMSNorm with rows = tokens × heads: the raw q|k|v rows are
@@ -425,8 +389,8 @@ func (m *Model) headNorm(a *activations, s layerActs, w layerParams) {
 	d, dev, T := m.d, m.Dev, a.T
 	tq, tk := T*d.Q, T*d.KV
 	dev.Embedding(s.qkraw, a.toBlocked, s.qkv, d.HS)
-	dev.RMSNorm(a.qkn.Slice(0, tq), s.rstdq, s.qkraw.Slice(0, tq), w.qn, T*d.NH, d.HS, d.eps)
-	dev.RMSNorm(a.qkn.Slice(tq, tk), s.rstdk, s.qkraw.Slice(tq, tk), w.kn, T*d.KVH, d.HS, d.eps)
+	dev.RMSNorm(a.qkn.Slice(0, tq), nil, s.rstdq, s.qkraw.Slice(0, tq), nil, w.qn, T*d.NH, d.HS, d.eps)
+	dev.RMSNorm(a.qkn.Slice(tq, tk), nil, s.rstdk, s.qkraw.Slice(tq, tk), nil, w.kn, T*d.KVH, d.HS, d.eps)
 	dev.Copy(a.qkn.Slice(tq+tk, tk), s.qkraw.Slice(tq+tk, tk))
 	dev.Embedding(s.qkv, a.toInter, a.qkn, d.HS)
 }
@@ -438,8 +402,8 @@ func (m *Model) headNormBackward(a *activations, s layerActs, w, g layerParams) 
 	tq, tk := T*d.Q, T*d.KV
 	dn, draw := a.qkn, a.qkn2
 	dev.Embedding(dn, a.toBlocked, a.dqkv, d.HS)
-	dev.RMSNormBackward(draw.Slice(0, tq), g.qn, dn.Slice(0, tq), s.qkraw.Slice(0, tq), w.qn, s.rstdq, T*d.NH, d.HS)
-	dev.RMSNormBackward(draw.Slice(tq, tk), g.kn, dn.Slice(tq, tk), s.qkraw.Slice(tq, tk), w.kn, s.rstdk, T*d.KVH, d.HS)
+	dev.RMSNormBackward(draw.Slice(0, tq), nil, g.qn, dn.Slice(0, tq), s.qkraw.Slice(0, tq), w.qn, s.rstdq, nil, T*d.NH, d.HS)
+	dev.RMSNormBackward(draw.Slice(tq, tk), nil, g.kn, dn.Slice(tq, tk), s.qkraw.Slice(tq, tk), w.kn, s.rstdk, nil, T*d.KVH, d.HS)
 	dev.Copy(draw.Slice(tq+tk, tk), dn.Slice(tq+tk, tk))
 	dev.Embedding(a.dqkv, a.toInter, draw, d.HS)
 }

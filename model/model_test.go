@@ -194,7 +194,7 @@ func TestModelGradFiniteDifference(t *testing.T) {
 			d := m.d
 			var s float64
 			if head == LMHeadOutput {
-				m.Dev.LMHead(a.logprob, a.entropy, a.lseV, a.lnf, m.p.lmHead, a.targets, a.T, d.C, d.V)
+				m.Dev.LMHead(a.logprob, a.entropy, a.lseV, nil, a.lnf, m.p.lmHead, a.targets, a.T, d.C, d.V)
 				lp, en := host64(a.logprob), host64(a.entropy)
 				for i := 0; i < T; i++ {
 					s += float64(r1[i])*lp[i] + float64(r2[i])*en[i]

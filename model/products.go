@@ -12,9 +12,10 @@ import "errors"
 // (norms, biases) its place; the matrices' views are bf16TileBufs, which
 // only a float32 A·Bᵀ product (Gemm) and a row lookup (Embedding, for a
 // tied LM head) read. Whatever writes the arena in rows (CloneWith,
-// CopyWeightsFrom, LoadWith, InitRandom) packs it afterwards, and such a
-// model is never the source of a copy: its arena is not in the Hugging
-// Face layout.
+// CopyWeightsFrom, LoadWith, InitRandom) packs it afterwards (packTiles:
+// Copy into each matrix's view from the same values read in rows), and
+// such a model is never the source of a copy: its arena is not in the
+// Hugging Face layout.
 
 // errTileSource refuses to copy from a model in the tile layout.
 var errTileSource = errors.New("model: a model whose matrices are in the tile layout (a rollout copy with bf16 products on AMX) is not a source to copy weights from")
@@ -24,6 +25,10 @@ type matrixView struct {
 	b    *Buffer
 	n, k int
 }
+
+// tileMatrix is a product matrix in the device's product layout (tile)
+// and the same memory read in rows (rows), where it is written.
+type tileMatrix struct{ tile, rows Buffer }
 
 // productMatrices lists p's product matrices, each once: every layer's
 // q|k|v, o, gate|up and down, and the LM head.
@@ -53,8 +58,8 @@ func (m *Model) setViews() {
 	}
 	for _, v := range productMatrices(m.d, &m.p) {
 		if t, ok := bp.ProductMatrix(*v.b, v.n, v.k); ok {
+			m.tiles = append(m.tiles, tileMatrix{tile: t, rows: *v.b})
 			*v.b = t
-			m.tiles = append(m.tiles, t)
 		}
 	}
 	m.tiled = len(m.tiles) > 0
@@ -66,7 +71,7 @@ func (m *Model) setViews() {
 // packTiles rearranges the matrices in the product layout after the arena
 // was written in rows.
 func (m *Model) packTiles() {
-	for _, b := range m.tiles {
-		m.Dev.(BF16Products).PackMatrix(b)
+	for _, t := range m.tiles {
+		m.Dev.Copy(t.tile, t.rows)
 	}
 }

@@ -108,7 +108,7 @@ func TestQwen3GradFiniteDifference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m.Dev.LMHead(a.logprob, a.entropy, a.lseV, a.lnf, m.p.lmHead, a.targets, a.T, m.d.C, m.d.V)
+			m.Dev.LMHead(a.logprob, a.entropy, a.lseV, nil, a.lnf, m.p.lmHead, a.targets, a.T, m.d.C, m.d.V)
 			lp, en := host64(a.logprob), host64(a.entropy)
 			var s float64
 			for i := 0; i < T; i++ {

@@ -168,13 +168,23 @@ func BenchmarkSampleAll(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*rows), "µs/row")
 	})
 	b.Run("float32", func(b *testing.B) { // a rollout copy's (model/cpu's sample32.go)
-		host := NewCPU().(HostSampler)
-		draws := make([]Draw, rows)
+		dev := NewCPU()
+		all, ok := AllocAs(dev, rows*V, StoreEngineLogits)
+		if !ok {
+			b.Fatal("the CPU holds no StoreEngineLogits")
+		}
+		for i := range logits {
+			dev.Upload(all.Slice(i*V, V), logits[i])
+		}
+		seeds := make([]uint64, rows)
+		for i := range seeds {
+			seeds[i] = uint64(i)
+		}
+		tokens, lps := make([]int32, rows), make([]float32, rows)
 		for b.Loop() {
-			for i := range draws {
-				draws[i] = Draw{Row: logits[i], S: s, Rng: rand.New(rand.NewPCG(uint64(i), 3))}
+			if err := dev.(Sampler).SampleRows(tokens, lps, all, V, s, seeds); err != nil {
+				b.Fatal(err)
 			}
-			host.SampleHost(draws, true)
 		}
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*rows), "µs/row")
 	})

@@ -12,7 +12,7 @@ import "fmt"
 // pressure and read back on the next touch, and DropPages takes them out
 // of the process's resident set when their phase ends. Memory whose values
 // are dead (DiscardActivations; DiscardWeights of a copy rewritten before
-// its next use) just gives its pages back. No value changes.
+// its next use) is given back, zeroed. No live value changes.
 
 // SpillWeights moves the weights of a frozen model on the CPU into a
 // shared mapping of an unlinked file in dir (the file's disk space goes
@@ -48,14 +48,15 @@ func SpillBuffer(dev Device, b Buffer, dir string) (Buffer, error) {
 	return h.Spill(b, dir)
 }
 
-// DropPages takes the whole pages of b, a buffer of dev, out of the
-// process's resident set where dev's buffers are host memory
-// (HostMemory.DropPages): a spilled buffer's stay in the page cache (its
-// values remain), other host memory reads as zeros when next touched.
-// Elsewhere it does nothing.
+// DropPages gives back the memory of b, a buffer of dev, where dev's
+// buffers are host memory (HostMemory, with Pager.ReleasePages): a spilled
+// buffer's pages leave the resident set and stay in the page cache (its
+// values remain), other host memory is zeroed, its pages given back.
+// Elsewhere it does nothing: a GPU's memory is not paged by phase.
 func DropPages(dev Device, b Buffer) {
-	if h, ok := dev.(HostMemory); ok {
-		h.DropPages(b)
+	_, host := dev.(HostMemory)
+	if p, ok := dev.(Pager); ok && host {
+		p.ReleasePages(b)
 	}
 }
 
@@ -89,7 +90,7 @@ func (m *Model) CopyWeightsFrom(src *Model) error {
 
 // DiscardWeights gives the memory of a frozen copy's weights on the CPU
 // back to the system until CopyWeightsFrom writes them again (a rollout
-// copy between rollouts): the pages read as zeros until then (a spilled
+// copy between rollouts): they read as zeros until then (a spilled
 // copy's keep their values in its file). Elsewhere it does nothing.
 func (m *Model) DiscardWeights() {
 	if m.Frozen() {

@@ -55,7 +55,7 @@ func TestRolloutCopyTileLayout(t *testing.T) {
 				t.Fatalf("tile layout: rows copy %v, tiles copy %v", len(rows.tiles) > 0, len(tiles.tiles) > 0)
 			}
 			for i, b := range tiles.tiles {
-				if b.Len() == 0 {
+				if b.tile.Len() == 0 {
 					t.Fatalf("matrix %d of the tile layout is empty", i)
 				}
 			}

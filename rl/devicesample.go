@@ -6,9 +6,9 @@ import (
 	"github.com/r1go/r1go/model"
 )
 
-// Sampling on the device. On a device that draws tokens itself (the CUDA
-// device, a model.DeviceSampler) a decode step moves one token id and its
-// log-probability per row instead of a row of V logits, and a step whose
+// Sampling on the device. On a device that draws tokens where its logits
+// are (the CUDA device: model.DrawsOnDevice) a decode step moves one token
+// id and its log-probability per row instead of a row of V logits, and a step whose
 // chunks are single tokens replays as a CUDA graph (model.Decoder). On the
 // CPU device nothing here runs: the scheduler feeds, downloads the logits
 // and draws with model.SampleAll, so CPU runs stay bit-identical.
@@ -27,11 +27,9 @@ type DeviceSamplingPolicy interface {
 	FeedSample(chunks []model.Chunk, s model.Sampling, seeds []uint64, keep []int) (model.Decoded, error)
 }
 
-// SamplesOnDevice is true when the model's device is a model.DeviceSampler.
-func (p *ModelPolicy) SamplesOnDevice() bool {
-	_, ok := p.M.Dev.(model.DeviceSampler)
-	return ok
-}
+// SamplesOnDevice is true when the model's device draws where its logits
+// are (model.DrawsOnDevice).
+func (p *ModelPolicy) SamplesOnDevice() bool { return model.DrawsOnDevice(p.M.Dev) }
 
 // FeedSample runs one step through the policy's model.Decoder, made on
 // first use and kept so its logits buffer and step graphs are reused.

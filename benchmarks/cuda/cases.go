@@ -97,14 +97,14 @@ func cases(T, adamN int) []labCase {
 		{name: "rmsnorm", shape: shape("[%d,%d]", T, C), bytes: 8 * float64(T*C),
 			setup: func(d model.Device) (func(), []model.Buffer) {
 				x, w, o, r := randBuf(d, T*C, 6, 1), randBuf(d, C, 7, 1), d.Alloc(T*C), d.Alloc(T)
-				return func() { d.RMSNorm(o, r, x, w, T, C, 1e-6) }, []model.Buffer{o, r}
+				return func() { d.RMSNorm(o, nil, r, x, nil, w, T, C, 1e-6) }, []model.Buffer{o, r}
 			}},
 		{name: "rmsnorm_backward", shape: shape("[%d,%d]", T, C), bytes: 12 * float64(T*C),
 			setup: func(d model.Device) (func(), []model.Buffer) {
 				x, w, o, r := randBuf(d, T*C, 6, 1), randBuf(d, C, 7, 1), d.Alloc(T*C), d.Alloc(T)
-				d.RMSNorm(o, r, x, w, T, C, 1e-6)
+				d.RMSNorm(o, nil, r, x, nil, w, T, C, 1e-6)
 				dy, dx, dw := randBuf(d, T*C, 8, 1), d.Alloc(T*C), d.Alloc(C)
-				return func() { d.RMSNormBackward(dx, dw, dy, x, w, r, T, C) }, []model.Buffer{dx, dw}
+				return func() { d.RMSNormBackward(dx, nil, dw, dy, x, w, r, nil, T, C) }, []model.Buffer{dx, dw}
 			}},
 		{name: "rope", shape: shape("[%d, %d heads of %d]", T, heads, headSize), bytes: 8 * float64(T*heads*headSize),
 			setup: func(d model.Device) (func(), []model.Buffer) {
@@ -139,15 +139,15 @@ func cases(T, adamN int) []labCase {
 			setup: func(d model.Device) (func(), []model.Buffer) {
 				h, w := randBuf(d, Th*C, 14, 1), randBuf(d, vocab*C, 15, 0.05)
 				lp, ent, lse := d.Alloc(Th), d.Alloc(Th), d.Alloc(Th)
-				return func() { d.LMHead(lp, ent, lse, h, w, targets, Th, C, vocab) }, []model.Buffer{lp, ent, lse}
+				return func() { d.LMHead(lp, ent, lse, nil, h, w, targets, Th, C, vocab) }, []model.Buffer{lp, ent, lse}
 			}},
 		{name: "lmhead_backward", shape: shape("%d tokens, V %d", Th, vocab), flops: 6 * float64(Th) * float64(C) * float64(vocab),
 			setup: func(d model.Device) (func(), []model.Buffer) {
 				h, w := randBuf(d, Th*C, 14, 1), randBuf(d, vocab*C, 15, 0.05)
 				lp, ent, lse := d.Alloc(Th), d.Alloc(Th), d.Alloc(Th)
-				d.LMHead(lp, ent, lse, h, w, targets, Th, C, vocab)
+				d.LMHead(lp, ent, lse, nil, h, w, targets, Th, C, vocab)
 				glp, gent, dh, dw := randBuf(d, Th, 16, 1), randBuf(d, Th, 17, 1), d.Alloc(Th*C), d.Alloc(vocab*C)
-				return func() { d.LMHeadBackward(dh, dw, glp, gent, h, w, lse, ent, targets, Th, C, vocab) }, []model.Buffer{dh, dw}
+				return func() { d.LMHeadBackward(dh, dw, glp, gent, nil, h, w, lse, ent, targets, Th, C, vocab) }, []model.Buffer{dh, dw}
 			}},
 		{name: "adamw", shape: shape("%d values", adamN), bytes: 28 * float64(adamN),
 			setup: func(d model.Device) (func(), []model.Buffer) {

@@ -57,7 +57,7 @@ extern "C" __global__ void __launch_bounds__(1024) rmsnorm_forward_xbf16_wbf16_o
     rmsnorm_forward_t(out, rstd, inp, w, rows, C, eps);
 }
 
-// The residual add fused with the RMSNorm after it (AddRMSNorm): each
+// The residual add fused with the RMSNorm after it (RMSNorm's resid): each
 // thread writes its elements of sum = a + b (taken in float, rounded once
 // into S), then the norm runs over the row as stored, read back by the
 // thread that wrote it: the bits of Add then RMSNorm, without the sum's
@@ -104,8 +104,9 @@ __device__ __forceinline__ float rms_add_rn(float a, float b) {
 
 // A grid of G blocks strides over the rows; each block keeps its share of
 // dw in shared memory (C floats, dynamic) and adds it to dw once at the
-// end, so dw sees G·C atomic adds instead of rows·C. X is the input's
-// storage, as in the forward (rmsnorm_backward_xbf16). With resid set the
+// end, so dw sees G·C atomic adds instead of rows·C (none for a null dw:
+// a frozen weight). X is the input's storage, as in the forward
+// (rmsnorm_backward_xbf16). With resid set the
 // residual gradient it holds is added to the input gradient (dinp =
 // resid + dnorm; resid may be dinp itself), and with dxc set the result
 // is written there too in its storage D (bf16: the copy that mixed
@@ -136,6 +137,7 @@ __device__ __forceinline__ void rmsnorm_backward_t(float* dinp, D* dxc, float* d
             if (dxc) store_f(dxc, o + c, v);
         }
     }
+    if (!dw) return; // a frozen weight: only the input gradient is wanted
     __syncthreads();
     for (int c = threadIdx.x; c < C; c += blockDim.x) atomicAdd(dw + c, acc[c]);
 }
@@ -149,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_xbf16(float*
     rmsnorm_backward_t(dinp, (float*)nullptr, dw, dout, inp, w, rstd, nullptr, rows, C);
 }
 
-// The backward fused with the residual add after it (RMSNormBackwardAdd):
+// The backward fused with the residual add after it (RMSNormBackward's resid):
 // dx = resid + dnorm, and dx's copy in dxc's storage when dxc is set.
 extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_add(float* dx, float* dxc, float* dw, const float* dout, const float* inp,
                                                                         const float* w, const float* rstd, const float* resid, int rows, int C) {

@@ -142,7 +142,30 @@ func (d *Device[F]) AttentionBackward(dqkv, dout, out, lse, qkv model.Buffer, se
 	})
 }
 
-func (d *Device[F]) AttentionCached(out, qkv, kc, vc model.Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int) {
+// AttentionCached runs AddBias and RoPE over qkv first when theta > 0,
+// each row at its position pos0[j]+i: the ops a model would run before it.
+func (d *Device[F]) AttentionCached(out, qkv, bias, kc, vc model.Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int, theta float64) {
+	if theta > 0 {
+		a := newAttnDims(NH, KVH, HS)
+		T := qkv.Len() / a.W
+		pos := make([]int32, 0, T)
+		for j, n := range lens {
+			for i := range n {
+				pos = append(pos, pos0[j]+i)
+			}
+		}
+		if bias != nil {
+			d.AddBias(qkv, a.W, bias, T, a.W)
+		}
+		d.RoPE(qkv, a.W, 0, pos, NH, HS, theta)
+		d.RoPE(qkv, a.W, a.kOff, pos, KVH, HS, theta)
+	} else if bias != nil {
+		panic(fmt.Sprintf("cpu: AttentionCached with a bias and rope theta %g: the bias comes with the rotation", theta))
+	}
+	d.attentionCached(out, qkv, kc, vc, slots, pos0, lens, maxLen, NH, KVH, HS)
+}
+
+func (d *Device[F]) attentionCached(out, qkv, kc, vc model.Buffer, slots, pos0, lens []int32, maxLen, NH, KVH, HS int) {
 	defer d.timed(opAttention)()
 	o, x := buf[F](out), buf[F](qkv)
 	a := newAttnDims(NH, KVH, HS)

@@ -90,7 +90,7 @@ func cachedCase(d *Device[float32], rng *rand.Rand, HS, NH, KVH int, alloc func(
 	d.Upload(K, K0)
 	d.Upload(V, V0)
 	out := make(cpuBuf[float32], T*NH*HS)
-	d.AttentionCached(out, cpuBuf[float32](qkv), K, V, sl, pos0, lens, maxLen, NH, KVH, HS)
+	d.AttentionCached(out, cpuBuf[float32](qkv), nil, K, V, sl, pos0, lens, maxLen, NH, KVH, HS, 0)
 	return out, K, V
 }
 
@@ -201,9 +201,9 @@ func TestAttentionCachedBF16Float64Device(t *testing.T) {
 	}
 	out32, out64 := make(cpuBuf[float32], T*NH*HS), make(cpuBuf[float64], T*NH*HS)
 	attnNoVector = true
-	d32.AttentionCached(out32, cpuBuf[float32](qkv32), K32, V32, sl, pos0, lens, maxLen, NH, KVH, HS)
+	d32.AttentionCached(out32, cpuBuf[float32](qkv32), nil, K32, V32, sl, pos0, lens, maxLen, NH, KVH, HS, 0)
 	attnNoVector = false
-	d64.AttentionCached(out64, cpuBuf[float64](qkv64), K64, V64, sl, pos0, lens, maxLen, NH, KVH, HS)
+	d64.AttentionCached(out64, cpuBuf[float64](qkv64), nil, K64, V64, sl, pos0, lens, maxLen, NH, KVH, HS, 0)
 	for i := range out32 {
 		if float64(out32[i]) != out64[i] {
 			t.Fatalf("output %d: float64 device %v, float32 device %v", i, out64[i], out32[i])

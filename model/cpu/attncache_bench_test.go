@@ -31,10 +31,10 @@ func BenchmarkAttentionCached05B(b *testing.B) {
 	for b.Loop() {
 		t0 := time.Now()
 		attnNoVector = false
-		d.AttentionCached(out, qkv, K, V, sl, pos, lens, maxLen, NH, KVH, HS)
+		d.AttentionCached(out, qkv, nil, K, V, sl, pos, lens, maxLen, NH, KVH, HS, 0)
 		t1 := time.Now()
 		attnNoVector = true
-		d.AttentionCached(out, qkv, K, V, sl, pos, lens, maxLen, NH, KVH, HS)
+		d.AttentionCached(out, qkv, nil, K, V, sl, pos, lens, maxLen, NH, KVH, HS, 0)
 		tv += t1.Sub(t0)
 		ts += time.Since(t1)
 	}
@@ -78,7 +78,7 @@ func BenchmarkAttentionDecodeStep05B(b *testing.B) {
 	step := func(K, V []model.Buffer, layer func(int) int) time.Duration {
 		t0 := time.Now()
 		for l := range layers {
-			d.AttentionCached(out, qkv, K[layer(l)], V[layer(l)], sl, pos, lens, maxLen, NH, KVH, HS)
+			d.AttentionCached(out, qkv, nil, K[layer(l)], V[layer(l)], sl, pos, lens, maxLen, NH, KVH, HS, 0)
 		}
 		return time.Since(t0)
 	}

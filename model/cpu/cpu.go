@@ -46,9 +46,6 @@ func NewThreads(n int) model.Device {
 // NewFloat64 returns the float64 CPU device of the gradient checks.
 func NewFloat64() *Device[float64] { return &Device[float64]{threads: runtime.GOMAXPROCS(0)} }
 
-// SkipsNilWeightGrads: LMHeadBackward and RMSNormBackward skip a nil dw.
-func (d *Device[F]) SkipsNilWeightGrads() {}
-
 func (d *Device[F]) Name() string {
 	var z F
 	return fmt.Sprintf("cpu(%T, %d threads)", z, d.threads)
@@ -58,6 +55,11 @@ func (d *Device[F]) Name() string {
 func buf[F Float](b model.Buffer) []F {
 	if b == nil {
 		return nil
+	}
+	if e, ok := b.(engineLogits); ok { // float32 values, on the float32 device
+		if s, ok := any([]float32(e)).([]F); ok {
+			return s
+		}
 	}
 	s, ok := b.(cpuBuf[F])
 	if !ok {
@@ -143,8 +145,13 @@ func (d *Device[F]) Zero(b model.Buffer) {
 }
 
 // Copy copies between buffers of the same length; into or out of a bf16
-// buffer it narrows (round to nearest even) or widens.
+// buffer it narrows (round to nearest even) or widens, and into a matrix
+// in the tile layout it packs values in rows (packMatrix).
 func (d *Device[F]) Copy(dst, src model.Buffer) {
+	if t, ok := dst.(bf16TileBuf); ok {
+		d.packMatrix(t, src)
+		return
+	}
 	defer d.timed(opCopy)()
 	hd, dok := asBF16(dst)
 	hs, sok := asBF16(src)
@@ -311,11 +318,9 @@ func (d *Device[F]) parallel(n, grain int, fn func(lo, hi int)) {
 
 // The capabilities the CPU device has (device.go lists them all).
 var (
-	_ model.Storage        = (*Device[float32])(nil)
-	_ model.BF16Products   = (*Device[float32])(nil)
-	_ model.HostMemory     = (*Device[float32])(nil)
-	_ model.HostSampler    = (*Device[float32])(nil)
-	_ model.LogitKeeper    = (*Device[float32])(nil)
-	_ model.NilWeightGrads = (*Device[float32])(nil)
-	_ model.Pager          = (*Device[float32])(nil)
+	_ model.Storage      = (*Device[float32])(nil)
+	_ model.BF16Products = (*Device[float32])(nil)
+	_ model.HostMemory   = (*Device[float32])(nil)
+	_ model.Sampler      = (*Device[float32])(nil)
+	_ model.Pager        = (*Device[float32])(nil)
 )

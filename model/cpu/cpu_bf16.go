@@ -25,9 +25,11 @@ func (b bf16Buf) Len() int                      { return len(b) }
 func (b bf16Buf) Slice(off, n int) model.Buffer { return b[off : off+n : off+n] }
 
 // AllocAs returns n zero-filled values of kind (model.Storage): bf16
-// (AllocBF16), bf16 weights with bf16 products (AllocBF16Products) or a
-// rollout copy's KV cache (AllocKVArena). The CPU computes in float32: it
-// has no StoreCompute of its own. n < 0 allocates nothing.
+// (AllocBF16), bf16 weights with bf16 products (AllocBF16Products), a
+// rollout copy's KV cache (AllocKVArena), kept logits (float32, Alloc's:
+// the LM head keeps logits in any float32 buffer) or a rollout copy's
+// decode logits (engineLogits, on the float32 device). The CPU computes in
+// float32: it has no StoreCompute of its own. n < 0 allocates nothing.
 func (d *Device[F]) AllocAs(n int, kind model.StorageKind) (model.Buffer, bool) {
 	var alloc func(int) model.Buffer
 	switch kind {
@@ -37,6 +39,13 @@ func (d *Device[F]) AllocAs(n int, kind model.StorageKind) (model.Buffer, bool) 
 		alloc = d.AllocBF16Products
 	case model.StoreKVArena:
 		alloc = d.AllocKVArena
+	case model.StoreKeptLogits:
+		alloc = d.Alloc
+	case model.StoreEngineLogits:
+		if _, f32 := any(F(0)).(float32); !f32 {
+			return nil, false
+		}
+		alloc = func(n int) model.Buffer { d.collectFreed(n); return engineLogits(make([]float32, n)) }
 	default:
 		return nil, false
 	}
@@ -115,7 +124,13 @@ func HostFloat64(b model.Buffer) ([]float64, bool) { s, ok := b.(cpuBuf[float64]
 // HostFloat32 returns the memory behind a float32 CPU buffer, for
 // transports that read and write host memory (MPI); false for any other
 // buffer.
-func HostFloat32(b model.Buffer) ([]float32, bool) { s, ok := b.(cpuBuf[float32]); return s, ok }
+func HostFloat32(b model.Buffer) ([]float32, bool) {
+	if e, ok := b.(engineLogits); ok {
+		return e, true
+	}
+	s, ok := b.(cpuBuf[float32])
+	return s, ok
+}
 
 // Host is the memory behind a float32 or bfloat16 buffer of this device
 // (model.HostMemory): a zero-length buffer reads as an empty, non-nil

@@ -1,20 +1,29 @@
 package cpu
 
-import "github.com/r1go/r1go/model"
+import (
+	"github.com/r1go/r1go/internal/pages"
+	"github.com/r1go/r1go/model"
+)
 
-// The CPU device pages (Pager) through the kernel: gradients sent on give
-// their whole pages back (madvise), and mincore counts what is resident.
-// Only float32 buffers are paged; any other is zeroed in place and its
-// residency is unknown.
+// The CPU device pages (Pager) through the kernel: gradients sent on,
+// dead activations and weights give their whole pages back (madvise),
+// spilled state leaves the resident set, and mincore counts what is
+// resident. float32 and bf16 buffers are paged; any other is zeroed in
+// place. Residency is known for float32 buffers.
 
 // ReleasePages zeroes b, giving its whole pages back to the kernel, which
-// maps zero pages on the next touch.
+// maps zero pages on the next touch; a spilled buffer's pages only leave
+// the resident set, their values kept in the page cache and its file.
 func (d *Device[F]) ReleasePages(b model.Buffer) {
-	if x, ok := HostFloat32(b); ok {
-		releaseHost(x)
-		return
+	raw := hostBytes(b)
+	switch {
+	case raw == nil:
+		d.Zero(b)
+	case spilled(raw):
+		pages.Drop(raw)
+	default:
+		releaseHost(raw)
 	}
-	d.Zero(b)
 }
 
 // MapPages does nothing: host pages come back on the next touch.

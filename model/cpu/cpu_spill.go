@@ -2,9 +2,9 @@ package cpu
 
 import (
 	"fmt"
+	"sync"
 	"unsafe"
 
-	"github.com/r1go/r1go/internal/pages"
 	"github.com/r1go/r1go/model"
 )
 
@@ -16,7 +16,8 @@ import (
 // bf16), in a shared mapping of an unlinked file in dir, of the same kind:
 // reads and writes go to the page cache, which the kernel may write back
 // and evict under memory pressure and read back on the next touch;
-// DropPages releases its resident pages at once. The file's disk space
+// ReleasePages takes its pages out of the resident set at once, keeping
+// its values. The file's disk space
 // goes when the process ends. dir must be on a disk (a tmpfs or ramfs
 // spill would still be memory, and is refused).
 func (d *Device[F]) Spill(b model.Buffer, dir string) (model.Buffer, error) {
@@ -28,6 +29,7 @@ func (d *Device[F]) Spill(b model.Buffer, dir string) (model.Buffer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spill %d bytes to %s: %w", len(raw), dir, err)
 	}
+	spills.add(mapped)
 	p := unsafe.Pointer(&mapped[0])
 	switch b.(type) {
 	case bf16DotBuf:
@@ -38,13 +40,37 @@ func (d *Device[F]) Spill(b model.Buffer, dir string) (model.Buffer, error) {
 	return cpuBuf[float32](unsafe.Slice((*float32)(p), b.Len())), nil
 }
 
-// DropPages takes b's whole pages out of the process's resident set: a
-// spilled buffer's stay in the page cache (its values remain), other host
-// memory reads as zeros when next touched. Not a host buffer: nothing.
-func (d *Device[F]) DropPages(b model.Buffer) {
-	if raw := hostBytes(b); raw != nil {
-		pages.Drop(raw)
+// spills are the address ranges of every spilled buffer's mapping (which
+// lives as long as the process), so that ReleasePages keeps the values of
+// a buffer in one, or in a part of one.
+var spills spillRanges
+
+type spillRanges struct {
+	sync.Mutex
+	r [][2]uintptr // [start, end)
+}
+
+func (s *spillRanges) add(m []byte) {
+	s.Lock()
+	defer s.Unlock()
+	start := uintptr(unsafe.Pointer(&m[0]))
+	s.r = append(s.r, [2]uintptr{start, start + uintptr(len(m))})
+}
+
+// spilled says whether raw lies in a spilled buffer's mapping.
+func spilled(raw []byte) bool {
+	if len(raw) == 0 {
+		return false
 	}
+	start := uintptr(unsafe.Pointer(&raw[0]))
+	spills.Lock()
+	defer spills.Unlock()
+	for _, r := range spills.r {
+		if start >= r[0] && start < r[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // hostBytes is the memory behind a float32 or bf16 CPU buffer, or nil.

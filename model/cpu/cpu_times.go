@@ -29,14 +29,13 @@ const (
 	opAdd
 	opAddBias
 	opRoPE
-	opLogits
 	opEmbedding
 	opCopy
 	opSample
 	numOps
 )
 
-var opNames = [numOps]string{"products", "attention", "norm", "swiglu", "add", "bias", "rope", "logits", "embedding", "copy", "sampling"}
+var opNames = [numOps]string{"products", "attention", "norm", "swiglu", "add", "bias", "rope", "embedding", "copy", "sampling"}
 
 // OpTimes holds the wall time and calls of each timed operation.
 type OpTimes struct {

@@ -8,10 +8,10 @@ import (
 )
 
 // TestTimeOps: with TimeOps on, decode steps on the CPU device count each
-// step's LM head once as "logits" (its product inside not again as
-// "products"), its draws as "sampling", the layers' products, attention
-// and norms per call; the times add up to no more than the steps' wall
-// time; once off, nothing more is counted.
+// step's draws as "sampling", the layers' and the LM head's products,
+// attention and norms per call, and the token embedding and the gather of
+// the rows whose logits the step wants as "embedding"; the times add up
+// to no more than the steps' wall time; once off, nothing more is counted.
 func TestTimeOps(t *testing.T) {
 	cfg := tinyConfig(t, true)
 	m, err := model.New(cfg, New(), model.LMHeadOutput)
@@ -38,10 +38,10 @@ func TestTimeOps(t *testing.T) {
 	TimeOps(m.Dev, false)
 	L := int64(cfg.NumHiddenLayers)
 	want := map[string]int64{
-		"logits":    steps,
+		"embedding": steps * 2,
 		"sampling":  steps,
 		"attention": steps * L,
-		"products":  steps * L * 4, // q|k|v, o, gate|up, down
+		"products":  steps * (L*4 + 1), // q|k|v, o, gate|up, down; the head
 		"norm":      steps * (2*L + 1),
 	}
 	var sum time.Duration

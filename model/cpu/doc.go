@@ -15,8 +15,8 @@
 // model.StoreKVArena) and their tile layout (BF16Products),
 // host memory read in place, spilled to a file and dropped from the
 // resident set (HostMemory), pages given back and counted (Pager), host
-// sampling (HostSampler), kept logits (LogitKeeper) and nil weight
-// gradients (NilWeightGrads).
+// sampling (Sampler, and a rollout copy's model.StoreEngineLogits) and kept
+// logits (model.StoreKeptLogits).
 //
 // Errors: a buffer of another device, or shapes that do not match, are
 // programmer errors and panic with a message that starts "cpu:"; so does a

@@ -37,12 +37,12 @@ func BenchmarkExpOps(b *testing.B) {
 	}{
 		{"expInto 151936", func() { exp32Into(dst, src) }},
 		{"LM head fwd+bwd T128 C16 V151936", func() {
-			d.LMHead(lp, ent, lse, hs, ws, targets, T, 16, V)
-			d.LMHeadBackward(dh[:T*16], nil, glp, gent, hs, ws, lse, ent, targets, T, 16, V)
+			d.LMHead(lp, ent, lse, nil, hs, ws, targets, T, 16, V)
+			d.LMHeadBackward(dh[:T*16], nil, glp, gent, nil, hs, ws, lse, ent, targets, T, 16, V)
 		}},
 		{"LM head fwd+bwd T128 C896 V151936", func() {
-			d.LMHead(lp, ent, lse, h, w, targets, T, C, V)
-			d.LMHeadBackward(dh, nil, glp, gent, h, w, lse, ent, targets, T, C, V)
+			d.LMHead(lp, ent, lse, nil, h, w, targets, T, C, V)
+			d.LMHeadBackward(dh, nil, glp, gent, nil, h, w, lse, ent, targets, T, C, V)
 		}},
 		{"SwiGLU fwd+bwd 640x4864", func() {
 			d.SwiGLU(out, gu, rows, I)

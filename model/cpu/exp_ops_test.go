@@ -19,7 +19,7 @@ func TestLMHeadBitForBitScalar(t *testing.T) {
 	w[5*C] = 200 // a logit far above the rest: most lanes underflow
 	targets := []int32{0, 5, 4098, -1, 17, 4096, 9}
 	lp, ent, lse := make(cpuBuf[float32], T), make(cpuBuf[float32], T), make(cpuBuf[float32], T)
-	d.LMHead(lp, ent, lse, cpuBuf[float32](h), cpuBuf[float32](w), targets, T, C, V)
+	d.LMHead(lp, ent, lse, nil, cpuBuf[float32](h), cpuBuf[float32](w), targets, T, C, V)
 
 	// Reference: the whole [T, V] logits by the same Gemm, the former loop
 	// per chunk, combined as LMHead combines chunks.
@@ -61,7 +61,7 @@ func TestLMHeadBitForBitScalar(t *testing.T) {
 	// Backward: the former per-logit loop, then the same two products.
 	glp, gent := randF32(rng, T, 1), randF32(rng, T, 1)
 	dh, dw := make(cpuBuf[float32], T*C), make(cpuBuf[float32], V*C)
-	d.LMHeadBackward(dh, dw, cpuBuf[float32](glp), cpuBuf[float32](gent), cpuBuf[float32](h), cpuBuf[float32](w), lse, ent, targets, T, C, V)
+	d.LMHeadBackward(dh, dw, cpuBuf[float32](glp), cpuBuf[float32](gent), nil, cpuBuf[float32](h), cpuBuf[float32](w), lse, ent, targets, T, C, V)
 	wantDh, wantDw := make(cpuBuf[float32], T*C), make(cpuBuf[float32], V*C)
 	for v0 := 0; v0 < V; v0 += headChunk {
 		m := min(headChunk, V-v0)

@@ -55,7 +55,7 @@ func BenchmarkDecodeHostOps(b *testing.B) {
 	})
 	b.Run("norm", func(b *testing.B) {
 		for b.Loop() {
-			d.RMSNorm(out, rstd, x, g, rows, C, 1e-6)
+			d.RMSNorm(out, nil, rstd, x, nil, g, rows, C, 1e-6)
 		}
 	})
 	b.Run("swiglu", func(b *testing.B) {

@@ -22,18 +22,10 @@ const (
 	headChunk = 4096 // vocabulary entries per chunk
 )
 
-func (d *Device[F]) LMHead(logprob, entropy, lse, h, w model.Buffer, targets []int32, T, C, V int) {
-	d.lmHead(logprob, entropy, lse, nil, h, w, targets, T, C, V)
-}
-
-// LMHeadKeep is LMHead writing every logit into logits [T, V] as well.
-func (d *Device[F]) LMHeadKeep(logprob, entropy, lse, logits, h, w model.Buffer, targets []int32, T, C, V int) {
-	d.lmHead(logprob, entropy, lse, logits, h, w, targets, T, C, V)
-}
-
-// lmHead computes each block's chunk of logits into a scratch block, or,
-// with keep, into its place in keep (row pitch V).
-func (d *Device[F]) lmHead(logprob, entropy, lse, keep, h, w model.Buffer, targets []int32, T, C, V int) {
+// LMHead computes each block's chunk of logits into a scratch block, or,
+// with keep (logits kept for the backward, model.StoreKeptLogits), into
+// its place in keep (row pitch V).
+func (d *Device[F]) LMHead(logprob, entropy, lse, keep, h, w model.Buffer, targets []int32, T, C, V int) {
 	lp, ent, L := buf[F](logprob), buf[F](entropy), buf[F](lse)
 	checkTargets(targets, T, V)
 	rows := min(T, headRows)
@@ -99,21 +91,10 @@ func (d *Device[F]) lmHead(logprob, entropy, lse, keep, h, w model.Buffer, targe
 	}
 }
 
-func (d *Device[F]) LMHeadBackward(dh, dw, dlogprob, dentropy, h, w, lse, entropy model.Buffer, targets []int32, T, C, V int) {
-	d.lmHeadBackward(dh, dw, dlogprob, dentropy, nil, h, w, lse, entropy, targets, T, C, V)
-}
-
-// LMHeadBackwardKept is LMHeadBackward reading the logits that
-// LMHeadKeep kept instead of computing them (it overwrites them with
-// their gradients).
-func (d *Device[F]) LMHeadBackwardKept(dh, dw, dlogprob, dentropy, logits, h, w, lse, entropy model.Buffer, targets []int32, T, C, V int) {
-	d.lmHeadBackward(dh, dw, dlogprob, dentropy, logits, h, w, lse, entropy, targets, T, C, V)
-}
-
-// lmHeadBackward computes each block's chunk of logits again into a
-// scratch block or, with keep, takes it from keep (row pitch V); the
-// chunk's logit gradients overwrite it.
-func (d *Device[F]) lmHeadBackward(dh, dw, dlogprob, dentropy, keep, h, w, lse, entropy model.Buffer, targets []int32, T, C, V int) {
+// LMHeadBackward computes each block's chunk of logits again into a
+// scratch block or, with keep (the logits LMHead kept), takes it from keep
+// (row pitch V); the chunk's logit gradients overwrite it.
+func (d *Device[F]) LMHeadBackward(dh, dw, dlogprob, dentropy, keep, h, w, lse, entropy model.Buffer, targets []int32, T, C, V int) {
 	glp, gent, L, H := buf[F](dlogprob), buf[F](dentropy), buf[F](lse), buf[F](entropy)
 	checkTargets(targets, T, V)
 	rows := min(T, headRows)
@@ -173,18 +154,6 @@ func (d *Device[F]) lmHeadBackward(dh, dw, dlogprob, dentropy, keep, h, w, lse, 
 			}
 		}
 	}
-}
-
-func (d *Device[F]) Logits(logits, h, w model.Buffer, rows []int32, C, V int) {
-	defer d.timed(opLogits)()
-	x := buf[F](h)
-	gp := getRow[F](len(rows) * C) // pooled: fresh, it was an allocation a decode step
-	defer putRow(gp)
-	g := cpuBuf[F](*gp)
-	for i, r := range rows {
-		copy(g[i*C:(i+1)*C], x[int(r)*C:(int(r)+1)*C])
-	}
-	d.Gemm(false, true, len(rows), V, C, 1, g, C, w, C, 0, logits, V)
 }
 
 func checkTargets(targets []int32, T, V int) {

@@ -61,12 +61,12 @@ func TestRMSNormGrad(t *testing.T) {
 	x, w, r := randVec(rng, T*C, 1), randVec(rng, C, 1), randVec(rng, T*C, 1)
 	out, rstd := make([]float64, T*C), make([]float64, T)
 	loss := func() float64 {
-		d.RMSNorm(cpuBuf[float64](out), cpuBuf[float64](rstd), cpuBuf[float64](x), cpuBuf[float64](w), T, C, 1e-6)
+		d.RMSNorm(cpuBuf[float64](out), nil, cpuBuf[float64](rstd), cpuBuf[float64](x), nil, cpuBuf[float64](w), T, C, 1e-6)
 		return dotF(out, r)
 	}
 	loss()
 	dx, dw := make([]float64, T*C), make([]float64, C)
-	d.RMSNormBackward(cpuBuf[float64](dx), cpuBuf[float64](dw), cpuBuf[float64](r), cpuBuf[float64](x), cpuBuf[float64](w), cpuBuf[float64](rstd), T, C)
+	d.RMSNormBackward(cpuBuf[float64](dx), nil, cpuBuf[float64](dw), cpuBuf[float64](r), cpuBuf[float64](x), cpuBuf[float64](w), cpuBuf[float64](rstd), nil, T, C)
 	fdCheck(t, "dx", x, loss, dx)
 	fdCheck(t, "dw", w, loss, dw)
 }
@@ -99,7 +99,11 @@ func TestRoPEGrad(t *testing.T) {
 		return dotF(y, r)
 	}
 	dx := append([]float64(nil), r...)
-	d.RoPEBackward(cpuBuf[float64](dx), ld, off, pos, nh, HS, 1e4)
+	back := make([]int32, len(pos))
+	for i, p := range pos {
+		back[i] = -p
+	}
+	d.RoPE(cpuBuf[float64](dx), ld, off, back, nh, HS, 1e4) // the backward: the negated positions
 	fdCheck(t, "dx", x, loss, dx)
 	// Columns outside [off, off+nh·HS) pass through untouched.
 	loss()
@@ -140,7 +144,7 @@ func TestLMHeadGrad(t *testing.T) {
 	rlp, rent := randVec(rng, T, 1), randVec(rng, T, 1)
 	lp, ent, lse := make([]float64, T), make([]float64, T), make([]float64, T)
 	loss := func() float64 {
-		d.LMHead(cpuBuf[float64](lp), cpuBuf[float64](ent), cpuBuf[float64](lse), cpuBuf[float64](h), cpuBuf[float64](w), targets, T, C, V)
+		d.LMHead(cpuBuf[float64](lp), cpuBuf[float64](ent), cpuBuf[float64](lse), nil, cpuBuf[float64](h), cpuBuf[float64](w), targets, T, C, V)
 		return dotF(lp, rlp) + dotF(ent, rent)
 	}
 	loss()
@@ -171,7 +175,7 @@ func TestLMHeadGrad(t *testing.T) {
 		}
 	}
 	dh, dw := make([]float64, T*C), make([]float64, V*C)
-	d.LMHeadBackward(cpuBuf[float64](dh), cpuBuf[float64](dw), cpuBuf[float64](rlp), cpuBuf[float64](rent), cpuBuf[float64](h), cpuBuf[float64](w), cpuBuf[float64](lse), cpuBuf[float64](ent), targets, T, C, V)
+	d.LMHeadBackward(cpuBuf[float64](dh), cpuBuf[float64](dw), cpuBuf[float64](rlp), cpuBuf[float64](rent), nil, cpuBuf[float64](h), cpuBuf[float64](w), cpuBuf[float64](lse), cpuBuf[float64](ent), targets, T, C, V)
 	fdCheck(t, "dh", h, loss, dh)
 	fdCheck(t, "dw", w, loss, dw)
 }

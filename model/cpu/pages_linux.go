@@ -6,32 +6,31 @@ import (
 	"unsafe"
 )
 
-// pageRange returns the whole pages inside x as bytes, and the values of x
+// pageRange returns the whole pages inside raw, and the bytes of raw
 // before and after them.
-func pageRange(x []float32) (pages []byte, head, tail []float32) {
-	if len(x) == 0 {
+func pageRange(raw []byte) (pages, head, tail []byte) {
+	if len(raw) == 0 {
 		return nil, nil, nil
 	}
 	page := uintptr(os.Getpagesize())
-	start := uintptr(unsafe.Pointer(&x[0]))
-	end := start + uintptr(4*len(x))
+	start := uintptr(unsafe.Pointer(&raw[0]))
+	end := start + uintptr(len(raw))
 	lo, hi := (start+page-1)&^(page-1), end&^(page-1)
 	if hi <= lo {
-		return nil, x, nil
+		return nil, raw, nil
 	}
-	all := unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 4*len(x))
-	return all[lo-start : hi-start], x[:(lo-start)/4], x[(hi-start)/4:]
+	return raw[lo-start : hi-start], raw[:lo-start], raw[hi-start:]
 }
 
-// releaseHost zeroes x, dropping its whole pages: the kernel maps a zero
-// page on the next touch. x holds float32 values only (no pointers), so
-// the Go collector never reads it.
-func releaseHost(x []float32) {
-	pages, head, tail := pageRange(x)
+// releaseHost zeroes raw, dropping its whole pages: the kernel maps a zero
+// page on the next touch. raw holds float32 or bf16 values only (no
+// pointers), so the Go collector never reads it.
+func releaseHost(raw []byte) {
+	pages, head, tail := pageRange(raw)
 	clear(head)
 	clear(tail)
 	if len(pages) > 0 && syscall.Madvise(pages, syscall.MADV_DONTNEED) != nil {
-		clear(x)
+		clear(raw)
 	}
 }
 

@@ -2,8 +2,8 @@
 
 package cpu
 
-// Without madvise and mincore gradients are zeroed in place and residency
-// is unknown.
-func releaseHost(x []float32) { clear(x) }
+// Without madvise and mincore released memory is zeroed in place and
+// residency is unknown.
+func releaseHost(raw []byte) { clear(raw) }
 
 func residentHost([]float32) (int64, bool) { return 0, false }

@@ -7,8 +7,14 @@ import (
 )
 
 // RMSNorm, as Qwen2 computes it in float32: y = w ⊙ x·r with
-// r = 1/sqrt(mean(x²) + eps); r is saved per row for the backward.
-func (d *Device[F]) RMSNorm(out, rstd, inp, w model.Buffer, rows, C int, eps float32) {
+// r = 1/sqrt(mean(x²) + eps); r is saved per row for the backward. With
+// resid, x = inp + resid is Add's into sum first: the same bits as the two
+// ops.
+func (d *Device[F]) RMSNorm(out, sum, rstd, inp, resid, w model.Buffer, rows, C int, eps float32) {
+	if resid != nil {
+		d.Add(sum, inp, resid)
+		inp = sum
+	}
 	defer d.timed(opRMSNorm)()
 	o, rs, x := buf[F](out), buf[F](rstd), buf[F](inp)
 	g, gp := vec[F](w)
@@ -103,9 +109,11 @@ func sumSquares4[F Float](x []F, C int) [4]float64 {
 // dx = r·(w⊙dy − n·mean(n⊙w⊙dy)), dw += Σ_rows dy⊙n.
 // dw is reduced per block of rows first, then over the blocks in order, so
 // that workers never share a row of it and the sum does not depend on which
-// worker finishes first (runs are bit-for-bit reproducible).
-func (d *Device[F]) RMSNormBackward(dinp, dw, dout, inp, w, rstd model.Buffer, rows, C int) {
-	dx, dg, dy, x, rs := buf[F](dinp), buf[F](dw), buf[F](dout), buf[F](inp), buf[F](rstd)
+// worker finishes first (runs are bit-for-bit reproducible). With resid
+// each dx is rounded to F, then added to resid's value (which dinp may
+// hold): the bits of the backward into a scratch, then Add.
+func (d *Device[F]) RMSNormBackward(dinp, dinpc, dw, dout, inp, w, rstd, resid model.Buffer, rows, C int) {
+	dx, dg, dy, x, rs, res := buf[F](dinp), buf[F](dw), buf[F](dout), buf[F](inp), buf[F](rstd), buf[F](resid)
 	g, gp := vec[F](w)
 	defer putVec(gp)
 	const block = 64
@@ -127,11 +135,18 @@ func (d *Device[F]) RMSNormBackward(dinp, dw, dout, inp, w, rstd model.Buffer, r
 				dot /= float64(C)
 				for c := range xr {
 					n := float64(xr[c]) * r
-					dxr[c] = F(r * (float64(g[c])*float64(dyr[c]) - n*dot))
+					v := F(r * (float64(g[c])*float64(dyr[c]) - n*dot))
+					if res != nil {
+						v = res[t*C+c] + v
+					}
+					dxr[c] = v
 				}
 			}
 		}
 	})
+	if dinpc != nil { // a compute view (the CPU holds none: a plain copy)
+		d.Copy(dinpc, dinp)
+	}
 	if dg == nil { // a frozen weight: only dx is wanted
 		return
 	}

@@ -66,7 +66,7 @@ func TestRMSNormSameBitsAsRowLoop(t *testing.T) {
 			}
 			out, rstd := make([]float32, rows*C), make([]float32, rows)
 			wantOut, wantRstd := make([]float32, rows*C), make([]float32, rows)
-			d.RMSNorm(cpuBuf[float32](out), cpuBuf[float32](rstd), cpuBuf[float32](x), cpuBuf[float32](g), rows, C, 1e-6)
+			d.RMSNorm(cpuBuf[float32](out), nil, cpuBuf[float32](rstd), cpuBuf[float32](x), nil, cpuBuf[float32](g), rows, C, 1e-6)
 			rmsNormRows(wantOut, wantRstd, x, g, rows, C, 1e-6)
 			for i := range out {
 				if math.Float32bits(out[i]) != math.Float32bits(wantOut[i]) {
@@ -80,6 +80,52 @@ func TestRMSNormSameBitsAsRowLoop(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRMSNormResidSameBitsAsAdd: RMSNorm with a residual is Add then the
+// plain norm, and RMSNormBackward with one (resid aliasing dinp, as in the
+// layer) is the plain backward into a scratch then Add, bit for bit, dw
+// and the plain path's dinpc copy included.
+func TestRMSNormResidSameBitsAsAdd(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	d := &Device[float32]{threads: 2}
+	rows, C := 37, 96
+	randn := func(n int) cpuBuf[float32] {
+		x := make(cpuBuf[float32], n)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		return x
+	}
+	clone := func(x cpuBuf[float32]) cpuBuf[float32] { return append(cpuBuf[float32](nil), x...) }
+	same := func(what string, got, want cpuBuf[float32]) {
+		t.Helper()
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s[%d] = %v, want %v", what, i, got[i], want[i])
+			}
+		}
+	}
+	a, b, w := randn(rows*C), randn(rows*C), randn(C)
+	sum, out, rs := make(cpuBuf[float32], rows*C), make(cpuBuf[float32], rows*C), make(cpuBuf[float32], rows)
+	d.RMSNorm(out, sum, rs, a, b, w, rows, C, 1e-6)
+	wsum, wout, wrs := make(cpuBuf[float32], rows*C), make(cpuBuf[float32], rows*C), make(cpuBuf[float32], rows)
+	d.Add(wsum, a, b)
+	d.RMSNorm(wout, nil, wrs, wsum, nil, w, rows, C, 1e-6)
+	same("sum", sum, wsum)
+	same("out", out, wout)
+	same("rstd", rs, wrs)
+
+	dy, dx := randn(rows*C), randn(rows*C)
+	dw := randn(C)
+	wdx, wdw, tmp := clone(dx), clone(dw), make(cpuBuf[float32], rows*C)
+	dxc := make(cpuBuf[float32], rows*C)
+	d.RMSNormBackward(dx, dxc, dw, dy, sum, w, rs, dx, rows, C)
+	d.RMSNormBackward(tmp, nil, wdw, dy, wsum, w, wrs, nil, rows, C)
+	d.Add(wdx, wdx, tmp)
+	same("dinp", dx, wdx)
+	same("dinpc", dxc, wdx)
+	same("dw", dw, wdw)
 }
 
 // BenchmarkRMSNormDecode times a batch-32 decode step's norm (32 rows of
@@ -100,14 +146,14 @@ func BenchmarkRMSNormDecode(b *testing.B) {
 	d := &Device[float32]{threads: 1}
 	b.Run("device", func(b *testing.B) {
 		for b.Loop() {
-			d.RMSNorm(cpuBuf[float32](out), cpuBuf[float32](rstd), cpuBuf[float32](x), cpuBuf[float32](g), rows, C, 1e-6)
+			d.RMSNorm(cpuBuf[float32](out), nil, cpuBuf[float32](rstd), cpuBuf[float32](x), nil, cpuBuf[float32](g), rows, C, 1e-6)
 		}
 	})
 	b.Run("four-rows", func(b *testing.B) {
 		rmsNoVector = true
 		defer func() { rmsNoVector = false }()
 		for b.Loop() {
-			d.RMSNorm(cpuBuf[float32](out), cpuBuf[float32](rstd), cpuBuf[float32](x), cpuBuf[float32](g), rows, C, 1e-6)
+			d.RMSNorm(cpuBuf[float32](out), nil, cpuBuf[float32](rstd), cpuBuf[float32](x), nil, cpuBuf[float32](g), rows, C, 1e-6)
 		}
 	})
 	b.Run("row-loop", func(b *testing.B) {

@@ -10,23 +10,17 @@ import (
 // RoPE in the rotate-half form of Hugging Face's Qwen2: for i < HS/2 the
 // pair (x_i, x_{i+HS/2}) of each head turns by pos·theta^(−2i/HS).
 // Angles are computed in float64 from the integer position, so long
-// contexts lose no precision to an accumulated angle.
-func (d *Device[F]) RoPE(x model.Buffer, ld, off int, pos []int32, nHeads, HS int, theta float64) {
+// contexts lose no precision to an accumulated angle. A negative position
+// turns by the opposite of its magnitude's angle: the table's, the sine's
+// sign flipped (the backward rotates the gradient back at the negated
+// positions: the rotation is orthogonal, its transpose turns the other way).
+func (d *Device[F]) RoPE(xb model.Buffer, ld, off int, pos []int32, nHeads, HS int, theta float64) {
 	defer d.timed(opRoPE)()
-	d.rope(buf[F](x), ld, off, pos, nHeads, HS, theta, 1)
-}
-
-// RoPEBackward rotates the gradient back: the rotation is orthogonal, so its
-// transpose is the rotation by the opposite angle.
-func (d *Device[F]) RoPEBackward(dx model.Buffer, ld, off int, pos []int32, nHeads, HS int, theta float64) {
-	d.rope(buf[F](dx), ld, off, pos, nHeads, HS, theta, -1)
-}
-
-func (d *Device[F]) rope(x []F, ld, off int, pos []int32, nHeads, HS int, theta float64, sign float64) {
+	x := buf[F](xb)
 	half := HS / 2
 	maxPos := int32(-1)
 	for _, p := range pos {
-		maxPos = max(maxPos, p)
+		maxPos = max(maxPos, p, -p)
 	}
 	tab := ropeAngles(theta, HS, int(maxPos)+1)
 	// A part of at least 64 rows: a decode step's 32 (14 heads of q or 2
@@ -34,11 +28,14 @@ func (d *Device[F]) rope(x []F, ld, off int, pos []int32, nHeads, HS int, theta 
 	// and join (BenchmarkDecodeHostOps).
 	d.parallel(len(pos), 64, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
-			p := int(pos[t])
+			p, sign := int(pos[t]), 1.0
+			if p < 0 {
+				p, sign = -p, -1
+			}
 			var cos, sin []float64
 			if p >= 0 && p < tab.n {
 				cos, sin = tab.cos[p*half:][:half], tab.sin[p*half:][:half]
-			} else { // beyond the table (or negative): this row's own angles
+			} else { // beyond the table: this row's own angles
 				cos, sin = make([]float64, half), make([]float64, half)
 				tab.angles(p, cos, sin)
 			}

@@ -8,8 +8,9 @@ import (
 
 // TestRoPETableSameBits: rotations through the shared angle table (and
 // past its end, row by row) have the bits of the angles computed per row
-// in float64 from HF's float32 inverse frequencies, forward and back, with
-// the vector kernel (heads of 16 and 64) and without.
+// in float64 from HF's float32 inverse frequencies, forward and back (at
+// the negated positions, the sine's sign flipped), with the vector kernel
+// (heads of 16 and 64) and without.
 func TestRoPETableSameBits(t *testing.T) {
 	for _, noVector := range []bool{false, true} {
 		for _, HS := range []int{16, 64, 12} {
@@ -50,7 +51,11 @@ func testRoPESameBits(t *testing.T, HS int) {
 				}
 			}
 		}
-		d.rope(x, nHeads*HS, 0, pos, nHeads, HS, theta, sign)
+		signed := make([]int32, len(pos))
+		for i, p := range pos {
+			signed[i] = int32(sign) * p
+		}
+		d.RoPE(cpuBuf[float32](x), nHeads*HS, 0, signed, nHeads, HS, theta)
 		for i := range x {
 			if math.Float32bits(x[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("HS %d, vector off %v, sign %g: element %d (position %d) = %g, per-row angles give %g", HS, ropeNoVector, sign, i, pos[i/(nHeads*HS)], x[i], want[i])

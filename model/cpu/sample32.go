@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -23,17 +24,42 @@ import (
 // log-probability within about 10⁻⁶ of its. Greedy decoding and top-k or
 // top-p truncation take SampleToken itself.
 
-// SampleHost samples the draws on the device's threads, timed as the
-// device's sampling: with f32 (a rollout copy) by sampleAll32, else by
-// SampleAll.
-func (d *Device[F]) SampleHost(draws []model.Draw, f32 bool) {
+// SampleRows draws each row of logits on the device's threads
+// (model.Sampler), timed as the device's sampling: row j with a PCG stream
+// seeded by seeds[j], by sampleAll32 for a rollout copy's logits
+// (model.StoreEngineLogits), else by SampleAll.
+func (d *Device[F]) SampleRows(tokens []int32, logprobs []float32, logits model.Buffer, V int, s model.Sampling, seeds []uint64) error {
 	defer d.timed(opSample)()
-	if f32 {
-		sampleAll32(draws)
-		return
+	if len(tokens) != len(seeds) || len(logprobs) != len(seeds) || logits.Len() < len(seeds)*V {
+		panic(fmt.Sprintf("cpu: SampleRows of %d tokens, %d logprobs and %d seeds from %d logits of %d", len(tokens), len(logprobs), len(seeds), logits.Len(), V))
 	}
-	model.SampleAll(draws)
+	x, ok := HostFloat32(logits)
+	if !ok { // the float64 device's
+		x = make([]float32, logits.Len())
+		d.Download(x, logits)
+	}
+	draws := make([]model.Draw, len(seeds))
+	for j := range draws {
+		draws[j] = model.Draw{Row: x[j*V : (j+1)*V], S: s, Rng: rand.New(rand.NewPCG(seeds[j], 0x5eed))}
+	}
+	if _, engine := logits.(engineLogits); engine {
+		sampleAll32(draws)
+	} else {
+		model.SampleAll(draws)
+	}
+	for j, dr := range draws {
+		tokens[j], logprobs[j] = dr.ID, dr.LogProb
+	}
+	return nil
 }
+
+// engineLogits are a rollout copy's decode logits (model.StoreEngineLogits):
+// float32 values that SampleRows draws from with sampleAll32's float32
+// softmax; every other op reads them as a float32 buffer.
+type engineLogits []float32
+
+func (b engineLogits) Len() int                      { return len(b) }
+func (b engineLogits) Slice(off, n int) model.Buffer { return b[off : off+n : off+n] }
 
 // sampleAll32 is SampleAll with the float32 first pass for the draws it
 // can take (sampleable32), SampleToken for the rest.

@@ -194,3 +194,41 @@ func TestDrawBlock32(t *testing.T) {
 		}
 	}
 }
+
+// TestSampleRowsStreams: SampleRows draws row j with a PCG stream seeded
+// by seeds[j], by SampleAll for plain float32 logits and by sampleAll32
+// for a rollout copy's (StoreEngineLogits), the same tokens and
+// log-probabilities, bit for bit, as those functions over the same draws.
+func TestSampleRowsStreams(t *testing.T) {
+	d := New()
+	rng := rand.New(rand.NewPCG(3, 4))
+	const rows, V = 5, 3000
+	host := make([]float32, rows*V)
+	for i := range host {
+		host[i] = float32(4 * rng.NormFloat64())
+	}
+	seeds := []uint64{9, 1, 1, 77, 5}
+	s := model.Sampling{Temperature: 0.8, TopP: 1, TopK: -1}
+	engine, _ := model.AllocAs(d, rows*V, model.StoreEngineLogits)
+	for _, c := range []struct {
+		name   string
+		logits model.Buffer
+		want   func([]model.Draw)
+	}{{"float32", d.Alloc(rows * V), model.SampleAll}, {"engine", engine, sampleAll32}} {
+		d.Upload(c.logits, host)
+		tokens, lps := make([]int32, rows), make([]float32, rows)
+		if err := d.(model.Sampler).SampleRows(tokens, lps, c.logits, V, s, seeds); err != nil {
+			t.Fatal(err)
+		}
+		draws := make([]model.Draw, rows)
+		for j := range draws {
+			draws[j] = model.Draw{Row: host[j*V : (j+1)*V], S: s, Rng: rand.New(rand.NewPCG(seeds[j], 0x5eed))}
+		}
+		c.want(draws)
+		for j, dr := range draws {
+			if tokens[j] != dr.ID || math.Float32bits(lps[j]) != math.Float32bits(dr.LogProb) {
+				t.Errorf("%s row %d: token %d log-probability %v, want %d %v", c.name, j, tokens[j], lps[j], dr.ID, dr.LogProb)
+			}
+		}
+	}
+}

@@ -9,7 +9,7 @@ import (
 )
 
 // A rollout copy's weight matrices in the tile layout (model.BF16Products:
-// ProductMatrix, PackMatrix). On a CPU whose bf16 products run on AMX
+// ProductMatrix; Copy packs). On a CPU whose bf16 products run on AMX
 // tiles, each matrix that is the B of a product keeps gemm's tile layout
 // (gemm.SgemmTileBF16TransB): the tile unit reads it as one stream and
 // writes rows of C with no transpose, for the same bits as the same matrix
@@ -61,10 +61,17 @@ func (d *Device[F]) ProductMatrix(b model.Buffer, n, k int) (model.Buffer, bool)
 	return bf16TileBuf{[]uint16(h), n, k}, true
 }
 
-// PackMatrix rearranges b, a bf16TileBuf whose values were written in rows,
-// into the tile layout.
-func (d *Device[F]) PackMatrix(b model.Buffer) {
-	t := b.(bf16TileBuf)
+// packMatrix is Copy into t, a matrix in the tile layout, from its values
+// in rows (a bf16 buffer, or t's own memory read in rows): the values,
+// copied unless they are there already, are rearranged in place.
+func (d *Device[F]) packMatrix(t bf16TileBuf, src model.Buffer) {
+	rows, ok := asBF16(src)
+	if !ok || len(rows) != len(t.bits) {
+		panic(fmt.Sprintf("cpu: Copy of a %T of %d values into a %d × %d matrix in the tile layout: only bf16 values in rows pack", src, src.Len(), t.n, t.k))
+	}
+	if len(rows) > 0 && &rows[0] != &t.bits[0] {
+		copy(t.bits, rows)
+	}
 	gemm.PackTileBF16(t.bits, t.n, t.k, d.threads)
 }
 

@@ -43,8 +43,6 @@ func (c *counting) ProductMatrix(b model.Buffer, n, k int) (model.Buffer, bool) 
 	return c.Device.(model.BF16Products).ProductMatrix(b, n, k)
 }
 
-func (c *counting) PackMatrix(b model.Buffer) { c.Device.(model.BF16Products).PackMatrix(b) }
-
 func (c *counting) SwiGLU32(out, gu model.Buffer, rows, I int) {
 	c.Device.(model.BF16Products).SwiGLU32(out, gu, rows, I)
 }
