@@ -52,7 +52,7 @@ func main() {
 func render(out, md string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Long-horizon table: whole trajectories against step mode\n\n")
-	fmt.Fprintf(&b, "GRPO from the committed warm start (`cmd/train/testdata/warmstart`, the embedded default's hasty-teacher SFT) on the embedded synthetic world, 30 steps of 8 prompts × 8 samples, evaluated greedily on the 200 held-out questions. ")
+	fmt.Fprintf(&b, "GRPO on the embedded synthetic world, 30 steps of 8 prompts × 8 samples, evaluated greedily on the 200 held-out questions, from the committed warm start (`cmd/train/testdata/warmstart`, the embedded default's hasty-teacher SFT on whole histories) or, in the rows marked so, from a warm start of their own: the same SFT run in step mode with the row's context policy, so that its demonstrations are the contexts RL trains on. ")
 	fmt.Fprintf(&b, "The model's window is `model.max_context=400` tokens with prompts of up to 224: a 2-hop question's whole history fits (354 tokens with the gold turns), a 3-hop's (429) and a 4-hop's (503) do not. ")
 	fmt.Fprintf(&b, "Whole trajectories (`rollout.max_response_tokens=176`, all the window leaves after the prompt) are cut at the window and finish `length`; in step mode each turn is a sample of the context the environment builds (`env.context`), which stays inside the window while the transcript (`rollout.max_response_tokens` 640) grows past it. ")
 	fmt.Fprintf(&b, "Evaluation rolls out the same way as training (the held-out rollout of step mode keeps the context policy).\n\n")
@@ -66,6 +66,11 @@ func render(out, md string) error {
 	fmt.Fprintf(&b, "| training | held-out EM | 2-hop | 3-hop | 4-hop | tool calls | cut by a budget | seeds | wall |\n|---|---|---|---|---|---|---|---|---|\n")
 	var commands []string
 	for _, m := range modes {
+		if base, own := strings.CutSuffix(m.name, "-own"); own {
+			if c, err := os.ReadFile(filepath.Join(out, "warm-"+base, "command")); err == nil {
+				commands = append(commands, strings.ReplaceAll(strings.TrimSpace(string(c)), filepath.Clean(out)+"/", "OUT/"))
+			}
+		}
 		var rs []result
 		for seed := 1; seed <= 3; seed++ {
 			r, err := read(filepath.Join(out, fmt.Sprintf("%s-s%d", m.name, seed)))

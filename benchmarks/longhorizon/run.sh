@@ -35,6 +35,7 @@ case $mode in
 	if [ ! -f "$warm/sft/model.safetensors" ]; then
 		# shellcheck disable=SC2086
 		"$out/train" $window $args trainer.total_training_steps=0 trainer.default_local_dir="$warm" >"$warm.log" 2>&1
+		echo "go run ./cmd/train $window $args trainer.total_training_steps=0 trainer.default_local_dir=$warm" >"$warm/command"
 	fi
 	common="model.path=$warm/sft sft.steps=0 $window"
 	;;
