@@ -28,6 +28,8 @@ var modes = []struct{ name, what string }{
 	{"drop", "step mode, `env.context=drop_observations`, K = 1"},
 	{"window-own", "step mode, `env.context=window`, K = 1, from a step-mode warm start"},
 	{"drop-own", "step mode, `env.context=drop_observations`, K = 1, from a step-mode warm start"},
+	{"whole-gold", "whole trajectories, from a whole-mode warm start on gold demonstrations"},
+	{"window-gold", "step mode, `env.context=window`, K = 1, from a step-mode warm start on gold demonstrations"},
 }
 
 // result is one run's held-out scores and its last step's finish shares.
@@ -66,8 +68,14 @@ func render(out, md string) error {
 	fmt.Fprintf(&b, "| training | held-out EM | 2-hop | 3-hop | 4-hop | tool calls | cut by a budget | seeds | wall |\n|---|---|---|---|---|---|---|---|---|\n")
 	var commands []string
 	for _, m := range modes {
+		warm := ""
 		if base, own := strings.CutSuffix(m.name, "-own"); own {
-			if c, err := os.ReadFile(filepath.Join(out, "warm-"+base, "command")); err == nil {
+			warm = "warm-" + base
+		} else if strings.HasSuffix(m.name, "-gold") {
+			warm = "warm-" + m.name
+		}
+		if warm != "" {
+			if c, err := os.ReadFile(filepath.Join(out, warm, "command")); err == nil {
 				commands = append(commands, strings.ReplaceAll(strings.TrimSpace(string(c)), filepath.Clean(out)+"/", "OUT/"))
 			}
 		}

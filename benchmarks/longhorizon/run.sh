@@ -12,6 +12,10 @@
 #     the default's hasty-teacher SFT made once in step mode with the same
 #     context policy (OUT/warm-MODE/sft), so that the demonstrations are
 #     the contexts RL trains on
+#   whole-gold, window-gold: whole and window from a warm start on the gold
+#     demonstrations (sft.early_answer=0) made once in the mode itself: in
+#     whole mode a 3- or 4-hop demonstration is cut at the window, in step
+#     mode every turn's context fits
 #
 # usage: benchmarks/longhorizon/run.sh OUT MODE SEED...   (from the repository root)
 # A run whose eval.json exists is skipped; render with
@@ -24,22 +28,25 @@ shift 2
 window="model.max_context=400 rollout.max_prompt_tokens=224 trainer.logger=[jsonl] trainer.overwrite=true"
 common="model.path=cmd/train/testdata/warmstart sft.steps=0 $window"
 case $mode in
-whole) args="rollout.max_response_tokens=176" ;;
-window | window-own) args="rollout.trajectory=step env.context=window env.context_turns=1" ;;
+whole | whole-gold) args="rollout.max_response_tokens=176" ;;
+window | window-own | window-gold) args="rollout.trajectory=step env.context=window env.context_turns=1" ;;
 drop | drop-own) args="rollout.trajectory=step env.context=drop_observations env.context_turns=1" ;;
 *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac
+teacher=""
 case $mode in
-*-own)
-	warm="$out/warm-${mode%-own}"
+*-own) warm="$out/warm-${mode%-own}" ;;
+*-gold) warm="$out/warm-$mode" teacher="sft.early_answer=0" ;;
+*) warm="" ;;
+esac
+if [ -n "$warm" ]; then
 	if [ ! -f "$warm/sft/model.safetensors" ]; then
 		# shellcheck disable=SC2086
-		"$out/train" $window $args trainer.total_training_steps=0 trainer.default_local_dir="$warm" >"$warm.log" 2>&1
-		echo "go run ./cmd/train $window $args trainer.total_training_steps=0 trainer.default_local_dir=$warm" >"$warm/command"
+		"$out/train" $window $args $teacher trainer.total_training_steps=0 trainer.default_local_dir="$warm" >"$warm.log" 2>&1
+		echo "go run ./cmd/train $window $args $teacher trainer.total_training_steps=0 trainer.default_local_dir=$warm" >"$warm/command"
 	fi
 	common="model.path=$warm/sft sft.steps=0 $window"
-	;;
-esac
+fi
 for seed in "$@"; do
 	dir="$out/$mode-s$seed"
 	[ -f "$dir/eval.json" ] && continue
