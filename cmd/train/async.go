@@ -11,7 +11,6 @@ import (
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/cpu"
 	"github.com/r1go/r1go/rl"
-	"github.com/r1go/r1go/rl/dp"
 )
 
 // Asynchronous training (trainer.async=true, rl/async.go): the rollout
@@ -73,11 +72,9 @@ func (s samplerSource) State() data.SamplerState { return s.sampler.State() }
 // threads, or a second stream of the GPU, which closeDev closes after the
 // rollout), with room for the K+1 batches the bound lets run at once; resume is the
 // checkpoint resumed from (its sampler position is already restored).
-func startAsync(ctx context.Context, cfg *Config, s *agent.Setup, tr *rl.Trainer, sampler *data.Sampler, resume *trainerState, par *dp.DP) (a *rl.AsyncRollout, closeDev func(), err error) {
+// Data parallel without rollout ranks never gets here (validateRolloutRanks).
+func startAsync(ctx context.Context, cfg *Config, s *agent.Setup, tr *rl.Trainer, sampler *data.Sampler, resume *trainerState) (a *rl.AsyncRollout, closeDev func(), err error) {
 	closeDev = func() {}
-	if par != nil {
-		return nil, closeDev, errAsyncDP
-	}
 	states, err := resumeStates(resume, 0)
 	if err != nil {
 		return nil, closeDev, err

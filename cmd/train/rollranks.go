@@ -28,7 +28,7 @@ import (
 // rolloutRank is this process's place among the rollout ranks, -1 for a
 // trainer rank or a run without them.
 func rolloutRank(cfg *Config, l comm.Launch) int {
-	first := dp.RolloutRanks(l.Size, cfg.DP.RolloutRanks)
+	first := dp.TrainerRanks(l.Size, cfg.DP.RolloutRanks)
 	if cfg.DP.RolloutRanks == 0 || l.Rank < first {
 		return -1
 	}
@@ -58,13 +58,13 @@ func validateRolloutRanks(cfg *Config, l comm.Launch) error {
 // rollout ranks: nil with one trainer rank (a run of one process for the
 // trainer), else a DP over a communicator of the trainer ranks alone (MPI:
 // a split of the world; NCCL: a communicator of their own, its id sent
-// over the world's). Every rank calls it; a rollout rank gets nil. close
+// over the world's). Every rank calls it; a rollout rank gets nil. release
 // releases the communicator.
-func splitTrainers(cfg *Config, l comm.Launch, world *dp.DP, dev model.Device) (train *dp.DP, close func(bool), err error) {
-	close = func(bool) {}
-	trainers := dp.RolloutRanks(l.Size, cfg.DP.RolloutRanks)
+func splitTrainers(cfg *Config, l comm.Launch, world *dp.DP, dev model.Device) (train *dp.DP, release func(bool), err error) {
+	release = func(bool) {}
+	trainers := dp.TrainerRanks(l.Size, cfg.DP.RolloutRanks)
 	if trainers == 1 {
-		return nil, close, nil
+		return nil, release, nil
 	}
 	rollout := rolloutRank(cfg, l) >= 0
 	var c model.Comm
@@ -76,36 +76,36 @@ func splitTrainers(cfg *Config, l comm.Launch, world *dp.DP, dev model.Device) (
 		}
 		s, err := w.Split(color, l.Rank)
 		if err != nil {
-			return nil, close, err
+			return nil, release, err
 		}
 		if rollout {
-			return nil, close, s.Close()
+			return nil, release, s.Close()
 		}
 		c = s
 	case *cuda.NCCL:
 		var id cuda.NCCLID
 		if l.Rank == 0 {
 			if id, err = cuda.NewNCCLID(); err != nil {
-				return nil, close, err
+				return nil, release, err
 			}
 		}
 		all, err := w.GatherBytes(id[:])
 		if err != nil {
-			return nil, close, err
+			return nil, release, err
 		}
 		if rollout {
-			return nil, close, nil
+			return nil, release, nil
 		}
 		copy(id[:], all[:len(id)])
 		if c, err = cuda.OpenNCCL(dev.(*cuda.Device), l.Rank, trainers, id); err != nil {
-			return nil, close, err
+			return nil, release, err
 		}
 	default:
-		return nil, close, fmt.Errorf("dp.rollout_ranks: no communicator of the trainer ranks over %T", world.Comm)
+		return nil, release, fmt.Errorf("dp.rollout_ranks: no communicator of the trainer ranks over %T", world.Comm)
 	}
 	if train, err = dp.New(c, cfg.DP); err != nil {
 		c.Close()
-		return nil, close, err
+		return nil, release, err
 	}
 	return train, func(ok bool) {
 		if ok {
@@ -150,7 +150,7 @@ func (j *job) remoteRollout(tr *rl.Trainer) error {
 	if _, err := resumeStates(j.resume, cfg.DP.RolloutRanks); err != nil {
 		return err
 	}
-	first := dp.RolloutRanks(j.launch.Size, cfg.DP.RolloutRanks)
+	first := dp.TrainerRanks(j.launch.Size, cfg.DP.RolloutRanks)
 	tr.SetAsync(dp.NewRemoteRollout(j.par.Comm, first, cfg.RL.Rollout.MaxStaleness, lastStep(cfg, tr.Steps())))
 	return nil
 }

@@ -342,7 +342,7 @@ func (j *job) train(ctx context.Context) (*rl.Trainer, *metrics.History, error) 
 			return nil, nil, err
 		}
 	} else if cfg.Trainer.Async {
-		a, closeDev, err := startAsync(ctx, cfg, s, tr, sampler, j.resume, par)
+		a, closeDev, err := startAsync(ctx, cfg, s, tr, sampler, j.resume)
 		if err != nil {
 			closeDev()
 			return nil, nil, err

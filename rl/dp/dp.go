@@ -180,12 +180,8 @@ func (d *DP) GatherBatch(local *rl.Batch, s rl.Slice) (*rl.Batch, rl.Slice, erro
 		trajs += n
 		parts[r] = &w.B
 	}
-	g := concatBatches(parts)
-	if g.NumSeqs() != seqs {
-		return nil, s, fmt.Errorf("dp: the ranks' batches hold %d sequences, the global batch %d", seqs, g.NumSeqs())
-	}
 	s.Global = trajs
-	return g, s, nil
+	return concatBatches(parts), s, nil
 }
 
 // concatBatches packs parts back to back; a field is nil when it is nil

@@ -46,8 +46,10 @@ type rolloutPayload struct {
 	Err     string // why its rollout stopped; empty when it did not
 }
 
-// RolloutRanks are the ranks of a world of size that roll out, the last n.
-func RolloutRanks(size, n int) (first int) { return size - n }
+// TrainerRanks is how many ranks of a world of size train when its last
+// n roll out: ranks [0, TrainerRanks) train, and the first rollout rank
+// is TrainerRanks.
+func TrainerRanks(size, n int) int { return size - n }
 
 // Share is rollout rank j's (0 ≤ j < n) contiguous share of a batch of
 // prompts: the same cut as a trainer rank's Shard, so its first trajectory
@@ -99,6 +101,7 @@ func (r *RemoteRollout) Take(ctx context.Context, v int) ([]*rl.Trajectory, rl.M
 	sums := rl.Metrics{}
 	r.states = r.states[:0]
 	var failed error
+	base := 0 // groups of the ranks before
 	for rank := r.first; rank < len(raw); rank++ {
 		var p rolloutPayload
 		if err := gob.NewDecoder(bytes.NewReader(raw[rank])).Decode(&p); err != nil {
@@ -108,13 +111,12 @@ func (r *RemoteRollout) Take(ctx context.Context, v int) ([]*rl.Trajectory, rl.M
 			failed = errors.Join(failed, fmt.Errorf("dp: rollout rank %d: %s", rank, p.Err))
 			continue
 		}
-		base := 0
-		for _, t := range all {
-			base = max(base, t.Group+1)
-		}
+		groups := 0
 		for _, t := range p.Trajs {
+			groups = max(groups, t.Group+1)
 			t.Group += base
 		}
+		base += groups
 		all = append(all, p.Trajs...)
 		for _, k := range []string{"async/groups", "async/due", "async/buffered"} {
 			sums[k] += p.Metrics[k]
