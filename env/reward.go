@@ -270,6 +270,13 @@ func (s *Scorer) score(sample data.Sample, t Transcript) Scores {
 //   - "call-validity": Valid for each call that succeeded, Invalid for each
 //     call that failed (bad JSON, unknown tool, invalid arguments, tool
 //     error), plus any tool-returned reward.
+//   - "evidence": Useful for each passage of the question's evidence chain
+//     (the Evidence ids of Sample.Gold) that a search of the episode returns
+//     for the first time, plus any tool-returned reward. It credits a search
+//     that lands on the chain, the step the outcome reward cannot tell from a
+//     miscopied name or an early answer; a passage found again earns nothing,
+//     so repeating a search does not pay. Questions without a gold chain
+//     earn 0: cmd/train refuses this reward for data that has none.
 //
 // Normalising the per-call rewards over a batch (Agent-R1's prime_norm) is
 // the trainer's job, not the env's.
@@ -277,15 +284,35 @@ type ProcessConfig struct {
 	Name    string  `yaml:"name" help:"per-tool-call process reward: none, tool (the tools' own rewards) or call-validity"`
 	Valid   float64 `yaml:"valid" help:"call-validity: reward per successful call"`
 	Invalid float64 `yaml:"invalid" help:"call-validity: reward per failed call (usually negative)"`
+	Useful  float64 `yaml:"useful" help:"evidence: reward per passage of the question's evidence chain a search returns first"`
 }
 
-type processFunc func(calls []CallInfo) float64
+// processFunc rewards one step's calls; ep is the episode, whose sample
+// and found passages the evidence reward reads and updates.
+type processFunc func(ep *ToolEnv, calls []CallInfo) float64
 
 // ProcessNames lists the process rewards.
-func ProcessNames() []string { return []string{"call-validity", "none", "tool"} }
+func ProcessNames() []string { return []string{"call-validity", "evidence", "none", "tool"} }
+
+// NeedsEvidence says whether the process reward reads each question's
+// evidence chain (Sample.Gold), which only some datasets carry.
+func (c ProcessConfig) NeedsEvidence() bool { return c.Name == "evidence" }
+
+// HasEvidence says whether s names the passages of its evidence chain.
+func HasEvidence(s data.Sample) bool {
+	if s.Gold == nil || len(s.Gold.Steps) == 0 {
+		return false
+	}
+	for _, st := range s.Gold.Steps {
+		if st.Evidence == "" {
+			return false
+		}
+	}
+	return true
+}
 
 func processReward(c ProcessConfig) (processFunc, error) {
-	toolSum := func(calls []CallInfo) float64 {
+	toolSum := func(_ *ToolEnv, calls []CallInfo) float64 {
 		s := 0.0
 		for _, ci := range calls {
 			if ci.Reward != nil {
@@ -296,12 +323,16 @@ func processReward(c ProcessConfig) (processFunc, error) {
 	}
 	switch c.Name {
 	case "", "none":
-		return func([]CallInfo) float64 { return 0 }, nil
+		return func(*ToolEnv, []CallInfo) float64 { return 0 }, nil
 	case "tool":
 		return toolSum, nil
+	case "evidence":
+		return func(ep *ToolEnv, calls []CallInfo) float64 {
+			return toolSum(ep, calls) + c.Useful*float64(ep.newEvidence(calls))
+		}, nil
 	case "call-validity":
-		return func(calls []CallInfo) float64 {
-			s := toolSum(calls)
+		return func(ep *ToolEnv, calls []CallInfo) float64 {
+			s := toolSum(ep, calls)
 			for _, ci := range calls {
 				if ci.Success {
 					s += c.Valid

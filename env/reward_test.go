@@ -149,7 +149,7 @@ func TestProcessRewards(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := fn(calls); !near(got, tc.want) {
+		if got := fn(&ToolEnv{}, calls); !near(got, tc.want) {
 			t.Errorf("%s: %v want %v", tc.cfg.Name, got, tc.want)
 		}
 	}

@@ -123,7 +123,7 @@ func (s *SearchTool) Call(ctx context.Context, args json.RawMessage) (Result, er
 		return Result{}, fmt.Errorf("search: retriever answered %d of %d queries", len(hits), len(queries))
 	}
 	parts := make([]string, len(hits))
-	var passages []string
+	var passages, ids []string
 	for i, h := range hits {
 		if len(h) > s.cfg.TopK {
 			h = h[:s.cfg.TopK]
@@ -131,6 +131,7 @@ func (s *SearchTool) Call(ctx context.Context, args json.RawMessage) (Result, er
 		parts[i] = FormatHits(h, s.cfg.Format)
 		for _, x := range h {
 			passages = append(passages, x.Passage.Contents)
+			ids = append(ids, x.Passage.ID)
 		}
 	}
 	// The episode's lookup tool reads what this search found.
@@ -145,7 +146,7 @@ func (s *SearchTool) Call(ctx context.Context, args json.RawMessage) (Result, er
 		b.WriteString("}")
 		content = b.String()
 	}
-	return Result{Content: content, Success: true}, nil
+	return Result{Content: content, Success: true, Passages: ids}, nil
 }
 
 // FormatHits writes one query's hits the way Agent-R1, Search-R1 or verl

@@ -35,6 +35,10 @@ type Result struct {
 	// Reward is an optional process reward for this call (Agent-R1 v0.1.0
 	// tools return one); nil when the tool has no opinion.
 	Reward *float64
+	// Passages are the corpus ids of the passages a retrieval call
+	// returned, in order: what the evidence process reward checks against
+	// the question's evidence chain. nil for other tools.
+	Passages []string
 }
 
 // toolNameRe is OpenAI's rule for function names.

@@ -219,6 +219,9 @@ type ToolEnv struct {
 	turns  int
 	done   bool
 	memory *Memory // what this episode's tools share (the last search's passages)
+	// found holds the evidence passages (Sample.Gold's) a search of this
+	// episode has returned: the evidence process reward credits each once.
+	found map[string]bool
 }
 
 // CallInfo describes one executed (or rejected) tool call.
@@ -229,6 +232,7 @@ type CallInfo struct {
 	Error     string   // the error text, for logs
 	Err       error    `json:"-"` // the tool's error, for ClassifyCall; nil when it returned none
 	Reward    *float64 // the tool's own process reward, if any
+	Passages  []string // corpus ids of the passages a retrieval returned
 	Elapsed   time.Duration
 }
 
@@ -267,7 +271,7 @@ type StepResult struct {
 // Reset starts the episode for a sample and returns the initial chat
 // messages and the tool schemas in OpenAI form.
 func (t *ToolEnv) Reset(s data.Sample) ([]data.Message, []json.RawMessage) {
-	t.sample, t.turns, t.done, t.memory = s, 0, false, nil
+	t.sample, t.turns, t.done, t.memory, t.found = s, 0, false, nil, nil
 	cfg := t.env.cfg
 	var msgs []data.Message
 	if len(s.Prompt) > 0 {
@@ -329,7 +333,7 @@ func (t *ToolEnv) Step(ctx context.Context, turn string) StepResult {
 		}
 	}
 	info.Tool, info.ErrorKind = info.Calls[0].Tool, info.Calls[0].ErrorKind
-	res := StepResult{Info: info, Reward: t.env.process(info.Calls)}
+	res := StepResult{Info: info, Reward: t.env.process(t, info.Calls)}
 	res.Observation, res.Messages = t.observation(turn, contents)
 	elided := make([]string, len(contents))
 	for i := range elided {
@@ -340,6 +344,42 @@ func (t *ToolEnv) Step(ctx context.Context, turn string) StepResult {
 		t.done, res.Done, res.Info.MaxTurns = true, true, true
 	}
 	return res
+}
+
+// newEvidence counts the passages of the episode's evidence chain that
+// calls returned and no earlier call of the episode had, and records them.
+func (t *ToolEnv) newEvidence(calls []CallInfo) int {
+	if t.sample.Gold == nil {
+		return 0
+	}
+	n := 0
+	for _, c := range calls {
+		if !c.Success {
+			continue
+		}
+		for _, id := range c.Passages {
+			if t.found[id] || !t.onChain(id) {
+				continue
+			}
+			if t.found == nil {
+				t.found = map[string]bool{}
+			}
+			t.found[id] = true
+			n++
+		}
+	}
+	return n
+}
+
+// onChain says whether passage id is evidence of one of the sample's gold
+// steps (a chain is 2 to 4 steps: a scan is cheaper than a set).
+func (t *ToolEnv) onChain(id string) bool {
+	for _, st := range t.sample.Gold.Steps {
+		if st.Evidence == id {
+			return true
+		}
+	}
+	return false
 }
 
 // run executes one parsed call and never panics.
@@ -387,7 +427,7 @@ func (t *ToolEnv) run(ctx context.Context, c ToolCall) (content string, ci CallI
 			return fail(ErrTool, err.Error())
 		}
 	}
-	ci.Success, ci.Reward = res.Success, res.Reward
+	ci.Success, ci.Reward, ci.Passages = res.Success, res.Reward, res.Passages
 	return res.Content, ci
 }
 

@@ -298,3 +298,79 @@ func TestConcurrentEpisodes(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// The evidence reward over the synthetic world's BM25 search at top-1: each
+// gold search lands on its step's evidence and earns Useful once; the same
+// search again, a search for a name the world does not have, and a call
+// that fails earn nothing; the next episode starts with nothing found.
+func TestStepEvidenceReward(t *testing.T) {
+	w, _, ix := searchR1Fixture(t)
+	train, err := w.Split("train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Process = ProcessConfig{Name: "evidence", Useful: 0.25}
+	cfg.MaxTurns = 0
+	scfg := DefaultSearchToolConfig()
+	scfg.TopK = 1
+	st, err := NewSearchTool(ix, scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(cfg, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	search := func(q string) string {
+		return call(`{"name": "search", "arguments": {"query": "` + q + `"}}`)
+	}
+	// smp is a 3-hop question; other's first search lands off its chain.
+	var smp, other data.Sample
+	for _, s := range train {
+		if smp.Gold == nil && len(s.Gold.Steps) >= 3 {
+			smp = s
+		}
+	}
+	if !HasEvidence(smp) {
+		t.Fatalf("no 3-hop training question with its evidence chain in %d", len(train))
+	}
+	onChain := func(id string) bool {
+		for _, st := range smp.Gold.Steps {
+			if st.Evidence == id {
+				return true
+			}
+		}
+		return false
+	}
+	for _, s := range train {
+		if !onChain(s.Gold.Steps[0].Evidence) {
+			other = s
+			break
+		}
+	}
+	episode := e.NewEpisode()
+	// nothing checks a step that ran one call and earned nothing.
+	nothing := func(round int, turn string, success bool) {
+		t.Helper()
+		r := episode.Step(context.Background(), turn)
+		if r.Done || len(r.Info.Calls) != 1 || r.Info.Calls[0].Success != success || r.Reward != 0 {
+			t.Fatalf("round %d: %q: reward %v, done %v, calls %+v", round, turn, r.Reward, r.Done, r.Info.Calls)
+		}
+	}
+	for round := 0; round < 2; round++ {
+		episode.Reset(smp)
+		nothing(round, search(other.Gold.Steps[0].Query), true)
+		nothing(round, call(`{"name": "search", "arguments": {"query": "  "}}`), false)
+		for i, step := range smp.Gold.Steps {
+			r := episode.Step(context.Background(), search(step.Query))
+			if !near(r.Reward, 0.25) || len(r.Info.Calls[0].Passages) != 1 || r.Info.Calls[0].Passages[0] != step.Evidence {
+				t.Fatalf("round %d step %d (%q): reward %v, passages %v, want 0.25 for %s", round, i, step.Query, r.Reward, r.Info.Calls[0].Passages, step.Evidence)
+			}
+		}
+		nothing(round, search(smp.Gold.Steps[0].Query), true)
+	}
+	if HasEvidence(data.Sample{Question: "q"}) {
+		t.Fatal("a sample without a gold chain has evidence")
+	}
+}

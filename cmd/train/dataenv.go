@@ -6,6 +6,7 @@ import (
 
 	"github.com/r1go/r1go/cmd/internal/agent"
 	"github.com/r1go/r1go/data"
+	"github.com/r1go/r1go/env"
 	"github.com/r1go/r1go/rl"
 )
 
@@ -24,6 +25,13 @@ func checkData(cfg *Config, s *agent.Setup, out io.Writer) (int, error) {
 		fmt.Fprintln(out, msg)
 	}
 	skipped := data.SkippedCount(s.DataReports)
+	if cfg.Env.Process.NeedsEvidence() {
+		for _, smp := range s.Train {
+			if !env.HasEvidence(smp) {
+				return 0, fmt.Errorf("env.process.name=evidence needs each training question's evidence chain, which the synthetic world's questions carry and data.train_files do not: question %q has none", smp.ID)
+			}
+		}
+	}
 	// Too long a prompt is found now, before the warm start, not at the RL
 	// step that happens to draw it.
 	ro := &rl.Rollout{Cfg: &cfg.RL.Rollout, Tok: s.Tok, Env: s.Env}

@@ -220,3 +220,20 @@ func TestSearchR1StyleTrains(t *testing.T) {
 		t.Errorf("env/em %v, env/format %v: want answers extracted and scored", m["env/em"], m["env/format"])
 	}
 }
+
+// TestEvidenceRewardNeedsChains: the evidence process reward reads each
+// question's evidence chain, which a user's files do not carry; the run is
+// refused at load, naming the key and a question, before the warm start.
+func TestEvidenceRewardNeedsChains(t *testing.T) {
+	c := userFilesConfig(t)
+	c.Data.OnBadRecord, c.Data.MaxSkipFraction = "skip", 0.5
+	c.Env.Process = env.ProcessConfig{Name: "evidence", Useful: 0.1}
+	c.RL.Algorithm.ProcessReward = true
+	out, err := runConfig(t, &c)
+	if err == nil || !strings.Contains(err.Error(), "env.process.name=evidence") || !strings.Contains(err.Error(), `question "`) {
+		t.Fatalf("error %v, want the evidence reward refused naming a question", err)
+	}
+	if strings.Contains(out, "sft step") || strings.Contains(out, "step 1") {
+		t.Errorf("ran before the error:\n%s", out)
+	}
+}
