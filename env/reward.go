@@ -272,11 +272,14 @@ func (s *Scorer) score(sample data.Sample, t Transcript) Scores {
 //     error), plus any tool-returned reward.
 //   - "evidence": Useful for each passage of the question's evidence chain
 //     (the Evidence ids of Sample.Gold) that a search of the episode returns
-//     for the first time, plus any tool-returned reward. It credits a search
-//     that lands on the chain, the step the outcome reward cannot tell from a
-//     miscopied name or an early answer; a passage found again earns nothing,
-//     so repeating a search does not pay. Questions without a gold chain
-//     earn 0: cmd/train refuses this reward for data that has none.
+//     for the first time, and Useless for each successful search call that
+//     returns none, plus any tool-returned reward. It credits a search that
+//     lands on the chain, the step the outcome reward cannot tell from a
+//     miscopied name or an early answer; a passage found again earns
+//     nothing, so repeating a search does not pay, and a negative Useless
+//     charges the searches past the chain's end that a policy paid for
+//     finding evidence learns to make. Questions without a gold chain earn
+//     0: cmd/train refuses this reward for data that has none.
 //
 // Normalising the per-call rewards over a batch (Agent-R1's prime_norm) is
 // the trainer's job, not the env's.
@@ -285,6 +288,7 @@ type ProcessConfig struct {
 	Valid   float64 `yaml:"valid" help:"call-validity: reward per successful call"`
 	Invalid float64 `yaml:"invalid" help:"call-validity: reward per failed call (usually negative)"`
 	Useful  float64 `yaml:"useful" help:"evidence: reward per passage of the question's evidence chain a search returns first"`
+	Useless float64 `yaml:"useless" help:"evidence: reward per search that returns no new passage of the chain (usually negative)"`
 }
 
 // processFunc rewards one step's calls; ep is the episode, whose sample
@@ -328,7 +332,8 @@ func processReward(c ProcessConfig) (processFunc, error) {
 		return toolSum, nil
 	case "evidence":
 		return func(ep *ToolEnv, calls []CallInfo) float64 {
-			return toolSum(ep, calls) + c.Useful*float64(ep.newEvidence(calls))
+			found, useless := ep.newEvidence(calls)
+			return toolSum(ep, calls) + c.Useful*float64(found) + c.Useless*float64(useless)
 		}, nil
 	case "call-validity":
 		return func(ep *ToolEnv, calls []CallInfo) float64 {

@@ -123,7 +123,8 @@ func (s *SearchTool) Call(ctx context.Context, args json.RawMessage) (Result, er
 		return Result{}, fmt.Errorf("search: retriever answered %d of %d queries", len(hits), len(queries))
 	}
 	parts := make([]string, len(hits))
-	var passages, ids []string
+	var passages []string
+	ids := []string{} // not nil: a search that found nothing still returned its passages
 	for i, h := range hits {
 		if len(h) > s.cfg.TopK {
 			h = h[:s.cfg.TopK]

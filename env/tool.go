@@ -37,7 +37,8 @@ type Result struct {
 	Reward *float64
 	// Passages are the corpus ids of the passages a retrieval call
 	// returned, in order: what the evidence process reward checks against
-	// the question's evidence chain. nil for other tools.
+	// the question's evidence chain. nil for other tools, empty for a
+	// retrieval that found nothing.
 	Passages []string
 }
 

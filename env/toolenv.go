@@ -347,16 +347,17 @@ func (t *ToolEnv) Step(ctx context.Context, turn string) StepResult {
 }
 
 // newEvidence counts the passages of the episode's evidence chain that
-// calls returned and no earlier call of the episode had, and records them.
-func (t *ToolEnv) newEvidence(calls []CallInfo) int {
+// calls returned and no earlier call of the episode had, and records them;
+// useless counts the successful retrieval calls that found none.
+func (t *ToolEnv) newEvidence(calls []CallInfo) (found, useless int) {
 	if t.sample.Gold == nil {
-		return 0
+		return 0, 0
 	}
-	n := 0
 	for _, c := range calls {
-		if !c.Success {
+		if !c.Success || c.Passages == nil {
 			continue
 		}
+		before := found
 		for _, id := range c.Passages {
 			if t.found[id] || !t.onChain(id) {
 				continue
@@ -365,10 +366,13 @@ func (t *ToolEnv) newEvidence(calls []CallInfo) int {
 				t.found = map[string]bool{}
 			}
 			t.found[id] = true
-			n++
+			found++
+		}
+		if found == before {
+			useless++
 		}
 	}
-	return n
+	return found, useless
 }
 
 // onChain says whether passage id is evidence of one of the sample's gold

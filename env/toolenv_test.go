@@ -301,8 +301,8 @@ func TestConcurrentEpisodes(t *testing.T) {
 
 // The evidence reward over the synthetic world's BM25 search at top-1: each
 // gold search lands on its step's evidence and earns Useful once; the same
-// search again, a search for a name the world does not have, and a call
-// that fails earn nothing; the next episode starts with nothing found.
+// search again and a search off the chain earn Useless; a call that fails
+// earns nothing; the next episode starts with nothing found.
 func TestStepEvidenceReward(t *testing.T) {
 	w, _, ix := searchR1Fixture(t)
 	train, err := w.Split("train")
@@ -310,7 +310,7 @@ func TestStepEvidenceReward(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	cfg.Process = ProcessConfig{Name: "evidence", Useful: 0.25}
+	cfg.Process = ProcessConfig{Name: "evidence", Useful: 0.25, Useless: -0.5}
 	cfg.MaxTurns = 0
 	scfg := DefaultSearchToolConfig()
 	scfg.TopK = 1
@@ -350,25 +350,25 @@ func TestStepEvidenceReward(t *testing.T) {
 		}
 	}
 	episode := e.NewEpisode()
-	// nothing checks a step that ran one call and earned nothing.
-	nothing := func(round int, turn string, success bool) {
+	// earns checks a step that ran one call and earned want.
+	earns := func(round int, turn string, success bool, want float64) {
 		t.Helper()
 		r := episode.Step(context.Background(), turn)
-		if r.Done || len(r.Info.Calls) != 1 || r.Info.Calls[0].Success != success || r.Reward != 0 {
+		if r.Done || len(r.Info.Calls) != 1 || r.Info.Calls[0].Success != success || r.Reward != want {
 			t.Fatalf("round %d: %q: reward %v, done %v, calls %+v", round, turn, r.Reward, r.Done, r.Info.Calls)
 		}
 	}
 	for round := 0; round < 2; round++ {
 		episode.Reset(smp)
-		nothing(round, search(other.Gold.Steps[0].Query), true)
-		nothing(round, call(`{"name": "search", "arguments": {"query": "  "}}`), false)
+		earns(round, search(other.Gold.Steps[0].Query), true, -0.5)
+		earns(round, call(`{"name": "search", "arguments": {"query": "  "}}`), false, 0)
 		for i, step := range smp.Gold.Steps {
 			r := episode.Step(context.Background(), search(step.Query))
 			if !near(r.Reward, 0.25) || len(r.Info.Calls[0].Passages) != 1 || r.Info.Calls[0].Passages[0] != step.Evidence {
 				t.Fatalf("round %d step %d (%q): reward %v, passages %v, want 0.25 for %s", round, i, step.Query, r.Reward, r.Info.Calls[0].Passages, step.Evidence)
 			}
 		}
-		nothing(round, search(smp.Gold.Steps[0].Query), true)
+		earns(round, search(smp.Gold.Steps[0].Query), true, -0.5)
 	}
 	if HasEvidence(data.Sample{Question: "q"}) {
 		t.Fatal("a sample without a gold chain has evidence")
