@@ -5,7 +5,9 @@
 # Usage: benchmarks/async/bench.sh [outdir] [seeds...]   (from the repository root)
 # WARM=DIR starts every run from a saved warm start (a finished run's
 # DIR/sft) with sft.steps=0: the warm start is the same in every run and
-# not what is compared. TOOL="slow" or "fast" or "slow fast" (default
+# not what is compared. Without it each run makes its own with the
+# committed warm start's SFT (400 steps at a constant lr, which the page's
+# figures were made with). TOOL="slow" or "fast" or "slow fast" (default
 # "slow") chooses the sweeps; ASYNC="key=value ..." replaces the
 # asynchronous runs' keys. NP=2 runs both modes as 2 MPI ranks instead
 # (mpirun; the modes are named dp2-sync and dp2-async): synchronous data
@@ -25,7 +27,7 @@ if [ -n "$NP" ]; then
 	launch="mpirun --allow-run-as-root -np $NP" prefix="dp$NP-"
 	[ -n "$ASYNC" ] || async="$async dp.rollout_ranks=1"
 fi
-warm=""
+warm="sft.steps=400 sft.optim.schedule=constant"
 [ -n "$WARM" ] && warm="model.path=$WARM sft.steps=0"
 for tool in ${TOOL:-slow}; do
 	slow=""

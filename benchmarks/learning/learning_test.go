@@ -180,6 +180,24 @@ func TestWarmPolicy(t *testing.T) {
 	}
 }
 
+// TestSFTSteps: the last sft.steps of a command line counts, so the
+// smoke's cap reads what a row's override asked for.
+func TestSFTSteps(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 0},
+		{[]string{"sft.steps=600", "data.seed=1"}, 600},
+		{append([]string{"sft.steps=2"}, short...), 400},
+		{[]string{"sft.steps=600", "sft.steps=x"}, 600},
+	} {
+		if got := sftSteps(c.args); got != c.want {
+			t.Errorf("sftSteps(%v) = %d, want %d", c.args, got, c.want)
+		}
+	}
+}
+
 func TestSFTSeconds(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sft.log")
 	log := "data: 3000 train\nsft step 20/400: loss 1.4784, grad norm 0.523, lr 3.00e-03 (101 s)\n" +

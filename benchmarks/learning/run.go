@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -220,6 +221,19 @@ func (b *Bench) warmPolicy(sft []string, seed int) (policy string, _ int) {
 	return "", seed
 }
 
+// sftSteps is the step count of SFT arguments: the last sft.steps=N.
+func sftSteps(args []string) int {
+	n := 0
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "sft.steps="); ok {
+			if x, err := strconv.Atoi(v); err == nil {
+				n = x
+			}
+		}
+	}
+	return n
+}
+
 func (b *Bench) warmDir(sft []string, seed int) string {
 	return filepath.Join(b.Out, "warm", warmKey(sft), fmt.Sprintf("seed%d", seed))
 }
@@ -244,6 +258,9 @@ func (b *Bench) makeWarm(ctx context.Context, sft []string, seed int, policy, di
 			args = append(args, "model.path="+b.Size.Init)
 		}
 		args = append(append(args, b.Size.Args...), sft...)
+		if b.Size.SFTCap > 0 {
+			args = append(args, fmt.Sprintf("sft.steps=%d", min(b.Size.SFTCap, sftSteps(args))))
+		}
 		res.Policy = filepath.Join(run, "sft")
 		// The SFT's own held-out evaluation is written last: an SFT that got
 		// that far before its runner stopped is not run again.

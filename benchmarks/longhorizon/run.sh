@@ -9,7 +9,8 @@
 #   window: rollout.trajectory=step, env.context=window, env.context_turns=1
 #   drop: rollout.trajectory=step, env.context=drop_observations, env.context_turns=1
 #   window-own, drop-own: window and drop from a warm start of their own,
-#     the default's hasty-teacher SFT made once in step mode with the same
+#     the committed warm start's hasty-teacher SFT (400 steps at a constant
+#     lr, pinned in $short) made once in step mode with the same
 #     context policy (OUT/warm-MODE/sft), so that the demonstrations are
 #     the contexts RL trains on
 #   whole-gold, window-gold: whole and window from a warm start on the gold
@@ -27,6 +28,9 @@ shift 2
 [ -x "$out/train" ] || go build -o "$out/train" ./cmd/train # one binary for every run of OUT
 window="model.max_context=400 rollout.max_prompt_tokens=224 trainer.logger=[jsonl] trainer.overwrite=true"
 common="model.path=cmd/train/testdata/warmstart sft.steps=0 $window"
+# The warm starts of their own are the committed warm start's SFT
+# (make_warmstart.sh), not the embedded default's longer one.
+short="sft.steps=400 sft.optim.schedule=constant"
 case $mode in
 whole | whole-gold) args="rollout.max_response_tokens=176" ;;
 window | window-own | window-gold) args="rollout.trajectory=step env.context=window env.context_turns=1" ;;
@@ -42,8 +46,8 @@ esac
 if [ -n "$warm" ]; then
 	if [ ! -f "$warm/sft/model.safetensors" ]; then
 		# shellcheck disable=SC2086
-		"$out/train" $window $args $teacher trainer.total_training_steps=0 trainer.default_local_dir="$warm" >"$warm.log" 2>&1
-		echo "go run ./cmd/train $window $args $teacher trainer.total_training_steps=0 trainer.default_local_dir=$warm" >"$warm/command"
+		"$out/train" $window $args $short $teacher trainer.total_training_steps=0 trainer.default_local_dir="$warm" >"$warm.log" 2>&1
+		echo "go run ./cmd/train $window $args $short $teacher trainer.total_training_steps=0 trainer.default_local_dir=$warm" >"$warm/command"
 	fi
 	common="model.path=$warm/sft sft.steps=0 $window"
 fi

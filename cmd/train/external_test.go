@@ -139,7 +139,7 @@ func TestExternalAgentTrains(t *testing.T) {
 }
 
 // TestExternalMatchesBuiltinGain is the parity claim: ten GRPO steps from
-// the default warm start with the same seeds and settings, once with the
+// the committed warm start with the same seeds and settings, once with the
 // built-in rollout and once with Go agents through the served API, and the
 // held-out EM gain of each. It takes minutes: R1GO_LONG_TESTS=1 runs it.
 func TestExternalMatchesBuiltinGain(t *testing.T) {

@@ -234,7 +234,7 @@ func TestAlgorithmsRun(t *testing.T) {
 }
 
 // TestRLRaisesHeldOutEM is the default run's claim in small: from the
-// default warm start (testdata/warmstart, made by make_warmstart.sh), ten
+// committed short warm start (testdata/warmstart, made by make_warmstart.sh), ten
 // GRPO steps of the default configuration raise exact match on the 200
 // held-out questions by at least 0.15 and lengthen the search chains. The
 // warm-started policy answers after its first search like the hasty teacher
