@@ -284,7 +284,7 @@ func (s *Scorer) score(sample data.Sample, t Transcript) Scores {
 // Normalising the per-call rewards over a batch (Agent-R1's prime_norm) is
 // the trainer's job, not the env's.
 type ProcessConfig struct {
-	Name    string  `yaml:"name" help:"per-tool-call process reward: none, tool (the tools' own rewards) or call-validity"`
+	Name    string  `yaml:"name" help:"per-tool-call process reward: none, tool (the tools' own rewards), call-validity or evidence (searches that find the question's evidence chain)"`
 	Valid   float64 `yaml:"valid" help:"call-validity: reward per successful call"`
 	Invalid float64 `yaml:"invalid" help:"call-validity: reward per failed call (usually negative)"`
 	Useful  float64 `yaml:"useful" help:"evidence: reward per passage of the question's evidence chain a search returns first"`
