@@ -129,11 +129,6 @@ var Rows = []Row{
 	{Name: "GRPO, KL in the loss (low_var_kl, 0.001)", Group: groupAblation, Args: []string{"actor.use_kl_loss=true"}},
 	{Name: "GRPO, KL in the reward (k1, 0.001)", Group: groupAblation, Args: []string{"algorithm.use_kl_in_reward=true"}},
 
-	// With ppo_mini_batch_size 64 each step's 64 trajectories (8 prompts × 8
-	// samples) make one on-policy update (ratio 1: the clip never acts).
-	// Splitting them in four spends the same rollouts and backward passes on
-	// four optimizer steps, at the cost of a forward pass for π_old (which
-	// a single update takes from its own forward).
 	// The warm start decides most of what RL reaches here: the 1.6M-parameter
 	// policy learns to copy names late in SFT (the loss sits near 0.9 for
 	// 150-200 steps), and 400 steps at a constant lr, the committed warm
@@ -141,6 +136,11 @@ var Rows = []Row{
 	{Name: "GRPO from 400 SFT steps at a constant lr", Group: groupDefault, Args: short},
 	{Name: "warm start, no RL (gold demonstrations, 400 SFT steps at a constant lr)", Group: groupDefault, Kind: Warm, Args: append([]string{gold}, short...)},
 	{Name: "GRPO from the gold warm start", Group: groupDefault, Args: []string{gold}},
+	// With ppo_mini_batch_size 64 each step's 64 trajectories (8 prompts × 8
+	// samples) make one on-policy update (ratio 1: the clip never acts).
+	// Splitting them in four spends the same rollouts and backward passes on
+	// four optimizer steps, at the cost of a forward pass for π_old (which
+	// a single update takes from its own forward).
 	{Name: "GRPO, 4 updates per step (mini-batch 16)", Group: groupDefault, Args: []string{"actor.ppo_mini_batch_size=16"}},
 	{Name: "GRPO from the gold warm start, 4 updates per step", Group: groupDefault, Args: []string{gold, "actor.ppo_mini_batch_size=16"}},
 
