@@ -64,7 +64,7 @@ func main() {
 		switch f.Name {
 		case "smoke":
 			args = append(args, "-smoke")
-		case "out", "seeds", "steps":
+		case "seeds", "steps": // -out says where, not what: not quoted
 			args = append(args, "-"+f.Name+"="+f.Value.String())
 		}
 	})
