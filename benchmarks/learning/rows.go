@@ -149,4 +149,14 @@ var Rows = []Row{
 	// by the decoupled objective.
 	{Name: "GRPO, asynchronous (max_staleness 1, decoupled PPO)", Group: groupFeature,
 		Args: []string{"trainer.async=true", "rollout.max_staleness=1", "actor.policy_loss=decoupled"}},
+	// The bf16 rollout copy samples from weights rounded to bf16 (a bf16 KV
+	// cache, bf16 products where the CPU has them), so the sampler departs
+	// from the float32 trainer as vLLM departs from FSDP; token-level
+	// importance sampling (TIS, capped at 2) corrects the loss for it.
+	{Name: "GRPO, bf16 rollouts, token-level IS (rollout correction)", Group: groupFeature,
+		Args: []string{"rollout.dtype=bfloat16", "algorithm.rollout_correction.rollout_is=token"}},
+	// Agent-R1's step-level MDP: each turn a sample of its own, credited by
+	// GAE over turns with one critic value per turn.
+	{Name: "step-level trajectories, step GAE with a critic (Agent-R1)", Group: groupFeature,
+		Args: []string{"rollout.trajectory=step", "algorithm.adv_estimator=step_gae"}},
 }
