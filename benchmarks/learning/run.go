@@ -247,7 +247,6 @@ func (b *Bench) makeWarm(ctx context.Context, sft []string, seed int, policy, di
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	start := time.Now()
 	res.Policy = policy
 	if policy == "" {
 		run := filepath.Join(dir, "run")
@@ -273,6 +272,9 @@ func (b *Bench) makeWarm(ctx context.Context, sft []string, seed int, policy, di
 		res.SFTCommand = "go run ./cmd/train " + strings.Join(args, " ")
 		res.SFTWall = sftSeconds(filepath.Join(dir, "sft.log"))
 	}
+	// The SFT's time is its log's own figure, which a restarted runner
+	// still reads; the evaluations' is this call's.
+	start := time.Now()
 	test := filepath.Join(dir, "test.json")
 	// cmd/eval's flags come before its key=value arguments.
 	args := append([]string{"-model", res.Policy, "-output", test}, b.worldArgs()...)
