@@ -22,6 +22,7 @@ type RowResults struct {
 	Warm   []*WarmResult // baselines: one per seed
 	Runs   []*RunResult  // RL rows: one per finished seed
 	Failed []string      // "seed N: first line of error.txt"
+	seeds  []int         // the seed of each of Warm or Runs
 }
 
 // Collect reads every row's results under Out; it trains nothing.
@@ -35,14 +36,14 @@ func (b *Bench) Collect(rows []Row) ([]RowResults, error) {
 				_, s := b.warmPolicy(sft, seed)
 				var w WarmResult
 				if readJSON(filepath.Join(b.warmDir(sft, s), "warm.json"), &w) == nil {
-					rr.Warm = append(rr.Warm, &w)
+					rr.Warm, rr.seeds = append(rr.Warm, &w), append(rr.seeds, seed)
 				}
 				continue
 			}
 			dir := b.rowDir(r, seed)
 			var res RunResult
 			if err := readJSON(filepath.Join(dir, "result.json"), &res); err == nil {
-				rr.Runs = append(rr.Runs, &res)
+				rr.Runs, rr.seeds = append(rr.Runs, &res), append(rr.seeds, seed)
 			} else if msg, err := os.ReadFile(filepath.Join(dir, "error.txt")); err == nil {
 				rr.Failed = append(rr.Failed, fmt.Sprintf("seed %d: %s", seed, strings.SplitN(string(msg), "\n", 2)[0]))
 			}
@@ -96,6 +97,35 @@ func (rr RowResults) column(f func(Results) float64, best bool) []float64 {
 	return xs
 }
 
+// paired formats the row's held-out EM less the reference row's at the
+// same seeds, mean ± sample std over the seeds both finished. Rows at one
+// seed share its warm start, whose seed moves every row together (the
+// spread of a row's own EM is mostly the warm start's): the difference
+// holds that fixed and shows what the row's change did.
+func paired(rr, ref RowResults) string {
+	if rr.Row.Name == ref.Row.Name {
+		return "—"
+	}
+	refEM := map[int]float64{}
+	for i, x := range ref.column(em("all"), false) {
+		refEM[ref.seeds[i]] = x
+	}
+	var d []float64
+	for i, x := range rr.column(em("all"), false) {
+		if y, ok := refEM[rr.seeds[i]]; ok {
+			d = append(d, x-y)
+		}
+	}
+	if len(d) == 0 {
+		return "—"
+	}
+	m := meanStd(d, 3)
+	if strings.HasPrefix(m, "-") {
+		return "−" + m[1:]
+	}
+	return "+" + m
+}
+
 func em(src string) func(Results) float64 {
 	return func(r Results) float64 { return r[src].EM }
 }
@@ -130,7 +160,16 @@ func Render(md string, table []RowResults, size Size, info RenderInfo) error {
 		"tool calls per question, the validation peak (EM and the step where it was reached, step 0 being the warm start), "+
 		"and the held-out EM of the checkpoint saved at that peak: the run keeps its best checkpoint, selected on validation, "+
 		"not on the test questions. Figures are mean ± sample std over the seeds that finished; "+
+		"Δ is the row's held-out EM less that of "+referenceRow+" at the same seed (the same warm start), "+
+		"mean ± std over the seeds both finished: the seed of the warm start moves every row together, "+
+		"so a row's own spread is mostly the warm start's and Δ is what the row's change did; "+
 		"wall is the mean time of one run (training with its evaluations).\n\n")
+	var ref RowResults
+	for _, rr := range table {
+		if rr.Row.Name == referenceRow {
+			ref = rr
+		}
+	}
 	for _, g := range []string{groupBaseline, groupAlgorithm, groupAblation, groupDefault, groupFeature} {
 		var rows []RowResults
 		for _, rr := range table {
@@ -142,10 +181,10 @@ func Render(md string, table []RowResults, size Size, info RenderInfo) error {
 			continue
 		}
 		fmt.Fprintf(&w, "## %s\n\n", strings.ToUpper(g[:1])+g[1:])
-		fmt.Fprintf(&w, "| row | held-out EM | 2-hop | 3-hop | 4-hop | tool calls | val peak (step) | EM at peak ckpt | seeds | wall |\n")
-		fmt.Fprintf(&w, "|---|---|---|---|---|---|---|---|---|---|\n")
+		fmt.Fprintf(&w, "| row | held-out EM | Δ, same seed | 2-hop | 3-hop | 4-hop | tool calls | val peak (step) | EM at peak ckpt | seeds | wall |\n")
+		fmt.Fprintf(&w, "|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, rr := range rows {
-			writeRow(&w, rr, size)
+			writeRow(&w, rr, ref, size)
 		}
 		fmt.Fprintln(&w)
 		if g == groupBaseline {
@@ -174,9 +213,9 @@ func Render(md string, table []RowResults, size Size, info RenderInfo) error {
 	return os.WriteFile(md, w.Bytes(), 0o644)
 }
 
-func writeRow(w *bytes.Buffer, rr RowResults, size Size) {
+func writeRow(w *bytes.Buffer, rr, ref RowResults, size Size) {
 	if rr.Row.Pending != "" {
-		fmt.Fprintf(w, "| %s | not run: %s |||||||||\n", rr.Row.Name, rr.Row.Pending)
+		fmt.Fprintf(w, "| %s | not run: %s ||||||||||\n", rr.Row.Name, rr.Row.Pending)
 		return
 	}
 	if rr.Seeds() == 0 {
@@ -184,7 +223,7 @@ func writeRow(w *bytes.Buffer, rr RowResults, size Size) {
 		if len(rr.Failed) > 0 {
 			state = "FAILED: " + strings.Join(rr.Failed, "; ")
 		}
-		fmt.Fprintf(w, "| %s | %s |||||||||\n", rr.Row.Name, state)
+		fmt.Fprintf(w, "| %s | %s ||||||||||\n", rr.Row.Name, state)
 		return
 	}
 	peak, atPeak := "—", "—"
@@ -209,8 +248,8 @@ func writeRow(w *bytes.Buffer, rr RowResults, size Size) {
 	if len(rr.Failed) > 0 {
 		seeds += " (FAILED " + strings.Join(rr.Failed, "; ") + ")"
 	}
-	fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", rr.Row.Name,
-		meanStd(rr.column(em("all"), false), 3), meanStd(rr.column(em(hops[0]), false), 3),
+	fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", rr.Row.Name,
+		meanStd(rr.column(em("all"), false), 3), paired(rr, ref), meanStd(rr.column(em(hops[0]), false), 3),
 		meanStd(rr.column(em(hops[1]), false), 3), meanStd(rr.column(em(hops[2]), false), 3),
 		meanStd(rr.column(toolCalls, false), 2), peak, atPeak, seeds, wall(walls))
 }
