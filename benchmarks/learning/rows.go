@@ -117,8 +117,13 @@ var Rows = []Row{
 		Args: []string{"actor.policy_loss=gspo", "actor.loss_agg_mode=seq-mean-token-mean", "actor.clip_ratio_low=0.0003", "actor.clip_ratio_high=0.0004", "actor.ppo_mini_batch_size=16"}},
 	{Name: "ReMax", Group: groupAlgorithm, Args: []string{"algorithm.adv_estimator=remax"}},
 
-	// The paper's Table 4 order: each row disables one more mask.
-	{Name: "GRPO, advantage mask off", Group: groupAblation, Args: []string{"algorithm.advantage_mask=false"}},
+	// The paper's Table 4: PPO with each row disabling one more mask, then
+	// GRPO without its loss mask. GRPO's advantage is a scalar broadcast
+	// over the response, so its advantage mask alone changes no weight (the
+	// loss mask drops the same tokens): only its loss mask is ablated.
+	{Name: "PPO, advantage mask off", Group: groupAblation, Args: []string{"algorithm.adv_estimator=gae", "algorithm.advantage_mask=false"}},
+	{Name: "PPO, advantage and loss masks off (environment tokens trained)", Group: groupAblation,
+		Args: []string{"algorithm.adv_estimator=gae", "algorithm.advantage_mask=false", "algorithm.loss_mask=false"}},
 	{Name: "GRPO, advantage and loss masks off (environment tokens trained)", Group: groupAblation,
 		Args: []string{"algorithm.advantage_mask=false", "algorithm.loss_mask=false"}},
 	// A process reward for tool use: +0.1 for each call that ran,
