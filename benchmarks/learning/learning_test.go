@@ -14,8 +14,10 @@ import (
 
 // TestSmoke runs the table at CI's size (every row, 1 seed, 2 steps) and
 // checks that every row that is not pending trained and reached the
-// markdown. It trains for a minute or two, so it runs only when asked:
-// .ci/run sets R1GO_LEARNING_SMOKE=1.
+// markdown. It runs two at a time on one thread each, as -jobs 2 does on
+// two cores, and checks that the runs got that one thread. It trains for a
+// minute or two, so it runs only when asked: .ci/run sets
+// R1GO_LEARNING_SMOKE=1.
 func TestSmoke(t *testing.T) {
 	if os.Getenv("R1GO_LEARNING_SMOKE") == "" {
 		t.Skip("set R1GO_LEARNING_SMOKE=1 to train every row for 2 steps (about 2 minutes)")
@@ -23,7 +25,7 @@ func TestSmoke(t *testing.T) {
 	t.Chdir(filepath.Join("..", "..")) // the module root: ./cmd/train and the warm start
 	out := t.TempDir()
 	md := filepath.Join(out, "learning.md")
-	b := &Bench{Size: SmokeSize, Out: filepath.Join(out, "runs"), Jobs: 1, Log: testLog{t}}
+	b := &Bench{Size: SmokeSize, Out: filepath.Join(out, "runs"), Jobs: 2, Threads: 1, Log: testLog{t}}
 	if err := b.Main(context.Background(), Rows, true, md, "-smoke"); err != nil {
 		t.Fatal(err)
 	}
@@ -42,9 +44,28 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	checkMarkdown(t, md, "not yet run", "FAILED")
+	log, err := os.ReadFile(filepath.Join(b.rowDir(Rows[3], 1), "train.log"))
+	if err != nil || !strings.Contains(string(log), "cpu(float32, 1 threads)") {
+		t.Errorf("%s run: want the device on 1 thread (GOMAXPROCS=1), log: %.300s (%v)", Rows[3].Name, log, err)
+	}
 	for _, png := range []string{"algorithms.png", "ablations.png"} {
 		if st, err := os.Stat(filepath.Join(out, "learning", png)); err != nil || st.Size() == 0 {
 			t.Errorf("plot %s: %v", png, err)
+		}
+	}
+}
+
+// TestRunThreads checks how the cores are shared out among runs at once.
+func TestRunThreads(t *testing.T) {
+	for _, c := range []struct{ asked, jobs, cores, want int }{
+		{0, 1, 2, 0},  // one run: every core, as cmd/train picks
+		{0, 2, 2, 1},  // two runs on two cores: one each
+		{0, 4, 16, 4}, // a GPU box's CPU
+		{0, 3, 2, 1},  // more runs than cores: still one each
+		{2, 4, 2, 2},  // asked for: kept
+	} {
+		if got := runThreads(c.asked, c.jobs, c.cores); got != c.want {
+			t.Errorf("runThreads(%d, %d jobs, %d cores) = %d, want %d", c.asked, c.jobs, c.cores, got, c.want)
 		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -32,7 +33,8 @@ func main() {
 	smoke := flag.Bool("smoke", false, "CI's size: 1 seed, 2 steps per row, 20 questions, the committed warm start")
 	out := flag.String("out", "", "folder of the runs, kept between invocations (default runs/learning or runs/learning-smoke)")
 	md := flag.String("md", filepath.Join("benchmarks", "learning.md"), "markdown file to write; its plots go beside it in a folder named after it")
-	jobs := flag.Int("jobs", 1, "runs at once (each uses every core: more than one only where cores are idle)")
+	jobs := flag.Int("jobs", 1, "runs at once")
+	threads := flag.Int("threads", 0, "threads of each run (0: the cores shared out among the -jobs runs)")
 	rows := flag.String("rows", "", "comma-separated substrings: run only rows whose name contains one (the table still lists every row)")
 	render := flag.Bool("render", false, "render the markdown from -out without running anything")
 	seeds := flag.Int("seeds", 0, "seeds per row (0: the size's)")
@@ -56,7 +58,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	b := &Bench{Size: size, Out: *out, Jobs: *jobs, Seed: *only, Log: os.Stdout}
+	b := &Bench{Size: size, Out: *out, Jobs: *jobs, Threads: runThreads(*threads, *jobs, runtime.NumCPU()), Seed: *only, Log: os.Stdout}
 	// The markdown quotes the command that makes the whole table at this
 	// size; -rows, -seed and -render only make it in pieces.
 	var args []string
@@ -95,11 +97,21 @@ func (b *Bench) Main(ctx context.Context, run []Row, train bool, md, args string
 	if args != "" {
 		cmd += " " + args
 	}
-	if err := Render(md, table, b.Size, RenderInfo{Command: cmd, Jobs: b.Jobs}); err != nil {
+	if err := Render(md, table, b.Size, RenderInfo{Command: cmd, Jobs: b.Jobs, Threads: b.Threads}); err != nil {
 		return err
 	}
 	fmt.Fprintf(b.Log, "learning: wrote %s\n", md)
 	return runErr
+}
+
+// runThreads is each run's thread count: the one asked for, or else, with
+// several runs at once, the cores shared out among them (at least one
+// each); 0 leaves a single run every core.
+func runThreads(asked, jobs, cores int) int {
+	if asked > 0 || jobs <= 1 {
+		return asked
+	}
+	return max(cores/jobs, 1)
 }
 
 // selectRows keeps the rows whose name contains one of the comma-separated

@@ -136,6 +136,7 @@ func toolCalls(r Results) float64 { return r["all"].ToolCalls }
 type RenderInfo struct {
 	Command string
 	Jobs    int
+	Threads int // each run's (0: every core)
 }
 
 // Render writes the table to md and one learning-curve plot per section of
@@ -151,9 +152,13 @@ func Render(md string, table []RowResults, size Size, info RenderInfo) error {
 		"which runs `cmd/train` and `cmd/eval` with the overrides in each row's command line (listed at the end). "+
 		"The command resumes where it stopped; `-rows` and `-seed` make the table in pieces and `-render` rewrites "+
 		"this file from the runs. A row is a name and key=value overrides in `benchmarks/learning/rows.go`.\n\n", info.Command)
-	fmt.Fprintf(&w, "- date: %s\n- machine: %s\n- commit: %s\n- runs at once: %d (wall times are per run at that load, "+
+	threads := "every core"
+	if info.Threads > 0 {
+		threads = fmt.Sprintf("%d thread(s)", info.Threads)
+	}
+	fmt.Fprintf(&w, "- date: %s\n- machine: %s\n- commit: %s\n- runs at once: %d, on %s each (wall times are per run at that load, "+
 		"on a machine shared with other work: compare them within one table only)\n",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), commit(md, plotDir), info.Jobs)
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), commit(md, plotDir), info.Jobs, threads)
 	fmt.Fprintf(&w, "- size: %d seed(s) per row, %d RL steps, a validation point every %d steps on %d questions, "+
 		"%d held-out test questions, warm start %s\n\n", size.Seeds, size.Steps, size.TestFreq, size.ValSize, size.SynthEval, warmSource(size))
 	fmt.Fprintf(&w, "Columns: held-out exact match after the last step (all questions, then per hop count), "+
