@@ -145,6 +145,11 @@ var Rows = []Row{
 	{Name: "GRPO from 400 SFT steps at a constant lr", Group: groupDefault, Args: short},
 	{Name: "warm start, no RL (gold demonstrations, 400 SFT steps at a constant lr)", Group: groupDefault, Kind: Warm, Args: append([]string{gold}, short...)},
 	{Name: "GRPO from the gold warm start", Group: groupDefault, Args: []string{gold}},
+	// A third more SFT steps on the hasty teacher: the plateau before the
+	// copying of names ends at step 100 to 200 depending on the seed, and
+	// what is left of the cosine decay after it decides how well names are
+	// copied.
+	{Name: "GRPO from 800 SFT steps", Group: groupDefault, Args: []string{"sft.steps=800"}},
 	// With ppo_mini_batch_size 64 each step's 64 trajectories (8 prompts × 8
 	// samples) make one on-policy update (ratio 1: the clip never acts).
 	// Splitting them in four spends the same rollouts and backward passes on
