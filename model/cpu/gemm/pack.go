@@ -41,31 +41,15 @@ func packA(transA bool, mr int, a []float32, lda, i0, rows, p0, kc, kcs int, dst
 		return
 	}
 	if rows == mr {
-		// One row of the panel per k step, in 16-byte moves: the compiler
-		// inlines a copy of a [4]float32 but calls memmove for any larger
-		// array (the two may overlap), and a call per 48 bytes made this
-		// loop most of a weight gradient's packing.
 		switch mr {
 		case 12:
 			for p := 0; p < kc; p++ {
-				s, d := a[(p0+p)*lda+i0:], dst[p*12:]
-				*(*[4]float32)(d) = *(*[4]float32)(s)
-				*(*[4]float32)(d[4:]) = *(*[4]float32)(s[4:])
-				*(*[4]float32)(d[8:]) = *(*[4]float32)(s[8:])
-			}
-			return
-		case 8:
-			for p := 0; p < kc; p++ {
-				s, d := a[(p0+p)*lda+i0:], dst[p*8:]
-				*(*[4]float32)(d) = *(*[4]float32)(s)
-				*(*[4]float32)(d[4:]) = *(*[4]float32)(s[4:])
+				*(*[12]float32)(dst[p*12:]) = *(*[12]float32)(a[(p0+p)*lda+i0:])
 			}
 			return
 		case 6:
 			for p := 0; p < kc; p++ {
-				s, d := a[(p0+p)*lda+i0:], dst[p*6:]
-				*(*[4]float32)(d) = *(*[4]float32)(s)
-				*(*[2]float32)(d[4:]) = *(*[2]float32)(s[4:])
+				*(*[6]float32)(dst[p*6:]) = *(*[6]float32)(a[(p0+p)*lda+i0:])
 			}
 			return
 		case 4:
