@@ -108,7 +108,7 @@ func TestRender(t *testing.T) {
 	}
 	text := checkMarkdown(t, md)
 	for _, want := range []string{
-		"| GRPO (the default) | 0.300 ± 0.141 | — | 0.000 ± 0.000 | 0.000 ± 0.000 | 0.100 ± 0.000 | 2.00 ± 0.00 | 0.350 ± 0.071 (3 ± 1) | 0.300 ± 0.000 | 2 | 1m30s |",
+		"| GRPO | 0.300 ± 0.141 | — | 0.000 ± 0.000 | 0.000 ± 0.000 | 0.100 ± 0.000 | 2.00 ± 0.00 | 0.350 ± 0.071 (3 ± 1) | 0.300 ± 0.000 | 2 | 1m30s |",
 		"| RLOO | 0.500 | +0.300 |", // seed 1 alone: 0.5 - 0.2
 		"| 1 of 2 |",
 		"| PPO (GAE, critic) | FAILED: seed 1: train: exit status 1 |",

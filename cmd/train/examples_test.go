@@ -52,7 +52,7 @@ func TestExampleConfigs(t *testing.T) {
 	c.Model.Path = "models/Qwen2.5-3B-Instruct"
 	c.Data.TrainFiles = []string{"train.parquet"}
 	got := strings.Join(tinyDefaults(&c), "\n")
-	for _, k := range []string{"actor.optim.lr=0.0002", "env.topk=1", "rollout.max_turn_tokens=64", "model.max_context=1280", "sft.steps=600"} {
+	for _, k := range []string{"actor.optim.lr=0.0002", "env.topk=1", "rollout.max_turn_tokens=64", "model.max_context=1280", "sft.steps=800"} {
 		if !strings.Contains(got, k) {
 			t.Errorf("tiny defaults lack %s:\n%s", k, got)
 		}
