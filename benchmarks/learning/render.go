@@ -156,7 +156,7 @@ func Render(md string, table []RowResults, size Size, info RenderInfo) error {
 	if info.Threads > 0 {
 		threads = fmt.Sprintf("%d thread(s)", info.Threads)
 	}
-	fmt.Fprintf(&w, "- date: %s\n- machine: %s\n- commit: %s\n- runs at once: %d, on %s each (wall times are per run at that load, "+
+	fmt.Fprintf(&w, "- date: %s\n- machine: %s\n- commit: %s\n- runs at once: %d, each on %s (wall times are per run at that load, "+
 		"on a machine shared with other work: compare them within one table only)\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), commit(md, plotDir), info.Jobs, threads)
 	fmt.Fprintf(&w, "- size: %d seed(s) per row, %d RL steps, a validation point every %d steps on %d questions, "+

@@ -30,8 +30,11 @@ type Bench struct {
 	Jobs int
 	// Threads is each run's thread count (GOMAXPROCS of cmd/train and
 	// cmd/eval; 0: every core). The 1.6M-parameter policy's products are
-	// too small to keep many cores busy, so runs side by side on a core or
-	// two each finish the table sooner than one run on all of them.
+	// too small to keep many cores busy, so on a machine with many of them
+	// runs side by side, a few cores each, finish the table sooner. On 2
+	// cores they do not: two single-thread runs side by side share the
+	// memory bandwidth and took as long as the two one after the other on
+	// both cores (learning/notes.md).
 	Threads int
 	Seed    int // run only this seed (0: 1..Size.Seeds)
 	Log     io.Writer
