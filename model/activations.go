@@ -53,6 +53,8 @@ type activations struct {
 	dvalues  Buffer // [T]
 
 	pos, targets []int32 // [T] host-side positions and next-token targets
+	scored       []int32 // the batch's Scored rows, or nil: the head ran on every row
+	stargets     []int32 // targets of the scored rows
 	npos         []int32 // [T] -pos, RoPE's backward rotation (backPos), reused
 	seqs         []int32 // sequence offsets of these rows, from 0 (the attention's)
 	row0         int     // first row within the batch (keys LoRA dropout masks)

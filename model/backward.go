@@ -22,19 +22,13 @@ func (m *Model) Backward(dLogProb, dEntropy, dValues []float32) error {
 			return fmt.Errorf("model: %s has %d values for %d tokens", name, len(g), T)
 		}
 	}
-	upload := func(dst Buffer, src []float32) {
-		if src == nil {
-			dev.Zero(dst)
-		} else {
-			dev.Upload(dst, src)
-		}
-	}
 	switch m.Head {
 	case LMHeadOutput:
-		upload(a.dlogprob, dLogProb)
-		upload(a.dentropy, dEntropy)
+		if err := m.uploadHeadGrads(a, dLogProb, dEntropy); err != nil {
+			return err
+		}
 	case ValueHeadOutput:
-		upload(a.dvalues, dValues)
+		upload(dev, a.dvalues, dValues)
 	}
 	if a.grouped {
 		return m.backwardGrouped(a)
@@ -54,33 +48,6 @@ func (m *Model) Backward(dLogProb, dEntropy, dValues []float32) error {
 	}
 	m.gradsDone(0)
 	return dev.Sync()
-}
-
-// headBackward takes rows [t0, t0+n) of the per-token gradients in a (the
-// whole batch's arena) back through the head and the final RMSNorm into
-// s.dx (the arena of those rows: a itself, or a group's), using s.dln as
-// scratch.
-func (m *Model) headBackward(a, s *activations, t0, n int) {
-	d, dev := m.d, m.Dev
-	rows := func(b Buffer, w int) Buffer { return b.Slice(t0*w, n*w) }
-	wg := m.g // nil views for a frozen base under adapters: no weight gradients
-	lnf := rows(a.lnf, d.C)
-	switch m.Head {
-	case LMHeadOutput:
-		var logits Buffer
-		if a.logits != nil { // kept by the forward; a grouped arena keeps none
-			logits = rows(a.logits, d.V)
-			a.logits = nil // now gradients: another Backward of this forward computes the logits again
-		}
-		dev.LMHeadBackward(s.dln, wg.lmHead, rows(a.dlogprob, 1), rows(a.dentropy, 1), logits, lnf, m.p.lmHead,
-			rows(a.lseV, 1), rows(a.entropy, 1), a.targets[t0:t0+n], n, d.C, d.V)
-	case ValueHeadOutput:
-		dv := rows(a.dvalues, 1)
-		dev.Gemm(false, false, n, d.C, 1, 1, dv, 1, m.p.vw, d.C, 0, s.dln, d.C)
-		dev.Gemm(true, false, 1, d.C, n, 1, dv, 1, lnf, d.C, 1, m.g.vw, d.C)
-		dev.BiasBackward(m.g.vb, dv, 1, n, 1)
-	}
-	dev.RMSNormBackward(s.dx, s.dxc, wg.lnf, s.dln, s.x(d.L), m.p.lnf, rows(a.rstdf, 1), nil, n, d.C) // also dx's compute view
 }
 
 // backwardGrouped is Backward over a grouped arena: the head group by

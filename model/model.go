@@ -110,6 +110,11 @@ func (m *Model) keeps(T int, train bool) keep {
 type Batch struct {
 	Tokens []int32 // [T] token ids of all sequences, one after another
 	Seqs   []int32 // [n+1] start offset of each sequence; Seqs[n] = T
+	// Scored, when not nil, lists in increasing order the positions whose
+	// LogProb and Entropy the caller reads (a loss's): the LM head runs on
+	// those rows only (head.go), Output holds 0 at the others, and Backward
+	// takes gradients at these positions only. A value head ignores it.
+	Scored []int32
 }
 
 // Output holds the per-token results of a Forward, on the host.
@@ -208,7 +213,7 @@ func (b Batch) Validate(vocab int) error {
 			return fmt.Errorf("model: token %d at position %d is outside the vocabulary [0, %d)", id, t, vocab)
 		}
 	}
-	return nil
+	return validScored(b.Scored, T)
 }
 
 // positions and targets of a packed batch: position within the sequence,
@@ -241,10 +246,9 @@ func (m *Model) Forward(b Batch, train bool) (*Output, error) {
 	out := &Output{}
 	switch m.Head {
 	case LMHeadOutput:
-		dev.LMHead(a.logprob, a.entropy, a.lseV, a.logits, a.lnf, m.p.lmHead, a.targets, T, d.C, d.V) // a.logits: kept, or nil
-		out.LogProb, out.Entropy = make([]float32, T), make([]float32, T)
-		dev.Download(out.LogProb, a.logprob)
-		dev.Download(out.Entropy, a.entropy)
+		a.setScored(b.Scored)
+		m.lmHead(a)
+		m.headOutput(a, out)
 	case ValueHeadOutput:
 		dev.Gemm(false, true, T, 1, d.C, 1, a.lnf, d.C, m.p.vw, d.C, 0, a.values, 1)
 		dev.AddBias(a.values, 1, m.p.vb, T, 1)

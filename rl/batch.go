@@ -46,7 +46,10 @@ type Batch struct {
 
 	BaselineScore []float64 // [S] ReMax: score of the greedy response to the same prompt
 
-	// Current-policy outputs of the model for this (micro-)batch.
+	// Current-policy outputs of the model for this (micro-)batch. In the
+	// update the LM head runs on the loss's tokens only (ActionMask: the
+	// response under loss_mask false), and LogProb and Entropy are 0 at
+	// the others; OldLogProb and RefLogProb cover the response.
 	LogProb []float64 // [N] log π_θ
 	Entropy []float64 // [N] entropy of π_θ at each position
 	Values  []float64 // [N] critic V_φ

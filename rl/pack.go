@@ -83,6 +83,26 @@ func modelBatch(b *Batch) model.Batch {
 	return mb
 }
 
+// scoredBatch is modelBatch with the LM head run only where the loss reads
+// its output: at the tokens in mask (the Batch convention: the model
+// scores token t at row t−1 of its sequence). A nil mask scores every row.
+func scoredBatch(b *Batch, mask []bool) model.Batch {
+	mb := modelBatch(b)
+	if mask == nil {
+		return mb
+	}
+	mb.Scored = make([]int32, 0, b.NumTokens())
+	for i := 0; i < b.NumSeqs(); i++ {
+		s, e := b.Seq(i)
+		for t := s + 1; t < e; t++ {
+			if mask[t] {
+				mb.Scored = append(mb.Scored, int32(t-1))
+			}
+		}
+	}
+	return mb
+}
+
 // shiftIn writes src (the model's next-token convention) into dst (the
 // Batch's own-token convention), sized to b's tokens.
 func shiftIn(b *Batch, dst []float64, src []float32) []float64 {
@@ -114,9 +134,17 @@ func shiftOut(b *Batch, g []float64) []float32 {
 // Forward runs m over b in micro-batches of at most maxTokens tokens without
 // keeping activations (no gradient) and returns per-token log-probabilities
 // and entropies (a policy) or values (a critic) in the Batch convention.
+// With the prompts' lengths known, a policy's are those of the response
+// tokens (0 on the prompts, which no loss or penalty reads).
 func Forward(m *model.Model, b *Batch, maxTokens int) (logProb, entropy, values []float64, err error) {
 	cuts := MicroBatches(b, maxTokens)
 	n := b.NumTokens()
+	var resp []bool
+	if b.PromptLen != nil && m.Head == model.LMHeadOutput {
+		if resp, err = b.ResponseMask(); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	switch m.Head {
 	case model.LMHeadOutput:
 		logProb, entropy = make([]float64, n), make([]float64, n)
@@ -125,7 +153,11 @@ func Forward(m *model.Model, b *Batch, maxTokens int) (logProb, entropy, values 
 	}
 	for j := 0; j+1 < len(cuts); j++ {
 		mb := b.Slice(cuts[j], cuts[j+1])
-		out, err := m.Forward(modelBatch(mb), false)
+		var mask []bool
+		if resp != nil {
+			mask = resp[b.Offsets[cuts[j]]:b.Offsets[cuts[j+1]]]
+		}
+		out, err := m.Forward(scoredBatch(mb, mask), false)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("rl: forward pass over sequences %d..%d: %w", cuts[j], cuts[j+1]-1, err)
 		}

@@ -110,7 +110,7 @@ func SFTStep(m *model.Model, opt *optim.AdamW, trajs []*Trajectory, microTokens 
 	var loss float64
 	for j := 0; j+1 < len(cuts); j++ {
 		mb := b.Slice(cuts[j], cuts[j+1])
-		out, err := m.Forward(modelBatch(mb), true)
+		out, err := m.Forward(scoredBatch(mb, mb.ActionMask), true)
 		if err != nil {
 			return 0, optim.StepResult{}, err
 		}

@@ -469,7 +469,7 @@ func (t *Trainer) update(b *Batch, mdl *model.Model, opt *optim.AdamW, prefix st
 			var out Output
 			for j := 0; j+1 < len(cuts); j++ {
 				mb := own.Slice(cuts[j], cuts[j+1])
-				res, err := mdl.Forward(modelBatch(mb), true)
+				res, err := mdl.Forward(scoredBatch(mb, mb.ActionMask), true) // the head on the loss's tokens only
 				if err != nil {
 					return nil, err
 				}
