@@ -115,12 +115,54 @@ func TestRender(t *testing.T) {
 		"| REINFORCE++ | not yet run |",
 		"| Naive RAG (one retrieval, then answer) | 0.050 ± 0.000 | −0.250 ± 0.141 |", // 0.05 - 0.2, 0.05 - 0.4
 		"| a pending ablation | not run: cmd/train has no key for it |",
+		"## How the default was chosen\n\nOptional rows: the full table leaves them out; `-all` (or `-rows`) runs them.\n",
+		"| GRPO from 600 SFT steps (the previous default) | not run (optional) |",
 		"![validation EM by step on all questions, algorithms](learning/algorithms.png)",
 		"## Notes\n\nA finding.\n",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// TestSelectRows: the full table runs every row that is not optional,
+// -all every row, and -rows the rows it names (by a part of the name, or
+// the whole after "="), optional or not.
+func TestSelectRows(t *testing.T) {
+	names := func(rows []Row) (out []string) {
+		for _, r := range rows {
+			out = append(out, r.Name)
+		}
+		return out
+	}
+	var want []string
+	nOptional := 0
+	for _, r := range Rows {
+		if r.Optional {
+			nOptional++
+			if r.Group != groupChosen {
+				t.Errorf("optional row %q outside the optional section", r.Name)
+			}
+		} else {
+			want = append(want, r.Name)
+		}
+	}
+	if nOptional == 0 || len(want) == 0 {
+		t.Fatalf("%d optional rows of %d", nOptional, len(Rows))
+	}
+	if got := names(selectRows(Rows, "", false)); !slices.Equal(got, want) {
+		t.Errorf("full table runs %q, want %q", got, want)
+	}
+	if got := selectRows(Rows, "", true); len(got) != len(Rows) {
+		t.Errorf("-all runs %d rows of %d", len(got), len(Rows))
+	}
+	if got := names(selectRows(Rows, "=GRPO", false)); !slices.Equal(got, []string{referenceRow}) {
+		t.Errorf("-rows =GRPO runs %q", got)
+	}
+	got := names(selectRows(Rows, "600 SFT,RLOO", false))
+	if !slices.Equal(got, []string{"RLOO", "GRPO from 600 SFT steps (the previous default)"}) {
+		t.Errorf("-rows '600 SFT,RLOO' runs %q", got)
 	}
 }
 

@@ -3,7 +3,8 @@
 // benchmarks/learning.md:
 //
 //	go run ./benchmarks/learning                 # the full table: 3 seeds, 30 steps per row
-//	go run ./benchmarks/learning -smoke          # CI's size: 1 seed, 2 steps, a few questions
+//	go run ./benchmarks/learning -all            # and the optional rows the default was chosen from
+//	go run ./benchmarks/learning -smoke          # CI's size: 1 seed, 2 steps, a few questions, every row
 //	go run ./benchmarks/learning -rows GRPO,RLOO # only rows whose name contains one of these
 //
 // It drives cmd/train and cmd/eval through their command lines (built once
@@ -35,7 +36,8 @@ func main() {
 	md := flag.String("md", filepath.Join("benchmarks", "learning.md"), "markdown file to write; its plots go beside it in a folder named after it")
 	jobs := flag.Int("jobs", 1, "runs at once")
 	threads := flag.Int("threads", 0, "threads of each run (0: the cores shared out among the -jobs runs)")
-	rows := flag.String("rows", "", "comma-separated substrings: run only rows whose name contains one (the table still lists every row)")
+	rows := flag.String("rows", "", "comma-separated substrings: run only rows whose name contains one (or is one written =NAME), optional or not (the table still lists every row)")
+	all := flag.Bool("all", false, "run the optional rows too (the smoke size always does)")
 	render := flag.Bool("render", false, "render the markdown from -out without running anything")
 	seeds := flag.Int("seeds", 0, "seeds per row (0: the size's)")
 	only := flag.Int("seed", 0, "run only this seed of each row (0: every seed); the table still shows them all")
@@ -64,13 +66,15 @@ func main() {
 	var args []string
 	flag.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "smoke":
-			args = append(args, "-smoke")
+		case "smoke", "all":
+			if f.Value.String() == "true" {
+				args = append(args, "-"+f.Name)
+			}
 		case "seeds", "steps": // -out says where, not what: not quoted
 			args = append(args, "-"+f.Name+"="+f.Value.String())
 		}
 	})
-	if err := b.Main(ctx, selectRows(Rows, *rows), !*render, *md, strings.Join(args, " ")); err != nil {
+	if err := b.Main(ctx, selectRows(Rows, *rows, *all || *smoke), !*render, *md, strings.Join(args, " ")); err != nil {
 		fmt.Fprintln(os.Stderr, "learning:", err)
 		os.Exit(1)
 	}
@@ -115,15 +119,21 @@ func runThreads(asked, jobs, cores int) int {
 }
 
 // selectRows keeps the rows whose name contains one of the comma-separated
-// substrings (all rows when filter is empty).
-func selectRows(rows []Row, filter string) []Row {
-	if filter == "" {
-		return rows
-	}
+// substrings, or equals one written with a leading "=" ("=GRPO": that row
+// alone), optional or not; with no filter, every row that is not optional,
+// or every row with all.
+func selectRows(rows []Row, filter string, all bool) []Row {
 	var out []Row
 	for _, r := range rows {
+		if filter == "" {
+			if all || !r.Optional {
+				out = append(out, r)
+			}
+			continue
+		}
 		for _, f := range strings.Split(filter, ",") {
-			if f != "" && strings.Contains(r.Name, f) {
+			exact, ok := strings.CutPrefix(f, "=")
+			if ok && r.Name == exact || !ok && f != "" && strings.Contains(r.Name, f) {
 				out = append(out, r)
 				break
 			}

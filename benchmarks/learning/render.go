@@ -175,7 +175,7 @@ func Render(md string, table []RowResults, size Size, info RenderInfo) error {
 			ref = rr
 		}
 	}
-	for _, g := range []string{groupBaseline, groupAlgorithm, groupAblation, groupDefault, groupFeature} {
+	for _, g := range []string{groupBaseline, groupAlgorithm, groupAblation, groupFeature, groupChosen} {
 		var rows []RowResults
 		for _, rr := range table {
 			if rr.Row.Group == g {
@@ -186,6 +186,9 @@ func Render(md string, table []RowResults, size Size, info RenderInfo) error {
 			continue
 		}
 		fmt.Fprintf(&w, "## %s\n\n", strings.ToUpper(g[:1])+g[1:])
+		if optional(rows) {
+			fmt.Fprintf(&w, "Optional rows: the full table leaves them out; `-all` (or `-rows`) runs them.\n\n")
+		}
 		fmt.Fprintf(&w, "| row | held-out EM | Δ, same seed | 2-hop | 3-hop | 4-hop | tool calls | val peak (step) | EM at peak ckpt | seeds | wall |\n")
 		fmt.Fprintf(&w, "|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, rr := range rows {
@@ -225,6 +228,9 @@ func writeRow(w *bytes.Buffer, rr, ref RowResults, size Size) {
 	}
 	if rr.Seeds() == 0 {
 		state := "not yet run"
+		if rr.Row.Optional {
+			state = "not run (optional)"
+		}
 		if len(rr.Failed) > 0 {
 			state = "FAILED: " + strings.Join(rr.Failed, "; ")
 		}
@@ -257,6 +263,16 @@ func writeRow(w *bytes.Buffer, rr, ref RowResults, size Size) {
 		meanStd(rr.column(em("all"), false), 3), paired(rr, ref), meanStd(rr.column(em(hops[0]), false), 3),
 		meanStd(rr.column(em(hops[1]), false), 3), meanStd(rr.column(em(hops[2]), false), 3),
 		meanStd(rr.column(toolCalls, false), 2), peak, atPeak, seeds, wall(walls))
+}
+
+// optional says whether every row of a section is optional.
+func optional(rows []RowResults) bool {
+	for _, rr := range rows {
+		if !rr.Row.Optional {
+			return false
+		}
+	}
+	return len(rows) > 0
 }
 
 // wall formats the mean of seconds as minutes and seconds.
