@@ -7,10 +7,10 @@ import (
 
 // The LM head, forward and backward. A batch with Scored positions runs it
 // on those rows only: a loss reads the log-probabilities of the tokens the
-// policy sampled, a fifth to a third of a packed RL or SFT batch (the
-// prompt and the tool responses are the rest), and the head's products and
-// its softmax over the vocabulary are a quarter of the tiny model's
-// training step and more of a 150K vocabulary's. The final norm's scored
+// policy sampled, a fifth to a third of a packed RL batch of the embedded
+// default (the prompt and the tool responses are the rest), and the head's
+// products and its softmax over the vocabulary are a quarter of the tiny
+// model's training compute and more of a 150K vocabulary's. The final norm's scored
 // rows are gathered into a block of free scratch (Embedding is the one
 // row gather every Device has), the head runs on the block, and its
 // gradient is scattered back (EmbeddingBackward) before the final norm's
