@@ -22,19 +22,7 @@ func TestGroupedMatchesWhole(t *testing.T) {
 				continue
 			}
 			t.Run(fmt.Sprintf("%s lora=%v", name, lora), func(t *testing.T) {
-				gc := loadGoldenCase(t, name)
-				// Eight copies of the batch's sequences (128 tokens, more
-				// than the products of up to 96 rows that take the narrower
-				// kernel): groups of one copy each.
-				b := Batch{Seqs: []int32{0}}
-				var ga, gb []float32
-				for range 8 {
-					for s := 0; s+1 < len(gc.seqs); s++ {
-						b.Tokens = append(b.Tokens, gc.tokens[gc.seqs[s]:gc.seqs[s+1]]...)
-						b.Seqs = append(b.Seqs, int32(len(b.Tokens)))
-					}
-					ga, gb = append(ga, gc.a...), append(gb, gc.b...)
-				}
+				b, ga, gb := eightCopies(loadGoldenCase(t, name)) // grouped: one copy a group
 				run := func(grouped bool) (lp, ent, score, grads []float32) {
 					old := GroupBytes
 					if grouped {
@@ -54,34 +42,21 @@ func TestGroupedMatchesWhole(t *testing.T) {
 						}
 						lo.Config.Dropout, lo.Seed = 0.3, 7
 					}
-					out, err := m.Forward(b, true)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if m.acts.grouped != grouped {
-						t.Fatalf("grouped arena %v, want %v", m.acts.grouped, grouped)
-					}
-					got := m.acts.cap
-					if m.acts.grp != nil {
-						got += m.acts.grp.cap
-					}
-					if want := m.ActivationValues(b, true); got != want {
-						t.Errorf("arenas hold %d values, ActivationValues says %d", got, want)
-					}
-					if grouped && len(m.acts.spans) != 8 {
-						t.Fatalf("%d groups of the 8 copies", len(m.acts.spans))
-					}
-					m.ZeroGrads()
-					if err := m.Backward(ga, gb, nil); err != nil {
-						t.Fatal(err)
-					}
-					_, g := m.Trainable()
-					grads, _ = HostFloat32(g)
-					sc, err := m.Forward(b, false)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return out.LogProb, out.Entropy, sc.LogProb, grads
+					return trainScore(t, m, b, ga, gb, func() {
+						if m.acts.grouped != grouped {
+							t.Fatalf("grouped arena %v, want %v", m.acts.grouped, grouped)
+						}
+						got := m.acts.cap
+						if m.acts.grp != nil {
+							got += m.acts.grp.cap
+						}
+						if want := m.ActivationValues(b, true); got != want {
+							t.Errorf("arenas hold %d values, ActivationValues says %d", got, want)
+						}
+						if grouped && len(m.acts.spans) != 8 {
+							t.Fatalf("%d groups of the 8 copies", len(m.acts.spans))
+						}
+					})
 				}
 				lp0, ent0, sc0, g0 := run(false)
 				lp1, ent1, sc1, g1 := run(true)
@@ -107,4 +82,43 @@ func TestGroupedMatchesWhole(t *testing.T) {
 			})
 		}
 	}
+}
+
+// eightCopies is the golden case's batch eight times over (128 tokens, more
+// than the products of up to 96 rows that take the narrower kernel), with
+// its per-token gradients of the log-probs and entropies.
+func eightCopies(gc goldenCase) (b Batch, ga, gb []float32) {
+	b = Batch{Seqs: []int32{0}}
+	for range 8 {
+		for s := 0; s+1 < len(gc.seqs); s++ {
+			b.Tokens = append(b.Tokens, gc.tokens[gc.seqs[s]:gc.seqs[s+1]]...)
+			b.Seqs = append(b.Seqs, int32(len(b.Tokens)))
+		}
+		ga, gb = append(ga, gc.a...), append(gb, gc.b...)
+	}
+	return b, ga, gb
+}
+
+// trainScore runs a training forward of b (then check, which may look at
+// the arena), the backward of ga and gb, and a scoring forward of b: the
+// training log-probs and entropies, the scoring log-probs and every
+// trainable gradient.
+func trainScore(t *testing.T, m *Model, b Batch, ga, gb []float32, check func()) (lp, ent, score, grads []float32) {
+	t.Helper()
+	out, err := m.Forward(b, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check()
+	m.ZeroGrads()
+	if err := m.Backward(ga, gb, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, g := m.Trainable()
+	grads, _ = HostFloat32(g)
+	sc, err := m.Forward(b, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.LogProb, out.Entropy, sc.LogProb, grads
 }

@@ -31,16 +31,7 @@ func TestScoredMatchesWhole(t *testing.T) {
 		{"qwen2_tied", true, true, true},
 	} {
 		t.Run(fmt.Sprintf("%s lora=%v recompute=%v grouped=%v", c.name, c.lora, c.recompute, c.grouped), func(t *testing.T) {
-			gc := loadGoldenCase(t, c.name)
-			b := Batch{Seqs: []int32{0}}
-			var ga, gb []float32
-			for range 8 {
-				for s := 0; s+1 < len(gc.seqs); s++ {
-					b.Tokens = append(b.Tokens, gc.tokens[gc.seqs[s]:gc.seqs[s+1]]...)
-					b.Seqs = append(b.Seqs, int32(len(b.Tokens)))
-				}
-				ga, gb = append(ga, gc.a...), append(gb, gc.b...)
-			}
+			b, ga, gb := eightCopies(loadGoldenCase(t, c.name))
 			rng := rand.New(rand.NewPCG(3, uint64(len(b.Tokens))))
 			var scored []int32
 			for t := range b.Tokens {
@@ -75,27 +66,14 @@ func TestScoredMatchesWhole(t *testing.T) {
 				}
 				bb := b
 				bb.Scored = scored
-				out, err := m.Forward(bb, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if m.acts.grouped != c.grouped {
-					t.Fatalf("grouped arena %v, want %v", m.acts.grouped, c.grouped)
-				}
-				if kept := m.acts.logits != nil; kept == c.recompute {
-					t.Fatalf("logits kept %v with recompute %v", kept, c.recompute)
-				}
-				m.ZeroGrads()
-				if err := m.Backward(ga, gb, nil); err != nil {
-					t.Fatal(err)
-				}
-				_, g := m.Trainable()
-				grads, _ = HostFloat32(g)
-				sc, err := m.Forward(bb, false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return out.LogProb, out.Entropy, sc.LogProb, grads
+				return trainScore(t, m, bb, ga, gb, func() {
+					if m.acts.grouped != c.grouped {
+						t.Fatalf("grouped arena %v, want %v", m.acts.grouped, c.grouped)
+					}
+					if kept := m.acts.logits != nil; kept == c.recompute {
+						t.Fatalf("logits kept %v with recompute %v", kept, c.recompute)
+					}
+				})
 			}
 			lp0, ent0, sc0, g0 := run(nil)
 			lp1, ent1, sc1, g1 := run(scored)
