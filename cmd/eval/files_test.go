@@ -38,7 +38,7 @@ func TestEvalUsesValFiles(t *testing.T) {
 	model := filepath.Join("..", "train", "testdata", "warmstart")
 	var out bytes.Buffer
 	jsonPath := filepath.Join(t.TempDir(), "eval.json")
-	if err := run(context.Background(), cfg, model, "", jsonPath, &out); err != nil {
+	if err := run(context.Background(), cfg, model, "", jsonPath, "", &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	log := out.String()

@@ -29,7 +29,7 @@ func TestEvalRefusesNonFiniteWeights(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	err = run(context.Background(), defaultConfig(), dir, "", "", &out)
+	err = run(context.Background(), defaultConfig(), dir, "", "", "", &out)
 	if err == nil || !strings.Contains(err.Error(), "model.embed_tokens.weight") || !strings.Contains(err.Error(), "1 Inf") {
 		t.Fatalf("eval of Inf weights: %v", err)
 	}

@@ -17,7 +17,10 @@
 //
 // With no data.* keys it evaluates on the synthetic world's test split
 // (the world and seed of the embedded default run). Results go to stdout
-// as a table and to -output as JSON.
+// as a table and to -output as JSON; -trajectories DIR writes every
+// question's trajectory of the agent and base-tool-call baselines to
+// DIR/agent.jsonl and DIR/base-tool-call.jsonl, in the train command's
+// rollout dump format (cmd/rollouts reads and verifies it).
 package main
 
 import (
@@ -94,6 +97,7 @@ func main() {
 	modelDir := fs.String("model", "", "Hugging Face model folder to evaluate (required)")
 	output := fs.String("output", "", "write the results as JSON here")
 	base := fs.String("base", "", "model folder for the base-tool-call baseline (default: the run's sft/ folder)")
+	trajDir := fs.String("trajectories", "", "write each tool-using baseline's trajectories to DIR/BASELINE.jsonl (the rollout dump format)")
 	switch err := config.Load(&cfg, os.Args[1:], fs); {
 	case errors.Is(err, config.ErrHelp):
 		printHelp(os.Stdout, fs, &cfg)
@@ -111,7 +115,7 @@ func main() {
 	if *base == "" {
 		*base = defaultBase(*modelDir)
 	}
-	if err := run(ctx, cfg, *modelDir, *base, *output, os.Stdout); err != nil {
+	if err := run(ctx, cfg, *modelDir, *base, *output, *trajDir, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "eval:", err)
 		os.Exit(1)
 	}
@@ -122,7 +126,7 @@ func isDir(p string) bool {
 	return err == nil && st.IsDir()
 }
 
-func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out io.Writer) error {
+func run(ctx context.Context, cfg Config, modelDir, baseDir, output, trajDir string, out io.Writer) error {
 	// A config built in Go is checked as a loaded one is.
 	if err := cfg.Rollout.Validate(); err != nil {
 		return fmt.Errorf("rollout: %w", err)
@@ -161,10 +165,13 @@ func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out 
 	ec := agent.EvalConfig{Rollout: cfg.Rollout, MaxContext: cfg.MaxContext}
 	all := map[string]agent.Results{}
 	for _, b := range cfg.Baselines {
-		var r agent.Results
+		var (
+			r     agent.Results
+			trajs []*rl.Trajectory
+		)
 		switch b {
 		case "agent":
-			r, _, err = agent.EvaluateProgress(ctx, s, s.Policy, samples, ec, progressChunk(cfg, len(samples)), out, b)
+			r, trajs, err = agent.EvaluateProgress(ctx, s, s.Policy, samples, ec, progressChunk(cfg, len(samples)), out, b)
 		case "base-tool-call":
 			if baseDir == "" {
 				fmt.Fprintln(out, "base-tool-call: skipped (no -base folder, and neither sft/ nor config.yaml's model.path in the checkpoint's run folder)")
@@ -177,7 +184,7 @@ func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out 
 			if bm, err = model.LoadWith(baseDir, s.Policy.Dev, model.LMHeadOutput, model.LoadOptions{Frozen: true, DType: "auto"}); err != nil {
 				return err
 			}
-			r, _, err = agent.EvaluateProgress(ctx, s, bm, samples, ec, progressChunk(cfg, len(samples)), out, b)
+			r, trajs, err = agent.EvaluateProgress(ctx, s, bm, samples, ec, progressChunk(cfg, len(samples)), out, b)
 		case "naive-rag":
 			fmt.Fprintf(out, "%s: evaluating %d questions (one retrieval, one answer turn)\n", b, len(samples))
 			r, err = agent.NaiveRAG(ctx, s, s.Policy, samples, ec)
@@ -188,6 +195,16 @@ func run(ctx context.Context, cfg Config, modelDir, baseDir, output string, out 
 			return fmt.Errorf("%s: %w", b, err)
 		}
 		all[b] = r
+		if trajDir != "" && trajs != nil {
+			if err := os.MkdirAll(trajDir, 0o755); err != nil {
+				return err
+			}
+			path := filepath.Join(trajDir, b+".jsonl")
+			if err := rl.WriteDump(path, rl.DumpRecords(0, trajs, nil, s.Tok)); err != nil {
+				return fmt.Errorf("%s: trajectories: %w", b, err)
+			}
+			fmt.Fprintf(out, "%s: %d trajectories written to %s\n", b, len(trajs), path)
+		}
 	}
 	fmt.Fprintf(out, "model %s, %d questions\n", filepath.Clean(modelDir), len(samples))
 	fmt.Fprintf(out, "%-16s %-18s %6s %6s %6s %8s %6s %6s\n", "method", "source", "n", "EM", "F1", "cover EM", "turns", "calls")

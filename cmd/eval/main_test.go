@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/r1go/r1go/internal/devsel"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/cpu"
+	"github.com/r1go/r1go/rl"
 )
 
 // TestEvalRunsEveryBaseline saves a small untrained model with a tokenizer
@@ -41,8 +43,8 @@ func TestEvalRunsEveryBaseline(t *testing.T) {
 	}
 	s.Close()
 	var out bytes.Buffer
-	jsonPath := filepath.Join(work, "eval.json")
-	if err := run(ctx, cfg, dir, dir, jsonPath, &out); err != nil {
+	jsonPath, trajDir := filepath.Join(work, "eval.json"), filepath.Join(work, "trajectories")
+	if err := run(ctx, cfg, dir, dir, jsonPath, trajDir, &out); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := os.ReadFile(jsonPath)
@@ -65,7 +67,32 @@ func TestEvalRunsEveryBaseline(t *testing.T) {
 	if c := res["naive-rag"]["all"].ToolCalls; c != 0 {
 		t.Errorf("naive RAG made %.2f tool calls per question, want 0", c)
 	}
-	if err := run(ctx, cfg, filepath.Join(work, "missing"), "", "", &out); err == nil || !strings.Contains(err.Error(), "missing") {
+	// The trajectories of the tool-using baselines, one per question, agree
+	// with the results: their EM is the table's, their calls its calls.
+	for _, b := range []string{"agent", "base-tool-call"} {
+		recs, err := rl.ReadDump(filepath.Join(trajDir, b+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 6 {
+			t.Fatalf("%s: %d trajectories for 6 questions", b, len(recs))
+		}
+		var em, calls float64
+		for _, r := range recs {
+			if _, ok := r.Metrics["em"]; r.Question == "" || len(r.Answers) == 0 || r.Text == "" || !ok {
+				t.Fatalf("%s: trajectory without its question, answers, text or EM: %+v", b, r)
+			}
+			em += r.Metrics["em"] / 6
+			calls += float64(r.NumToolCalls) / 6
+		}
+		if all := res[b]["all"]; math.Abs(em-all.EM) > 1e-9 || math.Abs(calls-all.ToolCalls) > 1e-9 {
+			t.Errorf("%s: trajectories give EM %v and %v calls, the results %v and %v", b, em, calls, all.EM, all.ToolCalls)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(trajDir, "naive-rag.jsonl")); !os.IsNotExist(err) {
+		t.Errorf("naive RAG wrote trajectories (%v): it has no tool-using loop to dump", err)
+	}
+	if err := run(ctx, cfg, filepath.Join(work, "missing"), "", "", "", &out); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("missing model folder: %v", err)
 	}
 }
@@ -84,7 +111,7 @@ func TestEvalDryRun(t *testing.T) {
 	cfg.Device = devsel.Config{Device: "cuda", DeviceMemory: "80GiB", DryRun: true}
 	cfg.Rollout.Slots, cfg.MaxContext = 256, 4096
 	var out strings.Builder
-	if err := run(context.Background(), cfg, dir, dir, "", &out); err != nil {
+	if err := run(context.Background(), cfg, dir, dir, "", "", &out); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"memory plan: qwen2, 28 layers", "on cuda", "base model", "KV cache", "256 slots × 4096 positions", "dry run: the plan"} {
@@ -97,7 +124,7 @@ func TestEvalDryRun(t *testing.T) {
 	cfg.Data.ValSize = 8
 	cfg.Device = devsel.Config{Device: "cpu", DeviceMemory: "64GiB", DryRun: true}
 	out.Reset()
-	if err := run(context.Background(), cfg, dir, dir, "", &out); err != nil {
+	if err := run(context.Background(), cfg, dir, dir, "", "", &out); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"8 slots × 4096 positions", "× 2 B, frozen, bf16 as in the folder", "none: the model is loaded frozen"} {
@@ -121,7 +148,7 @@ func TestDeadRetrieverFailsAtStart(t *testing.T) {
 	cfg.Env.Retriever = dead
 	cfg.Data.ValSize, cfg.Baselines, cfg.Rollout.Slots = 2, []string{"agent"}, 2
 	var out bytes.Buffer
-	err = run(context.Background(), cfg, filepath.Join("..", "train", "testdata", "warmstart"), "", "", &out)
+	err = run(context.Background(), cfg, filepath.Join("..", "train", "testdata", "warmstart"), "", "", "", &out)
 	if err == nil || !strings.Contains(err.Error(), dead+"/retrieve") || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("error %v, want the dead retriever named\n%s", err, out.String())
 	}
@@ -146,7 +173,7 @@ func TestEvalRefusesWhatItCannotRun(t *testing.T) {
 	} {
 		cfg := defaultConfig()
 		c.set(&cfg)
-		err := run(context.Background(), cfg, t.TempDir(), "", "", io.Discard)
+		err := run(context.Background(), cfg, t.TempDir(), "", "", "", io.Discard)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("error %v, want one naming %q", err, c.want)
 		}
