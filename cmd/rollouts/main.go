@@ -5,6 +5,7 @@
 //	go run ./cmd/rollouts -i 5 -prompt RUN/rollouts/step_12.jsonl
 //	go run ./cmd/rollouts -list RUN/rollouts/step_12.jsonl      # one line per trajectory
 //	go run ./cmd/rollouts -verify RUN/rollouts/step_12.jsonl    # the trajectory verifier
+//	go run ./cmd/rollouts -chains EVAL/agent.jsonl              # synthetic questions: where each run left its chain
 //
 // The response is printed span by span: what the policy sampled (action
 // mask 1, the tokens the loss trains on) between ▶ action and ◀ markers,
@@ -14,7 +15,10 @@
 // shows actions in green and observations dimmed instead. -verify runs
 // the trajectory verifier (rl/verify.go) on every trajectory of the file
 // and names each violation's trajectory, turn and token; it exits 1 when
-// there is one.
+// there is one. -chains counts the trajectories on synthetic-world
+// questions (train's dumps, cmd/eval -trajectories) by where each left
+// its question's chain: right, a wrong relation or a miscopied name at
+// search N, stopped early, searched past the chain, a wrong answer.
 package main
 
 import (
@@ -37,8 +41,9 @@ func main() {
 	prompt := fs.Bool("prompt", false, "print the prompt too")
 	color := fs.Bool("color", false, "mark spans with ANSI colours instead of text markers")
 	verify := fs.Bool("verify", false, "check every trajectory with the trajectory verifier; exit 1 on a violation")
+	chainsFlag := fs.Bool("chains", false, "synthetic-world questions: count the trajectories by where each left its question's chain")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: rollouts [-i N] [-list] [-prompt] [-color] [-verify] FILE.jsonl")
+		fmt.Fprintln(fs.Output(), "usage: rollouts [-i N] [-list] [-prompt] [-color] [-verify] [-chains] FILE.jsonl")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -50,6 +55,13 @@ func main() {
 	if fs.NArg() != 1 {
 		fs.Usage()
 		os.Exit(2)
+	}
+	if *chainsFlag {
+		if err := chains(os.Stdout, fs.Arg(0)); err != nil {
+			fmt.Fprintln(os.Stderr, "rollouts:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if *verify {
 		if err := verifyFile(os.Stdout, fs.Arg(0)); err != nil {
