@@ -126,6 +126,23 @@ func TestRender(t *testing.T) {
 	}
 }
 
+// TestCommonSeeds: a section's plot averages over the seeds every row
+// with a finished run has, not over each row's own.
+func TestCommonSeeds(t *testing.T) {
+	rows := []RowResults{
+		{Runs: make([]*RunResult, 3), seeds: []int{1, 2, 3}},
+		{}, // no run yet: does not narrow the others
+		{Runs: make([]*RunResult, 2), seeds: []int{3, 1}},
+	}
+	if got := commonSeeds(rows); !slices.Equal(got, []int{1, 3}) {
+		t.Errorf("common seeds %v, want [1 3]", got)
+	}
+	rows = append(rows, RowResults{Runs: make([]*RunResult, 1), seeds: []int{2}})
+	if got := commonSeeds(rows); len(got) != 0 {
+		t.Errorf("rows sharing no seed: common seeds %v", got)
+	}
+}
+
 // TestSelectRows: the full table runs every row that is not optional,
 // -all every row, and -rows the rows it names (by a part of the name, or
 // the whole after "="), optional or not.

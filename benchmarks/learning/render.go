@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -206,8 +207,7 @@ func Render(md string, table []RowResults, size Size, info RenderInfo) error {
 			{"-4hop", "4-hop questions", func(r *RunResult) []metrics.Point { return r.Curve4 }},
 		} {
 			name := slug(g) + c.suffix + ".png"
-			title := fmt.Sprintf("validation EM (greedy) on %s, mean over seeds: %s", c.what, g)
-			if ok, err := plotGroup(filepath.Join(plotDir, name), title, rows, c.curve); err != nil {
+			if ok, err := plotGroup(filepath.Join(plotDir, name), c.what, g, rows, c.curve); err != nil {
 				return err
 			} else if ok {
 				fmt.Fprintf(&w, "![validation EM by step on %s, %s](%s/%s)\n\n", c.what, g, filepath.Base(plotDir), name)
@@ -308,15 +308,31 @@ func writeCommands(w *bytes.Buffer, table []RowResults) {
 }
 
 // plotGroup draws the mean of a validation curve of each RL row of a
-// section by step; ok is false when no row of it has finished.
-func plotGroup(path, title string, rows []RowResults, curve func(*RunResult) []metrics.Point) (ok bool, err error) {
+// section by step; ok is false when no row of it has finished. The means
+// are over the seeds every finished row has, so that a row further along
+// than another is not drawn against it over other warm starts (over each
+// row's own seeds when the rows share none).
+func plotGroup(path, what, group string, rows []RowResults, curve func(*RunResult) []metrics.Point) (ok bool, err error) {
+	seeds := "each row's own seeds"
+	common := commonSeeds(rows)
+	if len(common) > 0 {
+		var ss []string
+		for _, s := range common {
+			ss = append(ss, fmt.Sprint(s))
+		}
+		seeds = "seed " + strings.Join(ss, ", ")
+		if len(ss) > 1 {
+			seeds = "seeds " + strings.Join(ss, ", ")
+		}
+	}
+	title := fmt.Sprintf("validation EM (greedy) on %s, mean over %s: %s", what, seeds, group)
 	c := metrics.Chart{Title: title, YLabel: "exact match", Series: map[string][]metrics.Point{}}
 	for _, rr := range rows {
-		if len(rr.Runs) == 0 {
-			continue
-		}
 		sum, n := map[int]float64{}, map[int]int{}
-		for _, r := range rr.Runs {
+		for i, r := range rr.Runs {
+			if len(common) > 0 && !slices.Contains(common, rr.seeds[i]) {
+				continue
+			}
 			for _, p := range curve(r) {
 				sum[p.Step] += p.Value
 				n[p.Step]++
@@ -334,6 +350,24 @@ func plotGroup(path, title string, rows []RowResults, curve func(*RunResult) []m
 		return false, nil
 	}
 	return true, metrics.Plot(path, c)
+}
+
+// commonSeeds lists, in order, the seeds every RL row of rows that has
+// finished a run has finished.
+func commonSeeds(rows []RowResults) []int {
+	var common []int
+	first := true
+	for _, rr := range rows {
+		if len(rr.Runs) == 0 {
+			continue
+		}
+		if first {
+			common, first = slices.Sorted(slices.Values(rr.seeds)), false
+			continue
+		}
+		common = slices.DeleteFunc(common, func(s int) bool { return !slices.Contains(rr.seeds, s) })
+	}
+	return common
 }
 
 func warmSource(s Size) string {
