@@ -84,7 +84,9 @@ var (
 // the observations that answered them, in order, and whether its answer
 // was right (a right answer is Right however it was reached). A search's
 // result is read from its observation's sentence for the searched pair,
-// so the verdict needs no world.
+// so the verdict needs no world; the i-th observation is taken as the i-th
+// call's, as it is with one tool call run a turn (env.max_parallel_calls
+// 1, the default).
 func Diagnose(q string, calls, observations []string, right bool) (Verdict, error) {
 	start, rels, err := ParseQuestion(q)
 	if err != nil {
