@@ -36,12 +36,7 @@ func validScored(scored []int32, T int) error {
 // setScored records the batch's scored rows and their targets in a (nil:
 // every row, in place).
 func (a *activations) setScored(scored []int32) {
-	a.scored = scored
-	if scored == nil {
-		a.stargets = a.stargets[:0]
-		return
-	}
-	a.stargets = a.stargets[:0]
+	a.scored, a.stargets = scored, a.stargets[:0]
 	for _, t := range scored {
 		a.stargets = append(a.stargets, a.targets[t])
 	}

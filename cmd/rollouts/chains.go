@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/r1go/r1go/data/synth"
 	"github.com/r1go/r1go/rl"
@@ -33,8 +35,7 @@ func chains(out io.Writer, path string) error {
 		if err != nil {
 			return fmt.Errorf("trajectory %d: %w", r.Index, err)
 		}
-		_, rels, _ := synth.ParseQuestion(r.Question)
-		for _, k := range []string{"all", strconv.Itoa(len(rels)) + "-hop"} {
+		for _, k := range []string{"all", strconv.Itoa(v.Hops) + "-hop"} {
 			if count[k] == nil {
 				count[k] = map[string]int{}
 			}
@@ -57,13 +58,7 @@ func chains(out io.Writer, path string) error {
 		}
 		// Most frequent first, then by name.
 		slices.SortFunc(verdicts, func(a, b string) int {
-			if d := count[k][b] - count[k][a]; d != 0 {
-				return d
-			}
-			if a < b {
-				return -1
-			}
-			return 1
+			return cmp.Or(cmp.Compare(count[k][b], count[k][a]), strings.Compare(a, b))
 		})
 		for _, v := range verdicts {
 			fmt.Fprintf(out, "  %5d  %5.1f %%  %s\n", count[k][v], 100*float64(count[k][v])/float64(total[k]), v)

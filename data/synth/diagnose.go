@@ -28,10 +28,11 @@ const (
 
 // Verdict is where a trajectory left its question's chain: Kind, at search
 // Hop (1-based; for StoppedEarly the searches made, for WrongAnswer and
-// Right the chain's length).
+// Right the chain's length), on a question of Hops searches.
 type Verdict struct {
 	Kind string
 	Hop  int
+	Hops int
 }
 
 func (v Verdict) String() string {
@@ -93,25 +94,25 @@ func Diagnose(q string, calls, observations []string, right bool) (Verdict, erro
 		return Verdict{}, err
 	}
 	if right {
-		return Verdict{Right, len(rels)}, nil
+		return Verdict{Right, len(rels), len(rels)}, nil
 	}
 	cur := start
 	for i, call := range calls {
 		m := queryArg.FindStringSubmatch(call)
 		if m == nil {
-			return Verdict{Unreadable, i + 1}, nil
+			return Verdict{Unreadable, i + 1, len(rels)}, nil
 		}
 		rel, name, ok := strings.Cut(m[1], " of ")
 		if !ok {
-			return Verdict{Unreadable, i + 1}, nil
+			return Verdict{Unreadable, i + 1, len(rels)}, nil
 		}
 		switch {
 		case i >= len(rels):
-			return Verdict{PastTheChain, i + 1}, nil
+			return Verdict{PastTheChain, i + 1, len(rels)}, nil
 		case rel != rels[i]:
-			return Verdict{WrongRelation, i + 1}, nil
+			return Verdict{WrongRelation, i + 1, len(rels)}, nil
 		case name != cur:
-			return Verdict{MiscopiedName, i + 1}, nil
+			return Verdict{MiscopiedName, i + 1, len(rels)}, nil
 		}
 		cur = ""
 		if i < len(observations) {
@@ -124,7 +125,7 @@ func Diagnose(q string, calls, observations []string, right bool) (Verdict, erro
 		}
 	}
 	if len(calls) < len(rels) {
-		return Verdict{StoppedEarly, len(calls)}, nil
+		return Verdict{StoppedEarly, len(calls), len(rels)}, nil
 	}
-	return Verdict{WrongAnswer, len(rels)}, nil
+	return Verdict{WrongAnswer, len(rels), len(rels)}, nil
 }

@@ -70,14 +70,14 @@ func TestDiagnose(t *testing.T) {
 			right bool
 			want  Verdict
 		}{
-			{calls, true, Verdict{Right, k}},
-			{calls[:1], true, Verdict{Right, k}}, // a lucky guess is right
-			{calls, false, Verdict{WrongAnswer, k}},
-			{calls[:k-1], false, Verdict{StoppedEarly, k - 1}},
-			{append(append([]string{}, calls...), calls[0]), false, Verdict{PastTheChain, k + 1}},
-			{wrongRel, false, Verdict{WrongRelation, 2}},
-			{miscopied, false, Verdict{MiscopiedName, 2}},
-			{unreadable, false, Verdict{Unreadable, 3}},
+			{calls, true, Verdict{Right, k, k}},
+			{calls[:1], true, Verdict{Right, k, k}}, // a lucky guess is right
+			{calls, false, Verdict{WrongAnswer, k, k}},
+			{calls[:k-1], false, Verdict{StoppedEarly, k - 1, k}},
+			{append(append([]string{}, calls...), calls[0]), false, Verdict{PastTheChain, k + 1, k}},
+			{wrongRel, false, Verdict{WrongRelation, 2, k}},
+			{miscopied, false, Verdict{MiscopiedName, 2, k}},
+			{unreadable, false, Verdict{Unreadable, 3, k}},
 		} {
 			got, err := Diagnose(s.Question, c.calls, obs, c.right)
 			if err != nil || got != c.want {
@@ -86,7 +86,7 @@ func TestDiagnose(t *testing.T) {
 		}
 		// A search whose result is not among the observations leaves the
 		// next search nothing to copy: it counts as miscopied.
-		if got, _ := Diagnose(s.Question, calls, obs[:1], false); got != (Verdict{MiscopiedName, 3}) {
+		if got, _ := Diagnose(s.Question, calls, obs[:1], false); got != (Verdict{MiscopiedName, 3, k}) {
 			t.Fatalf("%q without the second observation: %v", s.Question, got)
 		}
 	}
@@ -96,7 +96,7 @@ func TestDiagnose(t *testing.T) {
 	if _, err := Diagnose("Who founded Tazomir?", nil, nil, false); err == nil {
 		t.Error("a question that does not parse: no error")
 	}
-	if s := (Verdict{StoppedEarly, 2}).String(); s != "stopped early after 2 searches" {
+	if s := (Verdict{StoppedEarly, 2, 3}).String(); s != "stopped early after 2 searches" {
 		t.Errorf("verdict string %q", s)
 	}
 }
