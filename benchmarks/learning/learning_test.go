@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/r1go/r1go/internal/isa"
 	"github.com/r1go/r1go/rl/metrics"
 )
 
@@ -52,6 +53,96 @@ func TestSmoke(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(out, "learning", png)); err != nil || st.Size() == 0 {
 			t.Errorf("plot %s: %v", png, err)
 		}
+	}
+	if got := recordedCPU(b.Out); got != isa.Current().String() {
+		t.Errorf("table.json records CPU tier %q, want this machine's %s", got, isa.Current())
+	}
+	regrowWarmStart(t, b, md)
+}
+
+// regrowWarmStart removes the checkpoint of an SFT warm start, as a copy
+// of the committed results lacks it, and runs again an RL row trained from
+// it: the runner must train the warm start again and find it scores what
+// warm.json says, and must refuse a warm start that does not.
+func regrowWarmStart(t *testing.T, b *Bench, md string) {
+	i := slices.IndexFunc(Rows, func(r Row) bool { sft, _ := split(r.Args); return r.Kind == RL && len(sft) > 0 })
+	row := Rows[i]
+	sft, _ := split(row.Args)
+	dir := b.warmDir(sft, 1)
+	again := func() error {
+		if err := os.Remove(filepath.Join(b.rowDir(row, 1), "result.json")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(sftPolicy(dir)); err != nil {
+			t.Fatal(err)
+		}
+		fresh := &Bench{Size: b.Size, Out: b.Out, Jobs: 1, Threads: b.Threads, Log: b.Log}
+		return fresh.Main(context.Background(), []Row{row}, true, md, "-smoke")
+	}
+	if err := again(); err != nil {
+		t.Fatalf("%s from a warm start trained again: %v", row.Name, err)
+	}
+	if !exists(filepath.Join(b.rowDir(row, 1), "result.json")) || !exists(filepath.Join(sftPolicy(dir), "eval.json")) {
+		t.Fatalf("%s: no result, or no warm start, after training them again", row.Name)
+	}
+	var w WarmResult
+	path := filepath.Join(dir, "warm.json")
+	if err := readJSON(path, &w); err != nil {
+		t.Fatal(err)
+	}
+	all := w.Agent["all"]
+	all.EM += 0.5
+	w.Agent["all"] = all
+	mustWrite(t, path, &w)
+	if err := again(); err == nil || !strings.Contains(err.Error(), "not the same policy") {
+		t.Errorf("a warm start that scores other than its warm.json: error %v", err)
+	}
+}
+
+// TestPinCPU: a runs folder keeps the CPU tier it was started at, refuses
+// another, and refuses one above what this machine runs.
+func TestPinCPU(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "runs")
+	if got, err := pinCPU(out, "", isa.AVX2); err != nil || got != "avx2" {
+		t.Fatalf("a new folder on an avx2 machine: %q, %v", got, err)
+	}
+	if got := recordedCPU(out); got != "avx2" {
+		t.Fatalf("recorded %q", got)
+	}
+	// An avx512 machine finishes it at avx2.
+	if got, err := pinCPU(out, "", isa.AVX512); err != nil || got != "avx2" {
+		t.Errorf("resumed on an avx512 machine: %q, %v", got, err)
+	}
+	if _, err := pinCPU(out, "generic", isa.AVX512); err == nil || !strings.Contains(err.Error(), "made at CPU tier avx2") {
+		t.Errorf("another tier asked for: %v", err)
+	}
+	if _, err := pinCPU(out, "", isa.Generic); err == nil || !strings.Contains(err.Error(), "above this machine's generic") {
+		t.Errorf("resumed on a machine without avx2: %v", err)
+	}
+	other := filepath.Join(t.TempDir(), "runs")
+	if got, err := pinCPU(other, "generic", isa.AVX512); err != nil || got != "generic" || recordedCPU(other) != "generic" {
+		t.Errorf("a new folder asking for generic: %q, %v", got, err)
+	}
+	if _, err := pinCPU(filepath.Join(t.TempDir(), "x"), "native", isa.AVX512); err == nil {
+		t.Errorf("-cpu native accepted: a folder records a tier, not a machine's best")
+	}
+	mustWriteText(t, filepath.Join(other, tableFile), "{")
+	if _, err := pinCPU(other, "", isa.AVX512); err == nil || !strings.Contains(err.Error(), tableFile) {
+		t.Errorf("a corrupt table.json: %v", err)
+	}
+}
+
+// TestMachines: the header lists each machine once with its runs, a warm
+// start shared by several rows counted once.
+func TestMachines(t *testing.T) {
+	w := &WarmResult{EvalCommand: "eval seed 1", Machine: "A"}
+	table := []RowResults{
+		{Warm: []*WarmResult{w}},
+		{Warm: []*WarmResult{w}},
+		{Runs: []*RunResult{{Machine: "B"}, {Machine: "B"}, {Machine: "A"}}},
+	}
+	if got, want := machines(table), "A (2 runs); B (2 runs)"; got != want {
+		t.Errorf("machines = %q, want %q", got, want)
 	}
 }
 
@@ -103,7 +194,7 @@ func TestRender(t *testing.T) {
 	}
 	md := filepath.Join(out, "learning.md")
 	mustWriteText(t, filepath.Join(out, "learning", "notes.md"), "A finding.\n")
-	if err := Render(md, table, size, RenderInfo{Command: "go run ./benchmarks/learning", Jobs: 1}); err != nil {
+	if err := Render(md, table, size, RenderInfo{Command: "go run ./benchmarks/learning", Jobs: 1, CPU: "avx2"}); err != nil {
 		t.Fatal(err)
 	}
 	text := checkMarkdown(t, md)
@@ -119,6 +210,7 @@ func TestRender(t *testing.T) {
 		"| GRPO from 600 SFT steps (the previous default) | not run (optional) |",
 		"![validation EM by step on all questions, algorithms](learning/algorithms.png)",
 		"## Notes\n\nA finding.\n",
+		"- CPU tier: avx2, every run",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, text)

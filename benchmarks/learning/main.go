@@ -8,13 +8,19 @@
 //	go run ./benchmarks/learning -rows GRPO,RLOO # only rows whose name contains one of these
 //
 // It drives cmd/train and cmd/eval through their command lines (built once
-// into a temporary folder), so a row is the name and key=value overrides in
+// into the runs folder), so a row is the name and key=value overrides in
 // rows.go. Each run leaves result.json in its folder under -out; a run whose
 // result exists is not run again, so the table can be made in pieces and
-// after an interruption (the same command resumes it). -render renders the
-// markdown from what -out holds without training anything. The findings
-// written by hand go in learning/notes.md beside the plots, which the
-// markdown includes, so that rendering again keeps them.
+// after an interruption (the same command resumes it). The full table's
+// result files are committed under benchmarks/learning/runs, its default
+// -out: the command on a fresh clone renders them and runs only what they
+// lack, such as a new row. Every run of a folder is made at the CPU tier
+// its table.json records (-cpu), since the tiers round differently; a warm
+// start whose checkpoint is not there is trained again and must score what
+// its results say. -render renders the markdown from what -out holds
+// without training anything. The findings written by hand go in
+// learning/notes.md beside the plots, which the markdown includes, so that
+// rendering again keeps them.
 package main
 
 import (
@@ -27,12 +33,23 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/r1go/r1go/internal/isa"
 )
+
+// fullOut is where the full table's runs go: their result files (warm.json,
+// result.json, table.json) are committed, and the rest (checkpoints, logs,
+// binaries) is ignored, so that the table is finished, or a row added, on
+// any machine at the recorded CPU tier, running only what is missing (the
+// warm starts a missing run needs are trained again and checked against
+// their results).
+var fullOut = filepath.Join("benchmarks", "learning", "runs")
 
 func main() {
 	size := FullSize
 	smoke := flag.Bool("smoke", false, "CI's size: 1 seed, 2 steps per row, 20 questions, the committed warm start")
-	out := flag.String("out", "", "folder of the runs, kept between invocations (default runs/learning or runs/learning-smoke)")
+	out := flag.String("out", "", "folder of the runs, kept between invocations (default "+fullOut+", the committed table's results, or runs/learning-smoke)")
+	cpu := flag.String("cpu", "", "CPU tier of every run (R1GO_CPU: avx512, avx2, generic); default the one -out's table.json records, else this machine's best")
 	md := flag.String("md", filepath.Join("benchmarks", "learning.md"), "markdown file to write; its plots go beside it in a folder named after it")
 	jobs := flag.Int("jobs", 1, "runs at once")
 	threads := flag.Int("threads", 0, "threads of each run (0: the cores shared out among the -jobs runs)")
@@ -53,14 +70,14 @@ func main() {
 		size.Steps = *steps
 	}
 	if *out == "" {
-		*out = filepath.Join("runs", "learning")
+		*out = fullOut
 		if *smoke {
-			*out += "-smoke"
+			*out = filepath.Join("runs", "learning-smoke")
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	b := &Bench{Size: size, Out: *out, Jobs: *jobs, Threads: runThreads(*threads, *jobs, runtime.NumCPU()), Seed: *only, Log: os.Stdout}
+	b := &Bench{Size: size, Out: *out, Jobs: *jobs, Threads: runThreads(*threads, *jobs, runtime.NumCPU()), Seed: *only, CPU: *cpu, Log: os.Stdout}
 	// The markdown quotes the command that makes the whole table at this
 	// size; -rows, -seed and -render only make it in pieces.
 	var args []string
@@ -87,6 +104,15 @@ func (b *Bench) Main(ctx context.Context, run []Row, train bool, md, args string
 	if err := os.MkdirAll(b.Out, 0o755); err != nil {
 		return err
 	}
+	if train {
+		cpu, err := pinCPU(b.Out, b.CPU, isa.Current())
+		if err != nil {
+			return err
+		}
+		b.CPU = cpu
+	} else {
+		b.CPU = recordedCPU(b.Out)
+	}
 	start := time.Now()
 	var runErr error
 	if train {
@@ -101,7 +127,7 @@ func (b *Bench) Main(ctx context.Context, run []Row, train bool, md, args string
 	if args != "" {
 		cmd += " " + args
 	}
-	if err := Render(md, table, b.Size, RenderInfo{Command: cmd, Jobs: b.Jobs, Threads: b.Threads}); err != nil {
+	if err := Render(md, table, b.Size, RenderInfo{Command: cmd, Jobs: b.Jobs, Threads: b.Threads, CPU: b.CPU}); err != nil {
 		return err
 	}
 	fmt.Fprintf(b.Log, "learning: wrote %s\n", md)

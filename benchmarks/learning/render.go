@@ -2,17 +2,16 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/r1go/r1go/internal/isa"
 	"github.com/r1go/r1go/rl/metrics"
 )
 
@@ -137,7 +136,8 @@ func toolCalls(r Results) float64 { return r["all"].ToolCalls }
 type RenderInfo struct {
 	Command string
 	Jobs    int
-	Threads int // each run's (0: every core)
+	Threads int    // each run's (0: every core)
+	CPU     string // the tier every run is made at (pinCPU)
 }
 
 // Render writes the table to md and one learning-curve plot per section of
@@ -152,14 +152,18 @@ func Render(md string, table []RowResults, size Size, info RenderInfo) error {
 	fmt.Fprintf(&w, "Every row is trained on the embedded synthetic world by `%s` (package `benchmarks/learning`), "+
 		"which runs `cmd/train` and `cmd/eval` with the overrides in each row's command line (listed at the end). "+
 		"The command resumes where it stopped; `-rows` and `-seed` make the table in pieces and `-render` rewrites "+
-		"this file from the runs. A row is a name and key=value overrides in `benchmarks/learning/rows.go`.\n\n", info.Command)
+		"this file from the runs. A row is a name and key=value overrides in `benchmarks/learning/rows.go`. "+
+		"The runs' result files are committed in `benchmarks/learning/runs`, the default runs folder, so that on a fresh clone "+
+		"the command renders this table and trains only what it lacks (a new row, a missing seed), at the table's CPU tier.\n\n", info.Command)
 	threads := "every core"
 	if info.Threads > 0 {
 		threads = fmt.Sprintf("%d thread(s)", info.Threads)
 	}
-	fmt.Fprintf(&w, "- date: %s\n- machine: %s\n- commit: %s\n- runs at once: %d, each on %s (wall times are per run at that load, "+
+	fmt.Fprintf(&w, "- date: %s\n- machine: %s\n- CPU tier: %s, every run (R1GO_CPU; the runs folder's %s pins it, so that any machine with it can finish the table)\n"+
+		"- commit: %s\n- runs at once: %d, each on %s (wall times are per run at that load, "+
 		"on a machine shared with other work: compare them within one table only)\n",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), machine(), commit(md, plotDir), info.Jobs, threads)
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), machines(table), cmp.Or(info.CPU, "unrecorded"), tableFile,
+		commit(md, plotDir), info.Jobs, threads)
 	fmt.Fprintf(&w, "- size: %d seed(s) per row, %d RL steps, a validation point every %d steps on %d questions, "+
 		"%d held-out test questions, warm start %s\n\n", size.Seeds, size.Steps, size.TestFreq, size.ValSize, size.SynthEval, warmSource(size))
 	fmt.Fprintf(&w, "Columns: held-out exact match after the last step (all questions, then per hop count), "+
@@ -379,21 +383,6 @@ func warmSource(s Size) string {
 		w += fmt.Sprintf(", except the default warm start of seed 1: `%s`, the same SFT run made once and committed", s.Seed1)
 	}
 	return w
-}
-
-// machine describes the CPU: its model name, the cores Go sees and the
-// kernel tier r1go runs at.
-func machine() string {
-	name := "unknown CPU"
-	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(data), "\n") {
-			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-				name = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	return fmt.Sprintf("%s, %d cores, %s/%s, CPU tier %s", name, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, isa.Current())
 }
 
 // commit is the checked-out commit, marked when tracked files other than

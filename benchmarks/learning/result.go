@@ -39,6 +39,7 @@ type WarmResult struct {
 	SFTWall     float64 // seconds of SFT steps, from its log
 	SFTCommand  string  `json:",omitempty"`
 	EvalCommand string
+	Machine     string `json:",omitempty"` // where it was made: machine()
 }
 
 // RunResult is one RL run of a row at one seed.
@@ -52,6 +53,7 @@ type RunResult struct {
 	Best     Results // held-out, the checkpoint of PeakStep
 	Wall     float64 // seconds: training, its evaluations and the best checkpoint's
 	Command  string
+	Machine  string `json:",omitempty"` // where it was made: machine()
 }
 
 const (

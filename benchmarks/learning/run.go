@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,17 +38,27 @@ type Bench struct {
 	// both cores (learning/notes.md).
 	Threads int
 	Seed    int // run only this seed (0: 1..Size.Seeds)
-	Log     io.Writer
+	// CPU is the kernel tier every run is made at (R1GO_CPU of cmd/train
+	// and cmd/eval): before Main, the one asked for ("": the runs folder's,
+	// or this machine's best); after, the one pinCPU settled on.
+	CPU string
+	Log io.Writer
 
-	bin    string // folder of the train and eval binaries
-	logMu  sync.Mutex
-	warmMu sync.Mutex
-	warms  map[string]*warmOnce
+	bin      string // folder of the train and eval binaries
+	logMu    sync.Mutex
+	warmMu   sync.Mutex
+	warms    map[string]*warmOnce
+	policies map[string]*policyOnce
 }
 
 type warmOnce struct {
 	once sync.Once
 	res  *WarmResult
+	err  error
+}
+
+type policyOnce struct {
+	once sync.Once
 	err  error
 }
 
@@ -120,6 +131,9 @@ func (b *Bench) runJob(ctx context.Context, j job) error {
 		return err
 	}
 	defer release()
+	if err := b.policy(ctx, j.row, j.seed, warm); err != nil {
+		return err
+	}
 	err = b.trainRow(ctx, j.row, j.seed, warm, dir)
 	if err != nil && ctx.Err() == nil {
 		os.WriteFile(filepath.Join(dir, "error.txt"), []byte(err.Error()+"\n"), 0o644)
@@ -250,6 +264,12 @@ func (b *Bench) makeWarm(ctx context.Context, sft []string, seed int, policy, di
 	path := filepath.Join(dir, "warm.json")
 	var res WarmResult
 	if readJSON(path, &res) == nil {
+		if res.SFTCommand != "" {
+			// Its SFT ran here: the policy is in this folder, wherever
+			// the folder is now (it may have been copied, without its
+			// checkpoints, from another machine).
+			res.Policy = sftPolicy(dir)
+		}
 		return &res, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -257,25 +277,10 @@ func (b *Bench) makeWarm(ctx context.Context, sft []string, seed int, policy, di
 	}
 	res.Policy = policy
 	if policy == "" {
-		run := filepath.Join(dir, "run")
-		args := append(b.worldArgs(), "trainer.total_training_steps=0", fmt.Sprintf("sft.steps=%d", b.Size.SFTSteps),
-			fmt.Sprintf("model.seed=%d", seed), fmt.Sprintf("data.seed=%d", seed),
-			"trainer.logger=[jsonl]", "trainer.overwrite=true", "trainer.default_local_dir="+run)
-		if b.Size.Init != "" {
-			args = append(args, "model.path="+b.Size.Init)
-		}
-		args = append(append(args, b.Size.Args...), sft...)
-		if b.Size.SFTCap > 0 {
-			args = append(args, fmt.Sprintf("sft.steps=%d", min(b.Size.SFTCap, sftSteps(args))))
-		}
-		res.Policy = filepath.Join(run, "sft")
-		// The SFT's own held-out evaluation is written last: an SFT that got
-		// that far before its runner stopped is not run again.
-		if !exists(filepath.Join(res.Policy, "eval.json")) {
-			b.logf("warm start %s: SFT", dir)
-			if err := b.command(ctx, filepath.Join(dir, "sft.log"), "train", args...); err != nil {
-				return nil, err
-			}
+		args := b.sftArgs(sft, seed, dir)
+		res.Policy = sftPolicy(dir)
+		if err := b.sft(ctx, dir, args); err != nil {
+			return nil, err
 		}
 		res.SFTCommand = "go run ./cmd/train " + strings.Join(args, " ")
 		res.SFTWall = sftSeconds(filepath.Join(dir, "sft.log"))
@@ -305,11 +310,91 @@ func (b *Bench) makeWarm(ctx context.Context, sft []string, seed int, policy, di
 	}
 	res.Agent, res.NaiveRAG, res.ValEM = t["agent"], t["naive-rag"], v["agent"]["all"].EM
 	res.EvalCommand = "go run ./cmd/eval " + strings.Join(args, " ")
+	res.Machine = machine()
 	res.Wall = res.SFTWall + time.Since(start).Seconds()
 	if err := writeJSON(path, res); err != nil {
 		return nil, err
 	}
 	return &res, nil
+}
+
+// sftArgs is the cmd/train command line of the SFT of sft.* overrides at
+// seed, run in dir.
+func (b *Bench) sftArgs(sft []string, seed int, dir string) []string {
+	args := append(b.worldArgs(), "trainer.total_training_steps=0", fmt.Sprintf("sft.steps=%d", b.Size.SFTSteps),
+		fmt.Sprintf("model.seed=%d", seed), fmt.Sprintf("data.seed=%d", seed),
+		"trainer.logger=[jsonl]", "trainer.overwrite=true", "trainer.default_local_dir="+filepath.Join(dir, "run"))
+	if b.Size.Init != "" {
+		args = append(args, "model.path="+b.Size.Init)
+	}
+	args = append(append(args, b.Size.Args...), sft...)
+	if b.Size.SFTCap > 0 {
+		args = append(args, fmt.Sprintf("sft.steps=%d", min(b.Size.SFTCap, sftSteps(args))))
+	}
+	return args
+}
+
+// sftPolicy is where the SFT run in a warm start's folder leaves its policy.
+func sftPolicy(dir string) string { return filepath.Join(dir, "run", "sft") }
+
+// sft runs the SFT of a warm start unless its policy is there: the SFT's
+// own held-out evaluation is written last, so an SFT that got that far
+// before its runner stopped is not run again.
+func (b *Bench) sft(ctx context.Context, dir string, args []string) error {
+	if exists(filepath.Join(sftPolicy(dir), "eval.json")) {
+		return nil
+	}
+	b.logf("warm start %s: SFT", dir)
+	return b.command(ctx, filepath.Join(dir, "sft.log"), "train", args...)
+}
+
+// policy makes sure the warm start an RL row of seed trains from is on
+// disk. A runs folder keeps its results when its checkpoints are gone
+// (copied from another machine, or committed): a missing SFT policy is
+// trained again from its recorded settings, and its held-out results must
+// match warm.json's exactly, or the rows trained from the first and the
+// second would not share a warm start.
+func (b *Bench) policy(ctx context.Context, r Row, seed int, warm *WarmResult) error {
+	if warm.SFTCommand == "" || exists(filepath.Join(warm.Policy, "eval.json")) {
+		return nil
+	}
+	sft, _ := split(r.Args)
+	_, seed = b.warmPolicy(sft, seed)
+	dir := b.warmDir(sft, seed)
+	b.warmMu.Lock()
+	if b.policies == nil {
+		b.policies = map[string]*policyOnce{}
+	}
+	p := b.policies[dir]
+	if p == nil {
+		p = &policyOnce{}
+		b.policies[dir] = p
+	}
+	b.warmMu.Unlock()
+	p.once.Do(func() { p.err = b.regrow(ctx, sft, seed, dir, warm) })
+	return p.err
+}
+
+func (b *Bench) regrow(ctx context.Context, sft []string, seed int, dir string, warm *WarmResult) error {
+	b.logf("warm start %s: its policy is missing, training it again", dir)
+	if err := b.sft(ctx, dir, b.sftArgs(sft, seed, dir)); err != nil {
+		return err
+	}
+	check := filepath.Join(dir, "test-again.json")
+	args := append([]string{"-model", warm.Policy, "-output", check}, b.worldArgs()...)
+	if err := b.command(ctx, filepath.Join(dir, "eval-again.log"), "eval", append(args, "baselines=[agent]")...); err != nil {
+		return err
+	}
+	var t map[string]Results
+	if err := readJSON(check, &t); err != nil {
+		return err
+	}
+	if !maps.Equal(t["agent"], warm.Agent) {
+		return fmt.Errorf("warm start %s trained again scores held-out EM %.3f (%d questions), warm.json says %.3f (%d): "+
+			"not the same policy (another CPU tier, thread count or commit); the rows trained from each would not share a warm start",
+			dir, t["agent"]["all"].EM, t["agent"]["all"].N, warm.Agent["all"].EM, warm.Agent["all"].N)
+	}
+	return nil
 }
 
 // trainRow runs one RL row from its warm start and evaluates its
@@ -361,6 +446,7 @@ func (b *Bench) trainRow(ctx context.Context, r Row, seed int, warm *WarmResult,
 		res.Best = m["agent"]
 	}
 	res.Wall = time.Since(start).Seconds()
+	res.Machine = machine()
 	pruneCheckpoints(run, res.PeakStep, res.Steps)
 	return writeJSON(filepath.Join(dir, "result.json"), res)
 }
@@ -402,8 +488,12 @@ func (b *Bench) command(ctx context.Context, logPath, name string, args ...strin
 	defer f.Close()
 	cmd := exec.CommandContext(ctx, filepath.Join(b.bin, name), args...)
 	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = os.Environ()
+	if b.CPU != "" {
+		cmd.Env = append(cmd.Env, "R1GO_CPU="+b.CPU)
+	}
 	if b.Threads > 0 {
-		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(b.Threads))
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(b.Threads))
 	}
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, tail(logPath, 8))
