@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -194,10 +195,15 @@ func TestRender(t *testing.T) {
 	}
 	md := filepath.Join(out, "learning.md")
 	mustWriteText(t, filepath.Join(out, "learning", "notes.md"), "A finding.\n")
+	stale := filepath.Join(out, "learning", "ablations.png") // from runs this table no longer holds
+	mustWriteText(t, stale, "old plot")
 	if err := Render(md, table, size, RenderInfo{Command: "go run ./benchmarks/learning", Jobs: 1, CPU: "avx2"}); err != nil {
 		t.Fatal(err)
 	}
 	text := checkMarkdown(t, md)
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the plot of a section with no finished run stays: %v", err)
+	}
 	for _, want := range []string{
 		"| GRPO | 0.300 ± 0.141 | — | 0.000 ± 0.000 | 0.000 ± 0.000 | 0.100 ± 0.000 | 2.00 ± 0.00 | 0.350 ± 0.071 (3 ± 1) | 0.300 ± 0.000 | 2 | 1m30s |",
 		"| RLOO | 0.500 | +0.300 |", // seed 1 alone: 0.5 - 0.2

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -211,10 +212,13 @@ func Render(md string, table []RowResults, size Size, info RenderInfo) error {
 			{"-4hop", "4-hop questions", func(r *RunResult) []metrics.Point { return r.Curve4 }},
 		} {
 			name := slug(g) + c.suffix + ".png"
-			if ok, err := plotGroup(filepath.Join(plotDir, name), c.what, g, rows, c.curve); err != nil {
+			path := filepath.Join(plotDir, name)
+			if ok, err := plotGroup(path, c.what, g, rows, c.curve); err != nil {
 				return err
 			} else if ok {
 				fmt.Fprintf(&w, "![validation EM by step on %s, %s](%s/%s)\n\n", c.what, g, filepath.Base(plotDir), name)
+			} else if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err // a plot of runs the table no longer holds would stay beside it
 			}
 		}
 	}
