@@ -44,21 +44,15 @@ type Bench struct {
 	CPU string
 	Log io.Writer
 
-	bin      string // folder of the train and eval binaries
-	logMu    sync.Mutex
-	warmMu   sync.Mutex
-	warms    map[string]*warmOnce
-	policies map[string]*policyOnce
+	bin    string // folder of the train and eval binaries
+	logMu  sync.Mutex
+	warmMu sync.Mutex
+	warms  map[string]*warmOnce // warm starts, and their policies made again
 }
 
 type warmOnce struct {
 	once sync.Once
 	res  *WarmResult
-	err  error
-}
-
-type policyOnce struct {
-	once sync.Once
 	err  error
 }
 
@@ -208,6 +202,20 @@ func (b *Bench) worldArgs() []string {
 	return []string{fmt.Sprintf("data.synth_eval=%d", b.Size.SynthEval)}
 }
 
+// once returns the entry of key, which the runs sharing a warm start share,
+// so that they make it (or make its policy again) once.
+func (b *Bench) once(key string) *warmOnce {
+	b.warmMu.Lock()
+	defer b.warmMu.Unlock()
+	if b.warms == nil {
+		b.warms = map[string]*warmOnce{}
+	}
+	if b.warms[key] == nil {
+		b.warms[key] = &warmOnce{}
+	}
+	return b.warms[key]
+}
+
 // warm returns the warm start of row's sft.* overrides and seed, training
 // and evaluating it on first use (once per key for all the rows that share
 // it).
@@ -215,16 +223,7 @@ func (b *Bench) warm(ctx context.Context, r Row, seed int) (*WarmResult, error) 
 	sft, _ := split(r.Args)
 	policy, seed := b.warmPolicy(sft, seed)
 	id := b.warmDir(sft, seed)
-	b.warmMu.Lock()
-	if b.warms == nil {
-		b.warms = map[string]*warmOnce{}
-	}
-	w := b.warms[id]
-	if w == nil {
-		w = &warmOnce{}
-		b.warms[id] = w
-	}
-	b.warmMu.Unlock()
+	w := b.once(id)
 	w.once.Do(func() { w.res, w.err = b.makeWarm(ctx, sft, seed, policy, id) })
 	return w.res, w.err
 }
@@ -361,16 +360,7 @@ func (b *Bench) policy(ctx context.Context, r Row, seed int, warm *WarmResult) e
 	sft, _ := split(r.Args)
 	_, seed = b.warmPolicy(sft, seed)
 	dir := b.warmDir(sft, seed)
-	b.warmMu.Lock()
-	if b.policies == nil {
-		b.policies = map[string]*policyOnce{}
-	}
-	p := b.policies[dir]
-	if p == nil {
-		p = &policyOnce{}
-		b.policies[dir] = p
-	}
-	b.warmMu.Unlock()
+	p := b.once(dir + " policy")
 	p.once.Do(func() { p.err = b.regrow(ctx, sft, seed, dir, warm) })
 	return p.err
 }
