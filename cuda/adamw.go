@@ -60,15 +60,24 @@ func (d *Device) adamwMomentsBF16(pb, g, m, v model.Buffer, hp model.AdamWParams
 		dbl(float64(hp.LR)), dbl(b1), dbl(b2), dbl(float64(hp.Eps)), dbl(float64(hp.WeightDecay)), dbl(c1), dbl(c2), dbl(float64(hp.GradScale)), seed)
 }
 
-// SumSquares returns Σ x², accumulated in float64, and waits for it.
+// SumSquares returns Σ x², accumulated in float64, and waits for it. Each
+// block writes its own sum and the host adds them in block order, so the
+// result has the same bits every run.
 func (d *Device) SumSquares(x model.Buffer) float64 {
 	n := x.Len()
 	px := f32(x, n, "SumSquares x")
+	if n == 0 {
+		return 0
+	}
 	defer d.enter()()
-	out := d.scratchBuf("sumsq", 2, F32) // one float64
-	d.memset(out.ptr, 0, 2)
-	d.launch(kSumSquares, d.elementwiseGrid(n), grid1(256), 0, argPtr(out.ptr), argPtr(px), argInt64(n))
+	grid := d.elementwiseGrid(n)
+	out := d.scratchBuf("sumsq", 2*int(grid.x), F32) // a float64 a block
+	d.launch(kSumSquares, grid, grid1(256), 0, argPtr(out.ptr), argPtr(px), argInt64(n))
+	part := make([]float64, grid.x)
+	d.download(unsafe.Pointer(&part[0]), out.ptr, 8*len(part))
 	var s float64
-	d.download(unsafe.Pointer(&s), out.ptr, 8)
+	for _, p := range part {
+		s += p
+	}
 	return s
 }

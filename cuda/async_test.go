@@ -3,6 +3,7 @@ package cuda
 import (
 	"context"
 	"math"
+	"os"
 	"sync"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/r1go/r1go/env"
 	"github.com/r1go/r1go/model"
 	"github.com/r1go/r1go/model/cpu"
+	"github.com/r1go/r1go/model/tokenizer"
 	"github.com/r1go/r1go/rl"
 )
 
@@ -134,66 +136,86 @@ type fixedBatches []data.Sample
 func (f fixedBatches) Next() []data.Sample      { return f }
 func (f fixedBatches) State() data.SamplerState { return data.SamplerState{} }
 
-// TestGPUAsyncK0IsSynchronous trains a tiny random policy in mixed
-// precision for two GRPO steps of one group twice: synchronously, and asynchronously
-// with rollout.max_staleness 0, the rollout on a second Device of the GPU
-// (Reopen). With K = 0 the asynchronous run samples batch v from the
-// weights of version v, on the device, from the same streams: the final
-// weights must be the synchronous run's bit for bit.
+// trainTwoSteps trains a tiny random policy in mixed precision on gpu for
+// two GRPO steps of the samples (one group each), synchronously or, with
+// async, with rollout.max_staleness 0 and the rollout on a second Device of
+// the GPU (Reopen), and returns the final weights.
+func trainTwoSteps(t *testing.T, gpu *Device, tok *tokenizer.Tokenizer, stop []int32, cfg *model.Config, samples []data.Sample, async bool) []float32 {
+	t.Helper()
+	const n = 2
+	m, err := model.New(cfg, gpu, model.LMHeadOutput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.InitRandom(11)
+	gpu.UseBF16(m.Params)
+	c := rl.DefaultTrainerConfig()
+	c.Actor.UseKLLoss, c.Actor.MiniBatchSize, c.Actor.Optim.LR = false, len(samples)*n, 1e-2
+	// A random policy's rewards are all 0, and so are GRPO's
+	// advantages: the entropy bonus makes the update depend on the
+	// sampled tokens all the same.
+	c.Actor.EntropyCoeff, c.Actor.Optim.WeightDecay = 0.05, 0
+	c.Rollout.N, c.Rollout.MaxTurnTokens, c.Rollout.MaxResponseTokens, c.Rollout.MaxPromptTokens = n, 6, 12, 1000
+	c.Rollout.ToolConcurrency, c.Rollout.Deterministic, c.Rollout.Seed = 2, true, 5
+	e, err := env.New(env.DefaultConfig(), echoSearch{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := rl.NewTrainer(c, rl.Setup{Policy: m, Tok: tok, Env: e, Stop: stop, Slots: len(samples) * n,
+		MaxContext: 1024, TotalSteps: 2, PromptsPerStep: len(samples)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompts := samples
+	if async {
+		d2, err := gpu.Reopen()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d2.Close()
+		a, err := tr.StartAsync(context.Background(), d2, len(samples)*n, 1024, len(samples), fixedBatches(samples), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		prompts = nil
+	}
+	for range 2 {
+		if _, err := tr.Step(context.Background(), prompts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := make([]float32, m.Params.Len())
+	gpu.Download(out, m.Params)
+	return out
+}
+
+// emulatorName is the name the host emulator's device reports
+// (cuda/testdata/emu/runtime.cc).
+const emulatorName = "r1go CUDA emulator"
+
+// firstDifference is the index of the first weight whose bits differ, or -1.
+func firstDifference(a, b []float32) int {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestGPUAsyncK0IsSynchronous trains twice: synchronously, and
+// asynchronously with rollout.max_staleness 0. With K = 0 the asynchronous
+// run samples batch v from the weights of version v, on the device, from
+// the same streams: the final weights must be the synchronous run's bit
+// for bit. That needs a training step that repeats bit for bit
+// (TestGPUTrainingRepeats).
 func TestGPUAsyncK0IsSynchronous(t *testing.T) {
 	gpu := ownGPU(t)
 	tok, stop, cfg, samples := gpuRolloutWorld(t)
 	samples = samples[:1] // one group of two: the emulator is slow
-	const n = 2
-	train := func(async bool) []float32 {
-		t.Helper()
-		m, err := model.New(cfg, gpu, model.LMHeadOutput)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.InitRandom(11)
-		gpu.UseBF16(m.Params)
-		c := rl.DefaultTrainerConfig()
-		c.Actor.UseKLLoss, c.Actor.MiniBatchSize, c.Actor.Optim.LR = false, len(samples)*n, 1e-2
-		// A random policy's rewards are all 0, and so are GRPO's
-		// advantages: the entropy bonus makes the update depend on the
-		// sampled tokens all the same.
-		c.Actor.EntropyCoeff, c.Actor.Optim.WeightDecay = 0.05, 0
-		c.Rollout.N, c.Rollout.MaxTurnTokens, c.Rollout.MaxResponseTokens, c.Rollout.MaxPromptTokens = n, 6, 12, 1000
-		c.Rollout.ToolConcurrency, c.Rollout.Deterministic, c.Rollout.Seed = 2, true, 5
-		e, err := env.New(env.DefaultConfig(), echoSearch{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := rl.NewTrainer(c, rl.Setup{Policy: m, Tok: tok, Env: e, Stop: stop, Slots: len(samples) * n,
-			MaxContext: 1024, TotalSteps: 2, PromptsPerStep: len(samples)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		prompts := []data.Sample(samples)
-		if async {
-			d2, err := gpu.Reopen()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d2.Close()
-			a, err := tr.StartAsync(context.Background(), d2, len(samples)*n, 1024, len(samples), fixedBatches(samples), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Close()
-			prompts = nil
-		}
-		for range 2 {
-			if _, err := tr.Step(context.Background(), prompts); err != nil {
-				t.Fatal(err)
-			}
-		}
-		out := make([]float32, m.Params.Len())
-		gpu.Download(out, m.Params)
-		return out
-	}
-	want, got := train(false), train(true)
+	want := trainTwoSteps(t, gpu, tok, stop, cfg, samples, false)
+	got := trainTwoSteps(t, gpu, tok, stop, cfg, samples, true)
 	init, err := model.New(cfg, cpu.New(), model.LMHeadOutput)
 	if err != nil {
 		t.Fatal(err)
@@ -210,9 +232,55 @@ func TestGPUAsyncK0IsSynchronous(t *testing.T) {
 	if moved == 0 {
 		t.Fatal("the two steps left every weight where it started")
 	}
-	for i := range want {
-		if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
-			t.Fatalf("parameter %d: %v synchronous, %v asynchronous", i, want[i], got[i])
-		}
+	if i := firstDifference(want, got); i >= 0 {
+		t.Fatalf("parameter %d: %v synchronous, %v asynchronous", i, want[i], got[i])
+	}
+}
+
+// TestGPUTrainingRepeats runs the same two training steps twice on one
+// device and requires the same weights bit for bit: no reduction of the
+// step (the norms' weight gradients, the embedding's gradient, the
+// clipping norm, cuBLAS's products) may depend on the order the GPU runs
+// blocks in. With tensor-core attention (head size 64) that holds for the
+// deterministic backward (SetDeterministic, R1GO_CUDA_DETERMINISTIC=1),
+// whose claim this checks; the default backward adds with atomics. CI runs
+// it on the emulator with the blocks of every launch shuffled
+// (R1GO_EMU_BLOCKS=shuffle), where an order-dependent sum shows as it
+// would on a GPU; there the atomic backward must differ, or the check
+// could not see one.
+func TestGPUTrainingRepeats(t *testing.T) {
+	shuffled := os.Getenv("R1GO_EMU_BLOCKS") == "shuffle"
+	if gpuOrSkip(t).Name() == emulatorName && !shuffled {
+		t.Skip("the emulator runs blocks in one order unless R1GO_EMU_BLOCKS=shuffle (ci.sh sets it for this test)")
+	}
+	tok, stop, cfg, samples := gpuRolloutWorld(t)
+	samples = samples[:1]
+	tc := *cfg // head size 64: the tensor-core kernels
+	tc.HiddenSize, tc.NumAttentionHeads, tc.NumKeyValueHeads = 128, 2, 1
+	for _, c := range []struct {
+		name          string
+		cfg           *model.Config
+		deterministic bool
+		mayDiffer     bool
+	}{
+		{"cuda-core attention", cfg, false, false},
+		{"tensor-core attention, deterministic backward", &tc, true, false},
+		{"tensor-core attention, atomic backward", &tc, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			gpu := ownGPU(t)
+			gpu.SetDeterministic(c.deterministic)
+			first := trainTwoSteps(t, gpu, tok, stop, c.cfg, samples, false)
+			second := trainTwoSteps(t, gpu, tok, stop, c.cfg, samples, false)
+			i := firstDifference(first, second)
+			switch {
+			case i >= 0 && !c.mayDiffer:
+				t.Fatalf("parameter %d: %v in the first run, %v in the second", i, first[i], second[i])
+			case i < 0 && c.mayDiffer && shuffled:
+				t.Fatal("the atomic backward repeated bit for bit with the blocks shuffled: the check cannot see an order-dependent sum")
+			case c.mayDiffer:
+				t.Logf("first differing parameter: %d (-1: none)", i)
+			}
+		})
 	}
 }

@@ -1,7 +1,9 @@
 package cuda
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/r1go/r1go/model"
 )
@@ -40,12 +42,39 @@ func (d *Device) Embedding(out model.Buffer, ids []int32, table model.Buffer, C 
 	d.launch(kEmbeddingForward, grid1(len(ids)), grid1(min(256, roundUp(C, 32))), 0, argPtr(po), argPtr(d.ints("ids", ids)), argPtr(pt), argInt(C))
 }
 
-// EmbeddingBackward accumulates dtable[ids[t]] += dout[t].
+// EmbeddingBackward accumulates dtable[ids[t]] += dout[t], the positions
+// of a row added in order (the CPU device's sums, bit for bit): one block
+// a distinct id, so no two blocks write one row and no atomic add makes
+// the sum depend on the order blocks run in.
 func (d *Device) EmbeddingBackward(dtable model.Buffer, dout model.Buffer, ids []int32, C int) {
 	checkIDs(ids, dtable.Len()/C, "token id")
 	pt, pg := f32(dtable, -1, "EmbeddingBackward dtable"), f32(dout, len(ids)*C, "EmbeddingBackward dout")
+	groups, rows := idGroups(ids)
+	if rows == 0 {
+		return
+	}
 	defer d.enter()()
-	d.launch(kEmbeddingBackward, grid1(len(ids)), grid1(min(256, roundUp(C, 32))), 0, argPtr(pt), argPtr(pg), argPtr(d.ints("ids", ids)), argInt(C))
+	d.launch(kEmbeddingBackward, grid1(rows), grid1(min(256, roundUp(C, 32))), 0, argPtr(pt), argPtr(pg), argPtr(d.ints("id-groups", groups)),
+		argInt(rows), argInt(C))
+}
+
+// idGroups lays out embedding_backward's groups: the U distinct ids in
+// ascending order, U+1 offsets, then the positions of each id ascending.
+func idGroups(ids []int32) (groups []int32, distinct int) {
+	pos := make([]int32, len(ids))
+	for t := range pos {
+		pos[t] = int32(t)
+	}
+	slices.SortStableFunc(pos, func(a, b int32) int { return cmp.Compare(ids[a], ids[b]) })
+	var uniq, start []int32
+	for j, p := range pos {
+		if j == 0 || ids[p] != ids[pos[j-1]] {
+			uniq = append(uniq, ids[p])
+			start = append(start, int32(j))
+		}
+	}
+	start = append(start, int32(len(pos)))
+	return slices.Concat(uniq, start, pos), len(uniq)
 }
 
 // checkIDs panics on an index outside [0, n): on the GPU it would read or

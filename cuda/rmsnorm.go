@@ -31,6 +31,8 @@ var (
 	kRMSNormBackwardAddXBF16      = kernel("rmsnorm.cu", "rmsnorm_backward_add_xbf16", 1024)
 	kRMSNormBackwardAddDBF16      = kernel("rmsnorm.cu", "rmsnorm_backward_add_dbf16", 1024)
 	kRMSNormBackwardAddXBF16DBF16 = kernel("rmsnorm.cu", "rmsnorm_backward_add_xbf16_dbf16", 1024)
+
+	kRMSNormDWSum = kernel("rmsnorm.cu", "rmsnorm_dw_sum", 256)
 )
 
 // rmsnormThreads is the block size for a row of C values: one pass of
@@ -145,16 +147,25 @@ func (d *Device) RMSNormBackward(dinp, dinpc, dw, dout, inp, w, rstd, resid mode
 
 // rmsnormBackward launches backward kernel k, a fused one (dxc and resid
 // among its arguments, either may be 0) or a plain one: blocks striding
-// over the rows, each with a row of dw in shared memory.
+// over the rows, each with a row of dw in shared memory that it writes
+// into a row of its own of a scratch buffer; rmsnorm_dw_sum then adds the
+// rows into dw in block order, the same sum every run.
 func (d *Device) rmsnormBackward(k kernelID, fused bool, pdx, pdxc, pdw, pdy, px, pw, pr, pres uintptr, rows, C int) {
 	smem := 4 * C
 	if smem > d.smemOptin {
 		panic(fmt.Sprintf("cuda: RMSNormBackward keeps a row of %d floats in shared memory; the GPU allows %d bytes", C, d.smemOptin))
 	}
-	blocks := min(rows, 2*max(d.sms, 1))
-	args := []uint64{argPtr(pdx), argPtr(pdw), argPtr(pdy), argPtr(px), argPtr(pw), argPtr(pr), argInt(rows), argInt(C)}
+	blocks := max(min(rows, 2*max(d.sms, 1)), 1)
+	var part uintptr
+	if pdw != 0 {
+		part = d.scratchBuf("rmsnorm-dw", blocks*C, F32).ptr
+	}
+	args := []uint64{argPtr(pdx), argPtr(part), argPtr(pdy), argPtr(px), argPtr(pw), argPtr(pr), argInt(rows), argInt(C)}
 	if fused {
-		args = []uint64{argPtr(pdx), argPtr(pdxc), argPtr(pdw), argPtr(pdy), argPtr(px), argPtr(pw), argPtr(pr), argPtr(pres), argInt(rows), argInt(C)}
+		args = []uint64{argPtr(pdx), argPtr(pdxc), argPtr(part), argPtr(pdy), argPtr(px), argPtr(pw), argPtr(pr), argPtr(pres), argInt(rows), argInt(C)}
 	}
 	d.launch(k, grid1(blocks), grid1(rmsnormThreads(C)), smem, args...)
+	if pdw != 0 {
+		d.launch(kRMSNormDWSum, grid1(ceilDiv(C, 256)), grid1(256), 0, argPtr(pdw), argPtr(part), argInt(blocks), argInt(C))
+	}
 }

@@ -18,6 +18,9 @@
 #                                              random 3B-shaped folder (phases, peak memory
 #                                              against the plan), then ZeRO-2 on VMM arenas
 #   bash benchmarks/gpu/run_on_gpu.sh final    cuda, bench, e2e with device auto, kernel lab
+#   bash benchmarks/gpu/run_on_gpu.sh recheck  cuda, e2e synchronous and asynchronous (the
+#                                              rollout on a second stream), the speed table's
+#                                              train and RL rows while DEADLINE_S allows
 #   bash benchmarks/gpu/run_on_gpu.sh second cuda, a ZeRO-2 run on VMM arenas, the CPU
 #                                              rollout on this host (2 cores and all), bench
 #   bash benchmarks/gpu/run_on_gpu.sh tiles    the rollout copy in the tile layout: the tests on
@@ -167,11 +170,11 @@ gpumem() {
 }
 
 e2e() {
-	local log=$OUT/e2e.log dir=/tmp/r1go-qwen2.5-0.5b-random run=/tmp/r1go-e2e
-	step "random Qwen2.5-0.5B folder" "$log" "$ROOT/.gpu/memstep" -gen -dir "$dir"
+	local log=$OUT/e2e.log dir=/tmp/r1go-qwen2.5-0.5b-random run=/tmp/r1go-e2e${RUN_TAG:+-$RUN_TAG}
+	[ -f "$dir/config.json" ] || step "random Qwen2.5-0.5B folder" "$log" "$ROOT/.gpu/memstep" -gen -dir "$dir"
 	tokfiles "$dir"
 	rm -rf "$run"
-	gpumem "GRPO on the GPU (${E2E_STEPS:-3} steps)" "$log" "$ROOT/.gpu/train" model.path="$dir" sft.steps=0 \
+	gpumem "GRPO on the GPU (${E2E_STEPS:-3} steps${RUN_TAG:+, $RUN_TAG})" "$log" "$ROOT/.gpu/train" model.path="$dir" sft.steps=0 \
 		trainer.device=${E2E_DEVICE:-cuda} trainer.total_training_steps="${E2E_STEPS:-3}" trainer.test_freq=0 trainer.save_freq=0 \
 		data.val_size=16 trainer.default_local_dir="$run" "trainer.logger=[console,jsonl]" $TOK_ARGS ${E2E_ARGS:-}
 }
@@ -512,6 +515,14 @@ cpu) # the 0.5B rollout on this host's CPU after the decode changes, then the tr
 	step "transformers RL step" "$OUT/bench.log" python3 benchmarks/gpu/transformers_bench.py --sections rl \
 		--json "$OUT/transformers_rl.json" --budget-s "$(($(left) - 15))"
 	;;
+recheck) # after device changes checked only on the emulator: the suite, GRPO synchronous and asynchronous (the rollout on a second stream), then the speed table while DEADLINE_S allows
+	info
+	CUDA_TEST_TIMEOUT=${CUDA_TEST_TIMEOUT:-150s} cudatests
+	e2e
+	E2E_STEPS=4 E2E_ARGS="trainer.async=true rollout.max_staleness=1 actor.policy_loss=decoupled" RUN_TAG=async e2e
+	cp /tmp/r1go-e2e-async/metrics.jsonl "$OUT/async_metrics.jsonl" 2>/dev/null
+	GPUBENCH_SECTIONS=${RECHECK_TABLE:-train,rl} BENCH_SECTIONS=ceilings,${RECHECK_TABLE:-train,rl} BENCH_BUDGET_S=${BENCH_BUDGET_S:-200} bench
+	;;
 cuda) cudatests ;;
 e2e) e2e ;;
 table3) # the Table 3 step on a 3B-shaped folder, then ZeRO-2 on VMM arenas
@@ -520,7 +531,7 @@ table3) # the Table 3 step on a 3B-shaped folder, then ZeRO-2 on VMM arenas
 	vmm
 	;;
 *)
-	echo "usage: run_on_gpu.sh tc|table3|parity|bench|all|first|again|final|second|cpu|amx|amxab|tiles|attn|pages|stream|streamshape|cuda|e2e" >&2
+	echo "usage: run_on_gpu.sh tc|recheck|table3|parity|bench|all|first|again|final|second|cpu|amx|amxab|tiles|attn|pages|stream|streamshape|cuda|e2e" >&2
 	exit 2
 	;;
 esac

@@ -18,9 +18,12 @@ extern "C" __global__ void __launch_bounds__(256) adamw_update(float* p, const f
     }
 }
 
-// Each thread sums squares in double over a grid stride; blocks reduce and
-// add into *out (zeroed by the launcher). Double keeps the clipping norm
-// of billions of parameters exact enough to match the CPU's float64 sum.
+// Each thread sums squares in double over a grid stride; each block
+// reduces its threads' sums and writes out[blockIdx.x], which the launcher
+// adds in block order (an atomic add across blocks would round in the
+// order blocks finish, another sum each run). Double keeps the clipping
+// norm of billions of parameters exact enough to match the CPU's float64
+// sum.
 extern "C" __global__ void __launch_bounds__(256) sum_squares(double* out, const float* x, long long n) {
     __shared__ double part[32];
     double s = 0.0;
@@ -35,7 +38,7 @@ extern "C" __global__ void __launch_bounds__(256) sum_squares(double* out, const
     if (warp == 0) {
         s = lane < (int)(blockDim.x >> 5) ? part[lane] : 0.0;
         s = warp_sum_d(s);
-        if (lane == 0) atomicAdd(out, s);
+        if (lane == 0) out[blockIdx.x] = s;
     }
 }
 

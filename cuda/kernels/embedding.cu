@@ -30,9 +30,21 @@ extern "C" __global__ void __launch_bounds__(256) embedding_forward_bf16_obf16(b
     embedding_forward_t(out, ids, table, C);
 }
 
-extern "C" __global__ void __launch_bounds__(256) embedding_backward(float* dtable, const float* dout, const int* ids, int C) {
-    int t = blockIdx.x;
-    float* dst = dtable + (long long)ids[t] * C;
-    const float* src = dout + (long long)t * C;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) atomicAdd(dst + c, src[c]);
+// embedding_backward: dtable[row] += dout[t] for every position t of the
+// row, one block a distinct row, the positions added in order (as the CPU
+// device adds them) and without atomics, so that two runs give the same
+// bits. groups holds the U distinct rows, then U+1 offsets into the
+// positions that follow, then the positions grouped by row, ascending
+// within a row (EmbeddingBackward builds it on the host).
+extern "C" __global__ void __launch_bounds__(256) embedding_backward(float* dtable, const float* dout, const int* groups, int U, int C) {
+    int u = blockIdx.x;
+    const int* start = groups + U;
+    const int* pos = groups + 2 * U + 1;
+    float* dst = dtable + (long long)groups[u] * C;
+    int s = start[u], e = start[u + 1];
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float a = dst[c];
+        for (int j = s; j < e; j++) a += dout[(long long)pos[j] * C + c];
+        dst[c] = a;
+    }
 }

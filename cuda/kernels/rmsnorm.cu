@@ -103,9 +103,11 @@ __device__ __forceinline__ float rms_add_rn(float a, float b) {
 }
 
 // A grid of G blocks strides over the rows; each block keeps its share of
-// dw in shared memory (C floats, dynamic) and adds it to dw once at the
-// end, so dw sees G·C atomic adds instead of rows·C (none for a null dw:
-// a frozen weight). X is the input's storage, as in the forward
+// dw in shared memory (C floats, dynamic) and writes it at the end into
+// its own row of dwpart[G, C] (none for a null dwpart: a frozen weight);
+// rmsnorm_dw_sum then adds the G rows into dw in block order. Atomic adds
+// into dw would give another sum each run, as blocks finish in another
+// order; this way two runs of a step give the same bits. X is the input's storage, as in the forward
 // (rmsnorm_backward_xbf16). With resid set the
 // residual gradient it holds is added to the input gradient (dinp =
 // resid + dnorm; resid may be dinp itself), and with dxc set the result
@@ -139,7 +141,18 @@ __device__ __forceinline__ void rmsnorm_backward_t(float* dinp, D* dxc, float* d
     }
     if (!dw) return; // a frozen weight: only the input gradient is wanted
     __syncthreads();
-    for (int c = threadIdx.x; c < C; c += blockDim.x) atomicAdd(dw + c, acc[c]);
+    float* part = dw + (long long)blockIdx.x * C;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) part[c] = acc[c];
+}
+
+// rmsnorm_dw_sum adds the backward's per-block rows part[G, C] into dw, in
+// block order: one thread a column.
+extern "C" __global__ void __launch_bounds__(256) rmsnorm_dw_sum(float* dw, const float* part, int G, int C) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float s = 0.0f;
+    for (int g = 0; g < G; g++) s += part[(long long)g * C + c];
+    dw[c] += s;
 }
 
 extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, const float* rstd, int rows, int C) {

@@ -17,6 +17,10 @@
 #      block run in reverse order (R1GO_EMU_ORDER=reverse) and any ldmatrix
 #      bank conflict fatal (R1GO_EMU_BANKS=2): a missing barrier or wait
 #      shows in one order or the other, and a tile left unswizzled fails.
+#   5. TestGPUTrainingRepeats with every launch's blocks in a shuffled
+#      order (R1GO_EMU_BLOCKS=shuffle): two runs of the same training
+#      steps must give the same bits, so no reduction may depend on the
+#      order blocks run in (a float atomic add across blocks would).
 # Needs apt-get and dpkg-deb (Debian 12; as root it installs g++ and
 # python3 when missing); R1GO_EMU_DIR moves
 # the work folder. Extra arguments go to both go test runs (e.g. -run
@@ -71,3 +75,6 @@ go test -count=1 -p 1 -timeout 20m "$@" ./cuda ./benchmarks/gpubench ./benchmark
 echo "== tensor-core tests again: threads in reverse order, bank conflicts fatal"
 # (-skip NVRTC: "TC" also matches the NVRTC tests, which launch nothing.)
 R1GO_EMU_ORDER=reverse R1GO_EMU_BANKS=2 go test -count=1 -p 1 -timeout 20m -run TC -skip NVRTC "$@" ./cuda ./benchmarks/gpubench
+
+echo "== the training step repeats bit for bit with the blocks of every launch shuffled"
+R1GO_EMU_BLOCKS=shuffle go test -count=1 -timeout 20m -run '^TestGPUTrainingRepeats$' "$@" ./cuda

@@ -6,6 +6,11 @@
 // R1GO_EMU_ORDER=reverse runs a block's threads last to first between
 // barriers (the default, forward, first to last): a missing barrier, or a
 // read of cp.async data before its wait, shows in one order or the other.
+// R1GO_EMU_BLOCKS=shuffle runs a launch's blocks in a pseudo-random order,
+// another for every launch (the default, ordered: x fastest, then y, z): a
+// result that depends on the order blocks run in, such as a float atomic
+// add from several blocks into one sum, then differs between two runs of
+// the same step, as it may on a GPU.
 // R1GO_EMU_STATS=<file> gets the tensor-core counters of tc_emu.h, one line
 // per launch that used them and a total at exit; R1GO_EMU_BANKS is read
 // there.
@@ -193,6 +198,27 @@ static bool reverse_order() {
     return r;
 }
 
+static bool shuffle_blocks() {
+    static bool r = [] {
+        const char* e = getenv("R1GO_EMU_BLOCKS");
+        if (!e || !*e || !strcmp(e, "ordered")) return false;
+        if (!strcmp(e, "shuffle")) return true;
+        fprintf(stderr, "cuda emulator: R1GO_EMU_BLOCKS=%s, want ordered or shuffle\n", e);
+        abort();
+    }();
+    return r;
+}
+
+// splitmix64 draws the shuffled block orders: a launch's order comes from
+// the number of launches before it.
+static uint64_t splitmix64(uint64_t& s) {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static uint64_t launches;
+
 static void fiber_main() {
     launching->invoke(launchParams);
     fibers[current].state = DONE;
@@ -327,9 +353,16 @@ static void run_launch(KernelEntry* k, int gx, int gy, int gz, int bx, int by, i
     blockDim = {(unsigned)bx, (unsigned)by, (unsigned)bz};
     gridDim = {(unsigned)gx, (unsigned)gy, (unsigned)gz};
     tc_stats = EmuTCStats{};
-    for (int z = 0; z < gz; z++) for (int y = 0; y < gy; y++) for (int x = 0; x < gx; x++) {
+    long long nb = (long long)gx * gy * gz;
+    std::vector<long long> order(nb);
+    for (long long b = 0; b < nb; b++) order[b] = b;
+    if (shuffle_blocks()) {
+        uint64_t st = ++launches;
+        for (long long b = nb - 1; b > 0; b--) std::swap(order[b], order[splitmix64(st) % (uint64_t)(b + 1)]);
+    }
+    for (long long b : order) {
         memset(smem, 0xff, smemBytes + 16); // NaN-filled: reading unwritten shared memory shows
-        blockIdx = {(unsigned)x, (unsigned)y, (unsigned)z};
+        blockIdx = {(unsigned)(b % gx), (unsigned)(b / gx % gy), (unsigned)(b / ((long long)gx * gy))};
         run_block(n);
     }
     report_launch(k, gx, gy, gz, bx, by, bz);
