@@ -18,6 +18,8 @@
 #                                              random 3B-shaped folder (phases, peak memory
 #                                              against the plan), then ZeRO-2 on VMM arenas
 #   bash benchmarks/gpu/run_on_gpu.sh final    cuda, bench, e2e with device auto, kernel lab
+#   bash benchmarks/gpu/run_on_gpu.sh default  the README's `go run ./cmd/train` (the embedded
+#                                              default, device auto) on the GPU
 #   bash benchmarks/gpu/run_on_gpu.sh recheck  cuda, e2e synchronous and asynchronous (the
 #                                              rollout on a second stream), the speed table's
 #                                              train and RL rows while DEADLINE_S allows
@@ -523,6 +525,12 @@ recheck) # after device changes checked only on the emulator: the suite, GRPO sy
 	cp /tmp/r1go-e2e-async/metrics.jsonl "$OUT/async_metrics.jsonl" 2>/dev/null
 	GPUBENCH_SECTIONS=${RECHECK_TABLE:-train,rl} BENCH_SECTIONS=ceilings,${RECHECK_TABLE:-train,rl} BENCH_BUDGET_S=${BENCH_BUDGET_S:-200} bench
 	;;
+default) # the README's first command on a GPU box: the embedded default (SFT warm start, then GRPO) with the device left to auto
+	info >/dev/null
+	rm -rf /tmp/r1go-default
+	gpumem "the embedded default, trainer.device=auto" "$OUT/default.log" "$ROOT/.gpu/train" trainer.default_local_dir=/tmp/r1go-default "trainer.logger=[console,jsonl]"
+	cp /tmp/r1go-default/metrics.jsonl "$OUT/default_metrics.jsonl" 2>/dev/null
+	;;
 cuda) cudatests ;;
 e2e) e2e ;;
 table3) # the Table 3 step on a 3B-shaped folder, then ZeRO-2 on VMM arenas
@@ -531,7 +539,7 @@ table3) # the Table 3 step on a 3B-shaped folder, then ZeRO-2 on VMM arenas
 	vmm
 	;;
 *)
-	echo "usage: run_on_gpu.sh tc|recheck|table3|parity|bench|all|first|again|final|second|cpu|amx|amxab|tiles|attn|pages|stream|streamshape|cuda|e2e" >&2
+	echo "usage: run_on_gpu.sh tc|recheck|default|table3|parity|bench|all|first|again|final|second|cpu|amx|amxab|tiles|attn|pages|stream|streamshape|cuda|e2e" >&2
 	exit 2
 	;;
 esac
