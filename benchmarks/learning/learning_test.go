@@ -133,8 +133,8 @@ func TestPinCPU(t *testing.T) {
 	}
 }
 
-// TestMachines: the header lists each machine once with its runs, a warm
-// start shared by several rows counted once.
+// TestMachines: the header lists each machine, and each commit, once with
+// its runs, a warm start shared by several rows counted once.
 func TestMachines(t *testing.T) {
 	w := &WarmResult{EvalCommand: "eval seed 1", Machine: "A"}
 	table := []RowResults{
@@ -144,6 +144,13 @@ func TestMachines(t *testing.T) {
 	}
 	if got, want := machines(table), "A (2 runs); B (2 runs)"; got != want {
 		t.Errorf("machines = %q, want %q", got, want)
+	}
+	table[2].Runs[0].Commit, table[2].Runs[1].Commit, w.Commit = "c2", "c2", "c1"
+	if got, want := commits(table), "c2 (2 runs); c1 (1 run); unrecorded (1 run)"; got != want {
+		t.Errorf("commits = %q, want %q", got, want)
+	}
+	if got, want := commits(nil), "unrecorded"; got != want {
+		t.Errorf("commits of no runs = %q, want %q", got, want)
 	}
 }
 

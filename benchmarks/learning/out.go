@@ -92,27 +92,39 @@ func machine() string {
 // linux/amd64 (60 runs)"); runs from before machines were recorded count
 // under this one.
 func machines(table []RowResults) string {
+	return tally(table, func(w *WarmResult) string { return w.Machine }, func(r *RunResult) string { return r.Machine }, machine())
+}
+
+// commits lists the commits the table's runs were made at, as machines
+// does; runs from before commits were recorded count as unrecorded.
+func commits(table []RowResults) string {
+	return tally(table, func(w *WarmResult) string { return w.Commit }, func(r *RunResult) string { return r.Commit }, "unrecorded")
+}
+
+// tally counts the runs (a warm start shared by several rows once) by a
+// property of theirs, an empty one as missing, most runs first.
+func tally(table []RowResults, warm func(*WarmResult) string, run func(*RunResult) string, missing string) string {
 	count := map[string]int{}
-	seen := map[string]bool{} // warm starts, which several rows share
+	seen := map[string]bool{}
 	for _, rr := range table {
 		for _, w := range rr.Warm {
 			if !seen[w.EvalCommand] {
 				seen[w.EvalCommand] = true
-				count[cmp.Or(w.Machine, machine())]++
+				count[cmp.Or(warm(w), missing)]++
 			}
 		}
 		for _, r := range rr.Runs {
-			count[cmp.Or(r.Machine, machine())]++
+			count[cmp.Or(run(r), missing)]++
 		}
 	}
 	if len(count) == 0 {
-		return machine()
+		return missing
 	}
 	names := slices.SortedFunc(maps.Keys(count), func(a, b string) int {
 		return cmp.Or(count[b]-count[a], strings.Compare(a, b))
 	})
 	for i, m := range names {
-		names[i] = fmt.Sprintf("%s (%d runs)", m, count[m])
+		names[i] = fmt.Sprintf("%s (%d run%s)", m, count[m], map[bool]string{true: "s"}[count[m] != 1])
 	}
 	return strings.Join(names, "; ")
 }

@@ -161,10 +161,10 @@ func Render(md string, table []RowResults, size Size, info RenderInfo) error {
 		threads = fmt.Sprintf("%d thread(s)", info.Threads)
 	}
 	fmt.Fprintf(&w, "- date: %s\n- machine: %s\n- CPU tier: %s, every run (R1GO_CPU; the runs folder's %s pins it, so that any machine with it can finish the table)\n"+
-		"- commit: %s\n- runs at once: %d, each on %s (wall times are per run at that load, "+
+		"- code: %s; rendered at %s\n- runs at once: %d, each on %s (wall times are per run at that load, "+
 		"on a machine shared with other work: compare them within one table only)\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), machines(table), cmp.Or(info.CPU, "unrecorded"), tableFile,
-		commit(md, plotDir), info.Jobs, threads)
+		commits(table), checkout(md, filepath.Join(plotDir, "*.png")), info.Jobs, threads)
 	fmt.Fprintf(&w, "- size: %d seed(s) per row, %d RL steps, a validation point every %d steps on %d questions, "+
 		"%d held-out test questions, warm start %s\n\n", size.Seeds, size.Steps, size.TestFreq, size.ValSize, size.SynthEval, warmSource(size))
 	fmt.Fprintf(&w, "Columns: held-out exact match after the last step (all questions, then per hop count), "+
@@ -389,16 +389,29 @@ func warmSource(s Size) string {
 	return w
 }
 
-// commit is the checked-out commit, marked when tracked files other than
-// the table's own (md and its plots, rewritten as runs finish) have changes.
-func commit(md, plotDir string) string {
+// checkout is the checked-out commit, marked when tracked files other
+// than the runner's own output (the runs folder, the markdown and its
+// plots: exclude) have changes.
+func checkout(exclude ...string) string {
 	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
 	if err != nil {
 		return "unknown"
 	}
 	c := strings.TrimSpace(string(out))
-	st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no", "--", ".",
-		":(exclude)"+md, ":(exclude)"+filepath.Join(plotDir, "*.png")).Output()
+	root, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		return c
+	}
+	args := []string{"status", "--porcelain", "--untracked-files=no", "--", "."}
+	for _, e := range exclude {
+		// git refuses a path outside the repository (a runs folder in /tmp).
+		if a, err := filepath.Abs(e); err == nil {
+			if rel, err := filepath.Rel(strings.TrimSpace(string(root)), a); err == nil && filepath.IsLocal(rel) {
+				args = append(args, ":(exclude)"+e)
+			}
+		}
+	}
+	st, err := exec.Command("git", args...).Output()
 	if err == nil && len(bytes.TrimSpace(st)) > 0 {
 		c += " (with uncommitted changes)"
 	}

@@ -40,6 +40,7 @@ type WarmResult struct {
 	SFTCommand  string  `json:",omitempty"`
 	EvalCommand string
 	Machine     string `json:",omitempty"` // where it was made: machine()
+	Commit      string `json:",omitempty"` // the code it was made with: checkout()
 }
 
 // RunResult is one RL run of a row at one seed.
@@ -54,6 +55,7 @@ type RunResult struct {
 	Wall     float64 // seconds: training, its evaluations and the best checkpoint's
 	Command  string
 	Machine  string `json:",omitempty"` // where it was made: machine()
+	Commit   string `json:",omitempty"` // the code it was made with: checkout()
 }
 
 const (

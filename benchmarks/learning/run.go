@@ -45,6 +45,7 @@ type Bench struct {
 	Log io.Writer
 
 	bin    string // folder of the train and eval binaries
+	commit string // the code the binaries are built from: checkout()
 	logMu  sync.Mutex
 	warmMu sync.Mutex
 	warms  map[string]*warmOnce // warm starts, and their policies made again
@@ -174,6 +175,7 @@ func alive(pid int) bool {
 // runs in.
 func (b *Bench) build(ctx context.Context) error {
 	b.bin = filepath.Join(b.Out, "bin")
+	b.commit = checkout(b.Out)
 	for _, c := range []string{"train", "eval"} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(b.bin, c), "./cmd/"+c)
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -309,7 +311,7 @@ func (b *Bench) makeWarm(ctx context.Context, sft []string, seed int, policy, di
 	}
 	res.Agent, res.NaiveRAG, res.ValEM = t["agent"], t["naive-rag"], v["agent"]["all"].EM
 	res.EvalCommand = "go run ./cmd/eval " + strings.Join(args, " ")
-	res.Machine = machine()
+	res.Machine, res.Commit = machine(), b.commit
 	res.Wall = res.SFTWall + time.Since(start).Seconds()
 	if err := writeJSON(path, res); err != nil {
 		return nil, err
@@ -436,7 +438,7 @@ func (b *Bench) trainRow(ctx context.Context, r Row, seed int, warm *WarmResult,
 		res.Best = m["agent"]
 	}
 	res.Wall = time.Since(start).Seconds()
-	res.Machine = machine()
+	res.Machine, res.Commit = machine(), b.commit
 	pruneCheckpoints(run, res.PeakStep, res.Steps)
 	return writeJSON(filepath.Join(dir, "result.json"), res)
 }
