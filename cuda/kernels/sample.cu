@@ -84,6 +84,12 @@ extern "C" __global__ void __launch_bounds__(1024) sample_rows(int* tokens, floa
 // histogram per byte of the key, in shared memory) instead of a sort. Low
 // bytes above the id's width are all ones for every token and are set
 // without a pass. Then Gumbel-max over the kept tokens, as in sample_rows.
+// The histograms' mass is in fixed point, units of 2⁻⁶²: integer sums are
+// the same whichever order the threads add in, where float64 atomic adds
+// would round in the order they land, and a token could be kept in one run
+// and not the next.
+#define SAMPLE_MASS_ONE 4611686018427387904.0 // 2^62
+
 __device__ __forceinline__ unsigned long long sample_key(float z, int v) {
     unsigned int u = __float_as_uint(z);
     u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
@@ -95,17 +101,18 @@ extern "C" __global__ void __launch_bounds__(1024) sample_rows_truncated(int* to
                                        float invT, int topK, double topP, unsigned long long seed,
                                        const unsigned long long* seeds) {
     __shared__ int histK[256], histPc[256];
-    __shared__ double histP[256];
+    __shared__ unsigned long long histP[256];
     __shared__ float red[32];
     __shared__ float skey[32];
     __shared__ int sidx[32];
     __shared__ unsigned long long prefK, prefP;
     __shared__ int aboveK, okP;
-    __shared__ double aboveP;
+    __shared__ unsigned long long aboveP;
     int row = blockIdx.x;
     const float* z = logits + (long long)row * V;
     if (seeds) seed = seeds[row];
     bool needK = topK < V, needP = topP < 1.0;
+    unsigned long long massP = needP ? (unsigned long long)(topP * SAMPLE_MASS_ONE) : 0ull;
 
     float m = NEG_INF;
     for (int v = threadIdx.x; v < V; v += blockDim.x) m = fmaxf(m, z[v] * invT);
@@ -115,7 +122,7 @@ extern "C" __global__ void __launch_bounds__(1024) sample_rows_truncated(int* to
     s = block_sum(s, red);
     float lse = m + logf(s);
 
-    if (threadIdx.x == 0) { prefK = 0; prefP = 0; aboveK = 0; aboveP = 0.0; okP = needP ? 1 : 0; }
+    if (threadIdx.x == 0) { prefK = 0; prefP = 0; aboveK = 0; aboveP = 0ull; okP = needP ? 1 : 0; }
     int idBits = 1;
     while (idBits < 32 && (1u << idBits) < (unsigned int)V) idBits++;
     for (int sh = 56; sh >= 0 && (needK || needP); sh -= 8) {
@@ -124,7 +131,7 @@ extern "C" __global__ void __launch_bounds__(1024) sample_rows_truncated(int* to
             __syncthreads();
             continue;
         }
-        for (int d = threadIdx.x; d < 256; d += blockDim.x) { histK[d] = 0; histPc[d] = 0; histP[d] = 0.0; }
+        for (int d = threadIdx.x; d < 256; d += blockDim.x) { histK[d] = 0; histPc[d] = 0; histP[d] = 0ull; }
         __syncthreads();
         unsigned long long hiMask = sh == 56 ? 0ull : ~0ull << (sh + 8);
         unsigned long long pk = prefK, pp = prefP;
@@ -135,7 +142,7 @@ extern "C" __global__ void __launch_bounds__(1024) sample_rows_truncated(int* to
             if (needK && (key & hiMask) == pk) atomicAdd(&histK[d], 1);
             if (ok && (key & hiMask) == pp) {
                 atomicAdd(&histPc[d], 1);
-                atomicAdd(&histP[d], (double)expf(z[v] * invT - lse));
+                atomicAdd(&histP[d], (unsigned long long)((double)expf(z[v] * invT - lse) * SAMPLE_MASS_ONE));
             }
         }
         __syncthreads();
@@ -148,11 +155,11 @@ extern "C" __global__ void __launch_bounds__(1024) sample_rows_truncated(int* to
                 }
             }
             if (okP) {
-                double cum = aboveP;
+                unsigned long long cum = aboveP;
                 int found = -1, lowest = -1;
                 for (int d = 255; d >= 0; d--) {
                     if (histPc[d] > 0) lowest = d;
-                    if (found < 0 && cum + histP[d] >= topP) { found = d; break; }
+                    if (found < 0 && cum + histP[d] >= massP) { found = d; break; }
                     cum += histP[d];
                 }
                 if (found < 0 && sh == 56) {
