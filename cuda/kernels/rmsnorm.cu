@@ -107,14 +107,14 @@ __device__ __forceinline__ float rms_add_rn(float a, float b) {
 // its own row of dwpart[G, C] (none for a null dwpart: a frozen weight);
 // rmsnorm_dw_sum then adds the G rows into dw in block order. Atomic adds
 // into dw would give another sum each run, as blocks finish in another
-// order; this way two runs of a step give the same bits. X is the input's storage, as in the forward
-// (rmsnorm_backward_xbf16). With resid set the
+// order; this way two runs of a step give the same bits. X is the input's
+// storage, as in the forward (rmsnorm_backward_xbf16). With resid set the
 // residual gradient it holds is added to the input gradient (dinp =
 // resid + dnorm; resid may be dinp itself), and with dxc set the result
 // is written there too in its storage D (bf16: the copy that mixed
 // precision's matmuls read, rounded once here instead of once per matmul).
 template <typename X, typename D>
-__device__ __forceinline__ void rmsnorm_backward_t(float* dinp, D* dxc, float* dw, const float* dout, const X* inp, const float* w,
+__device__ __forceinline__ void rmsnorm_backward_t(float* dinp, D* dxc, float* dwpart, const float* dout, const X* inp, const float* w,
                                                    const float* rstd, const float* resid, int rows, int C) {
     extern __shared__ float acc[];
     __shared__ float scratch[32];
@@ -139,9 +139,9 @@ __device__ __forceinline__ void rmsnorm_backward_t(float* dinp, D* dxc, float* d
             if (dxc) store_f(dxc, o + c, v);
         }
     }
-    if (!dw) return; // a frozen weight: only the input gradient is wanted
+    if (!dwpart) return; // a frozen weight: only the input gradient is wanted
     __syncthreads();
-    float* part = dw + (long long)blockIdx.x * C;
+    float* part = dwpart + (long long)blockIdx.x * C;
     for (int c = threadIdx.x; c < C; c += blockDim.x) part[c] = acc[c];
 }
 
@@ -155,34 +155,34 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_dw_sum(float* dw, cons
     dw[c] += s;
 }
 
-extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w, const float* rstd, int rows, int C) {
-    rmsnorm_backward_t(dinp, (float*)nullptr, dw, dout, inp, w, rstd, nullptr, rows, C);
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward(float* dinp, float* dwpart, const float* dout, const float* inp, const float* w, const float* rstd, int rows, int C) {
+    rmsnorm_backward_t(dinp, (float*)nullptr, dwpart, dout, inp, w, rstd, nullptr, rows, C);
 }
 
-extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_xbf16(float* dinp, float* dw, const float* dout, const bf16* inp, const float* w,
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_xbf16(float* dinp, float* dwpart, const float* dout, const bf16* inp, const float* w,
                                                                           const float* rstd, int rows, int C) {
-    rmsnorm_backward_t(dinp, (float*)nullptr, dw, dout, inp, w, rstd, nullptr, rows, C);
+    rmsnorm_backward_t(dinp, (float*)nullptr, dwpart, dout, inp, w, rstd, nullptr, rows, C);
 }
 
 // The backward fused with the residual add after it (RMSNormBackward's resid):
 // dx = resid + dnorm, and dx's copy in dxc's storage when dxc is set.
-extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_add(float* dx, float* dxc, float* dw, const float* dout, const float* inp,
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_add(float* dx, float* dxc, float* dwpart, const float* dout, const float* inp,
                                                                         const float* w, const float* rstd, const float* resid, int rows, int C) {
-    rmsnorm_backward_t(dx, dxc, dw, dout, inp, w, rstd, resid, rows, C);
+    rmsnorm_backward_t(dx, dxc, dwpart, dout, inp, w, rstd, resid, rows, C);
 }
 
-extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_add_xbf16(float* dx, float* dxc, float* dw, const float* dout, const bf16* inp,
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_add_xbf16(float* dx, float* dxc, float* dwpart, const float* dout, const bf16* inp,
                                                                               const float* w, const float* rstd, const float* resid, int rows, int C) {
-    rmsnorm_backward_t(dx, dxc, dw, dout, inp, w, rstd, resid, rows, C);
+    rmsnorm_backward_t(dx, dxc, dwpart, dout, inp, w, rstd, resid, rows, C);
 }
 
-extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_add_dbf16(float* dx, bf16* dxc, float* dw, const float* dout, const float* inp,
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_add_dbf16(float* dx, bf16* dxc, float* dwpart, const float* dout, const float* inp,
                                                                               const float* w, const float* rstd, const float* resid, int rows, int C) {
-    rmsnorm_backward_t(dx, dxc, dw, dout, inp, w, rstd, resid, rows, C);
+    rmsnorm_backward_t(dx, dxc, dwpart, dout, inp, w, rstd, resid, rows, C);
 }
 
-extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_add_xbf16_dbf16(float* dx, bf16* dxc, float* dw, const float* dout,
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_backward_add_xbf16_dbf16(float* dx, bf16* dxc, float* dwpart, const float* dout,
                                                                                     const bf16* inp, const float* w, const float* rstd,
                                                                                     const float* resid, int rows, int C) {
-    rmsnorm_backward_t(dx, dxc, dw, dout, inp, w, rstd, resid, rows, C);
+    rmsnorm_backward_t(dx, dxc, dwpart, dout, inp, w, rstd, resid, rows, C);
 }

@@ -51,9 +51,9 @@ func Example_table3() {
 	//   KV cache                      90.000 GiB  640 slots × 4096 positions × 36 layers × K and V × 256, bf16
 	//   rollout step activations       7.278 GiB  66176 tokens per step (each group's leader prefills while the rest decode), logits of 640 rows
 	//   activations                    3.533 GiB  training micro-batch of 16384 tokens, recomputation (on by itself: saved layers would exceed 1 GiB), in groups of sequences (≤ 4128 tokens) (residual stream and layer activations in bf16, statistics and gradients fp32)
-	//   device scratch                 0.251 GiB  the CUDA device's own buffers at 66176 tokens: cuBLAS workspace, LM-head logit chunks, bf16-rounded matmul operands
+	//   device scratch                 0.253 GiB  the CUDA device's own buffers at 66176 tokens: cuBLAS workspace, LM-head logit chunks, bf16-rounded matmul operands
 	//   workspace                      0.500 GiB  CUDA context, kernels and cuBLAS workspace (estimate)
-	//   total                        159.599 GiB  of 80.000 GiB on the device: does NOT fit
+	//   total                        159.602 GiB  of 80.000 GiB on the device: does NOT fit
 	// dry run: the plan does NOT fit
 	// to fit, set rollout.slots=115
 	//
@@ -66,8 +66,8 @@ func Example_table3() {
 	//   KV cache                      16.172 GiB  115 slots × 4096 positions × 36 layers × K and V × 256, bf16
 	//   rollout step activations       1.308 GiB  11891 tokens per step (each group's leader prefills while the rest decode), logits of 115 rows
 	//   activations                    3.533 GiB  training micro-batch of 16384 tokens, recomputation (on by itself: saved layers would exceed 1 GiB), in groups of sequences (≤ 4128 tokens) (residual stream and layer activations in bf16, statistics and gradients fp32)
-	//   device scratch                 0.244 GiB  the CUDA device's own buffers at 16384 tokens: cuBLAS workspace, LM-head logit chunks, bf16-rounded matmul operands
+	//   device scratch                 0.247 GiB  the CUDA device's own buffers at 16384 tokens: cuBLAS workspace, LM-head logit chunks, bf16-rounded matmul operands
 	//   workspace                      0.500 GiB  CUDA context, kernels and cuBLAS workspace (estimate)
-	//   total                         79.794 GiB  of 80.000 GiB on the device: fits
+	//   total                         79.797 GiB  of 80.000 GiB on the device: fits
 	// dry run: the plan fits
 }

@@ -510,6 +510,11 @@ func (s Settings) cudaScratch(sh shape, T, bt int) int64 {
 	t, b, C := int64(T), int64(bt), int64(sh.C)
 	rows, chunk := geometry(T)
 	n := blasWorkspace + rows*chunk*4 + 8*t*4 + int64(sh.NH)*t*4
+	if bt > 0 {
+		// RMSNorm's backward: a row of weight gradients for each of its
+		// blocks (two a multiprocessor), added in block order.
+		n += min(b, 2*maxSMs) * C * 4
+	}
 	if s.Precision == "bf16-mixed" {
 		n += rows * C * 2
 		if bt > 0 {
@@ -527,6 +532,10 @@ func (s Settings) cudaScratch(sh shape, T, bt int) int64 {
 	}
 	return n
 }
+
+// maxSMs bounds a GPU's multiprocessors (132 on an H100 or H200, 148 on a
+// B200), which the plan does not know when it sizes per-block buffers.
+const maxSMs = 160
 
 // blasWorkspace is the cuBLAS workspace the CUDA device allocates when it
 // opens on a Hopper GPU (4 MiB on older ones).
