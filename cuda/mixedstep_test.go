@@ -20,11 +20,11 @@ type plainDevice struct {
 // (model.MixedPrecision: SwiGLUBackward's bf16 dgu, RMSNormBackward's
 // bf16 view of the residual gradient, dqkv's copy), against the same model
 // on the same Device through plainDevice. Only the place of each rounding moves,
-// so logprob, entropy and every gradient are the same bits. On a GPU some
-// gradients sum with atomics in an order of the GPU's (an RMSNorm's dw,
-// the embedding's rows), and a float32 difference that crosses a bf16
-// rounding boundary moves a matmul input by one bf16 step: there the
-// gradients need only agree within 2^−8 (relErr). Cases: whole, grouped with recomputation (the
+// so logprob, entropy and every gradient are the same bits. On a GPU the
+// tensor-core attention's default backward (head size 64 here) adds dQ,
+// dK and dV with atomics in an order of the GPU's, and a float32
+// difference that crosses a bf16 rounding boundary moves a matmul input by
+// one bf16 step: there the gradients need only agree within 2^−8 (relErr). Cases: whole, grouped with recomputation (the
 // residual gradient's view spans the batch while the groups take turns),
 // Qwen3's per-head norms, and LoRA adapters with dropout on a frozen base
 // (the adapters read the gradient views). Without adapters, no matmul of
