@@ -187,25 +187,21 @@ int emu_bank_mode() {
     }();
     return m;
 }
+// env_switch reads a two-way setting of the environment: false when unset,
+// empty or off, true when on; any other value aborts, naming both.
+static bool env_switch(const char* name, const char* off, const char* on) {
+    const char* e = getenv(name);
+    if (!e || !*e || !strcmp(e, off)) return false;
+    if (!strcmp(e, on)) return true;
+    fprintf(stderr, "cuda emulator: %s=%s, want %s or %s\n", name, e, off, on);
+    abort();
+}
 static bool reverse_order() {
-    static bool r = [] {
-        const char* e = getenv("R1GO_EMU_ORDER");
-        if (!e || !*e || !strcmp(e, "forward")) return false;
-        if (!strcmp(e, "reverse")) return true;
-        fprintf(stderr, "cuda emulator: R1GO_EMU_ORDER=%s, want forward or reverse\n", e);
-        abort();
-    }();
+    static bool r = env_switch("R1GO_EMU_ORDER", "forward", "reverse");
     return r;
 }
-
 static bool shuffle_blocks() {
-    static bool r = [] {
-        const char* e = getenv("R1GO_EMU_BLOCKS");
-        if (!e || !*e || !strcmp(e, "ordered")) return false;
-        if (!strcmp(e, "shuffle")) return true;
-        fprintf(stderr, "cuda emulator: R1GO_EMU_BLOCKS=%s, want ordered or shuffle\n", e);
-        abort();
-    }();
+    static bool r = env_switch("R1GO_EMU_BLOCKS", "ordered", "shuffle");
     return r;
 }
 
@@ -354,13 +350,15 @@ static void run_launch(KernelEntry* k, int gx, int gy, int gz, int bx, int by, i
     gridDim = {(unsigned)gx, (unsigned)gy, (unsigned)gz};
     tc_stats = EmuTCStats{};
     long long nb = (long long)gx * gy * gz;
-    std::vector<long long> order(nb);
-    for (long long b = 0; b < nb; b++) order[b] = b;
+    std::vector<long long> order; // shuffled block indices; empty: in order
     if (shuffle_blocks()) {
+        order.resize(nb);
+        for (long long b = 0; b < nb; b++) order[b] = b;
         uint64_t st = ++launches;
         for (long long b = nb - 1; b > 0; b--) std::swap(order[b], order[splitmix64(st) % (uint64_t)(b + 1)]);
     }
-    for (long long b : order) {
+    for (long long i = 0; i < nb; i++) {
+        long long b = order.empty() ? i : order[i];
         memset(smem, 0xff, smemBytes + 16); // NaN-filled: reading unwritten shared memory shows
         blockIdx = {(unsigned)(b % gx), (unsigned)(b / gx % gy), (unsigned)(b / ((long long)gx * gy))};
         run_block(n);
