@@ -50,10 +50,13 @@ func attendCachedBF16[F Float](d *Device[F], o, x []F, K, V bf16Buf, starts, slo
 	scale := 1 / math.Sqrt(float64(HS))
 	o32, _ := any(o).([]float32)
 	x32, _ := any(x).([]float32)
-	vector := x32 != nil && attnVector && !attnNoVector && HS%32 == 0
+	kern := attnBF16
+	if x32 == nil || attnNoVector || HS%32 != 0 {
+		kern = nil
+	}
 	groupTasks(d, T, NH, KVH, HS, maxLen, starts, slots, pos0, func(w *groupScratch, t, h0, nh, off, n int) {
-		if vector {
-			attendGroupBF16(o32[t*NH*HS+h0*HS:][:nh*HS], x32[t*a.W+a.qOff+h0*HS:][:nh*HS], K[off:], V[off:], kvw, n, nh, HS, scale, w)
+		if kern != nil {
+			attendGroupBF16(kern, o32[t*NH*HS+h0*HS:][:nh*HS], x32[t*a.W+a.qOff+h0*HS:][:nh*HS], K[off:], V[off:], kvw, n, nh, HS, scale, w)
 		} else {
 			attendGroupBF16Loop(o[t*NH*HS+h0*HS:][:nh*HS], x[t*a.W+a.qOff+h0*HS:][:nh*HS], K[off:], V[off:], kvw, n, nh, HS, scale, w)
 		}
@@ -73,24 +76,49 @@ func narrowRow[F Float](dst []uint16, src []F) {
 	}
 }
 
-// attendGroupBF16 is attendGroupBF16Loop with the vector kernels: the
-// scores of up to eight heads against each key at once
-// (dotsGroupBF16AVX512, from the queries as packQBF16AVX512 lays them
-// out), their softmax (softmaxGroup32AVX512, two keys a vector), and the
-// weighted sums of the value rows, scaled into out
-// (axpyOutBF16AVX512).
-func attendGroupBF16(out, q []float32, k, v []uint16, kvw, n, nh, HS int, scale float64, w *groupScratch) {
+// attnBF16Kernels is one tier's set of attendGroupBF16's kernels
+// (attn_bf16_amd64.s for avx512, attn_bf16_avx2_amd64.s for avx2): the
+// loops' arithmetic per head, each set with its own layout of the queries.
+type attnBF16Kernels struct {
+	name string
+	// packQ lays out nh ≤ attnGroup query rows of HS (q) for dots in
+	// HS·attnGroup floats, zeros for the heads past nh.
+	packQ func(qp, q []float32, nh, HS int)
+	// dots: out[8i + h] = the score of head h against the bf16 key at
+	// k + i·ldk bytes, for n keys of chunks·8 values. pv: the value rows
+	// at the same pitch, asked for into L2 as their keys are read.
+	dots func(qp *float32, k *uint16, ldk uintptr, n, chunks int, out *float32, pv *uint16)
+	// softmax is softmaxGroup32Loops, or false, writing nothing, when a
+	// score is not finite.
+	softmax func(sc, ex *float32, n int, scale float32, c *[12]float32, sum *[8]float64) (ok bool)
+	// axpyOut: out[h·hs + c] = float32(float64(Σ_i e[8i + h]·v_i[c])·r[h])
+	// for h < nh, each sum in key order.
+	axpyOut func(out *float32, v *uint16, ldv uintptr, e *float32, n, hs, nh int, r *[8]float64)
+}
+
+// attnBF16 is the best set of this CPU (nil: the loops).
+var attnBF16 = func() *attnBF16Kernels {
+	if ks := attnBF16KernelSets(); len(ks) > 0 {
+		return ks[0]
+	}
+	return nil
+}()
+
+// attendGroupBF16 is attendGroupBF16Loop with a set of vector kernels:
+// the scores of up to eight heads against each key at once, their
+// softmax, and the weighted sums of the value rows, scaled into out.
+func attendGroupBF16(kern *attnBF16Kernels, out, q []float32, k, v []uint16, kvw, n, nh, HS int, scale float64, w *groupScratch) {
 	const G = attnGroup
 	_ = k[(n-1)*kvw+HS-1]
 	_ = v[(n-1)*kvw+HS-1]
 	chunks := HS / 8
-	qp := grow(&w.qp, chunks*4*16)
-	packQBF16AVX512(&qp[0], &q[0], nh, HS)
+	qp := grow(&w.qp, G*HS)
+	kern.packQ(qp, q, nh, HS)
 	sc := grow(&w.sc, G*n)
-	dotsGroupBF16AVX512(&qp[0], &k[0], uintptr(kvw)*2, n, chunks, &sc[0], &v[0])
+	kern.dots(&qp[0], &k[0], uintptr(kvw)*2, n, chunks, &sc[0], &v[0])
 	ex := grow(&w.ex, G*n)
 	var sum [G]float64
-	if !softmaxGroup32AVX512(&sc[0], &ex[0], n, float32(scale), &expConsts, &sum) {
+	if !kern.softmax(&sc[0], &ex[0], n, float32(scale), &expConsts, &sum) {
 		softmaxGroup32Loops(sc, ex, n, float32(scale), &sum)
 	}
 	var r [G]float64
@@ -98,7 +126,7 @@ func attendGroupBF16(out, q []float32, k, v []uint16, kvw, n, nh, HS int, scale 
 		r[h] = 1 / sum[h]
 	}
 	_ = out[nh*HS-1]
-	axpyOutBF16AVX512(&out[0], &v[0], uintptr(kvw)*2, &ex[0], n, HS, nh, &r)
+	kern.axpyOut(&out[0], &v[0], uintptr(kvw)*2, &ex[0], n, HS, nh, &r)
 }
 
 // attendGroupBF16Loop is one row's attention for nh ≤ 8 query heads

@@ -102,34 +102,40 @@ var cachedShapes = []struct{ HS, NH, KVH int }{
 	{32, 6, 2}, {64, 6, 2}, {128, 6, 2}, {48, 14, 2}, {64, 14, 2}, {64, 8, 8}, {32, 16, 2}, {64, 18, 2},
 }
 
-// Against a bf16 cache the vector kernels give the loops' bits
-// (cachedShapes), and the cache holds the step's keys and values rounded
-// to nearest.
+// Against a bf16 cache every set of vector kernels this CPU runs gives
+// the loops' bits (cachedShapes; an AVX-512 machine checks the avx2
+// tier's too), and the cache holds the step's keys and values rounded to
+// nearest.
 func TestAttentionCachedBF16BitForBitLoops(t *testing.T) {
-	if !attnVector {
+	if len(attnBF16KernelSets()) == 0 {
 		t.Skip("no vector attention kernels on this CPU")
 	}
 	d := &Device[float32]{threads: 2}
-	for i, c := range cachedShapes {
-		what := fmt.Sprintf("HS %d, %d heads, %d KV heads", c.HS, c.NH, c.KVH)
-		vec, Kv, Vv := cachedCase(d, rand.New(rand.NewPCG(31, uint64(i))), c.HS, c.NH, c.KVH, d.AllocBF16, false)
-		attnNoVector = true
-		ref, Kr, Vr := cachedCase(d, rand.New(rand.NewPCG(31, uint64(i))), c.HS, c.NH, c.KVH, d.AllocBF16, false)
-		attnNoVector = false
-		sameBits(t, what+": out", vec, ref)
-		for j, b := range []model.Buffer{Kv, Vv, Kr, Vr} {
-			if _, ok := b.(bf16Buf); !ok {
-				t.Fatalf("%s: cache buffer %d is %T", what, j, b)
+	was := attnBF16
+	defer func() { attnBF16 = was }()
+	for _, kern := range attnBF16KernelSets() {
+		attnBF16 = kern
+		for i, c := range cachedShapes {
+			what := fmt.Sprintf("%s: HS %d, %d heads, %d KV heads", kern.name, c.HS, c.NH, c.KVH)
+			vec, Kv, Vv := cachedCase(d, rand.New(rand.NewPCG(31, uint64(i))), c.HS, c.NH, c.KVH, d.AllocBF16, false)
+			attnNoVector = true
+			ref, Kr, Vr := cachedCase(d, rand.New(rand.NewPCG(31, uint64(i))), c.HS, c.NH, c.KVH, d.AllocBF16, false)
+			attnNoVector = false
+			sameBits(t, what+": out", vec, ref)
+			for j, b := range []model.Buffer{Kv, Vv, Kr, Vr} {
+				if _, ok := b.(bf16Buf); !ok {
+					t.Fatalf("%s: cache buffer %d is %T", what, j, b)
+				}
 			}
-		}
-		// The rounded cache against the float32 one written from the same
-		// random state: every value is its float32 twin rounded to nearest.
-		_, K32, V32 := cachedCase(d, rand.New(rand.NewPCG(31, uint64(i))), c.HS, c.NH, c.KVH, d.Alloc, false)
-		for j, pair := range [][2]model.Buffer{{Kv, K32}, {Vv, V32}} {
-			h, f := pair[0].(bf16Buf), pair[1].(cpuBuf[float32])
-			for e := range h {
-				if h[e] != bf16.FromFloat32(f[e]) {
-					t.Fatalf("%s: cache %d value %d is %#04x, the float32 cache's %g rounds to %#04x", what, j, e, h[e], f[e], bf16.FromFloat32(f[e]))
+			// The rounded cache against the float32 one written from the same
+			// random state: every value is its float32 twin rounded to nearest.
+			_, K32, V32 := cachedCase(d, rand.New(rand.NewPCG(31, uint64(i))), c.HS, c.NH, c.KVH, d.Alloc, false)
+			for j, pair := range [][2]model.Buffer{{Kv, K32}, {Vv, V32}} {
+				h, f := pair[0].(bf16Buf), pair[1].(cpuBuf[float32])
+				for e := range h {
+					if h[e] != bf16.FromFloat32(f[e]) {
+						t.Fatalf("%s: cache %d value %d is %#04x, the float32 cache's %g rounds to %#04x", what, j, e, h[e], f[e], bf16.FromFloat32(f[e]))
+					}
 				}
 			}
 		}
@@ -163,7 +169,7 @@ func TestAttentionCachedBF16Accuracy(t *testing.T) {
 			dSame = max(dSame, math.Abs(float64(got[j]-same[j])))
 			dPlain = max(dPlain, math.Abs(float64(gotRounding[j]-plain[j])))
 		}
-		if dSame == 0 && c.HS%32 == 0 && attnVector {
+		if dSame == 0 && c.HS%32 == 0 && attnBF16 != nil {
 			t.Errorf("%s: the bf16 cache gave the float32 cache's bits: are its float32 sums in use?", what)
 		}
 		if dSame > 0x1p-16*maxV {
@@ -211,15 +217,22 @@ func TestAttentionCachedBF16Float64Device(t *testing.T) {
 	}
 }
 
-// softmaxGroup32AVX512 gives softmaxGroup32Loops' bits for odd and even
-// key counts and scores from tiny to near float32's largest (where a
-// fused s·scale − m would leave the largest weight far from 1); each
-// head's largest weight is exactly 1. A NaN or an infinity makes it
-// refuse, writing nothing, and the loops give NaN weights for a NaN.
+// Each softmax kernel (softmaxGroup32AVX512, softmaxGroup32AVX2) gives
+// softmaxGroup32Loops' bits for odd and even key counts and scores from
+// tiny to near float32's largest (where a fused s·scale − m would leave
+// the largest weight far from 1); each head's largest weight is exactly
+// 1. A NaN or an infinity makes it refuse, writing nothing, and the loops
+// give NaN weights for a NaN.
 func TestSoftmaxGroup32Kernel(t *testing.T) {
-	if !attnVector {
+	if len(attnBF16KernelSets()) == 0 {
 		t.Skip("no vector attention kernels on this CPU")
 	}
+	for _, kern := range attnBF16KernelSets() {
+		t.Run(kern.name, func(t *testing.T) { softmaxGroup32SameBits(t, kern.softmax) })
+	}
+}
+
+func softmaxGroup32SameBits(t *testing.T, softmax func(sc, ex *float32, n int, scale float32, c *[12]float32, sum *[8]float64) bool) {
 	const G = attnGroup
 	rng := rand.New(rand.NewPCG(61, 62))
 	for _, n := range []int{1, 2, 3, 16, 17, 129, 300} {
@@ -232,7 +245,7 @@ func TestSoftmaxGroup32Kernel(t *testing.T) {
 			want, got := make([]float32, G*n), make([]float32, G*n)
 			var sumWant, sumGot [G]float64
 			softmaxGroup32Loops(sc, want, n, 0.125, &sumWant)
-			if !softmaxGroup32AVX512(&sc[0], &got[0], n, 0.125, &expConsts, &sumGot) {
+			if !softmax(&sc[0], &got[0], n, 0.125, &expConsts, &sumGot) {
 				t.Fatalf("%s: the kernel refused finite scores", what)
 			}
 			sameBits(t, what, got, want)
@@ -264,7 +277,7 @@ func TestSoftmaxGroup32Kernel(t *testing.T) {
 				ex[i] = -7
 			}
 			var sum [G]float64
-			if softmaxGroup32AVX512(&sc[0], &ex[0], n, 0.125, &expConsts, &sum) {
+			if softmax(&sc[0], &ex[0], n, 0.125, &expConsts, &sum) {
 				t.Fatalf("n %d: the kernel took a score of %v", n, bad)
 			}
 			for i, e := range ex {

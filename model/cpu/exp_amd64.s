@@ -44,51 +44,15 @@ TEXT ·exp32AVX2(SB), NOSPLIT, $0-33
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
 	MOVQ c+24(FP), DX
-	VBROADCASTSS 0(DX), Y8
-	VBROADCASTSS 4(DX), Y9
-	VBROADCASTSS 8(DX), Y10
-	VBROADCASTSS 12(DX), Y11
-	VBROADCASTSS 32(DX), Y12
-	VBROADCASTSS 36(DX), Y13
-	VBROADCASTSS 40(DX), Y14
-	MOVL $127, AX
-	MOVQ AX, X15
-	VPBROADCASTD X15, Y15
+	EXP32YCONSTS(DX)
+	VBROADCASTSS 40(DX), Y14 // expHi
 	VXORPS Y7, Y7, Y7          // reported lanes
 	SHRQ $3, CX
 	JZ   done2
 
 loop2:
 	VMOVUPS (SI), Y0
-	VMULPS  Y8, Y0, Y1         // x·log2e
-	VADDPS  Y9, Y1, Y1         // + 0.5
-	VROUNDPS $9, Y1, Y1        // n = floor
-	VMULPS  Y10, Y1, Y2        // n·ln2hi
-	VSUBPS  Y2, Y0, Y2         // r = x − n·ln2hi
-	VMULPS  Y11, Y1, Y3        // n·ln2lo
-	VSUBPS  Y3, Y2, Y2         // r −= n·ln2lo
-	VBROADCASTSS 16(DX), Y3
-	VMULPS  Y3, Y2, Y3         // p = r/720
-	VBROADCASTSS 20(DX), Y4
-	VADDPS  Y4, Y3, Y3
-	VMULPS  Y2, Y3, Y3         // p = r(1/120 + p)
-	VBROADCASTSS 24(DX), Y4
-	VADDPS  Y4, Y3, Y3
-	VMULPS  Y2, Y3, Y3         // p = r(1/24 + p)
-	VBROADCASTSS 28(DX), Y4
-	VADDPS  Y4, Y3, Y3
-	VMULPS  Y2, Y3, Y3         // p = r(1/6 + p)
-	VADDPS  Y9, Y3, Y3
-	VMULPS  Y2, Y3, Y3         // p = r(0.5 + p)
-	VADDPS  Y12, Y3, Y3
-	VMULPS  Y2, Y3, Y3         // p = r(1 + p)
-	VADDPS  Y12, Y3, Y3        // p = 1 + p
-	VCVTTPS2DQ Y1, Y4
-	VPADDD  Y15, Y4, Y4
-	VPSLLD  $23, Y4, Y4        // 2^n
-	VMULPS  Y4, Y3, Y3
-	VCMPPS  $0x11, Y13, Y0, Y5 // x < expLo (false for NaN)
-	VANDNPS Y3, Y5, Y3         // 0 there
+	EXP32Y                     // Y3 = e^x, 0 below expLo
 	VCMPPS  $0x03, Y0, Y0, Y6  // NaN
 	VORPS   Y6, Y7, Y7
 	VCMPPS  $0x1e, Y14, Y0, Y6 // x > expHi
