@@ -1,15 +1,11 @@
 #include "textflag.h"
 #include "attn_amd64.h"
 #include "exp32_amd64.h"
+#include "attn_bf16_amd64.h"
 
 // Kernels of the cached attention against a bf16 KV cache (attn_bf16.go):
-// its loops in vector registers, with their exact arithmetic. A dword of
-// bf16 pairs holds element 2j in its low half and 2j + 1 in its high
-// half: shifted left by 16 it is the even element as float32, masked to
-// its high half the odd one, so nothing is shuffled.
-
-DATA bf16HiHalf<>+0(SB)/4, $0xffff0000
-GLOBL bf16HiHalf<>(SB), RODATA|NOPTR, $4
+// its loops in vector registers, with their exact arithmetic. Bf16 pairs
+// widen as attn_bf16_amd64.h says.
 
 // KEY adds one key's chunk (the 8 bf16 at row + AX) to heads 0-3 in a and
 // 4-7 in b: the even elements against the queries in Z8 and Z9, then the
@@ -340,13 +336,6 @@ pzero:
 pdone:
 	VZEROUPPER
 	RET
-
-DATA f32NegInf<>+0(SB)/4, $0xff800000
-GLOBL f32NegInf<>(SB), RODATA|NOPTR, $4
-DATA f32Abs<>+0(SB)/4, $0x7fffffff
-GLOBL f32Abs<>(SB), RODATA|NOPTR, $4
-DATA f32PosInf<>+0(SB)/4, $0x7f800000
-GLOBL f32PosInf<>(SB), RODATA|NOPTR, $4
 
 // func softmaxGroup32AVX512(sc, ex *float32, n int, scale float32, c *[12]float32, sum *[8]float64) (ok bool)
 //

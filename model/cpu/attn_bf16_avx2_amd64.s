@@ -1,15 +1,11 @@
 #include "textflag.h"
 #include "exp32_amd64.h"
+#include "attn_bf16_amd64.h"
 
 // attendGroupBF16's kernels for the avx2 tier (AVX2 and FMA): the loops of
 // attn_bf16.go in 256-bit registers, eight heads a vector, with their
 // arithmetic per lane, so the same bits as the loops and as the AVX-512
-// kernels (attn_bf16_amd64.s). A dword of a bf16 row holds element 2j in
-// its low half and 2j + 1 in its high half: shifted left by 16 it is the
-// even element as float32, masked to its high half the odd one.
-
-DATA bf16HiHalf<>+0(SB)/4, $0xffff0000
-GLOBL bf16HiHalf<>(SB), RODATA|NOPTR, $4
+// kernels (attn_bf16_amd64.s). Bf16 pairs widen as attn_bf16_amd64.h says.
 
 // PAIR adds the pair j of a key's chunk (the dword at off(row)(AX*1)) to
 // partial sum s of the eight heads: its even element against their values
@@ -221,13 +217,6 @@ onext:
 oret:
 	VZEROUPPER
 	RET
-
-DATA f32NegInf<>+0(SB)/4, $0xff800000
-GLOBL f32NegInf<>(SB), RODATA|NOPTR, $4
-DATA f32Abs<>+0(SB)/4, $0x7fffffff
-GLOBL f32Abs<>(SB), RODATA|NOPTR, $4
-DATA f32PosInf<>+0(SB)/4, $0x7f800000
-GLOBL f32PosInf<>(SB), RODATA|NOPTR, $4
 
 // func softmaxGroup32AVX2(sc, ex *float32, n int, scale float32, c *[12]float32, sum *[8]float64) (ok bool)
 //
