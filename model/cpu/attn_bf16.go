@@ -20,8 +20,8 @@ import (
 // bit; a rollout copy's sampled tokens are scored again by the policy, so
 // its attention need only be as close as its bf16 products are.
 //
-// The arithmetic, in both the vector kernels (attn_bf16_amd64.s) and the
-// loops here, which give the same bits:
+// The arithmetic, in the vector kernels of both tiers (attn_bf16_amd64.s,
+// attn_bf16_avx2_amd64.s) and the loops here, which give the same bits:
 //   - score of head h and key i: four float32 partial sums, lane j taking
 //     the elements c with c mod 8 ∈ {2j, 2j+1} in order through fused
 //     multiply-adds, then (s0 + s1) + (s2 + s3);
