@@ -52,7 +52,7 @@ TEXT ·dotsGroupBF16AVX2(SB), NOSPLIT, $0-56
 
 dtwo:
 	CMPQ CX, $2
-	JLT  done
+	JLT  dlast
 	PREFETCHT1 (BX)
 	PREFETCHT1 (BX)(R8*1)
 	LEAQ (BX)(R8*2), BX
@@ -84,7 +84,7 @@ dtwoloop:
 	SUBQ $2, CX
 	JMP  dtwo
 
-done:
+dlast:
 	TESTQ CX, CX
 	JZ    ret
 	PREFETCHT1 (BX)
@@ -96,12 +96,12 @@ done:
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 
-doneloop:
+dlastloop:
 	CHUNK(DI, Y0, Y1, Y2, Y3, Y8, Y9)
 	ADDQ $16, AX
 	ADDQ $256, SI
 	DECQ R9
-	JNZ  doneloop
+	JNZ  dlastloop
 	FOLD(Y0, Y1, Y2, Y3, (DX))
 
 ret:
@@ -131,8 +131,8 @@ ret:
 	VMOVUPS      Y13, dst
 
 // OUT writes head h0 + q's sixteen outputs (sums a and b) at lo and hi
-// (their place in out: the first eight, then the last), each times 1/sum (at roff(R9): r[h0 + q]), unless
-// h0 + q ≥ nh (R13: nh − h0).
+// (their place in out: the first eight, then the last), each times 1/sum
+// (at roff(R9): r[h0 + q]), unless h0 + q ≥ nh (R13: nh − h0).
 #define OUT(q, roff, a, ax, b, bx, lo, hi) \
 	CMPQ         R13, $q \
 	JLE          onext \
