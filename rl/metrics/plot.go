@@ -39,10 +39,35 @@ const (
 
 // Plot draws c as a PNG of PlotWidth×PlotHeight pixels at path: one line
 // with point marks per series, series in name order with distinct colours and
-// dashes, a legend, the title and both axis labels. Points are sorted by
-// step; NaN and ±Inf values are left out (a line cannot pass through them).
-// It is an error when no series has a finite point.
+// dashes, a legend clear of the lines, the title and both axis labels. Points
+// are sorted by step; NaN and ±Inf values are left out (a line cannot pass
+// through them). It is an error when no series has a finite point.
 func Plot(path string, c Chart) error {
+	p, err := newPlot(c)
+	if err != nil {
+		return fmt.Errorf("metrics: plot %s: %w", path, err)
+	}
+	canvas := vgimg.PngCanvas{Canvas: vgimg.NewWith(
+		vgimg.UseWH(vg.Length(PlotWidth)*vg.Inch/plotDPI, vg.Length(PlotHeight)*vg.Inch/plotDPI),
+		vgimg.UseDPI(plotDPI),
+	)}
+	dc := plotArea(draw.New(canvas))
+	raiseAboveLegend(p, dc)
+	p.Draw(dc)
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("metrics: plot: %w", err)
+	}
+	_, werr := canvas.WriteTo(f)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		return fmt.Errorf("metrics: plot %s: %w", path, err)
+	}
+	return nil
+}
+
+// newPlot builds c's plot: its series, legend, grid and labels.
+func newPlot(c Chart) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = c.Title
 	p.X.Label.Text = orDefault(c.XLabel, "step")
@@ -68,7 +93,7 @@ func Plot(path string, c Chart) error {
 		}
 		line, marks, err := plotter.NewLinePoints(xys)
 		if err != nil {
-			return fmt.Errorf("metrics: plot %s: series %q: %w", path, name, err)
+			return nil, fmt.Errorf("series %q: %w", name, err)
 		}
 		line.Color = plotutil.Color(i)
 		line.Dashes = plotutil.Dashes(i)
@@ -80,26 +105,42 @@ func Plot(path string, c Chart) error {
 		drawn++
 	}
 	if drawn == 0 {
-		return fmt.Errorf("metrics: plot %s: no series has a finite point", path)
+		return nil, errors.New("no series has a finite point")
 	}
+	return p, nil
+}
 
-	canvas := vgimg.PngCanvas{Canvas: vgimg.NewWith(
-		vgimg.UseWH(vg.Length(PlotWidth)*vg.Inch/plotDPI, vg.Length(PlotHeight)*vg.Inch/plotDPI),
-		vgimg.UseDPI(plotDPI),
-	)}
-	// A margin round the picture keeps the last point and the title off its edge.
+// plotArea is the picture less a margin round it, which keeps the last point
+// and the title off its edge.
+func plotArea(c draw.Canvas) draw.Canvas {
 	m := vg.Points(12)
-	p.Draw(draw.Crop(draw.New(canvas), m, -m, m/2, -m/2))
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("metrics: plot: %w", err)
+	return draw.Crop(c, m, -m, m/2, -m/2)
+}
+
+// legendGap is the room kept between the legend's last entry and the highest
+// point under it.
+const legendGap = 4 // points
+
+// raiseAboveLegend lifts the top of p's y axis so that the legend, drawn in
+// the top left of the data area, covers no line: curves that climb to their
+// maximum (validation EM over steps) otherwise run through its text. The
+// data keep the rest of the height.
+func raiseAboveLegend(p *plot.Plot, c draw.Canvas) {
+	data := p.DataCanvas(c)
+	height := data.Max.Y - data.Min.Y
+	legend := p.Legend.Rectangle(data)
+	// The legend's top is the data area's top plus the y padding plus
+	// YOffs; the highest point must sit legendGap below its bottom.
+	need := legend.Max.Y - legend.Min.Y - p.Legend.YOffs - p.Y.Padding + vg.Points(legendGap)
+	frac := float64(need / height)
+	if frac <= 0 || frac >= 0.5 || height <= 0 {
+		return // no legend to clear, or too little room to keep the data readable
 	}
-	_, werr := canvas.WriteTo(f)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		return fmt.Errorf("metrics: plot %s: %w", path, err)
+	lo, hi := p.Y.Min, p.Y.Max
+	if hi <= lo {
+		hi = lo + 1
 	}
-	return nil
+	p.Y.Max = (hi - frac*lo) / (1 - frac)
 }
 
 func finitePoints(pts []Point) plotter.XYs {

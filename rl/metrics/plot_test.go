@@ -11,6 +11,9 @@ import (
 	"testing"
 
 	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // plotRun returns the score and validation-EM curves of a made-up run.
@@ -75,6 +78,55 @@ func countColor(img image.Image, c color.Color) int {
 }
 
 func near(a, b uint32) bool { return a-b < 0x0800 || b-a < 0x0800 }
+
+// TestLegendClearOfLines checks that no point is drawn under the legend when
+// the curves reach their top at once, as the learning table's validation
+// curves do, for a few series and for nine.
+func TestLegendClearOfLines(t *testing.T) {
+	for _, n := range []int{2, 9} {
+		series := map[string][]Point{}
+		for i := 0; i < n; i++ {
+			var pts []Point
+			for s := 0; s <= 30; s += 5 {
+				v := 0.6 + 0.01*float64(i)
+				if s == 0 {
+					v = 0
+				}
+				pts = append(pts, Point{s, v})
+			}
+			series[strings.Repeat("a series with a long name ", 2)+string(rune('A'+i))] = pts
+		}
+		p, err := newPlot(Chart{Title: "validation EM", Series: series})
+		if err != nil {
+			t.Fatal(err)
+		}
+		img := vgimg.NewWith(vgimg.UseWH(vg.Length(PlotWidth)*vg.Inch/plotDPI, vg.Length(PlotHeight)*vg.Inch/plotDPI), vgimg.UseDPI(plotDPI))
+		dc := plotArea(draw.New(img))
+		highest := func() (y, legendBottom vg.Length) {
+			data := p.DataCanvas(dc)
+			r := p.Legend.Rectangle(data)
+			legendBottom = data.Max.Y + p.Y.Padding + p.Legend.YOffs - (r.Max.Y - r.Min.Y)
+			y = data.Min.Y
+			for _, pts := range series {
+				for _, pt := range pts {
+					y = max(y, data.Y(p.Y.Norm(pt.Value)))
+				}
+			}
+			return y, legendBottom
+		}
+		if y, bottom := highest(); y < bottom {
+			t.Fatalf("%d series: the unraised axis already clears the legend (%v < %v): the check below proves nothing", n, y, bottom)
+		}
+		raiseAboveLegend(p, dc)
+		y, bottom := highest()
+		if y > bottom-vg.Points(legendGap)+0.01 {
+			t.Errorf("%d series: highest point at %v, legend's bottom at %v: under the legend", n, y, bottom)
+		}
+		if data := p.DataCanvas(dc); y-data.Min.Y < (data.Max.Y-data.Min.Y)/2 {
+			t.Errorf("%d series: the data fill %v of %v: squeezed", n, y-data.Min.Y, data.Max.Y-data.Min.Y)
+		}
+	}
+}
 
 func TestPlotErrors(t *testing.T) {
 	dir := t.TempDir()
