@@ -47,10 +47,7 @@ func Plot(path string, c Chart) error {
 	if err != nil {
 		return fmt.Errorf("metrics: plot %s: %w", path, err)
 	}
-	canvas := vgimg.PngCanvas{Canvas: vgimg.NewWith(
-		vgimg.UseWH(vg.Length(PlotWidth)*vg.Inch/plotDPI, vg.Length(PlotHeight)*vg.Inch/plotDPI),
-		vgimg.UseDPI(plotDPI),
-	)}
+	canvas := vgimg.PngCanvas{Canvas: newCanvas()}
 	dc := plotArea(draw.New(canvas))
 	raiseAboveLegend(p, dc)
 	p.Draw(dc)
@@ -110,6 +107,14 @@ func newPlot(c Chart) (*plot.Plot, error) {
 	return p, nil
 }
 
+// newCanvas is a blank picture of PlotWidth×PlotHeight pixels.
+func newCanvas() *vgimg.Canvas {
+	return vgimg.NewWith(
+		vgimg.UseWH(vg.Length(PlotWidth)*vg.Inch/plotDPI, vg.Length(PlotHeight)*vg.Inch/plotDPI),
+		vgimg.UseDPI(plotDPI),
+	)
+}
+
 // plotArea is the picture less a margin round it, which keeps the last point
 // and the title off its edge.
 func plotArea(c draw.Canvas) draw.Canvas {
@@ -126,19 +131,19 @@ const legendGap = 4 // points
 // maximum (validation EM over steps) otherwise run through its text. The
 // data keep the rest of the height.
 func raiseAboveLegend(p *plot.Plot, c draw.Canvas) {
+	lo, hi := p.Y.Min, p.Y.Max
 	data := p.DataCanvas(c)
 	height := data.Max.Y - data.Min.Y
+	if hi <= lo || height <= 0 {
+		return // a flat line, which gonum centres, or no room to draw in
+	}
 	legend := p.Legend.Rectangle(data)
 	// The legend's top is the data area's top plus the y padding plus
 	// YOffs; the highest point must sit legendGap below its bottom.
 	need := legend.Max.Y - legend.Min.Y - p.Legend.YOffs - p.Y.Padding + vg.Points(legendGap)
 	frac := float64(need / height)
-	if frac <= 0 || frac >= 0.5 || height <= 0 {
+	if frac <= 0 || frac >= 0.5 {
 		return // no legend to clear, or too little room to keep the data readable
-	}
-	lo, hi := p.Y.Min, p.Y.Max
-	if hi <= lo {
-		hi = lo + 1
 	}
 	p.Y.Max = (hi - frac*lo) / (1 - frac)
 }

@@ -13,7 +13,6 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // plotRun returns the score and validation-EM curves of a made-up run.
@@ -100,8 +99,7 @@ func TestLegendClearOfLines(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		img := vgimg.NewWith(vgimg.UseWH(vg.Length(PlotWidth)*vg.Inch/plotDPI, vg.Length(PlotHeight)*vg.Inch/plotDPI), vgimg.UseDPI(plotDPI))
-		dc := plotArea(draw.New(img))
+		dc := plotArea(draw.New(newCanvas()))
 		highest := func() (y, legendBottom vg.Length) {
 			data := p.DataCanvas(dc)
 			r := p.Legend.Rectangle(data)
